@@ -1,0 +1,7 @@
+"""`codeloop` commands for the mcp area."""
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add this area's commands to the root app."""

@@ -1,0 +1,1 @@
+"""Semantic code search: chunking, embeddings, the LanceDB index, queries."""
