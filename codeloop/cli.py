@@ -17,6 +17,11 @@ app = typer.Typer(
 
 
 
+@app.callback()
+def _root() -> None:
+    """codeloop: a coding agent as a distributed system."""
+
+
 @app.command()
 def version() -> None:
     """Print codeloop's version."""
