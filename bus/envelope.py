@@ -1,0 +1,101 @@
+"""The versioned envelope every bus message travels in; JSON on the wire.
+
+An envelope is read open-world at the top (unknown *envelope* fields from a newer peer are
+ignored) but its payload is validated closed against the model registered for its `kind`.
+"""
+
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from bus.errors import MalformedMessage, UnsupportedSchemaVersion
+from bus.messages import PAYLOAD_BY_KIND, SCHEMA_VERSION, Message
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+class Envelope(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore", use_attribute_docstrings=True)
+
+    id: str = Field(default_factory=new_id, min_length=1)
+    """Unique message id; JetStream deduplicates on it (`Nats-Msg-Id`) and handlers are idempotent on it."""
+    kind: str
+    """The payload's kind, e.g. `task_submitted`."""
+    task_id: str = Field(min_length=1)
+    trace_id: str = Field(default_factory=new_id)
+    """Shared by every message of one task; also the OpenTelemetry trace id."""
+    causation_id: str | None = None
+    """Id of the message this one answers or was caused by."""
+    sent_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    schema_version: int = SCHEMA_VERSION
+    payload: dict[str, Any]
+
+    @classmethod
+    def wrap(
+        cls,
+        payload: Message,
+        *,
+        task_id: str,
+        trace_id: str | None = None,
+        causation_id: str | None = None,
+        id: str | None = None,
+    ) -> "Envelope":
+        fields: dict[str, Any] = {"kind": payload.kind, "task_id": task_id, "causation_id": causation_id}  # type: ignore[attr-defined]
+        if trace_id is not None:
+            fields["trace_id"] = trace_id
+        if id is not None:
+            fields["id"] = id
+        return cls(payload=payload.model_dump(mode="json"), **fields)
+
+    def reply(self, payload: Message, *, id: str | None = None) -> "Envelope":
+        """An envelope for `payload` in the same task and trace, caused by this one."""
+        return Envelope.wrap(
+            payload, task_id=self.task_id, trace_id=self.trace_id, causation_id=self.id, id=id
+        )
+
+    def open(self) -> Message:
+        """The typed payload.
+
+        Raises:
+            MalformedMessage: the kind is unknown or the payload does not fit its model.
+        """
+        model = PAYLOAD_BY_KIND.get(self.kind)
+        if model is None:
+            raise MalformedMessage(f"unknown message kind {self.kind!r}; known: {sorted(PAYLOAD_BY_KIND)}")
+        try:
+            return model.model_validate(self.payload)
+        except ValidationError as exc:
+            raise MalformedMessage(f"payload of kind {self.kind!r} is invalid: {exc}") from exc
+
+    def to_bytes(self) -> bytes:
+        return self.model_dump_json().encode()
+
+
+def parse_envelope(data: bytes) -> Envelope:
+    """Read an envelope from the wire and check its payload.
+
+    Raises:
+        UnsupportedSchemaVersion: a schema version other than ours.
+        MalformedMessage: not JSON, missing fields, unknown kind or an invalid payload.
+    """
+    # The version is checked before the fields: a newer peer may have changed them.
+    try:
+        raw = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MalformedMessage(f"not JSON: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise MalformedMessage(f"an envelope is a JSON object, got {type(raw).__name__}")
+    version = raw.get("schema_version", SCHEMA_VERSION)
+    if version != SCHEMA_VERSION:
+        raise UnsupportedSchemaVersion(version, SCHEMA_VERSION)
+    try:
+        envelope = Envelope.model_validate(raw)
+    except ValidationError as exc:
+        raise MalformedMessage(f"not a codeloop envelope: {exc.errors(include_url=False)[:3]}") from exc
+    envelope.open()
+    return envelope

@@ -1,0 +1,51 @@
+"""Errors crossing the NATS boundary.
+
+    BusError
+    ├── BusTimeout (also a TimeoutError)  a request or fetch got no answer in time
+    ├── BusClosed                          the connection is closed or draining
+    ├── NoResponders                       nobody is subscribed to the subject
+    ├── ServerStartError                   the embedded nats-server is missing or would not start
+    ├── RecordConflict                     a compare-and-set on a KV record lost to another writer
+    └── MalformedMessage                   bytes that are not a valid envelope or payload
+        └── UnsupportedSchemaVersion       a valid envelope of a schema version we do not speak
+
+nats-py exceptions are translated into these where they enter (`bus/connection.py`), so nothing
+from `nats.errors` leaks into agents or the CLI.
+"""
+
+
+class BusError(Exception):
+    """Base for every failure crossing the NATS boundary."""
+
+
+class BusTimeout(BusError, TimeoutError):
+    """No answer within the timeout; still caught by `except TimeoutError`."""
+
+
+class BusClosed(BusError):
+    """The connection is closed or draining."""
+
+
+class NoResponders(BusError):
+    """A request found no subscriber on its subject."""
+
+
+class ServerStartError(BusError):
+    """The embedded nats-server binary is missing or did not become healthy."""
+
+
+class RecordConflict(BusError):
+    """A compare-and-set update of a KV record lost to a concurrent writer."""
+
+
+class MalformedMessage(BusError):
+    """Bytes that do not parse as an envelope, or a payload that does not fit its kind."""
+
+
+class UnsupportedSchemaVersion(MalformedMessage):
+    """A well-formed envelope whose schema version this process cannot read."""
+
+    def __init__(self, version: object, supported: int) -> None:
+        super().__init__(f"schema_version {version!r} is not supported (this process speaks {supported})")
+        self.version = version
+        self.supported = supported
