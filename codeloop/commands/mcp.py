@@ -1,7 +1,125 @@
-"""`codeloop` commands for the mcp area."""
+"""`codeloop mcp SERVER ...` (run one tool server) and `codeloop audit verify FILE`.
+
+The `mcp` command line is a contract other tools depend on:
+`codeloop mcp SERVER --root DIR [--scopes read,write,execute] [--transport stdio|http]
+[--host 127.0.0.1] [--port N] [--token-file FILE]`.
+"""
+
+from pathlib import Path
+from typing import Annotated
 
 import typer
+
+audit_app = typer.Typer(no_args_is_help=True, help="Inspect the tool servers' hash-chained audit log.")
+
+
+def _fail(message: str) -> None:
+    typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
+    raise typer.Exit(2)
+
+
+def mcp(
+    server: Annotated[str, typer.Argument(help="Server to run: fs, git (search, exec when installed).")],
+    root: Annotated[Path, typer.Option("--root", help="Directory the server is confined to.")],
+    scopes: Annotated[
+        str, typer.Option("--scopes", help="Granted scopes, comma-separated: read,write,execute.")
+    ] = "read,write,execute",
+    transport: Annotated[str, typer.Option("--transport", help="stdio (desktop clients) or http.")] = "stdio",
+    host: Annotated[str, typer.Option("--host", help="HTTP bind address.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="HTTP port (0 picks a free one).")] = 8000,
+    token_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--token-file",
+            help="HTTP bearer tokens, one per line: TOKEN PRINCIPAL SCOPES. Required for http.",
+        ),
+    ] = None,
+    audit_log: Annotated[
+        Path | None, typer.Option("--audit-log", help="Audit log file (default: ROOT/.codeloop/audit.jsonl).")
+    ] = None,
+) -> None:
+    """Run one MCP tool server confined to ROOT, over stdio or streamable HTTP (at /mcp).
+
+    Over HTTP the URL is printed on stdout once the server listens; every request needs a
+    bearer token from --token-file. Tools outside --scopes are neither listed nor callable.
+    """
+    import anyio
+
+    from tool_servers.http import TokenFileError
+    from tool_servers.scopes import parse_scopes
+    from tool_servers.serve import SERVERS, ServeConfig, UnknownServer, run_server
+
+    if server not in SERVERS:
+        _fail(f"unknown server {server!r}; choose one of: {', '.join(sorted(SERVERS))}")
+    if not root.is_dir():
+        _fail(f"--root {root} is not a directory")
+    try:
+        granted = parse_scopes(scopes)
+    except ValueError as exc:
+        _fail(f"--scopes: {exc}")
+    if transport not in ("stdio", "http"):
+        _fail(f"--transport must be stdio or http, not {transport!r}")
+    if transport == "http" and token_file is None:
+        _fail(
+            "--transport http needs --token-file FILE (lines of 'TOKEN PRINCIPAL SCOPES'); unauthenticated HTTP is not offered"
+        )
+    if not 0 <= port <= 65535:
+        _fail(f"--port must be between 0 and 65535, not {port}")
+    config = ServeConfig(
+        server=server,
+        root=root,
+        scopes=granted,
+        transport=transport,  # type: ignore[arg-type]
+        host=host,
+        port=port,
+        token_file=token_file,
+        audit_log=audit_log,
+    )
+    try:
+        anyio.run(run_server, config)
+    except (TokenFileError, UnknownServer) as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    except OSError as exc:
+        _fail(str(exc))
+    except ExceptionGroup as group:
+        oserrors, rest = group.split(OSError)
+        if rest is not None or oserrors is None:
+            raise
+        _fail("; ".join(str(e) for e in _leaves(oserrors)))
+
+
+def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
+    found: list[BaseException] = []
+    for exc in group.exceptions:
+        found.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return found
+
+
+@audit_app.command("verify")
+def verify(
+    file: Annotated[Path, typer.Argument(help="Audit log (JSONL) to check.")],
+    json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Check the hash chain of an audit log: exits 1 if a record was edited, removed or reordered."""
+    from tool_servers.audit import verify_log
+
+    if not file.is_file():
+        _fail(f"{file} is not a file")
+    report = verify_log(file)
+    if json_output:
+        typer.echo(report.model_dump_json())
+    elif report.ok:
+        typer.echo(f"ok: {report.records} records, chain intact")
+    else:
+        typer.echo(f"TAMPERED: chain broken after {report.records} good records", err=True)
+        for problem in report.problems:
+            typer.echo(f"  {problem}", err=True)
+    raise typer.Exit(0 if report.ok else 1)
 
 
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the root app."""
+    app.command("mcp")(mcp)
+    app.add_typer(audit_app, name="audit")

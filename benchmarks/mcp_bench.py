@@ -1,0 +1,162 @@
+"""Latency of codeloop tool calls over stdio and streamable HTTP, beside a bare MCP server.
+
+Run: `.venv/bin/python benchmarks/mcp_bench.py [--calls N]`. For each case it starts the real
+server process (`codeloop mcp ...`, or a bare `MCPServer` with one no-op tool run from this
+file), opens one real MCP client session, makes warm-up calls, then times N sequential calls
+and prints the median and p90 in milliseconds. The overhead ratio is the median of a codeloop
+tool divided by the bare no-op's median over the same transport: it is what the protocol
+(gate, validation, audit record with fsync, bearer check) plus the tool's own work cost.
+
+Add a case by appending to `CASES` (the lead adds `search_code` once the search server exists).
+"""
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+CODELOOP = str(Path(sys.executable).with_name("codeloop"))
+TOKEN = "bench-token"
+
+
+@dataclass(frozen=True)
+class Case:
+    label: str
+    server: str
+    """A `codeloop mcp` server name, or `bare` for the no-op baseline."""
+    tool: str
+    args: dict[str, Any]
+
+
+CASES = [
+    Case("bare noop", "bare", "noop", {}),
+    Case("fs read_file", "fs", "read_file", {"path": "module.py"}),
+]
+
+
+def _bare_server() -> Any:
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("bare", log_level="WARNING")  # as quiet as the codeloop servers
+
+    @server.tool()
+    def noop() -> str:
+        """Do nothing."""
+        return "ok"
+
+    return server
+
+
+async def _run_bare(transport: str) -> None:
+    server = _bare_server()
+    if transport == "stdio":
+        await server.run_stdio_async()
+        return
+    from tool_servers.http import serve_http
+
+    async with anyio.create_task_group() as tg:
+        url = await tg.start(lambda task_status: serve_http(server, port=0, task_status=task_status))
+        print(url, flush=True)
+
+
+def _command(case: Case, transport: str, root: Path, token_file: Path) -> list[str]:
+    if case.server == "bare":
+        return [sys.executable, __file__, "--bare", transport]
+    cmd = [
+        CODELOOP,
+        "mcp",
+        case.server,
+        "--root",
+        str(root),
+        "--scopes",
+        "read",
+        "--audit-log",
+        str(root.parent / "audit.jsonl"),
+    ]
+    if transport == "http":
+        cmd += ["--transport", "http", "--port", "0", "--token-file", str(token_file)]
+    return cmd
+
+
+@asynccontextmanager
+async def _session(case: Case, transport: str, root: Path, token_file: Path) -> AsyncIterator[Client]:
+    cmd = _command(case, transport, root, token_file)
+    if transport == "stdio":
+        async with Client(StdioServerParameters(command=cmd[0], args=cmd[1:])) as client:
+            yield client
+        return
+    process = await anyio.open_process(cmd)
+    try:
+        buffer = b""
+        with anyio.fail_after(60):
+            while b"\n" not in buffer:
+                buffer += await process.stdout.receive()  # type: ignore[union-attr]
+        url = buffer.decode().split("\n", 1)[0].strip()
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+            async with Client(streamable_http_client(url, http_client=http)) as client:  # type: ignore[arg-type]
+                yield client
+    finally:
+        process.terminate()
+        with anyio.CancelScope(shield=True):
+            await process.wait()
+
+
+async def _measure(case: Case, transport: str, root: Path, token_file: Path, calls: int) -> list[float]:
+    async with _session(case, transport, root, token_file) as client:
+        for _ in range(10):
+            result = await client.call_tool(case.tool, case.args)
+            assert not result.is_error, result.content
+        timings = []
+        for _ in range(calls):
+            start = time.perf_counter()
+            await client.call_tool(case.tool, case.args)
+            timings.append((time.perf_counter() - start) * 1000)
+    return timings
+
+
+async def main(calls: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="codeloop-bench-") as tmp:
+        root = Path(tmp) / "repo"
+        root.mkdir()
+        (root / "module.py").write_text("".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(200)))
+        token_file = Path(tmp) / "tokens.txt"
+        token_file.write_text(f"{TOKEN} bench read\n")
+        medians: dict[tuple[str, str], float] = {}
+        print(f"{'case':<16} {'transport':<9} {'median_ms':>10} {'p90_ms':>8} {'calls':>6}")
+        for transport in ("stdio", "http"):
+            for case in CASES:
+                timings = await _measure(case, transport, root, token_file, calls)
+                median = statistics.median(timings)
+                p90 = statistics.quantiles(timings, n=10)[-1]
+                medians[(case.label, transport)] = median
+                print(
+                    f"{case.label:<16} {transport:<9} {median:>10.2f} {p90:>8.2f} {len(timings):>6}",
+                    flush=True,
+                )
+        for case in CASES[1:]:
+            ratios = ", ".join(
+                f"{t} {medians[(case.label, t)] / medians[('bare noop', t)]:.2f}x" for t in ("stdio", "http")
+            )
+            print(f"overhead ratio {case.label} / bare noop: {ratios}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=200, help="timed calls per case and transport")
+    parser.add_argument("--bare", choices=["stdio", "http"], help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.bare:
+        anyio.run(_run_bare, options.bare)
+    else:
+        anyio.run(main, options.calls)

@@ -1,0 +1,77 @@
+"""Human confirmation: high-risk calls elicit; a client that cannot gets needs_confirmation."""
+
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+from ts_helpers import Elicitor, stdio_params
+
+from tool_servers.fs import build_fs_server
+
+pytestmark = pytest.mark.anyio
+
+DELETE_README = "--- a/README.md\n+++ /dev/null\n@@ -1 +0,0 @@\n-# demo\n"
+MODES = ["auto", "legacy"]  # 2026-07-28 (input_required round-trip) and the 2025-11-25 handshake
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_approved_protected_write_asks_once_and_happens(repo: Path, mode: str) -> None:
+    """Issue 5: a write to a protected path asks the user through MCP elicitation; approval lets it run."""
+    elicitor = Elicitor("accept", approve=True)
+    with anyio.fail_after(10):
+        async with Client(build_fs_server(repo), mode=mode, elicitation_callback=elicitor) as client:
+            result = await client.call_tool(
+                "write_file", {"path": ".github/workflows/ci.yml", "content": "on: push\n"}
+            )
+    assert not result.is_error, result.content
+    assert len(elicitor.questions) == 1 and ".github/workflows/ci.yml" in elicitor.questions[0]
+    assert (repo / ".github" / "workflows" / "ci.yml").read_text() == "on: push\n"
+
+
+@pytest.mark.parametrize(("action", "approve"), [("decline", False), ("cancel", False), ("accept", False)])
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_declined_deletion_does_nothing(repo: Path, mode: str, action: str, approve: bool) -> None:
+    """Issue 5: deleting files asks first; decline, cancel or an unticked box leaves the file and is permission_denied."""
+    elicitor = Elicitor(action, approve=approve)
+    with anyio.fail_after(10):
+        async with Client(build_fs_server(repo), mode=mode, elicitation_callback=elicitor) as client:
+            result = await client.call_tool("apply_patch", {"patch": DELETE_README})
+    assert result.structured_content["type"] == "permission_denied"
+    assert "delete README.md" in elicitor.questions[0]
+    assert (repo / "README.md").read_text() == "# demo\n"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_client_that_cannot_elicit_gets_needs_confirmation_describing_the_action(
+    repo: Path, mode: str
+) -> None:
+    """Issue 5: a client without elicitation gets needs_confirmation describing what would happen; nothing happens."""
+    with anyio.fail_after(10):
+        async with Client(build_fs_server(repo), mode=mode) as client:
+            result = await client.call_tool("apply_patch", {"patch": DELETE_README})
+    body = result.structured_content
+    assert body["type"] == "needs_confirmation"
+    assert body["details"]["action"] == "delete README.md" and body["details"]["tool"] == "apply_patch"
+    assert (repo / "README.md").exists()
+
+
+async def test_ordinary_calls_of_confirmable_tools_ask_nobody(repo: Path) -> None:
+    """Our choice: only high-risk calls are confirmed; a normal write or a dry-run deletion runs directly."""
+    elicitor = Elicitor("decline")
+    with anyio.fail_after(10):
+        async with Client(build_fs_server(repo), elicitation_callback=elicitor) as client:
+            write = await client.call_tool("write_file", {"path": "notes.md", "content": "x"})
+            dry = await client.call_tool("apply_patch", {"patch": DELETE_README, "dry_run": True})
+    assert not write.is_error and dry.structured_content["files"][0]["action"] == "delete"
+    assert elicitor.questions == []
+
+
+async def test_elicitation_works_through_a_real_stdio_server_process(repo: Path) -> None:
+    """Issue 5 acceptance over stdio: the accepted path writes, the declined path does not."""
+    for action, expect_written in (("decline", False), ("accept", True)):
+        with anyio.fail_after(30):
+            async with Client(stdio_params("fs", repo), elicitation_callback=Elicitor(action)) as client:
+                result = await client.call_tool("write_file", {"path": ".env", "content": "DEBUG=1\n"})
+        assert result.is_error is (not expect_written), result.content
+        assert (repo / ".env").exists() is expect_written

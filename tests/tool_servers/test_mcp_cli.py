@@ -1,0 +1,65 @@
+"""`codeloop mcp` refuses bad input with a clear message, a non-zero exit and no traceback."""
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from ts_helpers import CODELOOP
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [CODELOOP, *args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["mcp", "ftp", "--root", "{root}"], "unknown server 'ftp'"),
+        (["mcp", "fs", "--root", "{root}/missing"], "is not a directory"),
+        (["mcp", "fs", "--root", "{root}", "--scopes", "read,admin"], "unknown scope 'admin'"),
+        (["mcp", "fs", "--root", "{root}", "--transport", "sse"], "--transport must be stdio or http"),
+        (["mcp", "fs", "--root", "{root}", "--transport", "http"], "needs --token-file"),
+        (
+            ["mcp", "fs", "--root", "{root}", "--transport", "http", "--token-file", "{root}/none"],
+            "cannot read token file",
+        ),
+        (
+            ["mcp", "fs", "--root", "{root}", "--transport", "http", "--token-file", "{root}/bad"],
+            "bad:1: expected",
+        ),
+        (["audit", "verify", "{root}/none.jsonl"], "is not a file"),
+    ],
+    ids=[
+        "server",
+        "root",
+        "scope",
+        "transport",
+        "no-token-file",
+        "missing-token-file",
+        "bad-token-line",
+        "audit-file",
+    ],
+)
+def test_bad_input_is_refused_with_a_clear_message(tmp_path: Path, args: list[str], message: str) -> None:
+    """Brief CLI conventions: the message says what was wrong; exit code non-zero; no traceback."""
+    (tmp_path / "bad").write_text("only-a-token\n")
+    result = _run(*(a.replace("{root}", str(tmp_path)) for a in args))
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_http_port_in_use_is_reported_without_a_traceback(tmp_path: Path, token_file: Path) -> None:
+    """Brief CLI conventions: a port that cannot be bound is an error message, not a crash."""
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = _run("mcp", "fs", "--root", str(tmp_path), "--transport", "http", "--port", str(port),
+                      "--token-file", str(token_file))  # fmt: skip
+    assert result.returncode != 0
+    assert "cannot serve on" in result.stderr and "Traceback" not in result.stderr

@@ -1,0 +1,124 @@
+"""Real server processes through the real MCP client: stdio and streamable HTTP with bearer tokens."""
+
+import functools
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from ts_conformance import assert_valid
+from ts_helpers import Elicitor, http_client, http_server, stdio_params
+
+from tool_servers.fs import build_fs_server
+from tool_servers.http import TokenTable, serve_http
+from tool_servers.protocol import ServerOptions
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("server", ["fs", "git"])
+async def test_stdio_server_lists_tools_per_scope_and_answers_with_valid_structured_content(
+    repo: Path, server: str, mode: str
+) -> None:
+    """Issue 5: each server is a process over stdio, for current clients and the 2025-11-25 handshake."""
+    call = ("read_file", {"path": "README.md"}) if server == "fs" else ("git_log", {})
+    with anyio.fail_after(30):
+        async with Client(stdio_params(server, repo, "--scopes", "read"), mode=mode) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            result = await client.call_tool(*call)
+    assert {tool.meta["codeloop/scope"] for tool in tools.values()} == {"read"}
+    assert not result.is_error
+    assert_valid(result.structured_content, tools[call[0]].output_schema)
+
+
+async def test_http_without_a_token_or_with_a_wrong_one_gets_401(repo: Path, token_file: Path) -> None:
+    """Issue 5 acceptance: HTTP without a token, or with a wrong one, gets 401."""
+    async with http_server("fs", repo, token_file) as url:
+        assert url.endswith("/mcp")
+        async with httpx2.AsyncClient() as http:
+            body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+            missing = await http.post(url, json=body)
+            wrong = await http.post(url, json=body, headers={"Authorization": "Bearer not-a-token"})
+        with pytest.raises(BaseException):  # noqa: B017 - the SDK wraps the 401 in an ExceptionGroup
+            with anyio.fail_after(20):
+                async with http_client(url, "not-a-token") as client:
+                    await client.list_tools()
+    assert missing.status_code == 401 and wrong.status_code == 401
+    assert "Bearer" in missing.headers["www-authenticate"]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_http_tokens_map_to_principals_and_scopes(
+    repo: Path, token_file: Path, tmp_path: Path, mode: str
+) -> None:
+    """Issue 5: a token's principal and scopes decide what it sees and may call; the audit log names the principal."""
+    audit = tmp_path / "audit.jsonl"
+    async with http_server("fs", repo, token_file, "--audit-log", str(audit)) as url:
+        with anyio.fail_after(30):
+            async with http_client(url, "reader-token", mode=mode) as reader:
+                reader_tools = {t.name for t in (await reader.list_tools()).tools}
+                refused = await reader.call_tool("write_file", {"path": "a.txt", "content": "x"})
+            async with http_client(url, "writer-token", mode=mode) as writer:
+                writer_tools = {t.name for t in (await writer.list_tools()).tools}
+                written = await writer.call_tool("write_file", {"path": "a.txt", "content": "x"})
+    assert reader_tools == {"list_files", "read_file"}
+    assert writer_tools == {"list_files", "read_file", "write_file", "apply_patch"}
+    assert refused.structured_content["details"]["missing_scope"] == "write"
+    assert "alice" in refused.structured_content["message"]
+    assert not written.is_error and (repo / "a.txt").read_text() == "x"
+    principals = [line.split('"principal":"')[1].split('"')[0] for line in audit.read_text().splitlines()]
+    assert principals == ["alice", "bob"]
+
+
+async def test_the_server_grant_caps_a_token_with_wider_scopes(repo: Path, token_file: Path) -> None:
+    """Issue 5 least privilege: a read,write token on a server started with --scopes read can only read."""
+    async with http_server("fs", repo, token_file, "--scopes", "read") as url:
+        with anyio.fail_after(20):
+            async with http_client(url, "writer-token") as client:
+                names = {t.name for t in (await client.list_tools()).tools}
+    assert names == {"list_files", "read_file"}
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_elicitation_works_over_streamable_http(repo: Path, token_file: Path, mode: str) -> None:
+    """Issue 5 acceptance over HTTP: declined, cannot-elicit and accepted confirmation paths."""
+    async with http_server("fs", repo, token_file) as url:
+        with anyio.fail_after(30):
+            async with http_client(
+                url, "writer-token", mode=mode, elicitation_callback=Elicitor("decline")
+            ) as client:
+                declined = await client.call_tool("write_file", {"path": ".env", "content": "A=1\n"})
+            assert not (repo / ".env").exists()
+            async with http_client(
+                url, "writer-token", mode=mode, elicitation_callback=Elicitor("accept")
+            ) as client:
+                accepted = await client.call_tool("write_file", {"path": ".env", "content": "A=1\n"})
+    assert declined.structured_content["type"] == "permission_denied"
+    assert not accepted.is_error and (repo / ".env").read_text() == "A=1\n"
+
+
+async def test_serve_http_runs_in_a_task_group_and_stops_on_cancel(repo: Path, token_file: Path) -> None:
+    """Our contract for `serve_http`: ready when `start` returns its URL; cancelling the group closes the port."""
+    server = build_fs_server(repo, ServerOptions(token_verifier=TokenTable.from_file(token_file)))
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            url = await tg.start(functools.partial(serve_http, server, port=0))
+            async with http_client(url, "reader-token") as client:
+                result = await client.call_tool("read_file", {"path": "README.md"})
+            tg.cancel_scope.cancel()
+        async with httpx2.AsyncClient() as http:
+            with pytest.raises(httpx2.ConnectError):
+                await http.post(url, json={})
+    assert result.structured_content["content"] == "# demo\n"
+
+
+async def test_the_default_audit_log_stays_out_of_git(repo: Path) -> None:
+    """Our choice: the default log lives in ROOT/.codeloop/, which ignores itself, so git_status and commits never see it."""
+    with anyio.fail_after(30):
+        async with Client(stdio_params("git", repo)) as client:
+            await client.call_tool("git_status", {})
+            status = await client.call_tool("git_status", {})
+    assert (repo / ".codeloop" / "audit.jsonl").read_text().count("\n") == 2
+    assert [e["path"] for e in status.structured_content["entries"]] == ["src/app.py"]

@@ -1,0 +1,406 @@
+"""The `fs` server: list, read, write and patch files confined to a root.
+
+Tools: `list_files` (read), `read_file` (read), `write_file` (write), `apply_patch` (write).
+Writes to protected paths (CI configs, secrets, `.env`) and patches that delete files are
+high-risk and ask a human first (see `confirm.py`).
+"""
+
+import fnmatch
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+import pathspec
+from mcp.server.mcpserver import MCPServer
+from pydantic import BaseModel, ConfigDict, Field
+
+from tool_servers.confinement import Root
+from tool_servers.errors import Conflict, InvalidArguments, NotFound, ToolServerError
+from tool_servers.patching import atomic_write, plan_patch, write_plan
+from tool_servers.protocol import CallContext, ServerOptions, ToolSpec, build_server
+from tool_servers.scopes import Risk, Scope
+
+MAX_READ_BYTES = 256 * 1024
+MAX_FILE_BYTES = 32 * 1024 * 1024
+"""read_file refuses larger files outright rather than loading them to return a slice."""
+MAX_WRITE_BYTES = 4 * 1024 * 1024
+MAX_LIST = 5000
+PROTECTED_PATTERNS = (
+    ".github/*",
+    ".gitlab-ci.yml",
+    ".ci/*",
+    ".env",
+    ".env.*",
+    "*.pem",
+    "*.key",
+    ".pre-commit-config.yaml",
+    ".gitignore",
+)
+"""Paths whose change can alter CI, secrets or what git sees: writing them asks a human."""
+_CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class ListFilesInput(BaseModel):
+    model_config = _CONFIG
+    pattern: str = "**/*"
+    """Glob relative to `path` (`**` crosses directories), e.g. `**/*.py` or `src/*.toml`."""
+    path: str = "."
+    """Directory to list, relative to the root."""
+    include_ignored: bool = False
+    """Also list files that .gitignore ignores."""
+    limit: int = Field(default=1000, ge=1, le=MAX_LIST)
+    """Maximum number of files returned."""
+
+
+class FileEntry(BaseModel):
+    model_config = _CONFIG
+    path: str
+    """Path relative to the root."""
+    size: int
+    """Size in bytes."""
+
+
+class ListFilesOutput(BaseModel):
+    model_config = _CONFIG
+    files: list[FileEntry]
+    truncated: bool
+    """True when more files matched than `limit`."""
+
+
+class ReadFileInput(BaseModel):
+    model_config = _CONFIG
+    path: str
+    """File to read, relative to the root."""
+    start_line: int = Field(default=1, ge=1)
+    """First line to return (1-based)."""
+    end_line: int | None = Field(default=None, ge=1)
+    """Last line to return (inclusive); omitted means to the end or the size cap."""
+    max_bytes: int = Field(default=MAX_READ_BYTES, ge=1, le=MAX_READ_BYTES)
+    """Cap on returned content; longer content is cut at a line boundary and `truncated` set."""
+
+
+class ReadFileOutput(BaseModel):
+    model_config = _CONFIG
+    path: str
+    content: str
+    """The requested lines; empty when the file is not text."""
+    start_line: int
+    end_line: int
+    """Last line included (0 when nothing was returned)."""
+    total_lines: int
+    size: int
+    """File size in bytes."""
+    truncated: bool
+    """True when the size cap cut the requested range short."""
+    decodable: bool
+    """False when the file is not UTF-8 text (binary); `content` is then empty."""
+
+
+class WriteFileInput(BaseModel):
+    model_config = _CONFIG
+    path: str
+    """File to create or replace, relative to the root."""
+    content: str
+    """The complete new content (UTF-8)."""
+
+
+class WriteFileOutput(BaseModel):
+    model_config = _CONFIG
+    path: str
+    bytes_written: int
+    created: bool
+    """True when the file did not exist before."""
+
+
+class ApplyPatchInput(BaseModel):
+    model_config = _CONFIG
+    patch: str
+    """A unified diff (`--- a/path` / `+++ b/path` headers, `@@` hunks) with paths relative to the root."""
+    dry_run: bool = False
+    """Validate every hunk and report what would change without writing."""
+
+
+class PatchedFileInfo(BaseModel):
+    model_config = _CONFIG
+    path: str
+    action: str
+    """`modify`, `create` or `delete`."""
+    hunks: int
+    added: int
+    removed: int
+
+
+class ApplyPatchOutput(BaseModel):
+    model_config = _CONFIG
+    applied: bool
+    """False on a dry run."""
+    files: list[PatchedFileInfo]
+
+
+def is_protected(rel: str) -> bool:
+    return any(fnmatch.fnmatch(rel, pattern) for pattern in PROTECTED_PATTERNS)
+
+
+class FsTools:
+    """Handlers of the `fs` server over one root."""
+
+    def __init__(self, root: Root) -> None:
+        self.root = root
+
+    async def list_files(self, args: ListFilesInput, call: CallContext) -> ListFilesOutput:
+        base = self.root.resolve(args.path)
+        if not base.is_dir():
+            raise NotFound(f"{args.path} is not a directory under the root", path=args.path)
+        return await anyio.to_thread.run_sync(self._list_sync, base, args)
+
+    def _list_sync(self, base: Path, args: ListFilesInput) -> ListFilesOutput:
+        files: list[FileEntry] = []
+        ignores = _Ignores(self.root.path) if not args.include_ignored else None
+        matcher = glob_regex(args.pattern)
+        truncated = False
+        if ignores:
+            for parent in reversed(base.relative_to(self.root.path).parents):
+                ignores.load(self.root.path / parent)  # .gitignores between the root and `base`
+        for dirpath, dirnames, filenames in os.walk(base):
+            here = Path(dirpath)
+            if ignores:
+                ignores.load(here)  # before filtering: here/.gitignore applies to its subdirectories
+            dirnames[:] = sorted(
+                d
+                for d in dirnames
+                if d not in (".git", ".codeloop") and not (ignores and ignores.ignored(here / d, is_dir=True))
+            )
+            for name in sorted(filenames):
+                path = here / name
+                if ignores and ignores.ignored(path, is_dir=False):
+                    continue
+                rel_to_base = path.relative_to(base).as_posix()
+                if not matcher.match(rel_to_base):
+                    continue
+                try:
+                    resolved = path.resolve()
+                    if self.root.path not in resolved.parents:
+                        continue  # a symlink pointing out of the root is not listed
+                    size = resolved.stat().st_size
+                except OSError:
+                    continue
+                if len(files) >= args.limit:
+                    truncated = True
+                    break
+                files.append(FileEntry(path=self.root.relative(path), size=size))
+            if truncated:
+                break
+        return ListFilesOutput(files=files, truncated=truncated)
+
+    async def read_file(self, args: ReadFileInput, call: CallContext) -> ReadFileOutput:
+        path = self.root.resolve(args.path)
+        if not path.is_file():
+            raise NotFound(f"{args.path}: no such file under the root", path=args.path)
+        if args.end_line is not None and args.end_line < args.start_line:
+            raise InvalidArguments(
+                "end_line must be >= start_line", start_line=args.start_line, end_line=args.end_line
+            )
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise InvalidArguments(
+                f"{args.path} is {size} bytes; read_file handles files up to {MAX_FILE_BYTES}"
+            )
+        return await anyio.to_thread.run_sync(self._read_sync, path, args)
+
+    def _read_sync(self, path: Path, args: ReadFileInput) -> ReadFileOutput:
+        data = path.read_bytes()
+        rel = self.root.relative(path)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return ReadFileOutput(
+                path=rel, content="", start_line=args.start_line, end_line=0, total_lines=0,
+                size=len(data), truncated=False, decodable=False,
+            )  # fmt: skip
+        lines = text.splitlines(keepends=True)
+        last = len(lines) if args.end_line is None else min(args.end_line, len(lines))
+        chosen: list[str] = []
+        used = 0
+        truncated = False
+        for line in lines[args.start_line - 1 : last]:
+            size = len(line.encode("utf-8"))
+            if used + size > args.max_bytes:
+                truncated = True
+                break
+            chosen.append(line)
+            used += size
+        end = args.start_line + len(chosen) - 1 if chosen else 0
+        return ReadFileOutput(
+            path=rel, content="".join(chosen), start_line=args.start_line, end_line=end,
+            total_lines=len(lines), size=len(data), truncated=truncated, decodable=True,
+        )  # fmt: skip
+
+    async def write_file(self, args: WriteFileInput, call: CallContext) -> WriteFileOutput:
+        path = self.root.resolve(args.path, for_write=True)
+        data = args.content.encode("utf-8")
+        if len(data) > MAX_WRITE_BYTES:
+            raise InvalidArguments(f"content is {len(data)} bytes; the cap is {MAX_WRITE_BYTES}")
+        if path.is_dir():
+            raise InvalidArguments(f"{args.path} is a directory", path=args.path)
+        created = not path.exists()
+        try:
+            await anyio.to_thread.run_sync(atomic_write, path, data)
+        except OSError as exc:  # e.g. a parent component is a file, or the disk is full
+            raise Conflict(f"cannot write {args.path}: {exc.strerror or exc}", path=args.path) from exc
+        return WriteFileOutput(path=self.root.relative(path), bytes_written=len(data), created=created)
+
+    async def apply_patch(self, args: ApplyPatchInput, call: CallContext) -> ApplyPatchOutput:
+        changes = await anyio.to_thread.run_sync(plan_patch, self.root, args.patch)
+        if not args.dry_run:
+            try:
+                await anyio.to_thread.run_sync(write_plan, changes)
+            except OSError as exc:
+                raise Conflict(
+                    f"writing the patch failed and was rolled back: {exc.strerror or exc}"
+                ) from exc
+        files = [
+            PatchedFileInfo(path=c.rel, action=c.action, hunks=c.hunks, added=c.added, removed=c.removed)
+            for c in changes
+        ]
+        return ApplyPatchOutput(applied=not args.dry_run, files=files)
+
+    def confirm_write(self, args: WriteFileInput) -> str | None:
+        try:
+            rel = self.root.relative(self.root.resolve(args.path))
+        except ToolServerError:
+            return None  # refused by the handler, without asking anyone
+        return f"overwrite the protected file {rel}" if is_protected(rel) else None
+
+    def confirm_patch(self, args: ApplyPatchInput) -> str | None:
+        if args.dry_run:
+            return None
+        try:
+            changes = plan_patch(self.root, args.patch)
+        except (ToolServerError, OSError):
+            return None  # an invalid patch fails in the handler without asking anyone
+        rels = {c.path: self.root.relative(c.path) for c in changes}
+        deleted = [rels[c.path] for c in changes if c.action == "delete"]
+        protected = [rels[c.path] for c in changes if is_protected(rels[c.path])]
+        parts = []
+        if deleted:
+            parts.append("delete " + ", ".join(deleted))
+        if protected:
+            parts.append("change the protected file(s) " + ", ".join(protected))
+        return "; ".join(parts) or None
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A glob as a regex over POSIX relative paths: `**/` spans directories, `*` and `?` do not."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[" and "]" in pattern[i + 1 :]:
+            end = pattern.index("]", i + 1)
+            body = pattern[i + 1 : end].replace("\\", "\\\\")
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+class _Ignores:
+    """The .gitignore files met while walking down from the root (nested ones apply below them)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.specs: dict[Path, pathspec.GitIgnoreSpec] = {}
+        self.load(root)
+
+    def load(self, directory: Path) -> None:
+        if directory in self.specs:
+            return
+        gitignore = directory / ".gitignore"
+        if gitignore.is_file():
+            lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
+            self.specs[directory] = pathspec.GitIgnoreSpec.from_lines(lines)
+
+    def ignored(self, path: Path, *, is_dir: bool) -> bool:
+        for directory, spec in self.specs.items():
+            if directory == path or directory not in path.parents:
+                continue
+            rel = path.relative_to(directory).as_posix() + ("/" if is_dir else "")
+            if spec.match_file(rel):
+                return True
+        return False
+
+
+def fs_tools(root: Root) -> list[ToolSpec]:
+    """The `fs` tool specs over `root`."""
+    tools = FsTools(root)
+    return [
+        ToolSpec(
+            name="list_files",
+            description="List files under the root matching a glob; skips what .gitignore ignores.",
+            scope=Scope.READ,
+            input_model=ListFilesInput,
+            output_model=ListFilesOutput,
+            handler=tools.list_files,
+        ),
+        ToolSpec(
+            name="read_file",
+            description="Read a text file (optionally a line range), capped in size; reports binary files.",
+            scope=Scope.READ,
+            input_model=ReadFileInput,
+            output_model=ReadFileOutput,
+            handler=tools.read_file,
+        ),
+        ToolSpec(
+            name="write_file",
+            description="Create or replace a file with the given content (atomic). Protected files ask a human.",
+            scope=Scope.WRITE,
+            input_model=WriteFileInput,
+            output_model=WriteFileOutput,
+            handler=tools.write_file,
+            risk=Risk.MEDIUM,
+            read_only=False,
+            destructive=True,
+            idempotent=True,
+            confirm=tools.confirm_write,
+        ),
+        ToolSpec(
+            name="apply_patch",
+            description=(
+                "Apply a unified diff atomically: every hunk applies or nothing changes; dry_run validates "
+                "only. A failing hunk is named with the reason. Deleting files asks a human."
+            ),
+            scope=Scope.WRITE,
+            input_model=ApplyPatchInput,
+            output_model=ApplyPatchOutput,
+            handler=tools.apply_patch,
+            risk=Risk.MEDIUM,
+            read_only=False,
+            destructive=True,
+            idempotent=False,
+            confirm=tools.confirm_patch,
+        ),
+    ]
+
+
+def build_fs_server(root: Path, options: ServerOptions | None = None, **_: Any) -> MCPServer[Any]:
+    """The `fs` MCP server confined to `root`."""
+    return build_server(
+        "fs",
+        fs_tools(Root(root)),
+        options or ServerOptions(),
+        instructions="Files under one root. Paths are relative to it; '..', outside paths and symlinks out are refused.",
+    )

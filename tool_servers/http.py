@@ -1,0 +1,156 @@
+"""Streamable HTTP for the tool servers: bearer tokens mapped to principals and scopes.
+
+Token file: one token per line, `TOKEN PRINCIPAL SCOPES` separated by whitespace, SCOPES a
+comma list (`read,write`); blank lines and `#` comments are ignored. A request without a
+valid token gets HTTP 401 from the SDK's bearer middleware; a valid token's scopes are
+intersected with the server's grant by the gate (`protocol._Gate`).
+"""
+
+import hmac
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import uvicorn
+from anyio.abc import TaskStatus
+from mcp.server.auth.provider import AccessToken
+from mcp.server.mcpserver import MCPServer
+
+from tool_servers.scopes import Scope, format_scopes, parse_scopes
+
+MCP_PATH = "/mcp"
+
+
+class TokenFileError(ValueError):
+    """The token file is missing or malformed; the message names the line."""
+
+
+@dataclass(frozen=True)
+class TokenGrant:
+    principal: str
+    scopes: frozenset[Scope]
+
+
+class TokenTable:
+    """Bearer tokens → grants; implements the SDK's `TokenVerifier` protocol."""
+
+    def __init__(self, grants: dict[str, TokenGrant]) -> None:
+        self._grants = dict(grants)
+
+    @classmethod
+    def from_file(cls, path: Path) -> "TokenTable":
+        """Read a token file.
+
+        Raises:
+            TokenFileError: The file cannot be read, a line is malformed, or it holds no token.
+        """
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise TokenFileError(f"cannot read token file {path}: {exc.strerror}") from exc
+        grants: dict[str, TokenGrant] = {}
+        for lineno, raw in enumerate(text.splitlines(), start=1):
+            line = raw.split("#", 1)[0].strip()
+            if not line:
+                continue
+            fields = line.split()
+            if len(fields) != 3:
+                raise TokenFileError(
+                    f"{path}:{lineno}: expected 'TOKEN PRINCIPAL SCOPES', got {len(fields)} fields"
+                )
+            token, principal, scopes = fields
+            try:
+                grants[token] = TokenGrant(principal, parse_scopes(scopes))
+            except ValueError as exc:
+                raise TokenFileError(f"{path}:{lineno}: {exc}") from exc
+        if not grants:
+            raise TokenFileError(f"token file {path} holds no token")
+        return cls(grants)
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        # Compare against every entry in constant time so timing does not leak a prefix.
+        found: TokenGrant | None = None
+        for candidate, grant in self._grants.items():
+            if hmac.compare_digest(candidate.encode(), token.encode()):
+                found = grant
+        if found is None:
+            return None
+        return AccessToken(token=token, client_id=found.principal, scopes=[s.value for s in found.scopes])
+
+    def dump(self) -> str:
+        """The table in token-file format (for `codeloop serve` writing generated tokens)."""
+        return "".join(
+            f"{token} {g.principal} {format_scopes(g.scopes)}\n" for token, g in self._grants.items()
+        )
+
+    def describe(self) -> str:
+        return ", ".join(f"{g.principal}[{format_scopes(g.scopes)}]" for g in self._grants.values())
+
+
+def new_token() -> str:
+    """A fresh random bearer token (256 bits, URL-safe)."""
+    return secrets.token_urlsafe(32)
+
+
+def http_app(server: MCPServer[Any], *, host: str) -> Any:
+    """The Starlette app serving `server` at `/mcp` (DNS-rebinding protection on loopback hosts)."""
+    return server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn that reports its bound port once listening."""
+
+    on_started: Callable[[int], None] = staticmethod(lambda port: None)
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            port = self.servers[0].sockets[0].getsockname()[1]
+            self.on_started(port)
+
+    def install_signal_handlers(self) -> None:
+        # Cancellation, not signals, stops us: the caller owns the task group.
+        pass
+
+
+async def serve_http(
+    server: MCPServer[Any],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve `server` over streamable HTTP until cancelled; `task_status.started(url)` once listening.
+
+    `port=0` picks a free port; the URL passed to `started` carries the real one.
+    """
+    config = uvicorn.Config(
+        http_app(server, host=host),
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=2,
+    )
+    uv = _Server(config)
+    url_host = f"[{host}]" if ":" in host else host
+    uv.on_started = lambda bound: task_status.started(f"http://{url_host}:{bound}{MCP_PATH}")
+
+    async def run() -> None:
+        # Shielded so that on cancellation uvicorn still runs its own shutdown (closing the
+        # listening socket and open streams) once `should_exit` is set below.
+        with anyio.CancelScope(shield=True):
+            try:
+                await uv.serve()
+            except SystemExit as exc:  # uvicorn exits the process when it cannot bind
+                raise OSError(f"cannot serve on {host}:{port} (see the log above)") from exc
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        try:
+            await anyio.sleep_forever()
+        finally:
+            uv.should_exit = True

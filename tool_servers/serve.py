@@ -1,0 +1,120 @@
+"""Run one tool server by name over stdio or streamable HTTP.
+
+`SERVERS` maps a server name to `"module:function"`; the function has the signature
+`build(root: Path, options: ServerOptions) -> MCPServer` (see `fs.build_fs_server`). Adding a
+server is one module plus one line here. Modules are imported on demand, so serving `fs` never
+imports the embedding model behind `search`.
+"""
+
+import functools
+import importlib
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+
+from tool_servers.audit import AuditLog, AuditSink
+from tool_servers.http import TokenTable, serve_http
+from tool_servers.protocol import ServerOptions
+from tool_servers.scopes import ALL_SCOPES, Scope
+
+SERVERS: dict[str, str] = {
+    "fs": "tool_servers.fs:build_fs_server",
+    "git": "tool_servers.git:build_git_server",
+    "search": "tool_servers.search.server:build_search_server",
+    "exec": "tool_servers.exec:build_exec_server",
+}
+Transport = Literal["stdio", "http"]
+DEFAULT_AUDIT_LOG = Path(".codeloop") / "audit.jsonl"
+
+
+class UnknownServer(LookupError):
+    """No server has this name (or its module is not installed yet)."""
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """Everything `codeloop mcp` reads from its command line."""
+
+    server: str
+    root: Path
+    scopes: frozenset[Scope] = ALL_SCOPES
+    transport: Transport = "stdio"
+    host: str = "127.0.0.1"
+    port: int = 8000
+    token_file: Path | None = None
+    audit_log: Path | None = None
+    """Defaults to `<root>/.codeloop/audit.jsonl`."""
+
+
+def server_builder(name: str) -> Callable[..., MCPServer[Any]]:
+    """The build function registered for `name`.
+
+    Raises:
+        UnknownServer: `name` is not registered or its module is missing.
+    """
+    target = SERVERS.get(name)
+    if target is None:
+        raise UnknownServer(f"unknown server {name!r}; choose one of: {', '.join(sorted(SERVERS))}")
+    module_name, _, attr = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            raise UnknownServer(
+                f"server {name!r} is not available in this build ({module_name} is missing)"
+            ) from exc
+        raise
+    return getattr(module, attr)
+
+
+def build_named_server(config: ServeConfig, *, sink: AuditSink | None = None) -> MCPServer[Any]:
+    """Build the configured server with its audit log and, over HTTP, its token table.
+
+    Raises:
+        UnknownServer: see `server_builder`.
+        TokenFileError: the token file is unreadable or malformed.
+    """
+    build = server_builder(config.server)
+    root = config.root.resolve()
+    tokens = TokenTable.from_file(config.token_file) if config.token_file is not None else None
+    audit_path = config.audit_log
+    if audit_path is None:
+        audit_path = root / DEFAULT_AUDIT_LOG
+        _ignore_itself(audit_path.parent)
+    options = ServerOptions(
+        scopes=config.scopes,
+        audit=AuditLog(audit_path, sink=sink),
+        token_verifier=tokens,
+    )
+    return build(root, options)
+
+
+def _ignore_itself(directory: Path) -> None:
+    """Make `directory` invisible to git, so the audit log never shows in git_status or a commit."""
+    directory.mkdir(parents=True, exist_ok=True)
+    gitignore = directory / ".gitignore"
+    if not gitignore.exists():
+        gitignore.write_text("# codeloop state (audit log, index): not part of the project\n*\n")
+
+
+async def run_server(
+    config: ServeConfig, *, on_ready: Callable[[str], None] | None = None, sink: AuditSink | None = None
+) -> None:
+    """Serve until cancelled (HTTP) or until stdin closes (stdio); `on_ready(url)` once HTTP listens."""
+    server = build_named_server(config, sink=sink)
+    if config.transport == "stdio":
+        await server.run_stdio_async()
+        return
+    async with anyio.create_task_group() as tg:
+        url = await tg.start(functools.partial(serve_http, server, host=config.host, port=config.port))
+        (on_ready or _announce)(url)
+
+
+def _announce(url: str) -> None:
+    print(url, flush=True)
+    print(f"serving at {url}", file=sys.stderr, flush=True)
