@@ -1,7 +1,371 @@
-"""`codeloop` commands for the bus area."""
+"""`codeloop serve | submit | watch | status | schema`: run the bus and talk to it.
+
+nats, the bus runtime and the agents are imported inside the commands so `codeloop --help` stays fast.
+"""
+
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
+
+NatsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--nats",
+        help="NATS URL(s) of an existing server or cluster, comma-separated (env CODELOOP_NATS_URL). "
+        "serve: omitted = start an embedded server. Other commands: omitted = the URL the local serve noted.",
+    ),
+]
+StateOpt = Annotated[
+    Path | None,
+    typer.Option("--state-dir", help="State directory (env CODELOOP_HOME, default ~/.codeloop)."),
+]
+CredsOpt = Annotated[
+    Path | None, typer.Option("--creds", help="NATS credentials file (env CODELOOP_NATS_CREDS).")
+]
+UserOpt = Annotated[str | None, typer.Option("--user", help="NATS user (env CODELOOP_NATS_USER).")]
+PasswordOpt = Annotated[
+    str | None, typer.Option("--password", help="NATS password (env CODELOOP_NATS_PASSWORD).")
+]
+TokenOpt = Annotated[str | None, typer.Option("--token", help="NATS token (env CODELOOP_NATS_TOKEN).")]
+TlsCaOpt = Annotated[
+    Path | None, typer.Option("--tls-ca", help="CA bundle for the server's TLS certificate.")
+]
+TlsCertOpt = Annotated[Path | None, typer.Option("--tls-cert", help="Client certificate for mutual TLS.")]
+TlsKeyOpt = Annotated[Path | None, typer.Option("--tls-key", help="Key of --tls-cert.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _run(main: Any) -> Any:
+    """Run an async command, turning expected failures into a message and an exit code."""
+    import anyio
+
+    from bus.errors import BusError
+    from codeloop.config import ConfigError
+
+    try:
+        try:
+            return anyio.run(main)
+        except BaseExceptionGroup as group:
+            # A crash inside a task group (e.g. a role that kept failing) arrives wrapped.
+            raise _first_leaf(group) from group
+    except ConfigError as exc:
+        raise _fail(str(exc), 2) from None
+    except BusError as exc:
+        raise _fail(f"{exc} ({type(exc).__name__})") from None
+
+
+def _first_leaf(group: BaseExceptionGroup) -> BaseException:
+    leaf: BaseException = group
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = leaf.exceptions[0]
+    return leaf
+
+
+def _connection(**options: Any) -> dict[str, Any]:
+    return {k: v for k, v in options.items() if v is not None}
+
+
+def serve(
+    nats: NatsOpt = None,
+    state_dir: StateOpt = None,
+    role: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--role", help="Role to run in this process (repeatable). Default: orchestrator and echo."
+        ),
+    ] = None,
+    replicas: Annotated[
+        int,
+        typer.Option("--replicas", min=1, max=5, help="Stream replicas: 1 on one server, 3 on a cluster."),
+    ] = 1,
+    creds: CredsOpt = None,
+    user: UserOpt = None,
+    password: PasswordOpt = None,
+    token: TokenOpt = None,
+    tls_ca: TlsCaOpt = None,
+    tls_cert: TlsCertOpt = None,
+    tls_key: TlsKeyOpt = None,
+) -> None:
+    """Run NATS (embedded unless --nats) and the actors of this process until Ctrl-C."""
+    import anyio
+
+    from codeloop.config import ConfigError, bus_config
+    from codeloop.wiring import DEFAULT_ROLES, UnknownRole
+    from codeloop.wiring import serve as run_serve
+
+    try:
+        config = bus_config(
+            **_connection(
+                nats_url=nats,
+                state_dir=state_dir,
+                replicas=replicas,
+                creds=creds,
+                user=user,
+                password=password,
+                token=token,
+                tls_ca=tls_ca,
+                tls_cert=tls_cert,
+                tls_key=tls_key,
+            )  # fmt: skip
+        )
+    except ConfigError as exc:
+        raise _fail(str(exc), 2) from None
+    roles = tuple(role or DEFAULT_ROLES)
+
+    def show(note: Any) -> None:
+        where = "embedded nats-server" if note.embedded else "existing NATS"
+        typer.echo(f"codeloop is running (pid {note.pid})")
+        typer.echo(f"  NATS       {note.nats_url}  ({where})")
+        typer.echo(f"  state dir  {note.state_dir}  (other commands find the URL in serve.json there)")
+        typer.echo(f"  roles      {', '.join(note.roles)}")
+        typer.echo("  bus        streams CODELOOP_TASKS, CODELOOP_WORK, CODELOOP_EVENTS; KV codeloop-tasks;")
+        typer.echo("             object store codeloop-artifacts")
+        typer.echo("  try        codeloop submit 'hello' --repo .   then   codeloop watch TASK_ID")
+        typer.echo("Press Ctrl-C to stop.")
+        sys.stdout.flush()
+
+    async def main() -> None:
+        stop = anyio.Event()
+        async with anyio.create_task_group() as tg:
+
+            async def on_signals() -> None:
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    async for _ in signals:
+                        if stop.is_set():
+                            tg.cancel_scope.cancel()  # second Ctrl-C: stop now
+                        typer.echo("stopping: finishing in-flight work (Ctrl-C again to stop now)", err=True)
+                        stop.set()
+
+            tg.start_soon(on_signals)
+            await run_serve(config, roles=roles, stop=stop, on_ready=show)
+            tg.cancel_scope.cancel()
+        typer.echo("codeloop stopped", err=True)
+
+    try:
+        _run(main)
+    except UnknownRole as exc:
+        raise _fail(str(exc), 2) from None
+
+
+def submit(
+    task: Annotated[str, typer.Argument(help="What to do, in words.")],
+    repo: Annotated[Path, typer.Option("--repo", help="Repository the task is about.")],
+    mode: Annotated[str, typer.Option("--mode", help="read | write | execute")] = "read",
+    task_id: Annotated[
+        str | None, typer.Option("--task-id", help="Your own task id (resubmits are ignored).")
+    ] = None,
+    nats: NatsOpt = None,
+    state_dir: StateOpt = None,
+    creds: CredsOpt = None,
+    user: UserOpt = None,
+    password: PasswordOpt = None,
+    token: TokenOpt = None,
+    tls_ca: TlsCaOpt = None,
+    tls_cert: TlsCertOpt = None,
+    tls_key: TlsKeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Submit a task; prints its id (follow it with `codeloop watch ID`)."""
+    from pydantic import ValidationError
+
+    from bus.connection import open_bus
+    from bus.messages import TaskSubmitted
+    from bus.tasks import submit_task
+    from codeloop.config import client_bus_config
+
+    if not repo.is_dir():
+        raise _fail(f"--repo {repo} is not a directory", 2)
+    try:
+        payload = TaskSubmitted(text=task, repo=str(repo.resolve()), mode=mode)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        raise _fail(
+            f"invalid task: {exc.errors(include_url=False)[0]['msg']} (mode is read, write or execute)", 2
+        ) from None
+
+    async def main() -> None:
+        config = client_bus_config(
+            **_connection(
+                nats_url=nats,
+                state_dir=state_dir,
+                creds=creds,
+                user=user,
+                password=password,
+                token=token,
+                tls_ca=tls_ca,
+                tls_cert=tls_cert,
+                tls_key=tls_key,
+            )  # fmt: skip
+        )
+        async with open_bus(config) as bus:
+            try:
+                envelope, published = await submit_task(bus, payload, task_id=task_id)
+            except ValueError as exc:
+                raise _fail(str(exc), 2) from None
+        if as_json:
+            typer.echo(
+                json.dumps(
+                    {"task_id": envelope.task_id, "duplicate": published.duplicate, "seq": published.seq}
+                )
+            )
+        else:
+            typer.echo(envelope.task_id)
+
+    _run(main)
+
+
+def watch(
+    task_id: Annotated[str, typer.Argument(help="Task id printed by `codeloop submit`.")],
+    nats: NatsOpt = None,
+    state_dir: StateOpt = None,
+    creds: CredsOpt = None,
+    user: UserOpt = None,
+    password: PasswordOpt = None,
+    token: TokenOpt = None,
+    tls_ca: TlsCaOpt = None,
+    tls_cert: TlsCertOpt = None,
+    tls_key: TlsKeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print a task's events as they happen, from its first, until the task ends."""
+    from bus.connection import open_bus
+    from bus.records import TaskRecords
+    from bus.tasks import watch_task
+    from codeloop.config import client_bus_config
+
+    def show(envelope: Any) -> None:
+        if as_json:
+            typer.echo(envelope.model_dump_json())
+            return
+        p = envelope.payload
+        stamp = envelope.sent_at.strftime("%H:%M:%S.%f")[:-3]
+        if envelope.kind == "event":
+            typer.echo(f"{stamp}  {p.get('name')}: {p.get('message')} {json.dumps(p.get('data') or {})}")
+        elif envelope.kind == "task_result":
+            typer.echo(f"{stamp}  result: {p.get('status')}  {p.get('answer') or ''}")
+        elif envelope.kind == "dead_letter":
+            typer.echo(f"{stamp}  dead letter ({p.get('reason')}): {p.get('error')}")
+        else:
+            typer.echo(f"{stamp}  {envelope.kind}")
+        sys.stdout.flush()
+
+    async def main() -> str | None:
+        config = client_bus_config(
+            **_connection(
+                nats_url=nats,
+                state_dir=state_dir,
+                creds=creds,
+                user=user,
+                password=password,
+                token=token,
+                tls_ca=tls_ca,
+                tls_cert=tls_cert,
+                tls_key=tls_key,
+            )  # fmt: skip
+        )
+        async with open_bus(config) as bus:
+            if await (await TaskRecords.open(bus)).get(task_id) is None:
+                typer.echo(
+                    f"no record of task {task_id} yet; waiting for its events (Ctrl-C to stop)", err=True
+                )
+            final = await watch_task(bus, task_id, show)
+        return final.payload.get("status") if final else None
+
+    try:
+        status = _run(main)
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    if status != "done":
+        raise typer.Exit(1)
+
+
+def status(
+    task_id: Annotated[str | None, typer.Argument(help="One task; omitted = all tasks.")] = None,
+    nats: NatsOpt = None,
+    state_dir: StateOpt = None,
+    creds: CredsOpt = None,
+    user: UserOpt = None,
+    password: PasswordOpt = None,
+    token: TokenOpt = None,
+    tls_ca: TlsCaOpt = None,
+    tls_cert: TlsCertOpt = None,
+    tls_key: TlsKeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show the record of one task, or a table of all tasks."""
+    from bus.connection import open_bus
+    from bus.records import TaskRecords
+    from codeloop.config import client_bus_config
+
+    async def main() -> list[Any]:
+        config = client_bus_config(
+            **_connection(
+                nats_url=nats,
+                state_dir=state_dir,
+                creds=creds,
+                user=user,
+                password=password,
+                token=token,
+                tls_ca=tls_ca,
+                tls_cert=tls_cert,
+                tls_key=tls_key,
+            )  # fmt: skip
+        )
+        async with open_bus(config) as bus:
+            records = await TaskRecords.open(bus)
+            if task_id is None:
+                return await records.all()
+            one = await records.get(task_id)
+            return [one] if one else []
+
+    states = _run(main)
+    if task_id is not None and not states:
+        raise _fail(f"no task {task_id!r} (see `codeloop status` for all tasks)")
+    if as_json:
+        typer.echo(
+            states[0].model_dump_json()
+            if task_id
+            else json.dumps([s.model_dump(mode="json") for s in states])
+        )
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("task", "status", "mode", "step", "updated", "text", "answer")
+    for s in states:
+        answer = (s.result.answer or "") if s.result else (s.error or "")
+        table.add_row(
+            s.task_id, s.status, s.task.mode, str(s.step), s.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
+            s.task.text[:60], answer[:60],
+        )  # fmt: skip
+    Console().print(table if states else "no tasks yet")
+
+
+def schema(
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")
+    ] = None,
+) -> None:
+    """Print the JSON Schema of the envelope and every message, for agents in other languages."""
+    from bus.messages import json_schemas
+
+    text = json.dumps(json_schemas(), indent=2)
+    if output:
+        output.write_text(text + "\n")
+        typer.echo(f"wrote {output}", err=True)
+    else:
+        typer.echo(text)
 
 
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the root app."""
+    for command in (serve, submit, watch, status, schema):
+        app.command()(command)

@@ -1,0 +1,157 @@
+"""`open_bus()`: one NATS connection with its JetStream context, nats errors mapped to `bus.errors`.
+
+Exceptions from nats-py are translated here (`nats_errors()`), the way httpx maps httpcore's at its
+transport edge, so agents and the CLI only ever see `BusError` subclasses.
+"""
+
+import ssl
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager, suppress
+from dataclasses import dataclass
+
+import anyio
+import nats
+import nats.errors
+import nats.js.errors
+from nats.aio.client import Client
+from nats.js import JetStreamContext
+from nats.js.kv import KeyValue
+
+from bus.config import BusConfig, TlsConfig
+from bus.envelope import Envelope
+from bus.errors import BusClosed, BusError, BusTimeout, NoResponders, RecordConflict
+
+MSG_ID_HEADER = "Nats-Msg-Id"
+
+
+@contextmanager
+def nats_errors() -> Iterator[None]:
+    """Re-raise nats-py exceptions as `bus.errors`, most specific first, chained with `from`."""
+    try:
+        yield
+    except nats.js.errors.KeyWrongLastSequenceError as exc:
+        raise RecordConflict(str(exc) or "revision changed under us") from exc
+    except (nats.errors.NoRespondersError, nats.js.errors.NoStreamResponseError) as exc:
+        raise NoResponders(str(exc) or "no responders (is the stream created?)") from exc
+    except nats.errors.TimeoutError as exc:
+        raise BusTimeout(str(exc) or "timed out") from exc
+    except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError) as exc:
+        raise BusClosed(str(exc) or "connection closed") from exc
+    except nats.errors.NoServersError as exc:
+        raise BusClosed(f"no NATS server reachable: {exc}") from exc
+    except (nats.errors.Error, nats.js.errors.Error) as exc:
+        raise BusError(f"{type(exc).__name__}: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class Published:
+    """What JetStream answered to a publish."""
+
+    stream: str
+    seq: int
+    duplicate: bool
+    """True when the stream already held a message with this id (deduplication window)."""
+
+
+class Bus:
+    """A connected client: core NATS, JetStream, and the config it was opened with.
+
+    `nc` and `js` are the nats-py objects, for code inside `bus/` only; everything else goes through
+    the methods here, `bus.actor` and `bus.records`.
+    """
+
+    def __init__(self, nc: Client, config: BusConfig) -> None:
+        self.nc = nc
+        self.js: JetStreamContext = nc.jetstream(timeout=5)
+        self.config = config
+
+    @property
+    def connected_url(self) -> str:
+        url = self.nc.connected_url
+        return url.geturl() if url else ""
+
+    async def publish(self, subject: str, envelope: Envelope, *, timeout_s: float | None = None) -> Published:
+        """Publish an envelope to a stream and wait for the stream's ack; deduplicated on `envelope.id`.
+
+        Raises:
+            NoResponders: no stream takes this subject.
+            BusTimeout: the stream did not ack in time.
+        """
+        return await self.publish_bytes(
+            subject, envelope.to_bytes(), headers={MSG_ID_HEADER: envelope.id}, timeout_s=timeout_s
+        )
+
+    async def publish_bytes(
+        self,
+        subject: str,
+        data: bytes,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout_s: float | None = None,
+    ) -> Published:
+        """Publish raw bytes to a stream (other-language peers, tests of malformed input)."""
+        with nats_errors():
+            ack = await self.js.publish(subject, data, timeout=timeout_s, headers=dict(headers or {}))
+        return Published(stream=ack.stream, seq=ack.seq, duplicate=bool(ack.duplicate))
+
+    async def kv(self, bucket: str) -> KeyValue:
+        with nats_errors():
+            return await self.js.key_value(bucket)
+
+
+def _ssl_context(tls: TlsConfig) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=str(tls.ca_file) if tls.ca_file else None)
+    if tls.cert_file:
+        context.load_cert_chain(str(tls.cert_file), str(tls.key_file) if tls.key_file else None)
+    return context
+
+
+@asynccontextmanager
+async def open_bus(config: BusConfig, *, servers: tuple[str, ...] | None = None) -> AsyncIterator[Bus]:
+    """Connect to `servers` (default `config.servers`), yield a `Bus`, close the connection on exit.
+
+    On exit the connection is flushed and closed, not drained: a drain waits `drain_timeout` for
+    every pull subscription whose last fetch timed out (LIBRARIES.md section 3). Actors drain their
+    own in-flight work before this point.
+
+    Raises:
+        BusClosed: no server could be reached.
+    """
+    urls = list(servers or config.servers)
+    if not urls:
+        raise BusClosed("no NATS URL given: pass --nats URL, set CODELOOP_NATS_URL, or run `codeloop serve`")
+
+    async def _quiet(_exc: Exception) -> None:
+        # nats-py reports reconnect-time errors here; the reconnect logic already acts on them.
+        return None
+
+    options: dict = {
+        "name": config.name,
+        "connect_timeout": config.connect_timeout_s,
+        "reconnect_time_wait": 1,
+        # Few attempts for the first connect, so a wrong URL fails in seconds, not a minute;
+        # raised to `reconnect_attempts` once connected (nats-py reads the option on each reconnect).
+        "max_reconnect_attempts": 1,
+        "allow_reconnect": True,
+        "error_cb": _quiet,
+        "user": config.user,
+        "password": config.password,
+        "token": config.token,
+    }
+    if config.creds_file:
+        options["user_credentials"] = str(config.creds_file)
+    if config.tls:
+        options["tls"] = _ssl_context(config.tls)
+    try:
+        nc = await nats.connect(urls, **options)
+    except (OSError, nats.errors.Error) as exc:
+        raise BusClosed(f"cannot connect to NATS at {', '.join(urls)}: {exc or type(exc).__name__}") from exc
+    nc.options["max_reconnect_attempts"] = config.reconnect_attempts
+    try:
+        yield Bus(nc, config)
+    finally:
+        with anyio.CancelScope(shield=True):
+            if not nc.is_closed:
+                with suppress(Exception):  # a dead server must not stop us from closing
+                    await nc.flush(timeout=2)
+                await nc.close()

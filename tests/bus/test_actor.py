@@ -1,0 +1,129 @@
+"""The actor runtime's delivery rules (issue 2 item 6), each against a real JetStream consumer."""
+
+import anyio
+import pytest
+from _bus_support import collect_events, running, wait_stream_empty
+
+from bus import subjects
+from bus.actor import Actor, ActorSpec, Delivery, RetryLater
+from bus.connection import Bus
+from bus.envelope import Envelope
+from bus.messages import EchoRequest, EchoResult
+from bus.supervise import RestartPolicy, Supervisor
+
+pytestmark = pytest.mark.anyio
+ROLE = "probe"
+
+
+def _spec(handler, **policy) -> ActorSpec:
+    return ActorSpec(address=subjects.RoleAddress.worker(ROLE), handler=handler, **policy)
+
+
+async def _send(bus: Bus, text: str = "x", task_id: str = "t1") -> Envelope:
+    envelope = Envelope.wrap(EchoRequest(text=text), task_id=task_id)
+    await bus.publish(subjects.work(ROLE), envelope)
+    return envelope
+
+
+async def _reply(delivery: Delivery) -> None:
+    result = delivery.envelope.reply(EchoResult(text="ok"), id=delivery.derived_id("r"))
+    await delivery.publish(subjects.event(delivery.envelope.task_id, "result"), result)
+
+
+async def test_long_handler_heartbeats_keep_its_message_from_redelivery(bus: Bus) -> None:
+    """Issue 2 item 6: in-progress heartbeats hold the message past ack_wait; a second worker never sees it."""
+    calls = 0
+
+    async def slow(delivery: Delivery) -> None:
+        nonlocal calls
+        calls += 1
+        await anyio.sleep(2.0)  # the long work itself: more than three ack_waits
+        await _reply(delivery)
+
+    spec = _spec(slow, ack_wait_s=0.6, heartbeat_s=0.15)
+    async with running(bus, spec, spec) as (first, second):
+        await _send(bus)
+        with anyio.fail_after(15):
+            await collect_events(bus, "t1", lambda evs: len(evs) >= 1)
+    assert calls == 1
+    assert first.stats.heartbeats + second.stats.heartbeats >= 3
+
+
+async def test_transient_failures_are_retried_then_dead_lettered_after_max_deliveries(bus: Bus) -> None:
+    """Issue 2 item 6: RetryLater naks with back-off; at the last delivery the message is terminated and dead-lettered."""
+    seen: list[int] = []
+
+    async def failing(delivery: Delivery) -> None:
+        seen.append(delivery.num_delivered)
+        raise RetryLater("dependency unavailable")
+
+    async with running(bus, _spec(failing, max_deliver=3, backoff_s=(0.05, 0.1))) as (actor,):
+        await _send(bus, task_id="t-retry")
+        with anyio.fail_after(10):
+            letters = await collect_events(bus, "t-retry", lambda evs: len(evs) >= 1)
+    assert seen == [1, 2, 3]
+    assert actor.stats.naked == 2
+    assert letters[0].payload["reason"] == "max_deliveries"
+    assert "dependency unavailable" in letters[0].payload["error"]
+    assert letters[0].payload["deliveries"] == 3
+
+
+async def test_a_crashed_handler_loop_is_restarted_by_its_supervisor(bus: Bus) -> None:
+    """Issue 2 item 6: an unexpected error crashes the worker loop; the supervisor restarts it and the message is handled."""
+    attempts = 0
+
+    async def crashes_once(delivery: Delivery) -> None:
+        nonlocal attempts
+        attempts += 1
+        if attempts == 1:
+            raise RuntimeError("bug on first try")
+        await _reply(delivery)
+
+    actor = Actor(bus, _spec(crashes_once, backoff_s=(0.05,)))
+    supervisor = Supervisor("probe", actor.run, RestartPolicy(backoff_s=(0.05,)))
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            await tg.start(supervisor.run)
+            await _send(bus, task_id="t-crash")
+            await collect_events(bus, "t-crash", lambda evs: len(evs) >= 1)
+            actor.stop()
+    assert attempts == 2
+    assert [str(e) for e in supervisor.restarts] == ["bug on first try"]
+
+
+async def test_a_supervisor_gives_up_when_its_loop_keeps_crashing(bus: Bus) -> None:
+    """Our choice: crashing more than max_restarts times within the window re-raises to the owner."""
+
+    async def always_crashes(*, task_status) -> None:
+        task_status.started()
+        raise RuntimeError("broken")
+
+    supervisor = Supervisor("x", always_crashes, RestartPolicy(max_restarts=2, backoff_s=(0.01,)))
+    with anyio.fail_after(10), pytest.raises(BaseExceptionGroup):
+        await supervisor.run()
+    assert len(supervisor.restarts) == 2
+
+
+async def test_stop_drains_in_flight_work_before_returning(bus: Bus) -> None:
+    """Issue 2 item 6: on shutdown the message being handled finishes, is acked, and is not redelivered."""
+    started = anyio.Event()
+    release = anyio.Event()
+
+    async def handler(delivery: Delivery) -> None:
+        started.set()
+        await release.wait()
+        await _reply(delivery)
+
+    actor = Actor(bus, _spec(handler))
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            await tg.start(actor.run)
+            await _send(bus, task_id="t-drain")
+            await started.wait()
+            actor.stop()
+            assert not actor.drained.is_set()
+            release.set()
+        assert actor.drained.is_set()
+    assert actor.stats.handled == 1
+    with anyio.fail_after(5):  # the ack is asynchronous; once applied the work queue is empty
+        await wait_stream_empty(bus, subjects.WORK_STREAM)

