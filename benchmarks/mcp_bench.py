@@ -7,10 +7,16 @@ and prints the median and p90 in milliseconds. The overhead ratio is the median 
 tool divided by the bare no-op's median over the same transport: it is what the protocol
 (gate, validation, audit record with fsync, bearer check) plus the tool's own work cost.
 
-Add a case by appending to `CASES` (the lead adds `search_code` once the search server exists).
+`search_code` runs a descriptive (hybrid: vector + keyword) query over 20 modules of anyio's
+installed source copied beside `module.py`. Its warm-up calls absorb the model load and the
+first indexing (about a minute on 2 busy cores; embeddings cached in the temporary directory);
+each timed call includes the server's change check (a stat walk of the root) and the query
+embedding. Add a case by appending to `CASES`.
 """
 
 import argparse
+import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -42,7 +48,15 @@ class Case:
 CASES = [
     Case("bare noop", "bare", "noop", {}),
     Case("fs read_file", "fs", "read_file", {"path": "module.py"}),
+    Case("search_code", "search", "search_code", {"query": "read exactly the given number of bytes"}),
 ]
+SEARCH_CORPUS = [
+    "_core/_asyncio_selector_thread.py", "_core/_concurrency_utils.py", "_core/_contextmanagers.py",
+    "_core/_eventloop.py", "_core/_resources.py", "_core/_signals.py", "_core/_streams.py",
+    "_core/_subprocesses.py", "_core/_testing.py", "_core/_typedattr.py", "_lazyimport.py",
+    "abc/_resources.py", "abc/_subprocesses.py", "abc/_testing.py", "streams/buffered.py",
+    "streams/file.py", "to_interpreter.py", "to_process.py", "to_thread.py", "abc/__init__.py",
+]  # fmt: skip
 
 
 def _bare_server() -> Any:
@@ -92,18 +106,23 @@ def _command(case: Case, transport: str, root: Path, token_file: Path) -> list[s
 @asynccontextmanager
 async def _session(case: Case, transport: str, root: Path, token_file: Path) -> AsyncIterator[Client]:
     cmd = _command(case, transport, root, token_file)
+    # The search server's embedding cache stays in the temporary directory, not in ~/.cache.
+    cache = {"CODELOOP_CACHE_DIR": str(root.parent / "cache")}
     if transport == "stdio":
-        async with Client(StdioServerParameters(command=cmd[0], args=cmd[1:])) as client:
+        async with Client(StdioServerParameters(command=cmd[0], args=cmd[1:], env=cache)) as client:
             yield client
         return
-    process = await anyio.open_process(cmd)
+    process = await anyio.open_process(cmd, env={**os.environ, **cache})
     try:
         buffer = b""
         with anyio.fail_after(60):
             while b"\n" not in buffer:
                 buffer += await process.stdout.receive()  # type: ignore[union-attr]
         url = buffer.decode().split("\n", 1)[0].strip()
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+        # The SDK's own client timeouts (httpx's 5 s default would cut the search server's first
+        # call, which loads the model and builds the index).
+        timeout = httpx2.Timeout(30.0, read=300.0)
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=timeout) as http:
             async with Client(streamable_http_client(url, http_client=http)) as client:  # type: ignore[arg-type]
                 yield client
     finally:
@@ -130,6 +149,9 @@ async def main(calls: int) -> None:
         root = Path(tmp) / "repo"
         root.mkdir()
         (root / "module.py").write_text("".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(200)))
+        for rel in SEARCH_CORPUS:
+            (root / "anyio" / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(Path(anyio.__file__).parent / rel, root / "anyio" / rel)
         token_file = Path(tmp) / "tokens.txt"
         token_file.write_text(f"{TOKEN} bench read\n")
         medians: dict[tuple[str, str], float] = {}

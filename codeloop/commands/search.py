@@ -1,7 +1,178 @@
-"""`codeloop` commands for the search area."""
+"""`codeloop index` and `codeloop search`: the code index from the command line.
+
+The `--json` shapes are a contract other tools depend on: `index` prints `IndexReport`, `search`
+prints `SearchResult` (`{"query", "hits": [{"path", "start_line", "end_line", "symbol", "score",
+"snippet"}]}`). Progress goes to stderr so stdout stays machine-readable.
+"""
+
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from tool_servers.search.index import CodeIndex
+    from tool_servers.search.models import IndexReport
+
+IndexDirOption = Annotated[
+    str | None,
+    typer.Option(
+        "--index-dir",
+        help="Where the index lives: a directory or a LanceDB URI. Default: DIR/.codeloop/index.",
+    ),
+]
+ModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--model", help="Embedding model name or local path. Default: the bundled all-MiniLM-L6-v2."
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
 
 
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the root app."""
+    app.command("index")(index_command)
+    app.command("search")(search_command)
+
+
+def index_command(
+    directory: Annotated[Path, typer.Argument(metavar="DIR", help="Repository to index.")],
+    as_json: JsonOption = False,
+    index_dir: IndexDirOption = None,
+    model: ModelOption = None,
+) -> None:
+    """Build or update the semantic code index of DIR (only changed files are re-embedded).
+
+    Reports files, chunks, chunks embedded, files skipped and seconds taken.
+    """
+    report = _run(lambda: _index(directory, index_dir, model, quiet=as_json))
+    if as_json:
+        typer.echo(report.model_dump_json())
+        return
+    _print_report(report)
+
+
+def search_command(
+    query: Annotated[str, typer.Argument(help="What to look for: a description or an identifier.")],
+    repo: Annotated[Path, typer.Option("--repo", help="Repository to search (indexed on first use).")] = Path(
+        "."
+    ),
+    k: Annotated[int, typer.Option("-k", "--limit", min=1, max=200, help="Number of hits.")] = 10,
+    per_file: Annotated[bool, typer.Option("--per-file", help="One hit per file (its best chunk).")] = False,
+    as_json: JsonOption = False,
+    index_dir: IndexDirOption = None,
+    model: ModelOption = None,
+) -> None:
+    """Search a repository's code by meaning and keywords (hybrid: vector + full-text, fused).
+
+    The repository given by --repo is indexed on first use and updated incrementally after.
+    """
+
+    async def run() -> Any:
+        from tool_servers.search.query import parse_query
+
+        parse_query(query)  # a bad query fails before the model is loaded
+        index, report = await _open_and_update(repo, index_dir, model, quiet=as_json)
+        for message in report.messages:
+            typer.echo(f"note: {message}", err=True)
+        return await index.search(query, k=k, per_file=per_file)
+
+    result = _run(run)
+    if as_json:
+        typer.echo(result.model_dump_json())
+        return
+    if not result.hits:
+        typer.echo("no hits")
+    for hit in result.hits:
+        symbol = f"  {hit.symbol}" if hit.symbol else ""
+        typer.secho(f"{hit.path}:{hit.start_line}-{hit.end_line}{symbol}  ({hit.score:.4f})", bold=True)
+        lines = hit.snippet.split("\n")
+        for line in lines[:6]:
+            typer.echo(f"    {line}")
+        if len(lines) > 6:
+            typer.echo(f"    ... {len(lines) - 6} more lines")
+
+
+async def _index(directory: Path, index_dir: str | None, model: str | None, *, quiet: bool) -> "IndexReport":
+    _, report = await _open_and_update(directory, index_dir, model, quiet=quiet)
+    return report
+
+
+async def _open_and_update(
+    directory: Path, index_dir: str | None, model: str | None, *, quiet: bool
+) -> tuple["CodeIndex", "IndexReport"]:
+    import anyio
+
+    from tool_servers.search.embed import load_embedder
+    from tool_servers.search.index import check_repo, open_index
+
+    check_repo(directory)  # before the model load, so a typo costs no 10 s
+    if not quiet:
+        typer.echo("loading the embedding model ...", err=True)
+    embedder = await anyio.to_thread.run_sync(lambda: load_embedder(model))
+    index = await open_index(directory, index_dir=index_dir, embedder=embedder)
+    with _progress(enabled=not quiet and sys.stderr.isatty()) as progress:
+        report = await index.update(progress=progress)
+    return index, report
+
+
+class _progress:
+    """A rich progress bar on stderr fed by `CodeIndex.update`'s callback."""
+
+    def __init__(self, *, enabled: bool) -> None:
+        self.enabled = enabled
+        self._bar: Any = None
+        self._tasks: dict[str, Any] = {}
+
+    def __enter__(self) -> Any:
+        if not self.enabled:
+            return None
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._bar = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=Console(stderr=True), transient=True,
+        )  # fmt: skip
+        self._bar.__enter__()
+        return self._update
+
+    def _update(self, stage: str, done: int, total: int) -> None:
+        if stage not in self._tasks:
+            self._tasks[stage] = self._bar.add_task(
+                {"scan": "scanning", "embed": "embedding", "write": "writing"}[stage]
+            )
+        self._bar.update(self._tasks[stage], completed=done, total=max(total, 1))
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+
+
+def _print_report(report: "IndexReport") -> None:
+    for message in report.messages:
+        typer.echo(f"note: {message}", err=True)
+    typer.echo(
+        f"indexed {report.repo}: {report.files} files, {report.chunks} chunks, {report.embedded} embedded, "
+        f"{report.skipped} skipped, {report.seconds:.1f} s"
+    )
+    if report.skipped_files:
+        shown = ", ".join(f"{s.path} ({s.reason})" for s in report.skipped_files[:10])
+        more = f" and {report.skipped - 10} more" if report.skipped > 10 else ""
+        typer.echo(f"skipped: {shown}{more}")
+
+
+def _run(main: Callable[[], Awaitable[Any]]) -> Any:
+    """Run `main`; turn the index's typed errors into a message and exit code 2."""
+    import anyio
+
+    from tool_servers.search.errors import SearchError
+
+    try:
+        return anyio.run(main)
+    except SearchError as exc:
+        typer.secho(f"error: {exc}", err=True, fg="red")
+        raise typer.Exit(2) from None

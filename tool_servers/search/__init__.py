@@ -1,1 +1,22 @@
-"""Semantic code search: chunking, embeddings, the LanceDB index, queries."""
+"""Semantic code search: chunking, embeddings, the LanceDB index, queries.
+
+Public API (import from the modules; this package imports nothing so `embed` stays cheap):
+
+    index.open_index(repo, *, index_dir=None, embedder=None) -> CodeIndex
+    await CodeIndex.update(progress=None) -> models.IndexReport
+    await CodeIndex.search(query, k=10, per_file=False, mode="hybrid") -> models.SearchResult
+    await CodeIndex.find_symbol(name) -> models.SymbolResult
+    await CodeIndex.repo_map(token_budget) -> models.RepoMap
+    CodeIndex.status() -> models.IndexStatus
+    context.build_context(goal=, snippets=, token_budget=, constraints=, observations=) -> models.ContextPack
+
+Pipeline: `files` walks the repository (skipping binaries, VCS and vendored trees, .gitignore'd
+paths, oversized and generated files); `chunks` cuts each file along its structure (`pychunks`
+via `ast`, `tschunks` via installed tree-sitter grammars, `docchunks` for Markdown/RST, blank-line
+windows otherwise); `embed` turns chunk texts into vectors through a content-addressed cache;
+`store` keeps one LanceDB chunk table (vectors + a native full-text index) and a manifest of file
+hashes per repository, so updates touch only changed files; `query` fuses vector and keyword
+rankings with reciprocal rank fusion and identifier boosts; `symbols` answers definition and
+reference look-ups and builds the ranked repo map; `context` packs snippets into a token budget.
+Errors are in `errors`; all result contracts in `models`.
+"""

@@ -1,0 +1,32 @@
+"""Errors of the code index, one tree.
+
+    SearchError                 base: every failure of chunking, indexing or querying
+    ├── RepoNotFound            the repository directory does not exist or is not a directory
+    ├── InvalidQuery            a query with nothing searchable (empty, only stop words, bad symbol name)
+    ├── IndexLocked             another indexer held the index lock past the wait limit
+    └── IndexUnavailable        the index storage could not be opened or written (LanceDB failure)
+
+A corrupt or version-mismatched index is not an error for the caller: `CodeIndex.update` rebuilds
+it and says so in `IndexReport.messages`. Foreign exceptions (lancedb, pyarrow, OSError) are
+translated where they enter and chained with `from`.
+"""
+
+
+class SearchError(Exception):
+    """Base for every failure of the code index."""
+
+
+class RepoNotFound(SearchError):
+    """The repository path does not exist or is not a directory."""
+
+
+class InvalidQuery(SearchError, ValueError):
+    """The query has nothing to search for; the message says what to send instead."""
+
+
+class IndexLocked(SearchError, TimeoutError):
+    """Another process kept the index lock longer than the caller was willing to wait."""
+
+
+class IndexUnavailable(SearchError):
+    """The index storage failed in a way a rebuild cannot fix (permissions, unreachable URI)."""

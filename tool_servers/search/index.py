@@ -1,0 +1,359 @@
+"""`CodeIndex`: one repository's incremental index, and `open_index` to get one.
+
+An update takes the index lock, re-reads the manifest (another indexer may have written since),
+walks the repository, and re-chunks only files whose content hash changed. Vectors of chunks whose
+embedding text is unchanged are copied from the old rows, the rest go to the embedder (whose own
+content-addressed cache serves other checkouts of the same code), then the rows of changed and
+deleted files are replaced and the manifest written. Everything blocking runs in worker threads.
+"""
+
+import hashlib
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+import anyio
+import numpy as np
+import pyarrow as pa
+
+from tool_servers.search import query as q
+from tool_servers.search.chunks import Chunk, chunk_file
+from tool_servers.search.errors import IndexUnavailable, InvalidQuery, RepoNotFound
+from tool_servers.search.files import DEFAULT_MAX_FILE_BYTES, SourceFile, walk_repo
+from tool_servers.search.lock import hold_index_lock
+from tool_servers.search.models import (
+    IndexReport,
+    IndexStatus,
+    RepoMap,
+    SearchResult,
+    SkippedFile,
+    SymbolResult,
+)
+from tool_servers.search.store import SCHEMA_VERSION, IndexedFile, Store
+
+DEFAULT_INDEX_DIR = Path(".codeloop") / "index"
+EMBED_BATCH = 256  # per embed() call: the embedder sorts by length within a call, so bigger pads less
+MAX_LISTED_SKIPS = 200
+
+Progress = Callable[[str, int, int], None]
+"""Called as `progress(stage, done, total)`; stages: `scan`, `embed`, `write`."""
+
+
+class Embedder(Protocol):
+    """What the index needs from `tool_servers.search.embed`."""
+
+    name: str
+    dimension: int
+
+    def embed(self, texts: list[str]) -> np.ndarray: ...
+
+
+async def open_index(
+    repo: Path | str,
+    *,
+    index_dir: Path | str | None = None,
+    embedder: Embedder | None = None,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    lock_timeout_s: float = 900.0,
+) -> "CodeIndex":
+    """Open (creating if needed) the index of `repo`. `index_dir` is a directory or a LanceDB URI;
+    by default `<repo>/.codeloop/index`. Without `embedder`, the bundled model is loaded.
+    `lock_timeout_s` bounds the wait for another indexer of the same index.
+
+    Raises:
+        RepoNotFound: `repo` is not an existing directory.
+        IndexLocked: another indexer held the lock for `lock_timeout_s`.
+        IndexUnavailable: the index storage cannot be opened or created.
+    """
+    root = check_repo(repo)
+    if embedder is None:
+        from tool_servers.search.embed import load_embedder
+
+        embedder = await anyio.to_thread.run_sync(load_embedder)
+    uri, table, lock_path = _location(root, index_dir)
+    async with hold_index_lock(lock_path, timeout_s=lock_timeout_s):
+        store = await anyio.to_thread.run_sync(
+            lambda: Store(uri, table, embedder=embedder.name, dimension=embedder.dimension)
+        )
+    return CodeIndex(
+        root, store, embedder, lock_path, max_file_bytes=max_file_bytes, lock_timeout_s=lock_timeout_s
+    )
+
+
+def check_repo(repo: Path | str) -> Path:
+    """The resolved repository directory.
+
+    Raises:
+        RepoNotFound: it does not exist or is a file.
+    """
+    root = Path(repo).expanduser()
+    if not root.exists():
+        raise RepoNotFound(f"repository {str(repo)!r} does not exist: pass the path of a directory with code")
+    if not root.is_dir():
+        raise RepoNotFound(
+            f"repository {str(repo)!r} is a file, not a directory: pass the directory that holds it"
+        )
+    return root.resolve()
+
+
+def _location(root: Path, index_dir: Path | str | None) -> tuple[str, str, Path]:
+    """(LanceDB URI, table name, lock file) for a repository."""
+    if index_dir is None:
+        directory = root / DEFAULT_INDEX_DIR
+        directory.mkdir(parents=True, exist_ok=True)
+        ignore = directory.parent / ".gitignore"
+        if not ignore.exists():  # keep the index out of `git status` and commits
+            ignore.write_text("*\n")
+        return str(directory), "chunks", directory / "chunks.lock"
+    # A shared location may hold several repositories: name the table after this one.
+    slug = re.sub(r"[^A-Za-z0-9]+", "_", root.name).strip("_")[:40] or "repo"
+    table = f"{slug}_{hashlib.sha256(str(root).encode()).hexdigest()[:8]}"
+    if "://" in str(index_dir):
+        return str(index_dir), table, root / ".codeloop" / f"{table}.lock"
+    directory = Path(index_dir).expanduser().resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    return str(directory), table, directory / f"{table}.lock"
+
+
+def embed_text(chunk: Chunk) -> str:
+    """What the model reads: path and qualified name give context the code alone lacks."""
+    head = f"{chunk.path} {chunk.symbol}" if chunk.symbol else chunk.path
+    return f"{head}\n{chunk.text}"
+
+
+class CodeIndex:
+    """The index of one repository. Create with `open_index`."""
+
+    def __init__(
+        self,
+        repo: Path,
+        store: Store,
+        embedder: Embedder,
+        lock_path: Path,
+        *,
+        max_file_bytes: int,
+        lock_timeout_s: float,
+    ) -> None:
+        self.repo = repo
+        self.embedder = embedder
+        self._store = store
+        self._lock_path = lock_path
+        self._max_file_bytes = max_file_bytes
+        self._lock_timeout_s = lock_timeout_s
+        self._symbols_cache: tuple[int, Any] | None = None
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    def status(self) -> IndexStatus:
+        """The index as this process last saw it (no storage access)."""
+        return IndexStatus(
+            repo=str(self.repo),
+            index=self._store.uri,
+            table=self._store.name,
+            embedder=self.embedder.name,
+            schema_version=SCHEMA_VERSION,
+            files=len(self._store.files),
+            chunks=sum(f.chunks for f in self._store.files.values()),
+            version=self._store.version(),
+        )
+
+    async def update(self, *, progress: Progress | None = None) -> IndexReport:
+        """Bring the index in line with the files on disk.
+
+        Raises:
+            IndexLocked: another indexer held the lock too long.
+            IndexUnavailable: the storage failed in a way a rebuild cannot fix.
+        """
+        started = time.perf_counter()
+        report = _Tally()
+        async with hold_index_lock(self._lock_path, timeout_s=self._lock_timeout_s):
+            await anyio.to_thread.run_sync(self._store.load)
+            if self._store.rebuilt_reason:
+                report.messages.append(f"{self._store.rebuilt_reason}; rebuilding it from scratch")
+                self._store.rebuilt_reason = None
+            sources, skipped = await anyio.to_thread.run_sync(self._scan)
+            if progress:
+                progress("scan", len(sources), len(sources))
+            old, orphans = self._store.files, self._store.orphan_paths
+            changed = [
+                s
+                for p, s in sources.items()
+                if p in orphans or p not in old or old[p].file_hash != s.file_hash
+            ]
+            gone = (set(old) | orphans) - set(sources)
+            chunks = await anyio.to_thread.run_sync(
+                lambda: {s.path: chunk_file(s.path, s.text) for s in changed}
+            )
+            if changed or gone:
+                rows, report.embedded = await self._rows(chunks, sources, progress)
+                files = {p: old[p] for p in sources if p in old and p not in chunks}
+                files |= {p: IndexedFile(p, sources[p].file_hash, len(c)) for p, c in chunks.items()}
+                if progress:
+                    progress("write", 0, 1)
+                drop = {s.path for s in changed if s.path in old or s.path in orphans} | gone
+                await anyio.to_thread.run_sync(lambda: self._store.replace(drop, rows, files))
+                if progress:
+                    progress("write", 1, 1)
+        if not sources:
+            report.messages.append(
+                f"no indexable files in {self.repo} ({len(skipped)} skipped): "
+                "the index is empty; point at a directory with source or text files"
+            )
+        status = self.status()
+        return IndexReport(
+            repo=str(self.repo),
+            index=self._store.uri,
+            files=status.files,
+            chunks=status.chunks,
+            embedded=report.embedded,
+            skipped=len(skipped),
+            changed_files=len(changed),
+            deleted_files=len(gone),
+            seconds=round(time.perf_counter() - started, 3),
+            skipped_files=[SkippedFile(path=s.path, reason=s.reason) for s in skipped[:MAX_LISTED_SKIPS]],
+            messages=report.messages,
+        )
+
+    def _scan(self) -> tuple[dict[str, SourceFile], list[Any]]:
+        sources: dict[str, SourceFile] = {}
+        skipped = []
+        for item in walk_repo(self.repo, max_file_bytes=self._max_file_bytes):
+            if isinstance(item, SourceFile):
+                sources[item.path] = item
+            else:
+                skipped.append(item)
+        return sources, skipped
+
+    async def _rows(
+        self, chunks: dict[str, list[Chunk]], sources: dict[str, SourceFile], progress: Progress | None
+    ) -> tuple[pa.Table, int]:
+        """Rows for the new chunks, and how many texts went to the embedder."""
+        all_chunks = [c for cs in chunks.values() for c in cs]
+        texts = [embed_text(c) for c in all_chunks]
+        hashes = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+        vectors = await anyio.to_thread.run_sync(self._store.existing_vectors, list(chunks))
+        todo = list(dict.fromkeys(h for h in hashes if h not in vectors))  # identical texts embed once
+        text_of = dict(zip(hashes, texts, strict=True))
+        for start in range(0, len(todo), EMBED_BATCH):
+            if progress:
+                progress("embed", start, len(todo))
+            batch = todo[start : start + EMBED_BATCH]
+            embedded = await anyio.to_thread.run_sync(self.embedder.embed, [text_of[h] for h in batch])
+            vectors.update(zip(batch, np.asarray(embedded, dtype=np.float32), strict=True))
+        if progress:
+            progress("embed", len(todo), len(todo))
+        table = await anyio.to_thread.run_sync(lambda: self._arrow(all_chunks, hashes, vectors, sources))
+        return table, len(todo)
+
+    def _arrow(
+        self, chunks: list[Chunk], hashes: list[str], vectors: dict[str, Any], sources: dict[str, SourceFile]
+    ) -> pa.Table:
+        schema = self._store.schema
+        dim = self.embedder.dimension
+        flat = (
+            np.concatenate([np.asarray(vectors[h], dtype=np.float32).reshape(dim) for h in hashes])
+            if hashes
+            else []
+        )
+        columns = {
+            "id": [_row_id(c) for c in chunks],
+            "path": [c.path for c in chunks],
+            "start_line": [c.start_line for c in chunks],
+            "end_line": [c.end_line for c in chunks],
+            "symbol": [c.symbol for c in chunks],
+            "name": [n.lower() if (n := c.name) else None for c in chunks],
+            "kind": [c.kind for c in chunks],
+            "signature": [c.signature for c in chunks],
+            "text": [c.text for c in chunks],
+            "terms": [q.terms_of(c) for c in chunks],
+            "content_hash": [c.content_hash for c in chunks],
+            "embed_hash": hashes,
+            "file_hash": [sources[c.path].file_hash for c in chunks],
+        }
+        arrays = [pa.array(v, type=schema.field(k).type) for k, v in columns.items()]
+        arrays.append(pa.FixedSizeListArray.from_arrays(pa.array(flat, type=pa.float32()), dim))
+        return pa.Table.from_arrays(arrays, schema=schema)
+
+    async def search(
+        self, query: str, *, k: int = 10, per_file: bool = False, mode: q.SearchMode = "hybrid"
+    ) -> SearchResult:
+        """Best chunks (or, with `per_file`, best files) for `query`.
+
+        `mode` "vector" or "keyword" runs one leg alone, without boosts (for evaluation).
+
+        Raises:
+            InvalidQuery: empty query, only stop words, or k < 1.
+            IndexUnavailable: the index could not be read.
+        """
+        if k < 1:
+            raise InvalidQuery(f"k must be at least 1, got {k}")
+        parsed = q.parse_query(query)
+        table = self._store.chunks
+        if await anyio.to_thread.run_sync(table.count_rows) == 0:
+            return SearchResult(query=query, hits=[])
+        limit = max(50, k * (10 if per_file else 5))
+        legs: dict[str, list[dict[str, Any]]] = {}
+
+        async def run(name: str, fn: Callable[[], list[dict[str, Any]]]) -> None:
+            legs[name] = await anyio.to_thread.run_sync(fn)
+
+        def vector() -> list[dict[str, Any]]:
+            vec = np.asarray(self.embedder.embed([parsed.text]), dtype=np.float32)[0]
+            return q.vector_leg(table, vec, limit=limit)
+
+        try:
+            async with anyio.create_task_group() as tg:
+                if mode != "keyword":
+                    tg.start_soon(run, "vector", vector)
+                if mode != "vector":
+                    tg.start_soon(run, "keyword", lambda: q.keyword_leg(table, parsed, limit=limit))
+                if mode == "hybrid":
+                    tg.start_soon(run, "named", lambda: q.name_leg(table, parsed))
+        except* (ValueError, RuntimeError, OSError) as group:
+            raise IndexUnavailable(
+                f"searching the index at {self._store.uri} failed: {group.exceptions[0]}"
+            ) from group
+        weights = {"vector": q.VECTOR_WEIGHT, "keyword": q.KEYWORD_WEIGHT}
+        rankings = [(weights[name], legs[name]) for name in ("vector", "keyword") if name in legs]
+        hits = q.fuse(
+            parsed, rankings, legs.get("named", []), k=k, per_file=per_file, boosts=mode == "hybrid"
+        )
+        return SearchResult(query=query, hits=hits)
+
+    async def find_symbol(self, name: str, *, limit: int = 100) -> SymbolResult:
+        """Definitions of `name` (bare or dotted) and lines that use it.
+
+        Raises:
+            InvalidQuery: `name` is not an identifier.
+        """
+        from tool_servers.search import symbols
+
+        return await anyio.to_thread.run_sync(
+            lambda: symbols.find_symbol(self._store.chunks, name, limit=limit)
+        )
+
+    async def repo_map(self, token_budget: int = 1024) -> RepoMap:
+        """Per-file outlines of top-level symbols, most referenced first, within `token_budget`."""
+        from tool_servers.search import symbols
+
+        version = self._store.version()
+        if self._symbols_cache is None or self._symbols_cache[0] != version:
+            table = await anyio.to_thread.run_sync(symbols.load_outline, self._store.chunks)
+            self._symbols_cache = (version, table)
+        outline = self._symbols_cache[1]
+        return await anyio.to_thread.run_sync(lambda: symbols.render_repo_map(outline, token_budget))
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self.embedded = 0
+        self.messages: list[str] = []
+
+
+def _row_id(chunk: Chunk) -> str:
+    key = f"{chunk.path}\0{chunk.start_line}\0{chunk.end_line}\0{chunk.content_hash}"
+    return hashlib.sha256(key.encode()).hexdigest()[:32]
