@@ -1,1 +1,77 @@
-"""sandbox."""
+"""Sandboxed execution: run commands on a workspace in gVisor (runsc), or in the weaker `process`
+backend where runsc is not available.
+
+    async with open_sandbox(workspace, limits=SandboxLimits(timeout_s=30)) as sandbox:
+        result = await sandbox.exec(["python", "-m", "pytest", "-q"])
+
+What the gVisor backend promises, per command:
+
+- Kernel: the command runs on gVisor's user-space kernel (platform ptrace by default; kvm hangs
+  on some VMs), never on the host kernel's system call surface directly.
+- Filesystem: an empty read-only root; read-only views of /usr (and /bin, /lib... or their
+  merged-/usr symlinks), a few /etc entries needed for linking and TLS (not passwd, shadow or
+  keys of the host), the interpreter running codeloop and the interpreter the workspace's
+  virtualenv links to; the workspace read-write at /workspace (and at its host path, for
+  virtualenv shebangs); a private tmpfs /tmp of `tmp_mb`. Nothing else of the host is visible,
+  and a symlink in the workspace resolves inside the sandbox, so it cannot expose host files.
+- Workspace writes: the sandbox works on a mirror of the workspace on a host tmpfs capped at what
+  it holds plus `workspace_write_mb` (ENOSPC beyond), synchronised both ways at each command's
+  boundaries (see `sandbox.workspace`): a bind mount alone has no quota.
+- Network: none (loopback only, the host's loopback services are unreachable).
+- Identity: commands run as an unprivileged user (uid 1000) with no capabilities; only the
+  supervisor, PID 1 of the sandbox, is root there, so a command cannot signal it or write to its
+  channel to the host.
+- Environment: only PATH, HOME=/tmp, TMPDIR=/tmp, LANG and the variables passed to `exec`.
+- Limits: memory (cgroup of the whole sandbox: exceeding it kills the sandbox, the result says
+  so and the next command gets a fresh sandbox), processes (RLIMIT_NPROC), file size
+  (RLIMIT_FSIZE), CPU time (measured and enforced by the in-sandbox supervisor, as this gVisor
+  does not enforce RLIMIT_CPU), wall time (killed at the timeout; the host kills the whole sandbox
+  if the supervisor does not answer within `HOST_GRACE_S`), output (head and tail kept, a marker
+  in between, bounded memory on the host).
+- Life cycle: after each command every process it started is killed, daemons included. On close,
+  timeout and cancellation the container is killed (`runsc kill --all`), reaped and deleted.
+
+Speed: the runtime mounts are read-only and unchanging, so they carry gVisor's mount hint
+share=container (cached, exclusive file access); the workspace stays shared because host tools
+edit it between commands. What remains is the ptrace platform's cost per system call
+(benchmarks/sandbox_bench.py measures it).
+
+One sandbox per workspace at a time: two sandboxes mirroring the same workspace would overwrite
+each other's results.
+
+The `process` backend gives the same limits and clean-up where a plain process can (see
+`sandbox.process`) but no isolation of files, network or kernel; every result names its backend.
+`CODELOOP_SANDBOX=gvisor` forbids that fallback.
+"""
+
+from sandbox.backend import open_sandbox, resolve_backend, sandbox_policy
+from sandbox.errors import (
+    BackendForbidden,
+    SandboxClosed,
+    SandboxCrashed,
+    SandboxError,
+    SandboxUnavailable,
+    WorkspaceError,
+)
+from sandbox.gvisor import RunscStatus, probe_runsc
+from sandbox.limits import GvisorOptions, SandboxLimits
+from sandbox.result import ExecResult
+from sandbox.session import Sandbox
+
+__all__ = [
+    "BackendForbidden",
+    "ExecResult",
+    "GvisorOptions",
+    "RunscStatus",
+    "Sandbox",
+    "SandboxClosed",
+    "SandboxCrashed",
+    "SandboxError",
+    "SandboxLimits",
+    "SandboxUnavailable",
+    "WorkspaceError",
+    "open_sandbox",
+    "probe_runsc",
+    "resolve_backend",
+    "sandbox_policy",
+]

@@ -1,0 +1,311 @@
+"""The command runner that lives inside a sandbox: standard library only, one JSON line in, one out.
+
+The host starts this file once per sandbox (as the container's init under gVisor, as a plain
+child process for the `process` backend) and then sends it one request per command on stdin.
+Running the commands from a resident process instead of `runsc exec` saves the ~100 ms a
+`runsc exec` costs and lets the capping, the timeout and the clean-up happen next to the payload:
+
+- stdout/stderr are drained until every writer is gone but only the first and last halves of the
+  output cap are kept, so a command printing gigabytes costs the host one bounded JSON line;
+- the wall-clock timeout, and under gVisor the CPU-time limit (gVisor 2022 does not enforce
+  RLIMIT_CPU), are enforced here by killing every process of the command;
+- after the command exits, every process it left behind (daemons included) is killed: as PID 1 of
+  the sandbox with `kill(-1, SIGKILL)`; in `group` mode (process backend) as a child subreaper by
+  killing every descendant found in /proc.
+
+It must not import anything from codeloop: it runs under whatever interpreter the sandbox has.
+"""
+
+import json
+import os
+import resource
+import selectors
+import signal
+import subprocess
+import sys
+import time
+
+_MARKER = "\n[codeloop sandbox: {dropped} bytes of {stream} truncated]\n"
+_PR_SET_CHILD_SUBREAPER = 36
+_RLIMITS = {
+    "NPROC": resource.RLIMIT_NPROC,
+    "FSIZE": resource.RLIMIT_FSIZE,
+    "CPU": resource.RLIMIT_CPU,
+    "NOFILE": resource.RLIMIT_NOFILE,
+    "AS": resource.RLIMIT_AS,
+    "CORE": resource.RLIMIT_CORE,
+}
+
+
+class Capture:
+    """Keeps the head and the tail of a stream, counting what was dropped between them."""
+
+    def __init__(self, cap: int) -> None:
+        self.head_cap = cap - cap // 2
+        self.tail_cap = cap // 2
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.head_cap - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data and self.tail_cap:
+            self.tail += data
+            del self.tail[: max(0, len(self.tail) - self.tail_cap)]
+
+    @property
+    def dropped(self) -> int:
+        return self.total - len(self.head) - len(self.tail)
+
+    def text(self, name: str) -> str:
+        middle = _MARKER.format(dropped=self.dropped, stream=name).encode() if self.dropped else b""
+        return bytes(self.head + middle + self.tail).decode("utf-8", errors="replace")
+
+
+def _limit_child(rlimits: dict[str, int]) -> None:
+    for name, value in rlimits.items():
+        resource.setrlimit(_RLIMITS[name], (value, value))
+
+
+def _descendants(root: int) -> list[int]:
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            parents[int(entry)] = int(stat.rsplit(b")", 1)[1].split()[1])
+    found, frontier = [], [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent]
+        found += children
+        frontier += children
+    return found
+
+
+def _cpu_seconds(me: int) -> float:
+    """CPU time of every live process but us, plus what our reaped children used."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != me:
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+            except OSError:
+                continue
+            total += (int(fields[11]) + int(fields[12])) / tick
+    times = os.times()
+    return total + times.children_user + times.children_system
+
+
+class Supervisor:
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.me = os.getpid()
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_w, False)
+        os.set_blocking(wake_r, False)
+        self.wake_r = wake_r
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.set_wakeup_fd(wake_w)
+        if mode == "group":
+            import ctypes  # only here: every import costs startup time under gVisor
+
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+            signal.signal(signal.SIGTERM, self._terminate)
+
+    def _terminate(self, *_: object) -> None:
+        """The host is closing the sandbox: no process of a command may outlive us."""
+        self.kill_all(-1)
+        os._exit(0)
+
+    def kill_all(self, child: int) -> None:
+        if self.mode == "init":
+            try:
+                os.kill(-1, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            return
+        for _ in range(50):
+            pids = _descendants(self.me)
+            if not pids:
+                return
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            self.reap(child)
+
+    def reap(self, child: int) -> None:
+        """Reaps every exited process, remembering the main child's wait status."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid == child:
+                self.child_status = status
+
+    def run(self, req: dict) -> dict:
+        started = time.monotonic()
+        rlimits = {k: int(v) for k, v in req.get("rlimits", {}).items()}
+        uid = req.get("uid")
+        # As root inside gVisor a payload could signal us or write to our stdout (/proc/1/fd/1);
+        # as an unprivileged user it cannot.
+        identity = {} if uid is None else {"user": uid, "group": uid, "extra_groups": []}
+        if self.mode == "group" and "NPROC" in rlimits:
+            # RLIMIT_NPROC counts every process of the user on the host, not just the command's.
+            rlimits["NPROC"] += _processes_of(os.getuid())
+        try:
+            proc = subprocess.Popen(
+                req["argv"],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=req.get("env", {}),
+                cwd=req.get("cwd"),
+                start_new_session=True,
+                preexec_fn=lambda: _limit_child(rlimits),
+                **identity,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            reason = getattr(exc, "strerror", None) or exc
+            if getattr(exc, "filename", None):
+                reason = f"{reason}: {exc.filename}"  # names the missing program or working directory
+            message = f"codeloop sandbox: cannot run {req['argv'][0]!r}: {reason}\n"
+            return {
+                "exit_code": 127,
+                "stdout": "",
+                "stderr": message,
+                "truncated": False,
+                "killed_by": None,
+                "duration_s": time.monotonic() - started,
+            }
+        children_cpu_before = _children_cpu()
+        cap = int(req["output_bytes"])
+        captures = {proc.stdout.fileno(): Capture(cap), proc.stderr.fileno(): Capture(cap)}
+        out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+        sel = selectors.DefaultSelector()
+        for fd in (out_fd, err_fd, self.wake_r):
+            sel.register(fd, selectors.EVENT_READ)
+        deadline = started + float(req["timeout_s"])
+        cpu_limit = req.get("cpu_time_s")
+        cpu_before = _cpu_seconds(self.me) if cpu_limit and self.mode == "init" else 0.0
+        next_cpu_check = started + 0.25
+        self.child_status = None
+        killed_by, exited, open_fds = None, False, {out_fd, err_fd}
+        # Until the output is drained and the command has exited (or was killed): a command may
+        # close its stdout and keep running.
+        while open_fds or not (exited or killed_by):
+            now = time.monotonic()
+            if not exited and killed_by is None:
+                if now >= deadline:
+                    killed_by = "timeout"
+                elif cpu_limit and self.mode == "init" and now >= next_cpu_check:
+                    next_cpu_check = now + 0.25
+                    if _cpu_seconds(self.me) - cpu_before > cpu_limit:
+                        killed_by = "cpu"
+                if killed_by:
+                    self.kill_all(proc.pid)
+            if killed_by or exited:
+                # Whatever still holds the pipes was forked while we killed (a fork bomb races
+                # kill(-1)): keep killing until the pipes close.
+                self.kill_all(proc.pid)
+                timeout = 0.05
+            else:
+                timeout = max(0.0, min(deadline, next_cpu_check) - now)
+            for key, _ in sel.select(timeout):
+                fd = key.fd
+                if fd == self.wake_r:
+                    while True:
+                        try:
+                            if not os.read(fd, 4096):
+                                break
+                        except BlockingIOError:
+                            break
+                    self.reap(proc.pid)
+                    if self.child_status is not None and not exited:
+                        exited = True
+                        # The command is done: whatever it left running (daemons holding our
+                        # pipes included) goes now, so the pipes reach EOF.
+                        self.kill_all(proc.pid)
+                    continue
+                data = os.read(fd, 65536)
+                if data:
+                    captures[fd].feed(data)
+                else:
+                    sel.unregister(fd)
+                    open_fds.discard(fd)
+        self.kill_all(proc.pid)
+        if self.child_status is None:
+            _, self.child_status = os.waitpid(proc.pid, 0)
+        self.reap(proc.pid)
+        status = self.child_status
+        proc.returncode = os.waitstatus_to_exitcode(status)  # stops Popen from waiting on it again
+        sel.close()
+        proc.stdout.close()
+        proc.stderr.close()
+        exit_code = None
+        if killed_by is None:
+            exit_code = os.waitstatus_to_exitcode(status)
+            if exit_code < 0:
+                # Killed by a signal nobody here sent (a crash, or the payload killing itself):
+                # report it the way a shell does.
+                exit_code = 128 - exit_code
+            if self.mode == "group" and exit_code in (128 + signal.SIGXCPU, 128 + signal.SIGKILL):
+                if rlimits.get("CPU") and _children_cpu() - children_cpu_before >= rlimits["CPU"] - 1:
+                    killed_by, exit_code = "cpu", None
+        out, err = captures[out_fd], captures[err_fd]
+        return {
+            "exit_code": exit_code,
+            "stdout": out.text("stdout"),
+            "stderr": err.text("stderr"),
+            "truncated": bool(out.dropped or err.dropped),
+            "killed_by": killed_by,
+            "duration_s": time.monotonic() - started,
+        }
+
+
+def _processes_of(uid: int) -> int:
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                count += os.stat(f"/proc/{entry}").st_uid == uid
+            except OSError:
+                pass
+    return count
+
+
+def _children_cpu() -> float:
+    times = os.times()
+    return times.children_user + times.children_system
+
+
+def main() -> None:
+    mode = sys.argv[1] if len(sys.argv) > 1 else "init"
+    supervisor = Supervisor(mode)
+    out = sys.stdout
+    out.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
+    out.flush()
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        reply = supervisor.run(json.loads(line))
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()

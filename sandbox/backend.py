@@ -1,0 +1,107 @@
+"""Choosing a backend and opening a sandbox: `open_sandbox` is the package's entry point.
+
+Policy: `CODELOOP_SANDBOX=gvisor|process|auto` (default auto). `auto` means gVisor when runsc
+works here and the process backend otherwise; `gvisor` forbids the fallback (a deployment that
+must never run code unisolated sets it); `process` forces the weaker backend.
+"""
+
+import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Literal
+
+import anyio
+
+from sandbox.errors import INSTALL_RUNSC, BackendForbidden, SandboxUnavailable, WorkspaceError
+from sandbox.gvisor import GvisorLauncher, probe_runsc
+from sandbox.limits import GvisorOptions, SandboxLimits
+from sandbox.process import ProcessLauncher
+from sandbox.result import Backend
+from sandbox.session import Launcher, Sandbox
+
+BackendChoice = Literal["gvisor", "process", "auto"]
+POLICY_VARIABLE = "CODELOOP_SANDBOX"
+
+
+def sandbox_policy(environ: Mapping[str, str] | None = None) -> BackendChoice:
+    """The deployment's policy from CODELOOP_SANDBOX; raises ValueError on an unknown value."""
+    value = (os.environ if environ is None else environ).get(
+        POLICY_VARIABLE, "auto"
+    ).strip().lower() or "auto"
+    if value not in ("gvisor", "process", "auto"):
+        raise ValueError(f"{POLICY_VARIABLE}={value!r} is not one of gvisor, process, auto")
+    return value  # type: ignore[return-value]
+
+
+def resolve_backend(
+    requested: BackendChoice = "auto",
+    *,
+    policy: BackendChoice | None = None,
+    gvisor: GvisorOptions | None = None,
+) -> Backend:
+    """Which backend a request gets under the policy (CODELOOP_SANDBOX when not given).
+
+    Raises:
+        BackendForbidden: the policy pins one backend and the request asks for the other.
+        SandboxUnavailable: gVisor is required (asked for or pinned) and runsc does not work.
+    """
+    policy = sandbox_policy() if policy is None else policy
+    if requested != "auto" and policy != "auto" and requested != policy:
+        raise BackendForbidden(
+            f"backend {requested!r} requested but {POLICY_VARIABLE}={policy} allows only {policy!r}"
+        )
+    choice = requested if requested != "auto" else policy
+    if choice == "process":
+        return "process"
+    options = gvisor or GvisorOptions()
+    status = probe_runsc(options.runsc, options.platform)
+    if status.works:
+        return "gvisor"
+    if choice == "gvisor":
+        raise SandboxUnavailable(f"gVisor sandbox unavailable: {status.detail}. Fix: {INSTALL_RUNSC}")
+    return "process"
+
+
+@asynccontextmanager
+async def open_sandbox(
+    workspace: Path,
+    *,
+    limits: SandboxLimits,
+    backend: BackendChoice = "auto",
+    gvisor: GvisorOptions | None = None,
+    ro_paths: tuple[Path, ...] = (),
+    policy: BackendChoice | None = None,
+) -> AsyncIterator[Sandbox]:
+    """Opens a reusable sandbox on `workspace`, shown read-write at /workspace.
+
+    `ro_paths` are extra host paths shown read-only at the same path (e.g. a virtualenv outside
+    the workspace). `policy` overrides CODELOOP_SANDBOX (read when None). The sandbox starts at
+    the first command; on exit, cancellation included, it is killed and deleted.
+
+    Raises:
+        WorkspaceError: the workspace is not an existing directory.
+        BackendForbidden, SandboxUnavailable: see `resolve_backend`.
+    """
+    workspace = Path(await anyio.Path(workspace).resolve())
+    if not await anyio.Path(workspace).is_dir():
+        raise WorkspaceError(f"workspace {workspace} is not an existing directory")
+    chosen = await anyio.to_thread.run_sync(lambda: resolve_backend(backend, policy=policy, gvisor=gvisor))
+    launcher: Launcher
+    if chosen == "gvisor":
+        launcher = GvisorLauncher(
+            workspace, limits=limits, options=gvisor or GvisorOptions(), ro_paths=ro_paths
+        )
+    else:
+        launcher = ProcessLauncher(workspace, limits=limits)
+    try:
+        await launcher.open()
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await launcher.close()
+        raise
+    sandbox = Sandbox(launcher, limits)
+    try:
+        yield sandbox
+    finally:
+        await sandbox.aclose()

@@ -1,0 +1,56 @@
+"""The line protocol between the host and the in-sandbox supervisor (`sandbox/_supervisor.py`).
+
+One JSON object per line each way: the supervisor says `{"ready": true}` once, then answers every
+`CommandRequest` with one `CommandReply`. The supervisor is standard-library only and builds
+plain dicts; the host validates what comes back, because the channel ends inside the sandbox.
+"""
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+KilledBy = Literal["timeout", "cpu", "memory"]
+
+
+class CommandRequest(BaseModel):
+    """One command for the supervisor."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    argv: list[str] = Field(min_length=1)
+    """Program and arguments; the program is looked up on env's PATH."""
+    env: dict[str, str]
+    """The command's whole environment."""
+    cwd: str
+    """Working directory as the supervisor sees it."""
+    timeout_s: float
+    """Wall-clock limit, enforced by the supervisor."""
+    output_bytes: int
+    """Cap of stdout and of stderr each."""
+    rlimits: dict[str, int]
+    """RLIMIT_<name> -> value for the command's processes (NPROC, FSIZE, CPU, NOFILE, AS, CORE)."""
+    cpu_time_s: float | None
+    """CPU seconds of the command's processes together; measured by the supervisor as PID 1."""
+    uid: int | None
+    """Run the command as this user (and group); None keeps the supervisor's."""
+
+
+class CommandReply(BaseModel):
+    """What the supervisor observed; the host turns it into an `ExecResult`."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    truncated: bool
+    killed_by: KilledBy | None
+    duration_s: float = 0.0
+
+
+class Ready(BaseModel):
+    """The supervisor's first line."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    ready: Literal[True]

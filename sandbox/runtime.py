@@ -1,0 +1,84 @@
+"""Which host paths a sandbox shows read-only: the system directories and the Python runtime the
+workspace's code needs, found from the workspace's own virtualenv and the interpreter it links to."""
+
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+# Shown whole: programs and libraries. Everything else of the host stays invisible.
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# Only what dynamic linking, name lookup and TLS need from /etc: never shadow, ssh keys or the like.
+ETC_ENTRIES = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "alternatives",
+    "localtime",
+    "nsswitch.conf",
+    "ssl",
+    "ca-certificates",
+    "mime.types",
+)
+VENV_NAMES = (".venv", "venv", "env", ".env")
+
+
+def workspace_venvs(workspace: Path) -> list[Path]:
+    """Virtualenvs directly inside the workspace (a directory holding a pyvenv.cfg)."""
+    return [workspace / name for name in VENV_NAMES if (workspace / name / "pyvenv.cfg").is_file()]
+
+
+def _venv_home_prefix(venv: Path) -> Path | None:
+    """The installation prefix of the interpreter a virtualenv was made from."""
+    for line in (venv / "pyvenv.cfg").read_text(errors="replace").splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "home" and value.strip():
+            return Path(value.strip()).resolve().parent
+    python = venv / "bin" / "python"
+    return python.resolve().parent.parent if python.exists() else None
+
+
+def _interpreter_prefixes() -> list[Path]:
+    """The interpreter running codeloop: the sandbox's supervisor runs on it."""
+    prefixes = [Path(sys.base_prefix).resolve()]
+    return prefixes
+
+
+def runtime_paths(workspace: Path, extra: Iterable[Path] = ()) -> list[Path]:
+    """Host paths to show read-only at the same path inside the sandbox, outermost first.
+
+    System directories that are symlinks (merged /usr) are recreated as symlinks instead.
+    """
+    wanted: list[Path] = [Path(d) for d in SYSTEM_DIRS if Path(d).is_dir() and not Path(d).is_symlink()]
+    wanted += [Path("/etc", e) for e in ETC_ENTRIES if Path("/etc", e).exists()]
+    wanted += _interpreter_prefixes()
+    for venv in workspace_venvs(workspace):
+        prefix = _venv_home_prefix(venv)
+        if prefix is not None:
+            wanted.append(prefix)
+    wanted += [Path(p).resolve() for p in extra]
+    return _outermost(wanted)
+
+
+def _outermost(paths: list[Path]) -> list[Path]:
+    """Drops paths already inside another wanted path; keeps a stable, parent-first order."""
+    unique = sorted({p for p in paths if p.exists()}, key=lambda p: (len(p.parts), str(p)))
+    kept: list[Path] = []
+    for path in unique:
+        if not any(path == k or path.is_relative_to(k) for k in kept):
+            kept.append(path)
+    return kept
+
+
+def system_symlinks() -> dict[str, str]:
+    """Top-level system directories that are symlinks on the host (/bin -> usr/bin)."""
+    links = {}
+    for d in SYSTEM_DIRS:
+        path = Path(d)
+        if path.is_symlink():
+            links[d] = str(path.readlink())
+    return links
+
+
+def python_for_supervisor() -> Path:
+    """The real interpreter binary behind sys.executable (venvs link to it)."""
+    return Path(sys.executable).resolve()

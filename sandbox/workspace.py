@@ -1,0 +1,208 @@
+"""The workspace cap of the gVisor backend: the sandbox works on a mirror of the workspace kept on
+a size-limited tmpfs, synchronised with the real workspace at each command's boundaries.
+
+Why a mirror: a runsc bind mount has no quota, so a payload can fill the host disk through it
+(LIBRARIES.md section 6), and filesystem project quotas need a feature and tools we cannot
+assume on the host. A host tmpfs mounted with `size=` gives ENOSPC at the cap. Before each
+command the tmpfs is resized to what it holds plus `workspace_write_mb`, so each command may add
+at most that much.
+
+Synchronisation is by (kind, size, mtime) snapshots of both sides: before a command, what the host
+changed since the last sync is copied into the mirror (host tools edit the workspace between
+commands); after it, what the command changed is copied back, deletions included. A command sees
+its own writes at once; the host sees them when the command returns. Costs: one copy of the
+workspace in RAM per sandbox, and two directory walks per command (measured here: a 5,000-file
+workspace adds about 0.1 s to every command and 0.45 s to the start).
+"""
+
+import ctypes
+import os
+import shutil
+import subprocess
+from functools import cache
+from pathlib import Path
+
+from sandbox.errors import WorkspaceError
+
+_MS_REMOUNT = 32
+_MNT_DETACH = 2
+
+
+@cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+Entry = tuple[str, int, int]  # kind ("f", "d", "l"), size, mtime_ns
+Snapshot = dict[str, Entry]
+
+
+def snapshot(root: Path) -> Snapshot:
+    """Every file, directory and symlink under root (not following links), by relative path."""
+    found: Snapshot = {}
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        try:
+            entries = list(os.scandir(root / rel if rel else root))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+        for entry in entries:
+            path = f"{rel}/{entry.name}" if rel else entry.name
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if entry.is_symlink():
+                found[path] = ("l", st.st_size, st.st_mtime_ns)
+            elif entry.is_dir(follow_symlinks=False):
+                found[path] = ("d", 0, 0)
+                stack.append(path)
+            elif entry.is_file(follow_symlinks=False):
+                found[path] = ("f", st.st_size, st.st_mtime_ns)
+    return found
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _copy_entry(kind: str, src: Path, dst: Path) -> None:
+    if kind == "d":
+        if dst.is_symlink() or (dst.exists() and not dst.is_dir()):
+            _remove(dst)
+        dst.mkdir(exist_ok=True)
+        shutil.copystat(src, dst)
+        return
+    if dst.is_dir() and not dst.is_symlink():
+        shutil.rmtree(dst)
+    if kind == "l":
+        dst.unlink(missing_ok=True)
+        dst.symlink_to(os.readlink(src))
+    else:
+        shutil.copy2(src, dst, follow_symlinks=False)
+
+
+def apply_changes(
+    src: Path, dst: Path, before: Snapshot, after: Snapshot, *, owner: int | None = None
+) -> list[str]:
+    """Makes dst follow what changed in src between two snapshots of src; returns touched paths.
+
+    `owner` (uid = gid) is given to what is created in dst: the mirror belongs to the sandbox's
+    unprivileged user; copies back into the workspace keep the caller's ownership.
+    """
+    changed = [p for p, e in after.items() if before.get(p) != e or (e[0] == "d" and p not in before)]
+    removed = [p for p in before if p not in after]
+    # Deepest removals first, then creations parents-first.
+    for rel in sorted(removed, key=lambda p: p.count("/"), reverse=True):
+        _remove(dst / rel)
+    for rel in sorted(changed, key=lambda p: p.count("/")):
+        try:
+            _copy_entry(after[rel][0], src / rel, dst / rel)
+            if owner is not None:
+                os.lchown(dst / rel, owner, owner)
+        except FileNotFoundError:
+            continue  # removed again while we copied; the next sync settles it
+    return changed + removed
+
+
+def restat(root: Path, snap: Snapshot, paths: list[str]) -> None:
+    """Updates the snapshot entries of `paths` (and drops those now missing) from the disk."""
+    for rel in paths:
+        path = root / rel
+        try:
+            st = path.lstat()
+        except FileNotFoundError:
+            snap.pop(rel, None)
+            continue
+        if path.is_symlink():
+            snap[rel] = ("l", st.st_size, st.st_mtime_ns)
+        elif path.is_dir():
+            snap[rel] = ("d", 0, 0)
+        else:
+            snap[rel] = ("f", st.st_size, st.st_mtime_ns)
+
+
+class WorkspaceMirror:
+    """A size-capped tmpfs copy of a workspace. Blocking: call through anyio.to_thread."""
+
+    def __init__(
+        self, workspace: Path, mount_point: Path, *, write_cap_mb: int, owner: int | None = None
+    ) -> None:
+        self.workspace = workspace
+        self.path = mount_point
+        self.write_cap = write_cap_mb * 1024 * 1024
+        self.host_snap: Snapshot = {}
+        self.mirror_snap: Snapshot = {}
+        self.mounted = False
+        self.owner = owner
+        self.size = 0
+
+    def _mount(self, size: int, *, remount: bool) -> None:
+        # mount(2) directly: spawning mount(8) before every command cost milliseconds.
+        flags = _MS_REMOUNT if remount else 0
+        options = f"size={size},mode=0755".encode()
+        if _libc().mount(b"codeloop-workspace", bytes(self.path), b"tmpfs", flags, options) != 0:
+            error = ctypes.get_errno()
+            raise WorkspaceError(
+                f"cannot mount the workspace mirror tmpfs at {self.path} ({os.strerror(error)}); "
+                "the gVisor backend needs root (CAP_SYS_ADMIN) to cap workspace writes"
+            )
+        self.size = size
+
+    def used_bytes(self) -> int:
+        st = os.statvfs(self.path)
+        return (st.f_blocks - st.f_bfree) * st.f_frsize
+
+    def open(self) -> None:
+        """Mounts the tmpfs and copies the workspace in."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.host_snap = snapshot(self.workspace)
+        used = sum(size for _, size, _ in self.host_snap.values())
+        # tmpfs rounds every file up to a page; keep room for that beside the write cap.
+        size = used * 2 + len(self.host_snap) * 4096 + self.write_cap + 64 * 1024 * 1024
+        self._mount(size, remount=False)
+        self.mounted = True
+        self._copy_in()
+        self.mirror_snap = snapshot(self.path)
+
+    def _copy_in(self) -> None:
+        # cp -a is about four times faster than copying file by file from Python (5,000 files:
+        # 0.35 s against 1.5 s); the Python copy stays as the fallback where cp is not GNU's.
+        owner = [] if self.owner is None else [["chown", "-R", f"{self.owner}:{self.owner}", str(self.path)]]
+        for cmd in [["cp", "-a", f"{self.workspace}/.", f"{self.path}/"], *owner]:
+            if subprocess.run(cmd, capture_output=True).returncode != 0:
+                break
+        else:
+            return
+        apply_changes(self.workspace, self.path, {}, self.host_snap, owner=self.owner)
+        shutil.copystat(self.workspace, self.path)
+        if self.owner is not None:
+            os.chown(self.path, self.owner, self.owner)
+
+    def before_command(self) -> None:
+        """Brings host edits into the mirror and re-arms the cap for the next command."""
+        now = snapshot(self.workspace)
+        touched = apply_changes(self.workspace, self.path, self.host_snap, now, owner=self.owner)
+        self.host_snap = now
+        restat(self.path, self.mirror_snap, touched)
+        size = self.used_bytes() + self.write_cap
+        if size != self.size:
+            self._mount(size, remount=True)
+
+    def after_command(self) -> None:
+        """Copies what the command changed back into the workspace."""
+        now = snapshot(self.path)
+        touched = apply_changes(self.path, self.workspace, self.mirror_snap, now)
+        self.mirror_snap = now
+        # Only the copied paths: a full re-snapshot would swallow host edits made meanwhile,
+        # which the next command must still receive.
+        restat(self.workspace, self.host_snap, touched)
+
+    def close(self) -> None:
+        if self.mounted:
+            _libc().umount2(bytes(self.path), _MNT_DETACH)
+            self.mounted = False

@@ -1,0 +1,96 @@
+"""`codeloop sandbox exec`: the CLI contract of issue 3, through the real command line."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sandbox.gvisor import probe_runsc
+
+CONTRACT_KEYS = {"exit_code", "stdout", "stderr", "timed_out", "backend", "duration_s", "truncated"}
+
+
+def codeloop(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k != "CODELOOP_SANDBOX"} | (env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "codeloop", *args], capture_output=True, text=True, env=environ, timeout=120
+    )
+
+
+def test_json_output_has_exactly_the_contract_fields_under_gvisor(tmp_path: Path) -> None:
+    """Issue 3 contract: --json prints exit_code, stdout, stderr, timed_out, backend, duration_s, truncated."""
+    if not probe_runsc().works:
+        pytest.skip(f"runsc does not work here: {probe_runsc().detail}")
+    done = codeloop(
+        "sandbox", "exec", "--workspace", str(tmp_path), "--backend", "gvisor", "--network", "none",
+        "--timeout", "30", "--memory-mb", "256", "--json", "--", "sh", "-c", "echo hi; exit 3",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    assert set(printed) == CONTRACT_KEYS
+    assert (printed["exit_code"], printed["stdout"], printed["backend"]) == (3, "hi\n", "gvisor")
+    assert printed["timed_out"] is False and printed["truncated"] is False
+    assert isinstance(printed["duration_s"], float)
+
+
+def test_without_json_it_behaves_like_the_command(tmp_path: Path) -> None:
+    """Issue 3 contract: the command's output on the same streams and its exit code."""
+    done = codeloop(
+        "sandbox", "exec", "--workspace", str(tmp_path), "--backend", "process",
+        "--", "sh", "-c", "echo out; echo err >&2; exit 5",
+    )  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr) == (5, "out\n", "err\n")
+
+
+def test_a_timed_out_command_exits_124_like_coreutils_timeout(tmp_path: Path) -> None:
+    """Our choice, documented in --help: 124 on timeout, as timeout(1)."""
+    done = codeloop(
+        "sandbox", "exec", "--workspace", str(tmp_path), "--backend", "process", "--timeout", "0.5",
+        "--json", "--", "sleep", "30",
+    )  # fmt: skip
+    assert json.loads(done.stdout)["timed_out"] is True
+    plain = codeloop(
+        "sandbox",
+        "exec",
+        "--workspace",
+        str(tmp_path),
+        "--backend",
+        "process",
+        "--timeout",
+        "0.5",
+        "--",
+        "sleep",
+        "30",
+    )
+    assert plain.returncode == 124
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--workspace", "/nonexistent/dir"], "is not an existing directory"),
+        (["--network", "host"], "sandboxes have no network"),
+        (["--backend", "docker"], "is not one of gvisor, process"),
+    ],
+)
+def test_bad_input_exits_2_with_a_message_and_no_traceback(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    """Brief: clear errors on bad input, non-zero exit, no traceback."""
+    base = ["--workspace", str(tmp_path)] if "--workspace" not in args else []
+    done = codeloop("sandbox", "exec", *base, *args, "--", "true")
+    assert done.returncode == 2
+    assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_forbidden_backend_exits_125_naming_the_policy(tmp_path: Path) -> None:
+    """Issue 3: CODELOOP_SANDBOX=gvisor lets a deployment forbid the process fallback."""
+    done = codeloop(
+        "sandbox", "exec", "--workspace", str(tmp_path), "--backend", "process", "--", "true",
+        env={"CODELOOP_SANDBOX": "gvisor"},
+    )  # fmt: skip
+    assert done.returncode == 125
+    assert "CODELOOP_SANDBOX=gvisor" in done.stderr and "Traceback" not in done.stderr
