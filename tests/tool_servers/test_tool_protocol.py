@@ -9,14 +9,22 @@ from pydantic import BaseModel, ConfigDict
 from ts_conformance import assert_valid, check_server_conformance
 
 from tool_servers.errors import TRACE_META_KEY, Conflict
+from tool_servers.exec import build_exec_server
 from tool_servers.fs import build_fs_server
 from tool_servers.git import build_git_server
 from tool_servers.protocol import CallContext, ServerOptions, ToolSpec, build_server
 from tool_servers.scopes import Scope
+from tool_servers.search.server import build_search_server
 
 pytestmark = pytest.mark.anyio
 
-SERVERS = {"fs": build_fs_server, "git": build_git_server}
+SERVERS = {
+    "fs": build_fs_server,
+    "git": build_git_server,
+    "exec": build_exec_server,
+    # Building it loads no model: the index opens on the first call that needs it.
+    "search": build_search_server,
+}
 
 
 @pytest.mark.parametrize("name", sorted(SERVERS))

@@ -1,0 +1,336 @@
+"""The `exec` server: run commands, tests and static checks on the root, in the sandbox.
+
+Tools (all in scope `execute`, all run in one sandbox per server, see `exec_sandbox`):
+
+- `run_command`: a program and its arguments (no shell). Allowlisted programs run at once;
+  anything else asks a human first (`allowlist.py`), or is `needs_confirmation` for a client
+  that cannot elicit. The result is the sandbox's `ExecResult`.
+- `run_tests`: pytest, with a structured result read from its JUnit report (`pytest_report.py`).
+- `run_static_checks`: ruff (JSON) and a compile of every file (`static_checks.py`).
+
+A command that fails, or runs past its timeout and is killed, is data, not an error (STYLE.md
+section 5): the result has `exit_code` and `timed_out=true`. Error results are for the sandbox
+itself failing (`sandbox_error`) and for arguments that are invalid or leave the root.
+"""
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from sandbox.backend import BackendChoice
+from sandbox.limits import GvisorOptions, SandboxLimits
+from sandbox.result import ExecResult
+from tool_servers.allowlist import confirmation_action
+from tool_servers.confinement import Root
+from tool_servers.errors import InvalidArguments, NotFound
+from tool_servers.exec_sandbox import SharedSandbox, find_toolchain
+from tool_servers.protocol import CallContext, ServerOptions, ToolSpec, build_server
+from tool_servers.pytest_report import TestRunOutput, output_tail, parse_junit
+from tool_servers.scopes import Risk, Scope
+from tool_servers.static_checks import (
+    COMPILE_SCRIPT,
+    DEFAULT_SELECT,
+    RULE_SELECTOR,
+    CheckRun,
+    StaticChecksOutput,
+    merge,
+    parse_compile,
+    parse_ruff,
+)
+
+MAX_TIMEOUT_S = 1800.0
+REPORT_DIR = Path(".codeloop") / "exec"
+"""Where pytest writes its JUnit report (read back and deleted after each run)."""
+_CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+_QUIET_ENV = {"PYTHONDONTWRITEBYTECODE": "1"}
+"""Tests and checks should not litter the workspace with __pycache__ directories."""
+
+
+def _check_args(values: list[str]) -> list[str]:
+    for value in values:
+        if "\x00" in value:
+            raise ValueError("arguments may not contain NUL bytes")
+    return values
+
+
+class RunCommandInput(BaseModel):
+    model_config = _CONFIG
+    argv: list[str] = Field(min_length=1, max_length=1000)
+    """Program and arguments, run without a shell, e.g. `["pytest", "-q", "tests/test_x.py"]`. The
+    program is found on the sandbox's PATH (the workspace's virtualenv first). Programs off the
+    allowlist (python, pytest, ruff, mypy, make, read-only file and git commands) ask a human."""
+    cwd: str = "."
+    """Working directory, relative to the root."""
+    timeout_s: float = Field(default=60.0, gt=0, le=MAX_TIMEOUT_S)
+    """Wall-clock limit; past it the command is killed and the result says `timed_out`."""
+
+    @field_validator("argv")
+    @classmethod
+    def _program_named(cls, argv: list[str]) -> list[str]:
+        if not argv[0].strip():
+            raise ValueError("argv[0] must name a program")
+        return _check_args(argv)
+
+
+class RunTestsInput(BaseModel):
+    model_config = _CONFIG
+    paths: list[str] = Field(default=[], max_length=200)
+    """Test files, directories or node ids (`tests/test_x.py::test_y`), relative to the root;
+    empty runs pytest's default selection."""
+    keyword: str | None = Field(default=None, max_length=500)
+    """Only tests matching this `-k` expression."""
+    max_failures: int | None = Field(default=None, ge=1)
+    """Stop after this many failures (`--maxfail`)."""
+    timeout_s: float = Field(default=300.0, gt=0, le=MAX_TIMEOUT_S)
+    """Wall-clock limit of the whole run."""
+
+
+class StaticChecksInput(BaseModel):
+    model_config = _CONFIG
+    paths: list[str] = Field(default=["."], min_length=1, max_length=200)
+    """Files or directories to check, relative to the root."""
+    select: list[str] = Field(default=list(DEFAULT_SELECT), min_length=1, max_length=100)
+    """Ruff rule selectors (`--select`); the default is the correctness gate E9, F63, F7, F82."""
+    timeout_s: float = Field(default=120.0, gt=0, le=MAX_TIMEOUT_S)
+    """Wall-clock limit of each checker."""
+
+    @field_validator("select")
+    @classmethod
+    def _selectors(cls, select: list[str]) -> list[str]:
+        bad = [s for s in select if not RULE_SELECTOR.match(s)]
+        if bad:
+            raise ValueError(f"not ruff rule selectors: {bad} (expected codes or prefixes like F82, E9, ALL)")
+        return select
+
+
+class ExecTools:
+    """Handlers of the `exec` server over one root and its shared sandbox."""
+
+    def __init__(self, root: Root, box: SharedSandbox) -> None:
+        self.root = root
+        self.box = box
+        # Absolute spellings of the root in reported paths: gVisor shows it at /workspace.
+        self.prefixes = (str(root.path) + "/", "/workspace/")
+
+    def _relative_paths(self, raw: list[str], *, node_ids: bool = False) -> list[str]:
+        """Root-relative spellings of `raw`, refused when they leave the root or do not exist."""
+        paths = []
+        for item in raw:
+            path, sep, rest = item.partition("::") if node_ids else (item, "", "")
+            if path.startswith("-"):
+                raise InvalidArguments(f"{item!r} is not a path (it starts with '-')", path=item)
+            resolved = self.root.resolve(path)
+            if not resolved.exists():
+                raise NotFound(f"{path}: no such file or directory under the root", path=path)
+            paths.append(self.root.relative(resolved) + sep + rest)
+        return paths
+
+    def confirm_command(self, args: RunCommandInput) -> str | None:
+        return confirmation_action(args.argv)
+
+    async def run_command(self, args: RunCommandInput, call: CallContext) -> ExecResult:
+        cwd = self._relative_paths([args.cwd])[0]
+        if not self.root.resolve(cwd).is_dir():
+            raise InvalidArguments(f"cwd {args.cwd!r} is not a directory", cwd=args.cwd)
+        env = {"PATH": find_toolchain(self.root.path).path}
+        return await self.box.exec(args.argv, timeout_s=args.timeout_s, cwd=cwd, env=env)
+
+    async def run_tests(self, args: RunTestsInput, call: CallContext) -> TestRunOutput:
+        selection = self._relative_paths(args.paths, node_ids=True)
+        tools = find_toolchain(self.root.path)
+        # Through the confinement check: a `.codeloop` symlink must not lead the host's writes out.
+        report_dir = self.root.resolve(str(REPORT_DIR))
+        await anyio.to_thread.run_sync(_make_report_dir, report_dir)
+        report = report_dir / f"junit-{uuid.uuid4().hex}.xml"
+        argv = [
+            tools.test_python, "-m", "pytest", "-p", "no:cacheprovider", "--tb=short", "-q",
+            "-o", "junit_family=xunit1", f"--junitxml={REPORT_DIR / report.name}",
+            "--continue-on-collection-errors", "--rootdir=.",
+        ]  # fmt: skip
+        if args.keyword is not None:
+            argv += ["-k", args.keyword]
+        if args.max_failures is not None:
+            argv.append(f"--maxfail={args.max_failures}")
+        argv += ["--", *selection] if selection else []
+        env = {"PATH": tools.path, **_QUIET_ENV}
+        try:
+            result = await self.box.exec(argv, timeout_s=args.timeout_s, cwd=".", env=env)
+            xml = await anyio.to_thread.run_sync(_read_report, report)
+        finally:
+            await anyio.Path(report).unlink(missing_ok=True)
+        counts, failures, found = None, [], xml is not None
+        if xml is not None:
+            try:
+                counts, failures = parse_junit(xml, root_prefixes=self.prefixes)
+            except ValueError:
+                found = False
+        return TestRunOutput(
+            passed=counts.passed if counts else 0,
+            failed=counts.failed if counts else 0,
+            errors=counts.errors if counts else 0,
+            skipped=counts.skipped if counts else 0,
+            failures=failures,
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            report_found=found,
+            output_tail=output_tail(result.stdout, result.stderr),
+            python=tools.test_python,
+            backend=result.backend,
+            duration_s=result.duration_s,
+        )
+
+    async def run_static_checks(self, args: StaticChecksInput, call: CallContext) -> StaticChecksOutput:
+        paths = self._relative_paths(args.paths)
+        tools = find_toolchain(self.root.path)
+        env = {"PATH": tools.path, **_QUIET_ENV}
+        runs: list[CheckRun] = []
+        ruff_findings = []
+        duration = 0.0
+        if tools.ruff is None:
+            runs.append(CheckRun(tool="ruff", exit_code=None, timed_out=False, note="ruff is not installed"))
+        else:
+            argv = [
+                tools.ruff, "check", "--output-format=json", "--no-cache", "--force-exclude",
+                f"--select={','.join(args.select)}", "--", *paths,
+            ]  # fmt: skip
+            result = await self.box.exec(argv, timeout_s=args.timeout_s, cwd=".", env=env)
+            duration += result.duration_s
+            note = ""
+            try:
+                if not result.timed_out:
+                    ruff_findings = parse_ruff(result.stdout, self.prefixes)
+            except (ValueError, TypeError, AttributeError):
+                note = f"unreadable ruff output: {output_tail(result.stdout, result.stderr, lines=10)}"
+            if result.exit_code not in (0, 1) and not note:
+                note = output_tail(result.stdout, result.stderr, lines=10)
+            runs.append(
+                CheckRun(tool="ruff", exit_code=result.exit_code, timed_out=result.timed_out, note=note)
+            )
+        # No "--" here: after -c every word is the script's argument (paths never start with "-").
+        argv = [tools.python, "-I", "-c", COMPILE_SCRIPT, *paths]
+        result = await self.box.exec(argv, timeout_s=args.timeout_s, cwd=".", env=env)
+        duration += result.duration_s
+        compiled, checked = parse_compile(result.stdout, self.prefixes)
+        note = "" if checked is not None else output_tail(result.stdout, result.stderr, lines=10)
+        runs.append(
+            CheckRun(tool="py_compile", exit_code=result.exit_code, timed_out=result.timed_out, note=note)
+        )
+        findings = merge(ruff_findings, compiled)
+        complete = all(r.exit_code in (0, 1) and not r.timed_out and not r.note for r in runs)
+        return StaticChecksOutput(
+            ok=complete and not findings,
+            findings=findings,
+            files_checked=checked or 0,
+            runs=runs,
+            backend=result.backend,
+            duration_s=round(duration, 4),
+        )
+
+
+def _read_report(path: Path) -> str | None:
+    try:
+        return path.read_text(errors="replace")
+    except FileNotFoundError:  # pytest never got as far as writing it
+        return None
+
+
+def _make_report_dir(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    # Same marker `codeloop mcp` writes: codeloop's state never shows in git status or a commit.
+    gitignore = path.parent / ".gitignore"
+    if not gitignore.exists():
+        gitignore.write_text("# codeloop state (audit log, index): not part of the project\n*\n")
+
+
+def exec_tools(tools: ExecTools) -> list[ToolSpec]:
+    """The `exec` tool specs."""
+    return [
+        ToolSpec(
+            name="run_command",
+            description=(
+                "Run a program (no shell) in the sandbox on the root; returns exit_code, stdout, stderr, "
+                "timed_out. Allowlisted programs (python, pytest, ruff, read-only file and git commands) "
+                "run at once; others ask a human."
+            ),
+            scope=Scope.EXECUTE,
+            input_model=RunCommandInput,
+            output_model=ExecResult,
+            handler=tools.run_command,
+            risk=Risk.MEDIUM,
+            read_only=False,
+            destructive=True,
+            idempotent=False,
+            confirm=tools.confirm_command,
+        ),
+        ToolSpec(
+            name="run_tests",
+            description=(
+                "Run pytest in the sandbox; returns passed/failed/error/skipped counts and, per failure, "
+                "the test id, file:line, message and a trimmed traceback."
+            ),
+            scope=Scope.EXECUTE,
+            input_model=RunTestsInput,
+            output_model=TestRunOutput,
+            handler=tools.run_tests,
+            risk=Risk.MEDIUM,
+            read_only=False,
+            destructive=False,
+            idempotent=False,
+        ),
+        ToolSpec(
+            name="run_static_checks",
+            description=(
+                "Check Python files in the sandbox with ruff (a correctness gate by default) and a compile "
+                "of each file; returns findings with path, line, code and message."
+            ),
+            scope=Scope.EXECUTE,
+            input_model=StaticChecksInput,
+            output_model=StaticChecksOutput,
+            handler=tools.run_static_checks,
+            risk=Risk.LOW,
+            read_only=False,
+            destructive=False,
+            idempotent=True,
+        ),
+    ]
+
+
+def build_exec_server(
+    root: Path,
+    options: ServerOptions | None = None,
+    *,
+    limits: SandboxLimits | None = None,
+    backend: BackendChoice = "auto",
+    gvisor: GvisorOptions | None = None,
+    **_: Any,
+) -> MCPServer[Any]:
+    """The `exec` MCP server on `root`: one sandbox (gVisor, or the process backend where
+    `backend` and CODELOOP_SANDBOX allow it), opened at the first command, closed with the server.
+
+    `limits` apply to every command (default `SandboxLimits()`; a call's `timeout_s` replaces the
+    wall-clock limit); `gvisor` says how runsc is run (default `GvisorOptions()`).
+    """
+    confined = Root(root)
+    box = SharedSandbox(confined.path, limits=limits or SandboxLimits(), backend=backend, gvisor=gvisor)
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
+        async with box.serving():
+            yield {}
+
+    return build_server(
+        "exec",
+        exec_tools(ExecTools(confined, box)),
+        options or ServerOptions(),
+        instructions=(
+            "Run commands, pytest and static checks on the root inside a sandbox (no network). "
+            "A failing or timed-out command is a result, not an error."
+        ),
+        lifespan=lifespan,
+    )

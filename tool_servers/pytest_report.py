@@ -1,0 +1,176 @@
+"""The structured result of a pytest run, read from the JUnit XML report pytest writes.
+
+Why JUnit XML: it is pytest's own, stable, machine-readable report (no plugin to install into the
+workspace's interpreter, no parsing of terminal output that plugins and verbosity change). With
+`junit_family=xunit1` each test case carries `file` and `line`; the failure text is the
+traceback in `--tb=short` form, whose `path:line: in func` entries give where a test failed.
+"""
+
+import re
+import xml.etree.ElementTree as ET
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+_CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+TRACEBACK_LINES = 40
+TRACEBACK_CHARS = 4000
+MESSAGE_CHARS = 1000
+MAX_FAILURES = 50
+_LOCATION = re.compile(r"^(?P<path>[^\s:][^:\n]*\.py):(?P<line>\d+): ", re.M)
+
+
+class TestFailure(BaseModel):
+    """One failed or erroring test (or a test file that could not be collected)."""
+
+    __test__ = False  # not a pytest test class, despite the name
+    model_config = _CONFIG
+
+    test_id: str
+    """pytest node id, e.g. `tests/test_calc.py::TestAdd::test_negative[1-2]`; for a collection
+    error, the file that could not be collected."""
+    outcome: Literal["failed", "error"]
+    """`failed`: an assertion or exception in the test; `error`: in a fixture, setup, teardown
+    or while collecting."""
+    file: str
+    """The test's file, relative to the root."""
+    line: int
+    """1-based line in `file` where the test failed (the deepest traceback entry in that file),
+    else the line of the test's definition, 0 when unknown."""
+    message: str
+    """The exception line, e.g. `AssertionError: assert 3 == 4`."""
+    traceback: str
+    """The traceback in pytest's short form, trimmed to its last lines."""
+
+
+class TestRunOutput(BaseModel):
+    """What a pytest run in the sandbox found."""
+
+    __test__ = False
+    model_config = _CONFIG
+
+    passed: int
+    failed: int
+    errors: int
+    skipped: int
+    """Skipped and xfailed tests."""
+    failures: list[TestFailure]
+    """Failed and erroring tests, at most 50, in report order."""
+    exit_code: int | None
+    """pytest's exit status: 0 all passed, 1 some failed, 2 interrupted, 3 internal error, 4 usage
+    error, 5 no tests collected; None when the sandbox killed it (see timed_out, output_tail)."""
+    timed_out: bool
+    """The run passed its timeout and was killed; the counts then stay 0 (no report is written)."""
+    report_found: bool
+    """Whether pytest wrote its report; when false the counts are 0 and output_tail says why."""
+    output_tail: str
+    """The last lines of pytest's output (stdout, then stderr)."""
+    python: str
+    """The interpreter that ran pytest."""
+    backend: Literal["gvisor", "process"]
+    duration_s: float
+
+
+class JunitCounts(BaseModel):
+    model_config = _CONFIG
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+
+
+def parse_junit(
+    xml_text: str, *, root_prefixes: tuple[str, ...] = ()
+) -> tuple[JunitCounts, list[TestFailure]]:
+    """Counts and failures of a pytest `xunit1` JUnit report.
+
+    `root_prefixes` are absolute spellings of the workspace (e.g. `/workspace/`) stripped from
+    paths in tracebacks so every path is relative to the root.
+
+    Raises:
+        ValueError: the text is not a JUnit XML report.
+    """
+    try:
+        tree = ET.fromstring(xml_text)
+    except ET.ParseError as exc:
+        raise ValueError(f"unreadable JUnit report: {exc}") from exc
+    suites = [tree] if tree.tag == "testsuite" else tree.findall("testsuite")
+    counts = JunitCounts()
+    failures: list[TestFailure] = []
+    for suite in suites:
+        total = int(suite.get("tests", 0))
+        failed, errors, skipped = (int(suite.get(k, 0)) for k in ("failures", "errors", "skipped"))
+        counts.failed += failed
+        counts.errors += errors
+        counts.skipped += skipped
+        counts.passed += max(0, total - failed - errors - skipped)
+        for case in suite.iter("testcase"):
+            for element in case:
+                if element.tag in ("failure", "error") and len(failures) < MAX_FAILURES:
+                    failures.append(_failure(case, element, root_prefixes))
+    return counts, failures
+
+
+def _failure(case: ET.Element, problem: ET.Element, prefixes: tuple[str, ...]) -> TestFailure:
+    file = _relative(case.get("file", ""), prefixes)
+    classname, name = case.get("classname", ""), case.get("name", "")
+    text = _relative_all(problem.text or "", prefixes)
+    if not classname:  # a collection error: pytest names the module, dotted, as the test
+        test_id = file or name
+    else:
+        module = file.removesuffix(".py").replace("/", ".")
+        classes = classname[len(module) :].strip(".").split(".") if classname.startswith(module) else []
+        test_id = "::".join([file or classname, *[c for c in classes if c], name])
+    in_file = [int(m["line"]) for m in _LOCATION.finditer(text) if m["path"] == file]
+    if in_file:
+        line = in_file[-1]
+    else:
+        # xunit1's `line` is the 0-based line of the test's `def`.
+        line = int(case.get("line")) + 1 if case.get("line", "").isdigit() else 0
+    return TestFailure(
+        test_id=test_id,
+        outcome="failed" if problem.tag == "failure" else "error",
+        file=file,
+        line=line,
+        message=_message(problem.get("message", ""), text),
+        traceback=_trim(text),
+    )
+
+
+def _message(attribute: str, text: str) -> str:
+    """The exception line: pytest's `E   ` lines when present, else the report's message."""
+    e_lines = [
+        line[4:] if line.startswith("E   ") else line[1:].strip()
+        for line in text.splitlines()
+        if line.startswith("E ")
+    ]
+    message = "\n".join(e_lines) if e_lines else attribute
+    return message[:MESSAGE_CHARS]
+
+
+def _trim(text: str) -> str:
+    lines = text.rstrip().splitlines()
+    if len(lines) > TRACEBACK_LINES:
+        lines = [f"[... {len(lines) - TRACEBACK_LINES} lines trimmed ...]", *lines[-TRACEBACK_LINES:]]
+    trimmed = "\n".join(lines)
+    return trimmed if len(trimmed) <= TRACEBACK_CHARS else "[...]" + trimmed[-TRACEBACK_CHARS:]
+
+
+def _relative(path: str, prefixes: tuple[str, ...]) -> str:
+    for prefix in prefixes:
+        if path.startswith(prefix):
+            return path[len(prefix) :]
+    return path
+
+
+def _relative_all(text: str, prefixes: tuple[str, ...]) -> str:
+    for prefix in prefixes:
+        text = text.replace(prefix, "")
+    return text
+
+
+def output_tail(stdout: str, stderr: str, *, lines: int = 60, chars: int = 6000) -> str:
+    """The last `lines` lines (at most `chars` characters) of the combined output."""
+    combined = stdout.rstrip() + ("\n" + stderr.rstrip() if stderr.strip() else "")
+    tail = "\n".join(combined.splitlines()[-lines:])
+    return tail[-chars:]
