@@ -33,6 +33,9 @@ def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 
 
+PROTECTED_DIRS = frozenset({".git", ".codeloop"})
+"""Top-level workspace directories a sandboxed command may read but never change on the host."""
+
 Entry = tuple[str, int, int]  # kind ("f", "d", "l"), size, mtime_ns
 Snapshot = dict[str, Entry]
 
@@ -61,6 +64,14 @@ def snapshot(root: Path) -> Snapshot:
             elif entry.is_file(follow_symlinks=False):
                 found[path] = ("f", st.st_size, st.st_mtime_ns)
     return found
+
+
+def _is_protected(rel: str) -> bool:
+    return rel.split("/", 1)[0] in PROTECTED_DIRS
+
+
+def _unprotected(snap: Snapshot) -> Snapshot:
+    return {p: e for p, e in snap.items() if not _is_protected(p)}
 
 
 def _remove(path: Path) -> None:
@@ -194,9 +205,20 @@ class WorkspaceMirror:
             self._mount(size, remount=True)
 
     def after_command(self) -> None:
-        """Copies what the command changed back into the workspace."""
+        """Copies what the command changed back into the workspace, except in protected directories.
+
+        A command's writes under `.git/` (hooks, config) would run code on the host the next time
+        someone uses git there, and `.codeloop/` holds the audit log: those writes are undone in
+        the mirror instead of reaching the workspace.
+        """
         now = snapshot(self.path)
-        touched = apply_changes(self.path, self.workspace, self.mirror_snap, now)
+        before, after = _unprotected(self.mirror_snap), _unprotected(now)
+        touched = apply_changes(self.path, self.workspace, before, after)
+        protected_now = {p: e for p, e in now.items() if _is_protected(p)}
+        protected_host = {p: e for p, e in self.host_snap.items() if _is_protected(p)}
+        if protected_now != {p: e for p, e in self.mirror_snap.items() if _is_protected(p)}:
+            apply_changes(self.workspace, self.path, protected_now, protected_host, owner=self.owner)
+            now = snapshot(self.path)
         self.mirror_snap = now
         # Only the copied paths: a full re-snapshot would swallow host edits made meanwhile,
         # which the next command must still receive.

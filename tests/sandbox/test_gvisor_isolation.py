@@ -99,3 +99,27 @@ async def test_commands_run_unprivileged_and_cannot_reach_the_supervisor(
     assert result.stdout.splitlines()[0] == "1000"
     assert "Permission denied" in result.stderr and "not permitted" in result.stderr
     assert after.stdout == "made\n"
+
+
+async def test_writes_under_git_and_codeloop_do_not_reach_the_host_workspace(
+    workspace: Path, gvisor_options: GvisorOptions, limits: SandboxLimits
+) -> None:
+    """Our choice: a hook planted in .git/ would run on the host at the next git call, and
+    .codeloop/ holds the audit log, so a command's writes there are undone; other writes land."""
+    (workspace / ".git" / "hooks").mkdir(parents=True)
+    (workspace / ".git" / "config").write_text("[core]\n")
+    (workspace / ".codeloop").mkdir()
+    (workspace / ".codeloop" / "audit.jsonl").write_text("record\n")
+    script = (
+        "echo evil > .git/hooks/pre-commit; echo evil >> .git/config; rm .codeloop/audit.jsonl;"
+        "echo kept > result.txt"
+    )
+    async with open_sandbox(workspace, limits=limits, backend="gvisor", gvisor=gvisor_options) as sandbox:
+        first = await sandbox.exec(["sh", "-c", script])
+        second = await sandbox.exec(["sh", "-c", "cat .git/config .codeloop/audit.jsonl; ls .git/hooks"])
+    assert first.exit_code == 0
+    assert (workspace / "result.txt").read_text() == "kept\n"
+    assert not (workspace / ".git" / "hooks" / "pre-commit").exists()
+    assert (workspace / ".git" / "config").read_text() == "[core]\n"
+    assert (workspace / ".codeloop" / "audit.jsonl").read_text() == "record\n"
+    assert "evil" not in second.stdout and "record" in second.stdout
