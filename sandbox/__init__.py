@@ -18,8 +18,8 @@ What the gVisor backend promises, per command:
   it holds plus `workspace_write_mb` (ENOSPC beyond), synchronised both ways at each command's
   boundaries (see `sandbox.workspace`): a bind mount alone has no quota.
   A command's writes under `.git/` and `.codeloop/` are undone instead of copied back: a
-  planted git hook would otherwise run on the host, and `.codeloop/` holds the audit log. (The
-  process backend cannot promise this.)
+  planted git hook would otherwise run on the host, and `.codeloop/` holds the audit log (its `exec/`
+  outbox for tool reports excepted). The process backend cannot promise this.
 - Network: none (loopback only, the host's loopback services are unreachable).
 - Identity: commands run as an unprivileged user (uid 1000) with no capabilities; only the
   supervisor, PID 1 of the sandbox, is root there, so a command cannot signal it or write to its

@@ -35,6 +35,9 @@ def _libc() -> ctypes.CDLL:
 
 PROTECTED_DIRS = frozenset({".git", ".codeloop"})
 """Top-level workspace directories a sandboxed command may read but never change on the host."""
+OUTBOX = ".codeloop/exec"
+"""The one place under `.codeloop/` a command may write to the host: reports a tool reads back
+(pytest's JUnit XML); never executed, never committed."""
 
 Entry = tuple[str, int, int]  # kind ("f", "d", "l"), size, mtime_ns
 Snapshot = dict[str, Entry]
@@ -67,6 +70,8 @@ def snapshot(root: Path) -> Snapshot:
 
 
 def _is_protected(rel: str) -> bool:
+    if rel == OUTBOX or rel.startswith(OUTBOX + "/"):
+        return False
     return rel.split("/", 1)[0] in PROTECTED_DIRS
 
 

@@ -45,7 +45,7 @@ from tool_servers.static_checks import (
 )
 
 MAX_TIMEOUT_S = 1800.0
-REPORT_DIR = Path(".codeloop") / "exec"
+REPORT_DIR = Path(".codeloop") / "exec"  # the sandbox's outbox (sandbox.workspace.OUTBOX): copied back to the host
 """Where pytest writes its JUnit report (read back and deleted after each run)."""
 _CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 _QUIET_ENV = {"PYTHONDONTWRITEBYTECODE": "1"}

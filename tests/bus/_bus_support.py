@@ -1,4 +1,4 @@
-"""Helpers shared by the bus tests (imported as `_bus_support`; tests/ is not a package)."""
+"""Helpers shared by the bus tests."""
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager

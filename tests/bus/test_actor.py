@@ -2,7 +2,7 @@
 
 import anyio
 import pytest
-from _bus_support import collect_events, running, wait_stream_empty
+from tests.bus._bus_support import collect_events, running, wait_stream_empty
 
 from bus import subjects
 from bus.actor import Actor, ActorSpec, Delivery, RetryLater

@@ -4,7 +4,7 @@ import json
 
 import anyio
 import pytest
-from _bus_support import collect_events, running, wait_stream_empty
+from tests.bus._bus_support import collect_events, running, wait_stream_empty
 from nats.js.api import AckPolicy, ConsumerConfig
 
 from agents.echo import echo_spec

@@ -2,7 +2,7 @@
 
 import anyio
 import pytest
-from _bus_support import collect_events, running, wait_stream_empty
+from tests.bus._bus_support import collect_events, running, wait_stream_empty
 
 from agents.echo import echo_spec
 from agents.orchestrator import orchestrator_spec

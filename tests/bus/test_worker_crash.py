@@ -8,7 +8,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from _bus_support import collect_events, running, wait_stream_empty
+from tests.bus._bus_support import collect_events, running, wait_stream_empty
 
 from agents.orchestrator import orchestrator_spec
 from bus import subjects

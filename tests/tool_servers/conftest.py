@@ -3,7 +3,7 @@
 from pathlib import Path
 
 import pytest
-from ts_helpers import git
+from tests.tool_servers.ts_helpers import git
 
 
 @pytest.fixture

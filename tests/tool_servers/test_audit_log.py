@@ -6,7 +6,7 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client
-from ts_helpers import CODELOOP
+from tests.tool_servers.ts_helpers import CODELOOP
 
 from tool_servers.audit import AuditLog, AuditRecord, verify_log
 from tool_servers.fs import build_fs_server

@@ -8,8 +8,8 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-from ts_conformance import assert_valid
-from ts_helpers import Elicitor, stdio_params
+from tests.tool_servers.ts_conformance import assert_valid
+from tests.tool_servers.ts_helpers import Elicitor, stdio_params
 
 from sandbox.gvisor import probe_runsc
 from sandbox.limits import GvisorOptions, SandboxLimits

@@ -5,7 +5,7 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client
-from ts_helpers import git
+from tests.tool_servers.ts_helpers import git
 
 from tool_servers.git import build_git_server
 from tool_servers.protocol import ServerOptions

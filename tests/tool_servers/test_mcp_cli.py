@@ -4,7 +4,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from ts_helpers import CODELOOP
+from tests.tool_servers.ts_helpers import CODELOOP
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

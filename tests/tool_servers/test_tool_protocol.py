@@ -6,7 +6,7 @@ import anyio
 import pytest
 from mcp import Client
 from pydantic import BaseModel, ConfigDict
-from ts_conformance import assert_valid, check_server_conformance
+from tests.tool_servers.ts_conformance import assert_valid, check_server_conformance
 
 from tool_servers.errors import TRACE_META_KEY, Conflict
 from tool_servers.exec import build_exec_server
