@@ -45,8 +45,9 @@ from tool_servers.static_checks import (
 )
 
 MAX_TIMEOUT_S = 1800.0
-REPORT_DIR = Path(".codeloop") / "exec"  # the sandbox's outbox (sandbox.workspace.OUTBOX): copied back to the host
-"""Where pytest writes its JUnit report (read back and deleted after each run)."""
+REPORT_DIR = Path(".codeloop") / "exec"
+"""Where pytest writes its JUnit report (read back and deleted after each run): the sandbox's
+outbox (`sandbox.workspace.OUTBOX`), the one place under `.codeloop/` whose writes reach the host."""
 _CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 _QUIET_ENV = {"PYTHONDONTWRITEBYTECODE": "1"}
 """Tests and checks should not litter the workspace with __pycache__ directories."""

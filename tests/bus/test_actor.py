@@ -2,7 +2,6 @@
 
 import anyio
 import pytest
-from tests.bus._bus_support import collect_events, running, wait_stream_empty
 
 from bus import subjects
 from bus.actor import Actor, ActorSpec, Delivery, RetryLater
@@ -10,6 +9,7 @@ from bus.connection import Bus
 from bus.envelope import Envelope
 from bus.messages import EchoRequest, EchoResult
 from bus.supervise import RestartPolicy, Supervisor
+from tests.bus._bus_support import collect_events, running, wait_stream_empty
 
 pytestmark = pytest.mark.anyio
 ROLE = "probe"

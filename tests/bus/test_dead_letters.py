@@ -4,7 +4,6 @@ import json
 
 import anyio
 import pytest
-from tests.bus._bus_support import collect_events, running, wait_stream_empty
 from nats.js.api import AckPolicy, ConsumerConfig
 
 from agents.echo import echo_spec
@@ -15,6 +14,7 @@ from bus.envelope import Envelope
 from bus.messages import EchoRequest, TaskSubmitted
 from bus.records import TaskRecords
 from bus.tasks import is_final, submit_task
+from tests.bus._bus_support import collect_events, running, wait_stream_empty
 
 pytestmark = pytest.mark.anyio
 

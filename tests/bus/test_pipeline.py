@@ -2,7 +2,6 @@
 
 import anyio
 import pytest
-from tests.bus._bus_support import collect_events, running, wait_stream_empty
 
 from agents.echo import echo_spec
 from agents.orchestrator import orchestrator_spec
@@ -11,6 +10,7 @@ from bus.connection import MSG_ID_HEADER, Bus
 from bus.messages import TaskSubmitted
 from bus.records import TaskRecords
 from bus.tasks import is_final, submit_task, watch_task
+from tests.bus._bus_support import collect_events, running, wait_stream_empty
 
 pytestmark = pytest.mark.anyio
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-from tests.bus._bus_support import collect_events, running, wait_stream_empty
 
 from agents.orchestrator import orchestrator_spec
 from bus import subjects
@@ -17,6 +16,7 @@ from bus.messages import TaskSubmitted
 from bus.records import TaskRecords
 from bus.server import NatsServer
 from bus.tasks import is_final, submit_task
+from tests.bus._bus_support import collect_events, running, wait_stream_empty
 
 pytestmark = pytest.mark.anyio
 WORKER = Path(__file__).with_name("crash_worker.py")

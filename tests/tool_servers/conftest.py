@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+
 from tests.tool_servers.ts_helpers import git
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client
-from tests.tool_servers.ts_helpers import CODELOOP
 
+from tests.tool_servers.ts_helpers import CODELOOP
 from tool_servers.audit import AuditLog, AuditRecord, verify_log
 from tool_servers.fs import build_fs_server
 from tool_servers.protocol import ServerOptions

@@ -5,8 +5,8 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client
-from tests.tool_servers.ts_helpers import Elicitor, stdio_params
 
+from tests.tool_servers.ts_helpers import Elicitor, stdio_params
 from tool_servers.fs import build_fs_server
 
 pytestmark = pytest.mark.anyio

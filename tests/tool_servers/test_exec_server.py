@@ -8,11 +8,11 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-from tests.tool_servers.ts_conformance import assert_valid
-from tests.tool_servers.ts_helpers import Elicitor, stdio_params
 
 from sandbox.gvisor import probe_runsc
 from sandbox.limits import GvisorOptions, SandboxLimits
+from tests.tool_servers.ts_conformance import assert_valid
+from tests.tool_servers.ts_helpers import Elicitor, stdio_params
 from tool_servers.exec import build_exec_server
 from tool_servers.protocol import ServerOptions
 from tool_servers.scopes import Scope

@@ -5,8 +5,8 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client
-from tests.tool_servers.ts_helpers import git
 
+from tests.tool_servers.ts_helpers import git
 from tool_servers.git import build_git_server
 from tool_servers.protocol import ServerOptions
 from tool_servers.scopes import Scope

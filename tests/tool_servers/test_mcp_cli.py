@@ -4,6 +4,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from tests.tool_servers.ts_helpers import CODELOOP
 
 

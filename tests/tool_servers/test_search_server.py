@@ -11,9 +11,9 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
+
 from tests.tool_servers.ts_conformance import assert_valid
 from tests.tool_servers.ts_helpers import CODELOOP
-
 from tool_servers.search.embed import CachedEmbedder, load_embedder
 from tool_servers.search.server import build_search_server
 

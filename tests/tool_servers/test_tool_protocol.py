@@ -6,8 +6,8 @@ import anyio
 import pytest
 from mcp import Client
 from pydantic import BaseModel, ConfigDict
-from tests.tool_servers.ts_conformance import assert_valid, check_server_conformance
 
+from tests.tool_servers.ts_conformance import assert_valid, check_server_conformance
 from tool_servers.errors import TRACE_META_KEY, Conflict
 from tool_servers.exec import build_exec_server
 from tool_servers.fs import build_fs_server

@@ -7,9 +7,9 @@ import anyio
 import httpx2
 import pytest
 from mcp import Client
+
 from tests.tool_servers.ts_conformance import assert_valid
 from tests.tool_servers.ts_helpers import Elicitor, http_client, http_server, stdio_params
-
 from tool_servers.fs import build_fs_server
 from tool_servers.http import TokenTable, serve_http
 from tool_servers.protocol import ServerOptions
