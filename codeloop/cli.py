@@ -16,7 +16,6 @@ app = typer.Typer(
 )
 
 
-
 @app.callback()
 def _root() -> None:
     """codeloop: a coding agent as a distributed system."""
