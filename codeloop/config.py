@@ -22,6 +22,27 @@ class ConfigError(Exception):
     """Bad configuration; the message says what is wrong and how to fix it."""
 
 
+class McpNote(BaseModel):
+    """The tool servers a running `codeloop serve` hosts over streamable HTTP."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    root: str
+    """Directory every hosted server is confined to (`--mcp-root`)."""
+    scopes: list[str]
+    """Scopes granted to the servers and to the generated token (`--mcp-scopes`)."""
+    urls: dict[str, str]
+    """Server name (`fs`, `git`, `search`, `exec`) -> its URL, `http://HOST:PORT/mcp`."""
+    token_file: str
+    """0600 file, `TOKEN serve SCOPES`; send the token as `Authorization: Bearer TOKEN`."""
+    principal: str
+    """The principal the generated token maps to (names the caller in the audit log)."""
+    audit_log: str
+    """The hash-chained audit log all hosted servers append to."""
+    unavailable: dict[str, str] = {}
+    """Servers that could not be hosted, with the reason."""
+
+
 class ServeNote(BaseModel):
     """What a running `codeloop serve` wrote into its state directory, for the other commands."""
 
@@ -33,6 +54,8 @@ class ServeNote(BaseModel):
     state_dir: str
     roles: list[str]
     embedded: bool
+    mcp: McpNote | None = None
+    """The hosted tool servers; None with `--no-mcp`."""
 
 
 def state_dir_from(option: Path | None) -> Path:
@@ -90,7 +113,10 @@ def bus_config(
 def write_serve_note(state_dir: Path, note: ServeNote) -> Path:
     state_dir.mkdir(parents=True, exist_ok=True)
     path = state_dir / SERVE_NOTE
-    path.write_text(note.model_dump_json(indent=2))
+    # Written whole then renamed, so a reader never sees half a note.
+    partial = path.with_name(f".{SERVE_NOTE}.{os.getpid()}")
+    partial.write_text(note.model_dump_json(indent=2))
+    partial.replace(path)
     return path
 
 

@@ -1,9 +1,11 @@
 """The composition root: which actors this process runs, on which bus.
 
 `serve()` starts the embedded nats-server (or uses `--nats URL`), makes sure the streams exist,
-and runs the roles of this process, each under a supervisor, in one task group. On `stop` it
-drains: no new fetches, in-flight messages finish and are acked; a second stop (or the grace
-period running out) cancels, which hands in-flight messages back to JetStream.
+and runs the roles of this process, each under a supervisor, in one task group. Unless told
+otherwise it also hosts the tool servers over HTTP (`codeloop.hosted_mcp`), their audit records
+published as `tool_call` events (`codeloop.audit_events`). On `stop` it drains: no new fetches,
+in-flight messages finish and are acked; a second stop (or the grace period running out)
+cancels, which hands in-flight messages back to JetStream and stops the HTTP servers.
 """
 
 import logging
@@ -27,7 +29,9 @@ from bus.records import TaskRecords
 from bus.server import open_nats_server
 from bus.streams import ensure_streams
 from bus.supervise import Supervisor
-from codeloop.config import SERVE_NOTE, ServeNote, read_serve_note, write_serve_note
+from codeloop.audit_events import bus_audit_sink
+from codeloop.config import SERVE_NOTE, McpNote, ServeNote, read_serve_note, write_serve_note
+from codeloop.hosted_mcp import McpHosting, host_tool_servers
 
 log = logging.getLogger("codeloop")
 DEFAULT_ROLES = ("orchestrator", "echo")
@@ -63,15 +67,18 @@ async def serve(
     roles: Sequence[str] = DEFAULT_ROLES,
     stop: anyio.Event,
     actor_policy: Mapping[str, Any] | None = None,
+    mcp: McpHosting | None = None,
     on_ready: Callable[[ServeNote], None] = lambda note: None,
     task_status: TaskStatus[ServeNote] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Run NATS (embedded unless `config.servers`) and the actors of `roles` until `stop` is set.
+    """Run NATS (embedded unless `config.servers`) and the actors of `roles` until `stop` is set;
+    with `mcp`, also host the tool servers over HTTP, publishing their audit records as events.
 
     Raises:
         ServerStartError: the embedded server could not start.
         BusClosed: the given server could not be reached.
         UnknownRole: a role name no actor exists for.
+        OSError: a tool server could not listen.
     """
     async with AsyncExitStack() as stack:
         servers = config.servers
@@ -85,12 +92,18 @@ async def serve(
             await tg.start(Supervisor("dead-letter watcher", partial(watch_max_deliveries, bus)).run)
             for actor in actors:
                 await tg.start(Supervisor(f"actor {actor.role}", actor.run).run)
+            hosted: McpNote | None = None
+            if mcp is not None:
+                hosted = await tg.start(
+                    partial(host_tool_servers, mcp, state_dir=config.state_dir, sink=bus_audit_sink(bus))
+                )
             note = ServeNote(
                 nats_url=",".join(servers),
                 pid=os.getpid(),
                 state_dir=str(config.state_dir),
                 roles=list(roles),
                 embedded=config.embedded,
+                mcp=hosted,
             )
             note_path = write_serve_note(config.state_dir, note)
             stack.callback(_remove_note, note_path, os.getpid())
@@ -119,4 +132,4 @@ def _remove_note(path: Path, pid: int) -> None:
         path.unlink(missing_ok=True)
 
 
-__all__ = ["DEFAULT_ROLES", "SERVE_NOTE", "UnknownRole", "role_specs", "serve"]
+__all__ = ["DEFAULT_ROLES", "SERVE_NOTE", "McpHosting", "UnknownRole", "role_specs", "serve"]

@@ -6,9 +6,10 @@ valid token gets HTTP 401 from the SDK's bearer middleware; a valid token's scop
 intersected with the server's grant by the gate (`protocol._Gate`).
 """
 
+import contextlib
 import hmac
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,13 @@ class _Server(uvicorn.Server):
     def install_signal_handlers(self) -> None:
         # Cancellation, not signals, stops us: the caller owns the task group.
         pass
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        # uvicorn >= 0.29 swaps in its own SIGINT/SIGTERM handlers while serving and re-raises
+        # the signal on exit: with several servers in one process, one Ctrl-C became two (the
+        # second meaning "stop now"). The process's owner handles signals and cancels us.
+        yield
 
 
 async def serve_http(

@@ -1,4 +1,4 @@
-"""`codeloop serve | submit | watch | status | schema`: run the bus and talk to it.
+"""`codeloop serve | submit | watch | status | schema`: run the bus (and host the tool servers), talk to it.
 
 nats, the bus runtime and the agents are imported inside the commands so `codeloop --help` stays fast.
 """
@@ -94,13 +94,49 @@ def serve(
     tls_ca: TlsCaOpt = None,
     tls_cert: TlsCertOpt = None,
     tls_key: TlsKeyOpt = None,
+    mcp: Annotated[
+        bool,
+        typer.Option("--mcp/--no-mcp", help="Also host the fs, git, search and exec tool servers over HTTP."),
+    ] = True,
+    mcp_root: Annotated[
+        Path | None,
+        typer.Option("--mcp-root", help="Directory the hosted tool servers are confined to. Default: here."),
+    ] = None,
+    mcp_host: Annotated[
+        str, typer.Option("--mcp-host", help="Address the tool servers listen on (each on a free port).")
+    ] = "127.0.0.1",
+    mcp_scopes: Annotated[
+        str,
+        typer.Option(
+            "--mcp-scopes",
+            help="Scopes granted to the hosted tool servers and their token, comma-separated. "
+            "Default read (look, never change); add write to edit files and commit to codeloop/* "
+            "branches, execute to run commands and tests in the sandbox: --mcp-scopes read,write,execute.",
+        ),
+    ] = "read",
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="When ready, print what runs as one JSON line (serve.json's content)."),
+    ] = False,
 ) -> None:
-    """Run NATS (embedded unless --nats) and the actors of this process until Ctrl-C."""
+    """Run NATS (embedded unless --nats), the actors of this process and the MCP tool servers until Ctrl-C.
+
+    Tool servers fs, git, search, exec: streamable HTTP at http://HOST:PORT/mcp (free ports).
+
+    They are confined to --mcp-root and granted --mcp-scopes (default read).
+
+    A fresh bearer token goes to STATE_DIR/mcp-tokens (mode 0600) at every start.
+
+    URLs and token file are printed and recorded in STATE_DIR/serve.json.
+
+    Each tool call goes to STATE_DIR/mcp-audit.jsonl and is a `tool_call` event on the bus.
+    """
     import anyio
 
     from codeloop.config import ConfigError, bus_config
-    from codeloop.wiring import DEFAULT_ROLES, UnknownRole
+    from codeloop.wiring import DEFAULT_ROLES, McpHosting, UnknownRole
     from codeloop.wiring import serve as run_serve
+    from tool_servers.scopes import parse_scopes
 
     try:
         config = bus_config(
@@ -120,8 +156,24 @@ def serve(
     except ConfigError as exc:
         raise _fail(str(exc), 2) from None
     roles = tuple(role or DEFAULT_ROLES)
+    hosting = None
+    if mcp:
+        root = (mcp_root or Path.cwd()).expanduser()
+        if not root.is_dir():
+            raise _fail(f"--mcp-root {root} is not a directory (or pass --no-mcp)", 2)
+        try:
+            scopes = parse_scopes(mcp_scopes)
+        except ValueError as exc:
+            raise _fail(f"--mcp-scopes: {exc}", 2) from None
+        if not scopes:
+            raise _fail("--mcp-scopes grants nothing; give at least read (or pass --no-mcp)", 2)
+        hosting = McpHosting(root=root.resolve(), scopes=scopes, host=mcp_host)
 
     def show(note: Any) -> None:
+        if as_json:
+            typer.echo(note.model_dump_json())
+            sys.stdout.flush()
+            return
         where = "embedded nats-server" if note.embedded else "existing NATS"
         typer.echo(f"codeloop is running (pid {note.pid})")
         typer.echo(f"  NATS       {note.nats_url}  ({where})")
@@ -129,6 +181,8 @@ def serve(
         typer.echo(f"  roles      {', '.join(note.roles)}")
         typer.echo("  bus        streams CODELOOP_TASKS, CODELOOP_WORK, CODELOOP_EVENTS; KV codeloop-tasks;")
         typer.echo("             object store codeloop-artifacts")
+        if note.mcp is not None:
+            _show_mcp(note.mcp)
         typer.echo("  try        codeloop submit 'hello' --repo .   then   codeloop watch TASK_ID")
         typer.echo("Press Ctrl-C to stop.")
         sys.stdout.flush()
@@ -146,7 +200,7 @@ def serve(
                         stop.set()
 
             tg.start_soon(on_signals)
-            await run_serve(config, roles=roles, stop=stop, on_ready=show)
+            await run_serve(config, roles=roles, stop=stop, mcp=hosting, on_ready=show)
             tg.cancel_scope.cancel()
         typer.echo("codeloop stopped", err=True)
 
@@ -154,6 +208,28 @@ def serve(
         _run(main)
     except UnknownRole as exc:
         raise _fail(str(exc), 2) from None
+    except OSError as exc:  # a tool server could not listen on --mcp-host
+        raise _fail(f"cannot host the tool servers on {mcp_host}: {exc}") from None
+
+
+def _show_mcp(mcp: Any) -> None:
+    """The hosted tool servers: URLs, token file, and how a client uses them."""
+    typer.echo(f"  MCP        tool servers over streamable HTTP, confined to {mcp.root}")
+    typer.echo(f"             scopes {','.join(mcp.scopes)} (more: --mcp-scopes read,write,execute)")
+    for name, url in mcp.urls.items():
+        typer.echo(f"             {name:<7} {url}")
+    for name, reason in mcp.unavailable.items():
+        typer.echo(f"             {name:<7} not hosted: {reason}")
+    typer.echo(
+        f"  token      {mcp.token_file}  (mode 0600, new at every start; line: TOKEN PRINCIPAL SCOPES)"
+    )
+    typer.echo("             send it as the header  Authorization: Bearer $TOKEN  e.g.")
+    typer.echo(f"             TOKEN=$(awk '!/^#/ {{print $1}}' {mcp.token_file})")
+    example = next(iter(mcp.urls.values()), "http://127.0.0.1:PORT/mcp")
+    typer.echo(
+        f'             client config: {{"url": "{example}", "headers": {{"Authorization": "Bearer TOKEN"}}}}'
+    )
+    typer.echo(f"  audit      {mcp.audit_log}  (each call also a tool_call event on codeloop.events.>)")
 
 
 def submit(

@@ -1,0 +1,126 @@
+"""The tool servers `codeloop serve` hosts over streamable HTTP, with a generated bearer token.
+
+Each server of `tool_servers.serve.SERVERS` (fs, git, search, exec) runs in serve's task group on
+a free port of `--mcp-host`, confined to `--mcp-root`, granted `--mcp-scopes` (read unless told
+otherwise: least privilege). One token, principal `serve`, with the same scopes, is written to a
+0600 token file in the state directory and removed again when serve stops; a new token is made on
+every start, so a leaked one dies with the process that issued it.
+
+Building a server is cheap: `search` loads its model and index on the first call, `exec` starts
+its sandbox on the first command. All servers append to one audit log in the state directory
+(the log takes an exclusive lock per append) and hand each record to `sink` (the bus publisher).
+"""
+
+import functools
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+from anyio.abc import TaskStatus
+
+from codeloop.config import McpNote
+from tool_servers.audit import AuditSink
+from tool_servers.http import TokenGrant, TokenTable, new_token, serve_http
+from tool_servers.scopes import Scope, format_scopes
+from tool_servers.serve import SERVERS, ServeConfig, UnknownServer, build_named_server
+
+log = logging.getLogger(__name__)
+PRINCIPAL = "serve"
+TOKEN_FILE = "mcp-tokens"
+AUDIT_LOG = "mcp-audit.jsonl"
+
+
+@dataclass(frozen=True)
+class McpHosting:
+    """What `codeloop serve --mcp-*` asks for."""
+
+    root: Path
+    scopes: frozenset[Scope] = frozenset({Scope.READ})
+    host: str = "127.0.0.1"
+    servers: Sequence[str] = field(default_factory=lambda: tuple(SERVERS))
+
+
+def write_token_file(state_dir: Path, scopes: frozenset[Scope]) -> tuple[Path, str]:
+    """A fresh token for principal `serve` in `<state_dir>/mcp-tokens`, created 0600; (path, token)."""
+    token = new_token()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    path = state_dir / TOKEN_FILE
+    text = "# codeloop serve: TOKEN PRINCIPAL SCOPES (replaced at every start)\n"
+    text += TokenTable({token: TokenGrant(PRINCIPAL, scopes)}).dump()
+    # Created with mode 0600 from the start (never world-readable, not even for a moment) and
+    # renamed over the old file, so a reader sees the old token or the new one, whole.
+    partial = path.with_name(f".{TOKEN_FILE}.{os.getpid()}")
+    partial.unlink(missing_ok=True)
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    partial.replace(path)
+    return path, token
+
+
+def _remove_if_ours(path: Path, token: str) -> None:
+    # A newer serve may have replaced the file with its own token: leave that one alone.
+    try:
+        if token in path.read_text(encoding="utf-8"):
+            path.unlink()
+    except OSError:
+        pass
+
+
+async def host_tool_servers(
+    hosting: McpHosting,
+    *,
+    state_dir: Path,
+    sink: AuditSink | None = None,
+    task_status: TaskStatus[McpNote] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve every server of `hosting` over HTTP until cancelled; `task_status.started(McpNote)` once all listen.
+
+    A server whose module is missing is skipped and named in `McpNote.unavailable`.
+
+    Raises:
+        OSError: a server could not listen on `hosting.host`.
+    """
+    token_file, token = write_token_file(state_dir, hosting.scopes)
+    audit_log = state_dir / AUDIT_LOG
+    urls: dict[str, str] = {}
+    unavailable: dict[str, str] = {}
+    try:
+        async with anyio.create_task_group() as tg:
+            for name in hosting.servers:
+                config = ServeConfig(
+                    server=name,
+                    root=hosting.root,
+                    scopes=hosting.scopes,
+                    transport="http",
+                    host=hosting.host,
+                    port=0,
+                    token_file=token_file,
+                    audit_log=audit_log,
+                )
+                try:
+                    server = build_named_server(config, sink=sink)
+                except UnknownServer as exc:
+                    log.warning("not hosting the %s tool server: %s", name, exc)
+                    unavailable[name] = str(exc)
+                    continue
+                urls[name] = await tg.start(functools.partial(serve_http, server, host=hosting.host, port=0))
+            task_status.started(
+                McpNote(
+                    root=str(hosting.root),
+                    scopes=format_scopes(hosting.scopes).split(","),
+                    urls=urls,
+                    token_file=str(token_file),
+                    principal=PRINCIPAL,
+                    audit_log=str(audit_log),
+                    unavailable=unavailable,
+                )
+            )
+    finally:
+        _remove_if_ours(token_file, token)
+
+
+__all__ = ["AUDIT_LOG", "PRINCIPAL", "TOKEN_FILE", "McpHosting", "host_tool_servers", "write_token_file"]

@@ -1,0 +1,81 @@
+"""Helpers for the composition-root tests (a uniquely named module: tests/ has no packages).
+
+`processes_under` is the bus tests' check (tests/bus/conftest.py); `running_serve` starts
+`codeloop serve --json` the way tests/bus/test_cli.py does and always stops and reaps it.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+from anyio.abc import Process
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+CODELOOP = [sys.executable, "-m", "codeloop"]
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
+
+
+def processes_under(directory: Path) -> list[str]:
+    """Command lines of live processes that mention `directory` (serve and its nats-server do)."""
+    found = []
+    marker = str(directory)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmdline:
+            found.append(f"{entry.name}: {cmdline.strip()}")
+    return found
+
+
+def codeloop_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODELOOP_")}
+    env["CODELOOP_HOME"] = str(home)
+    return env
+
+
+@asynccontextmanager
+async def running_serve(home: Path, *args: str) -> AsyncIterator[tuple[Process, dict[str, Any]]]:
+    """`codeloop serve --json ARGS` as a subprocess; yields it and its ready note, kills it if still running."""
+    process = await anyio.open_process([*CODELOOP, "serve", "--json", *args], env=codeloop_env(home))
+    try:
+        assert process.stdout is not None
+        buffer = b""
+        with anyio.fail_after(30):
+            while b"\n" not in buffer:
+                buffer += await process.stdout.receive()
+        yield process, json.loads(buffer.split(b"\n", 1)[0])
+    finally:
+        with anyio.CancelScope(shield=True):
+            if process.returncode is None:
+                process.send_signal(signal.SIGTERM)
+                with anyio.move_on_after(15):
+                    await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+            await process.aclose()
+
+
+@asynccontextmanager
+async def http_client(url: str, token: str | None) -> AsyncIterator[Client]:
+    """The real MCP client over streamable HTTP, sending `token` as a bearer token."""
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+    async with httpx2.AsyncClient(headers=headers) as http:
+        async with Client(streamable_http_client(url, http_client=http)) as client:  # type: ignore[arg-type]
+            yield client
