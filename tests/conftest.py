@@ -11,3 +11,14 @@ import pytest
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_codeloop_dirs(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Keep the suite off the user's ~/.codeloop and ~/.cache/codeloop (state, embedding cache);
+    tests that need their own directories still set these variables themselves."""
+    import os
+
+    base = tmp_path_factory.mktemp("codeloop-user")
+    os.environ["CODELOOP_HOME"] = str(base / "home")
+    os.environ["CODELOOP_CACHE_DIR"] = str(base / "cache")
