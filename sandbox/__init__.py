@@ -14,6 +14,12 @@ What the gVisor backend promises, per command:
   virtualenv links to; the workspace read-write at /workspace (and at its host path, for
   virtualenv shebangs); a private tmpfs /tmp of `tmp_mb`. Nothing else of the host is visible,
   and a symlink in the workspace resolves inside the sandbox, so it cannot expose host files.
+- Workspace virtualenvs (`.venv`, `venv`, `env`, `.env` holding a pyvenv.cfg, real directories,
+  not symlinks) are read-only: bound from the host at both workspace paths instead of copied into
+  the mirror below (a real one is gigabytes and tens of thousands of files). A command's writes
+  into them fail (EROFS) and nothing of them reaches the host; `pip install` into them works only
+  on the host, and the next command sees it (the mount revalidates: no share=container hint). The
+  set is fixed when the sandbox opens: a virtualenv a command creates is mirrored like any files.
 - Workspace writes: the sandbox works on a mirror of the workspace on a host tmpfs capped at what
   it holds plus `workspace_write_mb` (ENOSPC beyond), synchronised both ways at each command's
   boundaries (see `sandbox.workspace`): a bind mount alone has no quota.
@@ -35,9 +41,10 @@ What the gVisor backend promises, per command:
   timeout and cancellation the container is killed (`runsc kill --all`), reaped and deleted.
 
 Speed: the runtime mounts are read-only and unchanging, so they carry gVisor's mount hint
-share=container (cached, exclusive file access); the workspace stays shared because host tools
-edit it between commands. What remains is the ptrace platform's cost per system call
-(benchmarks/sandbox_bench.py measures it).
+share=container (cached, exclusive file access); the workspace and its virtualenvs stay shared
+because host tools edit them between commands (measured: caching a workspace virtualenv saved
+under 10% of an `import numpy, pyarrow` and hid a module installed between commands). What
+remains is the ptrace platform's cost per system call (benchmarks/sandbox_bench.py measures it).
 
 One sandbox per workspace at a time: two sandboxes mirroring the same workspace would overwrite
 each other's results.

@@ -1,8 +1,10 @@
 """The OCI bundle of a gVisor sandbox: an empty read-only root, the runtime bind-mounted read-only
-at its host paths, the workspace mirror read-write at /workspace, a private tmpfs /tmp."""
+at its host paths, the workspace mirror read-write at /workspace, the workspace's virtualenvs
+bind-mounted read-only from the host over their (empty) places in the mirror, a private tmpfs /tmp."""
 
 import json
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 from sandbox.limits import SandboxLimits
@@ -44,9 +46,14 @@ def write_bundle(
     workspace_host_path: Path,
     ro_paths: list[Path],
     limits: SandboxLimits,
+    venvs: Sequence[Path] = (),
     cache_runtime: bool = True,
 ) -> None:
-    """Writes `bundle/config.json` and `bundle/rootfs` (mount points, /etc files, the supervisor)."""
+    """Writes `bundle/config.json` and `bundle/rootfs` (mount points, /etc files, the supervisor).
+
+    `venvs` are virtualenvs directly inside the workspace that the mirror leaves out: each is
+    bound read-only from the host at the same two places as the workspace.
+    """
     rootfs = bundle / "rootfs"
     (rootfs / "etc").mkdir(parents=True)
     (rootfs / "etc" / "passwd").write_text(_PASSWD)
@@ -72,8 +79,16 @@ def write_bundle(
     mounts.append(_bind(workspace_mirror, WORKSPACE, writable=True))
     # Also at its host path: a virtualenv inside the workspace has absolute shebangs and .pth
     # entries naming that path.
+    workspace_paths = [WORKSPACE]
     if str(workspace_host_path) != WORKSPACE:
         mounts.append(_bind(workspace_mirror, str(workspace_host_path), writable=True))
+        workspace_paths.append(str(workspace_host_path))
+    # After the workspace mounts, over the empty directories the mirror holds in their place. No
+    # share=container hint: the host may `pip install` into them between commands, and a cached
+    # (exclusive) mount would then serve stale directory listings and file sizes.
+    for venv in venvs:
+        for place in workspace_paths:
+            mounts.append(_bind(venv, f"{place}/{venv.name}", writable=False))
     for mount in mounts:
         target = rootfs / mount["destination"].lstrip("/")
         if mount["type"] == "bind" and Path(mount["source"]).is_file():

@@ -16,7 +16,7 @@ from anyio.abc import Process
 from sandbox.bundle import PAYLOAD_UID, WORKSPACE, write_bundle
 from sandbox.errors import INSTALL_RUNSC, SandboxUnavailable
 from sandbox.limits import GvisorOptions, Platform, SandboxLimits
-from sandbox.runtime import runtime_paths, workspace_venvs
+from sandbox.runtime import mounted_venvs, runtime_paths, workspace_venvs
 from sandbox.workspace import WorkspaceMirror
 
 PROBE_TIMEOUT_S = 20.0
@@ -122,8 +122,15 @@ class GvisorLauncher:
         self.options = options
         self.runsc = shutil.which(options.runsc) or options.runsc
         self.base = options.work_dir / uuid.uuid4().hex[:12]
+        # Fixed for the sandbox's life: a virtualenv made or removed later is mirrored as files
+        # (made) or keeps its mount (removed) until the next sandbox.
+        self.venvs = mounted_venvs(workspace)
         self.mirror = WorkspaceMirror(
-            workspace, self.base / "workspace", write_cap_mb=limits.workspace_write_mb, owner=PAYLOAD_UID
+            workspace,
+            self.base / "workspace",
+            write_cap_mb=limits.workspace_write_mb,
+            owner=PAYLOAD_UID,
+            unmirrored=frozenset(venv.name for venv in self.venvs),
         )
         self.payload_uid: int | None = PAYLOAD_UID
         self.extra_ro_paths = (*options.extra_ro_paths, *ro_paths)
@@ -146,7 +153,10 @@ class GvisorLauncher:
         status = await anyio.to_thread.run_sync(probe_runsc, self.options.runsc, self.options.platform)
         if not status.works:
             raise SandboxUnavailable(f"gVisor sandbox unavailable: {status.detail}. Fix: {INSTALL_RUNSC}")
-        self.ro_paths = await anyio.to_thread.run_sync(runtime_paths, self.workspace, self.extra_ro_paths)
+        ro_paths = await anyio.to_thread.run_sync(runtime_paths, self.workspace, self.extra_ro_paths)
+        # A path inside the workspace would be hidden by the workspace mount anyway; a virtualenv
+        # there is bound by itself (after the workspace), and must not get the runtime's cache hint.
+        self.ro_paths = [p for p in ro_paths if not p.is_relative_to(self.workspace)]
         await anyio.to_thread.run_sync(self.mirror.open)
 
     async def start(self) -> Process:
@@ -177,6 +187,7 @@ class GvisorLauncher:
             workspace_host_path=self.workspace,
             ro_paths=self.ro_paths,
             limits=self.limits,
+            venvs=self.venvs,
             cache_runtime=self.options.cache_runtime,
         )
 

@@ -27,6 +27,13 @@ def workspace_venvs(workspace: Path) -> list[Path]:
     return [workspace / name for name in VENV_NAMES if (workspace / name / "pyvenv.cfg").is_file()]
 
 
+def mounted_venvs(workspace: Path) -> list[Path]:
+    """The workspace virtualenvs the gVisor sandbox binds read-only from the host instead of
+    mirroring: real directories only. A `.venv` symlink stays a symlink, resolved inside the
+    sandbox, so it cannot expose a host directory outside the workspace."""
+    return [venv for venv in workspace_venvs(workspace) if not venv.is_symlink()]
+
+
 def _venv_home_prefix(venv: Path) -> Path | None:
     """The installation prefix of the interpreter a virtualenv was made from."""
     for line in (venv / "pyvenv.cfg").read_text(errors="replace").splitlines():

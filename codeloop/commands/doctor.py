@@ -174,6 +174,11 @@ def _timed(check: Callable[[], Check]) -> Check:
 
 def run_checks(*, platform: Literal["ptrace", "kvm"] = "ptrace", load_model: bool = False) -> DoctorReport:
     """Runs every check (in parallel threads) and collects the report."""
+    # Imported here, in one thread: two checks importing `sandbox` submodules for the first time
+    # in parallel threads could each hold a module lock the other waited for (seen: 1 run in ~30).
+    import sandbox.backend
+    import sandbox.gvisor  # noqa: F401
+
     checks: list[Callable[[], Check]] = [
         lambda: _check_gvisor(platform),
         _check_policy,

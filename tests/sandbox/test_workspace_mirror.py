@@ -70,3 +70,27 @@ def test_a_host_edit_made_while_a_command_runs_reaches_the_next_command(tmp_path
     finally:
         mirror.close()
     assert not os.path.ismount(tmp_path / "mirror")
+
+
+def test_an_unmirrored_directory_is_neither_copied_in_nor_synced_either_way(tmp_path: Path) -> None:
+    """Our design: a workspace virtualenv is left out of the mirror (it is bound from the host
+    instead); the mirror holds only an empty mount point, and no sync crosses it."""
+    if os.geteuid() != 0:
+        pytest.skip("the mirror mounts a tmpfs, which needs root")
+    workspace = tmp_path / "ws"
+    (workspace / ".venv" / "lib").mkdir(parents=True)
+    (workspace / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (workspace / "a.txt").write_text("a")
+    mirror = WorkspaceMirror(workspace, tmp_path / "mirror", write_cap_mb=1, unmirrored=frozenset({".venv"}))
+    mirror.open()
+    try:
+        assert (mirror.path / "a.txt").read_text() == "a"
+        assert list((mirror.path / ".venv").iterdir()) == []
+        (workspace / ".venv" / "lib" / "host_edit.py").write_text("x")
+        mirror.before_command()
+        assert list((mirror.path / ".venv").iterdir()) == []
+        (mirror.path / ".venv" / "from_command.txt").write_text("cmd")
+        mirror.after_command()
+        assert sorted(p.name for p in (workspace / ".venv").iterdir()) == ["lib", "pyvenv.cfg"]
+    finally:
+        mirror.close()
