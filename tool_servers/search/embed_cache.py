@@ -17,6 +17,7 @@ import hashlib
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -80,7 +81,7 @@ class EmbeddingCache:
                 self.path, timeout=_BUSY_TIMEOUT_MS / 1000, check_same_thread=False, isolation_level=None
             )
             self._db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-            self._db.execute("PRAGMA journal_mode = WAL")
+            _use_wal(self._db)
             # NORMAL in WAL mode may lose the last commits on power loss but never corrupts: a lost
             # vector is merely recomputed.
             self._db.execute("PRAGMA synchronous = NORMAL")
@@ -143,6 +144,27 @@ class EmbeddingCache:
         """Close the connection; later calls fail."""
         with self._lock:
             self._db.close()
+
+
+def _use_wal(db: sqlite3.Connection) -> None:
+    """Switch the file to WAL mode, which persists in the file, so only its first opener does it.
+
+    SQLite answers the switch with "database is locked" at once, without its busy handler, while
+    another connection is opening the same new file (seen with two indexers starting together),
+    so the switch is retried here until the busy timeout.
+    """
+    deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
+    delay_s = 0.01
+    while True:
+        try:
+            if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(delay_s)
+        delay_s = min(delay_s * 2, 0.5)
 
 
 @contextmanager

