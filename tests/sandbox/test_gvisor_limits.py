@@ -42,6 +42,9 @@ async def test_a_fork_bomb_ends_with_a_process_limit_error_while_the_host_stays_
     workspace: Path, gvisor_options: GvisorOptions, limits: SandboxLimits
 ) -> None:
     """Issue 3: RLIMIT_NPROC inside the sandbox refuses the forks; the host still runs processes."""
+    # Memory generous enough that the process limit is the one that binds: each forked task also
+    # costs gVisor memory, and on a loaded host 64 of them once reached the 256 MB cgroup first.
+    limits = limits.model_copy(update={"memory_mb": 1024})
     async with open_sandbox(workspace, limits=limits, backend="gvisor", gvisor=gvisor_options) as sandbox:
         (bomb, after), host_runs = await run_while_using_the_host(
             sandbox, ["python3", "-c", FORK_BOMB], ["echo", "still here"]
