@@ -4,7 +4,6 @@ An autouse check fails any test that leaves a nats-server (or a worker process) 
 acceptance (f) of issue 2.
 """
 
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -14,29 +13,14 @@ from bus.config import BusConfig
 from bus.connection import Bus, open_bus
 from bus.server import NatsServer, open_nats_server
 from bus.streams import ensure_streams
-
-
-def processes_under(directory: Path) -> list[str]:
-    """Command lines of live processes that mention `directory` (our servers and workers do)."""
-    found = []
-    marker = str(directory)
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if marker in cmdline:
-            found.append(f"{entry.name}: {cmdline.strip()}")
-    return found
+from tests.processes import processes_mentioning
 
 
 @pytest.fixture(autouse=True)
 def no_process_left_behind(tmp_path: Path):
     """Issue 2 (f): after every test, no nats-server or worker process started for it is left."""
     yield
-    assert processes_under(tmp_path) == []
+    assert processes_mentioning(tmp_path) == []
 
 
 @pytest.fixture

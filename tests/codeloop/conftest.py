@@ -4,14 +4,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.codeloop.serve_support import git, processes_under
+from tests.codeloop.serve_support import git
+from tests.processes import processes_mentioning
 
 
 @pytest.fixture(autouse=True)
 def no_process_left_behind(tmp_path: Path):
     """After every test, no nats-server, serve or tool server started for it is left (issue 2 (f))."""
     yield
-    assert processes_under(tmp_path) == []
+    assert processes_mentioning(tmp_path) == []
 
 
 @pytest.fixture

@@ -1,8 +1,5 @@
-"""Helpers for the composition-root tests (a uniquely named module: tests/ has no packages).
-
-`processes_under` is the bus tests' check (tests/bus/conftest.py); `running_serve` starts
-`codeloop serve --json` the way tests/bus/test_cli.py does and always stops and reaps it.
-"""
+"""Helpers for the composition-root tests: `running_serve` starts `codeloop serve --json` the way
+tests/bus/test_cli.py does and always stops and reaps it."""
 
 import json
 import os
@@ -25,22 +22,6 @@ CODELOOP = [sys.executable, "-m", "codeloop"]
 
 def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
-
-
-def processes_under(directory: Path) -> list[str]:
-    """Command lines of live processes that mention `directory` (serve and its nats-server do)."""
-    found = []
-    marker = str(directory)
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if marker in cmdline:
-            found.append(f"{entry.name}: {cmdline.strip()}")
-    return found
 
 
 def codeloop_env(home: Path) -> dict[str, str]:

@@ -12,6 +12,7 @@ import pytest
 
 from sandbox.gvisor import probe_runsc
 from sandbox.limits import GvisorOptions, SandboxLimits
+from tests.processes import processes_mentioning
 
 # The interpreter running the tests has pytest; its virtualenv is shown read-only in the sandbox.
 TEST_VENV = Path(sys.prefix)
@@ -21,19 +22,6 @@ TEST_VENV = Path(sys.prefix)
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     """The sandbox is written against anyio and promised to work on both backends (issue 3)."""
     return request.param
-
-
-def _processes_mentioning(marker: str) -> list[str]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if marker in cmdline:
-                found.append(f"{entry.name}: {cmdline[:200]}")
-    return found
 
 
 def _mounts_under(directory: Path) -> list[str]:
@@ -49,7 +37,7 @@ def gvisor_options(tmp_path: Path) -> Iterator[GvisorOptions]:
         pytest.skip(f"runsc does not work here: {status.detail}")
     options = GvisorOptions(state_dir=tmp_path / "runsc-state", work_dir=tmp_path / "sandboxes")
     yield options
-    assert _processes_mentioning(str(options.state_dir)) == []
+    assert processes_mentioning(str(options.state_dir)) == []
     assert _mounts_under(options.work_dir) == []
 
 
@@ -61,7 +49,7 @@ def limits() -> SandboxLimits:
 @pytest.fixture
 def runsc_processes(gvisor_options: GvisorOptions) -> Callable[[], list[str]]:
     """Lists the live runsc processes of this test's sandboxes, for checks in mid-test."""
-    return lambda: _processes_mentioning(str(gvisor_options.state_dir))
+    return lambda: processes_mentioning(str(gvisor_options.state_dir))
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from mcp import Client
 
 from sandbox.gvisor import probe_runsc
 from sandbox.limits import GvisorOptions, SandboxLimits
+from tests.processes import processes_mentioning
 from tests.tool_servers.ts_conformance import assert_valid
 from tests.tool_servers.ts_helpers import Elicitor, stdio_params
 from tool_servers.exec import build_exec_server
@@ -315,19 +316,6 @@ async def test_commands_use_the_workspace_virtualenv_and_pytest_falls_back_to_co
     assert tests.structured_content["passed"] == 1
 
 
-def _runsc_processes(state_dir: Path) -> list[str]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if str(state_dir) in cmdline:
-                found.append(cmdline[:200])
-    return found
-
-
 @pytest.mark.skipif(not GVISOR, reason=NO_RUNSC)
 async def test_the_sandbox_starts_at_the_first_command_and_dies_with_the_session(
     project: Path, tmp_path: Path
@@ -339,11 +327,11 @@ async def test_the_sandbox_starts_at_the_first_command_and_dies_with_the_session
     with anyio.fail_after(60):
         async with Client(server) as client:
             await client.list_tools()
-            before = _runsc_processes(gvisor.state_dir)
+            before = processes_mentioning(gvisor.state_dir)
             await client.call_tool("run_command", {"argv": ["true"]})
-            during = _runsc_processes(gvisor.state_dir)
+            during = processes_mentioning(gvisor.state_dir)
     assert before == [] and during != []
-    assert _runsc_processes(gvisor.state_dir) == []
+    assert processes_mentioning(gvisor.state_dir) == []
     assert str(gvisor.work_dir) not in await anyio.Path("/proc/self/mounts").read_text()
 
 

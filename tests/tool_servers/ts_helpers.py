@@ -1,4 +1,4 @@
-"""Helpers for the tool-server tests (a uniquely named module: tests/ has no packages)."""
+"""Test helpers for the MCP servers: git repos, subprocess and HTTP clients, an elicitation responder."""
 
 import os
 import subprocess
