@@ -6,7 +6,7 @@
 4. a small real pytest suite (100 tests) run plainly, in a reused gVisor sandbox, and in the
    process backend;
 5. where the pytest-in-gVisor time goes: the suite again under variants of file access mode,
-   mount hints and bytecode caching, with CPU seconds read from the sandbox's cpuacct cgroup
+   mount hints, bytecode caching and a runsc flag, with CPU seconds read from the sandbox's cpuacct cgroup
    (wall time on this shared 2-core machine is noisy; CPU seconds much less so);
 6. the cost of one system call plainly and in gVisor;
 7. a workspace holding a big virtualenv (numpy and pyarrow copied from codeloop's): open + first
@@ -41,6 +41,10 @@ LIMITS = SandboxLimits(timeout_s=120, memory_mb=1024)
 RUNTIME = (Path(sys.prefix),)  # the venv that has pytest, shown read-only
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 PASS = ["python3", "-c", "pass"]
+# The plain runs get the environment the sandbox gives its commands (sandbox.gvisor base_env), not
+# this process's: an inherited PYTHONDONTWRITEBYTECODE or PYTHONUNBUFFERED (set in some shells and
+# CI jobs) changes the system calls of the plain run, so it would no longer be the same command.
+PLAIN_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
 
 _PACKAGE = {
     "calc/__init__.py": "from calc.ops import add, mul\nfrom calc.parse import parse\n",
@@ -108,7 +112,7 @@ def plain_run(argv: list[str], cwd: Path) -> tuple[float, float]:
     """(wall s, CPU s) of one plain subprocess."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run(argv, cwd=cwd, capture_output=True)
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, env=PLAIN_ENV)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert done.returncode == 0, done.stdout[-400:]
@@ -187,6 +191,7 @@ VARIANTS: list[tuple[str, GvisorOptions, dict[str, str], list[str]]] = [
     ("c. every mount exclusive (stale workspace!)", GvisorOptions(file_access_mounts="exclusive"), {}, []),
     ("d. default + PYTHONDONTWRITEBYTECODE=1", GvisorOptions(), {"PYTHONDONTWRITEBYTECODE": "1"}, []),
     ("f. default + pytest --capture=sys", GvisorOptions(), {}, ["--capture=sys"]),
+    ("g. default + runsc --dcache=10000", GvisorOptions(runsc_flags=("--dcache=10000",)), {}, []),
 ]
 
 
@@ -260,7 +265,9 @@ def count_syscalls(argv: list[str], cwd: Path) -> int | None:
     if shutil.which("strace") is None:
         return None
     with tempfile.NamedTemporaryFile() as out:
-        subprocess.run(["strace", "-f", "-c", "-o", out.name, *argv], cwd=cwd, capture_output=True)
+        subprocess.run(
+            ["strace", "-f", "-c", "-o", out.name, *argv], cwd=cwd, capture_output=True, env=PLAIN_ENV
+        )
         last = Path(out.name).read_text().strip().splitlines()[-1].split()
     return int(last[3 if len(last) > 5 else 2])
 
@@ -271,7 +278,9 @@ async def syscall_costs(workspace: Path) -> None:
     async with open_sandbox(workspace, limits=LIMITS, backend="gvisor", ro_paths=RUNTIME) as sandbox:
         for name, body in SYSCALL_LOOPS.items():
             code = _timed_loop(body)
-            plain = float((await anyio.run_process([sys.executable, "-c", code], cwd=workspace)).stdout)
+            plain = float(
+                (await anyio.run_process([sys.executable, "-c", code], cwd=workspace, env=PLAIN_ENV)).stdout
+            )
             inside = float((await sandbox.exec([sys.executable, "-c", code])).stdout)
             print(f"   {name:36s} plain {plain:6.1f} us   gVisor {inside:7.1f} us   ({inside / plain:.0f}x)")
 
@@ -400,6 +409,30 @@ Findings:
 - A workspace virtualenv is bound read-only from the host instead of copied into the workspace
   mirror (section 7): its size no longer costs RAM, start time or per-command directory walks
   (this project's own .venv: 1.9 GB, 46,000 files, 0.3 s per walk, two walks per command).
+- Same command, same environment: the plain runs get the sandbox's clean environment. The
+  caller's PYTHONDONTWRITEBYTECODE / PYTHONUNBUFFERED used to leak into them only; the CPU of
+  the plain run hardly changed (0.670 vs 0.678 s), but its system calls differed (no pytest
+  assertion-rewrite `mkdir`s, one `write` per progress dot), so the comparison was not like for like.
+- Counted with `runsc --strace` (GvisorOptions.runsc_flags), the pytest process inside the sandbox
+  makes the same ~13,100 system calls as plainly (strace -f): the environment adds no sys.path
+  entries or file lookups. In a strace of the sentry, handling those calls takes ~120 ms of
+  the ~1.2 s: the rest is the ptrace platform's trap and switch per call, so nothing in the
+  mount layout (path walks are ~10 us of sentry time) or runsc's flags of this build changes
+  it: --dcache=10000 (g) measures the same within noise, --lisafs and --vfs2
+  are already the defaults, --overlay2 would cut the workspace off from the host, and
+  --profile, --ref-leak-mode, --watchdog-action, --host-fifo, --fsgofer-host-uds,
+  --cpu-num-from-quota and --num-network-channels do not touch the syscall path of a pytest run.
+- What did help: the supervisor's own system calls, which are charged to every command. It polled
+  the command's CPU time every 0.25 s (a /proc scan, ~20 calls) and woke up for every write of
+  the command (epoll_wait + read per pytest progress dot): 371 calls during one pytest run. Now
+  it checks CPU time only when the limit could first be reached, reads /proc with os.open/read,
+  and reads slow output in 50 ms batches (exit and deadline still seen at once): 75 calls, about
+  2% of a run's calls (below this machine's timing noise, exact by strace: old and new
+  supervisor interleaved measured 1.09 s CPU both). The process backend also busy-polled
+  select(0) from 0.25 s on (a full CPU during every command): fixed.
+- The gVisor run's CPU seconds swing with the machine's state more than any of the above: 1.43 s
+  per suite run on a quiet machine, 1.05-1.10 s in runs at load average ~3.3 (plain stays at
+  ~0.6 s), so section 4's ratio has read from 1.7x to 2.7x across runs with the same code.
 - Wall times swing with the load of this shared 2-core machine; CPU seconds (sandbox cpuacct cgroup
   vs. the plain child's rusage) are the steadier ratio.
 """

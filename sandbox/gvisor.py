@@ -146,6 +146,7 @@ class GvisorLauncher:
             "--network=none",
             f"--platform={self.options.platform}",
             f"--file-access-mounts={self.options.file_access_mounts}",
+            *self.options.runsc_flags,
             *args,
         ]
 

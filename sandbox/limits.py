@@ -60,3 +60,6 @@ class GvisorOptions(BaseModel):
     """Where each sandbox's bundle and workspace mirror (a tmpfs mount) live while it runs."""
     extra_ro_paths: tuple[Path, ...] = ()
     """More host paths to show read-only at the same path (e.g. a toolchain outside /usr)."""
+    runsc_flags: tuple[str, ...] = ()
+    """More global runsc flags (e.g. `--debug`, `--strace` to see a command's system calls),
+    passed before the subcommand to every runsc call of the sandbox."""
