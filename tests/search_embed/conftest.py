@@ -62,6 +62,7 @@ def fast_model(
 
 @pytest.fixture(scope="session")
 def plain_model(fast_model: SentenceTransformerEmbedder) -> SentenceTransformerEmbedder:
+    # Same token cap as the fast path: this reference isolates precision and batching.
     return fast_model.with_options(fast=False)
 
 

