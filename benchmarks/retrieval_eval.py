@@ -106,14 +106,25 @@ def docstring_queries(root: Path, *, limit: int, seed: int = 0) -> list[Query]:
     return queries[:limit]
 
 
-def copy_codebase(package: str, into: Path) -> Path:
+def package_source(package: str) -> Path | None:
+    """The source directory of an installed package, None if it is not installed as one."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise SystemExit(f"error: package {package!r} is not installed in this environment")
-    source = Path(next(iter(spec.submodule_search_locations)))
-    target = into / package
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def copy_package(source: Path, target: Path) -> Path:
+    """Copy a package's sources (no bytecode or extension modules) to `target`."""
     shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyc"))
     return target
+
+
+def copy_codebase(package: str, into: Path) -> Path:
+    source = package_source(package)
+    if source is None:
+        raise SystemExit(f"error: package {package!r} is not installed in this environment")
+    return copy_package(source, into / package)
 
 
 async def rank_of_target(index: CodeIndex, query: Query, mode: str) -> int | None:
@@ -177,8 +188,7 @@ async def main(args: argparse.Namespace) -> int:
             index = await open_index(root, index_dir=Path(tmp) / "index-fast" / package, embedder=fast)
             report = await index.update()
             rows = await evaluate(index, queries, MODES)
-            labels = {mode: f"{mode}" for mode in MODES}
-            results = {labels[m]: rows[m] for m in MODES}
+            results = dict(rows)
             extra = ""
             if plain is not None:
                 reference = await open_index(

@@ -115,14 +115,10 @@ async def serve(
             with anyio.move_on_after(DRAIN_GRACE_S) as grace:
                 async with anyio.create_task_group() as drain:
                     for actor in actors:
-                        drain.start_soon(_wait_drained, actor)
+                        drain.start_soon(actor.drained.wait)
             if grace.cancelled_caught:
                 log.warning("in-flight work did not finish within %.0f s; handing it back", DRAIN_GRACE_S)
             tg.cancel_scope.cancel()
-
-
-async def _wait_drained(actor: Actor) -> None:
-    await actor.drained.wait()
 
 
 def _remove_note(path: Path, pid: int) -> None:

@@ -37,6 +37,7 @@ def _killed(by: KilledBy) -> CommandReply:
 
 class Launcher(Protocol):
     backend: Backend
+    workspace: Path
     payload_uid: int | None
 
     async def open(self) -> None: ...
@@ -236,4 +237,4 @@ class Sandbox:
 
     @property
     def workspace(self) -> Path:
-        return self.launcher.workspace  # type: ignore[attr-defined]
+        return self.launcher.workspace

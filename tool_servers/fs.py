@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tool_servers.confinement import Root
 from tool_servers.errors import Conflict, InvalidArguments, NotFound, ToolServerError
 from tool_servers.patching import atomic_write, plan_patch, write_plan
-from tool_servers.protocol import CallContext, ServerOptions, ToolSpec, build_server
+from tool_servers.protocol import CallContext, ServerOptions, ToolSpec, build_server, read_tool
 from tool_servers.scopes import Risk, Scope
 
 MAX_READ_BYTES = 256 * 1024
@@ -348,21 +348,19 @@ def fs_tools(root: Root) -> list[ToolSpec]:
     """The `fs` tool specs over `root`."""
     tools = FsTools(root)
     return [
-        ToolSpec(
-            name="list_files",
-            description="List files under the root matching a glob; skips what .gitignore ignores.",
-            scope=Scope.READ,
-            input_model=ListFilesInput,
-            output_model=ListFilesOutput,
-            handler=tools.list_files,
+        read_tool(
+            "list_files",
+            "List files under the root matching a glob; skips what .gitignore ignores.",
+            ListFilesInput,
+            ListFilesOutput,
+            tools.list_files,
         ),
-        ToolSpec(
-            name="read_file",
-            description="Read a text file (optionally a line range), capped in size; reports binary files.",
-            scope=Scope.READ,
-            input_model=ReadFileInput,
-            output_model=ReadFileOutput,
-            handler=tools.read_file,
+        read_tool(
+            "read_file",
+            "Read a text file (optionally a line range), capped in size; reports binary files.",
+            ReadFileInput,
+            ReadFileOutput,
+            tools.read_file,
         ),
         ToolSpec(
             name="write_file",

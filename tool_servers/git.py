@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tool_servers.confinement import Root
 from tool_servers.errors import Conflict, InvalidArguments, NotFound, PermissionDenied, ToolTimeout
-from tool_servers.protocol import CallContext, ServerOptions, ToolSpec, build_server
+from tool_servers.protocol import CallContext, ServerOptions, ToolSpec, build_server, read_tool
 from tool_servers.scopes import Risk, Scope
 
 GIT_TIMEOUT_S = 30.0
@@ -416,43 +416,32 @@ def _parse_blame(out: str) -> list[BlameLine]:
 def git_tools(root: Root) -> list[ToolSpec]:
     """The `git` tool specs over `root`."""
     tools = GitTools(root)
-
-    def read(
-        name: str, description: str, inp: type[BaseModel], out: type[BaseModel], handler: Any
-    ) -> ToolSpec:
-        return ToolSpec(
-            name=name,
-            description=description,
-            scope=Scope.READ,
-            input_model=inp,
-            output_model=out,
-            handler=handler,
-        )
-
     return [
-        read(
+        read_tool(
             "git_status",
             "Branch and changed/untracked files of the root's repository.",
             StatusInput,
             StatusOutput,
             tools.status,
         ),
-        read(
+        read_tool(
             "git_diff",
             "Unified diff of the working tree, the index, or against a revision.",
             DiffInput,
             DiffOutput,
             tools.diff,
         ),
-        read("git_log", "Recent commits (optionally touching one path).", LogInput, LogOutput, tools.log),
-        read(
+        read_tool(
+            "git_log", "Recent commits (optionally touching one path).", LogInput, LogOutput, tools.log
+        ),
+        read_tool(
             "git_show",
             "A commit's message and patch, or a file's content at a revision.",
             ShowInput,
             ShowOutput,
             tools.show,
         ),
-        read(
+        read_tool(
             "git_blame",
             "Which commit last changed each line of a file.",
             BlameInput,

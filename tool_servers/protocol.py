@@ -109,6 +109,20 @@ class ToolSpec:
         )
 
 
+def read_tool(
+    name: str, description: str, input_model: type[BaseModel], output_model: type[BaseModel], handler: Handler
+) -> ToolSpec:
+    """A read-scoped, low-risk, read-only tool: the shape most tools share."""
+    return ToolSpec(
+        name=name,
+        description=description,
+        scope=Scope.READ,
+        input_model=input_model,
+        output_model=output_model,
+        handler=handler,
+    )
+
+
 @dataclass(frozen=True)
 class ServerOptions:
     """How a server instance is exposed: grant, default principal, audit, HTTP auth."""

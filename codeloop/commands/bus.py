@@ -11,6 +11,8 @@ from typing import Annotated, Any
 
 import typer
 
+from codeloop.commands._common import fail
+
 NatsOpt = Annotated[
     str | None,
     typer.Option(
@@ -39,11 +41,6 @@ TlsKeyOpt = Annotated[Path | None, typer.Option("--tls-key", help="Key of --tls-
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
 
 
-def _fail(message: str, code: int = 1) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code)
-
-
 def _run(main: Any) -> Any:
     """Run an async command, turning expected failures into a message and an exit code."""
     import anyio
@@ -58,9 +55,9 @@ def _run(main: Any) -> Any:
             # A crash inside a task group (e.g. a role that kept failing) arrives wrapped.
             raise _first_leaf(group) from group
     except ConfigError as exc:
-        raise _fail(str(exc), 2) from None
+        raise fail(str(exc), 2) from None
     except BusError as exc:
-        raise _fail(f"{exc} ({type(exc).__name__})") from None
+        raise fail(f"{exc} ({type(exc).__name__})") from None
 
 
 def _first_leaf(group: BaseExceptionGroup) -> BaseException:
@@ -70,8 +67,29 @@ def _first_leaf(group: BaseExceptionGroup) -> BaseException:
     return leaf
 
 
-def _connection(**options: Any) -> dict[str, Any]:
-    return {k: v for k, v in options.items() if v is not None}
+def _bus_options(
+    nats: str | None,
+    state_dir: Path | None,
+    creds: Path | None,
+    user: str | None,
+    password: str | None,
+    token: str | None,
+    tls_ca: Path | None,
+    tls_cert: Path | None,
+    tls_key: Path | None,
+) -> dict[str, Any]:
+    """The connection options every command takes, as `bus_config` keywords (None: environment/default)."""
+    return {
+        "nats_url": nats,
+        "state_dir": state_dir,
+        "creds": creds,
+        "user": user,
+        "password": password,
+        "token": token,
+        "tls_ca": tls_ca,
+        "tls_cert": tls_cert,
+        "tls_key": tls_key,
+    }
 
 
 def serve(
@@ -140,33 +158,23 @@ def serve(
 
     try:
         config = bus_config(
-            **_connection(
-                nats_url=nats,
-                state_dir=state_dir,
-                replicas=replicas,
-                creds=creds,
-                user=user,
-                password=password,
-                token=token,
-                tls_ca=tls_ca,
-                tls_cert=tls_cert,
-                tls_key=tls_key,
-            )  # fmt: skip
+            replicas=replicas,
+            **_bus_options(nats, state_dir, creds, user, password, token, tls_ca, tls_cert, tls_key),
         )
     except ConfigError as exc:
-        raise _fail(str(exc), 2) from None
+        raise fail(str(exc), 2) from None
     roles = tuple(role or DEFAULT_ROLES)
     hosting = None
     if mcp:
         root = (mcp_root or Path.cwd()).expanduser()
         if not root.is_dir():
-            raise _fail(f"--mcp-root {root} is not a directory (or pass --no-mcp)", 2)
+            raise fail(f"--mcp-root {root} is not a directory (or pass --no-mcp)", 2)
         try:
             scopes = parse_scopes(mcp_scopes)
         except ValueError as exc:
-            raise _fail(f"--mcp-scopes: {exc}", 2) from None
+            raise fail(f"--mcp-scopes: {exc}", 2) from None
         if not scopes:
-            raise _fail("--mcp-scopes grants nothing; give at least read (or pass --no-mcp)", 2)
+            raise fail("--mcp-scopes grants nothing; give at least read (or pass --no-mcp)", 2)
         hosting = McpHosting(root=root.resolve(), scopes=scopes, host=mcp_host)
 
     def show(note: Any) -> None:
@@ -207,9 +215,9 @@ def serve(
     try:
         _run(main)
     except UnknownRole as exc:
-        raise _fail(str(exc), 2) from None
+        raise fail(str(exc), 2) from None
     except OSError as exc:  # a tool server could not listen on --mcp-host
-        raise _fail(f"cannot host the tool servers on {mcp_host}: {exc}") from None
+        raise fail(f"cannot host the tool servers on {mcp_host}: {exc}") from None
 
 
 def _show_mcp(mcp: Any) -> None:
@@ -259,33 +267,23 @@ def submit(
     from codeloop.config import client_bus_config
 
     if not repo.is_dir():
-        raise _fail(f"--repo {repo} is not a directory", 2)
+        raise fail(f"--repo {repo} is not a directory", 2)
     try:
         payload = TaskSubmitted(text=task, repo=str(repo.resolve()), mode=mode)  # type: ignore[arg-type]
     except ValidationError as exc:
-        raise _fail(
+        raise fail(
             f"invalid task: {exc.errors(include_url=False)[0]['msg']} (mode is read, write or execute)", 2
         ) from None
 
     async def main() -> None:
         config = client_bus_config(
-            **_connection(
-                nats_url=nats,
-                state_dir=state_dir,
-                creds=creds,
-                user=user,
-                password=password,
-                token=token,
-                tls_ca=tls_ca,
-                tls_cert=tls_cert,
-                tls_key=tls_key,
-            )  # fmt: skip
+            **_bus_options(nats, state_dir, creds, user, password, token, tls_ca, tls_cert, tls_key)
         )
         async with open_bus(config) as bus:
             try:
                 envelope, published = await submit_task(bus, payload, task_id=task_id)
             except ValueError as exc:
-                raise _fail(str(exc), 2) from None
+                raise fail(str(exc), 2) from None
         if as_json:
             typer.echo(
                 json.dumps(
@@ -335,17 +333,7 @@ def watch(
 
     async def main() -> str | None:
         config = client_bus_config(
-            **_connection(
-                nats_url=nats,
-                state_dir=state_dir,
-                creds=creds,
-                user=user,
-                password=password,
-                token=token,
-                tls_ca=tls_ca,
-                tls_cert=tls_cert,
-                tls_key=tls_key,
-            )  # fmt: skip
+            **_bus_options(nats, state_dir, creds, user, password, token, tls_ca, tls_cert, tls_key)
         )
         async with open_bus(config) as bus:
             if await (await TaskRecords.open(bus)).get(task_id) is None:
@@ -383,17 +371,7 @@ def status(
 
     async def main() -> list[Any]:
         config = client_bus_config(
-            **_connection(
-                nats_url=nats,
-                state_dir=state_dir,
-                creds=creds,
-                user=user,
-                password=password,
-                token=token,
-                tls_ca=tls_ca,
-                tls_cert=tls_cert,
-                tls_key=tls_key,
-            )  # fmt: skip
+            **_bus_options(nats, state_dir, creds, user, password, token, tls_ca, tls_cert, tls_key)
         )
         async with open_bus(config) as bus:
             records = await TaskRecords.open(bus)
@@ -404,7 +382,7 @@ def status(
 
     states = _run(main)
     if task_id is not None and not states:
-        raise _fail(f"no task {task_id!r} (see `codeloop status` for all tasks)")
+        raise fail(f"no task {task_id!r} (see `codeloop status` for all tasks)")
     if as_json:
         typer.echo(
             states[0].model_dump_json()

@@ -18,6 +18,8 @@ from typing import Annotated
 
 import typer
 
+from codeloop.commands._common import fail
+
 EXIT_SANDBOX_FAILED = 125
 EXIT_TIMED_OUT = 124
 EXIT_KILLED_AT_LIMIT = 137
@@ -26,11 +28,6 @@ sandbox_app = typer.Typer(
     no_args_is_help=True,
     help="Run commands in a gVisor sandbox (or the weaker process backend) on a workspace.",
 )
-
-
-def _fail(message: str, code: int = EXIT_SANDBOX_FAILED) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code)
 
 
 @sandbox_app.command(
@@ -84,17 +81,17 @@ def exec_command(
     from sandbox.result import ExecResult
 
     if network != "none":
-        raise _fail(
+        raise fail(
             f"--network {network!r} is not supported: sandboxes have no network; pass --network none", 2
         )
     if backend not in (None, "gvisor", "process"):
-        raise _fail(f"--backend {backend!r} is not one of gvisor, process", 2)
+        raise fail(f"--backend {backend!r} is not one of gvisor, process", 2)
     if not workspace.is_dir():
-        raise _fail(f"--workspace {workspace} is not an existing directory", 2)
+        raise fail(f"--workspace {workspace} is not an existing directory", 2)
     try:
         policy = sandbox_policy()
     except ValueError as exc:
-        raise _fail(f"{exc}; set it to gvisor, process or auto", 2) from None
+        raise fail(f"{exc}; set it to gvisor, process or auto", 2) from None
 
     async def cancel_on_termination(scope: anyio.CancelScope) -> None:
         # SIGTERM/SIGHUP would end Python at once and leave the sandbox running: cancel instead,
@@ -122,11 +119,11 @@ def exec_command(
     try:
         result = anyio.run(main)
     except KeyboardInterrupt:
-        raise _fail("interrupted; the sandbox was killed and deleted", 130) from None
+        raise fail("interrupted; the sandbox was killed and deleted", 130) from None
     if isinstance(result, SandboxError):
-        raise _fail(str(result))
+        raise fail(str(result), EXIT_SANDBOX_FAILED)
     if result is None:
-        raise _fail("terminated by a signal; the sandbox was killed and deleted", 143)
+        raise fail("terminated by a signal; the sandbox was killed and deleted", 143)
     if json_output:
         typer.echo(result.model_dump_json())
         return

@@ -4,18 +4,21 @@ Every gVisor test gets its own runsc state directory and work directory under th
 path, so the autouse check can tell our runsc processes and mirror mounts from anyone else's.
 """
 
-import sys
 from collections.abc import Callable, Iterator
+from contextlib import AbstractAsyncContextManager
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+from sandbox.backend import open_sandbox
 from sandbox.gvisor import probe_runsc
 from sandbox.limits import GvisorOptions, SandboxLimits
+from sandbox.session import Sandbox
 from tests.processes import processes_mentioning
 
-# The interpreter running the tests has pytest; its virtualenv is shown read-only in the sandbox.
-TEST_VENV = Path(sys.prefix)
+# What the `open_gvisor` fixture gives: `open_sandbox` with the gVisor set-up of the test bound.
+OpenGvisor = Callable[..., AbstractAsyncContextManager[Sandbox]]
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -58,3 +61,10 @@ def workspace(tmp_path: Path) -> Path:
     path = tmp_path / "ws"
     path.mkdir()
     return path
+
+
+@pytest.fixture
+def open_gvisor(workspace: Path, gvisor_options: GvisorOptions, limits: SandboxLimits) -> OpenGvisor:
+    """Opens a gVisor sandbox on this test's workspace, limits and private runsc directories;
+    keyword arguments (e.g. `ro_paths`) go on to `open_sandbox`."""
+    return partial(open_sandbox, workspace, limits=limits, backend="gvisor", gvisor=gvisor_options)

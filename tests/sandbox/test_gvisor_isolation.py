@@ -6,21 +6,18 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sandbox.backend import open_sandbox
-from sandbox.limits import GvisorOptions, SandboxLimits
+from tests.sandbox.conftest import OpenGvisor
 
 pytestmark = [pytest.mark.anyio, pytest.mark.gvisor]
 
 
-async def test_writes_outside_the_workspace_fail_and_tmp_is_private(
-    workspace: Path, gvisor_options: GvisorOptions, limits: SandboxLimits
-) -> None:
+async def test_writes_outside_the_workspace_fail_and_tmp_is_private(open_gvisor: OpenGvisor) -> None:
     """Issue 3: the root and the runtime are read-only; /tmp is a private tmpfs, not the host's."""
     script = (
         "for p in /usr/evil /etc/evil /evil /root/evil; do (echo x > $p) 2>/dev/null && echo WROTE $p; done;"
         "echo private > /tmp/codeloop-private-marker; echo done"
     )
-    async with open_sandbox(workspace, limits=limits, backend="gvisor", gvisor=gvisor_options) as sandbox:
+    async with open_gvisor() as sandbox:
         result = await sandbox.exec(["sh", "-c", script])
     assert result.exit_code == 0 and "done" in result.stdout
     assert "WROTE" not in result.stdout
@@ -29,14 +26,14 @@ async def test_writes_outside_the_workspace_fail_and_tmp_is_private(
 
 
 async def test_host_files_outside_the_mounts_and_symlinks_to_them_are_not_readable(
-    tmp_path: Path, workspace: Path, gvisor_options: GvisorOptions, limits: SandboxLimits
+    tmp_path: Path, workspace: Path, open_gvisor: OpenGvisor
 ) -> None:
     """Issue 3: host files outside the mounts stay invisible, also through a symlink in the workspace."""
     secret = tmp_path / "secret.txt"
     secret.write_text("TOP-SECRET-VALUE")
     (workspace / "link").symlink_to(secret)
     (workspace / "shadow").symlink_to("/etc/shadow")
-    async with open_sandbox(workspace, limits=limits, backend="gvisor", gvisor=gvisor_options) as sandbox:
+    async with open_gvisor() as sandbox:
         direct = await sandbox.exec(["cat", str(secret)])
         through_link = await sandbox.exec(["cat", "link"])
         shadow = await sandbox.exec(["cat", "shadow", "/etc/shadow", "/root/.bash_history"])
@@ -49,23 +46,18 @@ async def test_host_files_outside_the_mounts_and_symlinks_to_them_are_not_readab
 
 
 async def test_a_variable_of_the_callers_environment_is_not_visible(
-    workspace: Path,
-    gvisor_options: GvisorOptions,
-    limits: SandboxLimits,
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, open_gvisor: OpenGvisor
 ) -> None:
     """Issue 3: a clean environment; only variables passed to exec reach the command."""
     monkeypatch.setenv("CODELOOP_CALLER_SECRET", "leaked-value")
-    async with open_sandbox(workspace, limits=limits, backend="gvisor", gvisor=gvisor_options) as sandbox:
+    async with open_gvisor() as sandbox:
         result = await sandbox.exec(["env"], env={"PASSED": "yes"})
     assert result.exit_code == 0
     assert "leaked-value" not in result.stdout and "CODELOOP_CALLER_SECRET" not in result.stdout
     assert "PASSED=yes" in result.stdout
 
 
-async def test_a_tcp_connect_to_a_host_loopback_listener_fails(
-    workspace: Path, gvisor_options: GvisorOptions, limits: SandboxLimits
-) -> None:
+async def test_a_tcp_connect_to_a_host_loopback_listener_fails(open_gvisor: OpenGvisor) -> None:
     """Issue 3: no network; a service listening on the host's 127.0.0.1 is unreachable."""
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
@@ -79,7 +71,7 @@ async def test_a_tcp_connect_to_a_host_loopback_listener_fails(
             "except OSError as exc:\n"
             "    print('refused', exc)\n"
         )
-        async with open_sandbox(workspace, limits=limits, backend="gvisor", gvisor=gvisor_options) as sandbox:
+        async with open_gvisor() as sandbox:
             result = await sandbox.exec(["python3", "-c", code])
         listener.setblocking(False)
         with pytest.raises(BlockingIOError):
@@ -87,13 +79,11 @@ async def test_a_tcp_connect_to_a_host_loopback_listener_fails(
     assert "refused" in result.stdout and "CONNECTED" not in result.stdout
 
 
-async def test_commands_run_unprivileged_and_cannot_reach_the_supervisor(
-    workspace: Path, gvisor_options: GvisorOptions, limits: SandboxLimits
-) -> None:
+async def test_commands_run_unprivileged_and_cannot_reach_the_supervisor(open_gvisor: OpenGvisor) -> None:
     """Our choice: only the supervisor (pid 1) is root; a command can neither write to its
     channel nor signal it, so it cannot forge a result or end the sandbox."""
     script = "id -u; echo forged > /proc/1/fd/1; kill -9 1; echo made > mine.txt"
-    async with open_sandbox(workspace, limits=limits, backend="gvisor", gvisor=gvisor_options) as sandbox:
+    async with open_gvisor() as sandbox:
         result = await sandbox.exec(["sh", "-c", script])
         after = await sandbox.exec(["cat", "mine.txt"])
     assert result.stdout.splitlines()[0] == "1000"
@@ -102,7 +92,7 @@ async def test_commands_run_unprivileged_and_cannot_reach_the_supervisor(
 
 
 async def test_writes_under_git_and_codeloop_do_not_reach_the_host_workspace(
-    workspace: Path, gvisor_options: GvisorOptions, limits: SandboxLimits
+    workspace: Path, open_gvisor: OpenGvisor
 ) -> None:
     """Our choice: a hook planted in .git/ would run on the host at the next git call, and
     .codeloop/ holds the audit log, so a command's writes there are undone; other writes land."""
@@ -114,7 +104,7 @@ async def test_writes_under_git_and_codeloop_do_not_reach_the_host_workspace(
         "echo evil > .git/hooks/pre-commit; echo evil >> .git/config; rm .codeloop/audit.jsonl;"
         "echo kept > result.txt"
     )
-    async with open_sandbox(workspace, limits=limits, backend="gvisor", gvisor=gvisor_options) as sandbox:
+    async with open_gvisor() as sandbox:
         first = await sandbox.exec(["sh", "-c", script])
         second = await sandbox.exec(["sh", "-c", "cat .git/config .codeloop/audit.jsonl; ls .git/hooks"])
     assert first.exit_code == 0

@@ -6,10 +6,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sandbox.backend import open_sandbox
-from sandbox.limits import GvisorOptions, SandboxLimits
+from sandbox.limits import SandboxLimits
 from sandbox.result import ExecResult
 from sandbox.session import Sandbox
+from tests.sandbox.conftest import OpenGvisor
 
 pytestmark = [pytest.mark.anyio, pytest.mark.gvisor]
 
@@ -39,13 +39,13 @@ async def run_while_using_the_host(sandbox: Sandbox, *commands: list[str]) -> tu
 
 
 async def test_a_fork_bomb_ends_with_a_process_limit_error_while_the_host_stays_responsive(
-    workspace: Path, gvisor_options: GvisorOptions, limits: SandboxLimits
+    limits: SandboxLimits, open_gvisor: OpenGvisor
 ) -> None:
     """Issue 3: RLIMIT_NPROC inside the sandbox refuses the forks; the host still runs processes."""
     # Memory generous enough that the process limit is the one that binds: each forked task also
     # costs gVisor memory, and on a loaded host 64 of them once reached the 256 MB cgroup first.
     limits = limits.model_copy(update={"memory_mb": 1024})
-    async with open_sandbox(workspace, limits=limits, backend="gvisor", gvisor=gvisor_options) as sandbox:
+    async with open_gvisor(limits=limits) as sandbox:
         (bomb, after), host_runs = await run_while_using_the_host(
             sandbox, ["python3", "-c", FORK_BOMB], ["echo", "still here"]
         )
@@ -56,11 +56,11 @@ async def test_a_fork_bomb_ends_with_a_process_limit_error_while_the_host_stays_
 
 
 async def test_a_memory_bomb_is_reported_as_such_and_the_next_command_of_the_reused_sandbox_runs(
-    workspace: Path, gvisor_options: GvisorOptions, limits: SandboxLimits
+    open_gvisor: OpenGvisor,
 ) -> None:
     """Issue 3: the memory cgroup kills the sandbox; the result says so, the host stays responsive,
     and a fresh sandbox takes the next command."""
-    async with open_sandbox(workspace, limits=limits, backend="gvisor", gvisor=gvisor_options) as sandbox:
+    async with open_gvisor() as sandbox:
         (bomb, after), host_runs = await run_while_using_the_host(
             sandbox, ["python3", "-c", MEMORY_BOMB], ["echo", "next command"]
         )
@@ -70,11 +70,9 @@ async def test_a_memory_bomb_is_reported_as_such_and_the_next_command_of_the_reu
     assert after.exit_code == 0 and after.stdout == "next command\n"
 
 
-async def test_an_infinite_loop_is_killed_within_the_timeout_plus_one_second(
-    workspace: Path, gvisor_options: GvisorOptions, limits: SandboxLimits
-) -> None:
+async def test_an_infinite_loop_is_killed_within_the_timeout_plus_one_second(open_gvisor: OpenGvisor) -> None:
     """Issue 3 acceptance: wall-clock timeout, reported as timed out with no exit code."""
-    async with open_sandbox(workspace, limits=limits, backend="gvisor", gvisor=gvisor_options) as sandbox:
+    async with open_gvisor() as sandbox:
         result = await sandbox.exec(["python3", "-c", "while True: pass"], timeout_s=1.0)
         after = await sandbox.exec(["true"])
     assert result.timed_out and result.exit_code is None
@@ -83,23 +81,21 @@ async def test_an_infinite_loop_is_killed_within_the_timeout_plus_one_second(
     assert after.exit_code == 0
 
 
-async def test_cpu_time_is_limited_although_gvisor_ignores_rlimit_cpu(
-    workspace: Path, gvisor_options: GvisorOptions
-) -> None:
+async def test_cpu_time_is_limited_although_gvisor_ignores_rlimit_cpu(open_gvisor: OpenGvisor) -> None:
     """Our choice: the in-sandbox supervisor measures CPU time and kills at the limit."""
     limits = SandboxLimits(cpu_time_s=1, timeout_s=30)
-    async with open_sandbox(workspace, limits=limits, backend="gvisor", gvisor=gvisor_options) as sandbox:
+    async with open_gvisor(limits=limits) as sandbox:
         result = await sandbox.exec(["python3", "-c", "while True: pass"])
     assert result.exit_code is None and not result.timed_out
     assert "CPU time limit of 1 s" in result.stderr
 
 
 async def test_ten_megabytes_of_output_come_back_truncated_with_head_tail_and_marker(
-    workspace: Path, gvisor_options: GvisorOptions, limits: SandboxLimits
+    limits: SandboxLimits, open_gvisor: OpenGvisor
 ) -> None:
     """Issue 3: output is capped (bounded memory in the caller) and the cut is marked."""
     code = "import sys\nsys.stdout.write('HEAD' + 'x' * 10_000_000 + 'TAIL')\n"
-    async with open_sandbox(workspace, limits=limits, backend="gvisor", gvisor=gvisor_options) as sandbox:
+    async with open_gvisor() as sandbox:
         result = await sandbox.exec(["python3", "-c", code])
     assert result.exit_code == 0 and result.truncated
     assert len(result.stdout) < limits.output_bytes + 200
@@ -108,7 +104,7 @@ async def test_ten_megabytes_of_output_come_back_truncated_with_head_tail_and_ma
 
 
 async def test_filling_the_disk_from_the_sandbox_stops_at_the_workspace_cap(
-    workspace: Path, gvisor_options: GvisorOptions
+    workspace: Path, open_gvisor: OpenGvisor
 ) -> None:
     """Issue 3: the workspace mirror is a tmpfs capped at its content plus workspace_write_mb."""
     limits = SandboxLimits(workspace_write_mb=8, file_size_mb=64)
@@ -123,7 +119,7 @@ async def test_filling_the_disk_from_the_sandbox_stops_at_the_workspace_cap(
         "except OSError as exc:\n"
         "    print(n, exc.errno)\n"
     )
-    async with open_sandbox(workspace, limits=limits, backend="gvisor", gvisor=gvisor_options) as sandbox:
+    async with open_gvisor(limits=limits) as sandbox:
         result = await sandbox.exec(["python3", "-c", code])
     written, error = map(int, result.stdout.split())
     assert error == errno.ENOSPC

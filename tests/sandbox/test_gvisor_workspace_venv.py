@@ -8,9 +8,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sandbox.backend import open_sandbox
 from sandbox.bundle import PAYLOAD_UID
-from sandbox.limits import GvisorOptions, SandboxLimits
+from sandbox.limits import GvisorOptions
+from tests.sandbox.conftest import OpenGvisor
 
 pytestmark = [pytest.mark.anyio, pytest.mark.gvisor]
 
@@ -38,7 +38,7 @@ def _mirror_used_bytes(work_dir: Path) -> int:
 
 
 async def test_a_workspace_virtualenv_is_usable_read_only_and_not_copied_into_the_mirror(
-    workspace: Path, gvisor_options: GvisorOptions, limits: SandboxLimits
+    workspace: Path, gvisor_options: GvisorOptions, open_gvisor: OpenGvisor
 ) -> None:
     """Our choice: the workspace's virtualenv is bound read-only from the host, not mirrored. Its
     packages import; writes into it fail at both of its paths and never reach the host; the
@@ -52,7 +52,7 @@ async def test_a_workspace_virtualenv_is_usable_read_only_and_not_copied_into_th
         f"echo evil > .venv/{SITE}/weighty/__init__.py; touch .venv/planted {venv}/planted2;"
         "rm -rf .venv/bin; echo kept > made.txt"
     )
-    async with open_sandbox(workspace, limits=limits, backend="gvisor", gvisor=gvisor_options) as sandbox:
+    async with open_gvisor() as sandbox:
         imported = await sandbox.exec(
             ["python", "-c", "import weighty, sys; print(weighty.VALUE, sys.prefix)"]
         )
@@ -70,13 +70,13 @@ async def test_a_workspace_virtualenv_is_usable_read_only_and_not_copied_into_th
 
 
 async def test_a_package_installed_into_the_workspace_virtualenv_between_commands_is_seen(
-    workspace: Path, gvisor_options: GvisorOptions, limits: SandboxLimits
+    workspace: Path, open_gvisor: OpenGvisor
 ) -> None:
     """Our choice: the virtualenv mount revalidates with the host (no share=container hint), so
     a `pip install` made on the host between two commands is importable by the next one."""
     venv = await _make_venv(workspace)
     code = "import added_later; print(added_later.X)"
-    async with open_sandbox(workspace, limits=limits, backend="gvisor", gvisor=gvisor_options) as sandbox:
+    async with open_gvisor() as sandbox:
         missing = await sandbox.exec(["python", "-c", code])
         (venv / SITE / "added_later.py").write_text("X = 7\n")
         found = await sandbox.exec(["python", "-c", code])

@@ -67,7 +67,7 @@ def walk_repo(root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> It
         prefix = "" if rel_dir == "." else rel_dir + "/"
         specs = [(p, s) for p, s in specs if prefix.startswith(p)]
         if ".gitignore" in filenames:
-            spec = _read_gitignore(Path(dirpath) / ".gitignore")
+            spec = read_gitignore(Path(dirpath) / ".gitignore")
             if spec is not None:
                 specs.append((prefix, spec))
         dirnames[:] = [
@@ -75,13 +75,13 @@ def walk_repo(root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> It
             for d in dirnames
             if d not in SKIP_DIRS
             and not d.endswith(".egg-info")
-            and not _ignored(specs, prefix + d + "/")
+            and not is_ignored(specs, prefix + d + "/")
             and not os.path.islink(os.path.join(dirpath, d))
         ]
         for name in filenames:
             rel = prefix + name
             full = Path(dirpath) / name
-            if _ignored(specs, rel) or full.is_symlink() or not full.is_file():
+            if is_ignored(specs, rel) or full.is_symlink() or not full.is_file():
                 continue
             yield _read_source(full, rel, max_file_bytes)
 
@@ -93,7 +93,7 @@ def _sorted_walk(root: Path) -> Iterator[tuple[str, list[str], list[str]]]:
         yield dirpath, dirnames, filenames
 
 
-def _read_gitignore(path: Path) -> pathspec.GitIgnoreSpec | None:
+def read_gitignore(path: Path) -> pathspec.GitIgnoreSpec | None:
     try:
         return pathspec.GitIgnoreSpec.from_lines(
             path.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -102,7 +102,7 @@ def _read_gitignore(path: Path) -> pathspec.GitIgnoreSpec | None:
         return None
 
 
-def _ignored(specs: list[tuple[str, pathspec.GitIgnoreSpec]], rel: str) -> bool:
+def is_ignored(specs: list[tuple[str, pathspec.GitIgnoreSpec]], rel: str) -> bool:
     # Nested .gitignore files match paths relative to their own directory.
     return any(spec.match_file(rel[len(prefix) :]) for prefix, spec in specs)
 

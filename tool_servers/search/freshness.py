@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pathspec
 
-from tool_servers.search.files import SKIP_DIRS
+from tool_servers.search.files import SKIP_DIRS, is_ignored, read_gitignore
 
 Fingerprint = tuple[tuple[str, int, int, int], ...]
 """(relative path, size, mtime_ns, inode) per file, sorted by path."""
@@ -48,7 +48,7 @@ def _walk(
     except OSError:
         return  # vanished or unreadable: the indexer skips it too
     if any(item.name == ".gitignore" for item in items):
-        spec = _gitignore(os.path.join(directory, ".gitignore"))
+        spec = read_gitignore(Path(directory, ".gitignore"))
         if spec is not None:
             specs = [*specs, (prefix, spec)]
     for item in items:
@@ -59,7 +59,7 @@ def _walk(
                     item.name not in SKIP_DIRS
                     and item.path not in skip
                     and not item.name.endswith(".egg-info")
-                    and not any(s.match_file(rel[len(p) :] + "/") for p, s in specs)
+                    and not is_ignored(specs, rel + "/")
                 ):
                     _walk(item.path, rel + "/", specs, out, skip)
             elif item.is_file(follow_symlinks=False):
@@ -67,11 +67,3 @@ def _walk(
                 out.append((rel, st.st_size, st.st_mtime_ns, st.st_ino))
         except OSError:
             continue  # removed while walking: the next fingerprint will differ anyway
-
-
-def _gitignore(path: str) -> pathspec.GitIgnoreSpec | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return pathspec.GitIgnoreSpec.from_lines(handle.read().splitlines())
-    except OSError:
-        return None

@@ -12,7 +12,7 @@ import re
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 import numpy as np
@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from tool_servers.search import query as q
 from tool_servers.search.chunks import Chunk, chunk_file
+from tool_servers.search.embed import Embedder, load_embedder
 from tool_servers.search.errors import IndexUnavailable, InvalidQuery, RepoNotFound
 from tool_servers.search.files import DEFAULT_MAX_FILE_BYTES, SourceFile, walk_repo
 from tool_servers.search.lock import hold_index_lock
@@ -41,15 +42,6 @@ Progress = Callable[[str, int, int], None]
 """Called as `progress(stage, done, total)`; stages: `scan`, `embed`, `write`."""
 
 
-class Embedder(Protocol):
-    """What the index needs from `tool_servers.search.embed`."""
-
-    name: str
-    dimension: int
-
-    def embed(self, texts: list[str]) -> np.ndarray: ...
-
-
 async def open_index(
     repo: Path | str,
     *,
@@ -69,8 +61,6 @@ async def open_index(
     """
     root = check_repo(repo)
     if embedder is None:
-        from tool_servers.search.embed import load_embedder
-
         embedder = await anyio.to_thread.run_sync(load_embedder)
     uri, table, lock_path = _location(root, index_dir)
     async with hold_index_lock(lock_path, timeout_s=lock_timeout_s):

@@ -26,8 +26,7 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, ConfigDict, Field
 
 from tool_servers.errors import InternalError, InvalidArguments, NotFound, ToolTimeout
-from tool_servers.protocol import CallContext, ServerOptions, ToolSpec, build_server
-from tool_servers.scopes import Scope
+from tool_servers.protocol import CallContext, ServerOptions, ToolSpec, build_server, read_tool
 from tool_servers.search.errors import IndexLocked, InvalidQuery, RepoNotFound, SearchError
 from tool_servers.search.freshness import Fingerprint, tree_fingerprint
 from tool_servers.search.models import IndexReport, IndexStatus, RepoMap, SearchResult, SymbolResult
@@ -234,50 +233,46 @@ def search_tools(live: LiveIndex) -> list[ToolSpec]:
     """The `search` tool specs over `live`."""
     tools = SearchTools(live)
     return [
-        ToolSpec(
-            name="search_code",
-            description=(
+        read_tool(
+            "search_code",
+            (
                 "Search the code by meaning and keywords (hybrid: vectors + full text, fused). Returns "
                 "the best chunks (functions, classes, sections) with path, lines and source. Files "
                 "changed since the last query are re-indexed first."
             ),
-            scope=Scope.READ,
-            input_model=SearchCodeInput,
-            output_model=SearchResult,
-            handler=tools.search_code,
+            SearchCodeInput,
+            SearchResult,
+            tools.search_code,
         ),
-        ToolSpec(
-            name="find_symbol",
-            description=(
+        read_tool(
+            "find_symbol",
+            (
                 "Find where a function, class or method is defined (path, line, signature) and the "
                 "lines that use it."
             ),
-            scope=Scope.READ,
-            input_model=FindSymbolInput,
-            output_model=SymbolResult,
-            handler=tools.find_symbol,
+            FindSymbolInput,
+            SymbolResult,
+            tools.find_symbol,
         ),
-        ToolSpec(
-            name="repo_map",
-            description=(
+        read_tool(
+            "repo_map",
+            (
                 "Outline of the repository: per file, its top-level symbols with signatures, most "
                 "referenced files first, trimmed to a token budget."
             ),
-            scope=Scope.READ,
-            input_model=RepoMapInput,
-            output_model=RepoMap,
-            handler=tools.repo_map,
+            RepoMapInput,
+            RepoMap,
+            tools.repo_map,
         ),
-        ToolSpec(
-            name="index_status",
-            description=(
+        read_tool(
+            "index_status",
+            (
                 "State of the code index: files and chunks indexed, model, whether files changed "
                 "since the last update, the update in progress and what the last one did."
             ),
-            scope=Scope.READ,
-            input_model=IndexStatusInput,
-            output_model=IndexStatusOutput,
-            handler=tools.index_status,
+            IndexStatusInput,
+            IndexStatusOutput,
+            tools.index_status,
         ),
     ]
 
