@@ -1,5 +1,6 @@
 """The index's encoder on OpenVINO: used, faithful to the float32 model, converted once, offline."""
 
+import copy
 import json
 import os
 import subprocess
@@ -11,9 +12,22 @@ import numpy as np
 import pytest
 
 from tool_servers.search.embed import ModelUnavailable, SentenceTransformerEmbedder
-from tool_servers.search.openvino_encoder import load_encoder
+from tool_servers.search.openvino_encoder import OpenVinoUnavailable, load_encoder, saved_recipe
+from tool_servers.search.saved_tokenizer import SavedTokenizer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _encoder(embedder: SentenceTransformerEmbedder, cache_dir: Path, *, with_model: bool = True):
+    """A fresh encoder (not the memoised one) for `embedder`'s model, its IR under `cache_dir`."""
+    return load_encoder(
+        embedder._float32_model if with_model else None,
+        source=embedder.source,
+        name="m",
+        precision="auto",
+        cache_dir=cache_dir,
+        max_tokens=embedder.max_tokens,
+    )
 
 
 def test_index_encoder_runs_on_openvino_and_keeps_the_float32_vectors(
@@ -40,22 +54,22 @@ def test_plain_reference_never_runs_on_openvino(fast_model) -> None:
 
 def test_converted_model_is_saved_once_and_reused(fast_model, code_chunks, tmp_path) -> None:
     """A second load reads the saved IR instead of converting again (no rewrite), same vectors."""
-    capped = fast_model._model
-    first = load_encoder(capped, source=fast_model.source, name="m", precision="auto", cache_dir=tmp_path)
+    first = _encoder(fast_model, tmp_path)
     (ir,) = tmp_path.glob("*/model.xml")
     written = ir.stat().st_mtime_ns
-    second = load_encoder(capped, source=fast_model.source, name="m", precision="auto", cache_dir=tmp_path)
+    second = _encoder(fast_model, tmp_path)
     assert ir.stat().st_mtime_ns == written
     assert list(tmp_path.iterdir()) == [ir.parent]  # no staging directory left behind
     np.testing.assert_allclose(first.encode(code_chunks[:8]), second.encode(code_chunks[:8]), atol=1e-6)
 
 
 def test_corrupt_saved_model_is_converted_again(fast_model, code_chunks, tmp_path) -> None:
-    capped = fast_model._model
-    good = load_encoder(capped, source=fast_model.source, name="m", precision="auto", cache_dir=tmp_path)
+    good = _encoder(fast_model, tmp_path)
     (ir,) = tmp_path.glob("*/model.xml")
     ir.write_text("<net><layers>truncated by a full disk")
-    again = load_encoder(capped, source=fast_model.source, name="m", precision="auto", cache_dir=tmp_path)
+    with pytest.raises(OpenVinoUnavailable):  # without the model nothing can be converted again
+        _encoder(fast_model, tmp_path, with_model=False)
+    again = _encoder(fast_model, tmp_path)
     assert "<layers>truncated" not in ir.read_text()
     np.testing.assert_allclose(good.encode(code_chunks[:4]), again.encode(code_chunks[:4]), atol=1e-6)
 
@@ -84,27 +98,71 @@ _PROBE = textwrap.dedent(
     sys.addaudithook(lambda event, args: events.append(event) if event in watched else None)
     from tool_servers.search.embed import load_model
     model = load_model()
-    model.embed(["def probe(): pass"])
+    vector = model.embed(["def probe(value):\\n    return value * 2"])[0]
     import time
     time.sleep(0.5)  # a telemetry sender would fork and connect right after import
-    print(json.dumps({"runtime": model.runtime, "events": events}))
+    print(json.dumps({
+        "runtime": model.runtime,
+        "events": events,
+        "torch_imported": "torch" in sys.modules,
+        "vector": vector.tolist(),
+    }))
     """
 )
 
 
-def test_loading_the_openvino_encoder_sends_nothing_and_forks_nothing(tmp_path) -> None:
-    """Importing openvino as shipped forks a process that posts a usage event to Google Analytics;
-    codeloop must not: no fork, no socket, no consent file written under $HOME."""
-    env = {**os.environ, "HOME": str(tmp_path / "home"), "CODELOOP_CACHE_DIR": str(tmp_path / "cache")}
-    env.pop("CI", None)  # OpenVINO's own CI switch must not be what keeps it quiet
-    (tmp_path / "home").mkdir()
+def _probe(env: dict[str, str]) -> dict:
     done = subprocess.run(
         [sys.executable, "-c", _PROBE], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert result == {"runtime": "openvino", "events": []}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_loading_sends_nothing_and_a_converted_model_loads_without_torch(tmp_path) -> None:
+    """Importing openvino as shipped forks a process that posts a usage event to Google Analytics;
+    codeloop must not: no fork, no socket, no consent file written under $HOME. The first load
+    converts the model (torch needed); the next process runs the saved model and tokenizer without
+    importing torch at all (the ~5 s a `codeloop search` used to spend) and gets the same vector."""
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "CODELOOP_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("CI", None)  # OpenVINO's own CI switch must not be what keeps it quiet
+    (tmp_path / "home").mkdir()
+    first = _probe(env)
+    second = _probe(env)
+    assert (first["runtime"], first["events"], first["torch_imported"]) == ("openvino", [], True)
+    assert (second["runtime"], second["events"], second["torch_imported"]) == ("openvino", [], False)
+    np.testing.assert_allclose(first["vector"], second["vector"], atol=1e-6)
     assert not (tmp_path / "home" / "intel").exists()
+
+
+def test_saved_tokenizer_gives_exactly_the_pipeline_inputs(fast_model, code_chunks, tmp_path) -> None:
+    """The torch-free path is only as good as its token ids: on real code, at the index's cap and
+    the model's own, they equal `SentenceTransformer.preprocess`'s, padding included."""
+    _encoder(fast_model, tmp_path)
+    recipe = saved_recipe(source=fast_model.source, name="m", cache_dir=tmp_path)
+    assert recipe is not None
+    (ir_dir,) = {p.parent for p in tmp_path.glob("*/model.xml")}
+    model = copy.deepcopy(fast_model._float32_model)
+    for cap in (128, 256):
+        saved = SavedTokenizer(ir_dir, recipe, cap)
+        model.max_seq_length = cap
+        expected = model.preprocess(code_chunks)
+        got = saved.batch(saved.encode(code_chunks))
+        for name in recipe.inputs:
+            np.testing.assert_array_equal(got[name], expected[name].numpy())
+
+
+def test_unreadable_recipe_falls_back_to_the_pipelines_preprocessing(
+    fast_model, code_chunks, tmp_path
+) -> None:
+    good = _encoder(fast_model, tmp_path)
+    (recipe_file,) = tmp_path.glob("*/preprocessing.json")
+    recipe_file.write_text("{not json")
+    assert saved_recipe(source=fast_model.source, name="m", cache_dir=tmp_path) is None
+    with pytest.raises(OpenVinoUnavailable):
+        _encoder(fast_model, tmp_path, with_model=False)
+    again = _encoder(fast_model, tmp_path)
+    np.testing.assert_allclose(good.encode(code_chunks[:6]), again.encode(code_chunks[:6]), atol=1e-6)
 
 
 def test_two_embedders_sharing_the_encoder_can_run_at_once(fast_model, code_chunks) -> None:

@@ -5,8 +5,10 @@ directory with `HF_HUB_OFFLINE=1`/`TRANSFORMERS_OFFLINE=1` set before sentence-t
 imported, so no network access is attempted. Another model is picked by local directory or by
 a name already in the Hugging Face cache; codeloop never downloads one.
 
-Lazy: importing this module costs nothing; torch and sentence-transformers (~10 s of CPU) are
-imported on the first `load_embedder`.
+Lazy: importing this module costs nothing; torch and sentence-transformers (~5-10 s of CPU) are
+imported on the first `load_embedder`, and not at all once the model has been converted for
+OpenVINO with a tokenizer that replays its preprocessing exactly (`saved_tokenizer`): load and
+first vector 6.6 s -> 0.4 s, a `codeloop search` on an indexed repository 7.5 s -> 2.0 s.
 
 Fast path (measured on this machine's 2 cores on the index's own code chunks; see
 `benchmarks/index_bench.py`, which prints all three rates side by side): the plain
@@ -18,8 +20,9 @@ run the model: there, too, batches are sorted by token length and cut where leng
 3/4 of the batch's longest (+20-25 % over fixed batches of 32), and the weights run in bfloat16
 where the CPU has it natively (AVX512-BF16/AMX, checked through oneDNN): 2.0-2.3x the plain rate,
 cosine >= 0.996. On 512 sampled chunks, quiet machine, 128 tokens: plain 34.8 chunks/s, torch
-bfloat16 114.8/s, OpenVINO 142.9/s (1.24x torch's; 1.3-1.4x in other runs). Token cap: the index's chunks run long (1,007 files of
-ten libraries: 20,863 chunks, median 153 tokens, mean 235; 56 % over 128 tokens, 31 % over the
+bfloat16 114.8/s, OpenVINO 142.9/s (1.24x torch's; 1.41-1.43x in runs on 1,024-1,536 chunks).
+Token cap: the index's chunks run long (1,007 files of
+eight libraries: 20,863 chunks, median 153 tokens, mean 235; 56 % over 128 tokens, 31 % over the
 model's own 256), and attention and feed-forward cost grow with length, so the bundled model reads
 the first 128 tokens (`BUNDLED_MAX_TOKENS`; the keyword leg still sees the whole chunk): 66 % of
 the tokens, 1.75x the rate on 512 sampled chunks in interleaved runs (quiet machine: 66.9 ->
@@ -56,7 +59,13 @@ import numpy as np
 from tool_servers.search.batching import length_batches, token_lengths
 from tool_servers.search.embed_cache import EmbeddingCache, cache_root, default_cache_dir, text_key
 from tool_servers.search.errors import SearchError
-from tool_servers.search.openvino_encoder import OpenVinoEncoder, OpenVinoUnavailable, load_encoder
+from tool_servers.search.openvino_encoder import (
+    OpenVinoEncoder,
+    OpenVinoUnavailable,
+    load_encoder,
+    saved_recipe,
+)
+from tool_servers.search.saved_tokenizer import Recipe
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -112,7 +121,7 @@ class SentenceTransformerEmbedder:
 
     def __init__(
         self,
-        model: "SentenceTransformer",
+        model: "SentenceTransformer | None",
         *,
         name: str,
         fast: bool = True,
@@ -120,36 +129,48 @@ class SentenceTransformerEmbedder:
         max_tokens: int | None = None,
         runtime: Runtime = "auto",
         source: str | None = None,
+        recipe: Recipe | None = None,
     ) -> None:
-        native = int(model.max_seq_length or 0)
+        # `model` None (with the `recipe` saved beside a converted model) runs on OpenVINO without
+        # loading sentence-transformers or torch; they are loaded if another path is asked for.
+        if model is None and recipe is None:
+            raise ValueError("pass the loaded model, or the recipe of a converted one")
+        native = int(model.max_seq_length or 0) if model is not None else recipe.max_tokens  # type: ignore[union-attr]
         self.max_tokens = max_tokens if max_tokens is not None and 0 < max_tokens < native else None
         # A truncated model gives other vectors for long texts: its name (the cache and index key)
         # says so, so its vectors never mix with the full-length model's.
         self.base_name = name
         self.name = f"{name}@max{self.max_tokens}" if self.max_tokens else name
-        self.dimension = int(model.get_embedding_dimension())
+        self.dimension = int(model.get_embedding_dimension()) if model is not None else recipe.dimension  # type: ignore[union-attr]
         self.fast = fast
         self.source = source if source is not None else name
         self.encoded_texts = 0
         self.fallback_reason: str | None = None
-        self._float32_model = model
+        self._loaded = model
         self._openvino: OpenVinoEncoder | None = None
         if fast and runtime != "torch":
             try:
                 self._openvino = _openvino_encoder(model, self.source, name, precision, self.max_tokens)
             except OpenVinoUnavailable as exc:
-                if runtime == "openvino":
+                if runtime == "openvino" or model is None:
                     raise ModelUnavailable(f"cannot run {name} on OpenVINO: {exc}") from exc
                 self.fallback_reason = str(exc)
         self.runtime: Literal["openvino", "torch"] = "openvino" if self._openvino is not None else "torch"
         self.precision: Literal["float32", "bfloat16"]
         if self._openvino is not None:
             self.precision = self._openvino.precision
-            self._model = self._openvino.model
         else:
             self.precision = _resolve_precision(precision) if fast else "float32"
-            self._model = _prepared(model, bfloat16=self.precision == "bfloat16", max_tokens=self.max_tokens)
+            self._model = _prepared(
+                self._float32_model, bfloat16=self.precision == "bfloat16", max_tokens=self.max_tokens
+            )
         self._lock = threading.Lock()
+
+    @property
+    def _float32_model(self) -> "SentenceTransformer":
+        if self._loaded is None:
+            self._loaded = _load_sentence_transformer(self.source)
+        return self._loaded
 
     def with_options(
         self,
@@ -276,6 +297,18 @@ def load_model(
         ModelUnavailable: the model is not on this machine or is not a sentence-transformers model.
     """
     source, name = _locate(model)
+    if max_tokens == "auto":
+        max_tokens = BUNDLED_MAX_TOKENS if name == BUNDLED_MODEL else None
+    if fast and runtime != "torch":
+        recipe = saved_recipe(source=source, name=name, cache_dir=cache_root() / "openvino")
+        if recipe is not None:
+            # Converted before: run it without importing sentence-transformers and torch (~5 s).
+            try:
+                return SentenceTransformerEmbedder(
+                    None, name=name, precision=precision, max_tokens=max_tokens, source=source, recipe=recipe
+                )
+            except ModelUnavailable:
+                pass  # what was saved does not load: the full path below converts again
     try:
         loaded = _load_sentence_transformer(source)
     except (OSError, ValueError, KeyError) as exc:
@@ -287,8 +320,6 @@ def load_model(
             f"cannot load embedding model {model or BUNDLED_MODEL!r}: {reason}; pass the directory of "
             "a sentence-transformers model (codeloop never downloads models)"
         ) from exc
-    if max_tokens == "auto":
-        max_tokens = BUNDLED_MAX_TOKENS if name == BUNDLED_MODEL else None
     return SentenceTransformerEmbedder(
         loaded,
         name=name,
@@ -394,21 +425,25 @@ def _unit_rows(vectors: np.ndarray) -> np.ndarray:
 
 
 _openvino_lock = threading.Lock()
-_openvino_encoders: dict[tuple[int, str, Precision, int | None], OpenVinoEncoder] = {}
+_openvino_encoders: dict[tuple[str, str, Precision, int | None], OpenVinoEncoder] = {}
 
 
 def _openvino_encoder(
-    model: "SentenceTransformer", source: str, name: str, precision: Precision, max_tokens: int | None
+    model: "SentenceTransformer | None", source: str, name: str, precision: Precision, max_tokens: int | None
 ) -> OpenVinoEncoder:
     # Memoised like the model itself: `with_options` and every index open would otherwise compile
-    # the same network again (~1 s) and hold another copy of it.
-    key = (id(model), source, precision, max_tokens)
+    # the same network again (~0.2 s) and hold another copy of it.
+    key = (source, name, precision, max_tokens)
     with _openvino_lock:
         encoder = _openvino_encoders.get(key)
         if encoder is None:
-            capped = _prepared(model, bfloat16=False, max_tokens=max_tokens)
             encoder = load_encoder(
-                capped, source=source, name=name, precision=precision, cache_dir=cache_root() / "openvino"
+                model,
+                source=source,
+                name=name,
+                precision=precision,
+                cache_dir=cache_root() / "openvino",
+                max_tokens=max_tokens,
             )
             _openvino_encoders[key] = encoder
         return encoder

@@ -1,7 +1,7 @@
 """The index's fast encoder: a sentence-transformers model run by OpenVINO on the CPU.
 
 Why: the model is ~96 % of a full index, and on this machine's 2 cores (AMD EPYC, AVX512-BF16)
-OpenVINO runs the bundled all-MiniLM-L6-v2 at 1.3-1.4x the rate of torch with bfloat16 weights
+OpenVINO runs the bundled all-MiniLM-L6-v2 at 1.24-1.43x the rate of torch with bfloat16 weights
 and token-length batches, on the same chunks, with vectors closer to float32 (cosine to the
 plain float32 model: min 0.99997 against torch bfloat16's 0.9999; measured on 1,536 chunks of
 the index bench's repository, `benchmarks/index_bench.py` prints the rates side by side).
@@ -13,7 +13,8 @@ longest (75 %: -8 %; 64 texts: -3 %).
 The model is converted once from the loaded sentence-transformers pipeline (every module, so
 any pooling, dense or normalize layers a user's model has are included), with dynamic batch and
 sequence axes, and saved as OpenVINO IR under the cache directory keyed by the model's files and
-the OpenVINO version (87 MB for the bundled model, float32 weights); later loads read the IR
+the OpenVINO version (87 MB for the bundled model, float32 weights), with the model's tokenizer
+where it reproduces the pipeline's inputs exactly (`saved_tokenizer`); later loads read the IR
 (no tracing: 0.75 s saved) and compile it (0.2 s; OpenVINO's compiled-blob cache would save 0.13 s
 for another 87 MB, so it is not used).
 
@@ -23,6 +24,7 @@ telemetry import there falls back to a stub on ImportError, so `_import_openvino
 `openvino_telemetry` module before importing openvino: nothing is sent, nothing is forked.
 """
 
+import copy
 import hashlib
 import os
 import shutil
@@ -31,12 +33,13 @@ import tempfile
 import threading
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
 from tool_servers.search.batching import length_batches, token_lengths
 from tool_servers.search.errors import SearchError
+from tool_servers.search.saved_tokenizer import Recipe, SavedTokenizer, load_recipe, save_if_faithful
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -54,16 +57,18 @@ class OpenVinoUnavailable(SearchError):
 class OpenVinoEncoder:
     """Runs one converted model; `encode` calls from several threads take turns (one request queue).
 
-    `model` is the sentence-transformers pipeline with its token cap already set; it is used only
-    for its preprocessing (tokenizer, cap), never run.
+    `preprocessor` turns texts into the model's input arrays, already capped (`SavedTokenizer`,
+    or `_PipelinePreprocessor` over the sentence-transformers model, which it never runs).
     """
 
-    def __init__(self, compiled: Any, model: "SentenceTransformer", dimension: int) -> None:
+    def __init__(
+        self, compiled: Any, preprocessor: "Preprocessor", dimension: int, native_max_tokens: int
+    ) -> None:
         ov = _import_openvino()
         self._compiled = compiled
-        self.model = model
-        self._dimension = dimension
-        self._inputs = [port.get_any_name() for port in compiled.inputs]
+        self.preprocessor = preprocessor
+        self.dimension = dimension
+        self.native_max_tokens = native_max_tokens
         self._output = compiled.outputs[0]
         requests = int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))
         self._queue = ov.AsyncInferQueue(compiled, max(1, requests))
@@ -78,16 +83,16 @@ class OpenVinoEncoder:
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Vectors for `texts` in order, float32, as the model's last module leaves them."""
-        out = np.empty((len(texts), self._dimension), dtype=np.float32)
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
         if not texts:
             return out
-        lengths = token_lengths(self.model, texts)
+        items = self.preprocessor.encode(texts)
+        lengths = self.preprocessor.lengths(items)
         with self._lock:
             self._out = out
             try:
                 for idx in length_batches(lengths, max_size=BATCH_SIZE, min_ratio=MIN_LENGTH_RATIO):
-                    features = self.model.preprocess([texts[i] for i in idx])
-                    self._queue.start_async({name: features[name].numpy() for name in self._inputs}, idx)
+                    self._queue.start_async(self.preprocessor.batch([items[i] for i in idx]), idx)
             finally:
                 # Requests already started write into `out`: let them finish before it is let go.
                 self._queue.wait_all()
@@ -100,18 +105,62 @@ class OpenVinoEncoder:
         self._out[idx] = request.get_tensor(self._output).data
 
 
+class Preprocessor(Protocol):
+    """Texts to model inputs: `encode` once per text, `lengths` for batching, `batch` to arrays."""
+
+    def encode(self, texts: list[str]) -> list[Any]: ...
+
+    def lengths(self, items: list[Any]) -> np.ndarray: ...
+
+    def batch(self, items: list[Any]) -> dict[str, np.ndarray]: ...
+
+
+class _PipelinePreprocessor:
+    """Preprocessing by the loaded sentence-transformers model (for models whose tokenizer could
+    not be saved faithfully): tokenizes twice, for lengths and per batch."""
+
+    def __init__(self, model: "SentenceTransformer", inputs: list[str]) -> None:
+        self._model = model
+        self._inputs = inputs
+
+    def encode(self, texts: list[str]) -> list[Any]:
+        return texts
+
+    def lengths(self, items: list[Any]) -> np.ndarray:
+        return token_lengths(self._model, items)
+
+    def batch(self, items: list[Any]) -> dict[str, np.ndarray]:
+        features = self._model.preprocess(items)
+        return {name: features[name].numpy() for name in self._inputs}
+
+
+def saved_recipe(*, source: str, name: str, cache_dir: Path) -> Recipe | None:
+    """The preprocessing recipe saved with the converted model, if both are there: then
+    `load_encoder` runs without the sentence-transformers model (and without importing torch)."""
+    try:
+        ov = _import_openvino()
+    except ImportError:
+        return None
+    ir_dir = cache_dir / _ir_key(source, name, ov.get_version())
+    return load_recipe(ir_dir) if (ir_dir / _IR_FILE).is_file() else None
+
+
 def load_encoder(
-    model: "SentenceTransformer",
+    model: "SentenceTransformer | None",
     *,
     source: str,
     name: str,
     precision: Literal["auto", "float32", "bfloat16"],
     cache_dir: Path,
+    max_tokens: int | None,
 ) -> OpenVinoEncoder:
-    """An encoder for `model` (loaded from `source`, known as `name`), converting it on first use.
+    """An encoder for the model loaded from `source`, known as `name`, reading at most
+    `max_tokens` (None: the model's own cap). It converts `model` on first use; with `model`
+    None it needs the converted model and a saved tokenizer (`saved_recipe`).
 
     Raises:
-        OpenVinoUnavailable: openvino is not importable, or the model cannot be converted or compiled.
+        OpenVinoUnavailable: openvino is not importable; the model cannot be converted or
+            compiled; or `model` is None and what is saved does not suffice.
     """
     try:
         ov = _import_openvino()
@@ -130,11 +179,13 @@ def load_encoder(
     with _convert_lock:
         converted_now = not (ir_dir / _IR_FILE).is_file()
         if converted_now:
+            if model is None:
+                raise OpenVinoUnavailable(f"{name} is not converted for OpenVINO yet")
             _convert(model, ir_dir)
         try:
             compiled = core.compile_model(str(ir_dir / _IR_FILE), "CPU", config)
         except RuntimeError as exc:
-            if converted_now:
+            if converted_now or model is None:
                 raise OpenVinoUnavailable(f"OpenVINO cannot compile {name}: {exc}") from exc
             # A cached IR that does not load (truncated by a full disk, edited): convert again.
             shutil.rmtree(ir_dir, ignore_errors=True)
@@ -143,8 +194,22 @@ def load_encoder(
                 compiled = core.compile_model(str(ir_dir / _IR_FILE), "CPU", config)
             except RuntimeError as exc2:
                 raise OpenVinoUnavailable(f"OpenVINO cannot compile {name}: {exc2}") from exc2
-    dimension = int(model.get_embedding_dimension())
-    return OpenVinoEncoder(compiled, model, dimension)
+        recipe = load_recipe(ir_dir)
+    inputs = [port.get_any_name() for port in compiled.inputs]
+    if recipe is not None and list(recipe.inputs) == inputs:
+        cap = min(max_tokens or recipe.max_tokens, recipe.max_tokens)
+        return OpenVinoEncoder(
+            compiled, SavedTokenizer(ir_dir, recipe, cap), recipe.dimension, recipe.max_tokens
+        )
+    if model is None:
+        raise OpenVinoUnavailable(f"{name} needs its sentence-transformers pipeline to preprocess text")
+    native = int(model.max_seq_length)
+    if max_tokens is not None and max_tokens < native:
+        model = copy.deepcopy(model)
+        model.max_seq_length = max_tokens
+    return OpenVinoEncoder(
+        compiled, _PipelinePreprocessor(model, inputs), int(model.get_embedding_dimension()), native
+    )
 
 
 _convert_lock = threading.Lock()
@@ -216,6 +281,7 @@ def _convert(model: "SentenceTransformer", ir_dir: Path) -> None:
         raise OpenVinoUnavailable(f"cannot save the converted model under {ir_dir.parent}: {exc}") from exc
     try:
         ov.save_model(converted, str(staging / _IR_FILE), compress_to_fp16=False)
+        save_if_faithful(model, names, staging)
         try:
             os.rename(staging, ir_dir)
         except OSError:
