@@ -180,3 +180,27 @@ def test_two_embedders_sharing_the_encoder_can_run_at_once(fast_model, code_chun
             )
             for got, want in zip(together, alone, strict=True):
                 np.testing.assert_allclose(got, want, atol=1e-6)
+
+
+def test_cache_keeps_the_most_recently_used_conversions(fast_model, tmp_path) -> None:
+    """Each model version (or OpenVINO version) converts anew; older conversions beyond
+    KEEP_CONVERTED are dropped, least recently used first, and never the one just made."""
+    from tool_servers.search import openvino_encoder
+
+    stale = []
+    for age, name in enumerate(["old-1", "old-2", "old-3", "old-4"]):
+        ir_dir = tmp_path / name
+        ir_dir.mkdir()
+        (ir_dir / "model.xml").write_text("<net/>")
+        os.utime(ir_dir, (1_000_000 + age, 1_000_000 + age))
+        stale.append(ir_dir)
+    (tmp_path / "not-a-model").mkdir()
+    in_progress = tmp_path / ".another-process-converting"
+    in_progress.mkdir()
+    (in_progress / "model.xml").write_text("<net/>")
+    os.utime(in_progress, (1, 1))
+    _encoder(fast_model, tmp_path)
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert openvino_encoder.KEEP_CONVERTED == 4
+    (fresh,) = [n for n in left if not n.startswith(("old-", "not-a-model", "."))]
+    assert left == sorted([fresh, "not-a-model", in_progress.name, "old-2", "old-3", "old-4"])

@@ -24,6 +24,7 @@ telemetry import there falls back to a stub on ImportError, so `_import_openvino
 `openvino_telemetry` module before importing openvino: nothing is sent, nothing is forked.
 """
 
+import contextlib
 import copy
 import hashlib
 import os
@@ -47,6 +48,9 @@ if TYPE_CHECKING:
 BATCH_SIZE = 32
 MIN_LENGTH_RATIO = 0.9
 STREAMS = 2
+KEEP_CONVERTED = 4
+"""Converted models kept in the cache (87 MB each for the bundled one); converting another drops
+the least recently used beyond this, so upgrades of a model or of OpenVINO do not pile up."""
 _IR_FILE = "model.xml"
 
 
@@ -195,6 +199,9 @@ def load_encoder(
             except RuntimeError as exc2:
                 raise OpenVinoUnavailable(f"OpenVINO cannot compile {name}: {exc2}") from exc2
         recipe = load_recipe(ir_dir)
+        _touch(ir_dir)
+        if converted_now:
+            _prune(cache_dir, keep=ir_dir)
     inputs = [port.get_any_name() for port in compiled.inputs]
     if recipe is not None and list(recipe.inputs) == inputs:
         cap = min(max_tokens or recipe.max_tokens, recipe.max_tokens)
@@ -247,6 +254,29 @@ def _ir_key(source: str, name: str, version: str) -> str:
                     f"{file.relative_to(root).as_posix()}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode()
                 )
     return digest.hexdigest()[:24]
+
+
+def _touch(ir_dir: Path) -> None:
+    # The directory's modification time marks its last use, for `_prune`.
+    with contextlib.suppress(OSError):
+        os.utime(ir_dir)
+
+
+def _prune(cache_dir: Path, *, keep: Path) -> None:
+    """Drop converted models beyond `KEEP_CONVERTED`, least recently used first. A process still
+    compiling one of them fails to, and converts again (or falls back to the full load)."""
+    try:
+        converted = [
+            d
+            for d in cache_dir.iterdir()
+            # ".name-*" directories are other processes' conversions in progress.
+            if d.is_dir() and d != keep and not d.name.startswith(".") and (d / _IR_FILE).is_file()
+        ]
+        converted.sort(key=lambda d: d.stat().st_mtime, reverse=True)
+    except OSError:
+        return
+    for stale in converted[KEEP_CONVERTED - 1 :]:
+        shutil.rmtree(stale, ignore_errors=True)
 
 
 def _convert(model: "SentenceTransformer", ir_dir: Path) -> None:
