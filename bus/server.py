@@ -7,7 +7,11 @@ once cannot race for a port. Health is the monitoring endpoint's `/healthz`, whi
 when JetStream is ready (on a cluster: when a meta leader is elected).
 
 Stopping is SIGTERM to the group, a grace period, then SIGKILL, and always a reap, inside a
-shielded scope: cancellation or an error in the body cannot leave a server behind.
+shielded scope: cancellation or an error in the body cannot leave a server behind. If this process
+is killed outright (SIGKILL, OOM killer) no cleanup runs, so on Linux the server is also started
+with a parent-death signal (SIGTERM, through util-linux `setpriv --pdeathsig`, which then execs the
+server under the same pid) and ends with its owner; a server that still outlives its owner (no
+`setpriv`) is stopped by the next start on the same state directory.
 """
 
 import json
@@ -31,6 +35,9 @@ _INSTALL_HINT = (
     "or point codeloop at a running server with --nats URL / CODELOOP_NATS_URL"
 )
 _STOP_GRACE_S = 5.0
+_PARENT_DEATH_SIGNAL: str | None = "TERM"
+"""Signal the server gets when its owner dies (SIGTERM: JetStream closes its store cleanly); None
+turns it off (a test does, to make an orphan)."""
 
 
 def find_nats_server() -> Path:
@@ -187,6 +194,7 @@ async def _spawn(
         cmd += ["--cluster_name", cluster_name, "--cluster", f"nats://127.0.0.1:{cluster_port}"]
         cmd += ["--routes", ",".join(routes)]
     cmd += list(extra_args)
+    cmd = _ended_with_this_process(cmd)
     with log_path.open("ab") as log:
         try:
             # Own session = own process group: stop() signals the group, and a Ctrl-C in the
@@ -197,6 +205,17 @@ async def _spawn(
         except OSError as exc:
             raise ServerStartError(f"cannot execute {binary}: {exc}; {_INSTALL_HINT}") from exc
     return NatsServer(process, name=name, state_dir=state_dir, log_path=log_path)
+
+
+def _ended_with_this_process(cmd: list[str]) -> list[str]:
+    """`cmd` run under a parent-death signal where Linux and `setpriv` allow, else `cmd`.
+
+    The signal is tied to the thread that starts the server: asyncio starts subprocesses from its
+    event loop's thread, which lives as long as the loop that owns the server."""
+    setpriv = shutil.which("setpriv")
+    if _PARENT_DEATH_SIGNAL is None or setpriv is None or not sys.platform.startswith("linux"):
+        return cmd
+    return [setpriv, f"--pdeathsig={_PARENT_DEATH_SIGNAL}", "--", *cmd]
 
 
 def _prepare_state_dir(state_dir: Path) -> tuple[Path, Path, Path]:

@@ -92,25 +92,52 @@ async def test_server_that_cannot_start_reports_its_log(tmp_path: Path) -> None:
             pass
 
 
-async def test_a_server_orphaned_by_a_killed_owner_is_stopped_by_the_next_start(tmp_path: Path) -> None:
-    """Issue 2 item 3 (never an orphan): SIGKILL skips our cleanup, so the next start on the state dir ends it."""
-    script = (
+def _owner_script(*, parent_death_signal: bool) -> str:
+    signal = repr("TERM" if parent_death_signal else None)
+    return (
         "import anyio, sys\n"
         "from pathlib import Path\n"
-        "from bus.server import open_nats_server\n"
+        "import bus.server\n"
+        f"bus.server._PARENT_DEATH_SIGNAL = {signal}\n"
         "async def main():\n"
-        "    async with open_nats_server(Path(sys.argv[1])) as server:\n"
+        "    async with bus.server.open_nats_server(Path(sys.argv[1])) as server:\n"
         "        print(server.pid, flush=True)\n"
         "        await anyio.sleep_forever()\n"
         "anyio.run(main)\n"
     )
+
+
+async def _start_and_kill_owner(store: Path, *, parent_death_signal: bool) -> int:
+    """Start a separate process that owns a server on `store`, SIGKILL it; the server's pid."""
+    script = _owner_script(parent_death_signal=parent_death_signal)
+    async with await anyio.open_process([sys.executable, "-c", script, str(store)]) as owner:
+        assert owner.stdout is not None
+        server_pid = int((await owner.stdout.receive()).decode().strip())
+        assert _alive(server_pid)
+        owner.kill()
+        await owner.wait()
+    return server_pid
+
+
+async def test_a_server_whose_owner_is_sigkilled_ends_with_it(tmp_path: Path) -> None:
+    """Issue 2 item 3 (never an orphan): SIGKILL skips every cleanup of ours; the parent-death
+    signal still ends the server, without waiting for another start on its state dir."""
+    with anyio.fail_after(30):
+        server_pid = await _start_and_kill_owner(tmp_path / "nats", parent_death_signal=True)
+        for _ in range(600):  # polled: nothing of ours is left to notify us
+            if not _alive(server_pid):
+                break
+            await anyio.sleep(0.05)
+        assert not _alive(server_pid)
+
+
+async def test_a_server_orphaned_by_a_killed_owner_is_stopped_by_the_next_start(tmp_path: Path) -> None:
+    """The second line of defence, where no parent-death signal could be set (no `setpriv`): the
+    next start on the state dir ends the orphan, which holds the JetStream store lock."""
     store = tmp_path / "nats"
     with anyio.fail_after(30):
-        async with await anyio.open_process([sys.executable, "-c", script, str(store)]) as owner:
-            assert owner.stdout is not None
-            orphan_pid = int((await owner.stdout.receive()).decode().strip())
-            owner.kill()
-            await owner.wait()
+        orphan_pid = await _start_and_kill_owner(store, parent_death_signal=False)
+        await anyio.sleep(0.5)
         assert _alive(orphan_pid)
         async with open_nats_server(store) as server:
             assert server.pid != orphan_pid
