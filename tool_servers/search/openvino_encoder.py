@@ -5,9 +5,9 @@ OpenVINO runs the bundled all-MiniLM-L6-v2 at 1.24-1.43x the rate of torch with 
 and token-length batches, on the same chunks, with vectors closer to float32 (cosine to the
 plain float32 model: min 0.99997 against torch bfloat16's 0.9999; measured on 1,536 chunks of
 the index bench's repository, `benchmarks/index_bench.py` prints the rates side by side).
-Settings measured there: bfloat16 inference where the CPU has it; two streams of one thread fed
-by an asynchronous request queue (+4-8 % over one stream of two threads: this model's matrices
-are too small to keep two threads busy); batches of at most 32 texts within 90 % of the batch's
+Settings measured there: bfloat16 inference where the CPU has it; OpenVINO's THROUGHPUT hint,
+which on 2 cores runs two streams of one thread, fed by an asynchronous request queue (+4-8 %
+over one stream of two threads: this model's matrices are too small to keep two threads busy); batches of at most 32 texts within 90 % of the batch's
 longest (75 %: -8 %; 64 texts: -3 %).
 
 The model is converted once from the loaded sentence-transformers pipeline (every module, so
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
 
 BATCH_SIZE = 32
 MIN_LENGTH_RATIO = 0.9
-STREAMS = 2
 KEEP_CONVERTED = 4
 """Converted models kept in the cache (87 MB each for the bundled one); converting another drops
 the least recently used beyond this, so upgrades of a model or of OpenVINO do not pile up."""
@@ -177,8 +176,9 @@ def load_encoder(
     ir_dir = cache_dir / _ir_key(source, name, ov.get_version())
     config = {
         "INFERENCE_PRECISION_HINT": "bf16" if precision == "bfloat16" else "f32",
+        # Picks the streams for the machine's cores: 2 streams of 1 thread on 2 cores (measured
+        # best here); more on bigger machines.
         "PERFORMANCE_HINT": "THROUGHPUT",
-        "NUM_STREAMS": str(STREAMS),
     }
     with _convert_lock:
         converted_now = not (ir_dir / _IR_FILE).is_file()
