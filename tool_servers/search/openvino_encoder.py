@@ -7,8 +7,8 @@ plain float32 model: min 0.99997 against torch bfloat16's 0.9999; measured on 1,
 the index bench's repository, `benchmarks/index_bench.py` prints the rates side by side).
 Settings measured there: bfloat16 inference where the CPU has it; OpenVINO's THROUGHPUT hint,
 which on 2 cores runs two streams of one thread, fed by an asynchronous request queue (+4-8 %
-over one stream of two threads: this model's matrices are too small to keep two threads busy); batches of at most 32 texts within 90 % of the batch's
-longest (75 %: -8 %; 64 texts: -3 %).
+over one stream of two threads: this model's matrices are too small to keep two threads busy);
+batches of at most 32 texts within 90 % of the batch's longest (75 %: -7 %; 64 texts: -3 %).
 
 The model is converted once from the loaded sentence-transformers pipeline (every module, so
 any pooling, dense or normalize layers a user's model has are included), with dynamic batch and
