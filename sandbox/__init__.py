@@ -38,7 +38,10 @@ What the gVisor backend promises, per command:
   if the supervisor does not answer within `HOST_GRACE_S`), output (head and tail kept, a marker
   in between, bounded memory on the host).
 - Life cycle: after each command every process it started is killed, daemons included. On close,
-  timeout and cancellation the container is killed (`runsc kill --all`), reaped and deleted.
+  timeout and cancellation the container is killed (`runsc kill --all`), reaped and deleted. If
+  the owning process is killed outright (SIGKILL), the container ends with it (the supervisor's
+  channel closes) and the next sandbox opened removes the workspace mirror left behind
+  (`sandbox.leftovers`).
 
 Speed: the runtime mounts are read-only and unchanging, so they carry gVisor's mount hint
 share=container (cached, exclusive file access); the workspace and its virtualenvs stay shared

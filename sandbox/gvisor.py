@@ -15,6 +15,7 @@ from anyio.abc import Process
 
 from sandbox.bundle import PAYLOAD_UID, WORKSPACE, write_bundle
 from sandbox.errors import INSTALL_RUNSC, SandboxUnavailable
+from sandbox.leftovers import claim, sweep
 from sandbox.limits import GvisorOptions, Platform, SandboxLimits
 from sandbox.runtime import mounted_venvs, runtime_paths, workspace_venvs
 from sandbox.workspace import WorkspaceMirror
@@ -158,6 +159,8 @@ class GvisorLauncher:
         # A path inside the workspace would be hidden by the workspace mount anyway; a virtualenv
         # there is bound by itself (after the workspace), and must not get the runtime's cache hint.
         self.ro_paths = [p for p in ro_paths if not p.is_relative_to(self.workspace)]
+        await anyio.to_thread.run_sync(sweep, self.options.work_dir)
+        await anyio.to_thread.run_sync(claim, self.base)
         await anyio.to_thread.run_sync(self.mirror.open)
 
     async def start(self) -> Process:

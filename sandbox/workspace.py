@@ -259,5 +259,10 @@ class WorkspaceMirror:
 
     def close(self) -> None:
         if self.mounted:
-            _libc().umount2(bytes(self.path), _MNT_DETACH)
+            detach_mount(self.path)
             self.mounted = False
+
+
+def detach_mount(path: Path) -> None:
+    """Lazily unmount what is mounted at `path` (gone once nothing uses it); failure is ignored."""
+    _libc().umount2(bytes(path), _MNT_DETACH)
