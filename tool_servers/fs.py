@@ -126,10 +126,12 @@ class PatchedFileInfo(BaseModel):
     model_config = _CONFIG
     path: str
     action: str
-    """`modify`, `create` or `delete`."""
+    """`modify`, `create`, `delete` or `rename` (a git rename: `path` is the new name)."""
     hunks: int
     added: int
     removed: int
+    renamed_from: str | None = None
+    """For a rename: the old path, which no longer exists."""
 
 
 class ApplyPatchOutput(BaseModel):
@@ -261,7 +263,14 @@ class FsTools:
                     f"writing the patch failed and was rolled back: {exc.strerror or exc}"
                 ) from exc
         files = [
-            PatchedFileInfo(path=c.rel, action=c.action, hunks=c.hunks, added=c.added, removed=c.removed)
+            PatchedFileInfo(
+                path=c.rel,
+                action=c.action,
+                hunks=c.hunks,
+                added=c.added,
+                removed=c.removed,
+                renamed_from=c.renamed_from_rel,
+            )
             for c in changes
         ]
         return ApplyPatchOutput(applied=not args.dry_run, files=files)
@@ -282,7 +291,9 @@ class FsTools:
             return None  # an invalid patch fails in the handler without asking anyone
         rels = {c.path: self.root.relative(c.path) for c in changes}
         deleted = [rels[c.path] for c in changes if c.action == "delete"]
-        protected = [rels[c.path] for c in changes if is_protected(rels[c.path])]
+        # A rename keeps the content, so it is no deletion; moving a protected file is asked.
+        touched = [*rels.values(), *(c.renamed_from_rel for c in changes if c.renamed_from_rel)]
+        protected = [rel for rel in touched if is_protected(rel)]
         parts = []
         if deleted:
             parts.append("delete " + ", ".join(deleted))
@@ -379,7 +390,8 @@ def fs_tools(root: Root) -> list[ToolSpec]:
             name="apply_patch",
             description=(
                 "Apply a unified diff atomically: every hunk applies or nothing changes; dry_run validates "
-                "only. A failing hunk is named with the reason. Deleting files asks a human."
+                "only. A failing hunk is named with the reason. Git renames move files; CRLF files keep "
+                "their line endings. Deleting files asks a human."
             ),
             scope=Scope.WRITE,
             input_model=ApplyPatchInput,

@@ -75,3 +75,25 @@ async def test_elicitation_works_through_a_real_stdio_server_process(repo: Path)
                 result = await client.call_tool("write_file", {"path": ".env", "content": "DEBUG=1\n"})
         assert result.is_error is (not expect_written), result.content
         assert (repo / ".env").exists() is expect_written
+
+
+async def test_a_rename_asks_only_when_it_moves_a_protected_file(repo: Path) -> None:
+    """A rename keeps the content, so it is not a deletion; moving a protected file away (here a
+    CI workflow, which would stop it running) is asked like any change to it."""
+    (repo / ".github" / "workflows").mkdir(parents=True)
+    (repo / ".github" / "workflows" / "ci.yml").write_text("on: push\n")
+    (repo / "notes.txt").write_text("n\n")
+
+    def rename(source: str, target: str) -> str:
+        return f"diff --git a/{source} b/{target}\nsimilarity index 100%\nrename from {source}\nrename to {target}\n"
+
+    with anyio.fail_after(10):
+        async with Client(build_fs_server(repo)) as client:
+            plain = await client.call_tool("apply_patch", {"patch": rename("notes.txt", "docs/notes.txt")})
+            protected = await client.call_tool(
+                "apply_patch", {"patch": rename(".github/workflows/ci.yml", "ci.yml")}
+            )
+    assert plain.structured_content["applied"] is True and (repo / "docs" / "notes.txt").exists()
+    body = protected.structured_content
+    assert body["type"] == "needs_confirmation" and ".github/workflows/ci.yml" in body["details"]["action"]
+    assert (repo / ".github" / "workflows" / "ci.yml").exists() and not (repo / "ci.yml").exists()

@@ -105,3 +105,72 @@ async def test_creating_an_existing_file_is_a_conflict(repo: Path) -> None:
     body = await _patch(repo, "--- /dev/null\n+++ b/README.md\n@@ -0,0 +1 @@\n+new\n")
     assert body["type"] == "conflict"
     assert (repo / "README.md").read_text() == "# demo\n"
+
+
+RENAME_APP = (
+    "diff --git a/src/app.py b/src/calc.py\nsimilarity index 80%\nrename from src/app.py\nrename to src/calc.py\n"
+    "--- a/src/app.py\n+++ b/src/calc.py\n@@ -1,2 +1,2 @@\n-def add(a, b):\n+def add(a: int, b: int) -> int:\n"
+    "     return a + b\n"
+)
+
+
+async def test_a_git_rename_moves_the_file_with_its_hunks_applied(repo: Path) -> None:
+    """`git diff -M` output, as agents copy it: the file moves, the hunks apply to its content."""
+    old = (repo / "src" / "app.py").read_text()
+    result = await _patch(repo, RENAME_APP)
+    assert result["files"] == [
+        {
+            "path": "src/calc.py",
+            "action": "rename",
+            "hunks": 1,
+            "added": 1,
+            "removed": 1,
+            "renamed_from": "src/app.py",
+        }
+    ]
+    assert not (repo / "src" / "app.py").exists()
+    assert (repo / "src" / "calc.py").read_text() == old.replace(
+        "def add(a, b):", "def add(a: int, b: int) -> int:"
+    )
+
+
+async def test_a_pure_rename_keeps_the_bytes(repo: Path) -> None:
+    (repo / "data.bin").write_bytes(b"\x00\xff\r\nbinary-ish\x80")
+    pure = "diff --git a/data.bin b/moved/data.bin\nsimilarity index 100%\nrename from data.bin\nrename to moved/data.bin\n"
+    result = await _patch(repo, pure)
+    assert result["applied"] is True and result["files"][0]["action"] == "rename"
+    assert (repo / "moved" / "data.bin").read_bytes() == b"\x00\xff\r\nbinary-ish\x80"
+    assert not (repo / "data.bin").exists()
+
+
+@pytest.mark.parametrize(
+    ("patch", "error"),
+    [
+        (RENAME_APP.replace("src/calc.py", "README.md"), "conflict"),  # the target exists
+        (RENAME_APP.replace("src/app.py", "src/gone.py"), "not_found"),
+        (RENAME_APP.replace("-def add(a, b):", "-def add(x, y):"), "conflict"),  # a hunk fails
+        (RENAME_APP.replace("src/calc.py", "../outside.py"), "permission_denied"),
+        (
+            RENAME_APP + BAD_APP.replace("return a * b", "return a + b"),
+            "invalid_arguments",
+        ),  # source changed twice
+    ],
+    ids=["target-exists", "no-source", "hunk-fails", "escapes-root", "source-twice"],
+)
+async def test_a_rename_that_cannot_apply_changes_nothing(repo: Path, patch: str, error: str) -> None:
+    before = _tree(repo)
+    body = await _patch(repo, GOOD_README + patch)
+    assert body["type"] == error, body
+    assert _tree(repo) == before
+
+
+@pytest.mark.parametrize("diff_endings", ["\r\n", "\n"], ids=["crlf-diff", "lf-diff"])
+async def test_a_crlf_file_keeps_its_line_endings(repo: Path, diff_endings: str) -> None:
+    """A CRLF file (Windows checkouts) takes `git diff`'s CRLF hunks and an editor's LF hunks
+    alike, and stays CRLF: nothing else of the file changes."""
+    (repo / "win.txt").write_bytes(b"alpha\r\nbeta\r\ngamma\r\n")
+    e = diff_endings
+    patch = f"--- a/win.txt\n+++ b/win.txt\n@@ -1,3 +1,3 @@\n alpha{e}-beta{e}+BETA{e} gamma{e}"
+    result = await _patch(repo, patch)
+    assert result.get("applied") is True, result
+    assert (repo / "win.txt").read_bytes() == b"alpha\r\nBETA\r\ngamma\r\n"
