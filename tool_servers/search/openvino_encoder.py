@@ -64,14 +64,11 @@ class OpenVinoEncoder:
     or `_PipelinePreprocessor` over the sentence-transformers model, which it never runs).
     """
 
-    def __init__(
-        self, compiled: Any, preprocessor: "Preprocessor", dimension: int, native_max_tokens: int
-    ) -> None:
+    def __init__(self, compiled: Any, preprocessor: "Preprocessor", dimension: int) -> None:
         ov = _import_openvino()
         self._compiled = compiled
-        self.preprocessor = preprocessor
+        self._preprocessor = preprocessor
         self.dimension = dimension
-        self.native_max_tokens = native_max_tokens
         self._output = compiled.outputs[0]
         requests = int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))
         self._queue = ov.AsyncInferQueue(compiled, max(1, requests))
@@ -89,13 +86,15 @@ class OpenVinoEncoder:
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         if not texts:
             return out
-        items = self.preprocessor.encode(texts)
-        lengths = self.preprocessor.lengths(items)
+        # Tokenizing inside the lock too: Hugging Face tokenizers set their truncation per call and
+        # raise "Already borrowed" when two threads do that at once.
         with self._lock:
+            items = self._preprocessor.encode(texts)
+            lengths = self._preprocessor.lengths(items)
             self._out = out
             try:
                 for idx in length_batches(lengths, max_size=BATCH_SIZE, min_ratio=MIN_LENGTH_RATIO):
-                    self._queue.start_async(self.preprocessor.batch([items[i] for i in idx]), idx)
+                    self._queue.start_async(self._preprocessor.batch([items[i] for i in idx]), idx)
             finally:
                 # Requests already started write into `out`: let them finish before it is let go.
                 self._queue.wait_all()
@@ -205,17 +204,18 @@ def load_encoder(
     inputs = [port.get_any_name() for port in compiled.inputs]
     if recipe is not None and list(recipe.inputs) == inputs:
         cap = min(max_tokens or recipe.max_tokens, recipe.max_tokens)
-        return OpenVinoEncoder(
-            compiled, SavedTokenizer(ir_dir, recipe, cap), recipe.dimension, recipe.max_tokens
-        )
+        try:
+            tokenizer = SavedTokenizer(ir_dir, recipe, cap)
+        except Exception as exc:  # tokenizers raises bare Exception for a missing or bad file
+            raise OpenVinoUnavailable(f"the saved tokenizer of {name} does not load: {exc}") from exc
+        return OpenVinoEncoder(compiled, tokenizer, recipe.dimension)
     if model is None:
         raise OpenVinoUnavailable(f"{name} needs its sentence-transformers pipeline to preprocess text")
-    native = int(model.max_seq_length)
-    if max_tokens is not None and max_tokens < native:
-        model = copy.deepcopy(model)
+    if max_tokens is not None and max_tokens < int(model.max_seq_length):
+        model = copy.deepcopy(model)  # the caller's model stays uncapped
         model.max_seq_length = max_tokens
     return OpenVinoEncoder(
-        compiled, _PipelinePreprocessor(model, inputs), int(model.get_embedding_dimension()), native
+        compiled, _PipelinePreprocessor(model, inputs), int(model.get_embedding_dimension())
     )
 
 
