@@ -133,15 +133,18 @@ class SentenceTransformerEmbedder:
     ) -> None:
         # `model` None (with the `recipe` saved beside a converted model) runs on OpenVINO without
         # loading sentence-transformers or torch; they are loaded if another path is asked for.
-        if model is None and recipe is None:
+        if model is not None:
+            native, dimension = int(model.max_seq_length or 0), int(model.get_embedding_dimension())
+        elif recipe is not None:
+            native, dimension = recipe.max_tokens, recipe.dimension
+        else:
             raise ValueError("pass the loaded model, or the recipe of a converted one")
-        native = int(model.max_seq_length or 0) if model is not None else recipe.max_tokens  # type: ignore[union-attr]
         self.max_tokens = max_tokens if max_tokens is not None and 0 < max_tokens < native else None
         # A truncated model gives other vectors for long texts: its name (the cache and index key)
         # says so, so its vectors never mix with the full-length model's.
         self.base_name = name
         self.name = f"{name}@max{self.max_tokens}" if self.max_tokens else name
-        self.dimension = int(model.get_embedding_dimension()) if model is not None else recipe.dimension  # type: ignore[union-attr]
+        self.dimension = dimension
         self.fast = fast
         self.source = source if source is not None else name
         self.encoded_texts = 0
