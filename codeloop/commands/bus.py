@@ -3,9 +3,12 @@
 nats, the bus runtime and the agents are imported inside the commands so `codeloop --help` stays fast.
 """
 
+import functools
+import inspect
 import json
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -67,34 +70,51 @@ def _first_leaf(group: BaseExceptionGroup) -> BaseException:
     return leaf
 
 
-def _bus_options(
-    nats: str | None,
-    state_dir: Path | None,
-    creds: Path | None,
-    user: str | None,
-    password: str | None,
-    token: str | None,
-    tls_ca: Path | None,
-    tls_cert: Path | None,
-    tls_key: Path | None,
-) -> dict[str, Any]:
-    """The connection options every command takes, as `bus_config` keywords (None: environment/default)."""
-    return {
-        "nats_url": nats,
-        "state_dir": state_dir,
-        "creds": creds,
-        "user": user,
-        "password": password,
-        "token": token,
-        "tls_ca": tls_ca,
-        "tls_cert": tls_cert,
-        "tls_key": tls_key,
-    }
+Connection = dict[str, Any]
+"""A command's NATS connection options as `bus_config` keywords (None: environment or default)."""
+
+_CONNECTION_OPTIONS: dict[str, tuple[str, Any]] = {
+    # CLI parameter: (bus_config keyword, its typer annotation)
+    "nats": ("nats_url", NatsOpt),
+    "state_dir": ("state_dir", StateOpt),
+    "creds": ("creds", CredsOpt),
+    "user": ("user", UserOpt),
+    "password": ("password", PasswordOpt),
+    "token": ("token", TokenOpt),
+    "tls_ca": ("tls_ca", TlsCaOpt),
+    "tls_cert": ("tls_cert", TlsCertOpt),
+    "tls_key": ("tls_key", TlsKeyOpt),
+}
 
 
+def with_connection_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`command` with the nine NATS connection options in place of its `connection: Connection`
+    parameter, handed to it as one `Connection` (typer has no option groups)."""
+    signature = inspect.signature(command)
+    parameters: list[inspect.Parameter] = []
+    for parameter in signature.parameters.values():
+        if parameter.name != "connection":
+            parameters.append(parameter)
+            continue
+        parameters += [
+            inspect.Parameter(
+                name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=annotation
+            )
+            for name, (_, annotation) in _CONNECTION_OPTIONS.items()
+        ]
+
+    @functools.wraps(command)
+    def cli_command(**options: Any) -> Any:
+        connection = {keyword: options.pop(name) for name, (keyword, _) in _CONNECTION_OPTIONS.items()}
+        return command(connection=connection, **options)
+
+    cli_command.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    return cli_command
+
+
+@with_connection_options
 def serve(
-    nats: NatsOpt = None,
-    state_dir: StateOpt = None,
+    connection: Connection = None,  # type: ignore[assignment]
     role: Annotated[
         list[str] | None,
         typer.Option(
@@ -105,13 +125,6 @@ def serve(
         int,
         typer.Option("--replicas", min=1, max=5, help="Stream replicas: 1 on one server, 3 on a cluster."),
     ] = 1,
-    creds: CredsOpt = None,
-    user: UserOpt = None,
-    password: PasswordOpt = None,
-    token: TokenOpt = None,
-    tls_ca: TlsCaOpt = None,
-    tls_cert: TlsCertOpt = None,
-    tls_key: TlsKeyOpt = None,
     mcp: Annotated[
         bool,
         typer.Option("--mcp/--no-mcp", help="Also host the fs, git, search and exec tool servers over HTTP."),
@@ -159,7 +172,7 @@ def serve(
     try:
         config = bus_config(
             replicas=replicas,
-            **_bus_options(nats, state_dir, creds, user, password, token, tls_ca, tls_cert, tls_key),
+            **connection,
         )
     except ConfigError as exc:
         raise fail(str(exc), 2) from None
@@ -240,6 +253,7 @@ def _show_mcp(mcp: Any) -> None:
     typer.echo(f"  audit      {mcp.audit_log}  (each call also a tool_call event on codeloop.events.>)")
 
 
+@with_connection_options
 def submit(
     task: Annotated[str, typer.Argument(help="What to do, in words.")],
     repo: Annotated[Path, typer.Option("--repo", help="Repository the task is about.")],
@@ -247,15 +261,7 @@ def submit(
     task_id: Annotated[
         str | None, typer.Option("--task-id", help="Your own task id (resubmits are ignored).")
     ] = None,
-    nats: NatsOpt = None,
-    state_dir: StateOpt = None,
-    creds: CredsOpt = None,
-    user: UserOpt = None,
-    password: PasswordOpt = None,
-    token: TokenOpt = None,
-    tls_ca: TlsCaOpt = None,
-    tls_cert: TlsCertOpt = None,
-    tls_key: TlsKeyOpt = None,
+    connection: Connection = None,  # type: ignore[assignment]
     as_json: JsonOpt = False,
 ) -> None:
     """Submit a task; prints its id (follow it with `codeloop watch ID`)."""
@@ -276,9 +282,7 @@ def submit(
         ) from None
 
     async def main() -> None:
-        config = client_bus_config(
-            **_bus_options(nats, state_dir, creds, user, password, token, tls_ca, tls_cert, tls_key)
-        )
+        config = client_bus_config(**connection)
         async with open_bus(config) as bus:
             try:
                 envelope, published = await submit_task(bus, payload, task_id=task_id)
@@ -296,17 +300,10 @@ def submit(
     _run(main)
 
 
+@with_connection_options
 def watch(
     task_id: Annotated[str, typer.Argument(help="Task id printed by `codeloop submit`.")],
-    nats: NatsOpt = None,
-    state_dir: StateOpt = None,
-    creds: CredsOpt = None,
-    user: UserOpt = None,
-    password: PasswordOpt = None,
-    token: TokenOpt = None,
-    tls_ca: TlsCaOpt = None,
-    tls_cert: TlsCertOpt = None,
-    tls_key: TlsKeyOpt = None,
+    connection: Connection = None,  # type: ignore[assignment]
     as_json: JsonOpt = False,
 ) -> None:
     """Print a task's events as they happen, from its first, until the task ends."""
@@ -332,9 +329,7 @@ def watch(
         sys.stdout.flush()
 
     async def main() -> str | None:
-        config = client_bus_config(
-            **_bus_options(nats, state_dir, creds, user, password, token, tls_ca, tls_cert, tls_key)
-        )
+        config = client_bus_config(**connection)
         async with open_bus(config) as bus:
             if await (await TaskRecords.open(bus)).get(task_id) is None:
                 typer.echo(
@@ -351,17 +346,10 @@ def watch(
         raise typer.Exit(1)
 
 
+@with_connection_options
 def status(
     task_id: Annotated[str | None, typer.Argument(help="One task; omitted = all tasks.")] = None,
-    nats: NatsOpt = None,
-    state_dir: StateOpt = None,
-    creds: CredsOpt = None,
-    user: UserOpt = None,
-    password: PasswordOpt = None,
-    token: TokenOpt = None,
-    tls_ca: TlsCaOpt = None,
-    tls_cert: TlsCertOpt = None,
-    tls_key: TlsKeyOpt = None,
+    connection: Connection = None,  # type: ignore[assignment]
     as_json: JsonOpt = False,
 ) -> None:
     """Show the record of one task, or a table of all tasks."""
@@ -370,9 +358,7 @@ def status(
     from codeloop.config import client_bus_config
 
     async def main() -> list[Any]:
-        config = client_bus_config(
-            **_bus_options(nats, state_dir, creds, user, password, token, tls_ca, tls_cert, tls_key)
-        )
+        config = client_bus_config(**connection)
         async with open_bus(config) as bus:
             records = await TaskRecords.open(bus)
             if task_id is None:

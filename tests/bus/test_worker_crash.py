@@ -8,6 +8,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from anyio.abc import Process
 
 from agents.orchestrator import orchestrator_spec
 from bus import subjects
@@ -31,6 +32,15 @@ async def _start_worker(server: NatsServer, mode: str, tag: Path):
     )
 
 
+async def _reap(*workers: Process | None) -> None:
+    """Kill what is still running of `workers` and wait for each (shielded by the caller)."""
+    for proc in workers:
+        if proc is not None:
+            if proc.returncode is None:
+                proc.kill()
+            await proc.wait()
+
+
 @pytest.mark.parametrize("stage", ["before-effect", "after-effect"])
 async def test_task_completes_with_its_effect_once_after_its_worker_is_killed(
     bus: Bus, nats_server: NatsServer, tmp_path: Path, stage: str
@@ -52,11 +62,7 @@ async def test_task_completes_with_its_effect_once_after_its_worker_is_killed(
                 events = await collect_events(bus, envelope.task_id, lambda evs: is_final(evs[-1]))
     finally:
         with anyio.CancelScope(shield=True):
-            for proc in (first, second):
-                if proc is not None:
-                    if proc.returncode is None:
-                        proc.kill()
-                    await proc.wait()
+            await _reap(first, second)
             await holding.unsubscribe()
     assert first.returncode == -signal.SIGKILL
     assert events[-1].payload["status"] == "done" and events[-1].payload["answer"] == "survive"
@@ -84,11 +90,7 @@ async def test_a_redelivery_of_a_handled_message_does_not_run_its_handler_again(
                 await wait_stream_empty(bus, subjects.WORK_STREAM)
     finally:
         with anyio.CancelScope(shield=True):
-            for proc in (first, second):
-                if proc is not None:
-                    if proc.returncode is None:
-                        proc.kill()
-                    await proc.wait()
+            await _reap(first, second)
     assert first.returncode == -signal.SIGKILL
     assert events[-1].payload["status"] == "done"
     effect = json.loads((await effects.get(f"count.{envelope.task_id}")).value)

@@ -236,7 +236,7 @@ def test_a_users_model_of_another_architecture_runs_on_openvino(fast_model, code
     assert (mine.runtime, mine.dimension, mine.fallback_reason) == ("openvino", 64, None)
     cosine = (mine.embed(code_chunks) * mine.with_options(fast=False).embed(code_chunks)).sum(axis=1)
     assert cosine.min() > 0.999
-    from tool_servers.search.embed_cache import cache_root
+    from tool_servers.search.embed import _openvino_cache_dir
 
-    recipe = saved_recipe(source=mine.source, name=mine.base_name, cache_dir=cache_root() / "openvino")
+    recipe = saved_recipe(source=mine.source, name=mine.base_name, cache_dir=_openvino_cache_dir())
     assert recipe is not None and recipe.inputs == ("input_ids", "attention_mask")

@@ -26,10 +26,11 @@ def length_batches(lengths: np.ndarray, *, max_size: int, min_ratio: float) -> l
     return batches
 
 
-def token_lengths(model: "SentenceTransformer", texts: list[str]) -> np.ndarray:
-    """Tokens each text gives the model after its cap (special tokens included)."""
-    tokenizer = model.tokenizer
-    encoded = tokenizer(texts, truncation=True, max_length=model.max_seq_length, add_special_tokens=True)[
-        "input_ids"
-    ]
+def token_lengths(
+    model: "SentenceTransformer", texts: list[str], *, max_length: int | None = None
+) -> np.ndarray:
+    """Tokens each text gives the model after the cap (`max_length`, default the model's own),
+    special tokens included."""
+    cap = max_length or model.max_seq_length
+    encoded = model.tokenizer(texts, truncation=True, max_length=cap, add_special_tokens=True)["input_ids"]
     return np.fromiter((len(ids) for ids in encoded), dtype=np.int64, count=len(texts))

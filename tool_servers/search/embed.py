@@ -303,7 +303,7 @@ def load_model(
     if max_tokens == "auto":
         max_tokens = BUNDLED_MAX_TOKENS if name == BUNDLED_MODEL else None
     if fast and runtime != "torch":
-        recipe = saved_recipe(source=source, name=name, cache_dir=cache_root() / "openvino")
+        recipe = saved_recipe(source=source, name=name, cache_dir=_openvino_cache_dir())
         if recipe is not None:
             # Converted before: run it without importing sentence-transformers and torch (~5 s).
             try:
@@ -427,6 +427,10 @@ def _unit_rows(vectors: np.ndarray) -> np.ndarray:
     return (vectors / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
 
 
+def _openvino_cache_dir() -> Path:
+    return cache_root() / "openvino"
+
+
 _openvino_lock = threading.Lock()
 _openvino_encoders: dict[tuple[str, str, Precision, int | None], OpenVinoEncoder] = {}
 
@@ -445,7 +449,7 @@ def _openvino_encoder(
                 source=source,
                 name=name,
                 precision=precision,
-                cache_dir=cache_root() / "openvino",
+                cache_dir=_openvino_cache_dir(),
                 max_tokens=max_tokens,
             )
             _openvino_encoders[key] = encoder

@@ -25,7 +25,7 @@ telemetry import there falls back to a stub on ImportError, so `_import_openvino
 """
 
 import contextlib
-import copy
+import functools
 import hashlib
 import os
 import shutil
@@ -119,20 +119,21 @@ class Preprocessor(Protocol):
 
 class _PipelinePreprocessor:
     """Preprocessing by the loaded sentence-transformers model (for models whose tokenizer could
-    not be saved faithfully): tokenizes twice, for lengths and per batch."""
+    not be saved faithfully), capped at `max_tokens`: tokenizes twice, for lengths and per batch."""
 
-    def __init__(self, model: "SentenceTransformer", inputs: list[str]) -> None:
+    def __init__(self, model: "SentenceTransformer", inputs: list[str], max_tokens: int | None) -> None:
         self._model = model
         self._inputs = inputs
+        self._cap = min(max_tokens or model.max_seq_length, model.max_seq_length)
 
     def encode(self, texts: list[str]) -> list[Any]:
         return texts
 
     def lengths(self, items: list[Any]) -> np.ndarray:
-        return token_lengths(self._model, items)
+        return token_lengths(self._model, items, max_length=self._cap)
 
     def batch(self, items: list[Any]) -> dict[str, np.ndarray]:
-        features = self._model.preprocess(items)
+        features = self._model.preprocess(items, max_length=self._cap)
         return {name: features[name].numpy() for name in self._inputs}
 
 
@@ -186,17 +187,14 @@ def load_encoder(
                 raise OpenVinoUnavailable(f"{name} is not converted for OpenVINO yet")
             _convert(model, ir_dir)
         try:
-            compiled = core.compile_model(str(ir_dir / _IR_FILE), "CPU", config)
-        except RuntimeError as exc:
+            compiled = _compile(core, ir_dir, config, name)
+        except OpenVinoUnavailable:
             if converted_now or model is None:
-                raise OpenVinoUnavailable(f"OpenVINO cannot compile {name}: {exc}") from exc
+                raise
             # A cached IR that does not load (truncated by a full disk, edited): convert again.
             shutil.rmtree(ir_dir, ignore_errors=True)
             _convert(model, ir_dir)
-            try:
-                compiled = core.compile_model(str(ir_dir / _IR_FILE), "CPU", config)
-            except RuntimeError as exc2:
-                raise OpenVinoUnavailable(f"OpenVINO cannot compile {name}: {exc2}") from exc2
+            compiled = _compile(core, ir_dir, config, name)
         recipe = load_recipe(ir_dir)
         _touch(ir_dir)
         if converted_now:
@@ -211,12 +209,8 @@ def load_encoder(
         return OpenVinoEncoder(compiled, tokenizer, recipe.dimension)
     if model is None:
         raise OpenVinoUnavailable(f"{name} needs its sentence-transformers pipeline to preprocess text")
-    if max_tokens is not None and max_tokens < int(model.max_seq_length):
-        model = copy.deepcopy(model)  # the caller's model stays uncapped
-        model.max_seq_length = max_tokens
-    return OpenVinoEncoder(
-        compiled, _PipelinePreprocessor(model, inputs), int(model.get_embedding_dimension())
-    )
+    preprocessor = _PipelinePreprocessor(model, inputs, max_tokens)
+    return OpenVinoEncoder(compiled, preprocessor, int(model.get_embedding_dimension()))
 
 
 _convert_lock = threading.Lock()
@@ -241,9 +235,12 @@ def _import_openvino() -> Any:
     return openvino
 
 
+@functools.lru_cache(maxsize=16)
 def _ir_key(source: str, name: str, version: str) -> str:
     """Names the converted model by what it was converted from: the model's files (size and
-    modification time) and the OpenVINO version, so an upgraded model or runtime converts again."""
+    modification time) and the OpenVINO version, so an upgraded model or runtime converts again.
+    Memoised: a load asks twice (`saved_recipe`, then `load_encoder`), and a process does not see
+    its model upgraded under it."""
     digest = hashlib.sha256(f"{name}\0{version}\0".encode())
     root = Path(source)
     if root.is_dir():
@@ -254,6 +251,13 @@ def _ir_key(source: str, name: str, version: str) -> str:
                     f"{file.relative_to(root).as_posix()}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode()
                 )
     return digest.hexdigest()[:24]
+
+
+def _compile(core: Any, ir_dir: Path, config: dict[str, str], name: str) -> Any:
+    try:
+        return core.compile_model(str(ir_dir / _IR_FILE), "CPU", config)
+    except RuntimeError as exc:
+        raise OpenVinoUnavailable(f"OpenVINO cannot compile {name}: {exc}") from exc
 
 
 def _touch(ir_dir: Path) -> None:

@@ -7,7 +7,6 @@ probe at conversion time showed it gives exactly the arrays `SentenceTransformer
 gives (models with prompts, chat templates or extra inputs keep the full path).
 """
 
-import copy
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,11 +96,9 @@ def save_if_faithful(model: "SentenceTransformer", inputs: list[str], directory:
         pad_left=tokenizer.padding_side == "left",
     )
     backend.save(str(directory / TOKENIZER_FILE))
-    probe_model = copy.deepcopy(model)  # the caller's model may be in use: never change its cap
     for cap in (recipe.max_tokens, 8):
         replay = SavedTokenizer(directory, recipe, cap)
-        probe_model.max_seq_length = cap
-        expected = probe_model.preprocess(_PROBE)
+        expected = model.preprocess(_PROBE, max_length=cap)
         got = replay.batch(replay.encode(_PROBE))
         if any(not np.array_equal(got[name], expected[name].numpy()) for name in inputs):
             (directory / TOKENIZER_FILE).unlink()
