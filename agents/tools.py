@@ -26,7 +26,10 @@ MODE_SCOPES: dict[str, frozenset[ScopeName]] = {
 class ToolProvider(Protocol):
     """Opens the tool servers of one root with a grant; see the module docstring."""
 
-    def servers(self, root: Path, scopes: frozenset[ScopeName]) -> dict[ServerName, Any]:
+    def servers(
+        self, root: Path, scopes: frozenset[ScopeName], *, index_dir: Path | None = None
+    ) -> dict[ServerName, Any]:
         """MCP targets of the servers for `root`, each granted `scopes` (tools outside them are
-        neither listed nor callable). The caller owns the sessions it opens on them."""
+        neither listed nor callable); `index_dir` is where `search` keeps its index (default: the
+        server's own choice). The caller owns the sessions it opens on them."""
         ...

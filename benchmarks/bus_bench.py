@@ -27,7 +27,7 @@ from bus.actor import Actor, ActorSpec, Delivery
 from bus.config import BusConfig
 from bus.connection import Bus, open_bus
 from bus.envelope import Envelope
-from bus.messages import EchoRequest
+from agents.echo import EchoRequest
 from bus.server import open_nats_server
 from bus.streams import ensure_streams
 

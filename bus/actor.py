@@ -5,12 +5,15 @@ For each message a worker receives (a continuous pull, `bus/consume.py`):
 - a redelivery (`num_delivered > 1`) of a message id this role already finished: `ack`, nothing else;
 - otherwise the handler runs; while it runs, one heartbeat loop sends `in_progress` for every
   message held longer than `heartbeat_s`, so long work is not redelivered to another worker;
-- handler returned: its results were published (and acked by their streams) inside the handler,
-  so the id is remembered as handled and the message acked — never before;
+- handler returned: the runtime publishes the `Reply`s it returned (each under an id derived from
+  the input's id and the reply's label, so a re-run republishes the same ids and JetStream stores
+  them once), waits for their streams' acks, remembers the id as handled and acks — never before;
 - `RetryLater` (or a bus timeout / no responders while publishing results): `nak` with the role's
   back-off; at the last allowed delivery, dead letter + `term`;
-- any other exception: on the last delivery dead letter + `term`; before it, `nak` with back-off
-  and the exception crashes this worker's loop, which its supervisor (`bus.supervise`) restarts.
+- any other exception is that message's alone: it is logged, a `handler_error` event is published
+  on its task, and it is nak'ed with back-off (dead-lettered at the last delivery) while the worker
+  keeps serving its other messages. Only infrastructure failures — the connection to NATS lost
+  (`BusClosed`) — end the worker, whose supervisor (`bus.supervise`) restarts it.
 
 `stop()` drains: no more fetches, in-flight handlers finish, then `run` returns. Cancellation
 instead `nak`s every in-flight message (shielded) so another worker gets it at once.
@@ -34,7 +37,8 @@ from bus.connection import Bus, nats_errors
 from bus.consume import PullFeed
 from bus.dead_letters import publish_dead_letter
 from bus.envelope import Envelope, parse_envelope
-from bus.errors import BusTimeout, MalformedMessage, NoResponders, UnsupportedSchemaVersion
+from bus.errors import BusClosed, BusTimeout, MalformedMessage, NoResponders, UnsupportedSchemaVersion
+from bus.messages import Event, Message
 from bus.records import read
 
 log = logging.getLogger("codeloop.bus")
@@ -69,15 +73,24 @@ class Delivery:
         await self.bus.publish(subject, envelope)
 
 
-Handler = Callable[[Delivery], Awaitable[None]]
+@dataclass(frozen=True)
+class Reply:
+    """A message a handler asks the runtime to publish once it returns."""
+
+    subject: str
+    payload: Message
+    label: str = "reply"
+    """Names the reply among the handler's replies; its id is derived from the input's id and
+    this label, so it must be unique per handler run and the same on every re-run."""
+
+
+Handler = Callable[[Delivery], Awaitable["Reply | list[Reply] | None"]]
 
 
 @dataclass(frozen=True)
-class ActorSpec:
-    """A role's handler and the delivery policy of its shared durable consumer."""
+class DeliveryPolicy:
+    """How a role's shared durable consumer delivers, retries and gives up on messages."""
 
-    address: subjects.RoleAddress
-    handler: Handler
     concurrency: int = 64
     """Messages one worker handles at once."""
     ack_wait_s: float = 30.0
@@ -92,6 +105,15 @@ class ActorSpec:
     """Record handled message ids so a redelivery after a lost ack skips the handler."""
     pull_expires_s: float = 5.0
     """Lifetime of one open pull request; a lost request (failover) is noticed after this."""
+
+
+@dataclass(frozen=True)
+class ActorSpec:
+    """A role's handler and the delivery policy of its shared durable consumer."""
+
+    address: subjects.RoleAddress
+    handler: Handler
+    policy: DeliveryPolicy = field(default_factory=DeliveryPolicy)
     on_settled: Callable[[str, str], None] | None = None
     """Called with (message id or "", outcome) once a message is settled: `acked`, `skipped`
     (already handled), `naked` or `dead_lettered`; for metrics and benchmarks."""
@@ -128,6 +150,10 @@ class Actor:
         """Set when `run` returned after `stop()` with nothing in flight."""
 
     @property
+    def policy(self) -> DeliveryPolicy:
+        return self.spec.policy
+
+    @property
     def role(self) -> str:
         return self.spec.address.role
 
@@ -142,10 +168,10 @@ class Actor:
         address = self.spec.address
         with nats_errors():
             await self.bus.js.add_consumer(address.stream, self._consumer_config())
-            if self.spec.remember_handled:
+            if self.policy.remember_handled:
                 self._handled_kv = await self.bus.js.key_value(subjects.HANDLED_BUCKET)
         feed = PullFeed(
-            self.bus, stream=address.stream, durable=address.durable, expires_s=self.spec.pull_expires_s
+            self.bus, stream=address.stream, durable=address.durable, expires_s=self.policy.pull_expires_s
         )
         await feed.open()
         try:
@@ -162,18 +188,18 @@ class Actor:
                 await feed.close()
 
     def _consumer_config(self) -> ConsumerConfig:
-        spec = self.spec
+        policy = self.policy
         return ConsumerConfig(
-            durable_name=spec.address.durable,
+            durable_name=self.spec.address.durable,
             ack_policy=AckPolicy.EXPLICIT,
-            ack_wait=spec.ack_wait_s,
-            max_deliver=spec.max_deliver,
-            filter_subject=spec.address.filter_subject,
-            max_ack_pending=max(1000, spec.concurrency * 4),
+            ack_wait=policy.ack_wait_s,
+            max_deliver=policy.max_deliver,
+            filter_subject=self.spec.address.filter_subject,
+            max_ack_pending=max(1000, policy.concurrency * 4),
         )
 
     async def _pull_loop(self, feed: PullFeed, tg: anyio.abc.TaskGroup) -> None:
-        concurrency = self.spec.concurrency
+        concurrency = self.policy.concurrency
         # Ask again once a quarter of the capacity is free: fewer, larger pull requests.
         refill_at = max(1, concurrency // 4)
         while not self._stopping.is_set():
@@ -199,7 +225,7 @@ class Actor:
         await self._slot_freed.wait()
 
     async def _heartbeat_loop(self) -> None:
-        interval = self.spec.heartbeat_s or self.spec.ack_wait_s / 3
+        interval = self.policy.heartbeat_s or self.policy.ack_wait_s / 3
         while True:
             await anyio.sleep(interval)
             due = time.monotonic() - interval
@@ -240,41 +266,85 @@ class Actor:
             self._settled(envelope.id, "skipped")
             return
         delivery = Delivery(envelope, msg.subject, deliveries, self.bus, self.role)
-        last = deliveries >= self.spec.max_deliver
+        last = deliveries >= self.policy.max_deliver
         try:
-            await self.spec.handler(delivery)
+            replies = await self.spec.handler(delivery)
+            for reply in _as_list(replies):
+                await delivery.publish(
+                    reply.subject, envelope.reply(reply.payload, id=delivery.derived_id(reply.label))
+                )
         except MalformedMessage as exc:
             await self._dead_letter(msg, envelope.task_id, "malformed", str(exc))
             return
+        except BusClosed:
+            raise  # infrastructure: the worker cannot go on; its supervisor restarts it
         except (RetryLater, BusTimeout, NoResponders) as exc:
             # Bus timeouts are transient too: a stream electing a new leader after a node died.
             if last:
                 await self._dead_letter(msg, envelope.task_id, "max_deliveries", f"still failing: {exc}")
             else:
-                self.stats.naked += 1
                 delay = getattr(exc, "delay_s", None)
-                await msg.nak(delay=delay if delay is not None else self._backoff(deliveries))
-                self._settled(envelope.id, "naked")
+                await self._nak(msg, envelope.id, delay if delay is not None else self._backoff(deliveries))
             return
         except Exception as exc:
+            # This message's failure is its own: the worker keeps serving the others.
+            error = f"{type(exc).__name__}: {exc}"
+            log.warning(
+                "%s: handler failed on %s (delivery %d of %d): %s",
+                self.role,
+                envelope.id,
+                deliveries,
+                self.policy.max_deliver,
+                error,
+                exc_info=exc,
+            )
+            await self._handler_error_event(envelope, deliveries, error, last=last)
             if last:
-                await self._dead_letter(
-                    msg, envelope.task_id, "handler_error", f"{type(exc).__name__}: {exc}"
-                )
-                return
-            self.stats.naked += 1
-            raise
+                await self._dead_letter(msg, envelope.task_id, "handler_error", error)
+            else:
+                await self._nak(msg, envelope.id, self._backoff(deliveries))
+            return
         await self._remember(envelope.id)
         await msg.ack()
         self.stats.handled += 1
         self._settled(envelope.id, "acked")
+
+    async def _nak(self, msg: Msg, message_id: str, delay: float) -> None:
+        self.stats.naked += 1
+        await msg.nak(delay=delay)
+        self._settled(message_id, "naked")
+
+    async def _handler_error_event(
+        self, envelope: Envelope, deliveries: int, error: str, *, last: bool
+    ) -> None:
+        event = Event(
+            name="handler_error",
+            message=f"{self.role} failed on a {envelope.kind} message: {error[:300]}",
+            data={
+                "role": self.role,
+                "message_id": envelope.id,
+                "message_kind": envelope.kind,
+                "delivery": deliveries,
+                "max_deliver": self.policy.max_deliver,
+                "given_up": last,
+            },
+        )
+        label = f"handler-error-{self.role}-{deliveries}"
+        # Best effort: a failed event must not turn a handler error into a crash of the worker.
+        try:
+            await self.bus.publish(
+                subjects.event(envelope.task_id, "handler_error"),
+                envelope.reply(event, id=uuid.uuid5(_ID_NAMESPACE, f"{envelope.id}/{label}").hex),
+            )
+        except (BusTimeout, NoResponders) as exc:
+            log.warning("%s: could not publish the handler_error event: %s", self.role, exc)
 
     def _settled(self, message_id: str, outcome: str) -> None:
         if self.spec.on_settled is not None:
             self.spec.on_settled(message_id, outcome)
 
     def _backoff(self, deliveries: int) -> float:
-        steps = self.spec.backoff_s or (0.0,)
+        steps = self.policy.backoff_s or (0.0,)
         return steps[min(deliveries, len(steps)) - 1]
 
     def _handled_key(self, message_id: str) -> str:
@@ -309,3 +379,9 @@ class Actor:
         await msg.term()
         self.stats.dead_lettered += 1
         self._settled("", "dead_lettered")
+
+
+def _as_list(replies: "Reply | list[Reply] | None") -> list[Reply]:
+    if replies is None:
+        return []
+    return [replies] if isinstance(replies, Reply) else list(replies)

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bus.errors import MalformedMessage, UnsupportedSchemaVersion
-from bus.messages import PAYLOAD_BY_KIND, SCHEMA_VERSION, Message
+from bus.messages import SCHEMA_VERSION, Message, payload_model, registered_kinds
 
 
 def new_id() -> str:
@@ -64,9 +64,9 @@ class Envelope(BaseModel):
         Raises:
             MalformedMessage: the kind is unknown or the payload does not fit its model.
         """
-        model = PAYLOAD_BY_KIND.get(self.kind)
+        model = payload_model(self.kind)
         if model is None:
-            raise MalformedMessage(f"unknown message kind {self.kind!r}; known: {sorted(PAYLOAD_BY_KIND)}")
+            raise MalformedMessage(f"unknown message kind {self.kind!r}; known: {registered_kinds()}")
         try:
             return model.model_validate(self.payload)
         except ValidationError as exc:

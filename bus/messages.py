@@ -1,206 +1,26 @@
-"""The payloads of a task's path, as they travel inside an `Envelope` (see `bus/envelope.py`).
+"""The bus's own payloads and the registry every payload kind is looked up in.
 
-Each payload names itself with a literal `kind`, which is also the envelope's `kind`, so a reader in
-any language can dispatch on one string. Models are closed (`extra="forbid"`): we produce and
-version them together, so drift fails loudly instead of being dropped. `codeloop schema` prints
-`json_schemas()` for agents written in other languages.
+`bus/` owns the envelope (`bus/envelope.py`), the `Event` and `DeadLetter` payloads and this
+registry; everything else that travels — tasks, plans, patches, reports — is defined by the
+package that owns it and registered here (`register_payloads`), as `agents/messages.py` does for
+the task's path and as a custom role does for its own messages. Each payload names itself with a
+literal `kind`, which is also the envelope's `kind`, so a reader in any language can dispatch on
+one string. Models are closed (`extra="forbid"`): we produce and version them together, so drift
+fails loudly instead of being dropped. `codeloop schema` prints `json_schemas()`.
 """
 
-from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 SCHEMA_VERSION = 1
 """Bumped on any incompatible change of an envelope or payload."""
 
-Mode = Literal["read", "write", "execute"]
-TaskStatus = Literal[
-    "submitted", "planning", "retrieving", "coding", "verifying", "revising", "done", "handed_off", "failed"
-]
-TERMINAL_STATUSES: frozenset[str] = frozenset({"done", "handed_off", "failed"})
-
 
 class Message(BaseModel):
+    """Base of every payload: closed, frozen, field docstrings as JSON-schema descriptions."""
+
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
-
-
-class Budgets(Message):
-    """Limits that end every loop; ending by one hands the task to a human."""
-
-    max_steps: int = Field(default=30, ge=1)
-    """Tool calls and agent steps, all roles together."""
-    max_revisions: int = Field(default=3, ge=0)
-    """Times the verifier may send a patch back for revision."""
-    max_tool_failures: int = Field(default=5, ge=1)
-    """Consecutive failed tool calls before the coder gives up."""
-    deadline_s: float = Field(default=1800.0, gt=0)
-    """Wall-clock limit for the whole task."""
-    max_tokens: int = Field(default=200_000, ge=1)
-    """Model tokens, input and output, all roles together."""
-
-
-class Usage(Message):
-    """What a task or one agent step consumed."""
-
-    requests: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    tool_calls: int = 0
-    latency_s: float = 0.0
-
-
-class TaskSubmitted(Message):
-    """A client asks for a task; published on `codeloop.task.submit`, deduplicated by envelope id."""
-
-    kind: Literal["task_submitted"] = "task_submitted"
-    text: str = Field(min_length=1)
-    """What the user wants, in their words."""
-    repo: str
-    """Path (or URL) of the repository the task is about."""
-    mode: Mode = "read"
-    """read: answer only; write: may propose a patch; execute: may also run code in the sandbox."""
-    budgets: Budgets = Budgets()
-
-
-class PlanStep(Message):
-    description: str
-    files: list[str] = []
-    """Repository-relative paths this step expects to touch or read."""
-
-
-class Plan(Message):
-    """The planner's structured plan."""
-
-    kind: Literal["plan"] = "plan"
-    steps: list[PlanStep]
-    hypotheses: list[str] = []
-    files_of_interest: list[str] = []
-    revision_reason: str | None = None
-    """Why this plan replaces the previous one; None for the first plan."""
-
-
-class PlanRequest(Message):
-    kind: Literal["plan_request"] = "plan_request"
-    task: TaskSubmitted
-    previous: Plan | None = None
-    feedback: str | None = None
-    """Why the previous attempt failed, when this is a revision."""
-
-
-class Snippet(Message):
-    path: str
-    start_line: int
-    end_line: int
-    symbol: str | None = None
-    text: str
-    score: float = 0.0
-
-
-class ContextRequest(Message):
-    kind: Literal["context_request"] = "context_request"
-    repo: str
-    query: str
-    files_of_interest: list[str] = []
-    token_budget: int = 6000
-
-
-class Context(Message):
-    """What the retriever packed for the coder: snippets and a repository map within a token budget."""
-
-    kind: Literal["context"] = "context"
-    snippets: list[Snippet] = []
-    repo_map: str = ""
-    tokens: int = 0
-
-
-class Failure(Message):
-    """One structured verification failure, precise enough to act on."""
-
-    failure_class: Literal["test_failure", "test_error", "static_check", "patch_rejected", "timeout", "other"]
-    test_id: str | None = None
-    path: str | None = None
-    line: int | None = None
-    message: str
-    stack_summary: str | None = None
-
-
-class CodeRequest(Message):
-    kind: Literal["code_request"] = "code_request"
-    task: TaskSubmitted
-    plan: Plan
-    context: Context
-    failures: list[Failure] = []
-    """Failures of the previous patch, when revising."""
-
-
-class PatchProposal(Message):
-    kind: Literal["patch_proposal"] = "patch_proposal"
-    diff: str
-    """Unified diff against the task's repository."""
-    summary: str = ""
-    usage: Usage = Usage()
-
-
-class CheckResult(Message):
-    name: str
-    passed: bool
-    output: str = ""
-
-
-class VerifyRequest(Message):
-    kind: Literal["verify_request"] = "verify_request"
-    repo: str
-    diff: str
-    test_command: list[str] | None = None
-
-
-class VerificationReport(Message):
-    kind: Literal["verification_report"] = "verification_report"
-    passed: bool
-    checks: list[CheckResult] = []
-    failures: list[Failure] = []
-
-
-class EchoRequest(Message):
-    """Work for the `echo` role, which carries tasks end to end until the real agents exist."""
-
-    kind: Literal["echo_request"] = "echo_request"
-    text: str
-
-
-class EchoResult(Message):
-    kind: Literal["echo_result"] = "echo_result"
-    text: str
-
-
-class TaskResult(Message):
-    kind: Literal["task_result"] = "task_result"
-    status: TaskStatus
-    answer: str | None = None
-    patch_ref: str | None = None
-    """Object-store name of the patch, when there is one."""
-    report: VerificationReport | None = None
-    usage: Usage = Usage()
-    trace_id: str | None = None
-
-
-class TaskState(Message):
-    """The task record kept in the `codeloop-tasks` KV bucket; every transition is written here first."""
-
-    kind: Literal["task_state"] = "task_state"
-    task_id: str
-    status: TaskStatus
-    task: TaskSubmitted
-    created_at: datetime
-    updated_at: datetime
-    step: int = 0
-    revisions: int = 0
-    retries: int = 0
-    plan: Plan | None = None
-    usage: Usage = Usage()
-    result: TaskResult | None = None
-    error: str | None = None
 
 
 class Event(Message):
@@ -208,9 +28,11 @@ class Event(Message):
 
     kind: Literal["event"] = "event"
     name: str
-    """What happened: `transition`, `tool_call`, `step`, `dead_letter`, `result`, ..."""
+    """What happened: `transition`, `tool_call`, `model_call`, `handler_error`, `dead_letter`, ..."""
     message: str = ""
+    """One line for a person."""
     data: dict[str, Any] = {}
+    """Details for programs; never secrets, never whole file contents."""
 
 
 class DeadLetter(Message):
@@ -218,26 +40,66 @@ class DeadLetter(Message):
 
     kind: Literal["dead_letter"] = "dead_letter"
     reason: Literal["malformed", "unsupported_schema_version", "max_deliveries", "handler_error"]
+    """Why it was given up: unreadable, a schema version we do not speak, or still failing at the
+    last allowed delivery (`max_deliveries`, `handler_error`)."""
     error: str
+    """The error of the last attempt."""
     subject: str
+    """The subject the message was published on."""
     data: str
     """The original message, decoded as UTF-8 with replacement, cut to 64 KiB."""
     deliveries: int = 1
+    """How often it was delivered before it was given up."""
 
 
-PAYLOADS: tuple[type[Message], ...] = (
-    TaskSubmitted, PlanRequest, Plan, ContextRequest, Context, CodeRequest, PatchProposal,
-    VerifyRequest, VerificationReport, EchoRequest, EchoResult, TaskResult, TaskState, Event, DeadLetter,
-)  # fmt: skip
-PAYLOAD_BY_KIND: dict[str, type[Message]] = {p.model_fields["kind"].default: p for p in PAYLOADS}
+class DuplicateKind(ValueError):
+    """Two different models registered under one `kind`."""
+
+
+_REGISTRY: dict[str, type[Message]] = {}
+
+
+def kind_of(model: type[Message]) -> str:
+    """The literal `kind` a payload model declares."""
+    field = model.model_fields.get("kind")
+    if field is None or not isinstance(field.default, str):
+        raise TypeError(f"{model.__name__} has no literal `kind` field with a default")
+    return field.default
+
+
+def register_payloads(*models: type[Message]) -> None:
+    """Make `models` known to envelopes by their `kind`; registering the same model again is a no-op.
+
+    Raises:
+        DuplicateKind: another model already holds one of the kinds.
+    """
+    for model in models:
+        kind = kind_of(model)
+        known = _REGISTRY.get(kind)
+        if known is not None and known is not model:
+            raise DuplicateKind(f"kind {kind!r} is registered by {known.__qualname__} already")
+        _REGISTRY[kind] = model
+
+
+def payload_model(kind: str) -> type[Message] | None:
+    """The model registered for `kind`, None when nobody registered it."""
+    return _REGISTRY.get(kind)
+
+
+def registered_kinds() -> list[str]:
+    return sorted(_REGISTRY)
 
 
 def json_schemas() -> dict[str, Any]:
-    """JSON Schema of the envelope and of every payload, keyed by kind, for agents in other languages."""
+    """JSON Schema of the envelope and of every registered payload, keyed by kind, for agents in
+    other languages."""
     from bus.envelope import Envelope
 
     return {
         "schema_version": SCHEMA_VERSION,
         "envelope": Envelope.model_json_schema(),
-        "payloads": {kind: model.model_json_schema() for kind, model in PAYLOAD_BY_KIND.items()},
+        "payloads": {kind: _REGISTRY[kind].model_json_schema() for kind in registered_kinds()},
     }
+
+
+register_payloads(Event, DeadLetter)

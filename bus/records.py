@@ -7,16 +7,18 @@ record the winner wrote and applies its change again on top of it.
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import nats.js.errors
 from nats.js.kv import KeyValue
 
 from bus import subjects
-from bus.connection import Bus, nats_errors
+from bus.connection import nats_errors
 from bus.errors import RecordConflict
-from bus.messages import TaskState
+from bus.messages import Message
 
 DEFAULT_ATTEMPTS = 50
+M = TypeVar("M", bound=Message)
 
 Change = Callable[[bytes | None], bytes | None | Awaitable[bytes | None]]
 
@@ -67,46 +69,43 @@ async def compare_and_set(
     raise RecordConflict(f"{key}: still conflicting after {attempts} attempts")
 
 
-class TaskRecords:
-    """The `codeloop-tasks` bucket: one `TaskState` per task id."""
+class Records(Generic[M]):
+    """One bucket of typed records (a `Message` model per key), changed only by compare-and-set."""
 
-    def __init__(self, kv: KeyValue) -> None:
+    def __init__(self, kv: KeyValue, model: type[M], *, prefix: str) -> None:
         self.kv = kv
+        self.model = model
+        self.prefix = prefix
 
-    @classmethod
-    async def open(cls, bus: Bus) -> "TaskRecords":
-        return cls(await bus.kv(subjects.TASKS_BUCKET))
+    def key(self, name: str) -> str:
+        return f"{self.prefix}.{subjects.token(name)}"
 
-    @staticmethod
-    def key(task_id: str) -> str:
-        return f"task.{subjects.token(task_id)}"
+    async def get(self, name: str) -> M | None:
+        current = await read(self.kv, self.key(name))
+        return self.model.model_validate_json(current.value) if current.value else None
 
-    async def get(self, task_id: str) -> TaskState | None:
-        current = await read(self.kv, self.key(task_id))
-        return TaskState.model_validate_json(current.value) if current.value else None
-
-    async def update(
-        self, task_id: str, change: Callable[[TaskState | None], TaskState | None]
-    ) -> TaskState | None:
-        """Compare-and-set the record of `task_id`; `change` gets None when there is no record yet.
+    async def update(self, name: str, change: Callable[[M | None], M | None]) -> M | None:
+        """Compare-and-set the record `name`; `change` gets None when there is no record yet and
+        returns None (or the record unchanged) to leave it as it is.
 
         Raises:
             RecordConflict: too many lost races in a row.
         """
 
         def _change(raw: bytes | None) -> bytes | None:
-            state = TaskState.model_validate_json(raw) if raw else None
+            state = self.model.model_validate_json(raw) if raw else None
             new = change(state)
             return None if new is None or new == state else new.model_dump_json().encode()
 
-        result = await compare_and_set(self.kv, self.key(task_id), _change)
-        return TaskState.model_validate_json(result.value) if result.value else None
+        result = await compare_and_set(self.kv, self.key(name), _change)
+        return self.model.model_validate_json(result.value) if result.value else None
 
-    async def all(self) -> list[TaskState]:
+    async def all(self) -> list[M]:
         with nats_errors():
             try:
                 keys = await self.kv.keys()
             except nats.js.errors.NoKeysError:
                 return []
-        states = [await self.get(key.removeprefix("task.")) for key in keys if key.startswith("task.")]
-        return sorted((s for s in states if s), key=lambda s: s.created_at)
+        prefix = self.prefix + "."
+        records = [await self.get(key.removeprefix(prefix)) for key in keys if key.startswith(prefix)]
+        return [r for r in records if r is not None]

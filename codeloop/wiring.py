@@ -10,22 +10,21 @@ cancels, which hands in-flight messages back to JetStream and stops the HTTP ser
 
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
 
 from agents.echo import echo_spec
-from agents.orchestrator import orchestrator_spec
-from bus.actor import Actor, ActorSpec
+from agents.orchestrator import Pipeline, orchestrator_spec
+from agents.records import TaskRecords
+from bus.actor import Actor, ActorSpec, DeliveryPolicy
 from bus.config import BusConfig
 from bus.connection import Bus, open_bus
 from bus.dead_letters import watch_max_deliveries
-from bus.records import TaskRecords
 from bus.server import open_nats_server
 from bus.streams import ensure_streams
 from bus.supervise import Supervisor
@@ -43,19 +42,19 @@ class UnknownRole(ValueError):
 
 
 async def role_specs(
-    bus: Bus, roles: Sequence[str], policy: Mapping[str, Any] | None = None
+    bus: Bus, roles: Sequence[str], policy: DeliveryPolicy | None = None, *, pipeline: Pipeline | None = None
 ) -> list[ActorSpec]:
     """The actor of each role name; a role may appear twice to run two workers of it.
 
-    `policy` overrides delivery fields of every `ActorSpec` (e.g. a short `ack_wait_s` in tests).
+    `policy` replaces every actor's delivery policy (e.g. a short `ack_wait_s` in tests);
+    `pipeline` fixes the orchestrator's pipeline for every task (default: chosen per task).
     """
-    policy = dict(policy or {})
     specs = []
     for role in roles:
         if role == "orchestrator":
-            specs.append(orchestrator_spec(await TaskRecords.open(bus), **policy))
+            specs.append(orchestrator_spec(await TaskRecords.open(bus), policy=policy, pipeline=pipeline))
         elif role == "echo":
-            specs.append(echo_spec(**policy))
+            specs.append(echo_spec(policy))
         else:
             raise UnknownRole(f"unknown role {role!r}; known roles: {', '.join(DEFAULT_ROLES)}")
     return specs
@@ -66,7 +65,8 @@ async def serve(
     *,
     roles: Sequence[str] = DEFAULT_ROLES,
     stop: anyio.Event,
-    actor_policy: Mapping[str, Any] | None = None,
+    actor_policy: DeliveryPolicy | None = None,
+    pipeline: Pipeline | None = None,
     mcp: McpHosting | None = None,
     on_ready: Callable[[ServeNote], None] = lambda note: None,
     task_status: TaskStatus[ServeNote] = anyio.TASK_STATUS_IGNORED,
@@ -87,7 +87,7 @@ async def serve(
             servers = (server.url,)
         bus = await stack.enter_async_context(open_bus(config, servers=servers))
         await ensure_streams(bus)
-        actors = [Actor(bus, spec) for spec in await role_specs(bus, roles, actor_policy)]
+        actors = [Actor(bus, spec) for spec in await role_specs(bus, roles, actor_policy, pipeline=pipeline)]
         async with anyio.create_task_group() as tg:
             await tg.start(Supervisor("dead-letter watcher", partial(watch_max_deliveries, bus)).run)
             for actor in actors:

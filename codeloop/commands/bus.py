@@ -267,9 +267,9 @@ def submit(
     """Submit a task; prints its id (follow it with `codeloop watch ID`)."""
     from pydantic import ValidationError
 
+    from agents.client import submit_task
+    from agents.messages import TaskSubmitted
     from bus.connection import open_bus
-    from bus.messages import TaskSubmitted
-    from bus.tasks import submit_task
     from codeloop.config import client_bus_config
 
     if not repo.is_dir():
@@ -307,9 +307,9 @@ def watch(
     as_json: JsonOpt = False,
 ) -> None:
     """Print a task's events as they happen, from its first, until the task ends."""
+    from agents.client import watch_task
+    from agents.records import TaskRecords
     from bus.connection import open_bus
-    from bus.records import TaskRecords
-    from bus.tasks import watch_task
     from codeloop.config import client_bus_config
 
     def show(envelope: Any) -> None:
@@ -353,8 +353,8 @@ def status(
     as_json: JsonOpt = False,
 ) -> None:
     """Show the record of one task, or a table of all tasks."""
+    from agents.records import TaskRecords
     from bus.connection import open_bus
-    from bus.records import TaskRecords
     from codeloop.config import client_bus_config
 
     async def main() -> list[Any]:

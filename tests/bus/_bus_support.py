@@ -5,12 +5,12 @@ from contextlib import asynccontextmanager
 
 import anyio
 
+from agents.client import watch_task
 from bus.actor import Actor, ActorSpec
 from bus.connection import Bus
 from bus.dead_letters import watch_max_deliveries
 from bus.envelope import Envelope
 from bus.supervise import Supervisor
-from bus.tasks import watch_task
 
 
 @asynccontextmanager

@@ -22,7 +22,7 @@ import anyio
 
 from agents.echo import handle_echo
 from bus import subjects
-from bus.actor import Actor, ActorSpec, Delivery
+from bus.actor import Actor, ActorSpec, Delivery, DeliveryPolicy
 from bus.config import BusConfig
 from bus.connection import open_bus
 from bus.records import compare_and_set
@@ -39,7 +39,7 @@ async def main(url: str, mode: str) -> None:
             await bus.nc.publish("test.holding", json.dumps({"pid": os.getpid(), "stage": stage}).encode())
             await bus.nc.flush()
 
-        async def handler(delivery: Delivery) -> None:
+        async def handler(delivery: Delivery):
             if mode == "hold-before-effect":
                 await announce("before-effect")
                 await anyio.sleep_forever()
@@ -56,9 +56,13 @@ async def main(url: str, mode: str) -> None:
             if mode == "hold-after-effect":
                 await announce("after-effect")
                 await anyio.sleep_forever()
-            await handle_echo(delivery)
+            return await handle_echo(delivery)
 
-        spec = ActorSpec(address=subjects.RoleAddress.worker("echo"), handler=handler, ack_wait_s=1.0)
+        spec = ActorSpec(
+            address=subjects.RoleAddress.worker("echo"),
+            handler=handler,
+            policy=DeliveryPolicy(ack_wait_s=1.0),
+        )
         actor_class = DiesBeforeAck if mode == "die-before-ack" else Actor
         await actor_class(bus, spec).run()
 

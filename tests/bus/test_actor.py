@@ -3,11 +3,11 @@
 import anyio
 import pytest
 
+from agents.echo import EchoRequest, EchoResult
 from bus import subjects
-from bus.actor import Actor, ActorSpec, Delivery, RetryLater
+from bus.actor import Actor, ActorSpec, Delivery, DeliveryPolicy, Reply, RetryLater
 from bus.connection import Bus
 from bus.envelope import Envelope
-from bus.messages import EchoRequest, EchoResult
 from bus.supervise import RestartPolicy, Supervisor
 from tests.bus._bus_support import collect_events, running, wait_stream_empty
 
@@ -16,7 +16,9 @@ ROLE = "probe"
 
 
 def _spec(handler, **policy) -> ActorSpec:
-    return ActorSpec(address=subjects.RoleAddress.worker(ROLE), handler=handler, **policy)
+    return ActorSpec(
+        address=subjects.RoleAddress.worker(ROLE), handler=handler, policy=DeliveryPolicy(**policy)
+    )
 
 
 async def _send(bus: Bus, text: str = "x", task_id: str = "t1") -> Envelope:
@@ -68,27 +70,61 @@ async def test_transient_failures_are_retried_then_dead_lettered_after_max_deliv
     assert letters[0].payload["deliveries"] == 3
 
 
-async def test_a_crashed_handler_loop_is_restarted_by_its_supervisor(bus: Bus) -> None:
-    """Issue 2 item 6: an unexpected error crashes the worker loop; the supervisor restarts it and the message is handled."""
+async def test_a_failing_handler_naks_only_its_message_and_reports_a_handler_error(bus: Bus) -> None:
+    """A handler's exception is its message's alone: nak with back-off, a `handler_error` event, and
+    the same worker handles the redelivery; nothing crashes."""
     attempts = 0
 
-    async def crashes_once(delivery: Delivery) -> None:
+    async def fails_once(delivery: Delivery) -> Reply:
         nonlocal attempts
         attempts += 1
         if attempts == 1:
             raise RuntimeError("bug on first try")
-        await _reply(delivery)
+        return Reply(subjects.event(delivery.envelope.task_id, "result"), EchoResult(text="ok"))
 
-    actor = Actor(bus, _spec(crashes_once, backoff_s=(0.05,)))
-    supervisor = Supervisor("probe", actor.run, RestartPolicy(backoff_s=(0.05,)))
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            await tg.start(supervisor.run)
-            await _send(bus, task_id="t-crash")
-            await collect_events(bus, "t-crash", lambda evs: len(evs) >= 1)
-            actor.stop()
-    assert attempts == 2
-    assert [str(e) for e in supervisor.restarts] == ["bug on first try"]
+    async with running(bus, _spec(fails_once, backoff_s=(0.05,))) as (actor,):
+        await _send(bus, task_id="t-crash")
+        with anyio.fail_after(10):
+            events = await collect_events(
+                bus, "t-crash", lambda evs: any(e.kind == "echo_result" for e in evs)
+            )
+    errors = [e for e in events if e.kind == "event" and e.payload["name"] == "handler_error"]
+    assert attempts == 2 and actor.stats.naked == 1 and actor.stats.handled == 1
+    assert len(errors) == 1 and "bug on first try" in errors[0].payload["message"]
+    assert errors[0].payload["data"]["given_up"] is False
+
+
+async def test_two_poison_messages_among_sixty_leave_the_healthy_ones_and_the_worker_running(
+    bus: Bus,
+) -> None:
+    """One failing handler must not take its siblings down: poison messages are dead-lettered after
+    their deliveries while all healthy messages beside them complete on the same worker."""
+
+    async def handler(delivery: Delivery) -> Reply:
+        request = delivery.envelope.open()
+        if request.text == "poison":
+            raise ValueError("cannot digest this")
+        await anyio.sleep(0.01)
+        return Reply(subjects.event(delivery.envelope.task_id, "result"), EchoResult(text=request.text))
+
+    async with running(bus, _spec(handler, max_deliver=2, backoff_s=(0.05,), concurrency=16)) as (actor,):
+        for i in range(60):
+            await _send(bus, text="poison" if i in (7, 33) else f"ok-{i}", task_id="t-many")
+        with anyio.fail_after(30):
+            events = await collect_events(
+                bus, "t-many",
+                lambda evs: sum(e.kind == "echo_result" for e in evs) >= 58
+                and sum(e.kind == "dead_letter" for e in evs) >= 2,
+            )  # fmt: skip
+        # still serving after the poison: one more message goes through
+        await _send(bus, text="after", task_id="t-after")
+        with anyio.fail_after(10):
+            await collect_events(bus, "t-after", lambda evs: len(evs) >= 1)
+    done = sorted(e.payload["text"] for e in events if e.kind == "echo_result")
+    assert done == sorted(f"ok-{i}" for i in range(60) if i not in (7, 33))
+    letters = [e for e in events if e.kind == "dead_letter"]
+    assert {letter.payload["reason"] for letter in letters} == {"handler_error"}
+    assert actor.stats.dead_lettered == 2
 
 
 async def test_a_supervisor_gives_up_when_its_loop_keeps_crashing(bus: Bus) -> None:

@@ -6,14 +6,16 @@ from pathlib import Path
 import anyio
 import pytest
 
+from agents.client import submit_task
+from agents.messages import TaskSubmitted
+from agents.orchestrator import ECHO
+from agents.records import TaskRecords
+from bus.actor import DeliveryPolicy
 from bus.config import BusConfig
 from bus.connection import open_bus
 from bus.errors import BusError
-from bus.messages import TaskSubmitted
-from bus.records import TaskRecords
 from bus.server import open_nats_cluster
 from bus.streams import ensure_streams
-from bus.tasks import submit_task
 from codeloop.wiring import serve
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -28,9 +30,11 @@ async def test_killing_a_node_while_tasks_flow_loses_no_task(tmp_path: Path) -> 
             stop = anyio.Event()
             async with anyio.create_task_group() as tg:
                 # A short ack_wait so a message held by a worker on the dead node returns quickly.
-                policy = {"ack_wait_s": 2.0}
+                policy = DeliveryPolicy(ack_wait_s=2.0)
                 await tg.start(
-                    lambda task_status: serve(config, stop=stop, actor_policy=policy, task_status=task_status)
+                    lambda task_status: serve(
+                        config, stop=stop, actor_policy=policy, pipeline=ECHO, task_status=task_status
+                    )
                 )
                 async with open_bus(config) as client:
                     await ensure_streams(client)
@@ -61,7 +65,7 @@ async def _submit_retrying(client, task_id: str) -> str:
     """Resubmit on a failover timeout: the same task id makes the retry idempotent."""
     while True:
         try:
-            await submit_task(client, TaskSubmitted(text=task_id, repo="."), task_id=task_id)
+            await submit_task(client, TaskSubmitted(text=task_id, repo="/repo"), task_id=task_id)
             return task_id
         except BusError:
             await anyio.sleep(0.2)

@@ -6,14 +6,14 @@ import anyio
 import pytest
 from nats.js.api import AckPolicy, ConsumerConfig
 
-from agents.echo import echo_spec
-from agents.orchestrator import orchestrator_spec
+from agents.client import is_final, submit_task
+from agents.echo import EchoRequest, echo_spec
+from agents.messages import TaskSubmitted
+from agents.orchestrator import ECHO, orchestrator_spec
+from agents.records import TaskRecords
 from bus import subjects
 from bus.connection import Bus
 from bus.envelope import Envelope
-from bus.messages import EchoRequest, TaskSubmitted
-from bus.records import TaskRecords
-from bus.tasks import is_final, submit_task
 from tests.bus._bus_support import collect_events, running, wait_stream_empty
 
 pytestmark = pytest.mark.anyio
@@ -28,14 +28,14 @@ async def test_malformed_and_wrong_version_messages_are_dead_lettered_and_worker
     future["schema_version"] = 99
     bad_kind = Envelope.wrap(EchoRequest(text="x"), task_id="t-kind").model_dump(mode="json")
     bad_kind["kind"] = "no_such_kind"
-    async with running(bus, orchestrator_spec(records), echo_spec()) as actors:
+    async with running(bus, orchestrator_spec(records, pipeline=ECHO), echo_spec()) as actors:
         await bus.publish_bytes(subjects.TASK_SUBMIT, b"{not json")
         await bus.publish_bytes(subjects.work("echo"), json.dumps(future).encode())
         await bus.publish_bytes(subjects.work("echo"), json.dumps(bad_kind).encode())
         # A valid envelope of a kind the echo role does not take.
-        wrong_role = Envelope.wrap(TaskSubmitted(text="x", repo="."), task_id="t-role")
+        wrong_role = Envelope.wrap(TaskSubmitted(text="x", repo="/repo"), task_id="t-role")
         await bus.publish(subjects.work("echo"), wrong_role)
-        good, _ = await submit_task(bus, TaskSubmitted(text="still alive", repo="."))
+        good, _ = await submit_task(bus, TaskSubmitted(text="still alive", repo="/repo"))
         with anyio.fail_after(10):
             unknown = await collect_events(bus, "unknown", lambda evs: len(evs) >= 1)
             version = await collect_events(bus, "t-version", lambda evs: len(evs) >= 1)

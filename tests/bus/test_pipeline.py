@@ -3,13 +3,13 @@
 import anyio
 import pytest
 
+from agents.client import is_final, submit_task, watch_task
 from agents.echo import echo_spec
-from agents.orchestrator import orchestrator_spec
+from agents.messages import TaskSubmitted
+from agents.orchestrator import ECHO, orchestrator_spec
+from agents.records import TaskRecords
 from bus import subjects
 from bus.connection import MSG_ID_HEADER, Bus
-from bus.messages import TaskSubmitted
-from bus.records import TaskRecords
-from bus.tasks import is_final, submit_task, watch_task
 from tests.bus._bus_support import collect_events, running, wait_stream_empty
 
 pytestmark = pytest.mark.anyio
@@ -18,8 +18,8 @@ pytestmark = pytest.mark.anyio
 async def test_a_submitted_task_is_carried_to_done_by_the_echo_role(bus: Bus) -> None:
     """Issue 2 item 7: until the agents exist, echo carries a task end to end, visible as events."""
     records = await TaskRecords.open(bus)
-    async with running(bus, orchestrator_spec(records), echo_spec()):
-        envelope, _ = await submit_task(bus, TaskSubmitted(text="hello", repo="."))
+    async with running(bus, orchestrator_spec(records, pipeline=ECHO), echo_spec()):
+        envelope, _ = await submit_task(bus, TaskSubmitted(text="hello", repo="/repo"))
         with anyio.fail_after(10):
             events = await collect_events(bus, envelope.task_id, lambda evs: is_final(evs[-1]))
     assert [e.kind for e in events] == ["event", "event", "task_result"]
@@ -32,14 +32,14 @@ async def test_a_submitted_task_is_carried_to_done_by_the_echo_role(bus: Bus) ->
 async def test_the_same_task_published_twice_gives_one_task(bus: Bus) -> None:
     """Issue 2 (b): a second publish with the same id is deduplicated, and one beyond the window is ignored."""
     records = await TaskRecords.open(bus)
-    task = TaskSubmitted(text="once", repo=".")
+    task = TaskSubmitted(text="once", repo="/repo")
     envelope, first = await submit_task(bus, task, task_id="same-task")
     _, second = await submit_task(bus, task, task_id="same-task")
     assert (first.duplicate, second.duplicate) == (False, True)
     # Past JetStream's deduplication window the stream stores it again; the orchestrator's claim stops it.
     await bus.publish_bytes(subjects.TASK_SUBMIT, envelope.to_bytes(), headers={MSG_ID_HEADER: "late-copy"})
     echo = echo_spec()
-    async with running(bus, orchestrator_spec(records), echo) as actors:
+    async with running(bus, orchestrator_spec(records, pipeline=ECHO), echo) as actors:
         with anyio.fail_after(10):
             await watch_task(bus, "same-task", lambda e: None)
             await wait_stream_empty(bus, subjects.TASKS_STREAM)

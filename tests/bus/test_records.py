@@ -5,9 +5,9 @@ from datetime import UTC, datetime
 import anyio
 import pytest
 
+from agents.messages import TaskState, TaskSubmitted
+from agents.records import TaskRecords
 from bus.connection import Bus
-from bus.messages import TaskState, TaskSubmitted
-from bus.records import TaskRecords
 
 pytestmark = pytest.mark.anyio
 
@@ -17,7 +17,7 @@ def _state(task_id: str) -> TaskState:
     return TaskState(
         task_id=task_id,
         status="submitted",
-        task=TaskSubmitted(text="t", repo="."),
+        task=TaskSubmitted(text="t", repo="/repo"),
         created_at=now,
         updated_at=now,
     )

@@ -10,13 +10,13 @@ import anyio
 import pytest
 from anyio.abc import Process
 
-from agents.orchestrator import orchestrator_spec
+from agents.client import is_final, submit_task
+from agents.messages import TaskSubmitted
+from agents.orchestrator import ECHO, orchestrator_spec
+from agents.records import TaskRecords
 from bus import subjects
 from bus.connection import Bus
-from bus.messages import TaskSubmitted
-from bus.records import TaskRecords
 from bus.server import NatsServer
-from bus.tasks import is_final, submit_task
 from tests.bus._bus_support import collect_events, running, wait_stream_empty
 
 pytestmark = pytest.mark.anyio
@@ -52,8 +52,8 @@ async def test_task_completes_with_its_effect_once_after_its_worker_is_killed(
     first = await _start_worker(nats_server, f"hold-{stage}", tmp_path)
     second = None
     try:
-        async with running(bus, orchestrator_spec(records)):
-            envelope, _ = await submit_task(bus, TaskSubmitted(text="survive", repo="."))
+        async with running(bus, orchestrator_spec(records, pipeline=ECHO)):
+            envelope, _ = await submit_task(bus, TaskSubmitted(text="survive", repo="/repo"))
             with anyio.fail_after(30):
                 announced = json.loads((await holding.next_msg(timeout=25)).data)
                 assert announced == {"pid": first.pid, "stage": stage}
@@ -79,8 +79,8 @@ async def test_a_redelivery_of_a_handled_message_does_not_run_its_handler_again(
     first = await _start_worker(nats_server, "die-before-ack", tmp_path)
     second = None
     try:
-        async with running(bus, orchestrator_spec(records)):
-            envelope, _ = await submit_task(bus, TaskSubmitted(text="once only", repo="."))
+        async with running(bus, orchestrator_spec(records, pipeline=ECHO)):
+            envelope, _ = await submit_task(bus, TaskSubmitted(text="once only", repo="/repo"))
             with anyio.fail_after(30):
                 await first.wait()  # it killed itself between recording the message handled and acking
                 second = await _start_worker(nats_server, "normal-unguarded", tmp_path)

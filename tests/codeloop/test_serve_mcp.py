@@ -9,10 +9,10 @@ import anyio
 import httpx2
 import pytest
 
+from agents.client import watch_task
 from bus.config import BusConfig
 from bus.connection import open_bus
 from bus.envelope import Envelope
-from bus.tasks import watch_task
 from tests.codeloop.serve_support import http_client, running_serve
 
 pytestmark = pytest.mark.anyio

@@ -8,7 +8,7 @@ Public API (import from the modules; this package imports nothing so `embed` sta
     await CodeIndex.find_symbol(name) -> models.SymbolResult
     await CodeIndex.repo_map(token_budget) -> models.RepoMap
     CodeIndex.status() -> models.IndexStatus
-    context.build_context(goal=, snippets=, token_budget=, constraints=, observations=) -> models.ContextPack
+
 
 Pipeline: `files` walks the repository (skipping binaries, VCS and vendored trees, .gitignore'd
 paths, oversized and generated files); `chunks` cuts each file along its structure (`pychunks`

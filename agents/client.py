@@ -11,11 +11,11 @@ import anyio
 import nats.errors
 from nats.js.api import DeliverPolicy
 
+from agents.messages import TaskResult, TaskSubmitted
 from bus import subjects
 from bus.connection import Bus, Published, nats_errors
 from bus.envelope import Envelope, parse_envelope
 from bus.errors import MalformedMessage
-from bus.messages import TaskResult, TaskSubmitted
 
 
 def new_task_id() -> str:

@@ -9,11 +9,45 @@ merged first, so no line is paid for twice; a snippet that does not fit whole ke
 whole lines if at least `MIN_SNIPPET_LINES` fit, and is otherwise skipped for a smaller one.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from tool_servers.search.models import ContextPack, ContextSnippet, SearchHit
-from tool_servers.search.tokens import TokenCounter, estimate_tokens
+from agents.messages import Snippet as ContextSnippet
+
+TokenCounter = Callable[[str], int]
+
+
+def estimate_tokens(text: str) -> int:
+    """One token per 4 characters (the usual ratio of BPE tokenizers on English and code), rounded
+    up, and at least one per line because every newline costs one: the packer does not know which
+    model will read the context."""
+    if not text:
+        return 0
+    return max(-(-len(text) // 4), text.count("\n") + 1)
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """A retrieved chunk as `search_code` returns it (the `codeloop search --json` hit shape)."""
+
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str | None
+    score: float
+    snippet: str
+
+
+@dataclass(frozen=True)
+class ContextPack:
+    """Goal, constraints, observations and code packed into a token budget for an agent."""
+
+    text: str
+    tokens: int
+    budget: int
+    snippets: list[ContextSnippet]
+    observations_included: int
+    dropped_snippets: int
 
 MIN_SNIPPET_LINES = 3
 # Parts are joined by a blank line; each part is charged for it, so the sum bounds the whole

@@ -1,4 +1,4 @@
-"""The context builder (issue 4, item 5): goal, constraints, latest observations and the best
+"""The context builder : goal, constraints, latest observations and the best
 snippets in a token budget, overlapping snippets merged, never a snippet cut mid-line."""
 
 from pathlib import Path
@@ -6,9 +6,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tool_servers.search.context import build_context, merge_snippets
-from tool_servers.search.models import SearchHit
-from tool_servers.search.tokens import estimate_tokens
+from agents.context import SearchHit, build_context, estimate_tokens, merge_snippets
 
 SOURCE = (Path(anyio.__file__).parent / "_core" / "_tasks.py").read_text().splitlines()
 

@@ -1,0 +1,145 @@
+"""The retriever (no LLM): the code a task is about, ranked and packed into a token budget.
+
+Everything goes through the `search` MCP server, read-only, on a scratch copy of the task's tree:
+`search_code` with the task text (the server takes long, issue-shaped queries apart itself) and
+with each hypothesis of the plan, `find_symbol` for the identifiers the task or the plan name, and
+`repo_map` for the shape of the repository. Files are ranked by fused evidence (reciprocal rank
+over the result lists, plus the plan's files of interest), and the best snippets are packed with
+`agents.context.build_context`, which never cuts a snippet mid-line.
+"""
+
+import re
+from collections import defaultdict
+from typing import Any
+
+from mcp import Client
+
+from agents.context import SearchHit, build_context
+from agents.messages import Context, ContextRequest, RankedFile, StepFailed
+from agents.role import RoleDeps, StepError, index_dir_for, role_spec, scratch_workspace
+from bus.actor import ActorSpec, Delivery, DeliveryPolicy
+
+ROLE = "retriever"
+RRF_K = 60
+"""Reciprocal-rank constant, as in the search index's own fusion."""
+MAX_SYMBOLS = 8
+REPO_MAP_SHARE = 0.2
+"""Part of the token budget the repository map may take."""
+_IDENTIFIER = re.compile(r"`([A-Za-z_][\w.]*)`|\b([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[A-Z]\w*[a-z]\w*[A-Z]\w*|[a-z]+_[a-z_]\w*)\b")
+
+
+def identifiers(text: str) -> list[str]:
+    """Names worth a `find_symbol` look-up: backticked, dotted, CamelCase or snake_case words."""
+    seen: list[str] = []
+    for match in _IDENTIFIER.finditer(text):
+        name = match.group(1) or match.group(2)
+        if name and name not in seen and len(name) > 2:
+            seen.append(name)
+    return seen[:MAX_SYMBOLS]
+
+
+async def retrieve(deps: RoleDeps, task_id: str, request: ContextRequest) -> Context:
+    task, plan = request.task, request.plan
+    async with scratch_workspace(deps, task_id, task, "retrieve") as root:
+        target = deps.tools.servers(root, frozenset({"read"}), index_dir=index_dir_for(deps, task))["search"]
+        async with Client(target) as search:
+            lists: list[list[SearchHit]] = [await _search(search, task.text, k=20)]
+            for hypothesis in plan.hypotheses[:4]:
+                lists.append(await _search(search, hypothesis, k=8))
+            symbols = await _symbols(search, identifiers(task.text + "\n" + "\n".join(plan.hypotheses)))
+            repo_map = await _repo_map(search, int(request.token_budget * REPO_MAP_SHARE))
+    files = _rank(lists, symbols, plan.files_of_interest)
+    hits = [hit for hits in lists for hit in hits]
+    hits.sort(key=lambda h: -_file_score(files, h.path))
+    pack = build_context(
+        goal=task.text,
+        snippets=hits,
+        token_budget=max(200, request.token_budget - _estimate(repo_map)),
+    )
+    return Context(
+        step_id=request.step_id,
+        files=files,
+        snippets=list(pack.snippets),
+        repo_map=repo_map,
+        tokens=pack.tokens + _estimate(repo_map),
+    )
+
+
+async def _call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any] | None:
+    result = await client.call_tool(tool, args)
+    if result.is_error:
+        text = result.content[0].text if result.content else ""
+        if "not_found" in text or "nothing in the index" in text:
+            return None
+        raise StepError("env.infra", f"search server: {tool} failed: {text[:500]}")
+    return result.structured_content
+
+
+async def _search(client: Client, query: str, *, k: int) -> list[SearchHit]:
+    if not query.strip():
+        return []
+    data = await _call(client, "search_code", {"query": query[:20_000], "k": k})
+    hits = (data or {}).get("hits", [])
+    return [
+        SearchHit(h["path"], h["start_line"], h["end_line"], h.get("symbol"), h.get("score", 0.0), h["snippet"])
+        for h in hits
+    ]
+
+
+async def _symbols(client: Client, names: list[str]) -> dict[str, list[str]]:
+    """path -> the symbols the task names that are defined there."""
+    found: dict[str, list[str]] = defaultdict(list)
+    for name in names:
+        data = await _call(client, "find_symbol", {"name": name, "limit": 5})
+        for definition in (data or {}).get("definitions", []):
+            found[definition["path"]].append(name)
+    return found
+
+
+async def _repo_map(client: Client, budget: int) -> str:
+    data = await _call(client, "repo_map", {"token_budget": max(100, budget)})
+    return (data or {}).get("text", "") if data else ""
+
+
+def _rank(lists: list[list[SearchHit]], symbols: dict[str, list[str]], planned: list[str]) -> list[RankedFile]:
+    score: dict[str, float] = defaultdict(float)
+    why: dict[str, list[str]] = defaultdict(list)
+    for weight, hits in zip([1.0] + [0.5] * (len(lists) - 1), lists, strict=True):
+        best: dict[str, int] = {}
+        for rank, hit in enumerate(hits):
+            best.setdefault(hit.path, rank)
+        for path, rank in best.items():
+            score[path] += weight / (RRF_K + rank + 1)
+            if "search" not in why[path]:
+                why[path].append("search")
+    for path, names in symbols.items():
+        score[path] += len(names) / (RRF_K + 1)
+        why[path].append("defines " + ", ".join(names[:3]))
+    for path in planned:
+        score[path] += 1.0 / (RRF_K + 1)
+        why[path].append("plan")
+    ranked = sorted(score, key=lambda p: (-score[p], p))
+    return [RankedFile(path=p, score=round(score[p], 6), why="; ".join(why[p])) for p in ranked[:30]]
+
+
+def _file_score(files: list[RankedFile], path: str) -> float:
+    for f in files:
+        if f.path == path:
+            return f.score
+    return 0.0
+
+
+def _estimate(text: str) -> int:
+    return -(-len(text) // 4) if text else 0
+
+
+def retriever_spec(deps: RoleDeps, *, policy: DeliveryPolicy | None = None) -> ActorSpec:
+    async def handle(delivery: Delivery, request: Any) -> Context:
+        if not isinstance(request, ContextRequest):
+            raise StepError("agent.format", f"the retriever takes context_request, got {delivery.envelope.kind}")
+        return await retrieve(deps, delivery.envelope.task_id, request)
+
+    def failed(request: Any, failure_class: str, message: str) -> StepFailed:
+        return StepFailed(step_id=getattr(request, "step_id", ""), role=ROLE, failure_class=failure_class, message=message)
+
+    return role_spec(ROLE, handle, policy=policy, failed=failed)

@@ -1,0 +1,103 @@
+"""What every role worker shares: its dependencies, its scratch workspace, and how a step fails.
+
+A role's handler takes one request and returns one result (`Reply` to
+`codeloop.task.result.<role>`). Failures are classed here, once: an `AgentError` carrying a
+failure class (a provider that stays down, a snapshot that cannot be read) ends the step with a
+`StepFailed` of that class; any other exception is left to the runtime (nak, back-off, retry on
+another delivery) until the last delivery, where it becomes `StepFailed(env.infra)` — so a task
+never waits forever on a step whose messages were all dead-lettered.
+"""
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agents.messages import TaskSubmitted
+from agents.tools import ToolProvider
+from agents.workspace import SnapshotRef, capture_snapshot, materialize, open_scratch
+from bus import subjects
+from bus.actor import ActorSpec, Delivery, DeliveryPolicy, Reply
+from bus.connection import Bus
+from bus.errors import MalformedMessage
+from bus.messages import Event, Message
+
+log = logging.getLogger("codeloop.agents")
+
+EventSink = Callable[[str, Event], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class RoleDeps:
+    """Everything a role needs besides its message; built by the composition root."""
+
+    bus: Bus
+    tools: ToolProvider
+    scratch_dir: Path
+    """Where scratch workspaces are made (one per step, removed after it)."""
+    index_dir: Path
+    """Where the search server keeps one index per repository, shared by that repository's steps,
+    so a second task on the same code re-embeds only what changed."""
+    model_base_dir: Path | None = None
+    """Relative `function:` model paths resolve against it (the submitting client's directory)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class StepError(Exception):
+    """A step that cannot succeed, with its failure class (see `agents/failures.py`)."""
+
+    def __init__(self, failure_class: str, message: str) -> None:
+        super().__init__(message)
+        self.failure_class = failure_class
+
+
+@asynccontextmanager
+async def scratch_workspace(deps: RoleDeps, task_id: str, task: TaskSubmitted, label: str) -> AsyncIterator[Path]:
+    """A fresh scratch copy of the task's starting tree (a git repository whose HEAD is it)."""
+    ref = task.snapshot
+    if ref is None:
+        # A submission from a client that did not capture (any NATS client may submit): capture
+        # here, which works only where the path exists — the same machine.
+        if not Path(task.repo).is_dir():
+            raise StepError("env.setup", f"the task has no snapshot and {task.repo} is not a directory here")
+        ref = await capture_snapshot(deps.bus, Path(task.repo))
+    async with open_scratch(deps.scratch_dir, task_id, label) as root:
+        await materialize(deps.bus, SnapshotRef.model_validate(ref.model_dump()), root)
+        yield root
+
+
+def index_dir_for(deps: RoleDeps, task: TaskSubmitted) -> Path:
+    """One search index per repository path: successive tasks and steps update it incrementally."""
+    return deps.index_dir / subjects.token(task.repo.replace("/", "_").strip("_") or "root")
+
+
+def role_spec(
+    role: str,
+    handle: Callable[[Delivery, Message], Awaitable[Message]],
+    *,
+    policy: DeliveryPolicy | None = None,
+    failed: Callable[[Message, str, str], Message],
+) -> ActorSpec:
+    """The actor of a role whose `handle(delivery, request)` returns its result; `failed(request,
+    failure_class, message)` builds the `StepFailed` for a step that cannot succeed."""
+    policy = policy or DeliveryPolicy()
+
+    async def handler(delivery: Delivery) -> Reply:
+        request = delivery.envelope.open()
+        try:
+            result = await handle(delivery, request)
+        except MalformedMessage:
+            raise
+        except StepError as exc:
+            result = failed(request, exc.failure_class, str(exc))
+        except Exception as exc:
+            failure_class = getattr(exc, "failure_class", None)
+            if failure_class is None and delivery.num_delivered < policy.max_deliver:
+                raise  # the runtime naks it; another delivery may succeed
+            log.warning("%s: step failed for good: %s: %s", role, type(exc).__name__, exc)
+            result = failed(request, failure_class or "env.infra", f"{type(exc).__name__}: {exc}"[:2000])
+        return Reply(subjects.task_result(role), result, label="result")
+
+    return ActorSpec(address=subjects.RoleAddress.worker(role), handler=handler, policy=policy)
