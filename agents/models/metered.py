@@ -14,7 +14,7 @@ import inspect
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager, nullcontext
 from typing import Any, Literal
 
 import anyio
@@ -142,16 +142,17 @@ class MeteredModel(WrapperModel):
         run_context: RunContext[Any] | None = None,
     ) -> AsyncIterator[StreamedResponse]:
         # Only opening the stream is retried: a stream that broke after yielding parts cannot be
-        # replayed without the caller seeing them twice, so it fails as classified.
+        # replayed without the caller seeing them twice, so it fails as classified. No attempt
+        # deadline here: a cancel scope closed while the stream it opened is still open breaks
+        # anyio's nesting; streams take pydantic-ai's `first_event_timeout` setting instead.
         meter = _Meter(self)
         settings = _without_sdk_retries(model_settings)
         while True:
             stack = AsyncExitStack()
             try:
-                with _deadline(self.retry.attempt_timeout_s):
-                    stream = await stack.enter_async_context(
-                        self.wrapped.request_stream(messages, settings, model_request_parameters, run_context)
-                    )
+                stream = await stack.enter_async_context(
+                    self.wrapped.request_stream(messages, settings, model_request_parameters, run_context)
+                )
             except Exception as exc:
                 await stack.aclose()
                 await meter.failed_attempt(exc)
@@ -257,8 +258,8 @@ def _without_sdk_retries(settings: ModelSettings | None) -> ModelSettings:
     return {**(settings or {}), "max_retries": 0}
 
 
-def _deadline(timeout_s: float | None) -> anyio.CancelScope:
-    return anyio.fail_after(timeout_s) if timeout_s is not None else anyio.CancelScope()
+def _deadline(timeout_s: float | None) -> AbstractContextManager[object]:
+    return anyio.fail_after(timeout_s) if timeout_s is not None else nullcontext()
 
 
 def _cost_usd(response: ModelResponse) -> float | None:

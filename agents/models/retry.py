@@ -47,7 +47,8 @@ class RetryPolicy(BaseModel):
     jitter: float = Field(default=0.5, ge=0, le=1)
     """Fraction of each back-off drawn at random, so workers throttled together spread out."""
     attempt_timeout_s: float | None = Field(default=None, gt=0)
-    """Deadline for one attempt (None: the provider SDK's own timeout); an expired one is retried."""
+    """Deadline for one non-streamed attempt (None: the provider SDK's own timeout); an expired one
+    is retried. Streamed requests take pydantic-ai's `first_event_timeout` model setting instead."""
 
     def delay_s(self, attempt: int, *, retry_after_s: float | None = None) -> float:
         """Back-off after failed attempt number `attempt` (1-based); the provider's Retry-After wins."""

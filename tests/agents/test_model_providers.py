@@ -129,3 +129,30 @@ async def test_ollama_names_reach_the_server_at_ollama_base_url(monkeypatch) -> 
             result = await agent.run("hi")
     assert result.output == "local answer"
     assert [(c.role, c.model, c.cost_usd) for c in calls] == [("coder", "ollama:llama3", None)]
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        (Reply(429, body={"error": {"message": "You exceeded your quota", "code": "insufficient_quota"}}), "quota"),
+        (Reply(404, body={"error": {"message": "no such model", "code": "model_not_found"}}), "not_found"),
+        (Reply(400, body=error(400, "tools[0] is malformed")), "bad_request"),
+    ],
+)
+async def test_refusals_are_not_retried_and_say_why(api_key: str, monkeypatch, reply: Reply, reason: str) -> None:
+    """Our design: an exhausted quota is a 429 that waiting cannot fix; it is refused like a 404 or 400."""
+    async with serve_fake_llm(reply) as fake:
+        raised, _ = await _run(fake.base_url, monkeypatch)
+    assert isinstance(raised, ProviderRejected)
+    assert (raised.reason, raised.failure_class) == (reason, "env.setup")
+    assert len(fake.requests) == 1
+
+
+async def test_nothing_listening_is_retried_then_unavailable(api_key: str, monkeypatch) -> None:
+    """Our design: a refused connection is infrastructure, retried like a 5xx."""
+    async with serve_fake_llm() as fake:
+        closed_url = fake.base_url  # the server stops when the block ends; its port then refuses
+    raised, calls = await _run(closed_url, monkeypatch)
+    assert isinstance(raised, ProviderUnavailable)
+    assert (raised.attempts, raised.status_code, raised.failure_class) == (3, None, "env.infra")
+    assert [c.outcome for c in calls] == ["unavailable"]
