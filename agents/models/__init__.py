@@ -36,6 +36,7 @@ __all__ = [
     "OnCall",
     "RetryPolicy",
     "build_model",
+    "build_role_models",
     "load_function_model",
     "merge_choices",
     "model_errors_as_agent_errors",
@@ -59,6 +60,25 @@ def build_model(
     return MeteredModel(
         model_factory(name, base_dir=base_dir), name=name.strip(), role=role, on_call=on_call, retry=retry
     )
+
+
+def build_role_models(
+    choice: ModelChoice,
+    *,
+    on_call: OnCall | None = None,
+    retry: RetryPolicy | None = None,
+    base_dir: Path | None = None,
+) -> dict[LlmRole, MeteredModel]:
+    """A metered model for every LLM role `choice` names; a role left out runs in diagnose mode.
+
+    Raises:
+        ModelSpecError: a named model cannot be resolved.
+    """
+    return {
+        role: build_model(name, role=role, on_call=on_call, retry=retry, base_dir=base_dir)
+        for role in LLM_ROLES
+        if (name := choice.for_role(role)) is not None
+    }
 
 
 @contextmanager

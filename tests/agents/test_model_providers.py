@@ -134,12 +134,17 @@ async def test_ollama_names_reach_the_server_at_ollama_base_url(monkeypatch) -> 
 @pytest.mark.parametrize(
     ("reply", "reason"),
     [
-        (Reply(429, body={"error": {"message": "You exceeded your quota", "code": "insufficient_quota"}}), "quota"),
+        (
+            Reply(429, body={"error": {"message": "You exceeded your quota", "code": "insufficient_quota"}}),
+            "quota",
+        ),
         (Reply(404, body={"error": {"message": "no such model", "code": "model_not_found"}}), "not_found"),
         (Reply(400, body=error(400, "tools[0] is malformed")), "bad_request"),
     ],
 )
-async def test_refusals_are_not_retried_and_say_why(api_key: str, monkeypatch, reply: Reply, reason: str) -> None:
+async def test_refusals_are_not_retried_and_say_why(
+    api_key: str, monkeypatch, reply: Reply, reason: str
+) -> None:
     """Our design: an exhausted quota is a 429 that waiting cannot fix; it is refused like a 404 or 400."""
     async with serve_fake_llm(reply) as fake:
         raised, _ = await _run(fake.base_url, monkeypatch)
