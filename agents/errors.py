@@ -1,0 +1,70 @@
+"""The errors the agents raise, each carrying the failure class the task's result reports.
+
+    AgentError                      failure_class
+    ├── ModelSpecError (ValueError)   env.setup     a model name that cannot be resolved: bad syntax,
+    │                                               unknown provider, a `function:` file or callable missing
+    ├── ModelNotConfigured            env.setup     the provider needs a variable that is not set (API key,
+    │                                               base URL); raised at the first call, not at construction
+    ├── ProviderUnavailable           env.infra     rate limit, 5xx, timeout or connection failure that
+    │                                               outlasted the retries: not the model's fault
+    ├── ProviderRejected              env.setup     the provider refused the request (bad key, unknown model,
+    │                                               exhausted quota, malformed request): retrying cannot help
+    └── ModelMisbehaved               agent.format  the model's own output could not be used (unparseable,
+                                                    tool retries exhausted)
+
+Failure classes are the project's shared vocabulary, kept here as plain strings. Every message is
+redacted and trimmed before it is stored on the exception, so printing one is safe.
+"""
+
+from typing import ClassVar
+
+
+class AgentError(Exception):
+    """Base of every error an agent raises; `failure_class` says whose fault it was."""
+
+    failure_class: ClassVar[str] = "env.infra"
+
+
+class ModelSpecError(AgentError, ValueError):
+    """A `--model` value that names no usable model (a usage error: exit 2 in the CLI)."""
+
+    failure_class = "env.setup"
+
+
+class ModelNotConfigured(AgentError):
+    """The provider needs an environment variable that is unset; `variable` names it when known."""
+
+    failure_class = "env.setup"
+
+    def __init__(self, message: str, *, variable: str | None = None) -> None:
+        super().__init__(message)
+        self.variable = variable
+
+
+class ProviderUnavailable(AgentError):
+    """The provider could not serve the request within the retry policy's attempts."""
+
+    failure_class = "env.infra"
+
+    def __init__(self, message: str, *, attempts: int, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+        self.status_code = status_code
+
+
+class ProviderRejected(AgentError):
+    """The provider refused the request; `reason` is one of auth, not_found, quota, context_window,
+    bad_request, so a caller can tell a bad key from a request that grew too large."""
+
+    failure_class = "env.setup"
+
+    def __init__(self, message: str, *, reason: str, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.status_code = status_code
+
+
+class ModelMisbehaved(AgentError):
+    """The model answered, but not in a form the agent could use, even after its retries."""
+
+    failure_class = "agent.format"

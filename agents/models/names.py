@@ -1,0 +1,154 @@
+"""From a model name to a pydantic-ai `Model`: provider names and `function:PATH.py:NAME` files.
+
+Provider names (`openai:…`, `openai-chat:…`, `anthropic:…`, `ollama:…`, any provider pydantic-ai
+knows) are checked when the name is read, but the model itself is built at its first call: the
+providers read their API keys and base URLs (`OPENAI_API_KEY`, `OPENAI_BASE_URL`,
+`ANTHROPIC_API_KEY`, `OLLAMA_BASE_URL`) from the environment when constructed, and a worker
+configured before its keys are known must still start. The missing variable is then named at the
+call that needed it.
+
+A `function:` file is loaded at once instead, so a typo in a scripted model's path fails before a
+task is submitted, not halfway through it.
+"""
+
+import hashlib
+import importlib.util
+import inspect
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+from pydantic_ai.exceptions import UserError
+from pydantic_ai.models import Model, infer_model, parse_model_id
+from pydantic_ai.models.function import FunctionModel
+from pydantic_ai.providers import infer_provider_class
+
+from agents.errors import ModelNotConfigured, ModelSpecError
+
+FUNCTION_PREFIX = "function:"
+
+ModelFactory = Callable[[], Model]
+"""Builds the model; raises `ModelNotConfigured` while a variable the provider needs is unset."""
+
+# (resolved path, mtime_ns, size) -> module: the planner and coder named by one `--model
+# function:…` share one module, and so its state, as they would share one real model.
+_loaded: dict[tuple[str, int, int], ModuleType] = {}
+
+
+def model_factory(name: str, *, base_dir: Path | None = None) -> ModelFactory:
+    """Check `name` now and return what builds its model at the first call.
+
+    `base_dir` anchors a relative `function:` path (default: the current directory).
+
+    Raises:
+        ModelSpecError: the name has no provider prefix, names an unknown provider, or a
+            `function:` file, attribute or callable is missing.
+    """
+    name = name.strip()
+    if name.startswith(FUNCTION_PREFIX):
+        model = load_function_model(name, base_dir=base_dir)
+        return lambda: model
+    if name == "test":
+        return lambda: infer_model("test")
+    provider, model_name = parse_model_id(name)
+    if provider is None or not model_name:
+        raise ModelSpecError(
+            f"model {name!r} is not PROVIDER:MODEL (e.g. openai-chat:gpt-4o, anthropic:claude-sonnet-4-5, "
+            "ollama:llama3) nor function:PATH.py:NAME"
+        )
+    try:
+        infer_provider_class(provider)
+    except ValueError:
+        raise ModelSpecError(f"model {name!r}: unknown provider {provider!r}") from None
+    except ImportError as exc:
+        raise ModelSpecError(
+            f"model {name!r}: the {provider} client library is not installed ({exc.name}); "
+            f"install pydantic-ai-slim[{provider.split('-')[0]}]"
+        ) from None
+    return lambda: _build_provider_model(name)
+
+
+def _build_provider_model(name: str) -> Model:
+    try:
+        return infer_model(name)
+    except UserError as exc:
+        # pydantic-ai names the variable in backquotes: "Set the `OPENAI_API_KEY` environment variable…".
+        found = re.search(r"`([A-Z][A-Z0-9_]+)`", str(exc))
+        variable = found.group(1) if found else None
+        what = f"{variable} is not set" if variable else str(exc).split(". ")[0]
+        raise ModelNotConfigured(
+            f"model {name!r} cannot be called: {what}; set it in the environment of the process that runs it",
+            variable=variable,
+        ) from None
+
+
+def load_function_model(name: str, *, base_dir: Path | None = None) -> FunctionModel:
+    """`function:PATH.py:NAME` → a `FunctionModel` around that callable (sync or async).
+
+    Raises:
+        ModelSpecError: bad syntax, no such file, the file fails to import, no attribute NAME,
+            or NAME is not a callable taking (messages, info).
+    """
+    rest = name[len(FUNCTION_PREFIX) :]
+    path_text, sep, attr = rest.rpartition(":")
+    if not sep or not path_text or not attr.isidentifier():
+        raise ModelSpecError(f"model {name!r} is not function:PATH.py:NAME")
+    path = Path(path_text).expanduser()
+    if not path.is_absolute():
+        path = (base_dir or Path.cwd()) / path
+    path = path.resolve()
+    if not path.is_file():
+        raise ModelSpecError(f"model {name!r}: no such file {path}")
+    module = _load_module(path, name)
+    if not hasattr(module, attr):
+        raise ModelSpecError(f"model {name!r}: {path.name} defines no {attr!r}")
+    function = getattr(module, attr)
+    if not callable(function):
+        raise ModelSpecError(
+            f"model {name!r}: {attr!r} in {path.name} is a {type(function).__name__}, not a callable"
+        )
+    _check_signature(function, name)
+    model_name = f"function:{path.name}:{attr}"
+    if inspect.isasyncgenfunction(function):
+        # An async generator yields pieces of a streamed response: FunctionModel's stream_function.
+        return FunctionModel(stream_function=function, model_name=model_name)
+    return FunctionModel(function, model_name=model_name)
+
+
+def _load_module(path: Path, name: str) -> ModuleType:
+    stat = path.stat()
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    if key in _loaded:
+        return _loaded[key]
+    module_name = f"codeloop_function_model_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ModelSpecError(f"model {name!r}: {path} cannot be loaded as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    # Registered before executing, as import does, so dataclasses and pickling inside the file work.
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        sys.modules.pop(module_name, None)
+        raise ModelSpecError(
+            f"model {name!r}: importing {path.name} failed: {type(exc).__name__}: {exc}"
+        ) from exc
+    _loaded[key] = module
+    return module
+
+
+def _check_signature(function: Callable[..., object], name: str) -> None:
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return  # some builtins and C callables have no signature to check; the first call will tell
+    try:
+        signature.bind(None, None)
+    except TypeError:
+        raise ModelSpecError(
+            f"model {name!r}: the callable must take (messages, info) like pydantic-ai's FunctionModel; "
+            f"it is {signature}"
+        ) from None
