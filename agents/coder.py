@@ -1,0 +1,187 @@
+"""The coder (LLM): a pydantic-ai tool loop over the MCP servers, in a scratch workspace.
+
+The model gets the tools of the `fs`, `search`, `git` (and in execute mode `exec`) servers under
+their own names, rooted at a scratch copy of the task's tree and granted what the mode allows
+(`agents.tools.MODE_SCOPES`): read mode reads and answers, write mode may also `write_file` and
+`apply_patch`, execute mode may also run commands and tests in the sandbox. When revising, the
+workspace starts from the previous patch and the prompt leads with the verifier's failures.
+
+The patch is never the model's words: it is the system's diff of the workspace against the
+snapshot (`workspace_patch`), taken whether the model finished or a limit stopped it (then it is
+the partial patch of the hand-off). Limits bind inside the run: `UsageLimits` for the step's
+remaining requests and tokens, the task's deadline as the run's timeout, and hooks that stop the
+loop on repeated identical tool calls or too many consecutive tool failures.
+"""
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai import Agent
+from pydantic_ai.capabilities import Hooks
+from pydantic_ai.exceptions import UsageLimitExceeded
+from pydantic_ai.mcp import MCPToolset
+from pydantic_ai.usage import UsageLimits
+
+from agents.errors import AgentError
+from agents.messages import CodeRequest, CodeResult, StepFailed, Usage
+from agents.metering import model_for, run_timeout_s
+from agents.models import model_errors_as_agent_errors
+from agents.role import RoleDeps, StepError, index_dir_for, role_spec, scratch_workspace
+from agents.tools import MODE_SCOPES
+from agents.workspace import workspace_patch
+from agents.workspace.git import run_git
+from bus.actor import ActorSpec, Delivery, DeliveryPolicy
+
+ROLE = "coder"
+MCP_READ_TIMEOUT_S = 600
+"""A tool call (a test run) may take minutes; the exec server enforces its own deadlines."""
+MCP_INIT_TIMEOUT_S = 60
+"""In-process servers start at once; a stdio server that imports the embedding model does not."""
+
+INSTRUCTIONS = {
+    "read": (
+        "You are the coder of a coding agent, in read mode: investigate the repository with the tools "
+        "and answer the task. Cite the files (repository-relative paths) and line numbers your answer "
+        "rests on. Do not propose edits."
+    ),
+    "write": (
+        "You are the coder of a coding agent. Make the change the task asks for in the repository with "
+        "the tools (read_file, write_file, apply_patch; paths relative to the repository root). Keep "
+        "the change minimal and do not weaken tests. When done, answer with a one-paragraph summary."
+    ),
+}
+INSTRUCTIONS["execute"] = INSTRUCTIONS["write"] + " You may run the tests (run_tests) to check your change."
+
+
+class LoopDetected(AgentError):
+    failure_class = "agent.loop"
+
+
+class _Guard:
+    """Counts tool calls for the hooks: identical calls in a row, consecutive failures."""
+
+    def __init__(self, *, max_repeated: int, max_failures: int) -> None:
+        self.max_repeated = max_repeated
+        self.max_failures = max_failures
+        self.last: str | None = None
+        self.repeats = 0
+        self.failures = 0
+        self.calls = 0
+
+    async def before(self, ctx: Any, *, call: Any, tool_def: Any, args: Any) -> Any:
+        self.calls += 1
+        key = call.tool_name + json.dumps(args if isinstance(args, dict) else str(args), sort_keys=True, default=str)
+        self.repeats = self.repeats + 1 if key == self.last else 1
+        self.last = key
+        if self.repeats >= self.max_repeated:
+            raise LoopDetected(f"the same {call.tool_name} call {self.repeats} times in a row")
+        return args
+
+    async def after(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, result: Any) -> Any:
+        self.failures = 0
+        return result
+
+    async def error(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, error: Exception) -> Any:
+        self.failures += 1
+        if self.failures >= self.max_failures:
+            raise LoopDetected(f"{self.failures} tool calls failed in a row (last: {call.tool_name}: {error})"[:500])
+        raise error
+
+    def hooks(self) -> Hooks:
+        return Hooks(before_tool_execute=self.before, after_tool_execute=self.after, tool_execute_error=self.error)
+
+
+def _toolsets(deps: RoleDeps, root: Path, request: CodeRequest) -> list[MCPToolset]:
+    mode = request.task.mode
+    servers = deps.tools.servers(root, MODE_SCOPES[mode], index_dir=index_dir_for(deps, request.task))
+    names = ["fs", "search", "git"] + (["exec"] if mode == "execute" else [])
+    return [
+        MCPToolset(
+            servers[name], id=name, max_retries=request.budget.max_tool_failures,
+            read_timeout=MCP_READ_TIMEOUT_S, init_timeout=MCP_INIT_TIMEOUT_S,
+        )  # fmt: skip
+        for name in names
+    ]
+
+
+async def code(deps: RoleDeps, task_id: str, request: CodeRequest) -> CodeResult:
+    task = request.task
+    name = task.models.for_role(ROLE)
+    if not name:
+        raise StepError("env.setup", "no model is configured for the coder")
+    async with scratch_workspace(deps, task_id, task, "code") as root:
+        if request.previous_patch:
+            await run_git(root, "apply", "--whitespace=nowarn", "-", scratch=True,
+                          input=request.previous_patch.encode("utf-8", "surrogateescape"))  # fmt: skip
+        guard = _Guard(max_repeated=request.budget.max_repeated_calls, max_failures=request.budget.max_tool_failures)
+        agent = Agent(
+            model_for(deps, name, role=ROLE, task_id=task_id), output_type=str,
+            instructions=INSTRUCTIONS[task.mode], toolsets=_toolsets(deps, root, request),
+            capabilities=[guard.hooks()], retries=2,
+        )  # fmt: skip
+        limits = UsageLimits(
+            request_limit=max(1, request.budget.requests), total_tokens_limit=max(1, request.budget.tokens)
+        )
+        stopped_by, message, answer, usage = None, "", None, Usage()
+        try:
+            with model_errors_as_agent_errors(model=name):
+                result = await agent.run(_prompt(request), usage_limits=limits, timeout=run_timeout_s(request.budget))
+            answer = result.output
+            usage = _usage(result.usage)
+        except UsageLimitExceeded as exc:
+            stopped_by = "budget.tokens" if "token" in str(exc) else "budget.steps"
+            message = str(exc)
+            usage = Usage(requests=request.budget.requests)
+        except TimeoutError:
+            stopped_by, message = "budget.wall", "the task's deadline passed while coding"
+        except LoopDetected as exc:
+            stopped_by, message = exc.failure_class, str(exc)
+        patch = await workspace_patch(root)
+    usage = usage.model_copy(update={"tool_calls": max(usage.tool_calls, guard.calls)})
+    return CodeResult(
+        step_id=request.step_id,
+        patch=patch.diff if task.mode != "read" else None,
+        files_changed=patch.files_changed if task.mode != "read" else [],
+        answer=answer,
+        stopped_by=stopped_by,
+        message=message,
+        usage=usage,
+        tool_failures=guard.failures,
+    )
+
+
+def _usage(usage: Any) -> Usage:
+    return Usage(
+        requests=usage.requests, input_tokens=usage.input_tokens or 0,
+        output_tokens=usage.output_tokens or 0, tool_calls=usage.tool_calls or 0,
+    )  # fmt: skip
+
+
+def _prompt(request: CodeRequest) -> str:
+    task, plan, context = request.task, request.plan, request.context
+    parts = []
+    if request.feedback:
+        parts.append("## Your previous attempt failed verification\n" + request.feedback)
+    parts.append(f"## Task\n{task.text}")
+    if plan.steps:
+        parts.append("## Plan\n" + "\n".join(f"{i}. {s.description}" for i, s in enumerate(plan.steps, 1)))
+    if plan.test_targets:
+        parts.append("## Tests that should pass\n" + "\n".join(f"- {t}" for t in plan.test_targets))
+    if context.files:
+        parts.append("## Relevant files\n" + "\n".join(f"- {f.path}" for f in context.files[:15]))
+    for snippet in context.snippets:
+        parts.append(f"### {snippet.path}:{snippet.start_line}-{snippet.end_line}\n```\n{snippet.text}\n```")
+    return "\n\n".join(parts)
+
+
+def coder_spec(deps: RoleDeps, *, policy: DeliveryPolicy | None = None) -> ActorSpec:
+    async def handle(delivery: Delivery, request: Any) -> CodeResult:
+        if not isinstance(request, CodeRequest):
+            raise StepError("agent.format", f"the coder takes code_request, got {delivery.envelope.kind}")
+        return await code(deps, delivery.envelope.task_id, request)
+
+    def failed(request: Any, failure_class: str, message: str) -> StepFailed:
+        return StepFailed(step_id=getattr(request, "step_id", ""), role=ROLE, failure_class=failure_class, message=message)
+
+    return role_spec(ROLE, handle, policy=policy, failed=failed)
