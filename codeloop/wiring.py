@@ -18,7 +18,13 @@ from pathlib import Path
 import anyio
 from anyio.abc import TaskStatus
 
+from agents.coder import coder_spec
 from agents.echo import echo_spec
+from agents.planner import planner_spec
+from agents.retriever import retriever_spec
+from agents.role import RoleDeps
+from agents.tools import ToolProvider
+from agents.verifier.role import verifier_spec
 from agents.orchestrator import Pipeline, orchestrator_spec
 from agents.records import TaskRecords
 from bus.actor import Actor, ActorSpec, DeliveryPolicy
@@ -31,9 +37,11 @@ from bus.supervise import Supervisor
 from codeloop.audit_events import bus_audit_sink
 from codeloop.config import SERVE_NOTE, McpNote, ServeNote, read_serve_note, write_serve_note
 from codeloop.hosted_mcp import McpHosting, host_tool_servers
+from codeloop.tool_provider import InProcessTools
 
 log = logging.getLogger("codeloop")
-DEFAULT_ROLES = ("orchestrator", "echo")
+DEFAULT_ROLES = ("orchestrator", "planner", "retriever", "coder", "verifier")
+KNOWN_ROLES = (*DEFAULT_ROLES, "echo")
 DRAIN_GRACE_S = 10.0
 
 
@@ -41,22 +49,49 @@ class UnknownRole(ValueError):
     pass
 
 
+def role_deps(bus: Bus, state_dir: Path, *, tools: ToolProvider | None = None) -> RoleDeps:
+    """What the worker roles of this process share: the bus, the tool servers, scratch space."""
+    return RoleDeps(
+        bus=bus,
+        tools=tools or InProcessTools(),
+        scratch_dir=_made(state_dir / "work"),
+        index_dir=_made(state_dir / "index"),
+    )
+
+
+def _made(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
+
+
 async def role_specs(
-    bus: Bus, roles: Sequence[str], policy: DeliveryPolicy | None = None, *, pipeline: Pipeline | None = None
+    bus: Bus,
+    roles: Sequence[str],
+    policy: DeliveryPolicy | None = None,
+    *,
+    pipeline: Pipeline | None = None,
+    deps: RoleDeps | None = None,
 ) -> list[ActorSpec]:
     """The actor of each role name; a role may appear twice to run two workers of it.
 
     `policy` replaces every actor's delivery policy (e.g. a short `ack_wait_s` in tests);
-    `pipeline` fixes the orchestrator's pipeline for every task (default: chosen per task).
+    `pipeline` fixes the orchestrator's pipeline for every task (default: chosen per task);
+    `deps` are the worker roles' dependencies (required when `roles` has one).
     """
+    unknown = [r for r in roles if r not in KNOWN_ROLES]
+    if unknown:
+        raise UnknownRole(f"unknown role {unknown[0]!r}; known roles: {', '.join(KNOWN_ROLES)}")
+    workers = {"planner": planner_spec, "retriever": retriever_spec, "coder": coder_spec, "verifier": verifier_spec}
     specs = []
     for role in roles:
         if role == "orchestrator":
             specs.append(orchestrator_spec(await TaskRecords.open(bus), policy=policy, pipeline=pipeline))
         elif role == "echo":
             specs.append(echo_spec(policy))
-        else:
-            raise UnknownRole(f"unknown role {role!r}; known roles: {', '.join(DEFAULT_ROLES)}")
+        elif role in workers:
+            if deps is None:
+                raise ValueError(f"role {role} needs RoleDeps")
+            specs.append(workers[role](deps, policy=policy))
     return specs
 
 
@@ -67,6 +102,7 @@ async def serve(
     stop: anyio.Event,
     actor_policy: DeliveryPolicy | None = None,
     pipeline: Pipeline | None = None,
+    tools: ToolProvider | None = None,
     mcp: McpHosting | None = None,
     on_ready: Callable[[ServeNote], None] = lambda note: None,
     task_status: TaskStatus[ServeNote] = anyio.TASK_STATUS_IGNORED,
@@ -87,7 +123,9 @@ async def serve(
             servers = (server.url,)
         bus = await stack.enter_async_context(open_bus(config, servers=servers))
         await ensure_streams(bus)
-        actors = [Actor(bus, spec) for spec in await role_specs(bus, roles, actor_policy, pipeline=pipeline)]
+        deps = role_deps(bus, config.state_dir, tools=tools)
+        specs = await role_specs(bus, roles, actor_policy, pipeline=pipeline, deps=deps)
+        actors = [Actor(bus, spec) for spec in specs]
         async with anyio.create_task_group() as tg:
             await tg.start(Supervisor("dead-letter watcher", partial(watch_max_deliveries, bus)).run)
             for actor in actors:
