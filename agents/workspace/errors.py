@@ -1,24 +1,35 @@
 """Errors of repository capture, scratch workspaces and patches.
 
-    WorkspaceError
-    ├── CaptureFailed        the repository could not be read (not a directory, git refused, a file changed mid-capture)
-    │   └── SnapshotTooLarge the tree is over the file-count or byte limit (the message names the limit)
-    ├── SnapshotUnavailable  the snapshot's manifest or a blob is missing from the object store, or the bus failed
-    ├── GitFailed            a git command in a scratch workspace or the checkout failed
-    ├── CheckoutChanged      `--apply` refused: the checkout no longer matches the snapshot the task started from
-    └── PatchDoesNotApply    `git apply --check` rejected the patch; nothing was written
+    WorkspaceError             failure_class
+    ├── CaptureFailed          env.setup   the repository could not be read (not a directory, git
+    │   │                                  refused, a file changed mid-capture)
+    │   └── SnapshotTooLarge   env.setup   over the file-count or byte limit (the message names it)
+    ├── SnapshotUnavailable    env.infra   the manifest or a blob is missing from the object store,
+    │                                      or the bus failed
+    ├── GitFailed              env.infra   a git command in a scratch workspace or the checkout failed
+    ├── CheckoutChanged        env.setup   `--apply` refused: the checkout no longer is the snapshot's tree
+    └── PatchDoesNotApply      env.setup   `git apply --check` rejected the patch; nothing was written
 
-Subprocess and bus failures are translated here, where they enter, so callers (the orchestrator,
+`failure_class` is the class a task's result reports when one of these ends a step, in the
+vocabulary the other agent errors use.
+
+Subprocess and bus failures are translated where they enter (`git.py`, `artifacts.py`), so callers (the orchestrator,
 roles, the CLI) catch `WorkspaceError` and never `CalledProcessError` or `BusError`.
 """
+
+from typing import ClassVar
 
 
 class WorkspaceError(Exception):
     """Base for every failure of capture, materialisation, patching and applying."""
 
+    failure_class: ClassVar[str] = "env.infra"
+
 
 class CaptureFailed(WorkspaceError):
     """The repository could not be captured as it is."""
+
+    failure_class = "env.setup"
 
 
 class SnapshotTooLarge(CaptureFailed):
@@ -45,9 +56,13 @@ class GitFailed(WorkspaceError):
 class CheckoutChanged(WorkspaceError):
     """The checkout's tree differs from the snapshot the patch was made against."""
 
+    failure_class = "env.setup"
+
 
 class PatchDoesNotApply(WorkspaceError):
     """The patch does not apply to the checkout; the checkout was left as it was."""
+
+    failure_class = "env.setup"
 
     def __init__(self, message: str, *, stderr: str = "") -> None:
         super().__init__(message)

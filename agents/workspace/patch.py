@@ -17,12 +17,12 @@ import tempfile
 from pathlib import Path
 
 import anyio
-from pydantic import BaseModel, ConfigDict
 
 from agents.workspace.errors import CheckoutChanged, GitFailed, PatchDoesNotApply
 from agents.workspace.git import run_git
 from agents.workspace.manifest import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES, scan_tree
 from agents.workspace.snapshot import SnapshotRef
+from bus.messages import Message
 
 _DIFF_OPTIONS = (
     "--binary",
@@ -35,10 +35,8 @@ _DIFF_OPTIONS = (
 )
 
 
-class Patch(BaseModel):
+class Patch(Message):
     """What a workspace changed against its snapshot."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     diff: str
     """Unified diff against the snapshot (`a/`/`b/` prefixes, binary hunks included); empty when

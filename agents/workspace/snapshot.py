@@ -10,7 +10,6 @@ import hashlib
 from pathlib import Path
 
 import anyio
-from pydantic import BaseModel, ConfigDict
 
 from agents.workspace.artifacts import Artifacts
 from agents.workspace.errors import CaptureFailed, SnapshotUnavailable
@@ -23,6 +22,7 @@ from agents.workspace.manifest import (
     scan_tree,
 )
 from bus.connection import Bus
+from bus.messages import Message
 
 UPLOAD_CONCURRENCY = 32
 """Blob uploads in flight at once: enough to hide loopback round trips, few enough not to flood a
@@ -30,19 +30,15 @@ remote server's ack queue."""
 SKIPPED_CAP = 100
 
 
-class SkippedPath(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
-
+class SkippedPath(Message):
     path: str
     """Relative to the repository root."""
     reason: str
     """Why it is not in the snapshot (e.g. a symlink leaving the tree)."""
 
 
-class SnapshotRef(BaseModel):
+class SnapshotRef(Message):
     """Names a captured tree; everything else about it is in the object store."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     digest: str
     """sha256 of the canonical manifest; the manifest is stored as `manifest/<digest>`."""
