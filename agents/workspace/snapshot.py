@@ -1,11 +1,142 @@
-"""Placeholder snapshot reference until the workspace package lands (replaced wholesale then)."""
+"""`capture_snapshot()`: the user's working tree, stored content-addressed in the object store.
 
+Each file's bytes go to `blob/<sha256>` (a blob already there is not sent again, so a second
+task on the same repository uploads only what changed), the manifest to `manifest/<digest>`;
+the `SnapshotRef` naming it travels in the task's messages. A worker anywhere can rebuild the tree
+from the bus alone (`materialize`).
+"""
+
+import hashlib
+from pathlib import Path
+
+import anyio
+
+from agents.workspace.artifacts import Artifacts
+from agents.workspace.errors import CaptureFailed, SnapshotUnavailable
+from agents.workspace.manifest import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_FILES,
+    MODE_LINK,
+    Entry,
+    parse_manifest,
+    scan_tree,
+)
+from bus.connection import Bus
 from bus.messages import Message
+
+UPLOAD_CONCURRENCY = 32
+"""Blob uploads in flight at once: enough to hide loopback round trips, few enough not to flood a
+remote server's ack queue."""
+SKIPPED_CAP = 100
+
+
+class SkippedPath(Message):
+    path: str
+    """Relative to the repository root."""
+    reason: str
+    """Why it is not in the snapshot (e.g. a symlink leaving the tree)."""
 
 
 class SnapshotRef(Message):
+    """Names a captured tree; everything else about it is in the object store."""
+
     digest: str
-    files: int = 0
-    bytes: int = 0
-    source_path: str | None = None
-    head: str | None = None
+    """sha256 of the canonical manifest; the manifest is stored as `manifest/<digest>`."""
+    files: int
+    """Entries in the manifest (regular files and symlinks)."""
+    bytes: int
+    """Total size of the regular files."""
+    source_path: str
+    """The absolute path the tree was captured from: a hint for a worker on the same machine, which
+    may copy unchanged files from there; never required."""
+    git_head: str | None = None
+    """The repository's HEAD commit at capture, if it is a git repository with a commit."""
+    skipped: list[SkippedPath] = []
+    """Paths left out and why, at most the first 100."""
+    skipped_count: int = 0
+    """How many paths were left out in all (may exceed `len(skipped)`)."""
+
+
+def blob_name(sha256: str) -> str:
+    return f"blob/{sha256}"
+
+
+def manifest_name(digest: str) -> str:
+    return f"manifest/{digest}"
+
+
+async def capture_snapshot(
+    bus: Bus, repo: Path, *, max_files: int = DEFAULT_MAX_FILES, max_bytes: int = DEFAULT_MAX_BYTES
+) -> SnapshotRef:
+    """Store the working tree at `repo` in the object store and return its reference.
+
+    Nothing in `repo` is written (git runs read-only, without optional locks).
+
+    Raises:
+        SnapshotTooLarge: over `max_files` files or `max_bytes` bytes; nothing was uploaded.
+        CaptureFailed: `repo` is not a readable directory, or a file changed while it was captured.
+        SnapshotUnavailable: the object store failed.
+    """
+    repo = Path(await anyio.Path(repo).resolve())
+    tree = await scan_tree(repo, max_files=max_files, max_bytes=max_bytes)
+    store = await Artifacts.open(bus)
+    manifest = tree.manifest_bytes()
+    digest = tree.digest()
+    if manifest_name(digest) not in await store.infos([manifest_name(digest)]):
+        await _upload_blobs(store, repo, tree.entries)
+        # The manifest goes last: once it exists, every blob it names does.
+        await store.put(manifest_name(digest), manifest)
+    skipped = [SkippedPath(path=path, reason=reason) for path, reason in tree.skipped[:SKIPPED_CAP]]
+    return SnapshotRef(
+        digest=digest,
+        files=len(tree.entries),
+        bytes=tree.total_bytes,
+        source_path=str(repo),
+        git_head=tree.git_head,
+        skipped=skipped,
+        skipped_count=len(tree.skipped),
+    )
+
+
+async def _upload_blobs(store: Artifacts, repo: Path, entries: list[Entry]) -> None:
+    unique: dict[str, Entry] = {}
+    for entry in entries:
+        if entry.mode != MODE_LINK and entry.size > 0:
+            unique.setdefault(entry.sha256, entry)
+    present = await store.infos([blob_name(sha) for sha in unique])
+    limiter = anyio.CapacityLimiter(UPLOAD_CONCURRENCY)
+
+    async def upload(entry: Entry) -> None:
+        async with limiter:
+            await store.put(blob_name(entry.sha256), await _read_verified(repo, entry))
+
+    async with anyio.create_task_group() as tg:
+        for sha, entry in unique.items():
+            if blob_name(sha) not in present:
+                tg.start_soon(upload, entry)
+
+
+async def _read_verified(repo: Path, entry: Entry) -> bytes:
+    path = repo / entry.path
+    try:
+        data = path.read_bytes() if entry.size < 1 << 20 else await anyio.Path(path).read_bytes()
+    except OSError as exc:
+        raise CaptureFailed(f"cannot read {path}: {exc.strerror}") from exc
+    if hashlib.sha256(data).hexdigest() != entry.sha256:
+        raise CaptureFailed(f"{path} changed while the snapshot was taken; submit the task again")
+    return data
+
+
+async def read_manifest(store: Artifacts, ref: SnapshotRef) -> list[Entry]:
+    """The entries of `ref`'s manifest, checked against its digest.
+
+    Raises:
+        SnapshotUnavailable: the manifest is missing or does not match its digest.
+    """
+    data = await store.get(manifest_name(ref.digest))
+    if hashlib.sha256(data).hexdigest() != ref.digest:
+        raise SnapshotUnavailable(f"manifest {ref.digest} in the object store does not match its digest")
+    try:
+        return parse_manifest(data)
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise SnapshotUnavailable(f"manifest {ref.digest} cannot be read: {exc}") from exc

@@ -1,0 +1,235 @@
+"""The `codeloop-artifacts` object store, as snapshots use it: many small named blobs, in and out fast.
+
+`bus.Bus` has no object-store accessor yet, so this module reaches the bucket through `bus.nc` /
+`bus.js` itself and translates errors with `bus.connection.nats_errors()`, the way the rest of
+the project does at the NATS edge. Callers only ever see `SnapshotUnavailable`.
+
+Objects are laid out exactly as the NATS object store defines them (chunks on `$O.<bucket>.C.<nuid>`,
+the `ObjectInfo` JSON on `$O.<bucket>.M.<base64 name>`, rolled up), so nats-py's `ObjectStore.get`
+or the `nats` CLI read what we write. What differs is the access pattern. nats-py spends one
+request per object on `get_info` and an ordered consumer per `get` (a thousand blobs exhausted the
+stream's consumer limit); a snapshot touches thousands of objects. So:
+
+- existence and metadata of up to `BATCH` objects come from one batched direct get
+  (`multi_last` over their meta subjects, nats-server 2.11+),
+- single-chunk objects (nearly every source file) are read the same way, many per request,
+- a put publishes the chunks and the meta message, without nats-py's extra `get_info` round trip.
+
+A server without batched direct gets answers with an error status; we then fall back to one
+request per object (slower, same result).
+"""
+
+import base64
+import hashlib
+import json
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+
+import anyio
+import nats.errors
+import nats.js.errors
+from nats.aio.msg import Msg
+from nats.js.api import Header, ObjectInfo, ObjectMetaOptions
+
+from agents.workspace.errors import SnapshotUnavailable
+from bus.connection import Bus, nats_errors
+from bus.errors import BusError
+from bus.subjects import ARTIFACTS_BUCKET
+
+CHUNK_SIZE = 128 * 1024
+"""nats-py's default chunk size; well under NATS's 1 MiB default max payload."""
+BATCH = 500
+"""Subjects per batched direct get: 500 meta subjects make a ~60 kB request."""
+BATCH_BYTES = 4 * 1024 * 1024
+"""Chunk bytes asked for in one batched direct get, so one reply stream stays a few MiB."""
+REPLY_TIMEOUT_S = 10.0
+FALLBACK_CONCURRENCY = 16
+_STREAM = f"OBJ_{ARTIFACTS_BUCKET}"
+_DIRECT_GET = f"$JS.API.DIRECT.GET.{_STREAM}"
+
+
+@contextmanager
+def _bus_errors(what: str) -> Iterator[None]:
+    try:
+        with nats_errors():
+            yield
+    except BusError as exc:
+        raise SnapshotUnavailable(f"object store {ARTIFACTS_BUCKET!r}: cannot {what}: {exc}") from exc
+
+
+def _meta_subject(name: str) -> str:
+    return f"$O.{ARTIFACTS_BUCKET}.M.{base64.urlsafe_b64encode(name.encode()).decode()}"
+
+
+def _chunk_subject(nuid: str) -> str:
+    return f"$O.{ARTIFACTS_BUCKET}.C.{nuid}"
+
+
+class Artifacts:
+    """Named objects of the artifacts bucket (see the module docstring for the access pattern)."""
+
+    def __init__(self, bus: Bus) -> None:
+        self._bus = bus
+        self._batched = True
+
+    @classmethod
+    async def open(cls, bus: Bus) -> "Artifacts":
+        """Raises:
+        SnapshotUnavailable: the bucket does not exist (no `codeloop serve` or `ensure_streams` ran).
+        """
+        try:
+            with _bus_errors("open the bucket"):
+                await bus.js.object_store(ARTIFACTS_BUCKET)
+        except SnapshotUnavailable as exc:
+            raise SnapshotUnavailable(
+                f"{exc} (is the bus set up? `codeloop serve` creates the {ARTIFACTS_BUCKET!r} bucket)"
+            ) from exc
+        return cls(bus)
+
+    async def infos(self, names: list[str]) -> dict[str, ObjectInfo]:
+        """The `ObjectInfo` of each of `names` that exists (deleted objects count as missing)."""
+        subjects = {_meta_subject(name): name for name in names}
+        messages = await self._last_messages(list(subjects))
+        infos = {}
+        for subject, msg in messages.items():
+            info = ObjectInfo.from_response(json.loads(msg.data))
+            if not info.deleted:
+                infos[subjects[subject]] = info
+        return infos
+
+    async def put(self, name: str, data: bytes) -> None:
+        """Store `data` as `name`; an existing object of that name is replaced (its chunks stay
+        until purged: we only put content-addressed names that are not there yet)."""
+        nuid = secrets.token_hex(11)
+        chunks = [data[i : i + CHUNK_SIZE] for i in range(0, len(data), CHUNK_SIZE)]
+        info = ObjectInfo(
+            name=name,
+            bucket=ARTIFACTS_BUCKET,
+            nuid=nuid,
+            size=len(data),
+            chunks=len(chunks),
+            mtime=datetime.now(UTC).isoformat(),
+            digest="SHA-256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).decode(),
+            options=ObjectMetaOptions(max_chunk_size=CHUNK_SIZE),
+        )
+        with _bus_errors(f"store {name}"):
+            for chunk in chunks:
+                await self._bus.js.publish(_chunk_subject(nuid), chunk)
+            await self._bus.js.publish(
+                _meta_subject(name), json.dumps(info.as_dict()).encode(), headers={Header.ROLLUP: "sub"}
+            )
+
+    async def get_many(self, names: list[str]) -> dict[str, bytes]:
+        """The contents of each of `names`.
+
+        Raises:
+            SnapshotUnavailable: one of them is missing, or the bus failed.
+        """
+        infos = await self.infos(names)
+        missing = [name for name in names if name not in infos]
+        if missing:
+            raise SnapshotUnavailable(
+                f"{len(missing)} object(s) missing from the {ARTIFACTS_BUCKET!r} bucket, e.g. {missing[0]}"
+            )
+        out = {name: b"" for name, info in infos.items() if not info.size}
+        single = {_chunk_subject(info.nuid): name for name, info in infos.items() if info.chunks == 1}
+        for group in _by_size(list(single), {s: infos[single[s]].size or 0 for s in single}):
+            for subject, msg in (await self._last_messages(group)).items():
+                out[single[subject]] = msg.data
+        rest = [name for name in infos if name not in out]
+        limiter = anyio.CapacityLimiter(FALLBACK_CONCURRENCY)
+
+        async def read_chunks(name: str) -> None:
+            async with limiter:
+                out[name] = await self._read_chunks(infos[name])
+
+        async with anyio.create_task_group() as tg:
+            for name in rest:
+                tg.start_soon(read_chunks, name)
+        return out
+
+    async def get(self, name: str) -> bytes:
+        """Raises:
+        SnapshotUnavailable: no such object, or the bus failed.
+        """
+        return (await self.get_many([name]))[name]
+
+    async def _read_chunks(self, info: ObjectInfo) -> bytes:
+        """All chunks of one object, one direct get each (for objects a batch did not return)."""
+        subject = _chunk_subject(info.nuid)
+        parts = []
+        seq = 1
+        with _bus_errors(f"read {info.name}"):
+            for _ in range(info.chunks or 0):
+                msg = await self._bus.js.get_msg(_STREAM, seq=seq, subject=subject, next=True, direct=True)
+                parts.append(msg.data or b"")
+                seq = (msg.seq or seq) + 1
+        return b"".join(parts)
+
+    async def _last_messages(self, subjects: list[str]) -> dict[str, Msg]:
+        """The last message on each subject that has one, `BATCH` subjects per request."""
+        found: dict[str, Msg] = {}
+        for start in range(0, len(subjects), BATCH):
+            group = subjects[start : start + BATCH]
+            batch = await self._direct_batch(group) if self._batched else None
+            if batch is None:
+                self._batched = False
+                batch = await self._one_by_one(group)
+            found.update(batch)
+        return found
+
+    async def _direct_batch(self, subjects: list[str]) -> dict[str, Msg] | None:
+        """One batched direct get; None when the server does not do them."""
+        request = json.dumps({"multi_last": subjects, "batch": len(subjects)}).encode()
+        found: dict[str, Msg] = {}
+        with _bus_errors("read object metadata"):
+            sub = await self._bus.nc.subscribe(self._bus.nc.new_inbox())
+            try:
+                await self._bus.nc.publish(_DIRECT_GET, request, reply=sub.subject)
+                while True:
+                    try:
+                        msg = await sub.next_msg(timeout=REPLY_TIMEOUT_S)
+                    except nats.errors.TimeoutError:
+                        return None
+                    headers = msg.headers or {}
+                    status = headers.get(Header.STATUS)
+                    if status in ("204", "404"):  # end of batch / nothing found
+                        return found
+                    if status:
+                        return None
+                    found[headers["Nats-Subject"]] = msg
+            finally:
+                await sub.unsubscribe()
+
+    async def _one_by_one(self, subjects: list[str]) -> dict[str, Msg]:
+        found: dict[str, Msg] = {}
+        limiter = anyio.CapacityLimiter(FALLBACK_CONCURRENCY)
+
+        async def one(subject: str) -> None:
+            async with limiter:
+                with _bus_errors("read object metadata"):
+                    try:
+                        raw = await self._bus.js.get_last_msg(_STREAM, subject, direct=True)
+                    except nats.js.errors.NotFoundError:
+                        return
+                found[subject] = Msg(self._bus.nc, subject=subject, data=raw.data or b"")
+
+        async with anyio.create_task_group() as tg:
+            for subject in subjects:
+                tg.start_soon(one, subject)
+        return found
+
+
+def _by_size(subjects: list[str], sizes: dict[str, int]) -> Iterator[list[str]]:
+    group: list[str] = []
+    total = 0
+    for subject in subjects:
+        if group and (total + sizes[subject] > BATCH_BYTES or len(group) >= BATCH):
+            yield group
+            group, total = [], 0
+        group.append(subject)
+        total += sizes[subject]
+    if group:
+        yield group
