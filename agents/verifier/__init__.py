@@ -1,0 +1,51 @@
+"""The verifier: judges a patch against the tree its task started from, with structured failures.
+
+No model decides here; everything is a check a person could repeat. Entry points (what the
+verifier actor calls):
+
+    report, baseline = await verify_patch(
+        workspace=scratch,          # git repository whose HEAD commit is the task's starting tree,
+                                    # working tree clean; back at that tree when this returns
+        patch=diff,                 # unified diff, a/ b/ prefixes, as `git diff` writes it
+        plan_files=plan.files_of_interest,
+        test_targets=plan.test_targets,   # pytest node ids or files
+        mode="execute",             # the task's mode: any change in read mode is out of scope
+        tools=provider,             # ToolProvider; its `exec` server is opened once, for every call
+        deadline=task_deadline,     # aware datetime; every run gets the time left as its timeout
+        baseline=record.baseline,   # None on the first verification; keep the returned one
+    )
+    report = await verify_answer(workspace=scratch, answer=text)
+    feedback = revision_feedback(report)   # for the coder: failing test ids and locations first
+
+`verify_patch` steps: read the patch (`patch.malformed`, `patch.empty`), review the diff
+(`diff_review`), `git apply` it (`patch.apply_failed`), static checks of the changed files
+(`static`: only findings the patch introduced), the targeted tests (`selection`), then — when they
+pass and the deadline allows — the whole suite, and last the comparison with the starting tree
+(`verify`, which says why only failing and changed tests are re-run there). When a targeted test
+fails, it returns at once without the suite: the coder hears about it as early as possible.
+
+`report.verdict` is `passed`, `failed` (the failures say why) or `unverified` (nothing could judge
+the patch: no tests, the sandbox failed); `VerificationReport.model_dump(mode="json")` is a
+superset of the result object's `verification`. `Baseline` is small enough to keep on the task
+record and makes later revisions cheaper. The failure classes are those of `agents.failures`.
+"""
+
+from agents.verifier.diff_review import ReviewLimits
+from agents.verifier.errors import VerifierError, WorkspaceError
+from agents.verifier.report import Baseline, Check, Failure, TestOutcomes, VerificationReport
+from agents.verifier.verdict import revision_feedback
+from agents.verifier.verify import verify_answer, verify_patch
+
+__all__ = [
+    "Baseline",
+    "Check",
+    "Failure",
+    "ReviewLimits",
+    "TestOutcomes",
+    "VerificationReport",
+    "VerifierError",
+    "WorkspaceError",
+    "revision_feedback",
+    "verify_answer",
+    "verify_patch",
+]
