@@ -36,7 +36,7 @@ async def test_two_writers_racing_on_a_record_lose_neither_update(bus: Bus) -> N
             nonlocal slow_calls
             slow_calls += 1
             assert state is not None
-            return state.model_copy(update={"step": state.step + 1})
+            return state.model_copy(update={"step_seq": state.step_seq + 1})
 
         async def change(state: TaskState | None) -> TaskState:
             result = bump_step(state)
@@ -58,7 +58,7 @@ async def test_two_writers_racing_on_a_record_lose_neither_update(bus: Bus) -> N
             tg.start_soon(fast_writer)
     final = await records.get("t1")
     assert final is not None
-    assert (final.step, final.revisions) == (1, 1)
+    assert (final.step_seq, final.revisions) == (1, 1)
     assert slow_calls == 2  # lost once, retried once
 
 
@@ -78,6 +78,6 @@ async def test_creating_a_record_that_exists_keeps_the_first(bus: Bus) -> None:
     """Our contract: the claim of a task (create when absent) happens once, whoever comes second."""
     records = await TaskRecords.open(bus)
     first = await records.update("t2", lambda s: s or _state("t2"))
-    second = await records.update("t2", lambda s: s or _state("t2").model_copy(update={"step": 9}))
+    second = await records.update("t2", lambda s: s or _state("t2").model_copy(update={"step_seq": 9}))
     assert first == second
     assert [s.task_id for s in await records.all()] == ["t2"]
