@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from agents.messages import TaskSubmitted
 from agents.tools import ToolProvider
 from agents.workspace import SnapshotRef, capture_snapshot, materialize, open_scratch
@@ -60,7 +62,7 @@ async def scratch_workspace(deps: RoleDeps, task_id: str, task: TaskSubmitted, l
     if ref is None:
         # A submission from a client that did not capture (any NATS client may submit): capture
         # here, which works only where the path exists — the same machine.
-        if not Path(task.repo).is_dir():
+        if not await anyio.Path(task.repo).is_dir():
             raise StepError("env.setup", f"the task has no snapshot and {task.repo} is not a directory here")
         ref = await capture_snapshot(deps.bus, Path(task.repo))
     async with open_scratch(deps.scratch_dir, task_id, label) as root:

@@ -10,10 +10,14 @@ Environment variables (each overridden by its command-line option):
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from bus.config import BusConfig, TlsConfig
+
+if TYPE_CHECKING:
+    from agents.messages import ModelNames
 
 SERVE_NOTE = "serve.json"
 
@@ -153,3 +157,31 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def model_names(
+    *, model: str | None = None, planner: str | None = None, coder: str | None = None, base_dir: Path | None = None
+) -> "ModelNames":
+    """The task's models: flags first, then `CODELOOP_MODEL` for every role; `function:` paths made
+    absolute against `base_dir` (default: here), because a worker elsewhere resolves them.
+
+    Raises:
+        ConfigError: a `function:` file that does not exist.
+    """
+    from agents.messages import ModelNames
+
+    default = model or os.environ.get("CODELOOP_MODEL") or None
+    names = {"default": default, "planner": planner, "coder": coder}
+    for role, name in names.items():
+        if name and name.startswith("function:"):
+            spec = name.removeprefix("function:")
+            path, sep, attr = spec.rpartition(":")
+            if not sep or not path:
+                raise ConfigError(f"--{role}-model {name!r}: write function:PATH.py:NAME")
+            file = Path(path).expanduser()
+            if not file.is_absolute():
+                file = (base_dir or Path.cwd()) / file
+            if not file.is_file():
+                raise ConfigError(f"model file {file} does not exist (from {name!r})")
+            names[role] = f"function:{file.resolve()}:{attr}"
+    return ModelNames(**names)

@@ -20,13 +20,13 @@ from anyio.abc import TaskStatus
 
 from agents.coder import coder_spec
 from agents.echo import echo_spec
+from agents.orchestrator import Pipeline, orchestrator_spec
 from agents.planner import planner_spec
+from agents.records import TaskRecords
 from agents.retriever import retriever_spec
 from agents.role import RoleDeps
 from agents.tools import ToolProvider
 from agents.verifier.role import verifier_spec
-from agents.orchestrator import Pipeline, orchestrator_spec
-from agents.records import TaskRecords
 from bus.actor import Actor, ActorSpec, DeliveryPolicy
 from bus.config import BusConfig
 from bus.connection import Bus, open_bus
@@ -103,6 +103,7 @@ async def serve(
     actor_policy: DeliveryPolicy | None = None,
     pipeline: Pipeline | None = None,
     tools: ToolProvider | None = None,
+    home: Path | None = None,
     mcp: McpHosting | None = None,
     on_ready: Callable[[ServeNote], None] = lambda note: None,
     task_status: TaskStatus[ServeNote] = anyio.TASK_STATUS_IGNORED,
@@ -123,7 +124,7 @@ async def serve(
             servers = (server.url,)
         bus = await stack.enter_async_context(open_bus(config, servers=servers))
         await ensure_streams(bus)
-        deps = role_deps(bus, config.state_dir, tools=tools)
+        deps = role_deps(bus, home or config.state_dir, tools=tools)
         specs = await role_specs(bus, roles, actor_policy, pipeline=pipeline, deps=deps)
         actors = [Actor(bus, spec) for spec in specs]
         async with anyio.create_task_group() as tg:

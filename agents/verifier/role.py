@@ -1,0 +1,90 @@
+"""The verifier's actor: a `VerifyRequest` in, a `VerifyResult` out, on a scratch copy of the start.
+
+Three cases, by what the request carries: a patch (`verify_patch`, the baseline computed once and
+handed back for the record), an answer in read mode (`verify_answer`: what it cites must exist),
+or neither — diagnose mode, where the unmodified tree's test suite is run and its failures are
+the report (the tree is judged, nothing is blamed).
+"""
+
+from datetime import UTC, datetime
+from typing import Any
+
+from agents.messages import StepFailed, VerifyRequest, VerifyResult
+from agents.role import RoleDeps, StepError, role_spec, scratch_workspace
+from agents.verifier.exec_session import ExecUnavailable, open_exec_session
+from agents.verifier.report import Check, Failure, VerificationReport
+from agents.verifier.verify import verify_answer, verify_patch
+from bus.actor import ActorSpec, Delivery, DeliveryPolicy
+
+ROLE = "verifier"
+DIAGNOSE_SUITE_CAP_S = 600.0
+
+
+async def verify(deps: RoleDeps, task_id: str, request: VerifyRequest) -> VerifyResult:
+    task = request.task
+    async with scratch_workspace(deps, task_id, task, "verify") as root:
+        if request.answer is not None:
+            report = await verify_answer(workspace=root, answer=request.answer)
+            return VerifyResult(step_id=request.step_id, report=report, baseline=request.baseline)
+        if request.patch is None:
+            report = await diagnose_tree(deps, root, request)
+            return VerifyResult(step_id=request.step_id, report=report, baseline=request.baseline)
+        report, baseline = await verify_patch(
+            workspace=root,
+            patch=request.patch,
+            plan_files=request.plan.files_of_interest,
+            test_targets=request.plan.test_targets,
+            mode=task.mode,
+            tools=deps.tools,
+            deadline=request.deadline_at,
+            baseline=request.baseline,
+        )
+    return VerifyResult(step_id=request.step_id, report=report, baseline=baseline)
+
+
+async def diagnose_tree(deps: RoleDeps, root: Any, request: VerifyRequest) -> VerificationReport:
+    """The unmodified tree's test suite as a report: which tests fail, where."""
+    left = (request.deadline_at - datetime.now(UTC)).total_seconds()
+    if left <= 1:
+        raise StepError("budget.wall", "the deadline passed before the tests could run")
+    target = deps.tools.servers(root, frozenset({"read", "execute"}))["exec"]
+    try:
+        async with open_exec_session(target) as session:
+            run = await session.run_tests([], timeout_s=min(left - 1, DIAGNOSE_SUITE_CAP_S))
+    except ExecUnavailable as exc:
+        raise StepError("env.infra", str(exc)) from exc
+    summary = f"{run.passed} passed, {run.failed} failed, {run.errors} errors, {run.skipped} skipped"
+    if run.timed_out:
+        failure = Failure(failure_class="test.timeout", message=f"the test suite did not finish: {summary}")
+        return VerificationReport(verdict="failed", checks=[Check(name="tests", ok=False, summary=summary)],
+                                  failures=[failure])  # fmt: skip
+    if run.total == 0:
+        return VerificationReport(
+            verdict="unverified",
+            checks=[Check(name="tests", ok=False, summary="no tests were collected")],
+            failures=[Failure(failure_class="verify.unverifiable", message="no tests were collected")],
+        )
+    failures = [
+        Failure(
+            failure_class="test.still_failing", test_id=f.test_id, path=f.file or f.test_id.split("::")[0],
+            line=f.line or None, message=f.message or f.outcome, stack_summary=f.traceback,
+        )  # fmt: skip
+        for f in run.failures
+    ]
+    return VerificationReport(
+        verdict="failed" if failures else "passed",
+        checks=[Check(name="tests", ok=not failures, summary=summary)],
+        failures=failures,
+    )
+
+
+def verifier_spec(deps: RoleDeps, *, policy: DeliveryPolicy | None = None) -> ActorSpec:
+    async def handle(delivery: Delivery, request: Any) -> VerifyResult:
+        if not isinstance(request, VerifyRequest):
+            raise StepError("agent.format", f"the verifier takes verify_request, got {delivery.envelope.kind}")
+        return await verify(deps, delivery.envelope.task_id, request)
+
+    def failed(request: Any, failure_class: str, message: str) -> StepFailed:
+        return StepFailed(step_id=getattr(request, "step_id", ""), role=ROLE, failure_class=failure_class, message=message)
+
+    return role_spec(ROLE, handle, policy=policy, failed=failed)

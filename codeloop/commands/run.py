@@ -1,0 +1,219 @@
+"""`codeloop run`: one task from submission to its end, with a live view and a final summary.
+
+It runs against the local `codeloop serve` when one is running (or `--nats URL`), else on an
+embedded bus of its own with every role in this process. The repository's working tree is
+captured as a snapshot first: the agents work on scratch copies, and the checkout changes only
+with `--apply`, only if it still is the tree the task started from.
+"""
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from codeloop.commands._common import fail
+from codeloop.commands.bus import Connection, _run, with_connection_options
+
+EXIT_CODES = {"done": 0, "diagnosed": 0, "handed_off": 3, "cancelled": 4, "failed": 1, "rejected": 1}
+
+
+def read_task_text(task: str) -> str:
+    """TASK as given, `@FILE` for a file's text, `-` for standard input."""
+    if task == "-":
+        return sys.stdin.read()
+    if task.startswith("@"):
+        path = Path(task[1:]).expanduser()
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise fail(f"cannot read the task from {path}: {exc}", 2) from None
+    return task
+
+
+@with_connection_options
+def run(
+    task: Annotated[str, typer.Argument(help="What to do, in words; @FILE for a file's text, - for stdin.")],
+    repo: Annotated[Path, typer.Option("--repo", help="Repository the task is about.")],
+    mode: Annotated[str, typer.Option("--mode", help="read (answer) | write (patch) | execute (patch, run tests)")] = "read",
+    model: Annotated[str | None, typer.Option("--model", help="Model of every LLM role (env CODELOOP_MODEL): a pydantic-ai name or function:PATH.py:NAME.")] = None,
+    planner_model: Annotated[str | None, typer.Option("--planner-model", help="The planner's model.")] = None,
+    coder_model: Annotated[str | None, typer.Option("--coder-model", help="The coder's model.")] = None,
+    max_steps: Annotated[int | None, typer.Option("--max-steps", min=1, help="Model requests, all roles together.")] = None,
+    max_revisions: Annotated[int | None, typer.Option("--max-revisions", min=0, help="Revisions after failed verification.")] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", min=1, help="Wall-clock deadline in seconds, from submission.")] = None,
+    token_budget: Annotated[int | None, typer.Option("--token-budget", min=1, help="Input + output tokens, all roles together.")] = None,
+    apply: Annotated[bool, typer.Option("--apply", help="Apply the finished patch to the checkout (only if it is unchanged).")] = False,
+    connection: Connection = None,  # type: ignore[assignment]
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result object as JSON on stdout.")] = False,
+) -> None:  # fmt: skip
+    """Run one task to its end: plan, retrieve, code in a scratch workspace, verify, revise.
+
+    Without a model (no --model, no CODELOOP_MODEL) the task runs in diagnose mode: real
+    retrieval and a real test run of the unmodified tree, and a report of what a model would do.
+    Exit codes: 0 done or diagnosed, 3 handed off, 4 cancelled, 1 failed, 2 usage errors.
+    """
+    from pydantic import ValidationError
+
+    from agents.messages import Budgets, TaskSubmitted
+    from codeloop.config import ConfigError, model_names
+
+    text = read_task_text(task)
+    if not text.strip():
+        raise fail("the task text is empty", 2)
+    if not repo.is_dir():
+        raise fail(f"--repo {repo} is not a directory", 2)
+    try:
+        models = model_names(model=model, planner=planner_model, coder=coder_model)
+        limits = {"max_steps": max_steps, "max_revisions": max_revisions, "deadline_s": timeout,
+                  "max_tokens": token_budget}  # fmt: skip
+        budgets = Budgets(**{k: v for k, v in limits.items() if v is not None})
+        submitted = TaskSubmitted(
+            text=text, repo=str(repo.resolve()), mode=mode, budgets=budgets, models=models,  # type: ignore[arg-type]
+            interactive=sys.stdin.isatty(),
+        )  # fmt: skip
+    except ConfigError as exc:
+        raise fail(str(exc), 2) from None
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        raise fail(f"invalid task: {'.'.join(map(str, first['loc']))}: {first['msg']}", 2) from None
+
+    result = _run(lambda: _run_task(submitted, connection, quiet=as_json))
+    if apply:
+        _apply(result, repo, submitted)
+    if as_json:
+        typer.echo(result.model_dump_json())
+    else:
+        _summary(result)
+    raise typer.Exit(EXIT_CODES.get(result.status, 1))
+
+
+async def _run_task(task: Any, connection: Connection, *, quiet: bool) -> Any:
+    import anyio
+
+    from codeloop.config import ConfigError, bus_config, client_bus_config
+    from codeloop.wiring import serve
+
+    try:
+        config = client_bus_config(**connection)
+    except ConfigError:
+        config = None
+    if config is not None:
+        return await _submit_and_follow(config, task, quiet=quiet)
+    # No serve to talk to: an embedded bus (its store in a temp dir) and every role in this process;
+    # scratch workspaces and the search index stay in the state dir, so a second run reuses the index.
+    home = bus_config(**connection).state_dir
+    with tempfile.TemporaryDirectory(prefix="codeloop-run-") as store:
+        embedded = bus_config(**{**connection, "state_dir": Path(store)})
+        stop = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            note = await tg.start(lambda task_status: serve(embedded, stop=stop, home=home, task_status=task_status))
+            client = embedded.model_copy(update={"servers": tuple(note.nats_url.split(","))})
+            try:
+                return await _submit_and_follow(client, task, quiet=quiet)
+            finally:
+                stop.set()
+
+
+async def _submit_and_follow(config: Any, task: Any, *, quiet: bool) -> Any:
+    from agents.client import submit_task, watch_task
+    from agents.messages import TaskResult
+    from agents.workspace import capture_snapshot
+    from bus.connection import open_bus
+
+    view = _LiveView(enabled=not quiet)
+    async with open_bus(config) as bus:
+        view.line("capturing the working tree")
+        snapshot = await capture_snapshot(bus, Path(task.repo))
+        task = task.model_copy(update={"snapshot": snapshot})
+        envelope, _ = await submit_task(bus, task)
+        view.line(f"task {envelope.task_id} submitted ({snapshot.files} files, mode {task.mode})")
+        final = await watch_task(bus, envelope.task_id, view.on_event)
+    view.close()
+    return TaskResult.model_validate(final.payload)
+
+
+class _LiveView:
+    """One status line on stderr: stage, step, last event, tokens, elapsed."""
+
+    def __init__(self, *, enabled: bool) -> None:
+        self.enabled = enabled
+        self.started = time.monotonic()
+        self.tokens = 0
+        self.stage = "submitted"
+        self.tty = sys.stderr.isatty()
+
+    def line(self, text: str) -> None:
+        if not self.enabled:
+            return
+        elapsed = time.monotonic() - self.started
+        out = f"[{elapsed:6.1f}s] {self.stage:<11} {self.tokens:>7} tok  {text}"
+        if self.tty:
+            sys.stderr.write("\r\033[K" + out[:160])
+        else:
+            sys.stderr.write(out + "\n")
+        sys.stderr.flush()
+
+    def on_event(self, envelope: Any) -> None:
+        payload = envelope.payload
+        if envelope.kind == "event":
+            data = payload.get("data") or {}
+            if payload.get("name") == "transition" and data.get("status"):
+                self.stage = data["status"]
+            if payload.get("name") == "model_call":
+                self.tokens += int(data.get("input_tokens", 0)) + int(data.get("output_tokens", 0))
+            self.line(payload.get("message", "")[:110])
+        elif envelope.kind == "dead_letter":
+            self.line(f"dead letter: {payload.get('error', '')[:100]}")
+
+    def close(self) -> None:
+        if self.enabled and self.tty:
+            sys.stderr.write("\n")
+
+
+def _apply(result: Any, repo: Path, task: Any) -> None:
+    import anyio
+
+    from agents.workspace import WorkspaceError, apply_to_checkout, capture_snapshot  # noqa: F401
+
+    if result.status != "done" or not result.patch:
+        typer.echo(f"not applied: the task is {result.status}" + ("" if result.patch else " with no patch"), err=True)
+        return
+    snapshot = task.snapshot
+    if snapshot is None:  # the submission's snapshot is the one the task record holds
+        typer.echo("not applied: the task's snapshot is unknown", err=True)
+        return
+    try:
+        anyio.run(lambda: apply_to_checkout(repo, snapshot, result.patch))
+    except WorkspaceError as exc:
+        raise fail(str(exc)) from None
+    typer.echo(f"applied the patch to {repo} ({len(result.files_changed)} files)", err=True)
+
+
+def _summary(result: Any) -> None:
+    typer.echo(f"task {result.task_id}: {result.status}" + (f" ({result.failure_class})" if result.failure_class else ""))
+    if result.files_changed:
+        typer.echo("files changed: " + ", ".join(result.files_changed))
+    verification = result.verification
+    if verification.verdict:
+        typer.echo(f"verification: {verification.verdict}")
+        for check in verification.checks:
+            typer.echo(f"  {'ok  ' if check.get('ok') else 'FAIL'} {check.get('name')}: {check.get('summary', '')}")
+    usage = result.usage
+    typer.echo(f"usage: {usage.get('requests', 0)} model requests, {usage.get('input_tokens', 0)}+"
+               f"{usage.get('output_tokens', 0)} tokens, {usage.get('wall_s', 0):.1f} s")  # fmt: skip
+    if result.report:
+        typer.echo("")
+        typer.echo(result.report)
+    if result.answer and result.answer != result.report:
+        typer.echo("")
+        typer.echo(result.answer)
+    if result.patch:
+        typer.echo("")
+        typer.echo(result.patch.rstrip())
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(run)
