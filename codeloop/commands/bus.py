@@ -118,7 +118,17 @@ def serve(
     role: Annotated[
         list[str] | None,
         typer.Option(
-            "--role", help="Role to run in this process (repeatable). Default: orchestrator and echo."
+            "--role",
+            help="Role to run in this process (repeatable). Default: orchestrator, planner, retriever, "
+            "coder, verifier (with --pipeline echo: orchestrator, echo).",
+        ),
+    ] = None,
+    pipeline: Annotated[
+        str | None,
+        typer.Option(
+            "--pipeline",
+            help="Run every task through this pipeline (fix, explain, diagnose, echo). Default: by the "
+            "task (diagnose without a model, explain in read mode, else fix).",
         ),
     ] = None,
     replicas: Annotated[
@@ -176,7 +186,12 @@ def serve(
         )
     except ConfigError as exc:
         raise fail(str(exc), 2) from None
-    roles = tuple(role or DEFAULT_ROLES)
+    from agents.orchestrator import NAMED
+
+    if pipeline is not None and pipeline not in NAMED:
+        raise fail(f"--pipeline {pipeline!r}: choose one of {', '.join(NAMED)}", 2)
+    chosen = NAMED[pipeline] if pipeline else None
+    roles = tuple(role or (("orchestrator", "echo") if pipeline == "echo" else DEFAULT_ROLES))
     hosting = None
     if mcp:
         root = (mcp_root or Path.cwd()).expanduser()
@@ -221,7 +236,7 @@ def serve(
                         stop.set()
 
             tg.start_soon(on_signals)
-            await run_serve(config, roles=roles, stop=stop, mcp=hosting, on_ready=show)
+            await run_serve(config, roles=roles, pipeline=chosen, stop=stop, mcp=hosting, on_ready=show)
             tg.cancel_scope.cancel()
         typer.echo("codeloop stopped", err=True)
 
@@ -342,8 +357,9 @@ def watch(
         status = _run(main)
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
-    if status != "done":
-        raise typer.Exit(1)
+    from codeloop.commands.run import EXIT_CODES
+
+    raise typer.Exit(EXIT_CODES.get(status or "", 1))
 
 
 @with_connection_options
@@ -395,6 +411,8 @@ def schema(
     ] = None,
 ) -> None:
     """Print the JSON Schema of the envelope and every message, for agents in other languages."""
+    import agents.echo  # noqa: F401 - registers the payloads these modules own
+    import agents.messages  # noqa: F401
     from bus.messages import json_schemas
 
     text = json.dumps(json_schemas(), indent=2)

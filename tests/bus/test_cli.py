@@ -30,7 +30,7 @@ async def test_serve_submit_watch_status_carry_a_task_and_serve_stops_cleanly_on
     """Issue 2 item 7: serve says where NATS is; submit prints an id; watch ends at the result; Ctrl-C stops all."""
     home = tmp_path / "home"
     with anyio.fail_after(60):
-        async with await anyio.open_process([*CODELOOP, "serve"], env=_env(home)) as serve:
+        async with await anyio.open_process([*CODELOOP, "serve", "--pipeline", "echo"], env=_env(home)) as serve:
             assert serve.stdout is not None
             banner = b""
             while b"Press Ctrl-C" not in banner:

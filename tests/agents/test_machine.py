@@ -1,0 +1,237 @@
+"""The orchestrator's transition function, exhaustively: every status against every kind of input,
+then the paths a task takes (pass, revise, re-plan, hand-off by each budget, stale results)."""
+
+from datetime import UTC, datetime, timedelta
+from typing import get_args
+
+import pytest
+
+from agents.echo import EchoResult
+from agents.messages import (
+    TERMINAL_STATUSES,
+    Budgets,
+    CodeRequest,
+    CodeResult,
+    Context,
+    ModelNames,
+    Plan,
+    PlanRequest,
+    PlanResult,
+    PlanStep,
+    TaskState,
+    TaskStatus,
+    TaskSubmitted,
+    Usage,
+    VerifyRequest,
+    VerifyResult,
+)
+from agents.orchestrator.machine import Cancel, Dispatch, Finish, Start, StepDone, StepFailure, transition
+from agents.orchestrator.pipeline import DIAGNOSE, EXPLAIN, FIX, pipeline_for
+from agents.verifier.report import Failure, VerificationReport
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+MODELS = ModelNames(default="function:/x.py:f")
+
+
+def _task(mode: str = "write", **budgets: object) -> TaskSubmitted:
+    return TaskSubmitted(text="fix it", repo="/r", mode=mode, models=MODELS, budgets=Budgets(**budgets))  # type: ignore[arg-type]
+
+
+def _state(task: TaskSubmitted | None = None) -> TaskState:
+    return TaskState(task_id="t1", status="submitted", task=task or _task(), created_at=T0, updated_at=T0)
+
+
+def _step(state: TaskState, payload, *, role: str = "x", now: datetime = T0, pipeline=FIX):
+    assert state.expected_step is not None
+    return transition(state, StepDone(state.expected_step, role, payload), pipeline=pipeline, now=now)
+
+
+def _dispatched(outcome):
+    return [c for c in outcome.commands if isinstance(c, Dispatch)]
+
+
+def _report(verdict: str, *failures: Failure) -> VerificationReport:
+    return VerificationReport(verdict=verdict, failures=list(failures))  # type: ignore[arg-type]
+
+
+def _fail(test_id: str = "tests/test_a.py::test_x") -> Failure:
+    return Failure(failure_class="test.still_failing", test_id=test_id, path="tests/test_a.py", line=3, message="boom")
+
+
+def _to_verifying(task: TaskSubmitted | None = None) -> TaskState:
+    state = transition(_state(task), Start(), pipeline=FIX, now=T0).state
+    state = _step(state, PlanResult(step_id=state.expected_step, plan=Plan(steps=[PlanStep(description="s")]),
+                                    usage=Usage(requests=1, input_tokens=10))).state  # fmt: skip
+    state = _step(state, Context(step_id=state.expected_step)).state
+    state = _step(state, CodeResult(step_id=state.expected_step, patch="diff", files_changed=["a.py"],
+                                    usage=Usage(requests=2, input_tokens=20))).state  # fmt: skip
+    assert state.status == "verifying"
+    return state
+
+
+# ── every status × every input ─────────────────────────────────────────────────────────────────
+ALL_STATUSES: tuple[str, ...] = get_args(TaskStatus)
+INPUTS = {
+    "start": lambda s: Start(),
+    "current_result": lambda s: StepDone(s.expected_step or "none", "x", PlanResult(step_id="p", plan=Plan())),
+    "stale_result": lambda s: StepDone("00-old", "x", PlanResult(step_id="00-old", plan=Plan())),
+    "current_failure": lambda s: StepFailure(s.expected_step or "none", "x", "env.infra", "down"),
+    "stale_failure": lambda s: StepFailure("00-old", "x", "env.infra", "down"),
+    "cancel": lambda s: Cancel("user"),
+}
+
+
+@pytest.mark.parametrize("status", ALL_STATUSES)
+@pytest.mark.parametrize("kind", list(INPUTS))
+def test_every_status_answers_every_input_kind(status: str, kind: str) -> None:
+    """The table is total: terminal records ignore everything; live ones cancel, ignore stale
+    inputs, and act on the step they expect."""
+    state = _state().model_copy(
+        update={"status": status, "stage": "plan", "expected_step": None if status == "submitted" else "05-plan"}
+    )
+    outcome = transition(state, INPUTS[kind](state), pipeline=FIX, now=T0)
+    if status in TERMINAL_STATUSES:
+        assert outcome.ignored and outcome.state == state and not outcome.commands
+    elif kind == "cancel":
+        assert outcome.state.status == "cancelled" and isinstance(outcome.commands[-1], Finish)
+    elif kind in ("stale_result", "stale_failure"):
+        assert outcome.ignored and "stale" in outcome.ignored and outcome.state == state
+    elif kind == "start":
+        if status == "submitted":
+            assert outcome.state.status == "planning" and _dispatched(outcome)[0].role == "planner"
+        else:
+            assert outcome.ignored
+    elif kind == "current_failure":
+        if status == "submitted":  # nothing was dispatched, so no step can have failed
+            assert outcome.ignored
+        else:
+            assert outcome.state.status == "failed" and outcome.state.result.failure_class == "env.infra"
+    elif kind == "current_result":
+        if status == "submitted":
+            assert outcome.ignored
+        else:
+            assert not outcome.ignored and outcome.state.status == "retrieving"
+
+
+# ── paths ───────────────────────────────────────────────────────────────────────────────────────
+def test_a_passing_verification_ends_the_task_done_with_the_patch_and_usage_by_role() -> None:
+    state = _to_verifying()
+    outcome = _step(state, VerifyResult(step_id=state.expected_step, report=_report("passed")), role="verifier")
+    result = outcome.state.result
+    assert outcome.state.status == "done" and result.status == "done" and result.patch == "diff"
+    assert result.files_changed == ["a.py"] and result.verification.verdict == "passed"
+    assert result.steps == 3 and set(result.usage["by_role"]) == {"x", "verifier"}
+    assert isinstance(outcome.commands[-1], Finish)
+
+
+def test_a_failed_verification_sends_the_failures_back_to_the_coder() -> None:
+    state = _to_verifying()
+    outcome = _step(state, VerifyResult(step_id=state.expected_step, report=_report("failed", _fail())))
+    (dispatch,) = _dispatched(outcome)
+    assert dispatch.role == "coder" and isinstance(dispatch.payload, CodeRequest)
+    assert "tests/test_a.py::test_x" in dispatch.payload.feedback and "tests/test_a.py:3" in dispatch.payload.feedback
+    assert dispatch.payload.previous_patch == "diff" and outcome.state.revisions == 1
+
+
+def test_the_same_failures_twice_in_a_row_hand_the_task_off() -> None:
+    state = _to_verifying()
+    state = _step(state, VerifyResult(step_id=state.expected_step, report=_report("failed", _fail()))).state
+    state = _step(state, CodeResult(step_id=state.expected_step, patch="diff2", files_changed=["a.py"])).state
+    outcome = _step(state, VerifyResult(step_id=state.expected_step, report=_report("failed", _fail())))
+    assert outcome.state.status == "handed_off" and outcome.state.result.failure_class == "test.still_failing"
+    assert "Handed off" in outcome.state.result.report and "a.py" in outcome.state.result.report
+
+
+def test_the_revision_budget_ends_the_loop_and_two_failed_revisions_bring_a_new_plan() -> None:
+    state = _to_verifying(_task(max_revisions=3))
+    roles = []
+    for i in range(4):
+        outcome = _step(state, VerifyResult(step_id=state.expected_step, report=_report("failed", _fail(f"t::{i}"))))
+        state = outcome.state
+        if state.status == "handed_off":
+            break
+        (dispatch,) = _dispatched(outcome)
+        roles.append(dispatch.role)
+        if dispatch.role == "planner":
+            assert isinstance(dispatch.payload, PlanRequest) and dispatch.payload.feedback
+            state = _step(state, PlanResult(step_id=state.expected_step, plan=Plan(revision_reason="tests fail"))).state
+            state = _step(state, Context(step_id=state.expected_step)).state
+        state = _step(state, CodeResult(step_id=state.expected_step, patch=f"d{i}", files_changed=["a.py"])).state
+    assert roles == ["coder", "coder", "planner"]
+    assert state.status == "handed_off" and state.result.failure_class == "budget.revisions"
+    assert state.result.plan["revisions"][0]["reason"] == "tests fail"
+
+
+@pytest.mark.parametrize(
+    ("budgets", "usage", "limit"),
+    [({"max_steps": 3}, Usage(requests=3), "budget.steps"), ({"max_tokens": 100}, Usage(input_tokens=100), "budget.tokens"),
+     ({"max_cost_usd": 0.5}, Usage(cost_usd=0.5), "budget.cost")],
+)  # fmt: skip
+def test_a_spent_budget_hands_off_before_the_next_model_step(budgets: dict, usage: Usage, limit: str) -> None:
+    state = transition(_state(_task(**budgets)), Start(), pipeline=FIX, now=T0).state
+    state = _step(state, PlanResult(step_id=state.expected_step, plan=Plan(), usage=usage)).state
+    outcome = _step(state, Context(step_id=state.expected_step))  # the coder would be next
+    assert outcome.state.status == "handed_off" and outcome.state.result.failure_class == limit
+    assert not _dispatched(outcome)
+
+
+def test_the_deadline_hands_off_at_the_next_step_whatever_it_is() -> None:
+    state = transition(_state(_task(deadline_s=60)), Start(), pipeline=FIX, now=T0).state
+    outcome = _step(state, PlanResult(step_id=state.expected_step, plan=Plan()), now=T0 + timedelta(seconds=61))
+    assert outcome.state.status == "handed_off" and outcome.state.result.failure_class == "budget.wall"
+
+
+def test_a_coder_stopped_by_a_limit_hands_off_with_its_partial_patch() -> None:
+    state = transition(_state(), Start(), pipeline=FIX, now=T0).state
+    state = _step(state, PlanResult(step_id=state.expected_step, plan=Plan())).state
+    state = _step(state, Context(step_id=state.expected_step)).state
+    outcome = _step(state, CodeResult(step_id=state.expected_step, patch="partial", files_changed=["b.py"],
+                                      stopped_by="agent.loop", message="same call 3 times"))  # fmt: skip
+    result = outcome.state.result
+    assert result.status == "handed_off" and result.failure_class == "agent.loop" and result.patch == "partial"
+    assert "same call 3 times" in result.report and "b.py" in result.report
+
+
+def test_a_late_result_of_a_superseded_step_is_ignored() -> None:
+    state = _to_verifying()
+    old_code_step = state.steps_done[-1]
+    late = StepDone(old_code_step, "coder", CodeResult(step_id=old_code_step, patch="old"))
+    outcome = transition(state, late, pipeline=FIX, now=T0)
+    assert outcome.ignored and outcome.state == state
+
+
+def test_a_result_of_the_wrong_kind_for_the_stage_is_ignored() -> None:
+    state = _to_verifying()
+    outcome = transition(state, StepDone(state.expected_step, "echo", EchoResult(text="x")), pipeline=FIX, now=T0)
+    assert outcome.ignored and outcome.state == state
+
+
+def test_read_mode_answers_then_checks_the_answer_and_no_model_diagnoses() -> None:
+    read = _task("read")
+    assert pipeline_for(read) is EXPLAIN and pipeline_for(_task().model_copy(update={"models": ModelNames()})) is DIAGNOSE
+    state = transition(_state(read), Start(), pipeline=EXPLAIN, now=T0).state
+    state = _step(state, PlanResult(step_id=state.expected_step, plan=Plan()), pipeline=EXPLAIN).state
+    state = _step(state, Context(step_id=state.expected_step), pipeline=EXPLAIN).state
+    assert state.status == "answering"
+    outcome = _step(state, CodeResult(step_id=state.expected_step, answer="see a.py:3"), pipeline=EXPLAIN)
+    (dispatch,) = _dispatched(outcome)
+    assert isinstance(dispatch.payload, VerifyRequest) and dispatch.payload.answer == "see a.py:3"
+    final = _step(outcome.state, VerifyResult(step_id=outcome.state.expected_step, report=_report("passed")),
+                  pipeline=EXPLAIN).state  # fmt: skip
+    assert final.status == "done" and final.result.answer == "see a.py:3" and final.result.patch is None
+
+    quiet = _task().model_copy(update={"models": ModelNames()})
+    state = transition(_state(quiet), Start(), pipeline=DIAGNOSE, now=T0).state
+    state = _step(state, PlanResult(step_id=state.expected_step, plan=Plan(fixed=True)), pipeline=DIAGNOSE).state
+    state = _step(state, Context(step_id=state.expected_step), pipeline=DIAGNOSE).state
+    (verify,) = [c for c in [state] if c.status == "verifying"]
+    final = _step(verify, VerifyResult(step_id=verify.expected_step, report=_report("failed", _fail())),
+                  pipeline=DIAGNOSE).state  # fmt: skip
+    assert final.status == "diagnosed" and "tests/test_a.py::test_x" in final.result.answer
+
+
+def test_the_transition_is_pure() -> None:
+    """Same record and input, same outcome: what lets a redelivered input be handled again safely."""
+    state = _to_verifying()
+    event = StepDone(state.expected_step, "verifier", VerifyResult(step_id=state.expected_step, report=_report("passed")))
+    assert transition(state, event, pipeline=FIX, now=T0) == transition(state, event, pipeline=FIX, now=T0)

@@ -1,0 +1,142 @@
+"""Scripted model decisions for the end-to-end tests (loaded as `function:tests/e2e/scripted.py:NAME`).
+
+Each function plays both LLM roles: as the planner (an output tool and no function tools) it
+returns a plan naming the files the search found; as the coder it decides from what the tools
+returned. A task text line `record: PATH` makes a function append what it was offered (tool
+names) and what it saw to PATH as JSON lines, so a test can assert on the model's view.
+"""
+
+import json
+import re
+import time
+from pathlib import Path
+
+from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
+
+
+def _prompt(messages) -> str:
+    for message in messages:
+        if isinstance(message, ModelRequest):
+            for part in message.parts:
+                if isinstance(part, UserPromptPart) and isinstance(part.content, str):
+                    return part.content
+    return ""
+
+
+def _returns(messages) -> list[ToolReturnPart]:
+    return [p for m in messages for p in getattr(m, "parts", []) if isinstance(p, ToolReturnPart)]
+
+
+def _record(messages, info, **seen) -> None:
+    match = re.search(r"^record: (\S+)$", _prompt(messages), re.M)
+    if match:
+        entry = {"tools": sorted(t.name for t in info.function_tools), "prompt": _prompt(messages), **seen}
+        with Path(match.group(1)).open("a") as out:
+            out.write(json.dumps(entry) + "\n")
+
+
+def _plan(messages, info) -> ModelResponse:
+    prompt = _prompt(messages)
+    found = re.findall(r"^- (\S+\.py)$", prompt.split("## Files a search for the task found")[-1], re.M)
+    tests = [f for f in found if f.startswith("tests/")]
+    plan = {
+        "steps": [{"description": "find where the wrong value comes from", "files": found[:3]},
+                  {"description": "fix it and run the tests"}],
+        "hypotheses": ["the arithmetic in calc is wrong"],
+        "files_of_interest": [f for f in found if not f.startswith("tests/")][:3],
+        "test_targets": tests[:2],
+    }  # fmt: skip
+    if "## Why it failed" in prompt:
+        plan["revision_reason"] = "the previous fix did not make the tests pass"
+    return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, plan)])
+
+
+def _is_planner(info) -> bool:
+    return bool(info.output_tools) and not info.function_tools
+
+
+def _content(part: ToolReturnPart) -> dict:
+    return part.content if isinstance(part.content, dict) else {}
+
+
+def fix(messages, info) -> ModelResponse:
+    """Reads the files the context lists, rewrites the one with `a - b`, runs the tests when it can."""
+    if _is_planner(info):
+        return _plan(messages, info)
+    _record(messages, info, step=len(_returns(messages)))
+    returns = _returns(messages)
+    prompt = _prompt(messages)
+    listed = re.findall(r"^- (\S+\.py)$", prompt.split("## Relevant files")[-1].split("###")[0], re.M)
+    read = {_content(p).get("path") for p in returns if p.tool_name == "read_file"}
+    for path in listed:
+        if path not in read and not path.startswith("tests/"):
+            return ModelResponse(parts=[ToolCallPart("read_file", {"path": path})])
+    wrote = [p for p in returns if p.tool_name == "write_file"]
+    if not wrote:
+        for part in returns:
+            body = _content(part)
+            if part.tool_name == "read_file" and "a - b" in body.get("content", ""):
+                fixed = body["content"].replace("a - b", "a + b")
+                return ModelResponse(parts=[ToolCallPart("write_file", {"path": body["path"], "content": fixed})])
+        return ModelResponse(parts=[TextPart("found nothing to fix")])
+    tools = {t.name for t in info.function_tools}
+    if "run_tests" in tools and not any(p.tool_name == "run_tests" for p in returns):
+        return ModelResponse(parts=[ToolCallPart("run_tests", {})])
+    return ModelResponse(parts=[TextPart("add subtracted instead of adding; fixed in calc/__init__.py")])
+
+
+def wrong_then_right(messages, info) -> ModelResponse:
+    """First attempt writes `a * b` (still wrong); on revision reads the feedback and writes `a + b`."""
+    if _is_planner(info):
+        return _plan(messages, info)
+    _record(messages, info)
+    returns = _returns(messages)
+    revising = "## Your previous attempt failed verification" in _prompt(messages)
+    if not any(p.tool_name == "read_file" for p in returns):
+        return ModelResponse(parts=[ToolCallPart("read_file", {"path": "calc/__init__.py"})])
+    if not any(p.tool_name == "write_file" for p in returns):
+        body = next(_content(p) for p in returns if p.tool_name == "read_file")
+        text = body["content"]
+        text = re.sub(r"return a [-*] b\n\n\ndef mul", "return a + b\n\n\ndef mul" if revising else "return a * b\n\n\ndef mul", text)  # noqa: E501
+        return ModelResponse(parts=[ToolCallPart("write_file", {"path": "calc/__init__.py", "content": text})])
+    return ModelResponse(parts=[TextPart("changed add")])
+
+
+def explain(messages, info) -> ModelResponse:
+    """Read mode: reads the module that defines `add` and answers citing the line it saw."""
+    if _is_planner(info):
+        return _plan(messages, info)
+    _record(messages, info)
+    returns = _returns(messages)
+    if not returns:
+        return ModelResponse(parts=[ToolCallPart("find_symbol", {"name": "add"})])
+    last = returns[-1]
+    if last.tool_name == "find_symbol":
+        where = _content(last).get("definitions", [{}])[0]
+        return ModelResponse(parts=[ToolCallPart("read_file", {"path": where.get("path", "calc/__init__.py")})])
+    body = _content(last)
+    lines = body.get("content", "").splitlines()
+    line = next((i for i, text in enumerate(lines, 1) if "a - b" in text), 1)
+    return ModelResponse(parts=[TextPart(f"`add` in {body.get('path')}:{line} returns `a - b`, so it subtracts.")])
+
+
+def same_call_forever(messages, info) -> ModelResponse:
+    """Calls the same tool with the same arguments every time: a loop."""
+    if _is_planner(info):
+        return _plan(messages, info)
+    return ModelResponse(parts=[ToolCallPart("list_files", {"path": "."})])
+
+
+def busy_forever(messages, info) -> ModelResponse:
+    """Calls a different listing every time: never repeats, never ends."""
+    if _is_planner(info):
+        return _plan(messages, info)
+    n = len(_returns(messages))
+    return ModelResponse(parts=[ToolCallPart("list_files", {"path": ".", "limit": 100 + n})])
+
+
+def slow_forever(messages, info) -> ModelResponse:
+    """Thinks for a second before each varied call: only the deadline stops it."""
+    if not _is_planner(info):
+        time.sleep(1.0)
+    return busy_forever(messages, info)

@@ -1,0 +1,91 @@
+"""Whole tasks through the real pipeline: the loop a user relies on, and the limits that end it."""
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from agents.messages import Budgets, ModelNames, TaskSubmitted
+from tests.e2e.conftest import make_repo, model, tree_digest
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+
+def _task(repo: Path, text: str, name: str, mode: str = "write", **budgets: object) -> TaskSubmitted:
+    return TaskSubmitted(
+        text=text, repo=str(repo), mode=mode, models=ModelNames(default=model(name)),  # type: ignore[arg-type]
+        budgets=Budgets(**budgets),
+    )  # fmt: skip
+
+
+async def test_a_bug_is_fixed_end_to_end_and_the_checkout_is_untouched(pipeline, tmp_path: Path) -> None:
+    """The closed loop: the patch applies with `git apply` to a fresh copy of the original, its
+    tests pass there, and the user's checkout is byte-for-byte what it was."""
+    repo = make_repo(tmp_path / "repo")
+    before = tree_digest(repo)
+    result = await pipeline(_task(repo, "add(2, 3) returns -1 instead of 5", "fix", mode="execute"))
+    assert result.status == "done", result.report
+    assert result.verification.verdict == "passed" and result.files_changed == ["calc/__init__.py"]
+    assert tree_digest(repo) == before
+    fresh = tmp_path / "fresh"
+    shutil.copytree(repo, fresh)
+    subprocess.run(["git", "apply", "-"], cwd=fresh, input=result.patch.encode(), check=True)
+    tests = subprocess.run(["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=fresh, capture_output=True)
+    assert tests.returncode == 0, tests.stdout
+    assert result.steps >= 2 and set(result.usage["by_role"]) >= {"planner", "coder", "retriever", "verifier"}
+    assert "calc/__init__.py" in result.context["files"]
+
+
+async def test_a_read_mode_explanation_offers_no_write_tool_and_cites_real_files(pipeline, tmp_path: Path) -> None:
+    """Read mode: the coder is offered read tools only, answers, and the answer's citations are checked."""
+    repo = make_repo(tmp_path / "repo")
+    record = tmp_path / "seen.jsonl"
+    result = await pipeline(_task(repo, f"Why does mean() come out wrong?\nrecord: {record}", "explain", mode="read"))
+    assert result.status == "done", result.report
+    assert "calc/__init__.py:5" in result.answer and result.patch is None
+    assert result.verification.verdict in ("passed", "unverified")
+    offered = {tool for line in record.read_text().splitlines() for tool in json.loads(line)["tools"]}
+    assert {"read_file", "search_code", "find_symbol"} <= offered
+    assert not offered & {"write_file", "apply_patch", "run_command", "run_tests"}
+
+
+async def test_a_failed_verification_is_revised_with_the_failures_the_coder_is_shown(pipeline, tmp_path: Path) -> None:
+    """The verifier's failures reach the coder on revision, leading with the failing test and its place."""
+    repo = make_repo(tmp_path / "repo")
+    record = tmp_path / "seen.jsonl"
+    result = await pipeline(_task(repo, f"add is wrong\nrecord: {record}", "wrong_then_right"))
+    assert result.status == "done" and result.revisions == 1, result.report
+    prompts = [json.loads(line)["prompt"] for line in record.read_text().splitlines()]
+    revision = next(p for p in prompts if "## Your previous attempt failed verification" in p)
+    assert "tests/test_calc.py::test_add" in revision and "tests/test_calc.py:" in revision
+
+
+async def test_a_model_that_repeats_one_call_is_stopped_as_a_loop(pipeline, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    result = await pipeline(_task(repo, "fix add", "same_call_forever", max_steps=50))
+    assert result.status == "handed_off" and result.failure_class == "agent.loop"
+    assert "Handed off" in result.report and "list_files" in result.report
+
+
+async def test_a_model_that_never_stops_is_ended_by_the_step_budget(pipeline, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    result = await pipeline(_task(repo, "fix add", "busy_forever", max_steps=6))
+    assert result.status == "handed_off" and result.failure_class == "budget.steps"
+    assert result.steps <= 6 and "Plan:" in result.report
+
+
+async def test_a_model_that_overruns_the_deadline_is_ended_by_the_clock(pipeline, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    result = await pipeline(_task(repo, "fix add", "slow_forever", deadline_s=12, max_steps=500))
+    assert result.status == "handed_off" and result.failure_class == "budget.wall"
+    assert result.usage["wall_s"] < 40
+
+
+async def test_a_worker_that_never_had_the_users_path_still_completes_the_task(pipeline, tmp_path: Path) -> None:
+    """The snapshot is the truth: the original moved away after submission, the task still finishes."""
+    repo = make_repo(tmp_path / "repo")
+    moved = tmp_path / "elsewhere"
+    result = await pipeline(_task(repo, "add(2, 3) returns -1", "fix"), before_submit=lambda: repo.rename(moved))
+    assert result.status == "done" and result.files_changed == ["calc/__init__.py"], result.report
