@@ -14,6 +14,7 @@ loop on repeated identical tool calls or too many consecutive tool failures.
 """
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.usage import UsageLimits
 
+from agents.confirmations import elicitation_handler
 from agents.errors import AgentError
 from agents.messages import CodeRequest, CodeResult, StepFailed, Usage
 from agents.metering import model_for, run_timeout_s
@@ -52,6 +54,11 @@ INSTRUCTIONS = {
     ),
 }
 INSTRUCTIONS["execute"] = INSTRUCTIONS["write"] + " You may run the tests (run_tests) to check your change."
+
+
+# pydantic-ai warns that an elicitation handler "will never be called" on modern MCP sessions; the
+# servers ask through resolvers, which do reach it there (the confirmation tests show it).
+warnings.filterwarnings("ignore", message="`elicitation_handler` will never be called", category=UserWarning)
 
 
 class LoopDetected(AgentError):
@@ -92,14 +99,15 @@ class _Guard:
         return Hooks(before_tool_execute=self.before, after_tool_execute=self.after, tool_execute_error=self.error)
 
 
-def _toolsets(deps: RoleDeps, root: Path, request: CodeRequest) -> list[MCPToolset]:
+def _toolsets(deps: RoleDeps, root: Path, request: CodeRequest, task_id: str) -> list[MCPToolset]:
     mode = request.task.mode
+    ask = elicitation_handler(deps.bus, task_id, timeout_s=request.task.confirm_timeout_s)
     servers = deps.tools.servers(root, MODE_SCOPES[mode], index_dir=index_dir_for(deps, request.task))
     names = ["fs", "search", "git"] + (["exec"] if mode == "execute" else [])
     return [
         MCPToolset(
             servers[name], id=name, max_retries=request.budget.max_tool_failures,
-            read_timeout=MCP_READ_TIMEOUT_S, init_timeout=MCP_INIT_TIMEOUT_S,
+            read_timeout=MCP_READ_TIMEOUT_S, init_timeout=MCP_INIT_TIMEOUT_S, elicitation_handler=ask,
         )  # fmt: skip
         for name in names
     ]
@@ -117,7 +125,7 @@ async def code(deps: RoleDeps, task_id: str, request: CodeRequest) -> CodeResult
         guard = _Guard(max_repeated=request.budget.max_repeated_calls, max_failures=request.budget.max_tool_failures)
         agent = Agent(
             model_for(deps, name, role=ROLE, task_id=task_id), output_type=str,
-            instructions=INSTRUCTIONS[task.mode], toolsets=_toolsets(deps, root, request),
+            instructions=INSTRUCTIONS[task.mode], toolsets=_toolsets(deps, root, request, task_id),
             capabilities=[guard.hooks()], retries=2,
         )  # fmt: skip
         limits = UsageLimits(

@@ -100,6 +100,8 @@ class TaskSubmitted(Message):
     """The working tree captured at submission; workers materialise scratch workspaces from it."""
     interactive: bool = False
     """A person is at a terminal answering confirmations (`codeloop run`)."""
+    confirm_timeout_s: float = Field(default=300.0, gt=0)
+    """How long a high-risk tool call waits for a person's answer before it is refused."""
 
 
 class Usage(Message):

@@ -411,7 +411,7 @@ def schema(
     ] = None,
 ) -> None:
     """Print the JSON Schema of the envelope and every message, for agents in other languages."""
-    import agents.echo  # noqa: F401 - registers the payloads these modules own
+    import agents.echo
     import agents.messages  # noqa: F401
     from bus.messages import json_schemas
 

@@ -123,8 +123,8 @@ async def _submit_and_follow(config: Any, task: Any, *, quiet: bool) -> Any:
     from agents.workspace import capture_snapshot
     from bus.connection import open_bus
 
-    view = _LiveView(enabled=not quiet)
     async with open_bus(config) as bus:
+        view = _LiveView(enabled=not quiet, bus=bus, ask=task.interactive and not quiet)
         view.line("capturing the working tree")
         snapshot = await capture_snapshot(bus, Path(task.repo))
         task = task.model_copy(update={"snapshot": snapshot})
@@ -138,8 +138,10 @@ async def _submit_and_follow(config: Any, task: Any, *, quiet: bool) -> Any:
 class _LiveView:
     """One status line on stderr: stage, step, last event, tokens, elapsed."""
 
-    def __init__(self, *, enabled: bool) -> None:
+    def __init__(self, *, enabled: bool, bus: Any = None, ask: bool = False) -> None:
         self.enabled = enabled
+        self.bus = bus
+        self.ask = ask
         self.started = time.monotonic()
         self.tokens = 0
         self.stage = "submitted"
@@ -156,10 +158,13 @@ class _LiveView:
             sys.stderr.write(out + "\n")
         sys.stderr.flush()
 
-    def on_event(self, envelope: Any) -> None:
+    async def on_event(self, envelope: Any) -> None:
         payload = envelope.payload
         if envelope.kind == "event":
             data = payload.get("data") or {}
+            if payload.get("name") == "confirmation_requested" and self.ask:
+                await self._confirm(envelope.task_id, data)
+                return
             if payload.get("name") == "transition" and data.get("status"):
                 self.stage = data["status"]
             if payload.get("name") == "model_call":
@@ -168,9 +173,67 @@ class _LiveView:
         elif envelope.kind == "dead_letter":
             self.line(f"dead letter: {payload.get('error', '')[:100]}")
 
+    async def _confirm(self, task_id: str, data: dict) -> None:
+        """Ask the person at this terminal; anything but yes is a refusal."""
+        import anyio
+
+        from agents.confirmations import answer
+
+        question = data.get("question", "a high-risk action")
+        reply = await anyio.to_thread.run_sync(
+            lambda: _prompt(f"\n{question} [y/N] "), abandon_on_cancel=True
+        )
+        approved = reply.strip().lower() in ("y", "yes")
+        await answer(self.bus, task_id, approve=approved, request_id=data.get("request_id"))
+
     def close(self) -> None:
         if self.enabled and self.tty:
             sys.stderr.write("\n")
+
+
+def _prompt(question: str) -> str:
+    try:
+        return input(question)
+    except EOFError:
+        return ""
+
+
+def _answer(task_id: str, request_id: str | None, connection: Connection, *, approve: bool) -> None:
+    from agents.confirmations import answer
+    from bus.connection import open_bus
+    from codeloop.config import client_bus_config
+
+    async def main() -> list[str]:
+        async with open_bus(client_bus_config(**connection)) as bus:
+            return await answer(bus, task_id, approve=approve, request_id=request_id)
+
+    answered = _run(main)
+    if not answered:
+        raise fail(f"task {task_id} has no pending confirmation" + (f" {request_id}" if request_id else ""))
+    typer.echo(f"{'approved' if approve else 'denied'}: {', '.join(answered)}")
+
+
+RequestOpt = Annotated[str | None, typer.Option("--request", help="One request id (default: every pending one).")]
+
+
+@with_connection_options
+def approve(
+    task_id: Annotated[str, typer.Argument(help="The task whose pending confirmation to approve.")],
+    request: RequestOpt = None,
+    connection: Connection = None,  # type: ignore[assignment]
+) -> None:
+    """Approve a task's pending high-risk tool call (see its confirmation_requested event)."""
+    _answer(task_id, request, connection, approve=True)
+
+
+@with_connection_options
+def deny(
+    task_id: Annotated[str, typer.Argument(help="The task whose pending confirmation to deny.")],
+    request: RequestOpt = None,
+    connection: Connection = None,  # type: ignore[assignment]
+) -> None:
+    """Deny a task's pending high-risk tool call; unanswered requests are denied after a timeout."""
+    _answer(task_id, request, connection, approve=False)
 
 
 def _apply(result: Any, repo: Path, task: Any) -> None:
@@ -216,4 +279,5 @@ def _summary(result: Any) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(run)
+    for command in (run, approve, deny):
+        app.command()(command)

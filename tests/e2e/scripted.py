@@ -11,7 +11,14 @@ import re
 import time
 from pathlib import Path
 
-from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
+from pydantic_ai.messages import (
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
 
 
 def _prompt(messages) -> str:
@@ -97,7 +104,7 @@ def wrong_then_right(messages, info) -> ModelResponse:
     if not any(p.tool_name == "write_file" for p in returns):
         body = next(_content(p) for p in returns if p.tool_name == "read_file")
         text = body["content"]
-        text = re.sub(r"return a [-*] b\n\n\ndef mul", "return a + b\n\n\ndef mul" if revising else "return a * b\n\n\ndef mul", text)  # noqa: E501
+        text = re.sub(r"return a [-*] b\n\n\ndef mul", "return a + b\n\n\ndef mul" if revising else "return a * b\n\n\ndef mul", text)
         return ModelResponse(parts=[ToolCallPart("write_file", {"path": "calc/__init__.py", "content": text})])
     return ModelResponse(parts=[TextPart("changed add")])
 
@@ -140,3 +147,15 @@ def slow_forever(messages, info) -> ModelResponse:
     if not _is_planner(info):
         time.sleep(1.0)
     return busy_forever(messages, info)
+
+
+def protected_write(messages, info) -> ModelResponse:
+    """Writes a CI workflow (a protected path: the fs server asks a person first), then reports what
+    the write returned."""
+    if _is_planner(info):
+        return _plan(messages, info)
+    returns = _returns(messages)
+    if not returns:
+        return ModelResponse(parts=[ToolCallPart("write_file", {"path": ".github/workflows/ci.yml", "content": "on: push\n"})])
+    _record(messages, info, outcome=str(returns[-1].content)[:300])
+    return ModelResponse(parts=[TextPart(f"write returned: {str(returns[-1].content)[:200]}")])

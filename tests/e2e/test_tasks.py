@@ -2,9 +2,10 @@
 
 import json
 import shutil
-import subprocess
+import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
 from agents.messages import Budgets, ModelNames, TaskSubmitted
@@ -31,8 +32,8 @@ async def test_a_bug_is_fixed_end_to_end_and_the_checkout_is_untouched(pipeline,
     assert tree_digest(repo) == before
     fresh = tmp_path / "fresh"
     shutil.copytree(repo, fresh)
-    subprocess.run(["git", "apply", "-"], cwd=fresh, input=result.patch.encode(), check=True)
-    tests = subprocess.run(["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=fresh, capture_output=True)
+    await anyio.run_process(["git", "apply", "-"], cwd=fresh, input=result.patch.encode())
+    tests = await anyio.run_process([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=fresh, check=False)
     assert tests.returncode == 0, tests.stdout
     assert result.steps >= 2 and set(result.usage["by_role"]) >= {"planner", "coder", "retriever", "verifier"}
     assert "calc/__init__.py" in result.context["files"]
