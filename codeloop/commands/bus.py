@@ -131,6 +131,15 @@ def serve(
             "task (diagnose without a model, explain in read mode, else fix).",
         ),
     ] = None,
+    ack_wait: Annotated[
+        float | None,
+        typer.Option(
+            "--ack-wait",
+            min=0.5,
+            help="Seconds a worker may hold a message without a heartbeat before it goes to another "
+            "worker (default 30): shorter recovers faster from a dead worker.",
+        ),
+    ] = None,
     replicas: Annotated[
         int,
         typer.Option("--replicas", min=1, max=5, help="Stream replicas: 1 on one server, 3 on a cluster."),
@@ -187,6 +196,7 @@ def serve(
     except ConfigError as exc:
         raise fail(str(exc), 2) from None
     from agents.orchestrator import NAMED
+    from bus.actor import DeliveryPolicy
 
     if pipeline is not None and pipeline not in NAMED:
         raise fail(f"--pipeline {pipeline!r}: choose one of {', '.join(NAMED)}", 2)
@@ -236,7 +246,10 @@ def serve(
                         stop.set()
 
             tg.start_soon(on_signals)
-            await run_serve(config, roles=roles, pipeline=chosen, stop=stop, mcp=hosting, on_ready=show)
+            policy = DeliveryPolicy(ack_wait_s=ack_wait) if ack_wait else None
+            await run_serve(
+                config, roles=roles, pipeline=chosen, actor_policy=policy, stop=stop, mcp=hosting, on_ready=show
+            )
             tg.cancel_scope.cancel()
         typer.echo("codeloop stopped", err=True)
 

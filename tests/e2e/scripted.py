@@ -159,3 +159,16 @@ def protected_write(messages, info) -> ModelResponse:
         return ModelResponse(parts=[ToolCallPart("write_file", {"path": ".github/workflows/ci.yml", "content": "on: push\n"})])
     _record(messages, info, outcome=str(returns[-1].content)[:300])
     return ModelResponse(parts=[TextPart(f"write returned: {str(returns[-1].content)[:200]}")])
+
+
+def hang_once(messages, info) -> ModelResponse:
+    """Like `fix`, except that the first coder call ever (no marker file yet) writes the marker
+    with its pid and hangs: its worker is killed meanwhile. Task line: `marker: PATH`."""
+    if not _is_planner(info):
+        import os
+
+        marker = Path(re.search(r"^marker: (\S+)$", _prompt(messages), re.M).group(1))
+        if not marker.exists():
+            marker.write_text(str(os.getpid()))
+            time.sleep(3600)
+    return fix(messages, info)
