@@ -16,6 +16,7 @@ from pydantic_ai.usage import UsageLimits
 
 from agents.messages import Plan, PlanRequest, PlanResult, PlanStep, StepFailed, TaskSubmitted
 from agents.metering import model_for, run_timeout_s, usage_of
+from agents.models import model_errors_as_agent_errors
 from agents.role import RoleDeps, StepError, index_dir_for, role_spec, scratch_workspace
 from bus.actor import ActorSpec, Delivery, DeliveryPolicy
 
@@ -67,7 +68,8 @@ async def plan(deps: RoleDeps, task_id: str, request: PlanRequest) -> PlanResult
     prompt = _prompt(task, repo_map, files, request)
     limits = UsageLimits(request_limit=max(1, request.budget.requests), total_tokens_limit=max(1, request.budget.tokens))
     try:
-        result = await agent.run(prompt, usage_limits=limits, timeout=run_timeout_s(request.budget))
+        with model_errors_as_agent_errors(model=name):
+            result = await agent.run(prompt, usage_limits=limits, timeout=run_timeout_s(request.budget))
     except UsageLimitExceeded as exc:
         raise StepError("budget.tokens" if "token" in str(exc) else "budget.steps", str(exc)) from exc
     except TimeoutError as exc:

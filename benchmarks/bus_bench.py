@@ -22,12 +22,12 @@ from pathlib import Path
 import anyio
 from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StreamConfig
 
+from agents.echo import EchoRequest
 from bus import subjects
 from bus.actor import Actor, ActorSpec, Delivery
 from bus.config import BusConfig
 from bus.connection import Bus, open_bus
 from bus.envelope import Envelope
-from agents.echo import EchoRequest
 from bus.server import open_nats_server
 from bus.streams import ensure_streams
 

@@ -1,0 +1,60 @@
+"""Provider failures are retried and classed as infrastructure, not as the model's fault; the
+provider is a real HTTP server on loopback speaking OpenAI's API (it stands in for the LLM)."""
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from agents.client import watch_task
+from agents.messages import ModelNames, TaskSubmitted
+from tests.agents.fake_llm import Reply, error, serve_fake_llm
+from tests.e2e.conftest import make_repo
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+KEY = "sk-test-provider-key-0123456789abcdef"
+
+
+async def _model_calls(pipeline, task_id: str) -> list[dict]:
+    calls: list[dict] = []
+
+    def on_event(envelope) -> None:
+        if envelope.kind == "event" and envelope.payload["name"] == "model_call":
+            calls.append(envelope.payload["data"])
+
+    with anyio.move_on_after(2):
+        await watch_task(pipeline.bus, task_id, on_event, until_final=False)
+    return calls
+
+
+async def test_a_provider_that_stays_down_fails_the_task_as_infrastructure(
+    pipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with serve_fake_llm(Reply(status=500, body=error(500, "upstream exploded"))) as fake:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        task = TaskSubmitted(text="fix add", repo=str(make_repo(tmp_path / "repo")), mode="write",
+                             models=ModelNames(default="openai-chat:gpt-4o"))  # fmt: skip
+        result = await pipeline(task)
+    assert result.status == "failed" and result.failure_class == "env.infra", result.report
+    assert len(fake.requests) == 4  # retried: four attempts, then given up
+    calls = await _model_calls(pipeline, result.task_id)
+    assert calls[-1]["attempts"] == 4 and calls[-1]["failure_class"] == "env.infra"
+    assert KEY not in result.model_dump_json() and all(KEY not in str(c) for c in calls)
+
+
+async def test_a_rate_limit_is_ridden_out_and_bad_output_is_the_models_fault(
+    pipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """429 twice then answers: the request succeeds after retries; the answer is no plan, which is
+    a model failure (agent.format), not an infrastructure one."""
+    limited = Reply(status=429, headers={"retry-after-ms": "20"}, body=error(429, "slow down"))
+    async with serve_fake_llm(limited, limited, Reply(text="I will not make a plan")) as fake:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        task = TaskSubmitted(text="fix add", repo=str(make_repo(tmp_path / "repo")), mode="write",
+                             models=ModelNames(default="openai-chat:gpt-4o"))  # fmt: skip
+        result = await pipeline(task)
+    assert result.status == "failed" and result.failure_class == "agent.format", result.report
+    calls = await _model_calls(pipeline, result.task_id)
+    assert calls[0]["attempts"] == 3 and calls[0]["outcome"] == "ok"
