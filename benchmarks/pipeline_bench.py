@@ -1,0 +1,173 @@
+"""What the agent pipeline itself costs per task, with a model that answers instantly.
+
+For a small repository and a generated 1,000-file one, each task is run two ways, interleaved over
+rounds so a noisy machine hurts both alike:
+
+1. through the pipeline: snapshot, submission, the orchestrator and the four roles as actors on
+   an embedded nats-server, every step a bus hop with KV writes;
+2. by direct calls: the same role functions called one after the other in this process on the same
+   snapshot, with no orchestrator, no hops, no records.
+
+The scripted model decides instantly (it reads a file, fixes `a - b`, ends), so every second
+printed is plumbing: snapshot, scratch workspaces, MCP sessions, indexing, the sandbox and the
+tests it runs. Per stage the script prints the pipeline's time (between the stage's transition
+events) beside the direct call's, and the difference, which is the bus's own share.
+
+    .venv/bin/python benchmarks/pipeline_bench.py [--rounds 3] [--big-files 1000]
+"""
+
+import argparse
+import statistics
+import subprocess
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import anyio
+
+from agents.client import submit_task, watch_task
+from agents.messages import (
+    CodeRequest,
+    ContextRequest,
+    ModelNames,
+    PlanRequest,
+    StepBudget,
+    TaskResult,
+    TaskSubmitted,
+    VerifyRequest,
+)
+from agents.workspace import capture_snapshot
+from bus.config import BusConfig
+from bus.connection import open_bus
+from codeloop.wiring import role_deps, serve
+
+SCRIPT = '''
+from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+
+def decide(messages, info):
+    if info.output_tools and not info.function_tools:
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {
+            "steps": [{"description": "fix add"}], "files_of_interest": ["calc/__init__.py"],
+            "test_targets": ["tests/test_calc.py"]})])
+    returns = [p for m in messages for p in getattr(m, "parts", []) if isinstance(p, ToolReturnPart)]
+    if not returns:
+        return ModelResponse(parts=[ToolCallPart("read_file", {"path": "calc/__init__.py"})])
+    if returns[-1].tool_name == "read_file":
+        text = returns[-1].content["content"].replace("a - b", "a + b")
+        return ModelResponse(parts=[ToolCallPart("write_file", {"path": "calc/__init__.py", "content": text})])
+    return ModelResponse(parts=[TextPart("fixed")])
+'''
+CALC = {
+    "calc/__init__.py": "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n",
+    "tests/test_calc.py": "from calc import add, mul\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
+    "def test_mul():\n    assert mul(2, 3) == 6\n",
+}
+STAGES = ("plan", "retrieve", "code", "verify")
+
+
+def make_repo(root: Path, extra_files: int) -> Path:
+    files = dict(CALC)
+    for i in range(extra_files):
+        files[f"pkg/mod{i // 50}/m{i}.py"] = f'"""Module {i}."""\n\n\ndef f{i}(x):\n    return x * {i} + {i % 7}\n'
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "init"]):
+        subprocess.run(["git", "-c", "user.email=b@e", "-c", "user.name=b", *command], cwd=root, check=True)
+    return root
+
+
+async def through_pipeline(bus, task: TaskSubmitted) -> dict[str, float]:
+    started = time.perf_counter()
+    snapshot = await capture_snapshot(bus, Path(task.repo))
+    times = {"snapshot": time.perf_counter() - started}
+    task = task.model_copy(update={"snapshot": snapshot})
+    transitions: list[tuple[str, datetime]] = []
+
+    def on_event(envelope) -> None:
+        if envelope.kind == "event" and envelope.payload["name"] == "transition":
+            transitions.append((envelope.payload["data"].get("stage") or "end", envelope.sent_at))
+
+    envelope, _ = await submit_task(bus, task)
+    final = await watch_task(bus, envelope.task_id, on_event)
+    result = TaskResult.model_validate(final.payload)
+    assert result.status == "done", result.report
+    for (stage, at), (_, nxt) in zip(transitions, transitions[1:], strict=False):
+        if stage in STAGES:
+            times[stage] = times.get(stage, 0.0) + (nxt - at).total_seconds()
+    times["total"] = time.perf_counter() - started
+    return times
+
+
+async def by_direct_calls(deps, task: TaskSubmitted) -> dict[str, float]:
+    from agents.coder import code
+    from agents.planner import plan
+    from agents.retriever import retrieve
+    from agents.verifier.role import verify
+
+    started = time.perf_counter()
+    task = task.model_copy(update={"snapshot": await capture_snapshot(deps.bus, Path(task.repo))})
+    times = {"snapshot": time.perf_counter() - started}
+    budget = StepBudget(requests=30, tokens=100_000, deadline_at=datetime.now(UTC) + timedelta(minutes=10))
+
+    async def timed(stage: str, call):
+        t0 = time.perf_counter()
+        out = await call
+        times[stage] = time.perf_counter() - t0
+        return out
+
+    planned = await timed("plan", plan(deps, "direct", PlanRequest(step_id="1", task=task, budget=budget)))
+    context = await timed("retrieve", retrieve(deps, "direct", ContextRequest(step_id="2", task=task, plan=planned.plan)))
+    coded = await timed("code", code(deps, "direct", CodeRequest(step_id="3", task=task, plan=planned.plan,
+                                                                  context=context, budget=budget)))  # fmt: skip
+    verified = await timed("verify", verify(deps, "direct", VerifyRequest(
+        step_id="4", task=task, plan=planned.plan, patch=coded.patch, deadline_at=budget.deadline_at)))  # fmt: skip
+    assert verified.report.verdict == "passed", verified.report
+    times["total"] = time.perf_counter() - started
+    return times
+
+
+async def main(rounds: int, big_files: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="codeloop-pipeline-bench-") as tmp:
+        base = Path(tmp)
+        script = base / "decide.py"
+        script.write_text(SCRIPT)
+        repos = {"small (2 files)": make_repo(base / "small", 0),
+                 f"big ({big_files + 2} files)": make_repo(base / "big", big_files)}  # fmt: skip
+        config = BusConfig(state_dir=base / "state")
+        stop = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            note = await tg.start(lambda task_status: serve(config, stop=stop, task_status=task_status))
+            client = config.model_copy(update={"servers": tuple(note.nats_url.split(","))})
+            async with open_bus(client) as bus:
+                deps = role_deps(bus, base / "direct-home")
+                results: dict[str, dict[str, list[dict[str, float]]]] = {
+                    name: {"pipeline": [], "direct": []} for name in repos
+                }
+                for name, repo in repos.items():
+                    task = TaskSubmitted(text="add(2, 3) returns -1", repo=str(repo), mode="write",
+                                         models=ModelNames(default=f"function:{script}:decide"))  # fmt: skip
+                    # a first, untimed task of each kind builds the indexes and warms the model
+                    await through_pipeline(bus, task)
+                    await by_direct_calls(deps, task)
+                    for _ in range(rounds):
+                        results[name]["pipeline"].append(await through_pipeline(bus, task))
+                        results[name]["direct"].append(await by_direct_calls(deps, task))
+            stop.set()
+    print(f"pipeline overhead per task, scripted zero-latency model, median of {rounds} rounds (s)")
+    for name, runs in results.items():
+        print(f"\n{name}")
+        print(f"  {'stage':<10} {'pipeline':>9} {'direct':>9} {'bus share':>10}")
+        for stage in ("snapshot", *STAGES, "total"):
+            p = statistics.median(r.get(stage, 0.0) for r in runs["pipeline"])
+            d = statistics.median(r.get(stage, 0.0) for r in runs["direct"])
+            print(f"  {stage:<10} {p:9.3f} {d:9.3f} {p - d:10.3f}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--big-files", type=int, default=1000)
+    args = parser.parse_args()
+    anyio.run(main, args.rounds, args.big_files)
