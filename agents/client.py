@@ -11,7 +11,7 @@ import anyio
 import nats.errors
 from nats.js.api import DeliverPolicy
 
-from agents.messages import TaskResult, TaskSubmitted
+from agents.messages import CancelTask, TaskResult, TaskSubmitted
 from bus import subjects
 from bus.connection import Bus, Published, nats_errors
 from bus.envelope import Envelope, parse_envelope
@@ -38,6 +38,11 @@ async def submit_task(
         raise ValueError(f"task id {task_id!r} may only contain letters, digits, '-' and '_' (max 128)")
     envelope = Envelope.wrap(task, task_id=task_id, id=task_id)
     return envelope, await bus.publish(subjects.TASK_SUBMIT, envelope)
+
+
+async def cancel_task(bus: Bus, task_id: str, *, reason: str = "cancelled by the user") -> Published:
+    """Ask the orchestrator to stop `task_id`; a step in flight finishes but its result is ignored."""
+    return await bus.publish(subjects.TASK_CANCEL, Envelope.wrap(CancelTask(reason=reason), task_id=task_id))
 
 
 def is_final(envelope: Envelope) -> bool:

@@ -15,6 +15,7 @@ ARTIFACTS_BUCKET = "codeloop-artifacts"
 """Object store: patches and other large results."""
 
 TASK_SUBMIT = "codeloop.task.submit"
+TASK_CANCEL = "codeloop.task.cancel"
 TASKS_ALL = "codeloop.task.>"
 WORK_ALL = "codeloop.work.>"
 EVENTS_ALL = "codeloop.events.>"

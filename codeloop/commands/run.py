@@ -213,6 +213,31 @@ def _answer(task_id: str, request_id: str | None, connection: Connection, *, app
     typer.echo(f"{'approved' if approve else 'denied'}: {', '.join(answered)}")
 
 
+@with_connection_options
+def cancel(
+    task_id: Annotated[str, typer.Argument(help="The task to stop.")],
+    connection: Connection = None,  # type: ignore[assignment]
+) -> None:
+    """Stop a task: it ends `cancelled`; a step in flight finishes, but its result is ignored."""
+    from agents.client import cancel_task
+    from agents.records import TaskRecords
+    from bus.connection import open_bus
+    from codeloop.config import client_bus_config
+
+    async def main() -> str | None:
+        async with open_bus(client_bus_config(**connection)) as bus:
+            state = await (await TaskRecords.open(bus)).get(task_id)
+            if state is None:
+                return None
+            await cancel_task(bus, task_id)
+            return state.status
+
+    status = _run(main)
+    if status is None:
+        raise fail(f"no task {task_id!r} (see `codeloop status`)")
+    typer.echo(f"cancel sent to task {task_id} (it was {status})")
+
+
 RequestOpt = Annotated[str | None, typer.Option("--request", help="One request id (default: every pending one).")]
 
 
@@ -279,5 +304,5 @@ def _summary(result: Any) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    for command in (run, approve, deny):
+    for command in (run, approve, deny, cancel):
         app.command()(command)

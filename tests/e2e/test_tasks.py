@@ -90,3 +90,24 @@ async def test_a_worker_that_never_had_the_users_path_still_completes_the_task(p
     moved = tmp_path / "elsewhere"
     result = await pipeline(_task(repo, "add(2, 3) returns -1", "fix"), before_submit=lambda: repo.rename(moved))
     assert result.status == "done" and result.files_changed == ["calc/__init__.py"], result.report
+
+
+async def test_a_cancelled_task_ends_cancelled_and_ignores_the_step_in_flight(pipeline, tmp_path: Path) -> None:
+    from agents.client import cancel_task
+
+    repo = make_repo(tmp_path / "repo")
+    results = {}
+
+    async def cancel_when_coding() -> None:
+        sub = await pipeline.bus.js.subscribe("codeloop.events.*.transition")
+        async for msg in sub.messages:
+            data = json.loads(msg.data)["payload"]["data"]
+            if data.get("status") == "coding":
+                await cancel_task(pipeline.bus, json.loads(msg.data)["task_id"], reason="changed my mind")
+                return
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(cancel_when_coding)
+        results["r"] = await pipeline(_task(repo, "fix add", "slow_forever", max_steps=500))
+    result = results["r"]
+    assert result.status == "cancelled" and "changed my mind" in result.report
