@@ -15,8 +15,8 @@ stream's consumer limit); a snapshot touches thousands of objects. So:
 - single-chunk objects (nearly every source file) are read the same way, many per request,
 - a put publishes the chunks and the meta message, without nats-py's extra `get_info` round trip.
 
-A server without batched direct gets answers with an error status; we then fall back to one
-request per object (slower, same result).
+A server without batched direct gets, or a bucket made without direct gets, answers with an
+error status; we then fall back to one stream API request per object (slower, same result).
 """
 
 import base64
@@ -163,7 +163,9 @@ class Artifacts:
         seq = 1
         with _bus_errors(f"read {info.name}"):
             for _ in range(info.chunks or 0):
-                msg = await self._bus.js.get_msg(_STREAM, seq=seq, subject=subject, next=True, direct=True)
+                msg = await self._bus.js.get_msg(
+                    _STREAM, seq=seq, subject=subject, next=True, direct=self._batched
+                )
                 parts.append(msg.data or b"")
                 seq = (msg.seq or seq) + 1
         return b"".join(parts)
@@ -211,7 +213,7 @@ class Artifacts:
             async with limiter:
                 with _bus_errors("read object metadata"):
                     try:
-                        raw = await self._bus.js.get_last_msg(_STREAM, subject, direct=True)
+                        raw = await self._bus.js.get_last_msg(_STREAM, subject)
                     except nats.js.errors.NotFoundError:
                         return
                 found[subject] = Msg(self._bus.nc, subject=subject, data=raw.data or b"")

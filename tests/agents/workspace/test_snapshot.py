@@ -18,6 +18,9 @@ from agents.workspace import (
     materialize,
     workspace_patch,
 )
+from agents.workspace.artifacts import Artifacts
+from agents.workspace.manifest import MODE_FILE, Entry, Scan
+from agents.workspace.snapshot import SnapshotRef, read_manifest
 from bus.connection import Bus
 from bus.subjects import ARTIFACTS_BUCKET
 from tests.agents.workspace.conftest import git
@@ -298,3 +301,45 @@ async def test_the_users_checkout_is_byte_for_byte_unchanged_by_capture_material
         patch = await workspace_patch(dest)
     assert patch.files_changed == ["src/app.py"]
     assert hash_everything(repo) == before
+
+
+async def test_a_bucket_without_direct_gets_still_serves_snapshots(bus: Bus, tmp_path: Path) -> None:
+    """Buckets made by other clients or older servers may lack direct gets; snapshots fall back to the
+    stream API, object by object, and give the same tree."""
+    info = await bus.js.stream_info(f"OBJ_{ARTIFACTS_BUCKET}")
+    info.config.allow_direct = False
+    await bus.js.update_stream(info.config)
+    repo = make_repo(tmp_path / "repo")
+    (repo / "big.bin").write_bytes(os.urandom(300 * 1024))
+    expected = tree_files(repo)
+    del expected["debug.log"], expected["build/out.bin"]
+    with anyio.fail_after(30):
+        ref = await capture_snapshot(bus, repo)
+        again = await capture_snapshot(bus, repo)
+        shutil.move(repo, tmp_path / "elsewhere")
+        dest = await materialize(bus, ref, tmp_path / "work")
+    assert again.digest == ref.digest
+    assert tree_files(dest) == expected
+
+
+async def test_a_manifest_of_100k_files_is_stored_and_read_back(bus: Bus) -> None:
+    """Manifests are far over NATS's 1 MiB max payload for big repositories; they travel chunked."""
+    entries = [
+        Entry(
+            path=f"pkg{i % 300}/module_{i}.py",
+            mode=MODE_FILE,
+            size=i,
+            sha256=hashlib.sha256(b"%d" % i).hexdigest(),
+        )
+        for i in range(100_000)
+    ]
+    tree = Scan(entries=sorted(entries))
+    data = tree.manifest_bytes()
+    assert len(data) > 8 * 1024 * 1024
+    ref = SnapshotRef(
+        digest=tree.digest(), files=len(entries), bytes=tree.total_bytes, source_path="/nowhere"
+    )
+    with anyio.fail_after(60):
+        store = await Artifacts.open(bus)
+        await store.put(f"manifest/{ref.digest}", data)
+        assert await read_manifest(store, ref) == tree.entries
