@@ -2,6 +2,7 @@
 nats-server and real git."""
 
 import hashlib
+import json
 import os
 import shutil
 from pathlib import Path
@@ -343,3 +344,28 @@ async def test_a_manifest_of_100k_files_is_stored_and_read_back(bus: Bus) -> Non
         store = await Artifacts.open(bus)
         await store.put(f"manifest/{ref.digest}", data)
         assert await read_manifest(store, ref) == tree.entries
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        [["../outside.txt", "100644", 1, "x"]],
+        [["/etc/outside", "100644", 1, "x"]],
+        [["sub/.git/hooks/pre-commit", "100755", 1, "x"]],
+        [["link", "120000", "/tmp"]],
+        [["a", "120000", "b"], ["a/x", "100644", 1, "x"]],
+    ],
+)
+async def test_a_manifest_that_would_write_outside_its_workspace_is_refused(
+    bus: Bus, tmp_path: Path, rows: list
+) -> None:
+    """Path confinement: the object store is shared by every bus client, so a manifest is checked
+    before anything is written (a path under a link would write through it)."""
+    data = json.dumps({"format": "codeloop-snapshot/1", "files": rows}).encode()
+    digest = hashlib.sha256(data).hexdigest()
+    ref = SnapshotRef(digest=digest, files=len(rows), bytes=1, source_path="/nowhere")
+    with anyio.fail_after(30):
+        await (await Artifacts.open(bus)).put(f"manifest/{digest}", data)
+        with pytest.raises(SnapshotUnavailable, match="cannot be read"):
+            await materialize(bus, ref, tmp_path / "work" / "dest")
+    assert list((tmp_path / "work").rglob("*")) == [tmp_path / "work" / "dest"]
