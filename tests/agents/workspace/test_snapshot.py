@@ -369,3 +369,23 @@ async def test_a_manifest_that_would_write_outside_its_workspace_is_refused(
         with pytest.raises(SnapshotUnavailable, match="cannot be read"):
             await materialize(bus, ref, tmp_path / "work" / "dest")
     assert list((tmp_path / "work").rglob("*")) == [tmp_path / "work" / "dest"]
+
+
+async def test_file_names_git_quotes_and_an_empty_tree_survive(bus: Bus, tmp_path: Path) -> None:
+    """Names with spaces, quotes, backslashes, newlines and non-ASCII letters are paths like any
+    other; a tree with no file at all still becomes a repository with a starting commit."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    names = ["with space.txt", 'quote".txt', "back\\slash.txt", " leading", "new\nline", "ünïcødé.md"]
+    for name in names:
+        (repo / name).write_text(name)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with anyio.fail_after(30):
+        ref = await capture_snapshot(bus, repo)
+        dest = await materialize(bus, ref, tmp_path / "work")
+        nothing = await capture_snapshot(bus, empty)
+        bare = await materialize(bus, nothing, tmp_path / "bare")
+    assert tree_files(dest) == {name: name.encode() for name in names}
+    assert git(dest, "status", "--porcelain") == ""
+    assert nothing.files == 0 and git(bare, "ls-files") == "" and git(bare, "rev-parse", "HEAD").strip()
