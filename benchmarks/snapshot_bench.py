@@ -8,11 +8,14 @@ Prints, in one run, the median over `--rounds` of:
 - capture, one file changed: every blob looked up, one stored;
 - materialize from the local path (files copied from the user's tree after a digest check);
 - materialize from the object store (the original path gone, as on another machine);
-- the workspace patch of a one-file edit.
+- the workspace patch of a one-file edit;
+- for scale, a plain `shutil.copytree` of the same tree on the same disk (what writing the files
+  alone costs here, with no bus and no git).
 Everything runs in this process against an embedded nats-server with its own temp state dir.
 """
 
 import argparse
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -35,6 +38,7 @@ STEPS = (
     "materialize local",
     "materialize store",
     "patch",
+    "copytree baseline",
 )
 
 
@@ -68,6 +72,11 @@ async def one_round(bus: Bus, base: Path, files: int, round_no: int) -> dict[str
     times["materialize store"], _ = await timed(lambda: materialize(bus, elsewhere, remote))
     (remote / "pkg1" / "mod1.py").write_text("edited\n")
     times["patch"], _ = await timed(lambda: workspace_patch(remote))
+    copy = base / f"copy-{files}-{round_no}"
+    ignore = shutil.ignore_patterns(".git")
+    times["copytree baseline"], _ = await timed(
+        lambda: anyio.to_thread.run_sync(lambda: shutil.copytree(repo, copy, ignore=ignore))
+    )
     return times
 
 

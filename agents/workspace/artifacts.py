@@ -13,10 +13,13 @@ stream's consumer limit); a snapshot touches thousands of objects. So:
 - existence and metadata of up to `BATCH` objects come from one batched direct get
   (`multi_last` over their meta subjects, nats-server 2.11+),
 - single-chunk objects (nearly every source file) are read the same way, many per request,
-- a put publishes the chunks and the meta message, without nats-py's extra `get_info` round trip.
+- a put publishes the chunks and the meta message, without nats-py's extra `get_info` round trip;
+  `put_many` pipelines many puts (every chunk published before any ack is awaited, then the meta
+  messages the same way), so a thousand small blobs cost two waves of acks, not 2,000 round trips.
+  A meta message is only sent once its chunks are acked: an object that exists is complete.
 
-A server without batched direct gets answers with an error status; we then fall back to one
-request per object (slower, same result).
+A server without batched direct gets, or a bucket made without direct gets, answers with an
+error status; we then fall back to one stream API request per object (slower, same result).
 """
 
 import base64
@@ -45,6 +48,11 @@ BATCH = 500
 BATCH_BYTES = 4 * 1024 * 1024
 """Chunk bytes asked for in one batched direct get, so one reply stream stays a few MiB."""
 REPLY_TIMEOUT_S = 10.0
+ACK_TIMEOUT_S = 30.0
+"""For one wave of pipelined publishes to be acked."""
+WAVE_MESSAGES = 1000
+"""Publishes in flight at once; nats-py allows 4,000 pending."""
+WAVE_BYTES = 8 * 1024 * 1024
 FALLBACK_CONCURRENCY = 16
 _STREAM = f"OBJ_{ARTIFACTS_BUCKET}"
 _DIRECT_GET = f"$JS.API.DIRECT.GET.{_STREAM}"
@@ -100,26 +108,61 @@ class Artifacts:
         return infos
 
     async def put(self, name: str, data: bytes) -> None:
-        """Store `data` as `name`; an existing object of that name is replaced (its chunks stay
+        """Store `data` as `name`; an existing object of that name is replaced (its old chunks stay
         until purged: we only put content-addressed names that are not there yet)."""
-        nuid = secrets.token_hex(11)
-        chunks = [data[i : i + CHUNK_SIZE] for i in range(0, len(data), CHUNK_SIZE)]
-        info = ObjectInfo(
-            name=name,
-            bucket=ARTIFACTS_BUCKET,
-            nuid=nuid,
-            size=len(data),
-            chunks=len(chunks),
-            mtime=datetime.now(UTC).isoformat(),
-            digest="SHA-256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).decode(),
-            options=ObjectMetaOptions(max_chunk_size=CHUNK_SIZE),
-        )
-        with _bus_errors(f"store {name}"):
-            for chunk in chunks:
-                await self._bus.js.publish(_chunk_subject(nuid), chunk)
-            await self._bus.js.publish(
-                _meta_subject(name), json.dumps(info.as_dict()).encode(), headers={Header.ROLLUP: "sub"}
+        await self.put_many([(name, data)])
+
+    async def put_many(self, items: list[tuple[str, bytes]]) -> None:
+        """Store each `(name, data)`, pipelined (see the module docstring).
+
+        Raises:
+            SnapshotUnavailable: a publish was refused or not acked within `ACK_TIMEOUT_S`.
+        """
+        metas = []
+        chunks: list[tuple[str, bytes]] = []
+        for name, data in items:
+            nuid = secrets.token_hex(11)
+            parts = [data[i : i + CHUNK_SIZE] for i in range(0, len(data), CHUNK_SIZE)]
+            chunks += [(_chunk_subject(nuid), part) for part in parts]
+            info = ObjectInfo(
+                name=name,
+                bucket=ARTIFACTS_BUCKET,
+                nuid=nuid,
+                size=len(data),
+                chunks=len(parts),
+                mtime=datetime.now(UTC).isoformat(),
+                digest="SHA-256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).decode(),
+                options=ObjectMetaOptions(max_chunk_size=CHUNK_SIZE),
             )
+            metas.append((_meta_subject(name), json.dumps(info.as_dict()).encode()))
+        await self._publish_waves(chunks, headers=None)
+        await self._publish_waves(metas, headers={Header.ROLLUP: "sub"})
+
+    async def _publish_waves(self, messages: list[tuple[str, bytes]], *, headers: dict | None) -> None:
+        wave: list[tuple[str, bytes]] = []
+        size = 0
+        for subject, data in messages:
+            if wave and (len(wave) >= WAVE_MESSAGES or size + len(data) > WAVE_BYTES):
+                await self._publish_wave(wave, headers)
+                wave, size = [], 0
+            wave.append((subject, data))
+            size += len(data)
+        if wave:
+            await self._publish_wave(wave, headers)
+
+    async def _publish_wave(self, wave: list[tuple[str, bytes]], headers: dict | None) -> None:
+        with _bus_errors("store objects"):
+            acks = [
+                await self._bus.js.publish_async(subject, data, headers=headers) for subject, data in wave
+            ]
+            try:
+                with anyio.fail_after(ACK_TIMEOUT_S):
+                    for ack in acks:
+                        await ack
+            except TimeoutError:
+                raise SnapshotUnavailable(
+                    f"object store {ARTIFACTS_BUCKET!r}: {len(wave)} publishes not acked in {ACK_TIMEOUT_S:.0f} s"
+                ) from None
 
     async def get_many(self, names: list[str]) -> dict[str, bytes]:
         """The contents of each of `names`.
@@ -163,7 +206,9 @@ class Artifacts:
         seq = 1
         with _bus_errors(f"read {info.name}"):
             for _ in range(info.chunks or 0):
-                msg = await self._bus.js.get_msg(_STREAM, seq=seq, subject=subject, next=True, direct=True)
+                msg = await self._bus.js.get_msg(
+                    _STREAM, seq=seq, subject=subject, next=True, direct=self._batched
+                )
                 parts.append(msg.data or b"")
                 seq = (msg.seq or seq) + 1
         return b"".join(parts)
@@ -211,7 +256,7 @@ class Artifacts:
             async with limiter:
                 with _bus_errors("read object metadata"):
                     try:
-                        raw = await self._bus.js.get_last_msg(_STREAM, subject, direct=True)
+                        raw = await self._bus.js.get_last_msg(_STREAM, subject)
                     except nats.js.errors.NotFoundError:
                         return
                 found[subject] = Msg(self._bus.nc, subject=subject, data=raw.data or b"")

@@ -19,8 +19,10 @@ roles, the CLI) catch `WorkspaceError` and never `CalledProcessError` or `BusErr
 
 from typing import ClassVar
 
+from agents.errors import AgentError
 
-class WorkspaceError(Exception):
+
+class WorkspaceError(AgentError):
     """Base for every failure of capture, materialisation, patching and applying."""
 
     failure_class: ClassVar[str] = "env.infra"

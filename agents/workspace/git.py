@@ -3,8 +3,8 @@
 Two environments, on purpose. Reading the user's checkout must see what *they* see — their
 `core.excludesFile` decides what is ignored — so it keeps their config but turns off what could
 run a program (`core.fsmonitor`) or take locks. A scratch workspace gets no config but its own:
-no global or system file, no hooks, a fixed author and date, so the snapshot commit is the same
-commit on every machine and nothing of the worker's user leaks into it.
+no global or system file, no hooks, a fixed author and date, so a snapshot's commit is the same
+commit on every worker and nothing of the worker's user leaks into it.
 """
 
 import os
@@ -19,7 +19,7 @@ AUTHOR_NAME = "codeloop"
 AUTHOR_EMAIL = "codeloop@localhost"
 FIXED_EPOCH = 946684800
 FIXED_DATE = f"@{FIXED_EPOCH} +0000"
-"""Every snapshot commit has this date, so the same tree gives the same commit id anywhere."""
+"""Every snapshot commit has this date, so a snapshot gives the same commit id on every worker."""
 
 _SAFE = ("-c", "core.fsmonitor=false", "-c", "core.quotepath=off")
 

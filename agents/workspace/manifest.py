@@ -91,18 +91,56 @@ class Scan:
 
 
 def parse_manifest(data: bytes) -> list[Entry]:
-    """Entries of a stored manifest.
+    """Entries of a stored manifest, checked to stay inside the tree they are written into.
 
     Raises:
-        ValueError: not a manifest of this format.
+        ValueError: not a manifest of this format, or one that would write outside its tree.
     """
     document = json.loads(data)
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise ValueError(f"not a {FORMAT} manifest")
-    return [Entry.from_row(row) for row in document["files"]]
+    entries = [Entry.from_row(row) for row in document["files"]]
+    check_confined(entries)
+    return entries
 
 
-def file_sha256(path: Path) -> str:
+def check_confined(entries: list[Entry]) -> None:
+    """Refuse entries that would write outside the tree when materialised.
+
+    The object store is shared by every client of the bus, so a manifest is checked, not trusted:
+    no absolute or `..` paths, nothing inside `.git`, no link leaving the tree, and no path under
+    a link (writing `a/x` after a link `a -> /etc` would write `/etc/x`).
+
+    Raises:
+        ValueError: naming the first offending path.
+    """
+    links = {entry.path for entry in entries if entry.mode == MODE_LINK}
+    seen = set()
+    for entry in entries:
+        parts = entry.path.split("/")
+        if (
+            not entry.path
+            or entry.path.startswith("/")
+            or any(part in ("", ".", "..") for part in parts)
+            or ".git" in parts
+            or "\0" in entry.path
+        ):
+            raise ValueError(f"unsafe path {entry.path!r}")
+        if entry.path in seen:
+            raise ValueError(f"duplicate path {entry.path!r}")
+        seen.add(entry.path)
+        if any("/".join(parts[:i]) in links for i in range(1, len(parts))):
+            raise ValueError(f"{entry.path!r} lies under a symlink")
+        if entry.mode == MODE_LINK:
+            if _link_leaves_tree(entry.path, entry.link or ""):
+                raise ValueError(f"symlink {entry.path!r} leaves the tree")
+        elif entry.mode not in (MODE_FILE, MODE_EXECUTABLE):
+            raise ValueError(f"unknown mode {entry.mode!r} of {entry.path!r}")
+
+
+def file_sha256(path: Path, size: int | None = None) -> str:
+    if size is not None and size < 1 << 20:  # one read beats file_digest's buffered loop for small files
+        return hashlib.sha256(path.read_bytes()).hexdigest()
     with path.open("rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
@@ -217,7 +255,7 @@ def scan(repo: Path, paths: list[str], *, max_files: int, max_bytes: int) -> Sca
         )
     for rel, info in regular:
         try:
-            digest = file_sha256(repo / rel)
+            digest = file_sha256(repo / rel, info.st_size)
         except OSError as exc:
             raise CaptureFailed(f"cannot read {repo / rel}: {exc.strerror}") from exc
         mode = MODE_EXECUTABLE if info.st_mode & 0o100 else MODE_FILE

@@ -130,16 +130,19 @@ async def _commit(dest: Path, ref: SnapshotRef, entries: list[Entry]) -> None:
     try:
         with anyio.fail_after(GIT_TIMEOUT_S):
             async with await anyio.open_process(cmd, env=scratch_env()) as process:
-                assert process.stdin is not None
-                for start in range(0, len(entries), FEED_GROUP):
-                    group = entries[start : start + FEED_GROUP]
-                    await process.stdin.send(
-                        await anyio.to_thread.run_sync(_blobs_stream, dest, group, start)
-                    )
-                await process.stdin.send(_commit_stream(entries, message))
+                assert process.stdin is not None and process.stderr is not None
+                try:
+                    for start in range(0, len(entries), FEED_GROUP):
+                        group = entries[start : start + FEED_GROUP]
+                        await process.stdin.send(
+                            await anyio.to_thread.run_sync(_blobs_stream, dest, group, start)
+                        )
+                    await process.stdin.send(_commit_stream(entries, message))
+                except (anyio.BrokenResourceError, BrokenPipeError):
+                    pass  # fast-import stopped reading: it failed, and its stderr says why
                 await process.stdin.aclose()
                 code = await process.wait()
-                err = await process.stderr.receive() if code and process.stderr else b""
+                err = b"".join([chunk async for chunk in process.stderr]) if code else b""
     except TimeoutError:
         raise GitFailed(f"git fast-import took longer than {GIT_TIMEOUT_S:.0f} s in {dest}") from None
     except OSError as exc:

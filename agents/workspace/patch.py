@@ -52,31 +52,65 @@ async def workspace_patch(dest: Path) -> Patch:
         GitFailed: `dest` is not a workspace made by `materialize`, or git failed.
     """
     git_dir = dest / ".git"
-    if not git_dir.is_dir():
+    if not await anyio.Path(git_dir).is_dir():
         raise GitFailed(f"{dest} is not a workspace repository (no .git); build it with materialize()")
     with tempfile.TemporaryDirectory(prefix="codeloop-index-") as scratch:
         index = Path(scratch) / "index"
-        if (git_dir / "index").exists():
+        if await anyio.Path(git_dir / "index").exists():
             shutil.copyfile(git_dir / "index", index)  # a warm index: unchanged files are not re-hashed
-        env = {"GIT_INDEX_FILE": str(index)}
+        env = {"GIT_INDEX_FILE": str(index), "GIT_LITERAL_PATHSPECS": "1"}
         await run_git(dest, "add", "--all", scratch=True, env=env)
-        _, diff, _ = await run_git(dest, "diff", "--cached", *_DIFF_OPTIONS, "HEAD", scratch=True, env=env)
         _, names, _ = await run_git(
             dest, "diff", "--cached", "--find-renames", "--name-status", "-z", "HEAD", scratch=True, env=env
         )
-    return Patch(diff=diff.decode("utf-8", errors="surrogateescape"), files_changed=_changed(names))
+        records = _records(names)
+        diff = await _diff(dest, env, None)
+        try:
+            text = diff.decode()
+        except UnicodeDecodeError:
+            text = await _diff_as_utf8(dest, env, records, Path(scratch))
+    return Patch(diff=text, files_changed=sorted({path for paths in records for path in paths}))
 
 
-def _changed(name_status: bytes) -> list[str]:
-    """Paths from `--name-status -z`: a status field, then one path (two for renames and copies)."""
+async def _diff(dest: Path, env: dict[str, str], paths: list[str] | None, *config: str) -> bytes:
+    pathspec = ["--", *paths] if paths is not None else []
+    _, out, _ = await run_git(
+        dest, *config, "diff", "--cached", *_DIFF_OPTIONS, "HEAD", *pathspec, scratch=True, env=env
+    )
+    return out
+
+
+async def _diff_as_utf8(dest: Path, env: dict[str, str], records: list[list[str]], scratch: Path) -> str:
+    """The diff with the files whose text is not UTF-8 (Latin-1 sources, say) as binary hunks.
+
+    A patch travels as a JSON string, which cannot hold arbitrary bytes; a binary hunk (base85) of
+    such a file keeps every byte and still applies with `git apply`.
+    """
+    good: list[str] = []
+    bad: list[str] = []
+    for paths in records:
+        try:
+            (await _diff(dest, env, paths)).decode()
+            good.extend(paths)
+        except UnicodeDecodeError:
+            bad.extend(paths)
+    attributes = scratch / "attributes"
+    attributes.write_text("* -diff\n")  # -diff: git treats the file as binary
+    as_binary = await _diff(dest, env, bad, "-c", f"core.attributesFile={attributes}") if bad else b""
+    as_text = await _diff(dest, env, good) if good else b""
+    return (as_text + as_binary).decode()
+
+
+def _records(name_status: bytes) -> list[list[str]]:
+    """Changes from `--name-status -z`: a status field, then one path (two for renames and copies)."""
     fields = name_status.decode("utf-8", errors="replace").split("\0")
-    paths: set[str] = set()
+    records = []
     i = 0
     while i < len(fields) and fields[i]:
         width = 2 if fields[i][0] in "RC" else 1
-        paths.update(fields[i + 1 : i + 1 + width])
+        records.append(fields[i + 1 : i + 1 + width])
         i += 1 + width
-    return sorted(paths)
+    return records
 
 
 async def apply_to_checkout(

@@ -24,9 +24,9 @@ from agents.workspace.manifest import (
 from bus.connection import Bus
 from bus.messages import Message
 
-UPLOAD_CONCURRENCY = 32
-"""Blob uploads in flight at once: enough to hide loopback round trips, few enough not to flood a
-remote server's ack queue."""
+UPLOAD_GROUP_FILES = 1000
+UPLOAD_GROUP_BYTES = 16 * 1024 * 1024
+"""Blobs read and published together: large enough to pipeline, small enough to hold in memory."""
 SKIPPED_CAP = 100
 
 
@@ -104,27 +104,36 @@ async def _upload_blobs(store: Artifacts, repo: Path, entries: list[Entry]) -> N
         if entry.mode != MODE_LINK and entry.size > 0:
             unique.setdefault(entry.sha256, entry)
     present = await store.infos([blob_name(sha) for sha in unique])
-    limiter = anyio.CapacityLimiter(UPLOAD_CONCURRENCY)
+    missing = [entry for sha, entry in unique.items() if blob_name(sha) not in present]
+    group: list[Entry] = []
+    size = 0
+    for entry in missing:
+        group.append(entry)
+        size += entry.size
+        if size >= UPLOAD_GROUP_BYTES or len(group) >= UPLOAD_GROUP_FILES:
+            await _upload_group(store, repo, group)
+            group, size = [], 0
+    if group:
+        await _upload_group(store, repo, group)
 
-    async def upload(entry: Entry) -> None:
-        async with limiter:
-            await store.put(blob_name(entry.sha256), await _read_verified(repo, entry))
 
-    async with anyio.create_task_group() as tg:
-        for sha, entry in unique.items():
-            if blob_name(sha) not in present:
-                tg.start_soon(upload, entry)
+async def _upload_group(store: Artifacts, repo: Path, group: list[Entry]) -> None:
+    items = await anyio.to_thread.run_sync(_read_group, repo, group)
+    await store.put_many(items)
 
 
-async def _read_verified(repo: Path, entry: Entry) -> bytes:
-    path = repo / entry.path
-    try:
-        data = path.read_bytes() if entry.size < 1 << 20 else await anyio.Path(path).read_bytes()
-    except OSError as exc:
-        raise CaptureFailed(f"cannot read {path}: {exc.strerror}") from exc
-    if hashlib.sha256(data).hexdigest() != entry.sha256:
-        raise CaptureFailed(f"{path} changed while the snapshot was taken; submit the task again")
-    return data
+def _read_group(repo: Path, group: list[Entry]) -> list[tuple[str, bytes]]:
+    items = []
+    for entry in group:
+        path = repo / entry.path
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise CaptureFailed(f"cannot read {path}: {exc.strerror}") from exc
+        if hashlib.sha256(data).hexdigest() != entry.sha256:
+            raise CaptureFailed(f"{path} changed while the snapshot was taken; submit the task again")
+        items.append((blob_name(entry.sha256), data))
+    return items
 
 
 async def read_manifest(store: Artifacts, ref: SnapshotRef) -> list[Entry]:

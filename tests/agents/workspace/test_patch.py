@@ -9,6 +9,7 @@ import pytest
 
 from agents.workspace import (
     CheckoutChanged,
+    Patch,
     PatchDoesNotApply,
     apply_to_checkout,
     capture_snapshot,
@@ -179,3 +180,29 @@ async def test_apply_works_on_a_checkout_that_is_no_git_repository(bus: Bus, tmp
         patch = await workspace_patch(dest)
         await apply_to_checkout(repo, ref, patch.diff)
     assert tree_files(repo) == tree_files(dest)
+
+
+async def test_a_patch_of_a_file_that_is_not_utf8_travels_as_json_and_applies_byte_for_byte(
+    bus: Bus, tmp_path: Path
+) -> None:
+    """Patches travel in JSON messages; a Latin-1 source file's change becomes a binary hunk that
+    still restores every byte, while UTF-8 files in the same patch stay readable text hunks."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "latin1.py").write_bytes("# caf\xe9\nx = 1\n".encode("latin-1"))
+    (repo / "plain.py").write_text("y = 1\n")
+    git(repo, "init", "-q")
+    with anyio.fail_after(30):
+        ref = await capture_snapshot(bus, repo)
+        dest = await materialize(bus, ref, tmp_path / "work")
+        (dest / "latin1.py").write_bytes("# caf\xe9 cr\xe8me\nx = 2\n".encode("latin-1"))
+        (dest / "plain.py").write_text("y = 2\n")
+        patch = await workspace_patch(dest)
+        restored = Patch.model_validate_json(patch.model_dump_json())
+        copy = fresh_copy_of_original(repo, tmp_path / "copy")
+        await anyio.run_process(
+            ["git", "-C", str(copy), "apply", "-"], input=restored.diff.encode(), env=GIT_ENV
+        )
+    assert "+y = 2" in patch.diff and "GIT binary patch" in patch.diff
+    assert patch.files_changed == ["latin1.py", "plain.py"]
+    assert tree_files(copy) == tree_files(dest)

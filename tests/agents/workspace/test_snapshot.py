@@ -2,6 +2,7 @@
 nats-server and real git."""
 
 import hashlib
+import json
 import os
 import shutil
 from pathlib import Path
@@ -18,6 +19,9 @@ from agents.workspace import (
     materialize,
     workspace_patch,
 )
+from agents.workspace.artifacts import Artifacts
+from agents.workspace.manifest import MODE_FILE, Entry, Scan
+from agents.workspace.snapshot import SnapshotRef, read_manifest
 from bus.connection import Bus
 from bus.subjects import ARTIFACTS_BUCKET
 from tests.agents.workspace.conftest import git
@@ -298,3 +302,90 @@ async def test_the_users_checkout_is_byte_for_byte_unchanged_by_capture_material
         patch = await workspace_patch(dest)
     assert patch.files_changed == ["src/app.py"]
     assert hash_everything(repo) == before
+
+
+async def test_a_bucket_without_direct_gets_still_serves_snapshots(bus: Bus, tmp_path: Path) -> None:
+    """Buckets made by other clients or older servers may lack direct gets; snapshots fall back to the
+    stream API, object by object, and give the same tree."""
+    info = await bus.js.stream_info(f"OBJ_{ARTIFACTS_BUCKET}")
+    info.config.allow_direct = False
+    await bus.js.update_stream(info.config)
+    repo = make_repo(tmp_path / "repo")
+    (repo / "big.bin").write_bytes(os.urandom(300 * 1024))
+    expected = tree_files(repo)
+    del expected["debug.log"], expected["build/out.bin"]
+    with anyio.fail_after(30):
+        ref = await capture_snapshot(bus, repo)
+        again = await capture_snapshot(bus, repo)
+        shutil.move(repo, tmp_path / "elsewhere")
+        dest = await materialize(bus, ref, tmp_path / "work")
+    assert again.digest == ref.digest
+    assert tree_files(dest) == expected
+
+
+async def test_a_manifest_of_100k_files_is_stored_and_read_back(bus: Bus) -> None:
+    """Manifests are far over NATS's 1 MiB max payload for big repositories; they travel chunked."""
+    entries = [
+        Entry(
+            path=f"pkg{i % 300}/module_{i}.py",
+            mode=MODE_FILE,
+            size=i,
+            sha256=hashlib.sha256(b"%d" % i).hexdigest(),
+        )
+        for i in range(100_000)
+    ]
+    tree = Scan(entries=sorted(entries))
+    data = tree.manifest_bytes()
+    assert len(data) > 8 * 1024 * 1024
+    ref = SnapshotRef(
+        digest=tree.digest(), files=len(entries), bytes=tree.total_bytes, source_path="/nowhere"
+    )
+    with anyio.fail_after(60):
+        store = await Artifacts.open(bus)
+        await store.put(f"manifest/{ref.digest}", data)
+        assert await read_manifest(store, ref) == tree.entries
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        [["../outside.txt", "100644", 1, "x"]],
+        [["/etc/outside", "100644", 1, "x"]],
+        [["sub/.git/hooks/pre-commit", "100755", 1, "x"]],
+        [["link", "120000", "/tmp"]],
+        [["a", "120000", "b"], ["a/x", "100644", 1, "x"]],
+    ],
+)
+async def test_a_manifest_that_would_write_outside_its_workspace_is_refused(
+    bus: Bus, tmp_path: Path, rows: list
+) -> None:
+    """Path confinement: the object store is shared by every bus client, so a manifest is checked
+    before anything is written (a path under a link would write through it)."""
+    data = json.dumps({"format": "codeloop-snapshot/1", "files": rows}).encode()
+    digest = hashlib.sha256(data).hexdigest()
+    ref = SnapshotRef(digest=digest, files=len(rows), bytes=1, source_path="/nowhere")
+    with anyio.fail_after(30):
+        await (await Artifacts.open(bus)).put(f"manifest/{digest}", data)
+        with pytest.raises(SnapshotUnavailable, match="cannot be read"):
+            await materialize(bus, ref, tmp_path / "work" / "dest")
+    assert list((tmp_path / "work").rglob("*")) == [tmp_path / "work" / "dest"]
+
+
+async def test_file_names_git_quotes_and_an_empty_tree_survive(bus: Bus, tmp_path: Path) -> None:
+    """Names with spaces, quotes, backslashes, newlines and non-ASCII letters are paths like any
+    other; a tree with no file at all still becomes a repository with a starting commit."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    names = ["with space.txt", 'quote".txt', "back\\slash.txt", " leading", "new\nline", "ünïcødé.md"]
+    for name in names:
+        (repo / name).write_text(name)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with anyio.fail_after(30):
+        ref = await capture_snapshot(bus, repo)
+        dest = await materialize(bus, ref, tmp_path / "work")
+        nothing = await capture_snapshot(bus, empty)
+        bare = await materialize(bus, nothing, tmp_path / "bare")
+    assert tree_files(dest) == {name: name.encode() for name in names}
+    assert git(dest, "status", "--porcelain") == ""
+    assert nothing.files == 0 and git(bare, "ls-files") == "" and git(bare, "rev-parse", "HEAD").strip()
