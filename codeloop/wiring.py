@@ -21,6 +21,7 @@ from anyio.abc import TaskStatus
 from agents.coder import coder_spec
 from agents.echo import echo_spec
 from agents.orchestrator import Pipeline, orchestrator_spec
+from agents.orchestrator.rejections import watch_rejections
 from agents.planner import planner_spec
 from agents.records import TaskRecords
 from agents.retriever import retriever_spec
@@ -129,6 +130,8 @@ async def serve(
         actors = [Actor(bus, spec) for spec in specs]
         async with anyio.create_task_group() as tg:
             await tg.start(Supervisor("dead-letter watcher", partial(watch_max_deliveries, bus)).run)
+            if "orchestrator" in roles:
+                await tg.start(Supervisor("rejections", partial(watch_rejections, bus)).run)
             for actor in actors:
                 await tg.start(Supervisor(f"actor {actor.role}", actor.run).run)
             hosted: McpNote | None = None

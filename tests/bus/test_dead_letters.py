@@ -86,3 +86,30 @@ async def test_a_message_never_acked_by_its_last_delivery_is_dead_lettered_from_
     assert letters[0].payload["reason"] == "max_deliveries"
     assert letters[0].payload["deliveries"] == 1
     assert json.loads(letters[0].payload["data"])["id"] == envelope.id
+
+
+async def test_dead_lettered_and_invalid_submissions_end_as_rejected_records(bus: Bus) -> None:
+    """No record stays `submitted`: a submission the orchestrator cannot read, or one that fails the
+    bus-side checks, ends `rejected` with the reason, and its event stream ends with a result."""
+    from agents.orchestrator.rejections import watch_rejections
+
+    records = await TaskRecords.open(bus)
+    future = Envelope.wrap(TaskSubmitted(text="x", repo="/repo"), task_id="t-future").model_dump(mode="json")
+    future["schema_version"] = 99
+    async with anyio.create_task_group() as tg:
+        await tg.start(watch_rejections, bus)
+        async with running(bus, orchestrator_spec(records, pipeline=ECHO), echo_spec()):
+            await bus.publish_bytes(subjects.TASK_SUBMIT, json.dumps(future).encode())
+            await submit_task(bus, TaskSubmitted(text="relative", repo="some/where"), task_id="t-relative")
+            with anyio.fail_after(10):
+                ended = {
+                    task_id: (await collect_events(bus, task_id, lambda evs: is_final(evs[-1])))[-1]
+                    for task_id in ("t-future", "t-relative")
+                }
+        tg.cancel_scope.cancel()
+    for task_id, final in ended.items():
+        assert final.payload["status"] == "rejected", task_id
+        state = await records.get(task_id)
+        assert state is not None and state.status == "rejected" and state.error
+    assert "99" in ended["t-future"].payload["report"]
+    assert "absolute path" in ended["t-relative"].payload["report"]
