@@ -15,7 +15,8 @@ def vat_rate(category: str) -> Decimal:
     try:
         return VAT_RATES[category]
     except KeyError:
-        raise ValueError(f"unknown VAT category {category!r}; expected one of {sorted(VAT_RATES)}") from None
+        known = ", ".join(sorted(VAT_RATES))
+        raise ValueError(f"unknown VAT category {category!r}; expected one of {known}") from None
 
 
 def vat_on(net: Money, category: str) -> Money:
