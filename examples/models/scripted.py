@@ -18,8 +18,9 @@ on the prompt and the observations, never on hidden state, and a replayed run de
   failing tests pass without breaking the others. Without `run_tests` it applies the best ranked
   mutation unverified. In read mode it answers like `explain`. It can fix single-token bugs, the
   kind the shipped examples have; it does not understand code.
-- `explain`: read mode. Reads the files the context names (or whose path or contents match the
-  task's words) and answers quoting the lines that match the task, as `path:line: code`.
+- `explain`: read mode. Reads the files the context names (or whose path matches the task's
+  words) and answers quoting, as `path:line: code`, the functions the task names in backquotes
+  and the lines that share most words with the task.
 - `loop`: calls `list_files` with the same arguments forever (step budget, repeated-call guard).
 - `slow`: sleeps `CODELOOP_SCRIPTED_DELAY_S` seconds (default 2) before each decision, then
   decides like `fix` (wall-clock deadline).
@@ -40,6 +41,7 @@ the pipeline's mechanics, not a model's intelligence):
 """
 
 import ast
+import builtins
 import io
 import json
 import os
@@ -62,11 +64,14 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo
 
+BUILTINS = frozenset(dir(builtins))
 MARKER = "# codeloop-scripted: suspected here"
 """The comment `wrong_fix` plants on its first attempt and removes when revising."""
 MAX_READS = 8
 """Repository modules a fix reads beyond the failing tests' files."""
 MAX_CANDIDATES = 12
+MAX_QUOTED = 25
+"""Lines of a function the task names that an explanation quotes."""
 NODE_ID = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*test_\w*\.py::[\w\[\]-]+)")
 PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.(?:py|md|toml|cfg|txt|json))\b")
 FEEDBACK = re.compile(r"^- \[(?P<cls>[\w.]+)\] (?P<test>\S+)(?: (?P<loc>\S+:\d+))?", re.M)
@@ -358,24 +363,29 @@ def _failing_from_run(result: Result) -> list[str] | None:
     return [f["test_id"] for f in out.get("failures", [])]
 
 
-def _run_passed(result: Result) -> bool:
+def _run_passed(result: Result, *, allowed: set[str] | frozenset[str] = frozenset()) -> bool:
+    """The run found tests and none failed but the `allowed` ones (failing before, unrelated)."""
     failing = _failing_from_run(result)
-    return failing == [] and isinstance(result.content, dict) and result.content.get("passed", 0) > 0
+    ran = isinstance(result.content, dict) and result.content.get("passed", 0) > 0
+    return failing is not None and ran and set(failing) <= allowed
 
 
-def _find_failing(ctx: Ctx, *, run_first: bool = True) -> Generator[Call, Result, list[str]]:
-    """The failing tests: the verifier's feedback names them when revising; else a test run
-    finds them when `run_tests` is offered (`run_first`); else the task text names them."""
+def _find_failing(ctx: Ctx, *, run_first: bool = True) -> Generator[Call, Result, tuple[list[str], set[str]]]:
+    """The failing tests to make pass, and every test failing before any change (so a fix is
+    judged by the failures it adds, not by unrelated ones already there). The verifier's
+    feedback names them when revising; else a test run finds them when `run_tests` is offered
+    (`run_first`), narrowed to the ones the task names if it names any; else the task names them."""
     from_feedback = [m.group("test") for m in FEEDBACK.finditer(ctx.section("Your previous attempt failed verification"))]
-    from_feedback = [t for t in from_feedback if "::" in t]
+    from_feedback = list(dict.fromkeys(t for t in from_feedback if "::" in t))
     if from_feedback:
-        return list(dict.fromkeys(from_feedback))
-    named = NODE_ID.findall(ctx.task) + [t for t in ctx.listed("Tests that should pass") if "::" in t]
+        return from_feedback, set(from_feedback)
+    named = list(dict.fromkeys(NODE_ID.findall(ctx.task) + [t for t in ctx.listed("Tests that should pass") if "::" in t]))
     if "run_tests" in ctx.tools and (run_first or not named):
         failing = _failing_from_run((yield Call("run_tests", {})))
         if failing:
-            return failing
-    return list(dict.fromkeys(named))
+            wanted = [t for t in failing if t in named]
+            return wanted or failing, set(failing)
+    return named, set(named)
 
 
 def _read_all(paths: list[str], texts: dict[str, str]) -> Generator[Call, Result, None]:
@@ -431,7 +441,7 @@ def _clean(text: str) -> str:
 def _bugfix(ctx: Ctx) -> Strategy:
     listing = yield Call("list_files", {"pattern": "**/*.py"})
     files = set(_list_paths(listing))
-    failing = yield from _find_failing(ctx)
+    failing, before = yield from _find_failing(ctx)
     if not failing:
         return "No failing test was found and the task names none, so nothing was changed."
     texts: dict[str, str] = {}
@@ -453,15 +463,14 @@ def _bugfix(ctx: Ctx) -> Strategy:
             yield Call("write_file", {"path": written, "content": _clean(texts[written])})
         written = candidate.path
         yield Call("write_file", {"path": candidate.path, "content": candidate.content})
-        targeted = yield Call("run_tests", {"paths": failing})
-        tried.append(candidate.describe())
-        if not _run_passed(targeted):
-            continue
+        # The whole suite each time: on a small project pytest's start-up costs more than the
+        # tests, and one run tells both whether the targets pass and whether anything broke.
         everything = yield Call("run_tests", {})
-        if _run_passed(everything):
+        tried.append(candidate.describe())
+        if _run_passed(everything, allowed=before - set(failing)):
             return (
-                f"Fixed: {candidate.describe()}. The failing tests {', '.join(failing)} pass now, and so does "
-                f"the whole suite ({everything.content.get('passed')} passed). Tried {len(tried)} change(s)."
+                f"Fixed: {candidate.describe()}. The failing tests {', '.join(failing)} pass now and no other "
+                f"test started failing ({_summary(everything)}). Tried {len(tried)} change(s)."
             )
     if written:
         yield Call("write_file", {"path": written, "content": _clean(texts[written])})
@@ -498,37 +507,43 @@ def _add_test(ctx: Ctx, node: str) -> Strategy:
     task = ctx.task
     test_path, _, test_name = node.partition("::")
     expect, raises = EXPECT.search(task), EXPECT_RAISE.search(task)
-    if not expect and not raises:
+    found = expect or raises
+    if found is None:
         return "The task does not say what the test should check (`EXPR` should return `VALUE`)."
-    expr = (expect or raises)["expr"]  # type: ignore[index]
-    called = re.match(r"\s*(\w+)\s*\(", expr)
-    if not called:
-        return f"`{expr}` calls no function by name."
-    function = called.group(1)
+    expr = found["expr"]
+    check = expr + (f" {expect['value']}" if expect else "")
+    wanted = [n for n in dict.fromkeys(re.findall(r"\b([A-Za-z_]\w*)\s*\(", check)) if n not in BUILTINS]
+    if raises and raises["error"] not in BUILTINS:
+        wanted.append(raises["error"])
     listing = _list_paths((yield Call("list_files", {"pattern": "**/*.py"})))
-    files = sorted(p for p in listing if not _is_test(p))
     existing = _text((yield Call("read_file", {"path": test_path}))) if test_path in listing else None
-    home = None
+    homes: dict[str, str] = {}
     texts: dict[str, str] = {}
-    for path in sorted(files, key=lambda p: (function not in p, p)):
-        yield from _read_all([path], texts)
-        if path in texts and function in _functions(texts[path]):
-            home = path
+    sources = sorted((p for p in listing if not _is_test(p)), key=lambda p: (not any(w in p for w in wanted), p))
+    for path in sources:
+        if all(name in homes for name in wanted):
             break
-    if home is None:
-        return f"No module of the repository defines {function}()."
-    module = _module_name(home)
+        yield from _read_all([path], texts)
+        defined = _top_level(texts.get(path, ""))
+        for name in wanted:
+            if name in defined and name not in homes:
+                homes[name] = path
+    missing = [name for name in wanted if name not in homes]
+    if missing:
+        return f"No module of the repository defines {', '.join(missing)}; no test was written."
+    by_module: dict[str, list[str]] = {}
+    for name in wanted:
+        by_module.setdefault(_module_name(homes[name]), []).append(name)
+    imports = (["import pytest\n"] if raises else []) + [
+        f"from {module} import {', '.join(sorted(names))}\n" for module, names in sorted(by_module.items())
+    ]
     if raises:
         body = f"    with pytest.raises({raises['error']}):\n        {expr}\n"
     else:
         body = f"    assert {expr} == {expect['value']}\n"  # type: ignore[index]
-    header = f"from {module} import {function}\n"
-    needs = ["import pytest\n"] if raises else []
-    if raises and raises["error"] in _classes(texts[home]):
-        header = f"from {module} import {function}, {raises['error']}\n"
     content = existing or ""
-    imports = [line for line in needs + [header] if line not in content]
-    content = _insert_imports(content, imports) + ("\n\n" if content.strip() else "") + f"def {test_name}():\n{body}"
+    imports = [line for line in imports if line not in content]
+    content = _insert_imports(content, imports) + ("\n\n\n" if content.strip() else "") + f"def {test_name}():\n{body}"
     yield Call("write_file", {"path": test_path, "content": content.lstrip("\n")})
     if "run_tests" in ctx.tools:
         run = yield Call("run_tests", {"paths": [node]})
@@ -536,11 +551,12 @@ def _add_test(ctx: Ctx, node: str) -> Strategy:
     return f"Added {node}, checking `{expr}`."
 
 
-def _classes(source: str) -> set[str]:
+def _top_level(source: str) -> set[str]:
     try:
-        return {n.name for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ClassDef)}
+        tree = ast.parse(source)
     except SyntaxError:
         return set()
+    return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
 
 
 def _insert_imports(content: str, imports: list[str]) -> str:
@@ -592,11 +608,21 @@ def _explain(ctx: Ctx) -> Strategy:
             score = sum(2 if "`" + t in task.lower() else 1 for t in lowered if t in low)
             if score and line.strip():
                 hits.append((score, path, number, line.rstrip()))
-    if not hits:
+    named_defs = [w.split(".")[-1] for w in re.findall(r"`([A-Za-z_][\w.]*)`", task)]
+    quoted: list[tuple[int, str, int, str]] = []
+    for path, text in texts.items():
+        for name in named_defs:
+            for node in _functions(text).get(name, [])[:1]:
+                body = text.splitlines()[node.lineno - 1 : (node.end_lineno or node.lineno)][:MAX_QUOTED]
+                quoted += [(99, path, node.lineno + i, line.rstrip()) for i, line in enumerate(body) if line.strip()]
+    if not hits and not quoted:
         return "I read " + ", ".join(texts) + " and found nothing that matches the question."
     hits.sort(key=lambda h: (-h[0], h[1], h[2]))
-    top = sorted(hits[:8], key=lambda h: (h[1], h[2]))
-    by_file = list(dict.fromkeys(h[1] for h in sorted(hits, key=lambda h: -h[0])))
+    merged: dict[tuple[str, int], tuple[int, str, int, str]] = {}
+    for hit in quoted + hits[:8]:
+        merged.setdefault((hit[1], hit[2]), hit)
+    top = sorted(merged.values(), key=lambda h: (h[1], h[2]))
+    by_file = list(dict.fromkeys(h[1] for h in sorted(quoted + hits, key=lambda h: -h[0])))
     lines = [f"The code this is about is in {', '.join(by_file[:3])}.", ""]
     for _score, path, number, line in top:
         enclosing = _enclosing(texts[path], number)
@@ -624,7 +650,7 @@ def _wrong_fix(ctx: Ctx) -> Strategy:
         return (yield from _fix(ctx))
     listing = yield Call("list_files", {"pattern": "**/*.py"})
     files = set(_list_paths(listing))
-    failing = yield from _find_failing(ctx, run_first=False)
+    failing, _before = yield from _find_failing(ctx, run_first=False)
     texts: dict[str, str] = {}
     candidates = yield from _suspects(failing, texts, files)
     if not candidates:

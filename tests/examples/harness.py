@@ -1,6 +1,8 @@
 """Runs a scripted model the way the coder and planner roles do: a real pydantic-ai `Agent` over
 real in-process MCP servers (fs, git, exec on the process sandbox backend) rooted at a copy."""
 
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -8,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 from pydantic_ai import Agent
 from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.models.function import FunctionModel
@@ -22,6 +25,8 @@ from tool_servers.serve import server_builder
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 SCRIPTED = EXAMPLES / "models" / "scripted.py"
+PYTEST_ENV = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+"""The example projects use no pytest plugins; loading the environment's costs seconds a run."""
 MODE_SCOPES = {
     "read": frozenset({Scope.READ}),
     "write": frozenset({Scope.READ, Scope.WRITE}),
@@ -78,12 +83,25 @@ async def run_planner(model: FunctionModel, prompt: str) -> Plan:
     return (await agent.run(prompt)).output
 
 
-def pytest_on(root: Path, *node_ids: str) -> subprocess.CompletedProcess[str]:
-    """Plain pytest on a copy, outside any sandbox: the check of what the run left behind."""
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *node_ids],
-        cwd=root, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+@dataclass
+class PytestRun:
+    returncode: int
+    stdout: str
+
+    def outcomes(self) -> dict[str, str]:
+        """node id -> PASSED/FAILED/ERROR, from the `-rA` summary."""
+        found = re.finditer(r"^(PASSED|FAILED|ERROR) (\S+::\S+?)(?: - .*)?$", self.stdout, re.M)
+        return {m.group(2): m.group(1) for m in found}
+
+
+async def pytest_on(root: Path, *node_ids: str) -> PytestRun:
+    """Plain pytest on a copy, outside any sandbox: the check of what a run left behind."""
+    with anyio.fail_after(120):
+        done = await anyio.run_process(
+            [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", *node_ids],
+            cwd=root, env=PYTEST_ENV, check=False,
+        )  # fmt: skip
+    return PytestRun(done.returncode, done.stdout.decode())
 
 
 def coder_prompt(task: str, files: list[str], *, feedback: str | None = None) -> str:

@@ -7,7 +7,15 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.examples.harness import EXAMPLES, coder_prompt, copy_repo, pytest_on, run_coder, run_planner, scripted
+from tests.examples.harness import (
+    EXAMPLES,
+    coder_prompt,
+    copy_repo,
+    pytest_on,
+    run_coder,
+    run_planner,
+    scripted,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -30,7 +38,7 @@ def repo(tmp_path: Path) -> Path:
 
 async def test_the_example_project_fails_exactly_the_tests_its_bug_report_names(repo: Path) -> None:
     """The example must carry one genuine bug: its README names the failing tests."""
-    out = pytest_on(repo)
+    out = await pytest_on(repo)
     failed = sorted(re.findall(r"^FAILED (\S+)", out.stdout, re.M))
     assert failed == FAILING, out.stdout[-2000:]
     assert all(node in bug_report() for node in FAILING)
@@ -41,7 +49,7 @@ async def test_fix_coder_finds_and_fixes_the_bug_by_running_the_tests(repo: Path
     failing tests pass; afterwards the whole suite of the copy passes under plain pytest."""
     with anyio.fail_after(120):
         run = await run_coder(scripted("fix"), repo, coder_prompt(bug_report(), []), mode="execute")
-    assert pytest_on(repo).returncode == 0
+    assert (await pytest_on(repo)).returncode == 0
     calls = run.tool_calls()
     assert calls[1] == ("run_tests", {})
     assert ("read_file", {"path": "invoicing/discounts.py"}) in calls
@@ -58,7 +66,7 @@ async def test_fix_coder_without_a_test_runner_uses_the_tests_the_task_names(rep
         run = await run_coder(scripted("fix"), repo, coder_prompt(bug_report(), []), mode="write")
     assert all(tool != "run_tests" for tool, _ in run.tool_calls())
     assert "not verified" in run.output
-    assert pytest_on(repo).returncode != 0 or "discounts.py" in run.output
+    assert (await pytest_on(repo)).returncode != 0 or "discounts.py" in run.output
 
 
 async def test_wrong_fix_leaves_the_tests_failing_then_fixes_them_from_the_feedback(repo: Path) -> None:
@@ -68,11 +76,11 @@ async def test_wrong_fix_leaves_the_tests_failing_then_fixes_them_from_the_feedb
         first = await run_coder(scripted("wrong_fix"), repo, coder_prompt(bug_report(), []), mode="execute")
     assert any(tool == "write_file" for tool, _ in first.tool_calls())
     assert "codeloop-scripted" in (repo / "invoicing" / "discounts.py").read_text()
-    assert pytest_on(repo, *FAILING).returncode != 0
+    assert (await pytest_on(repo, *FAILING)).returncode != 0
     feedback = "\n".join(f"- [test.assertion] {node} {node.split('::')[0]}:20 assert failed" for node in FAILING)
     with anyio.fail_after(120):
         await run_coder(scripted("wrong_fix"), repo, coder_prompt(bug_report(), [], feedback=feedback), mode="execute")
-    assert pytest_on(repo).returncode == 0
+    assert (await pytest_on(repo)).returncode == 0
     assert "codeloop-scripted" not in (repo / "invoicing" / "discounts.py").read_text()
 
 
