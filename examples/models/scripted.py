@@ -396,11 +396,15 @@ def _read_all(paths: list[str], texts: dict[str, str]) -> Generator[Call, Result
                 texts[path] = text
 
 
-def _suspects(failing: list[str], texts: dict[str, str], files: set[str]) -> Generator[Call, Result, list[Mutation]]:
-    """Read the failing tests and what they import; rank mutations of the functions they call."""
+def _suspects(
+    failing: list[str], texts: dict[str, str], files: set[str], context: list[str]
+) -> Generator[Call, Result, list[Mutation]]:
+    """Read the failing tests, what they import and the context's files; rank mutations of the
+    functions the failing tests call (directly first, then what those call)."""
     test_files = list(dict.fromkeys(t.split("::", 1)[0] for t in failing if t.split("::", 1)[0] in files))
     yield from _read_all(test_files, texts)
     queue = [p for t in test_files if t in texts for p in _imports(texts[t], files)]
+    queue += [p for p in context if p in files]
     modules: list[str] = []
     while queue and len(modules) < MAX_READS:
         path = queue.pop(0)
@@ -445,7 +449,7 @@ def _bugfix(ctx: Ctx) -> Strategy:
     if not failing:
         return "No failing test was found and the task names none, so nothing was changed."
     texts: dict[str, str] = {}
-    candidates = yield from _suspects(failing, texts, files)
+    candidates = yield from _suspects(failing, texts, files, ctx.listed("Relevant files"))
     if not candidates:
         return f"The failing tests ({', '.join(failing)}) call no code this script knows how to change."
     planted = [p for p, t in texts.items() if MARKER in t]
@@ -622,7 +626,12 @@ def _explain(ctx: Ctx) -> Strategy:
     for hit in quoted + hits[:8]:
         merged.setdefault((hit[1], hit[2]), hit)
     top = sorted(merged.values(), key=lambda h: (h[1], h[2]))
-    by_file = list(dict.fromkeys(h[1] for h in sorted(quoted + hits, key=lambda h: -h[0])))
+    # Files ranked by what matched inside their functions and classes: a package docstring that
+    # repeats the task's words is not where the behaviour lives.
+    weight: dict[str, float] = {}
+    for score, path, number, _line in quoted + hits:
+        weight[path] = weight.get(path, 0.0) + score * (1.0 if _enclosing(texts[path], number) else 0.25)
+    by_file = sorted(weight, key=lambda p: (-weight[p], p))
     lines = [f"The code this is about is in {', '.join(by_file[:3])}.", ""]
     for _score, path, number, line in top:
         enclosing = _enclosing(texts[path], number)
@@ -652,7 +661,7 @@ def _wrong_fix(ctx: Ctx) -> Strategy:
     files = set(_list_paths(listing))
     failing, _before = yield from _find_failing(ctx, run_first=False)
     texts: dict[str, str] = {}
-    candidates = yield from _suspects(failing, texts, files)
+    candidates = yield from _suspects(failing, texts, files, ctx.listed("Relevant files"))
     if not candidates:
         return "Nothing to change."
     suspect = candidates[0]

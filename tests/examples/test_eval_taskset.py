@@ -97,3 +97,20 @@ async def test_the_scripted_fix_model_solves_the_task(task: dict[str, Any], tmp_
     changed = (await anyio.run_process(["git", "status", "--porcelain"], cwd=root)).stdout.decode()
     assert ("tests/" in changed) == (task["kind"] == "add_test"), changed
     shutil.rmtree(root)
+
+
+READ_TASKS = [t for t in TASKS if t["mode"] == "read"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("task", READ_TASKS, ids=[t["id"] for t in READ_TASKS])
+async def test_the_scripted_model_answers_the_read_tasks(task: dict[str, Any], tmp_path: Path) -> None:
+    """In read mode the scripted model names a gold file first and states the explanation's
+    facts, so a scripted `codeloop eval` of the starter set has localisation and fact hits."""
+    root = copy_repo(EVAL / task["repo"], tmp_path / "repo")
+    with anyio.fail_after(60):
+        run = await run_coder(scripted("fix"), root, coder_prompt(task["text"], []), mode="read")
+    first = run.output.split("\n", 1)[0]
+    named = [p for p in first.removeprefix("The code this is about is in ").rstrip(".").split(", ")]
+    assert named[0] in task["checks"]["gold_files"], first
+    assert all(fact.lower() in run.output.lower() for fact in task["checks"].get("facts", [])), run.output

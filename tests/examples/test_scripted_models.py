@@ -114,3 +114,15 @@ async def test_planner_plans_from_the_task_and_the_files_found() -> None:
     plan = await run_planner(scripted("fix"), prompt)
     assert "invoicing/discounts.py" in plan.files_of_interest
     assert set(FAILING) <= set(plan.test_targets) and plan.revision_reason is None
+
+
+async def test_slow_spends_its_delay_in_every_decision_so_a_deadline_stops_it(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`slow` sleeps before deciding (CODELOOP_SCRIPTED_DELAY_S): a run's timeout ends it mid-task."""
+    from pydantic_ai import Agent
+
+    monkeypatch.setenv("CODELOOP_SCRIPTED_DELAY_S", "30")
+    agent = Agent(scripted("slow"), output_type=str)
+    with anyio.fail_after(20), pytest.raises(TimeoutError):
+        await agent.run("## Task\nanything", timeout=0.5)
