@@ -126,3 +126,14 @@ async def test_slow_spends_its_delay_in_every_decision_so_a_deadline_stops_it(
     agent = Agent(scripted("slow"), output_type=str)
     with anyio.fail_after(20), pytest.raises(TimeoutError):
         await agent.run("## Task\nanything", timeout=0.5)
+
+
+async def test_fix_follows_a_machine_readable_replace_line(repo: Path) -> None:
+    """The documented convention for mechanics tasks: ``replace `OLD` with `NEW` in `PATH` ``
+    makes exactly that edit, then the tests run."""
+    task = "Please replace `quantity > tier.min_quantity` with `quantity >= tier.min_quantity` in `invoicing/discounts.py`."
+    with anyio.fail_after(120):
+        run = await run_coder(scripted("fix"), repo, coder_prompt(task, []), mode="execute")
+    assert [tool for tool, _ in run.tool_calls()] == ["read_file", "write_file", "run_tests"]
+    assert "17 passed, 0 failed" in run.output
+    assert (await pytest_on(repo)).returncode == 0
