@@ -1,0 +1,1 @@
+"""Stock keeping for a small warehouse: levels, reservations, reorder suggestions, reports."""

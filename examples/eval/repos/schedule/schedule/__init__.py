@@ -1,0 +1,1 @@
+"""Room booking: time intervals, conflicts between bookings, free slots in a day."""
