@@ -18,8 +18,14 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
+# A real task on the example project: diagnose mode without a model, the full loop with one.
 run: $(STAMP)
-	$(BIN)/codeloop serve
+	@if [ -z "$$CODELOOP_MODEL" ]; then \
+	  echo "No model configured: running in diagnose mode (retrieval and the test run are real; nothing is changed)."; \
+	  echo "For the full loop name a model, e.g.  CODELOOP_MODEL=openai-chat:gpt-4o make run  (OPENAI_API_KEY, OPENAI_BASE_URL),"; \
+	  echo "or the scripted stand-in:            CODELOOP_MODEL=function:examples/models/scripted.py:fix make run"; \
+	fi
+	$(BIN)/codeloop run @examples/bugfix-report.md --repo examples/bugfix --mode execute
 
 test: $(STAMP)
 	$(BIN)/ruff check .
