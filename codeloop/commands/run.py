@@ -80,9 +80,9 @@ def run(
         first = exc.errors(include_url=False)[0]
         raise fail(f"invalid task: {'.'.join(map(str, first['loc']))}: {first['msg']}", 2) from None
 
-    result = _run(lambda: _run_task(submitted, connection, quiet=as_json))
+    result, snapshot = _run(lambda: _run_task(submitted, connection, quiet=as_json))
     if apply:
-        _apply(result, repo, submitted)
+        _apply(result, repo, snapshot)
     if as_json:
         typer.echo(result.model_dump_json())
     else:
@@ -132,7 +132,7 @@ async def _submit_and_follow(config: Any, task: Any, *, quiet: bool) -> Any:
         view.line(f"task {envelope.task_id} submitted ({snapshot.files} files, mode {task.mode})")
         final = await watch_task(bus, envelope.task_id, view.on_event)
     view.close()
-    return TaskResult.model_validate(final.payload)
+    return TaskResult.model_validate(final.payload), snapshot
 
 
 class _LiveView:
@@ -261,17 +261,14 @@ def deny(
     _answer(task_id, request, connection, approve=False)
 
 
-def _apply(result: Any, repo: Path, task: Any) -> None:
+def _apply(result: Any, repo: Path, snapshot: Any) -> None:
+    """Write the patch into the checkout, only for a finished task and an unchanged checkout."""
     import anyio
 
-    from agents.workspace import WorkspaceError, apply_to_checkout, capture_snapshot  # noqa: F401
+    from agents.workspace import WorkspaceError, apply_to_checkout
 
     if result.status != "done" or not result.patch:
         typer.echo(f"not applied: the task is {result.status}" + ("" if result.patch else " with no patch"), err=True)
-        return
-    snapshot = task.snapshot
-    if snapshot is None:  # the submission's snapshot is the one the task record holds
-        typer.echo("not applied: the task's snapshot is unknown", err=True)
         return
     try:
         anyio.run(lambda: apply_to_checkout(repo, snapshot, result.patch))
