@@ -29,7 +29,15 @@ from agents.errors import AgentError
 from agents.messages import CodeRequest, CodeResult, StepFailed, Usage
 from agents.metering import model_for, run_timeout_s
 from agents.models import model_errors_as_agent_errors
-from agents.role import RoleDeps, StepError, index_dir_for, role_spec, scratch_workspace
+from agents.role import (
+    RoleDeps,
+    RunInfo,
+    StepError,
+    index_dir_for,
+    observer_capabilities,
+    role_spec,
+    scratch_workspace,
+)
 from agents.tools import MODE_SCOPES
 from agents.workspace import workspace_patch
 from agents.workspace.git import run_git
@@ -78,7 +86,9 @@ class _Guard:
 
     async def before(self, ctx: Any, *, call: Any, tool_def: Any, args: Any) -> Any:
         self.calls += 1
-        key = call.tool_name + json.dumps(args if isinstance(args, dict) else str(args), sort_keys=True, default=str)
+        key = call.tool_name + json.dumps(
+            args if isinstance(args, dict) else str(args), sort_keys=True, default=str
+        )
         self.repeats = self.repeats + 1 if key == self.last else 1
         self.last = key
         if self.repeats >= self.max_repeated:
@@ -92,11 +102,15 @@ class _Guard:
     async def error(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, error: Exception) -> Any:
         self.failures += 1
         if self.failures >= self.max_failures:
-            raise LoopDetected(f"{self.failures} tool calls failed in a row (last: {call.tool_name}: {error})"[:500])
+            raise LoopDetected(
+                f"{self.failures} tool calls failed in a row (last: {call.tool_name}: {error})"[:500]
+            )
         raise error
 
     def hooks(self) -> Hooks:
-        return Hooks(before_tool_execute=self.before, after_tool_execute=self.after, tool_execute_error=self.error)
+        return Hooks(
+            before_tool_execute=self.before, after_tool_execute=self.after, tool_execute_error=self.error
+        )
 
 
 def _toolsets(deps: RoleDeps, root: Path, request: CodeRequest, task_id: str) -> list[MCPToolset]:
@@ -106,14 +120,20 @@ def _toolsets(deps: RoleDeps, root: Path, request: CodeRequest, task_id: str) ->
     names = ["fs", "search", "git"] + (["exec"] if mode == "execute" else [])
     return [
         MCPToolset(
-            servers[name], id=name, max_retries=request.budget.max_tool_failures,
-            read_timeout=MCP_READ_TIMEOUT_S, init_timeout=MCP_INIT_TIMEOUT_S, elicitation_handler=ask,
+            servers[name],
+            id=name,
+            max_retries=request.budget.max_tool_failures,
+            read_timeout=MCP_READ_TIMEOUT_S,
+            init_timeout=MCP_INIT_TIMEOUT_S,
+            elicitation_handler=ask,
         )  # fmt: skip
         for name in names
     ]
 
 
-async def code(deps: RoleDeps, task_id: str, request: CodeRequest) -> CodeResult:
+async def code(
+    deps: RoleDeps, task_id: str, request: CodeRequest, *, trace_id: str | None = None
+) -> CodeResult:
     task = request.task
     name = task.models.for_role(ROLE)
     if not name:
@@ -122,11 +142,14 @@ async def code(deps: RoleDeps, task_id: str, request: CodeRequest) -> CodeResult
         if request.previous_patch:
             await run_git(root, "apply", "--whitespace=nowarn", "-", scratch=True,
                           input=request.previous_patch.encode("utf-8", "surrogateescape"))  # fmt: skip
-        guard = _Guard(max_repeated=request.budget.max_repeated_calls, max_failures=request.budget.max_tool_failures)
+        run_info = RunInfo(task_id=task_id, role=ROLE, step_id=request.step_id, trace_id=trace_id)
+        guard = _Guard(
+            max_repeated=request.budget.max_repeated_calls, max_failures=request.budget.max_tool_failures
+        )
         agent = Agent(
             model_for(deps, name, role=ROLE, task_id=task_id), output_type=str,
             instructions=INSTRUCTIONS[task.mode], toolsets=_toolsets(deps, root, request, task_id),
-            capabilities=[guard.hooks()], retries=2,
+            capabilities=[guard.hooks(), *observer_capabilities(deps, run_info)], retries=2,
         )  # fmt: skip
         limits = UsageLimits(
             request_limit=max(1, request.budget.requests), total_tokens_limit=max(1, request.budget.tokens)
@@ -134,7 +157,9 @@ async def code(deps: RoleDeps, task_id: str, request: CodeRequest) -> CodeResult
         stopped_by, message, answer, usage = None, "", None, Usage()
         try:
             with model_errors_as_agent_errors(model=name):
-                result = await agent.run(_prompt(request), usage_limits=limits, timeout=run_timeout_s(request.budget))
+                result = await agent.run(
+                    _prompt(request), usage_limits=limits, timeout=run_timeout_s(request.budget)
+                )
             answer = result.output
             usage = _usage(result.usage)
         except UsageLimitExceeded as exc:
@@ -187,9 +212,11 @@ def coder_spec(deps: RoleDeps, *, policy: DeliveryPolicy | None = None) -> Actor
     async def handle(delivery: Delivery, request: Any) -> CodeResult:
         if not isinstance(request, CodeRequest):
             raise StepError("agent.format", f"the coder takes code_request, got {delivery.envelope.kind}")
-        return await code(deps, delivery.envelope.task_id, request)
+        return await code(deps, delivery.envelope.task_id, request, trace_id=delivery.envelope.trace_id)
 
     def failed(request: Any, failure_class: str, message: str) -> StepFailed:
-        return StepFailed(step_id=getattr(request, "step_id", ""), role=ROLE, failure_class=failure_class, message=message)
+        return StepFailed(
+            step_id=getattr(request, "step_id", ""), role=ROLE, failure_class=failure_class, message=message
+        )
 
     return role_spec(ROLE, handle, policy=policy, failed=failed)

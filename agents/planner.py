@@ -17,7 +17,15 @@ from pydantic_ai.usage import UsageLimits
 from agents.messages import Plan, PlanRequest, PlanResult, PlanStep, StepFailed, TaskSubmitted
 from agents.metering import model_for, run_timeout_s, usage_of
 from agents.models import model_errors_as_agent_errors
-from agents.role import RoleDeps, StepError, index_dir_for, role_spec, scratch_workspace
+from agents.role import (
+    RoleDeps,
+    RunInfo,
+    StepError,
+    index_dir_for,
+    observer_capabilities,
+    role_spec,
+    scratch_workspace,
+)
 from bus.actor import ActorSpec, Delivery, DeliveryPolicy
 
 ROLE = "planner"
@@ -51,22 +59,32 @@ async def _look(deps: RoleDeps, task_id: str, task: TaskSubmitted) -> tuple[str,
         target = deps.tools.servers(root, frozenset({"read"}), index_dir=index_dir_for(deps, task))["search"]
         async with Client(target) as search:
             mapped = await search.call_tool("repo_map", {"token_budget": LOOK_BUDGET})
-            found = await search.call_tool("search_code", {"query": task.text[:20_000], "k": 8, "per_file": True})
+            found = await search.call_tool(
+                "search_code", {"query": task.text[:20_000], "k": 8, "per_file": True}
+            )
     repo_map = "" if mapped.is_error else (mapped.structured_content or {}).get("text", "")
     hits = [] if found.is_error else (found.structured_content or {}).get("hits", [])
     return repo_map, [h["path"] for h in hits]
 
 
-async def plan(deps: RoleDeps, task_id: str, request: PlanRequest) -> PlanResult:
+async def plan(
+    deps: RoleDeps, task_id: str, request: PlanRequest, *, trace_id: str | None = None
+) -> PlanResult:
     task = request.task
     repo_map, files = await _look(deps, task_id, task)
     name = task.models.for_role(ROLE)
     if not name:
         return PlanResult(step_id=request.step_id, plan=fixed_plan(task, files))
     model = model_for(deps, name, role=ROLE, task_id=task_id)
-    agent = Agent(model, output_type=Plan, instructions=INSTRUCTIONS, retries=2)
+    run_info = RunInfo(task_id=task_id, role=ROLE, step_id=request.step_id, trace_id=trace_id)
+    agent = Agent(
+        model, output_type=Plan, instructions=INSTRUCTIONS, retries=2,
+        capabilities=observer_capabilities(deps, run_info),
+    )  # fmt: skip
     prompt = _prompt(task, repo_map, files, request)
-    limits = UsageLimits(request_limit=max(1, request.budget.requests), total_tokens_limit=max(1, request.budget.tokens))
+    limits = UsageLimits(
+        request_limit=max(1, request.budget.requests), total_tokens_limit=max(1, request.budget.tokens)
+    )
     try:
         with model_errors_as_agent_errors(model=name):
             result = await agent.run(prompt, usage_limits=limits, timeout=run_timeout_s(request.budget))
@@ -76,7 +94,9 @@ async def plan(deps: RoleDeps, task_id: str, request: PlanRequest) -> PlanResult
         raise StepError("budget.wall", "the deadline passed while planning") from exc
     new_plan = result.output
     if request.previous is not None and not new_plan.revision_reason:
-        new_plan = new_plan.model_copy(update={"revision_reason": request.feedback or "revised after failed attempts"})
+        new_plan = new_plan.model_copy(
+            update={"revision_reason": request.feedback or "revised after failed attempts"}
+        )
     return PlanResult(step_id=request.step_id, plan=new_plan, usage=usage_of(result))
 
 
@@ -95,9 +115,11 @@ def planner_spec(deps: RoleDeps, *, policy: DeliveryPolicy | None = None) -> Act
     async def handle(delivery: Delivery, request: Any) -> PlanResult:
         if not isinstance(request, PlanRequest):
             raise StepError("agent.format", f"the planner takes plan_request, got {delivery.envelope.kind}")
-        return await plan(deps, delivery.envelope.task_id, request)
+        return await plan(deps, delivery.envelope.task_id, request, trace_id=delivery.envelope.trace_id)
 
     def failed(request: Any, failure_class: str, message: str) -> StepFailed:
-        return StepFailed(step_id=getattr(request, "step_id", ""), role=ROLE, failure_class=failure_class, message=message)
+        return StepFailed(
+            step_id=getattr(request, "step_id", ""), role=ROLE, failure_class=failure_class, message=message
+        )
 
     return role_spec(ROLE, handle, policy=policy, failed=failed)

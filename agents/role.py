@@ -32,6 +32,21 @@ EventSink = Callable[[str, Event], Awaitable[None]]
 
 
 @dataclass(frozen=True)
+class RunInfo:
+    """What an observer of one model run is told: whose run it is."""
+
+    task_id: str
+    role: str
+    step_id: str
+    trace_id: str | None = None
+
+
+RunObserver = Callable[[RunInfo], Any]
+"""Builds a pydantic-ai capability (e.g. `Hooks`) for one model run: how events, traces and
+recordings see every model request and tool call without the roles knowing about them."""
+
+
+@dataclass(frozen=True)
 class RoleDeps:
     """Everything a role needs besides its message; built by the composition root."""
 
@@ -42,6 +57,8 @@ class RoleDeps:
     index_dir: Path
     """Where the search server keeps one index per repository, shared by that repository's steps,
     so a second task on the same code re-embeds only what changed."""
+    observers: tuple[RunObserver, ...] = ()
+    """Capabilities added to every LLM role's run (see `RunObserver`)."""
     model_base_dir: Path | None = None
     """Relative `function:` model paths resolve against it (the submitting client's directory)."""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -56,7 +73,9 @@ class StepError(Exception):
 
 
 @asynccontextmanager
-async def scratch_workspace(deps: RoleDeps, task_id: str, task: TaskSubmitted, label: str) -> AsyncIterator[Path]:
+async def scratch_workspace(
+    deps: RoleDeps, task_id: str, task: TaskSubmitted, label: str
+) -> AsyncIterator[Path]:
     """A fresh scratch copy of the task's starting tree (a git repository whose HEAD is it)."""
     ref = task.snapshot
     if ref is None:
@@ -68,6 +87,10 @@ async def scratch_workspace(deps: RoleDeps, task_id: str, task: TaskSubmitted, l
     async with open_scratch(deps.scratch_dir, task_id, label) as root:
         await materialize(deps.bus, SnapshotRef.model_validate(ref.model_dump()), root)
         yield root
+
+
+def observer_capabilities(deps: RoleDeps, info: RunInfo) -> list[Any]:
+    return [observer(info) for observer in deps.observers]
 
 
 def index_dir_for(deps: RoleDeps, task: TaskSubmitted) -> Path:

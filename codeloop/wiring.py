@@ -25,7 +25,7 @@ from agents.orchestrator.rejections import watch_rejections
 from agents.planner import planner_spec
 from agents.records import TaskRecords
 from agents.retriever import retriever_spec
-from agents.role import RoleDeps
+from agents.role import RoleDeps, RunObserver
 from agents.tools import ToolProvider
 from agents.verifier.role import verifier_spec
 from bus.actor import Actor, ActorSpec, DeliveryPolicy
@@ -50,11 +50,15 @@ class UnknownRole(ValueError):
     pass
 
 
-def role_deps(bus: Bus, state_dir: Path, *, tools: ToolProvider | None = None) -> RoleDeps:
-    """What the worker roles of this process share: the bus, the tool servers, scratch space."""
+def role_deps(
+    bus: Bus, state_dir: Path, *, tools: ToolProvider | None = None, observers: tuple[RunObserver, ...] = ()
+) -> RoleDeps:
+    """What the worker roles of this process share: the bus, the tool servers, scratch space, and
+    the observers every model run gets."""
     return RoleDeps(
         bus=bus,
         tools=tools or InProcessTools(),
+        observers=observers,
         scratch_dir=_made(state_dir / "work"),
         index_dir=_made(state_dir / "index"),
     )
