@@ -412,7 +412,7 @@ def status(
     for s in states:
         answer = (s.result.answer or "") if s.result else (s.error or "")
         table.add_row(
-            s.task_id, s.status, s.task.mode, str(s.step), s.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
+            s.task_id, s.status, s.task.mode, str(s.step_seq), s.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
             s.task.text[:60], answer[:60],
         )  # fmt: skip
     Console().print(table if states else "no tasks yet")

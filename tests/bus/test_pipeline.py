@@ -49,3 +49,45 @@ async def test_the_same_task_published_twice_gives_one_task(bus: Bus) -> None:
     assert orchestrator_stats.handled == 3  # two submissions, one echo result
     assert actors[1].stats.handled == 1
     assert [s.task_id for s in await records.all()] == ["same-task"]
+
+
+async def test_a_late_result_of_a_superseded_step_changes_nothing(bus: Bus) -> None:
+    """A result that answers a request the task no longer waits for (a slow worker's, after a
+    redelivery went elsewhere) is recognised by its step and ignored: no new record, no event."""
+    from agents.echo import EchoResult
+    from bus.envelope import Envelope
+
+    records = await TaskRecords.open(bus)
+    hold, started = anyio.Event(), anyio.Event()
+
+    async def slow_echo(delivery):  # holds the work so the test can answer first, as another worker
+        started.set()
+        await hold.wait()
+        return None
+
+    from bus.actor import ActorSpec
+
+    spec = ActorSpec(address=subjects.RoleAddress.worker("echo"), handler=slow_echo)
+    async with running(bus, orchestrator_spec(records, pipeline=ECHO), spec):
+        envelope, _ = await submit_task(bus, TaskSubmitted(text="hello", repo="/repo"), task_id="t-late")
+        with anyio.fail_after(10):
+            await started.wait()
+        state = await records.get("t-late")
+        request_id = state.outbox_request_id
+        # the step's answer, caused by the request the record waits for: applied
+        answer = Envelope.wrap(EchoResult(text="first"), task_id="t-late", causation_id=request_id)
+        await bus.publish(subjects.task_result("echo"), answer)
+        with anyio.fail_after(10):
+            await watch_task(bus, "t-late", lambda e: None)
+        done = await records.get("t-late")
+        # a second, late answer to the same (now superseded) request: ignored
+        late = Envelope.wrap(EchoResult(text="late"), task_id="t-late", causation_id=request_id)
+        await bus.publish(subjects.task_result("echo"), late)
+        with anyio.fail_after(10):
+            await wait_stream_empty(bus, subjects.TASKS_STREAM)
+        hold.set()
+    after = await records.get("t-late")
+    assert done.status == "done" and done.result.answer == "first"
+    assert after == done
+    events = await collect_events(bus, "t-late", lambda evs: is_final(evs[-1]))
+    assert [e.kind for e in events].count("task_result") == 1
