@@ -30,11 +30,30 @@ superset of the result object's `verification`. `Baseline` is small enough to ke
 record and makes later revisions cheaper. The failure classes are those of `agents.failures`.
 """
 
-from agents.verifier.diff_review import ReviewLimits
-from agents.verifier.errors import VerifierError, WorkspaceError
+from typing import Any
+
 from agents.verifier.report import Baseline, Check, Failure, TestOutcomes, VerificationReport
-from agents.verifier.verdict import revision_feedback
-from agents.verifier.verify import verify_answer, verify_patch
+
+# The report models are what every process needs (they travel in messages); the verifier itself
+# pulls in the MCP client, which costs seconds of import time a `codeloop status` should not pay.
+_LAZY = {
+    "ReviewLimits": "agents.verifier.diff_review",
+    "VerifierError": "agents.verifier.errors",
+    "WorkspaceError": "agents.verifier.errors",
+    "revision_feedback": "agents.verifier.verdict",
+    "verify_answer": "agents.verifier.verify",
+    "verify_patch": "agents.verifier.verify",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agents.verifier' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
 
 __all__ = [
     "Baseline",
