@@ -1,0 +1,120 @@
+"""Secrets in free text: the patterns, and `redact_text` that replaces what they match.
+
+What counts as a secret, in the order it is looked for:
+
+1. private key blocks (`-----BEGIN ... PRIVATE KEY----- ... -----END ...`), whole;
+2. `Authorization: Basic|Bearer|Token ...` (HTTP headers, curl `-H`), the credential part;
+3. credentials inside URLs (`scheme://user:PASSWORD@host`), the password;
+4. `KEY=value`, `KEY: value`, `"key": "value"` where KEY names a secret (`OPENAI_API_KEY`,
+   `password`, `aws_secret_access_key`, `client_secret`, `auth_token`...), the value;
+5. well-known token formats wherever they stand: OpenAI/Anthropic `sk-...`/`sk-ant-...`,
+   GitHub `github_pat_...`/`ghp_...`/`gho_...`, Slack `xoxb-...`, AWS access key ids `AKIA...`,
+   Google `AIza...`, npm `npm_...`, PyPI `pypi-...`, JWTs `eyJ...`;
+6. high-entropy words (20+ characters of base64/hex alphabet, > 3.5 bits per character) within a
+   few words after a secret word (`secret`, `token`, `password`, `key`...): an AWS secret key
+   or a bare token pasted after "my secret is".
+
+Over-redacting a harmless value (`max_tokens=100`) costs a log reader little; missing a secret
+costs its owner a rotation, so the patterns lean towards matching.
+"""
+
+import math
+import re
+from collections import Counter
+
+MASK = "[redacted]"
+
+SECRET_WORD = (
+    r"secret|passw(?:or)?d|passwd|pwd|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
+    r"|credential|auth(?!or)|session[_-]?id|cookie|signature|dsn"
+)
+_SECRET_KEY = re.compile(rf"(?i)(?:{SECRET_WORD})")
+_PRIVATE_KEY_BLOCK = re.compile(
+    r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----.*?(?:-----END \1PRIVATE KEY-----|\Z)", re.S
+)
+_AUTH_HEADER = re.compile(
+    r"(?i)(\b(?:proxy-)?authorization\s*[:=]\s*[\"']?\s*(?:basic|bearer|token|digest|negotiate)?\s*)"
+    r"([^\s\"',;]+)"
+)
+_BARE_SCHEME = re.compile(r"(?i)(\b(?:bearer|basic)\s+)([A-Za-z0-9\-._~+/]{12,}=*)")
+_URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^\s:/@\"']*:)([^\s@/\"']+)(@)", re.I)
+# KEY (optionally quoted) names a secret; the value runs to the end of its quotes or to a separator.
+_KEY_VALUE = re.compile(
+    rf"(?i)((?:\"|'|\b)[A-Za-z0-9_.\-]*(?:{SECRET_WORD})[A-Za-z0-9_.\-]*(?:\"|')?\s*(?::|=|:=|=>)\s*)"
+    r"(\"[^\"\n]*\"|'[^'\n]*'|[^\s,;&\"'}\])]+)"
+)
+_TOKEN_FORMATS = re.compile(
+    r"\bsk-ant-[A-Za-z0-9_\-]{8,}"
+    r"|\bsk-[A-Za-z0-9_\-]{8,}"
+    r"|\bgithub_pat_[A-Za-z0-9_]{20,}"
+    r"|\bgh[pousr]_[A-Za-z0-9]{20,}"
+    r"|\bxox[abposre]-[A-Za-z0-9\-]{8,}"
+    r"|\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b"
+    r"|\bAIza[0-9A-Za-z_\-]{30,}"
+    r"|\bnpm_[A-Za-z0-9]{30,}"
+    r"|\bpypi-[A-Za-z0-9_\-]{40,}"
+    r"|\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"
+)
+_NEAR_SECRET_WORD = re.compile(rf"(?i)(?:{SECRET_WORD}|key)")
+_CANDIDATE = re.compile(r"[A-Za-z0-9+/=_\-]{20,}")
+_NEAR_CHARS = 48
+"""How far after a secret word a high-entropy word is taken for its value."""
+MIN_ENTROPY_BITS = 3.5
+
+
+def names_secret(key: str) -> bool:
+    """True when a field or variable name says its value is a secret (`api_key`, `DB_PASSWORD`)."""
+    return bool(_SECRET_KEY.search(key))
+
+
+def entropy_bits(word: str) -> float:
+    """Shannon entropy per character of `word`."""
+    counts = Counter(word)
+    return -sum(n / len(word) * math.log2(n / len(word)) for n in counts.values())
+
+
+def _looks_random(word: str) -> bool:
+    # Real words and identifiers (snake_case, paths) have letters only, or few distinct ones;
+    # a key or token mixes digits and letters at high entropy.
+    has_digit = any(c.isdigit() for c in word)
+    has_alpha = any(c.isalpha() for c in word)
+    return has_digit and has_alpha and entropy_bits(word) > MIN_ENTROPY_BITS
+
+
+def _mask_key_value(match: re.Match[str]) -> str:
+    value = match.group(2)
+    if value in (MASK, f'"{MASK}"', f"'{MASK}'"):
+        return match.group(0)
+    quote = value[0] if value[:1] in "\"'" else ""
+    return f"{match.group(1)}{quote}{MASK}{quote}"
+
+
+def _mask_near_secret_words(text: str) -> str:
+    spans: list[tuple[int, int]] = []
+    for word in _NEAR_SECRET_WORD.finditer(text):
+        window_end = min(len(text), word.end() + _NEAR_CHARS)
+        for candidate in _CANDIDATE.finditer(text, word.end(), window_end):
+            if _looks_random(candidate.group(0)):
+                spans.append(candidate.span())
+    if not spans:
+        return text
+    out, last = [], 0
+    for start, end in sorted(set(spans)):
+        if start < last:
+            continue
+        out += [text[last:start], MASK]
+        last = end
+    return "".join(out) + text[last:]
+
+
+def redact_text(text: str) -> str:
+    """`text` with every secret the patterns above recognise replaced by `[redacted]`."""
+    if not text:
+        return text
+    text = _PRIVATE_KEY_BLOCK.sub(f"-----BEGIN \\1PRIVATE KEY----- {MASK}", text)
+    text = _AUTH_HEADER.sub(lambda m: m.group(1) + MASK, text)
+    text = _BARE_SCHEME.sub(lambda m: m.group(1) + MASK, text)
+    text = _URL_PASSWORD.sub(lambda m: m.group(1) + MASK + m.group(3), text)
+    text = _KEY_VALUE.sub(_mask_key_value, text)
+    text = _TOKEN_FORMATS.sub(MASK, text)
+    return _mask_near_secret_words(text)
