@@ -5,15 +5,27 @@ Environment variables (each overridden by its command-line option):
     CODELOOP_NATS_URL    comma-separated NATS URLs of an existing server or cluster
     CODELOOP_NATS_CREDS  NATS credentials file; CODELOOP_NATS_USER / _PASSWORD / _TOKEN
     CODELOOP_NATS_TLS_CA / _TLS_CERT / _TLS_KEY   TLS material
+    CODELOOP_SECRETS_ALLOW / CODELOOP_SECRETS_DENY   comma-separated globs taken off / added to
+                         the tool servers' secrets deny-list (`tool_servers.secret_files`)
+
+State that is not the user's work lives in the home, never in the repository a tool server is
+confined to: each served root gets `HOME/roots/<name>-<hash>/` (its audit log, its index), so a
+read grant writes nothing under the root and a read-only checkout can be served.
 """
 
+import hashlib
 import json
 import os
+import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from bus.config import BusConfig, TlsConfig
+
+if TYPE_CHECKING:
+    from tool_servers.secret_files import SecretRules
 
 SERVE_NOTE = "serve.json"
 
@@ -61,6 +73,27 @@ class ServeNote(BaseModel):
 def state_dir_from(option: Path | None) -> Path:
     raw = option or os.environ.get("CODELOOP_HOME") or "~/.codeloop"
     return Path(raw).expanduser()
+
+
+def root_home(root: Path, home: Path | None = None) -> Path:
+    """The directory in the home holding codeloop's state about `root` (audit log, index)."""
+    resolved = root.expanduser().resolve()
+    slug = re.sub(r"[^A-Za-z0-9]+", "_", resolved.name).strip("_")[:40] or "root"
+    digest = hashlib.sha256(str(resolved).encode()).hexdigest()[:12]
+    return state_dir_from(home) / "roots" / f"{slug}-{digest}"
+
+
+def secret_rules(*, allow: tuple[str, ...] = (), deny: tuple[str, ...] = ()) -> "SecretRules":
+    """The secrets deny-list: the default, changed by the environment, then by `allow`/`deny`."""
+    from tool_servers.secret_files import DEFAULT_RULES
+
+    def env_list(name: str) -> tuple[str, ...]:
+        return tuple(p.strip() for p in os.environ.get(name, "").split(",") if p.strip())
+
+    return DEFAULT_RULES.with_changes(
+        allow=(*env_list("CODELOOP_SECRETS_ALLOW"), *allow),
+        deny=(*env_list("CODELOOP_SECRETS_DENY"), *deny),
+    )
 
 
 def _path(value: str | Path | None) -> Path | None:

@@ -21,6 +21,7 @@ from tool_servers.errors import Conflict, InvalidArguments, NotFound, ToolServer
 from tool_servers.patching import atomic_write, plan_patch, write_plan
 from tool_servers.protocol import CallContext, ServerOptions, ToolSpec, build_server, read_tool
 from tool_servers.scopes import Risk, Scope
+from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 
 MAX_READ_BYTES = 256 * 1024
 MAX_FILE_BYTES = 32 * 1024 * 1024
@@ -148,8 +149,9 @@ def is_protected(rel: str) -> bool:
 class FsTools:
     """Handlers of the `fs` server over one root."""
 
-    def __init__(self, root: Root) -> None:
+    def __init__(self, root: Root, secrets: SecretRules = DEFAULT_RULES) -> None:
         self.root = root
+        self.secrets = secrets
 
     async def list_files(self, args: ListFilesInput, call: CallContext) -> ListFilesOutput:
         base = self.root.resolve(args.path)
@@ -178,6 +180,8 @@ class FsTools:
                 path = here / name
                 if ignores and ignores.ignored(path, is_dir=False):
                     continue
+                if self.secrets.is_secret(self.root.relative(path), path):
+                    continue  # secrets are not listed, git-ignored or not
                 rel_to_base = path.relative_to(base).as_posix()
                 if not matcher.match(rel_to_base):
                     continue
@@ -200,6 +204,7 @@ class FsTools:
         path = self.root.resolve(args.path)
         if not path.is_file():
             raise NotFound(f"{args.path}: no such file under the root", path=args.path)
+        self.secrets.refuse(self.root.relative(path), path)
         if args.end_line is not None and args.end_line < args.start_line:
             raise InvalidArguments(
                 "end_line must be >= start_line", start_line=args.start_line, end_line=args.end_line
@@ -355,9 +360,9 @@ class _Ignores:
         return False
 
 
-def fs_tools(root: Root) -> list[ToolSpec]:
+def fs_tools(root: Root, secrets: SecretRules = DEFAULT_RULES) -> list[ToolSpec]:
     """The `fs` tool specs over `root`."""
-    tools = FsTools(root)
+    tools = FsTools(root, secrets)
     return [
         read_tool(
             "list_files",
@@ -408,9 +413,10 @@ def fs_tools(root: Root) -> list[ToolSpec]:
 
 def build_fs_server(root: Path, options: ServerOptions | None = None, **_: Any) -> MCPServer[Any]:
     """The `fs` MCP server confined to `root`."""
+    options = options or ServerOptions()
     return build_server(
         "fs",
-        fs_tools(Root(root)),
-        options or ServerOptions(),
+        fs_tools(Root(root), options.secrets),
+        options,
         instructions="Files under one root. Paths are relative to it; '..', outside paths and symlinks out are refused.",
     )
