@@ -68,6 +68,9 @@ class ServeNote(BaseModel):
     embedded: bool
     mcp: McpNote | None = None
     """The hosted tool servers; None with `--no-mcp`."""
+    credentials_file: str | None = None
+    """0600 JSON file `{"user": ..., "password": ...}` the embedded NATS server requires; None
+    when serve joined an existing server (`--nats`)."""
 
 
 def state_dir_from(option: Path | None) -> Path:
@@ -175,7 +178,26 @@ def client_bus_config(**options: object) -> BusConfig:
             f"no NATS URL: start `codeloop serve` (it notes its URL in {config.state_dir / SERVE_NOTE}), "
             "or pass --nats URL / set CODELOOP_NATS_URL"
         )
-    return config.model_copy(update={"servers": tuple(note.nats_url.split(","))})
+    update: dict[str, object] = {"servers": tuple(note.nats_url.split(","))}
+    own = config.user or config.password or config.token or config.creds_file
+    if note.credentials_file and not own:
+        update |= _embedded_credentials(Path(note.credentials_file))
+    return config.model_copy(update=update)
+
+
+def _embedded_credentials(path: Path) -> dict[str, object]:
+    """user/password of the local serve's embedded NATS, from the 0600 file it noted."""
+    from bus.credentials import CredentialsError, read_credentials
+
+    try:
+        found = read_credentials(path.parent)
+    except CredentialsError as exc:
+        raise ConfigError(str(exc)) from None
+    if found is None:
+        raise ConfigError(
+            f"the local `codeloop serve` noted credentials in {path}, but the file is gone; restart serve"
+        )
+    return {"user": found.user, "password": found.password}
 
 
 def _alive(pid: int) -> bool:

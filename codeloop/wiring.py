@@ -24,6 +24,7 @@ from agents.orchestrator import orchestrator_spec
 from bus.actor import Actor, ActorSpec
 from bus.config import BusConfig
 from bus.connection import Bus, open_bus
+from bus.credentials import CREDENTIALS_FILE, ensure_credentials, server_auth_args
 from bus.dead_letters import watch_max_deliveries
 from bus.records import TaskRecords
 from bus.server import open_nats_server
@@ -82,9 +83,17 @@ async def serve(
     """
     async with AsyncExitStack() as stack:
         servers = config.servers
+        credentials_file: str | None = None
         if config.embedded:
-            server = await stack.enter_async_context(open_nats_server(config.state_dir / "nats"))
+            # Not open to every local user: the server requires generated credentials (0600).
+            credentials = ensure_credentials(config.state_dir)
+            auth = server_auth_args(credentials, config.state_dir)
+            server = await stack.enter_async_context(
+                open_nats_server(config.state_dir / "nats", extra_args=auth)
+            )
             servers = (server.url,)
+            config = config.model_copy(update={"user": credentials.user, "password": credentials.password})
+            credentials_file = str(config.state_dir / CREDENTIALS_FILE)
         bus = await stack.enter_async_context(open_bus(config, servers=servers))
         await ensure_streams(bus)
         actors = [Actor(bus, spec) for spec in await role_specs(bus, roles, actor_policy)]
@@ -104,6 +113,7 @@ async def serve(
                 roles=list(roles),
                 embedded=config.embedded,
                 mcp=hosted,
+                credentials_file=credentials_file,
             )
             note_path = write_serve_note(config.state_dir, note)
             stack.callback(_remove_note, note_path, os.getpid())
