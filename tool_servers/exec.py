@@ -183,6 +183,7 @@ class ExecTools:
             output_tail=output_tail(result.stdout, result.stderr),
             python=tools.test_python,
             backend=result.backend,
+            warning=result.warning,
             duration_s=result.duration_s,
         )
 
@@ -230,6 +231,7 @@ class ExecTools:
             files_checked=checked or 0,
             runs=runs,
             backend=result.backend,
+            warning=result.warning,
             duration_s=round(duration, 4),
         )
 
