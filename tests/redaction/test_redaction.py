@@ -1,6 +1,7 @@
 """The one redaction module: what it masks in text, in structured values and in log records."""
 
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -72,3 +73,19 @@ def test_log_records_are_redacted_whatever_handler_prints_them(caplog: pytest.Lo
     text = caplog.text + "".join(r.exc_text or "" for r in caplog.records)
     assert "connecting with OPENAI_API_KEY=[redacted]" in caplog.text
     assert planted.OPENAI not in text and planted.SLACK not in text
+
+
+def test_real_library_code_passes_unchanged() -> None:
+    """The index stores redacted text: code that merely talks about tokens and keys (anyio's
+    RunVar tokens, event loop tokens, `token=token.native_token`) must stay readable."""
+    import anyio
+
+    root = Path(anyio.__file__).parent
+    changed = [p for p in sorted(root.rglob("*.py")) if redact_text(p.read_text()) != p.read_text()]
+    assert changed == []
+
+
+def test_redaction_keeps_the_line_count() -> None:
+    """Search hits carry line numbers of the original file, so redaction never adds or drops lines."""
+    text = "a = 1\n-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\nIDAQAB\n-----END EC PRIVATE KEY-----\nTOKEN=x\n"
+    assert redact_text(text).count("\n") == text.count("\n")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pathspec
 
+from redaction import redact_text
 from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 
 DEFAULT_MAX_FILE_BYTES = 1_000_000
@@ -137,4 +138,6 @@ def _read_source(full: Path, rel: str, max_file_bytes: int) -> SourceFile | Skip
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return Skipped(rel, f"not UTF-8 text (byte {exc.start})")
-    return SourceFile(rel, text.removeprefix("\ufeff"), hashlib.sha256(data).hexdigest())
+    # Credentials pasted into code are masked before chunking: the index (and every search hit)
+    # never holds them; `read_file` still shows the file as it is.
+    return SourceFile(rel, redact_text(text.removeprefix("\ufeff")), hashlib.sha256(data).hexdigest())
