@@ -5,7 +5,8 @@ references), `repo_map` (ranked outline within a token budget), `index_status`.
 
 Building the server is cheap: nothing heavy is imported and no model is loaded until the first
 call that needs the index (`LiveIndex`). Then the embedding model loads once per server, in a
-worker thread, and the index opens on `<root>/.codeloop/index` (or `index_dir`). Before each
+worker thread, and the index opens on `index_dir` (`codeloop mcp` and `codeloop serve` pass one in
+the codeloop home, so serving writes nothing under the root; without one, `<root>/.codeloop/index`). Before each
 query the index is brought up to date if any file changed, so a search right after an edit sees
 the new code: the change check is a stat-only walk of the tree (`freshness.tree_fingerprint`,
 ~1 ms for 150 files, ~30 ms for 1,500), and only a changed fingerprint pays for an incremental
