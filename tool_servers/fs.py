@@ -41,6 +41,7 @@ PROTECTED_PATTERNS = (
 )
 """Paths whose change can alter CI, secrets or what git sees: writing them asks a human."""
 _CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+_PATCH_PATH = re.compile(r"^(?:--- |\+\+\+ |rename from |rename to )([^\t\n]+)", re.M)
 
 
 class ListFilesInput(BaseModel):
@@ -259,6 +260,13 @@ class FsTools:
         return WriteFileOutput(path=self.root.relative(path), bytes_written=len(data), created=created)
 
     async def apply_patch(self, args: ApplyPatchInput, call: CallContext) -> ApplyPatchOutput:
+        # Before planning: a failing hunk quotes the file's lines, which would read a secret.
+        for raw in _PATCH_PATH.findall(args.patch):
+            try:
+                rel = self.root.relative(self.root.resolve(raw.removeprefix("a/").removeprefix("b/")))
+            except ToolServerError:
+                continue  # refused by plan_patch with its own message
+            self.secrets.refuse(rel)
         changes = await anyio.to_thread.run_sync(plan_patch, self.root, args.patch)
         if not args.dry_run:
             try:

@@ -162,3 +162,15 @@ def test_allow_and_deny_rules_change_the_default_list() -> None:
     assert rules.rule_for("a/.env.example") is None and rules.rule_for(".env.local") == ".env.*"
     assert rules.rule_for("ops/secrets.yaml") == "secrets.yaml"
     assert rules.rule_for("src/keyboard.py") is None and rules.rule_for("docs/env.md") is None
+
+
+async def test_apply_patch_refuses_to_touch_a_secrets_file(secret_repo: Path) -> None:
+    """A failing hunk quotes the file's lines, so patching a secrets file would read it: refused
+    before any line is looked at."""
+    patch = "--- a/.env\n+++ b/.env\n@@ -1 +1 @@\n-GUESS=1\n+GUESS=2\n"
+    options = ServerOptions(scopes=frozenset({Scope.READ, Scope.WRITE}))
+    (result,) = await _calls(
+        build_fs_server(secret_repo, options), [("apply_patch", {"patch": patch, "dry_run": True})]
+    )
+    assert result.structured_content["type"] == "permission_denied"
+    assert result.structured_content["details"]["rule"] == ".env" and PLANTED not in str(result.content)
