@@ -19,7 +19,9 @@ audit_app = typer.Typer(no_args_is_help=True, help="Inspect the tool servers' ha
 
 
 def _fail(message: str) -> None:
-    typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
+    from redaction import redact_text
+
+    typer.secho(f"error: {redact_text(message)}", err=True, fg=typer.colors.RED)
     raise typer.Exit(2)
 
 

@@ -91,3 +91,13 @@ def test_a_corrupt_credentials_file_is_a_clear_cli_error(tmp_path: Path) -> None
     )
     assert result.returncode == 2
     assert "is not a readable NATS credentials file" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_password_in_a_nats_url_is_not_repeated_in_the_error(tmp_path: Path) -> None:
+    """CLI errors quote the URL they could not reach; the password in it is masked."""
+    result = subprocess.run(
+        [*CODELOOP, "status", "--nats", "nats://alice:Pl4nted-Passw0rd@127.0.0.1:1"],
+        env=codeloop_env(tmp_path / "home"), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "nats://alice:[redacted]@127.0.0.1:1" in result.stderr and "Pl4nted-Passw0rd" not in result.stderr
