@@ -24,14 +24,14 @@ from agents.orchestrator import orchestrator_spec
 from bus.actor import Actor, ActorSpec
 from bus.config import BusConfig
 from bus.connection import Bus, open_bus
-from bus.credentials import CREDENTIALS_FILE, ensure_credentials, server_auth_args
+from bus.credentials import CREDENTIALS_FILE, CredentialsError, ensure_credentials, server_auth_args
 from bus.dead_letters import watch_max_deliveries
 from bus.records import TaskRecords
 from bus.server import open_nats_server
 from bus.streams import ensure_streams
 from bus.supervise import Supervisor
 from codeloop.audit_events import bus_audit_sink
-from codeloop.config import SERVE_NOTE, McpNote, ServeNote, read_serve_note, write_serve_note
+from codeloop.config import SERVE_NOTE, ConfigError, McpNote, ServeNote, read_serve_note, write_serve_note
 from codeloop.hosted_mcp import McpHosting, host_tool_servers
 
 log = logging.getLogger("codeloop")
@@ -80,13 +80,17 @@ async def serve(
         BusClosed: the given server could not be reached.
         UnknownRole: a role name no actor exists for.
         OSError: a tool server could not listen.
+        ConfigError: the embedded server's credentials file is unusable.
     """
     async with AsyncExitStack() as stack:
         servers = config.servers
         credentials_file: str | None = None
         if config.embedded:
             # Not open to every local user: the server requires generated credentials (0600).
-            credentials = ensure_credentials(config.state_dir)
+            try:
+                credentials = ensure_credentials(config.state_dir)
+            except (CredentialsError, OSError) as exc:
+                raise ConfigError(f"the embedded NATS server cannot start ({exc})") from None
             auth = server_auth_args(credentials, config.state_dir)
             server = await stack.enter_async_context(
                 open_nats_server(config.state_dir / "nats", extra_args=auth)

@@ -46,6 +46,8 @@ _KEY_VALUE = re.compile(
 )
 _CODE_NAME = re.compile(r"[A-Za-z_][A-Za-z_.]*\Z")
 """A name without digits (`current_token`, `self._token`, `EventLoopToken`): code, not a value."""
+_FILE_PATH = re.compile(r"(?:~|\.{1,2})?/[\w.\-]+(?:/[\w.\-]+)+\Z")
+"""A file path (two components or more) after a spaced separator names where a secret is, not it."""
 _SPACED_CODE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
 """After a spaced `=` or `:` (`auth: httpx2.Auth`), a name with digits is code too."""
 _TOKEN_FORMATS = re.compile(
@@ -107,7 +109,8 @@ def _mask_key_value(match: re.Match[str]) -> str:
     spaced = bool(match.group(2) or match.group(3))
     name = (_SPACED_CODE_NAME if spaced else _CODE_NAME).match(value)
     called = match.string[match.end() : match.end() + 1] == "("
-    if not quote and (value.isdigit() or called or (name and (spaced or not key.isupper()))):
+    path = spaced and _FILE_PATH.match(value)  # "credentials file: /home/u/.aws/credentials"
+    if not quote and (value.isdigit() or called or path or (name and (spaced or not key.isupper()))):
         return match.group(0)
     return f"{match.group(1)}{quote}{MASK}{quote}"
 

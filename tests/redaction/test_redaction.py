@@ -89,3 +89,10 @@ def test_redaction_keeps_the_line_count() -> None:
     """Search hits carry line numbers of the original file, so redaction never adds or drops lines."""
     text = "a = 1\n-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\nIDAQAB\n-----END EC PRIVATE KEY-----\nTOKEN=x\n"
     assert redact_text(text).count("\n") == text.count("\n")
+
+
+def test_a_path_naming_a_secrets_file_stays_readable() -> None:
+    """Messages say where credentials are (`credentials file: /home/u/.aws/credentials`); only
+    values are masked."""
+    text = "credentials file: /home/u/.codeloop/nats-credentials.json is unreadable"
+    assert redact_text(text) == text
