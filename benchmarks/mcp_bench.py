@@ -33,7 +33,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 CODELOOP = str(Path(sys.executable).with_name("codeloop"))
-TOKEN = "bench-token"
+TOKEN = "bench-token-3c9e1f7a5b"
 
 
 @dataclass(frozen=True)
@@ -154,6 +154,7 @@ async def main(calls: int) -> None:
             shutil.copyfile(Path(anyio.__file__).parent / rel, root / "anyio" / rel)
         token_file = Path(tmp) / "tokens.txt"
         token_file.write_text(f"{TOKEN} bench read\n")
+        token_file.chmod(0o600)
         medians: dict[tuple[str, str], float] = {}
         print(f"{'case':<16} {'transport':<9} {'median_ms':>10} {'p90_ms':>8} {'calls':>6}")
         for transport in ("stdio", "http"):

@@ -40,6 +40,7 @@ from agents.messages import (
 from agents.workspace import capture_snapshot
 from bus.config import BusConfig
 from bus.connection import open_bus
+from codeloop.config import client_config_for
 from codeloop.wiring import role_deps, serve
 
 SCRIPT = '''
@@ -139,7 +140,7 @@ async def main(rounds: int, big_files: int) -> None:
         stop = anyio.Event()
         async with anyio.create_task_group() as tg:
             note = await tg.start(lambda task_status: serve(config, stop=stop, task_status=task_status))
-            client = config.model_copy(update={"servers": tuple(note.nats_url.split(","))})
+            client = client_config_for(config, note)
             async with open_bus(client) as bus:
                 deps = role_deps(bus, base / "direct-home")
                 results: dict[str, dict[str, list[dict[str, float]]]] = {

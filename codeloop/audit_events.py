@@ -15,7 +15,8 @@ key a client may set):
   trace id as the envelope's `trace_id`.
 
 The event's `data` is the audit record as logged (arguments already redacted and long strings
-summarised by `tool_servers.audit`). The envelope id is derived from the record's hash, so a
+summarised by `tool_servers.audit`), passed through `redaction` once more on its way out, so an
+event never carries what a log could not. The envelope id is derived from the record's hash, so a
 retried publish is deduplicated by JetStream.
 
 A failed publish must not fail the tool call (the record is already in the audit log on disk,
@@ -30,6 +31,7 @@ from bus import subjects
 from bus.connection import Bus
 from bus.envelope import Envelope
 from bus.messages import Event
+from redaction import redact
 from tool_servers.audit import AuditRecord, AuditSink
 
 log = logging.getLogger(__name__)
@@ -54,7 +56,7 @@ def tool_call_envelope(record: AuditRecord) -> Envelope:
     event = Event(
         name=EVENT_NAME,
         message=f"{record.server}.{record.tool} {record.outcome} in {record.duration_ms:.0f} ms",
-        data=record.model_dump(mode="json"),
+        data=redact(record.model_dump(mode="json")),
     )
     return Envelope.wrap(event, task_id=task_id, trace_id=trace_id, id=f"tool-call-{record.hash}")
 

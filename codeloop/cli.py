@@ -19,6 +19,10 @@ app = typer.Typer(
 @app.callback()
 def _root() -> None:
     """codeloop: a coding agent as a distributed system."""
+    from redaction import install_log_redaction
+
+    # Before any command logs: no record of this process, from any library, carries a secret.
+    install_log_redaction()
 
 
 @app.command()

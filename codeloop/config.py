@@ -5,10 +5,18 @@ Environment variables (each overridden by its command-line option):
     CODELOOP_NATS_URL    comma-separated NATS URLs of an existing server or cluster
     CODELOOP_NATS_CREDS  NATS credentials file; CODELOOP_NATS_USER / _PASSWORD / _TOKEN
     CODELOOP_NATS_TLS_CA / _TLS_CERT / _TLS_KEY   TLS material
+    CODELOOP_SECRETS_ALLOW / CODELOOP_SECRETS_DENY   comma-separated globs taken off / added to
+                         the tool servers' secrets deny-list (`tool_servers.secret_files`)
+
+State that is not the user's work lives in the home, never in the repository a tool server is
+confined to: each served root gets `HOME/roots/<name>-<hash>/` (its audit log, its index), so a
+read grant writes nothing under the root and a read-only checkout can be served.
 """
 
+import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +26,7 @@ from bus.config import BusConfig, TlsConfig
 
 if TYPE_CHECKING:
     from agents.messages import ModelNames
+    from tool_servers.secret_files import SecretRules
 
 SERVE_NOTE = "serve.json"
 
@@ -60,11 +69,35 @@ class ServeNote(BaseModel):
     embedded: bool
     mcp: McpNote | None = None
     """The hosted tool servers; None with `--no-mcp`."""
+    credentials_file: str | None = None
+    """0600 JSON file `{"user": ..., "password": ...}` the embedded NATS server requires; None
+    when serve joined an existing server (`--nats`)."""
 
 
 def state_dir_from(option: Path | None) -> Path:
     raw = option or os.environ.get("CODELOOP_HOME") or "~/.codeloop"
     return Path(raw).expanduser()
+
+
+def root_home(root: Path, home: Path | None = None) -> Path:
+    """The directory in the home holding codeloop's state about `root` (audit log, index)."""
+    resolved = root.expanduser().resolve()
+    slug = re.sub(r"[^A-Za-z0-9]+", "_", resolved.name).strip("_")[:40] or "root"
+    digest = hashlib.sha256(str(resolved).encode()).hexdigest()[:12]
+    return state_dir_from(home) / "roots" / f"{slug}-{digest}"
+
+
+def secret_rules(*, allow: tuple[str, ...] = (), deny: tuple[str, ...] = ()) -> "SecretRules":
+    """The secrets deny-list: the default, changed by the environment, then by `allow`/`deny`."""
+    from tool_servers.secret_files import DEFAULT_RULES
+
+    def env_list(name: str) -> tuple[str, ...]:
+        return tuple(p.strip() for p in os.environ.get(name, "").split(",") if p.strip())
+
+    return DEFAULT_RULES.with_changes(
+        allow=(*env_list("CODELOOP_SECRETS_ALLOW"), *allow),
+        deny=(*env_list("CODELOOP_SECRETS_DENY"), *deny),
+    )
 
 
 def _path(value: str | Path | None) -> Path | None:
@@ -146,7 +179,36 @@ def client_bus_config(**options: object) -> BusConfig:
             f"no NATS URL: start `codeloop serve` (it notes its URL in {config.state_dir / SERVE_NOTE}), "
             "or pass --nats URL / set CODELOOP_NATS_URL"
         )
-    return config.model_copy(update={"servers": tuple(note.nats_url.split(","))})
+    return client_config_for(config, note)
+
+
+def client_config_for(config: BusConfig, note: ServeNote) -> BusConfig:
+    """`config` pointed at the serve of `note`: its URL, and its embedded server's credentials
+    unless `config` brings its own.
+
+    Raises:
+        ConfigError: the noted credentials file is unusable.
+    """
+    update: dict[str, object] = {"servers": tuple(note.nats_url.split(","))}
+    own = config.user or config.password or config.token or config.creds_file
+    if note.credentials_file and not own:
+        update |= _embedded_credentials(Path(note.credentials_file))
+    return config.model_copy(update=update)
+
+
+def _embedded_credentials(path: Path) -> dict[str, object]:
+    """user/password of the local serve's embedded NATS, from the 0600 file it noted."""
+    from bus.credentials import CredentialsError, read_credentials
+
+    try:
+        found = read_credentials(path.parent)
+    except CredentialsError as exc:
+        raise ConfigError(str(exc)) from None
+    if found is None:
+        raise ConfigError(
+            f"the local `codeloop serve` noted credentials in {path}, but the file is gone; restart serve"
+        )
+    return {"user": found.user, "password": found.password}
 
 
 def _alive(pid: int) -> bool:

@@ -8,7 +8,9 @@ every start, so a leaked one dies with the process that issued it.
 
 Building a server is cheap: `search` loads its model and index on the first call, `exec` starts
 its sandbox on the first command. All servers append to one audit log in the state directory
-(the log takes an exclusive lock per append) and hand each record to `sink` (the bus publisher).
+(the log takes an exclusive lock per append) and hand each record to `sink` (the bus publisher);
+`search` keeps the root's index in the state directory too (`codeloop.config.root_home`), so
+nothing is written under the root unless a granted call writes it.
 """
 
 import functools
@@ -21,10 +23,11 @@ from pathlib import Path
 import anyio
 from anyio.abc import TaskStatus
 
-from codeloop.config import McpNote
+from codeloop.config import McpNote, root_home
 from tool_servers.audit import AuditSink
 from tool_servers.http import TokenGrant, TokenTable, new_token, serve_http
 from tool_servers.scopes import Scope, format_scopes
+from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 from tool_servers.serve import SERVERS, ServeConfig, UnknownServer, build_named_server
 
 log = logging.getLogger(__name__)
@@ -41,6 +44,8 @@ class McpHosting:
     scopes: frozenset[Scope] = frozenset({Scope.READ})
     host: str = "127.0.0.1"
     servers: Sequence[str] = field(default_factory=lambda: tuple(SERVERS))
+    secrets: SecretRules = DEFAULT_RULES
+    """Files the hosted servers never read, list or index."""
 
 
 def write_token_file(state_dir: Path, scopes: frozenset[Scope]) -> tuple[Path, str]:
@@ -100,6 +105,8 @@ async def host_tool_servers(
                     port=0,
                     token_file=token_file,
                     audit_log=audit_log,
+                    index_dir=root_home(hosting.root, state_dir) / "index",
+                    secrets=hosting.secrets,
                 )
                 try:
                     server = build_named_server(config, sink=sink)

@@ -31,12 +31,13 @@ from agents.verifier.role import verifier_spec
 from bus.actor import Actor, ActorSpec, DeliveryPolicy
 from bus.config import BusConfig
 from bus.connection import Bus, open_bus
+from bus.credentials import CREDENTIALS_FILE, CredentialsError, ensure_credentials, server_auth_args
 from bus.dead_letters import watch_max_deliveries
 from bus.server import open_nats_server
 from bus.streams import ensure_streams
 from bus.supervise import Supervisor
 from codeloop.audit_events import bus_audit_sink
-from codeloop.config import SERVE_NOTE, McpNote, ServeNote, read_serve_note, write_serve_note
+from codeloop.config import SERVE_NOTE, ConfigError, McpNote, ServeNote, read_serve_note, write_serve_note
 from codeloop.hosted_mcp import McpHosting, host_tool_servers
 from codeloop.tool_provider import InProcessTools
 
@@ -121,12 +122,24 @@ async def serve(
         BusClosed: the given server could not be reached.
         UnknownRole: a role name no actor exists for.
         OSError: a tool server could not listen.
+        ConfigError: the embedded server's credentials file is unusable.
     """
     async with AsyncExitStack() as stack:
         servers = config.servers
+        credentials_file: str | None = None
         if config.embedded:
-            server = await stack.enter_async_context(open_nats_server(config.state_dir / "nats"))
+            # Not open to every local user: the server requires generated credentials (0600).
+            try:
+                credentials = ensure_credentials(config.state_dir)
+            except (CredentialsError, OSError) as exc:
+                raise ConfigError(f"the embedded NATS server cannot start ({exc})") from None
+            auth = server_auth_args(credentials, config.state_dir)
+            server = await stack.enter_async_context(
+                open_nats_server(config.state_dir / "nats", extra_args=auth)
+            )
             servers = (server.url,)
+            config = config.model_copy(update={"user": credentials.user, "password": credentials.password})
+            credentials_file = str(config.state_dir / CREDENTIALS_FILE)
         bus = await stack.enter_async_context(open_bus(config, servers=servers))
         await ensure_streams(bus)
         deps = role_deps(bus, home or config.state_dir, tools=tools)
@@ -150,6 +163,7 @@ async def serve(
                 roles=list(roles),
                 embedded=config.embedded,
                 mcp=hosted,
+                credentials_file=credentials_file,
             )
             note_path = write_serve_note(config.state_dir, note)
             stack.callback(_remove_note, note_path, os.getpid())

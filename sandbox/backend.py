@@ -22,6 +22,7 @@ from sandbox.session import Launcher, Sandbox
 
 BackendChoice = Literal["gvisor", "process", "auto"]
 POLICY_VARIABLE = "CODELOOP_SANDBOX"
+_NO_ISOLATION = "the command runs with no filesystem, network or kernel isolation, only rlimits"
 
 
 def sandbox_policy(environ: Mapping[str, str] | None = None) -> BackendChoice:
@@ -46,6 +47,21 @@ def resolve_backend(
         BackendForbidden: the policy pins one backend and the request asks for the other.
         SandboxUnavailable: gVisor is required (asked for or pinned) and runsc does not work.
     """
+    return choose_backend(requested, policy=policy, gvisor=gvisor)[0]
+
+
+def choose_backend(
+    requested: BackendChoice = "auto",
+    *,
+    policy: BackendChoice | None = None,
+    gvisor: GvisorOptions | None = None,
+) -> tuple[Backend, str | None]:
+    """`resolve_backend`'s answer and, for the process backend, the warning every result carries:
+    the weaker backend never runs silently.
+
+    Raises:
+        BackendForbidden, SandboxUnavailable: see `resolve_backend`.
+    """
     policy = sandbox_policy() if policy is None else policy
     if requested != "auto" and policy != "auto" and requested != policy:
         raise BackendForbidden(
@@ -53,14 +69,19 @@ def resolve_backend(
         )
     choice = requested if requested != "auto" else policy
     if choice == "process":
-        return "process"
+        why = "--backend process" if requested == "process" else f"{POLICY_VARIABLE}=process"
+        return "process", f"weaker sandbox: the process backend was chosen ({why}); {_NO_ISOLATION}"
     options = gvisor or GvisorOptions()
     status = probe_runsc(options.runsc, options.platform)
     if status.works:
-        return "gvisor"
+        return "gvisor", None
     if choice == "gvisor":
         raise SandboxUnavailable(f"gVisor sandbox unavailable: {status.detail}. Fix: {INSTALL_RUNSC}")
-    return "process"
+    return "process", (
+        f"weaker sandbox: gVisor is unusable here ({status.detail}), so {POLICY_VARIABLE}=auto fell back "
+        f"to the process backend; {_NO_ISOLATION}. Fix: install gVisor's runsc (`apt-get install runsc`, "
+        f"as root; `codeloop doctor` checks it); {POLICY_VARIABLE}=gvisor refuses to run without it"
+    )
 
 
 @asynccontextmanager
@@ -86,7 +107,9 @@ async def open_sandbox(
     workspace = Path(await anyio.Path(workspace).resolve())
     if not await anyio.Path(workspace).is_dir():
         raise WorkspaceError(f"workspace {workspace} is not an existing directory")
-    chosen = await anyio.to_thread.run_sync(lambda: resolve_backend(backend, policy=policy, gvisor=gvisor))
+    chosen, warning = await anyio.to_thread.run_sync(
+        lambda: choose_backend(backend, policy=policy, gvisor=gvisor)
+    )
     launcher: Launcher
     if chosen == "gvisor":
         launcher = GvisorLauncher(
@@ -101,6 +124,7 @@ async def open_sandbox(
             await launcher.close()
         raise
     sandbox = Sandbox(launcher, limits)
+    sandbox.warning = warning
     try:
         yield sandbox
     finally:

@@ -30,3 +30,6 @@ class ExecResult(BaseModel):
     seen by the caller; starting the sandbox and syncing the workspace are not included."""
     truncated: bool
     """True when stdout or stderr was cut to the output cap."""
+    warning: str | None = None
+    """Set whenever the weaker `process` backend ran the command: why (gVisor unusable and
+    `auto` fell back, or `process` was chosen) and what that means. None under gVisor."""

@@ -91,6 +91,8 @@ class Sandbox:
         self.launcher = launcher
         self.limits = limits
         self.backend: Backend = launcher.backend
+        self.warning: str | None = None
+        """Carried into every result (`ExecResult.warning`); set by `open_sandbox`."""
         self._channel: _Channel | None = None
         self._lock = anyio.Lock()
         self._closed = False
@@ -223,6 +225,7 @@ class Sandbox:
             backend=self.backend,
             duration_s=round(duration_s, 4),
             truncated=reply.truncated,
+            warning=self.warning,
         )
 
     async def aclose(self) -> None:

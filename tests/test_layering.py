@@ -6,14 +6,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("codeloop", "bus", "agents", "tool_servers", "sandbox")
+PACKAGES = ("codeloop", "bus", "agents", "tool_servers", "sandbox", "redaction")
 # What each top-level package may import from the others (DESIGN.md, "Dependency direction").
+# `redaction` is a leaf every package may use: what a secret looks like is decided in one place.
 ALLOWED = {
-    "codeloop": {"bus", "agents", "tool_servers", "sandbox"},
-    "agents": {"bus"},
-    "tool_servers": {"sandbox"},
-    "bus": set(),
-    "sandbox": set(),
+    "codeloop": {"bus", "agents", "tool_servers", "sandbox", "redaction"},
+    "agents": {"bus", "redaction"},
+    "tool_servers": {"sandbox", "redaction"},
+    "bus": {"redaction"},
+    "sandbox": {"redaction"},
+    "redaction": set(),
 }
 
 

@@ -15,7 +15,6 @@ import fcntl
 import hashlib
 import json
 import os
-import re
 import threading
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -25,14 +24,11 @@ from typing import Any
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from redaction import redact as redact_value
+
 GENESIS = "0" * 64
-_SECRET_KEY = re.compile(r"secret|token|passw|api[_-]?key|authorization|credential|private[_-]?key", re.I)
-_SECRET_VALUE = re.compile(
-    r"(?i:bearer\s+[\w\-.~+/]+=*)|sk-[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|AKIA[0-9A-Z]{16}"
-    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"
-)
-MAX_LOGGED_STRING = 512
-"""Longer argument strings (file contents, patches) are logged as length + digest only."""
+DIGESTED_ARGUMENTS = frozenset({"content", "patch"})
+"""Arguments that carry file contents or patches: logged as size and digest, never as text."""
 
 
 class AuditRecord(BaseModel):
@@ -74,20 +70,10 @@ class VerifyReport(BaseModel):
     """Each problem names its line number and what does not match."""
 
 
-def redact(value: Any, key: str = "") -> Any:
-    """`value` with secret-looking keys and values replaced and long strings summarised."""
-    if key and _SECRET_KEY.search(key):
-        return "[redacted]"
-    if isinstance(value, dict):
-        return {k: redact(v, str(k)) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [redact(v) for v in value]
-    if isinstance(value, str):
-        if len(value) > MAX_LOGGED_STRING:
-            digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-            return f"[{len(value)} chars sha256:{digest}]"
-        return _SECRET_VALUE.sub("[redacted]", value)
-    return value
+def redact(arguments: Any) -> Any:
+    """Tool arguments as they may be logged: secrets masked, contents, patches and long strings
+    summarised (`redaction.redact`)."""
+    return redact_value(arguments, digest_keys=DIGESTED_ARGUMENTS)
 
 
 def _record_hash(fields: dict[str, Any]) -> str:
@@ -134,8 +120,8 @@ class AuditLog:
         return record
 
     def _append_sync(self, fields: dict[str, Any]) -> AuditRecord:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._lock, open(self.path, "a+b") as handle:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with self._lock, _open_private(self.path) as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
                 seq, prev_hash = _last_link(handle)
@@ -149,6 +135,12 @@ class AuditLog:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
         return record
+
+
+def _open_private(path: Path) -> Any:
+    """The log opened for appending and reading; created 0600 (its records name what was done)."""
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+    return os.fdopen(fd, "a+b")
 
 
 def _last_link(handle: Any) -> tuple[int, str]:

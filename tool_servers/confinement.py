@@ -2,8 +2,9 @@
 
 Every path a tool receives goes through `Root.resolve` before anything is read or written:
 no `..` component, no absolute path outside the root, no symlink leading out, and no writes
-inside a `.git/` (git's own state, hooks included) or `.codeloop/` (the audit log and index live there, and a
-model able to rewrite its own audit trail would make the trail worthless).
+inside a `.git/` (git's own state, hooks included) or `.codeloop/` (codeloop's state in a
+repository: the index `codeloop index` builds, tool reports, an audit log someone put there; a
+model able to rewrite its own index or audit trail would make them worthless).
 """
 
 from pathlib import Path, PurePosixPath

@@ -165,6 +165,7 @@ class ExecTools:
             xml = await anyio.to_thread.run_sync(_read_report, report)
         finally:
             await anyio.Path(report).unlink(missing_ok=True)
+            await anyio.to_thread.run_sync(_remove_report_dir, report_dir)
         counts, failures, found = None, [], xml is not None
         if xml is not None:
             try:
@@ -183,6 +184,7 @@ class ExecTools:
             output_tail=output_tail(result.stdout, result.stderr),
             python=tools.test_python,
             backend=result.backend,
+            warning=result.warning,
             duration_s=result.duration_s,
         )
 
@@ -230,6 +232,7 @@ class ExecTools:
             files_checked=checked or 0,
             runs=runs,
             backend=result.backend,
+            warning=result.warning,
             duration_s=round(duration, 4),
         )
 
@@ -241,12 +244,30 @@ def _read_report(path: Path) -> str | None:
         return None
 
 
+_OUTBOX_IGNORE = "# codeloop tool reports: not part of the project\n*\n"
+
+
 def _make_report_dir(path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True)
-    # Same marker `codeloop mcp` writes: codeloop's state never shows in git status or a commit.
+    # Ignored while it exists, so a report never shows in git status or a commit.
     gitignore = path.parent / ".gitignore"
     if not gitignore.exists():
-        gitignore.write_text("# codeloop state (audit log, index): not part of the project\n*\n")
+        gitignore.write_text(_OUTBOX_IGNORE)
+
+
+def _remove_report_dir(path: Path) -> None:
+    """Undo `_make_report_dir` once the report is read: a call leaves the tree as it found it,
+    apart from what the tests themselves wrote. Only what is empty, or ours, is removed."""
+    try:
+        path.rmdir()
+        gitignore = path.parent / ".gitignore"
+        if sorted(p.name for p in path.parent.iterdir()) == [".gitignore"] and (
+            gitignore.read_text() == _OUTBOX_IGNORE
+        ):
+            gitignore.unlink()
+            path.parent.rmdir()
+    except OSError:  # not empty (another run's report, the user's files): leave it
+        pass
 
 
 def exec_tools(tools: ExecTools) -> list[ToolSpec]:

@@ -11,6 +11,7 @@ the workspace, so it is shown read-only inside the sandbox (`open_sandbox(ro_pat
 its `bin/` follows the workspace virtualenv's on the sandbox's PATH.
 """
 
+import logging
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
@@ -28,6 +29,7 @@ from sandbox.result import ExecResult
 from sandbox.session import Sandbox
 from tool_servers.errors import SandboxError
 
+log = logging.getLogger(__name__)
 VENV_NAMES = (".venv", "venv", "env")
 SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
 
@@ -145,6 +147,10 @@ class SharedSandbox:
                         )
                     )
                 self._stack = stack
+                if (
+                    self._sandbox.warning
+                ):  # said once per sandbox on the server's stderr; each result says it too
+                    log.warning("exec server on %s: %s", self.root, self._sandbox.warning)
             return self._sandbox
 
     async def aclose(self) -> None:

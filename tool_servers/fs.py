@@ -21,6 +21,7 @@ from tool_servers.errors import Conflict, InvalidArguments, NotFound, ToolServer
 from tool_servers.patching import atomic_write, plan_patch, write_plan
 from tool_servers.protocol import CallContext, ServerOptions, ToolSpec, build_server, read_tool
 from tool_servers.scopes import Risk, Scope
+from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 
 MAX_READ_BYTES = 256 * 1024
 MAX_FILE_BYTES = 32 * 1024 * 1024
@@ -40,6 +41,7 @@ PROTECTED_PATTERNS = (
 )
 """Paths whose change can alter CI, secrets or what git sees: writing them asks a human."""
 _CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+_PATCH_PATH = re.compile(r"^(?:--- |\+\+\+ |rename from |rename to )([^\t\n]+)", re.M)
 
 
 class ListFilesInput(BaseModel):
@@ -148,8 +150,9 @@ def is_protected(rel: str) -> bool:
 class FsTools:
     """Handlers of the `fs` server over one root."""
 
-    def __init__(self, root: Root) -> None:
+    def __init__(self, root: Root, secrets: SecretRules = DEFAULT_RULES) -> None:
         self.root = root
+        self.secrets = secrets
 
     async def list_files(self, args: ListFilesInput, call: CallContext) -> ListFilesOutput:
         base = self.root.resolve(args.path)
@@ -178,6 +181,8 @@ class FsTools:
                 path = here / name
                 if ignores and ignores.ignored(path, is_dir=False):
                     continue
+                if self.secrets.is_secret(self.root.relative(path), path):
+                    continue  # secrets are not listed, git-ignored or not
                 rel_to_base = path.relative_to(base).as_posix()
                 if not matcher.match(rel_to_base):
                     continue
@@ -200,6 +205,7 @@ class FsTools:
         path = self.root.resolve(args.path)
         if not path.is_file():
             raise NotFound(f"{args.path}: no such file under the root", path=args.path)
+        self.secrets.refuse(self.root.relative(path), path)
         if args.end_line is not None and args.end_line < args.start_line:
             raise InvalidArguments(
                 "end_line must be >= start_line", start_line=args.start_line, end_line=args.end_line
@@ -254,6 +260,13 @@ class FsTools:
         return WriteFileOutput(path=self.root.relative(path), bytes_written=len(data), created=created)
 
     async def apply_patch(self, args: ApplyPatchInput, call: CallContext) -> ApplyPatchOutput:
+        # Before planning: a failing hunk quotes the file's lines, which would read a secret.
+        for raw in _PATCH_PATH.findall(args.patch):
+            try:
+                rel = self.root.relative(self.root.resolve(raw.removeprefix("a/").removeprefix("b/")))
+            except ToolServerError:
+                continue  # refused by plan_patch with its own message
+            self.secrets.refuse(rel)
         changes = await anyio.to_thread.run_sync(plan_patch, self.root, args.patch)
         if not args.dry_run:
             try:
@@ -355,9 +368,9 @@ class _Ignores:
         return False
 
 
-def fs_tools(root: Root) -> list[ToolSpec]:
+def fs_tools(root: Root, secrets: SecretRules = DEFAULT_RULES) -> list[ToolSpec]:
     """The `fs` tool specs over `root`."""
-    tools = FsTools(root)
+    tools = FsTools(root, secrets)
     return [
         read_tool(
             "list_files",
@@ -408,9 +421,10 @@ def fs_tools(root: Root) -> list[ToolSpec]:
 
 def build_fs_server(root: Path, options: ServerOptions | None = None, **_: Any) -> MCPServer[Any]:
     """The `fs` MCP server confined to `root`."""
+    options = options or ServerOptions()
     return build_server(
         "fs",
-        fs_tools(Root(root)),
-        options or ServerOptions(),
+        fs_tools(Root(root), options.secrets),
+        options,
         instructions="Files under one root. Paths are relative to it; '..', outside paths and symlinks out are refused.",
     )

@@ -23,6 +23,7 @@ from tool_servers.confinement import Root
 from tool_servers.errors import Conflict, InvalidArguments, NotFound, PermissionDenied, ToolTimeout
 from tool_servers.protocol import CallContext, ServerOptions, ToolSpec, build_server, read_tool
 from tool_servers.scopes import Risk, Scope
+from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 
 GIT_TIMEOUT_S = 30.0
 MAX_OUTPUT_BYTES = 512 * 1024
@@ -169,8 +170,11 @@ class CommitOutput(BaseModel):
 class GitTools:
     """Handlers of the `git` server over one root."""
 
-    def __init__(self, root: Root) -> None:
+    def __init__(self, root: Root, secrets: SecretRules = DEFAULT_RULES) -> None:
         self.root = root
+        self.secrets = secrets
+        self.excludes = secrets.git_excludes()
+        """Pathspecs keeping secrets files out of diffs, patches and commits."""
 
     async def _git(
         self, *args: str, env: dict[str, str] | None = None, check: bool = True, what: str = ""
@@ -266,7 +270,7 @@ class GitTools:
             cmd.append("--cached")
         if args.base is not None:
             cmd.append(await self._commit_sha(args.base))
-        _, out, _ = await self._git(*cmd, "--", *(self._paths(args.paths) or ["."]))
+        _, out, _ = await self._git(*cmd, "--", *(self._paths(args.paths) or ["."]), *self.excludes)
         files = re.findall(r"^diff --git a/(.*?) b/", out, flags=re.M)
         text, truncated = _cap(out, args.max_bytes)
         return DiffOutput(diff=text, files=files, truncated=truncated)
@@ -289,18 +293,21 @@ class GitTools:
         commit = _commit_info(header)
         if args.path is not None:
             rel = self._paths([args.path])[0]
+            self.secrets.refuse(rel, text="")  # by name, before git reads anything
             code, content, err = await self._git("show", f"{sha}:./{rel}", check=False)
             if code != 0:
                 raise NotFound(
                     f"{args.path} does not exist at {args.rev}", path=args.path, rev=args.rev, stderr=err
                 )
+            self.secrets.refuse(rel, text=content)  # .npmrc, .pypirc: by what they held then
             text, truncated = _cap(content, args.max_bytes)
             return ShowOutput(
                 commit=commit, message=message.strip(), diff=None, content=text, truncated=truncated
             )
         _, patch, _ = await self._git(
-            "show", "--relative", "--no-ext-diff", "--no-textconv", "--no-color", "--format=", sha
-        )
+            "show", "--relative", "--no-ext-diff", "--no-textconv", "--no-color", "--format=", sha,
+            "--", ".", *self.excludes,
+        )  # fmt: skip
         text, truncated = _cap(patch, args.max_bytes)
         return ShowOutput(
             commit=commit, message=message.strip(), diff=text, content=None, truncated=truncated
@@ -308,6 +315,7 @@ class GitTools:
 
     async def blame(self, args: BlameInput, call: CallContext) -> BlameOutput:
         rel = self._paths([args.path])[0]
+        self.secrets.refuse(rel, self.root.resolve(args.path))
         if args.end_line is not None and args.end_line < args.start_line:
             raise InvalidArguments("end_line must be >= start_line")
         cmd = ["blame", "--porcelain", f"-L{args.start_line},{args.end_line or ''}"]
@@ -335,7 +343,7 @@ class GitTools:
         with tempfile.TemporaryDirectory(prefix="codeloop-commit-") as tmp:
             env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
             await self._git("read-tree", *([parent] if parent else ["--empty"]), env=env)
-            await self._git("add", "-A", "--", *paths, env=env, what="add")
+            await self._git("add", "-A", "--", *paths, *self.excludes, env=env, what="add")
             _, tree, _ = await self._git("write-tree", env=env)
         tree = tree.strip()
         if parent is not None:
@@ -413,9 +421,9 @@ def _parse_blame(out: str) -> list[BlameLine]:
     return lines
 
 
-def git_tools(root: Root) -> list[ToolSpec]:
+def git_tools(root: Root, secrets: SecretRules = DEFAULT_RULES) -> list[ToolSpec]:
     """The `git` tool specs over `root`."""
-    tools = GitTools(root)
+    tools = GitTools(root, secrets)
     return [
         read_tool(
             "git_status",
@@ -468,9 +476,10 @@ def git_tools(root: Root) -> list[ToolSpec]:
 
 def build_git_server(root: Path, options: ServerOptions | None = None, **_: Any) -> MCPServer[Any]:
     """The `git` MCP server over the repository containing `root`."""
+    options = options or ServerOptions()
     return build_server(
         "git",
-        git_tools(Root(root)),
-        options or ServerOptions(),
+        git_tools(Root(root), options.secrets),
+        options,
         instructions="Read views of the repository at the root; commits only onto codeloop/<name> branches.",
     )

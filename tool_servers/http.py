@@ -4,11 +4,18 @@ Token file: one token per line, `TOKEN PRINCIPAL SCOPES` separated by whitespace
 comma list (`read,write`); blank lines and `#` comments are ignored. A request without a
 valid token gets HTTP 401 from the SDK's bearer middleware; a valid token's scopes are
 intersected with the server's grant by the gate (`protocol._Gate`).
+
+The file is refused when anyone but its owner may write it (they could add a token of their
+own), when a token is shorter than 16 characters (guessable) or appears twice (two principals
+behind one secret), and when it is not UTF-8; a file others may read is served with a warning.
 """
 
 import contextlib
 import hmac
+import logging
+import os
 import secrets
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +30,8 @@ from mcp.server.mcpserver import MCPServer
 from tool_servers.scopes import Scope, format_scopes, parse_scopes
 
 MCP_PATH = "/mcp"
+MIN_TOKEN_CHARS = 16
+log = logging.getLogger(__name__)
 
 
 class TokenFileError(ValueError):
@@ -49,10 +58,20 @@ class TokenTable:
             TokenFileError: The file cannot be read, a line is malformed, or it holds no token.
         """
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            mode = os.stat(path).st_mode
+            data = Path(path).read_bytes()
         except OSError as exc:
             raise TokenFileError(f"cannot read token file {path}: {exc.strerror}") from exc
+        _check_mode(path, mode)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise TokenFileError(
+                f"token file {path} is not UTF-8 text (byte {exc.start}); write it as "
+                "'TOKEN PRINCIPAL SCOPES' lines"
+            ) from None
         grants: dict[str, TokenGrant] = {}
+        first_line: dict[str, int] = {}
         for lineno, raw in enumerate(text.splitlines(), start=1):
             line = raw.split("#", 1)[0].strip()
             if not line:
@@ -63,6 +82,16 @@ class TokenTable:
                     f"{path}:{lineno}: expected 'TOKEN PRINCIPAL SCOPES', got {len(fields)} fields"
                 )
             token, principal, scopes = fields
+            if len(token) < MIN_TOKEN_CHARS:
+                raise TokenFileError(
+                    f"{path}:{lineno}: the token is {len(token)} characters; use at least "
+                    f"{MIN_TOKEN_CHARS} random ones (e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
+                )
+            if token in first_line:
+                raise TokenFileError(
+                    f"{path}:{lineno}: the same token as line {first_line[token]}; give every principal its own"
+                )
+            first_line[token] = lineno
             try:
                 grants[token] = TokenGrant(principal, parse_scopes(scopes))
             except ValueError as exc:
@@ -89,6 +118,21 @@ class TokenTable:
 
     def describe(self) -> str:
         return ", ".join(f"{g.principal}[{format_scopes(g.scopes)}]" for g in self._grants.values())
+
+
+def _check_mode(path: Path, mode: int) -> None:
+    if mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise TokenFileError(
+            f"token file {path} is writable by group or others (mode {stat.S_IMODE(mode):04o}), so "
+            f"anyone who may write it can grant themselves access; run `chmod 600 {path}`"
+        )
+    if mode & stat.S_IROTH:
+        log.warning(
+            "token file %s is readable by every local user (mode %04o); `chmod 600 %s` keeps its tokens yours",
+            path,
+            stat.S_IMODE(mode),
+            path,
+        )
 
 
 def new_token() -> str:

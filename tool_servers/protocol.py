@@ -51,6 +51,7 @@ from tool_servers.errors import (
     error_result,
 )
 from tool_servers.scopes import ALL_SCOPES, Risk, Scope, format_scopes, parse_scopes
+from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 
 logger = logging.getLogger(__name__)
 
@@ -134,6 +135,8 @@ class ServerOptions:
     audit: AuditLog | None = None
     token_verifier: TokenVerifier | None = None
     """Set for streamable HTTP: requests without a valid bearer token get 401."""
+    secrets: SecretRules = DEFAULT_RULES
+    """Files no tool reads, lists, shows or indexes (`secret_files`)."""
 
 
 @dataclass(frozen=True)

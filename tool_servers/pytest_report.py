@@ -68,6 +68,8 @@ class TestRunOutput(BaseModel):
     python: str
     """The interpreter that ran pytest."""
     backend: Literal["gvisor", "process"]
+    warning: str | None = None
+    """Set when the weaker process backend ran it: why, and what isolation was missing."""
     duration_s: float
 
 

@@ -20,7 +20,8 @@ from mcp.server.mcpserver import MCPServer
 from tool_servers.audit import AuditLog, AuditSink
 from tool_servers.http import TokenTable, serve_http
 from tool_servers.protocol import ServerOptions
-from tool_servers.scopes import ALL_SCOPES, Scope
+from tool_servers.scopes import Scope
+from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 
 SERVERS: dict[str, str] = {
     "fs": "tool_servers.fs:build_fs_server",
@@ -29,7 +30,6 @@ SERVERS: dict[str, str] = {
     "exec": "tool_servers.exec:build_exec_server",
 }
 Transport = Literal["stdio", "http"]
-DEFAULT_AUDIT_LOG = Path(".codeloop") / "audit.jsonl"
 
 
 class UnknownServer(LookupError):
@@ -42,13 +42,18 @@ class ServeConfig:
 
     server: str
     root: Path
-    scopes: frozenset[Scope] = ALL_SCOPES
+    audit_log: Path
+    """Where every call is recorded. Not under the root: a read grant writes nothing there."""
+    scopes: frozenset[Scope] = frozenset({Scope.READ})
+    """Least privilege: read unless more is granted."""
     transport: Transport = "stdio"
     host: str = "127.0.0.1"
     port: int = 8000
     token_file: Path | None = None
-    audit_log: Path | None = None
-    """Defaults to `<root>/.codeloop/audit.jsonl`."""
+    index_dir: Path | str | None = None
+    """Where `search` keeps the root's index (a directory or LanceDB URI); ignored by the others."""
+    secrets: SecretRules = DEFAULT_RULES
+    """Files no tool reads, lists, shows or indexes."""
 
 
 def server_builder(name: str) -> Callable[..., MCPServer[Any]]:
@@ -82,24 +87,13 @@ def build_named_server(config: ServeConfig, *, sink: AuditSink | None = None) ->
     build = server_builder(config.server)
     root = config.root.resolve()
     tokens = TokenTable.from_file(config.token_file) if config.token_file is not None else None
-    audit_path = config.audit_log
-    if audit_path is None:
-        audit_path = root / DEFAULT_AUDIT_LOG
-        _ignore_itself(audit_path.parent)
     options = ServerOptions(
         scopes=config.scopes,
-        audit=AuditLog(audit_path, sink=sink),
+        audit=AuditLog(config.audit_log, sink=sink),
         token_verifier=tokens,
+        secrets=config.secrets,
     )
-    return build(root, options)
-
-
-def _ignore_itself(directory: Path) -> None:
-    """Make `directory` invisible to git, so the audit log never shows in git_status or a commit."""
-    directory.mkdir(parents=True, exist_ok=True)
-    gitignore = directory / ".gitignore"
-    if not gitignore.exists():
-        gitignore.write_text("# codeloop state (audit log, index): not part of the project\n*\n")
+    return build(root, options, index_dir=config.index_dir)
 
 
 async def run_server(

@@ -91,6 +91,8 @@ class StaticChecksOutput(BaseModel):
     """Python files compiled."""
     runs: list[CheckRun]
     backend: Literal["gvisor", "process"]
+    warning: str | None = None
+    """Set when the weaker process backend ran it: why, and what isolation was missing."""
     duration_s: float
 
 

@@ -183,7 +183,7 @@ def serve(
     """
     import anyio
 
-    from codeloop.config import ConfigError, bus_config
+    from codeloop.config import ConfigError, bus_config, secret_rules
     from codeloop.wiring import DEFAULT_ROLES, McpHosting, UnknownRole
     from codeloop.wiring import serve as run_serve
     from tool_servers.scopes import parse_scopes
@@ -213,7 +213,7 @@ def serve(
             raise fail(f"--mcp-scopes: {exc}", 2) from None
         if not scopes:
             raise fail("--mcp-scopes grants nothing; give at least read (or pass --no-mcp)", 2)
-        hosting = McpHosting(root=root.resolve(), scopes=scopes, host=mcp_host)
+        hosting = McpHosting(root=root.resolve(), scopes=scopes, host=mcp_host, secrets=secret_rules())
 
     def show(note: Any) -> None:
         if as_json:

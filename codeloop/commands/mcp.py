@@ -2,7 +2,12 @@
 
 The `mcp` command line is a contract other tools depend on:
 `codeloop mcp SERVER --root DIR [--scopes read,write,execute] [--transport stdio|http]
-[--host 127.0.0.1] [--port N] [--token-file FILE]`.
+[--host 127.0.0.1] [--port N] [--token-file FILE] [--audit-log FILE] [--index-dir DIR]
+[--allow-path GLOB]... [--deny-path GLOB]...`.
+
+Without `--scopes` the grant is `read` (least privilege), and what is granted is said on stderr
+(stdout belongs to the MCP protocol over stdio). The audit log and the search index live in the
+codeloop home, per root, so nothing is written under the root a client may only read.
 """
 
 from pathlib import Path
@@ -14,7 +19,9 @@ audit_app = typer.Typer(no_args_is_help=True, help="Inspect the tool servers' ha
 
 
 def _fail(message: str) -> None:
-    typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
+    from redaction import redact_text
+
+    typer.secho(f"error: {redact_text(message)}", err=True, fg=typer.colors.RED)
     raise typer.Exit(2)
 
 
@@ -22,8 +29,11 @@ def mcp(
     server: Annotated[str, typer.Argument(help="Server to run: fs, git (search, exec when installed).")],
     root: Annotated[Path, typer.Option("--root", help="Directory the server is confined to.")],
     scopes: Annotated[
-        str, typer.Option("--scopes", help="Granted scopes, comma-separated: read,write,execute.")
-    ] = "read,write,execute",
+        str | None,
+        typer.Option(
+            "--scopes", help="Granted scopes, comma-separated: read,write,execute. Default: read only."
+        ),
+    ] = None,
     transport: Annotated[str, typer.Option("--transport", help="stdio (desktop clients) or http.")] = "stdio",
     host: Annotated[str, typer.Option("--host", help="HTTP bind address.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="HTTP port (0 picks a free one).")] = 8000,
@@ -35,7 +45,28 @@ def mcp(
         ),
     ] = None,
     audit_log: Annotated[
-        Path | None, typer.Option("--audit-log", help="Audit log file (default: ROOT/.codeloop/audit.jsonl).")
+        Path | None,
+        typer.Option(
+            "--audit-log", help="Audit log file (default: CODELOOP_HOME/roots/<root>-<hash>/audit.jsonl)."
+        ),
+    ] = None,
+    index_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--index-dir",
+            help="search: index directory or LanceDB URI (default: CODELOOP_HOME/roots/<root>-<hash>/index; "
+            "ROOT/.codeloop/index shares the one `codeloop index ROOT` builds).",
+        ),
+    ] = None,
+    allow_path: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-path", help="Take files matching this glob off the secrets deny-list (repeatable)."
+        ),
+    ] = None,
+    deny_path: Annotated[
+        list[str] | None,
+        typer.Option("--deny-path", help="Also treat files matching this glob as secrets (repeatable)."),
     ] = None,
 ) -> None:
     """Run one MCP tool server confined to ROOT, over stdio or streamable HTTP (at /mcp).
@@ -45,8 +76,9 @@ def mcp(
     """
     import anyio
 
+    from codeloop.config import root_home, secret_rules
     from tool_servers.http import TokenFileError
-    from tool_servers.scopes import parse_scopes
+    from tool_servers.scopes import format_scopes, parse_scopes
     from tool_servers.serve import SERVERS, ServeConfig, UnknownServer, run_server
 
     if server not in SERVERS:
@@ -54,7 +86,7 @@ def mcp(
     if not root.is_dir():
         _fail(f"--root {root} is not a directory")
     try:
-        granted = parse_scopes(scopes)
+        granted = parse_scopes(scopes if scopes is not None else "read")
     except ValueError as exc:
         _fail(f"--scopes: {exc}")
     if transport not in ("stdio", "http"):
@@ -65,15 +97,24 @@ def mcp(
         )
     if not 0 <= port <= 65535:
         _fail(f"--port must be between 0 and 65535, not {port}")
+    home = root_home(root)
     config = ServeConfig(
         server=server,
         root=root,
+        audit_log=audit_log or home / "audit.jsonl",
         scopes=granted,
         transport=transport,  # type: ignore[arg-type]
         host=host,
         port=port,
         token_file=token_file,
-        audit_log=audit_log,
+        index_dir=index_dir or (home / "index" if server == "search" else None),
+        secrets=secret_rules(allow=tuple(allow_path or ()), deny=tuple(deny_path or ())),
+    )
+    how = "the default; grant more with --scopes read,write,execute" if scopes is None else "--scopes"
+    typer.echo(
+        f"codeloop mcp {server}: root {root.resolve()}, granted {format_scopes(granted)} "
+        f"({how}); audit log {config.audit_log}",
+        err=True,
     )
     try:
         anyio.run(run_server, config)

@@ -93,7 +93,7 @@ def run(
 async def _run_task(task: Any, connection: Connection, *, quiet: bool) -> Any:
     import anyio
 
-    from codeloop.config import ConfigError, bus_config, client_bus_config
+    from codeloop.config import ConfigError, bus_config, client_bus_config, client_config_for
     from codeloop.wiring import serve
 
     try:
@@ -110,7 +110,7 @@ async def _run_task(task: Any, connection: Connection, *, quiet: bool) -> Any:
         stop = anyio.Event()
         async with anyio.create_task_group() as tg:
             note = await tg.start(lambda task_status: serve(embedded, stop=stop, home=home, task_status=task_status))
-            client = embedded.model_copy(update={"servers": tuple(note.nats_url.split(","))})
+            client = client_config_for(embedded, note)
             try:
                 return await _submit_and_follow(client, task, quiet=quiet)
             finally:

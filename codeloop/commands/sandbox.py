@@ -127,6 +127,9 @@ def exec_command(
     if json_output:
         typer.echo(result.model_dump_json())
         return
+    if result.warning and backend != "process":
+        # The weaker backend never runs silently; asked for by name, the command stays exact.
+        typer.echo(f"warning: {result.warning}", err=True)
     sys.stdout.write(result.stdout)
     sys.stdout.flush()
     sys.stderr.write(result.stderr)

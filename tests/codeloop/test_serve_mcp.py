@@ -10,9 +10,9 @@ import httpx2
 import pytest
 
 from agents.client import watch_task
-from bus.config import BusConfig
 from bus.connection import open_bus
 from bus.envelope import Envelope
+from codeloop.config import client_bus_config
 from tests.codeloop.serve_support import http_client, running_serve
 
 pytestmark = pytest.mark.anyio
@@ -27,10 +27,12 @@ def _token_from(token_file: Path) -> str:
     return lines[0][0]
 
 
-async def _tool_call_event(nats_url: str, state_dir: Path, task_id: str, trace_id: str) -> Envelope:
-    """The `tool_call` event of task `task_id` whose record has `trace_id` (replayed from the stream)."""
+async def _tool_call_event(home: Path, state_dir: Path, task_id: str, trace_id: str) -> Envelope:
+    """The `tool_call` event of task `task_id` whose record has `trace_id` (replayed from the stream),
+    read with the credentials of the embedded server, found as `codeloop watch` finds them."""
     found: list[Envelope] = []
-    async with open_bus(BusConfig(servers=(nats_url,), state_dir=state_dir)) as bus:
+    config = client_bus_config(state_dir=home).model_copy(update={"state_dir": state_dir})
+    async with open_bus(config) as bus:
         with anyio.CancelScope() as scope:
 
             def on_event(envelope: Envelope) -> None:
@@ -79,17 +81,13 @@ async def test_serve_hosts_the_tool_servers_with_a_generated_token_and_publishes
                 wrong = {"Authorization": "Bearer not-the-token"}
                 assert (await http.post(mcp["urls"]["fs"], json=body, headers=wrong)).status_code == 401
 
-            outside = await _tool_call_event(
-                note["nats_url"], tmp_path / "client", "mcp", read.meta[TRACE_KEY]
-            )
+            outside = await _tool_call_event(home, tmp_path / "client", "mcp", read.meta[TRACE_KEY])
             record = outside.payload["data"]
             assert (record["server"], record["tool"], record["principal"], record["outcome"]) == (
                 "fs", "read_file", "serve", "ok",
             )  # fmt: skip
             assert record["arguments"] == {"path": "README.md"}
-            task_event = await _tool_call_event(
-                note["nats_url"], tmp_path / "client", "task42", "task42:trace-abc"
-            )
+            task_event = await _tool_call_event(home, tmp_path / "client", "task42", "task42:trace-abc")
             assert task_event.task_id == "task42" and task_event.trace_id == "trace-abc"
             assert (await anyio.Path(mcp["audit_log"]).read_text()).count("\n") == 2
 

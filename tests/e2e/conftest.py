@@ -67,6 +67,7 @@ async def pipeline(tmp_path: Path) -> AsyncIterator[Callable]:
     from bus.actor import DeliveryPolicy
     from bus.config import BusConfig
     from bus.connection import open_bus
+    from codeloop.config import client_config_for
     from codeloop.wiring import serve
 
     config = BusConfig(state_dir=tmp_path / "state")
@@ -77,7 +78,7 @@ async def pipeline(tmp_path: Path) -> AsyncIterator[Callable]:
                 config, stop=stop, actor_policy=DeliveryPolicy(ack_wait_s=10), task_status=task_status
             )
         )
-        client_config = config.model_copy(update={"servers": tuple(note.nats_url.split(","))})
+        client_config = client_config_for(config, note)
         async with open_bus(client_config) as bus:
 
             async def run(task, *, snapshot: bool = True, before_submit=None, timeout_s: float = 180) -> TaskResult:

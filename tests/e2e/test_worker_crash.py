@@ -15,6 +15,7 @@ from agents.workspace import capture_snapshot
 from bus.actor import DeliveryPolicy
 from bus.config import BusConfig
 from bus.connection import open_bus
+from codeloop.config import client_config_for
 from codeloop.wiring import serve
 from tests.e2e.conftest import make_repo, model
 
@@ -40,7 +41,9 @@ async def test_a_coder_killed_mid_run_is_replaced_and_the_task_finishes_once(tmp
                 lambda task_status: serve(config, roles=ROLES_HERE, stop=stop,
                                           actor_policy=DeliveryPolicy(ack_wait_s=2), task_status=task_status)
             )  # fmt: skip
-            client = config.model_copy(update={"servers": tuple(note.nats_url.split(","))})
+            client = client_config_for(config, note)
+            if client.user:  # the embedded server's generated credentials, as `serve` finds them
+                env |= {"CODELOOP_NATS_USER": client.user, "CODELOOP_NATS_PASSWORD": client.password or ""}
             async with open_bus(client) as bus:
                 first = await _coder_worker(note.nats_url, tmp_path / "w1", env)
                 task = TaskSubmitted(

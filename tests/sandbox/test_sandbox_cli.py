@@ -10,7 +10,17 @@ import pytest
 
 from sandbox.gvisor import probe_runsc
 
-CONTRACT_KEYS = {"exit_code", "stdout", "stderr", "timed_out", "backend", "duration_s", "truncated"}
+CONTRACT_KEYS = {
+    "exit_code",
+    "stdout",
+    "stderr",
+    "timed_out",
+    "backend",
+    "duration_s",
+    "truncated",
+    "warning",
+}
+"""The contract's fields, extended by `warning` (None under gVisor, set whenever the process backend ran)."""
 
 
 def codeloop(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -32,7 +42,7 @@ def test_json_output_has_exactly_the_contract_fields_under_gvisor(tmp_path: Path
     printed = json.loads(done.stdout)
     assert set(printed) == CONTRACT_KEYS
     assert (printed["exit_code"], printed["stdout"], printed["backend"]) == (3, "hi\n", "gvisor")
-    assert printed["timed_out"] is False and printed["truncated"] is False
+    assert printed["timed_out"] is False and printed["truncated"] is False and printed["warning"] is None
     assert isinstance(printed["duration_s"], float)
 
 

@@ -41,5 +41,8 @@ def outside(tmp_path: Path) -> Path:
 @pytest.fixture
 def token_file(tmp_path: Path) -> Path:
     path = tmp_path / "tokens.txt"
-    path.write_text("# token principal scopes\nreader-token alice read\nwriter-token bob read,write\n")
+    path.write_text(
+        "# token principal scopes\nreader-token-7f3a9c21 alice read\nwriter-token-4e8b2d65 bob read,write\n"
+    )
+    path.chmod(0o600)
     return path

@@ -71,7 +71,9 @@ async def test_elicitation_works_through_a_real_stdio_server_process(repo: Path)
     """Issue 5 acceptance over stdio: the accepted path writes, the declined path does not."""
     for action, expect_written in (("decline", False), ("accept", True)):
         with anyio.fail_after(30):
-            async with Client(stdio_params("fs", repo), elicitation_callback=Elicitor(action)) as client:
+            async with Client(
+                stdio_params("fs", repo, "--scopes", "read,write"), elicitation_callback=Elicitor(action)
+            ) as client:
                 result = await client.call_tool("write_file", {"path": ".env", "content": "DEBUG=1\n"})
         assert result.is_error is (not expect_written), result.content
         assert (repo / ".env").exists() is expect_written

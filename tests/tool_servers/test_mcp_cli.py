@@ -64,3 +64,25 @@ def test_http_port_in_use_is_reported_without_a_traceback(tmp_path: Path, token_
                       "--token-file", str(token_file))  # fmt: skip
     assert result.returncode != 0
     assert "cannot serve on" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_without_scopes_a_server_grants_read_only_and_says_so_on_stderr(tmp_path: Path) -> None:
+    """Least privilege by default: no --scopes means read, said on stderr (stdout is the protocol)."""
+    result = _run("mcp", "fs", "--root", str(tmp_path))  # stdin closed: the stdio server ends at once
+    assert result.returncode == 0, result.stderr
+    assert "granted read (the default; grant more with --scopes read,write,execute)" in result.stderr
+    assert result.stdout == ""
+
+
+@pytest.mark.anyio
+async def test_without_scopes_only_read_tools_are_listed(repo: Path) -> None:
+    """The default grant as a client sees it: no write tool is listed."""
+    import anyio
+    from mcp import Client
+
+    from tests.tool_servers.ts_helpers import stdio_params
+
+    with anyio.fail_after(30):
+        async with Client(stdio_params("fs", repo)) as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+    assert names == {"list_files", "read_file"}

@@ -55,12 +55,14 @@ async def test_http_tokens_map_to_principals_and_scopes(
 ) -> None:
     """Issue 5: a token's principal and scopes decide what it sees and may call; the audit log names the principal."""
     audit = tmp_path / "audit.jsonl"
-    async with http_server("fs", repo, token_file, "--audit-log", str(audit)) as url:
+    async with http_server(
+        "fs", repo, token_file, "--audit-log", str(audit), "--scopes", "read,write"
+    ) as url:
         with anyio.fail_after(30):
-            async with http_client(url, "reader-token", mode=mode) as reader:
+            async with http_client(url, "reader-token-7f3a9c21", mode=mode) as reader:
                 reader_tools = {t.name for t in (await reader.list_tools()).tools}
                 refused = await reader.call_tool("write_file", {"path": "a.txt", "content": "x"})
-            async with http_client(url, "writer-token", mode=mode) as writer:
+            async with http_client(url, "writer-token-4e8b2d65", mode=mode) as writer:
                 writer_tools = {t.name for t in (await writer.list_tools()).tools}
                 written = await writer.call_tool("write_file", {"path": "a.txt", "content": "x"})
     assert reader_tools == {"list_files", "read_file"}
@@ -76,7 +78,7 @@ async def test_the_server_grant_caps_a_token_with_wider_scopes(repo: Path, token
     """Issue 5 least privilege: a read,write token on a server started with --scopes read can only read."""
     async with http_server("fs", repo, token_file, "--scopes", "read") as url:
         with anyio.fail_after(20):
-            async with http_client(url, "writer-token") as client:
+            async with http_client(url, "writer-token-4e8b2d65") as client:
                 names = {t.name for t in (await client.list_tools()).tools}
     assert names == {"list_files", "read_file"}
 
@@ -84,15 +86,15 @@ async def test_the_server_grant_caps_a_token_with_wider_scopes(repo: Path, token
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_elicitation_works_over_streamable_http(repo: Path, token_file: Path, mode: str) -> None:
     """Issue 5 acceptance over HTTP: declined, cannot-elicit and accepted confirmation paths."""
-    async with http_server("fs", repo, token_file) as url:
+    async with http_server("fs", repo, token_file, "--scopes", "read,write") as url:
         with anyio.fail_after(30):
             async with http_client(
-                url, "writer-token", mode=mode, elicitation_callback=Elicitor("decline")
+                url, "writer-token-4e8b2d65", mode=mode, elicitation_callback=Elicitor("decline")
             ) as client:
                 declined = await client.call_tool("write_file", {"path": ".env", "content": "A=1\n"})
             assert not (repo / ".env").exists()
             async with http_client(
-                url, "writer-token", mode=mode, elicitation_callback=Elicitor("accept")
+                url, "writer-token-4e8b2d65", mode=mode, elicitation_callback=Elicitor("accept")
             ) as client:
                 accepted = await client.call_tool("write_file", {"path": ".env", "content": "A=1\n"})
     assert declined.structured_content["type"] == "permission_denied"
@@ -105,7 +107,7 @@ async def test_serve_http_runs_in_a_task_group_and_stops_on_cancel(repo: Path, t
     with anyio.fail_after(30):
         async with anyio.create_task_group() as tg:
             url = await tg.start(functools.partial(serve_http, server, port=0))
-            async with http_client(url, "reader-token") as client:
+            async with http_client(url, "reader-token-7f3a9c21") as client:
                 result = await client.call_tool("read_file", {"path": "README.md"})
             tg.cancel_scope.cancel()
         async with httpx2.AsyncClient() as http:
@@ -114,11 +116,15 @@ async def test_serve_http_runs_in_a_task_group_and_stops_on_cancel(repo: Path, t
     assert result.structured_content["content"] == "# demo\n"
 
 
-async def test_the_default_audit_log_stays_out_of_git(repo: Path) -> None:
-    """Our choice: the default log lives in ROOT/.codeloop/, which ignores itself, so git_status and commits never see it."""
+async def test_the_default_audit_log_lives_in_the_home_not_under_the_root(repo: Path) -> None:
+    """A read grant writes nothing under the root: the log is in CODELOOP_HOME/roots/<root>-<hash>/."""
+    from codeloop.config import root_home
+
     with anyio.fail_after(30):
         async with Client(stdio_params("git", repo)) as client:
             await client.call_tool("git_status", {})
             status = await client.call_tool("git_status", {})
-    assert (repo / ".codeloop" / "audit.jsonl").read_text().count("\n") == 2
+    log = root_home(repo) / "audit.jsonl"
+    assert log.read_text().count("\n") == 2 and log.stat().st_mode & 0o777 == 0o600
+    assert not (repo / ".codeloop").exists()
     assert [e["path"] for e in status.structured_content["entries"]] == ["src/app.py"]

@@ -20,10 +20,16 @@ def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
 
 
+def server_env() -> dict[str, str]:
+    """PATH finds git; the suite's private CODELOOP_HOME and this tree's PYTHONPATH carry over."""
+    names = ("PATH", "CODELOOP_HOME", "CODELOOP_CACHE_DIR", "PYTHONPATH", "CODELOOP_SANDBOX")
+    return {name: os.environ[name] for name in names if name in os.environ}
+
+
 def stdio_params(server: str, root: Path, *extra: str) -> StdioServerParameters:
-    # StdioServerParameters passes only a minimal environment (LIBRARIES.md); PATH finds git.
+    # StdioServerParameters passes only a minimal environment (LIBRARIES.md).
     return StdioServerParameters(
-        command=CODELOOP, args=["mcp", server, "--root", str(root), *extra], env={"PATH": os.environ["PATH"]}
+        command=CODELOOP, args=["mcp", server, "--root", str(root), *extra], env=server_env()
     )
 
 

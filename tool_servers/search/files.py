@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pathspec
 
+from redaction import redact_text
+from tool_servers.secret_files import DEFAULT_RULES, SecretRules
+
 DEFAULT_MAX_FILE_BYTES = 1_000_000
 
 SKIP_DIRS = frozenset(
@@ -59,8 +62,12 @@ class Skipped:
     reason: str
 
 
-def walk_repo(root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Iterator[SourceFile | Skipped]:
-    """Yield every candidate file under `root` as a `SourceFile` or a `Skipped`, sorted by path."""
+def walk_repo(
+    root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, secrets: SecretRules = DEFAULT_RULES
+) -> Iterator[SourceFile | Skipped]:
+    """Yield every candidate file under `root` as a `SourceFile` or a `Skipped`, sorted by path.
+
+    Secrets files (`secrets`) are neither: they are never read, so never indexed nor named."""
     specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []  # (dir prefix, spec) of enclosing .gitignores
     for dirpath, dirnames, filenames in _sorted_walk(root):
         rel_dir = Path(dirpath).relative_to(root).as_posix()
@@ -82,6 +89,8 @@ def walk_repo(root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> It
             rel = prefix + name
             full = Path(dirpath) / name
             if is_ignored(specs, rel) or full.is_symlink() or not full.is_file():
+                continue
+            if secrets.is_secret(rel, full):
                 continue
             yield _read_source(full, rel, max_file_bytes)
 
@@ -129,4 +138,6 @@ def _read_source(full: Path, rel: str, max_file_bytes: int) -> SourceFile | Skip
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return Skipped(rel, f"not UTF-8 text (byte {exc.start})")
-    return SourceFile(rel, text.removeprefix("\ufeff"), hashlib.sha256(data).hexdigest())
+    # Credentials pasted into code are masked before chunking: the index (and every search hit)
+    # never holds them; `read_file` still shows the file as it is.
+    return SourceFile(rel, redact_text(text.removeprefix("\ufeff")), hashlib.sha256(data).hexdigest())

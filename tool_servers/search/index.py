@@ -33,6 +33,7 @@ from tool_servers.search.models import (
     SymbolResult,
 )
 from tool_servers.search.store import SCHEMA_VERSION, IndexedFile, Store
+from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 
 DEFAULT_INDEX_DIR = Path(".codeloop") / "index"
 EMBED_BATCH = 256  # per embed() call: the embedder sorts by length within a call, so bigger pads less
@@ -49,10 +50,12 @@ async def open_index(
     embedder: Embedder | None = None,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     lock_timeout_s: float = 900.0,
+    secrets: SecretRules = DEFAULT_RULES,
 ) -> "CodeIndex":
     """Open (creating if needed) the index of `repo`. `index_dir` is a directory or a LanceDB URI;
     by default `<repo>/.codeloop/index`. Without `embedder`, the bundled model is loaded.
-    `lock_timeout_s` bounds the wait for another indexer of the same index.
+    `lock_timeout_s` bounds the wait for another indexer of the same index. Files `secrets`
+    names are never read.
 
     Raises:
         RepoNotFound: `repo` is not an existing directory.
@@ -68,8 +71,9 @@ async def open_index(
             lambda: Store(uri, table, embedder=embedder.name, dimension=embedder.dimension)
         )
     return CodeIndex(
-        root, store, embedder, lock_path, max_file_bytes=max_file_bytes, lock_timeout_s=lock_timeout_s
-    )
+        root, store, embedder, lock_path, max_file_bytes=max_file_bytes, lock_timeout_s=lock_timeout_s,
+        secrets=secrets,
+    )  # fmt: skip
 
 
 def check_repo(repo: Path | str) -> Path:
@@ -125,8 +129,10 @@ class CodeIndex:
         *,
         max_file_bytes: int,
         lock_timeout_s: float,
+        secrets: SecretRules = DEFAULT_RULES,
     ) -> None:
         self.repo = repo
+        self._secrets = secrets
         self.embedder = embedder
         self._store = store
         self._lock_path = lock_path
@@ -211,7 +217,7 @@ class CodeIndex:
     def _scan(self) -> tuple[dict[str, SourceFile], list[Any]]:
         sources: dict[str, SourceFile] = {}
         skipped = []
-        for item in walk_repo(self.repo, max_file_bytes=self._max_file_bytes):
+        for item in walk_repo(self.repo, max_file_bytes=self._max_file_bytes, secrets=self._secrets):
             if isinstance(item, SourceFile):
                 sources[item.path] = item
             else:

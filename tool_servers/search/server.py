@@ -5,7 +5,8 @@ references), `repo_map` (ranked outline within a token budget), `index_status`.
 
 Building the server is cheap: nothing heavy is imported and no model is loaded until the first
 call that needs the index (`LiveIndex`). Then the embedding model loads once per server, in a
-worker thread, and the index opens on `<root>/.codeloop/index` (or `index_dir`). Before each
+worker thread, and the index opens on `index_dir` (`codeloop mcp` and `codeloop serve` pass one in
+the codeloop home, so serving writes nothing under the root; without one, `<root>/.codeloop/index`). Before each
 query the index is brought up to date if any file changed, so a search right after an edit sees
 the new code: the change check is a stat-only walk of the tree (`freshness.tree_fingerprint`,
 ~1 ms for 150 files, ~30 ms for 1,500), and only a changed fingerprint pays for an incremental
@@ -30,6 +31,7 @@ from tool_servers.protocol import CallContext, ServerOptions, ToolSpec, build_se
 from tool_servers.search.errors import IndexLocked, InvalidQuery, RepoNotFound, SearchError
 from tool_servers.search.freshness import Fingerprint, tree_fingerprint
 from tool_servers.search.models import IndexReport, IndexStatus, RepoMap, SearchResult, SymbolResult
+from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 
 if TYPE_CHECKING:
     from tool_servers.search.index import CodeIndex, Embedder
@@ -104,8 +106,16 @@ class LiveIndex:
     serialised under `_update_lock`, so concurrent queries after an edit cause one update.
     """
 
-    def __init__(self, root: Path, *, index_dir: Path | str | None, embedder: "Embedder | None") -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        index_dir: Path | str | None,
+        embedder: "Embedder | None",
+        secrets: SecretRules = DEFAULT_RULES,
+    ) -> None:
         self.root = root
+        self.secrets = secrets
         self.index_dir = index_dir
         self.embedder = embedder
         self.progress: IndexProgress | None = None
@@ -146,7 +156,11 @@ class LiveIndex:
                     with anyio.CancelScope(shield=True):
                         self.embedder = await anyio.to_thread.run_sync(load_embedder)
                 self._index = await open_index(
-                    self.root, index_dir=self.index_dir, embedder=self.embedder, lock_timeout_s=LOCK_WAIT_S
+                    self.root,
+                    index_dir=self.index_dir,
+                    embedder=self.embedder,
+                    lock_timeout_s=LOCK_WAIT_S,
+                    secrets=self.secrets,
                 )
             return self._index
 
@@ -291,7 +305,8 @@ def build_search_server(
     `<root>/.codeloop/index`); `embedder` is an already loaded model to share (default: the
     bundled model, loaded on first use).
     """
-    live = LiveIndex(Path(root).resolve(), index_dir=index_dir, embedder=embedder)
+    options = options or ServerOptions()
+    live = LiveIndex(Path(root).resolve(), index_dir=index_dir, embedder=embedder, secrets=options.secrets)
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[Any]) -> AsyncIterator[LiveIndex]:
@@ -301,7 +316,7 @@ def build_search_server(
     return build_server(
         "search",
         search_tools(live),
-        options or ServerOptions(),
+        options,
         instructions=(
             "Code search over one repository: search_code for code by meaning or name, find_symbol "
             "for definitions and uses, repo_map for an outline. Paths are relative to the root."
