@@ -44,14 +44,18 @@ class Selection:
         file = test_id.split("::")[0]
         if file in self.changed_test_files:
             return True
-        return any(_matches(test_id, target) for target in self.target_ids)
+        # A target file that cannot be collected reports the file itself as the failing test.
+        return any(
+            _matches(test_id, target) or test_id == target.split("::")[0] for target in self.target_ids
+        )
 
 
 def _matches(test_id: str, target: str) -> bool:
     return test_id == target or test_id.startswith((target + "::", target + "["))
 
 
-def _is_test_module(path: str) -> bool:
+def is_test_module(path: str) -> bool:
+    """pytest's default test module names: `test_*.py`, `*_test.py`."""
     name = PurePosixPath(path).name
     return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
 
@@ -65,7 +69,7 @@ def test_files(root: Path) -> list[str]:
         )
         for name in sorted(names):
             rel = os.path.relpath(os.path.join(here, name), root).replace(os.sep, "/")
-            if _is_test_module(rel):
+            if is_test_module(rel):
                 found.append(rel)
                 if len(found) >= MAX_SCANNED_FILES:
                     return found
@@ -126,7 +130,7 @@ def select_tests(root: Path, changes: list[FileChange], test_targets: list[str])
     changed_tests = [
         c.path
         for c in changes
-        if c.kind != "deleted" and _is_test_module(c.path) and (root / c.path).is_file()
+        if c.kind != "deleted" and is_test_module(c.path) and (root / c.path).is_file()
     ]
     files += changed_tests
     modules = [_module_names(c.path) for c in changes if c.is_python and not c.is_test]

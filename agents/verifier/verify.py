@@ -39,11 +39,12 @@ from agents.verifier.report import (
     Baseline,
     Check,
     Failure,
+    StaticFinding,
     TestOutcome,
     TestOutcomes,
     VerificationReport,
 )
-from agents.verifier.selection import Selection, select_tests
+from agents.verifier.selection import Selection, is_test_module, select_tests
 from agents.verifier.static import as_failures, introduced, to_baseline
 from agents.verifier.tree import apply_patch, changed_tracked_files, check_patch, head_commit, restore
 from agents.verifier.verdict import decide, order_failures
@@ -78,7 +79,7 @@ class _Run:
     outcomes: dict[str, TestOutcome] = field(default_factory=dict)
     complete_files: set[str] = field(default_factory=set)
     static_checked: list[str] = field(default_factory=list)
-    static_findings: list = field(default_factory=list)
+    static_findings: list[StaticFinding] = field(default_factory=list)
     suite_duration_s: float | None = None
 
     def __post_init__(self) -> None:
@@ -205,6 +206,12 @@ def _pytest_broken(run: _Run, name: str, result: TestRun) -> bool:
     return True
 
 
+def _missing(selection: Selection) -> str:
+    if not selection.missing_targets:
+        return ""
+    return f"; plan targets not found: {', '.join(selection.missing_targets[:5])}"
+
+
 async def _tests(run: _Run, session: ExecSession, selection: Selection, *, full_suite: bool) -> None:
     targeted_failed = False
     if selection.files:
@@ -218,8 +225,12 @@ async def _tests(run: _Run, session: ExecSession, selection: Selection, *, full_
             Check(
                 name="targeted_tests",
                 ok=not targeted_failed,
-                summary=f"{len(selection.files)} file(s): {_counts(result)}",
+                summary=f"{len(selection.files)} file(s): {_counts(result)}{_missing(selection)}",
             )
+        )
+    else:
+        run.checks.append(
+            Check(name="targeted_tests", ok=True, summary=f"none selected{_missing(selection)}")
         )
     if targeted_failed:
         run.checks.append(Check(name="full_suite", ok=False, summary="not run: targeted tests failed"))
@@ -265,7 +276,7 @@ async def _compare(run: _Run, session: ExecSession, selection: Selection) -> Non
         before = {f.test_id: f for f in result.failures}
         summary = f"{len(files)} file(s) without the patch's source changes: {_counts(result)}"
         run.checks.append(Check(name="baseline", ok=resolved, summary=summary))
-        if resolved and "conftest.py" not in {Path(p).name for p in run.changed_paths}:
+        if resolved:
             _remember(run, files, before)
     elif files:  # a patch of tests only: the reproduction tree is the patched tree
         before = dict(run.failing)
@@ -294,7 +305,11 @@ async def _compare(run: _Run, session: ExecSession, selection: Selection) -> Non
 
 
 def _remember(run: _Run, files: list[str], before: dict[str, TestFailure]) -> None:
-    """Outcomes on the reproduction tree of test files the patch did not touch are starting outcomes."""
+    """Outcomes on the reproduction tree of test files the patch did not touch are starting outcomes,
+    unless the patch changed test code other files share (a conftest.py, a helper under tests/):
+    then the reproduction tree differs from the starting tree for every test, and nothing is kept."""
+    if any(c.is_test and not is_test_module(c.path) for c in run.changes):
+        return
     for file in files:
         if file in run.changed_paths:
             continue
