@@ -46,7 +46,14 @@ from agents.verifier.report import (
 )
 from agents.verifier.selection import Selection, is_test_module, select_tests
 from agents.verifier.static import as_failures, introduced, to_baseline
-from agents.verifier.tree import apply_patch, changed_tracked_files, check_patch, head_commit, restore
+from agents.verifier.tree import (
+    apply_patch,
+    changed_tracked_files,
+    check_patch,
+    head_commit,
+    reset_tracked,
+    restore,
+)
 from agents.verifier.verdict import decide, order_failures
 
 DEADLINE_MARGIN_S = 3.0
@@ -472,6 +479,8 @@ async def verify_patch(
     finally:
         with anyio.CancelScope(shield=True), anyio.move_on_after(60):
             await restore(workspace, run.changes)
+            # A test run may have written to tracked files too; the next verification needs HEAD.
+            await reset_tracked(workspace)
     return _report(run, started=started), run.new_baseline()
 
 

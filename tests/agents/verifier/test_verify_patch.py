@@ -244,3 +244,32 @@ async def test_a_patch_that_cannot_be_applied_says_why(
     assert _classes(report) == {failure_class}
     assert tools.opened == []
     assert git(calc_repo, "status", "--porcelain") == ""
+
+
+async def test_the_workspace_is_back_at_its_starting_tree_even_when_tests_write_tracked_files(
+    tmp_path: Path, tools
+) -> None:
+    """A revision verifies on the same workspace: whatever the patch and its test runs changed, HEAD is restored."""
+    writes = "from pathlib import Path\n\n\ndef test_writes():\n    Path('data.txt').write_text('changed')\n"
+    repo = make_repo(
+        tmp_path / "writes",
+        {
+            "calc.py": CALC,
+            "pytest.ini": FAST_PYTEST,
+            "data.txt": "original\n",
+            "tests/test_writes.py": writes,
+        },
+    )
+    report, _ = await _verify(repo, make_patch(repo, {"calc.py": CALC_FIXED}), tools, test_targets=[])
+    assert report.verdict == "passed", report.failures
+    assert (repo / "data.txt").read_text() == "original\n"
+    assert git(repo, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+async def test_a_workspace_not_at_its_starting_tree_is_not_judged(calc_repo: Path, tools) -> None:
+    """Our contract with the caller: the workspace holds the starting tree; otherwise `env.infra`, unverified."""
+    patch = make_patch(calc_repo, {"tests/test_calc.py": TEST_CALC + "\n"})
+    (calc_repo / "calc.py").write_text(CALC_FIXED)
+    report, _ = await _verify(calc_repo, patch, tools)
+    assert report.verdict == "unverified"
+    assert _classes(report) == {FailureClass.ENV_INFRA}
