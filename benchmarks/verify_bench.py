@@ -10,6 +10,10 @@ tests each, one module with a bug its test shows), each in a fresh exec server s
    failing tests re-run without the patch's source changes (the baseline's price for a failure);
 5. a one-test `run_tests` call: pytest's own start-up in this setup.
 
+Beside each verification: its steps' wall times (the last run's), from the report's checks; the
+first step with a sandbox command (`static`, or `targeted_tests` when no Python file changed)
+includes the sandbox's start.
+
 Each figure is the median of `--repeat` runs, printed beside the plain suite. Targets: (2) at most
 1.5x (1), (3) under a third of (1). Two setups: the repository's pytest loading every plugin of
 codeloop's interpreter (it has no virtualenv of its own, so that interpreter runs its tests), and
@@ -144,19 +148,27 @@ async def setup_figures(root: Path, tools: Tools, repeat: int) -> list[tuple[str
     fail_s, failed = await timed(verify(wrong), repeat)
     regress_s, regressed = await timed(verify(breaks_other), repeat)
     counts = f"{suite.get('passed')} passed, {suite.get('failed')} failed"
+
+    def steps(report: Any) -> str:
+        return " ".join(f"{c.name}={c.duration_s:.2f}" for c in report.checks if c.duration_s >= 0.01)
+
     return [
         ("plain suite run (run_tests, whole suite)", suite_s, counts),
         ("pytest start-up (run_tests, one test)", one_s, ""),
-        ("verify: correct one-file fix", pass_s, f"{passed.verdict}, {passed.tests_run} outcomes"),
+        (
+            "verify: correct one-file fix",
+            pass_s,
+            f"{passed.verdict}, {passed.tests_run} outcomes; {steps(passed)}",
+        ),
         (
             "verify: targeted test still failing (first report)",
             fail_s,
-            f"{failed.verdict}, {len(failed.failures)} failure(s)",
+            f"{failed.verdict}, {len(failed.failures)} failure(s); {steps(failed)}",
         ),
         (
             "verify: fix breaking another module's test",
             regress_s,
-            f"{regressed.verdict}, regressions={len(regressed.regressions)}",
+            f"{regressed.verdict}, regressions={len(regressed.regressions)}; {steps(regressed)}",
         ),
     ]
 

@@ -89,6 +89,14 @@ class _Run:
     static_findings: list[StaticFinding] = field(default_factory=list)
     suite_duration_s: float | None = None
 
+    mark: float = field(default_factory=time.monotonic)
+    """When the last check ended: each step's time is the time since the previous check."""
+
+    def add_check(self, check: Check) -> None:
+        now = time.monotonic()
+        self.checks.append(check.model_copy(update={"duration_s": round(now - self.mark, 3)}))
+        self.mark = now
+
     def __post_init__(self) -> None:
         self.outcomes = dict(self.baseline.tests.outcomes)
         self.complete_files = set(self.baseline.tests.complete_files)
@@ -154,7 +162,7 @@ async def _static(run: _Run, session: ExecSession) -> bool:
         if c.is_python and c.kind != "deleted" and (run.workspace / c.path).is_file()
     ]
     if not paths:
-        run.checks.append(Check(name="static", ok=True, summary="no changed Python files"))
+        run.add_check(Check(name="static", ok=True, summary="no changed Python files"))
         return True
     after = await session.run_static_checks(paths, timeout_s=min(run.timeout_s(), 120.0))
     unknown = sorted({f.path for f in after.findings} - set(run.static_checked))
@@ -174,7 +182,7 @@ async def _static(run: _Run, session: ExecSession) -> bool:
     new = introduced(after.findings, [f for f in run.static_findings if f.path in paths])
     run.failures += as_failures(new)
     syntax = [f for f in new if f.code == "syntax-error"]
-    run.checks.append(
+    run.add_check(
         Check(
             name="static",
             ok=not new,
@@ -194,7 +202,7 @@ def _timed_out(run: _Run, name: str, result: TestRun) -> bool:
             stack_summary=result.output_tail,
         )
     )
-    run.checks.append(Check(name=name, ok=False, summary=f"timed out after {result.duration_s:.1f} s"))
+    run.add_check(Check(name=name, ok=False, summary=f"timed out after {result.duration_s:.1f} s"))
     return True
 
 
@@ -209,7 +217,7 @@ def _pytest_broken(run: _Run, name: str, result: TestRun) -> bool:
             stack_summary=result.output_tail,
         )
     )
-    run.checks.append(Check(name=name, ok=False, summary=f"pytest exit {result.exit_code}: no test report"))
+    run.add_check(Check(name=name, ok=False, summary=f"pytest exit {result.exit_code}: no test report"))
     return True
 
 
@@ -228,7 +236,7 @@ async def _tests(run: _Run, session: ExecSession, selection: Selection, *, full_
         run.tests_run += result.total
         run.failing.update({f.test_id: f for f in result.failures})
         targeted_failed = bool(result.failures)
-        run.checks.append(
+        run.add_check(
             Check(
                 name="targeted_tests",
                 ok=not targeted_failed,
@@ -236,15 +244,13 @@ async def _tests(run: _Run, session: ExecSession, selection: Selection, *, full_
             )
         )
     else:
-        run.checks.append(
-            Check(name="targeted_tests", ok=True, summary=f"none selected{_missing(selection)}")
-        )
+        run.add_check(Check(name="targeted_tests", ok=True, summary=f"none selected{_missing(selection)}"))
     if targeted_failed:
-        run.checks.append(Check(name="full_suite", ok=False, summary="not run: targeted tests failed"))
+        run.add_check(Check(name="full_suite", ok=False, summary="not run: targeted tests failed"))
     elif not full_suite:
-        run.checks.append(Check(name="full_suite", ok=True, summary="not run: not asked for"))
+        run.add_check(Check(name="full_suite", ok=True, summary="not run: not asked for"))
     elif run.suite_duration_s is not None and run.timeout_s() < run.suite_duration_s * SUITE_ESTIMATE_FACTOR:
-        run.checks.append(
+        run.add_check(
             Check(
                 name="full_suite",
                 ok=False,
@@ -258,7 +264,7 @@ async def _tests(run: _Run, session: ExecSession, selection: Selection, *, full_
         run.suite_duration_s = run.suite_duration_s or result.duration_s
         run.tests_run = max(run.tests_run, result.total)
         run.failing.update({f.test_id: f for f in result.failures})
-        run.checks.append(Check(name="full_suite", ok=not result.failures, summary=_counts(result)))
+        run.add_check(Check(name="full_suite", ok=not result.failures, summary=_counts(result)))
     await _compare(run, session, selection)
 
 
@@ -282,7 +288,7 @@ async def _compare(run: _Run, session: ExecSession, selection: Selection) -> Non
         resolved = not (result.timed_out or result.truncated or not result.report_found)
         before = {f.test_id: f for f in result.failures}
         summary = f"{len(files)} file(s) without the patch's source changes: {_counts(result)}"
-        run.checks.append(Check(name="baseline", ok=resolved, summary=summary))
+        run.add_check(Check(name="baseline", ok=resolved, summary=summary))
         if resolved:
             _remember(run, files, before)
     elif files:  # a patch of tests only: the reproduction tree is the patched tree
@@ -343,7 +349,7 @@ def _fixed_and_reproduction(
         return
     reproducing = [t for t in before if t.split("::")[0] in selection.changed_test_files]
     ok = bool(reproducing) or bool(run.fixed)
-    run.checks.append(
+    run.add_check(
         Check(
             name="reproduction",
             ok=ok,
@@ -418,7 +424,7 @@ async def verify_patch(
         cls: FailureClass, message: str, path: str | None = None
     ) -> tuple[VerificationReport, Baseline]:
         run.failures.append(Failure(failure_class=cls, path=path, message=message))
-        run.checks.append(Check(name="patch", ok=False, summary=message))
+        run.add_check(Check(name="patch", ok=False, summary=message))
         return _report(run, started=started, judged=True), run.new_baseline()
 
     dirty = await changed_tracked_files(workspace)
@@ -435,7 +441,7 @@ async def verify_patch(
         return early(FailureClass.PATCH_EMPTY, "the patch changes nothing")
     run.failures += review_patch(run.changes, plan_files=plan_files, mode=mode, limits=limits)
     review_errors = [f for f in run.failures if f.severity == "error"]
-    run.checks.append(
+    run.add_check(
         Check(
             name="diff_review",
             ok=not review_errors,
@@ -453,7 +459,7 @@ async def verify_patch(
     if seconds_left(deadline) <= DEADLINE_MARGIN_S:
         return early(FailureClass.BUDGET_WALL, "the deadline passed before verification could start")
     await apply_patch(workspace, patch)
-    run.checks.append(
+    run.add_check(
         Check(name="patch", ok=True, summary=f"applies to {commit[:12]}: {len(run.changes)} file(s)")
     )
     try:
@@ -464,7 +470,7 @@ async def verify_patch(
                     selection = select_tests(workspace, run.changes, test_targets)
                     await _tests(run, session, selection, full_suite=full_suite)
                 else:
-                    run.checks.append(
+                    run.add_check(
                         Check(name="targeted_tests", ok=False, summary="not run: the patch does not compile")
                     )
         if scope.cancelled_caught:
