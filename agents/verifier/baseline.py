@@ -68,7 +68,7 @@ class Knowledge:
             self.complete_files.add(file)
             for test_id, failure in failures.items():
                 if test_id.split("::")[0] == file and len(test_id) <= MAX_TEST_ID_CHARS:
-                    self.outcomes[test_id] = failure.outcome
+                    self.outcomes[test_id] = "error" if failure.outcome == "error" else "failed"
 
     def static_unknown(self, paths: set[str]) -> list[str]:
         return sorted(paths - set(self.static_checked))
