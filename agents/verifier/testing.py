@@ -92,6 +92,10 @@ async def run_tests(
         run.add_check(Check(name="targeted_tests", ok=True, summary=f"none selected{_missing(selection)}"))
     if targeted_failed:
         run.add_check(Check(name="full_suite", ok=False, summary="not run: targeted tests failed"))
+    elif selection.covers_suite:
+        run.add_check(
+            Check(name="full_suite", ok=True, summary="not run: the targeted tests are the whole suite")
+        )
     elif not full_suite:
         run.add_check(Check(name="full_suite", ok=True, summary="not run: not asked for"))
     elif (

@@ -37,3 +37,20 @@ def test_targets_changed_tests_and_tests_of_changed_modules_are_targeted(tmp_pat
     assert selection.is_task_test("tests/test_target.py::test_t")
     assert selection.is_task_test("tests/test_new.py::test_zero")
     assert not selection.is_task_test("tests/test_calc.py::test_add")
+
+
+def test_a_selection_of_every_test_module_covers_the_suite_unless_pytest_collects_more(
+    tmp_path: Path,
+) -> None:
+    """Our choice: the whole suite is not run a second time when the targeted files are all of it;
+    a pytest option that may collect other files keeps the suite run."""
+    files = {"calc.py": CALC, "tests/test_calc.py": TEST_CALC}
+    repo = make_repo(tmp_path / "small", files)
+    changes = parse_patch(make_patch(repo, {"calc.py": CALC_FIXED}))
+    assert select_tests(repo, changes, []).covers_suite
+    doctests = make_repo(
+        tmp_path / "doctests", files | {"pytest.ini": "[pytest]\naddopts = --doctest-modules\n"}
+    )
+    assert not select_tests(
+        doctests, parse_patch(make_patch(doctests, {"calc.py": CALC_FIXED})), []
+    ).covers_suite
