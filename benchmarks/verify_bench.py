@@ -8,7 +8,9 @@ tests each, one module with a bug its test shows), each in a fresh exec server s
    (the verifier returns after the targeted tests);
 4. `verify_patch` of a one-file fix that breaks a test in another module: the suite, then the
    failing tests re-run without the patch's source changes (the baseline's price for a failure);
-5. a one-test `run_tests` call: pytest's own start-up in this setup.
+5. a one-test `run_tests` call: pytest's own start-up in this setup;
+6. the suite again after a first run in the same session (sandbox started, caches warm): the
+   first run's cold start is part of (1), as it is part of every verification.
 
 Beside each verification: its steps' wall times (the last run's), from the report's checks; the
 first step with a sandbox command (`static`, or `targeted_tests` when no Python file changed)
@@ -23,6 +25,7 @@ Run: .venv/bin/python benchmarks/verify_bench.py [--repeat 3] [--work-ms 10] [--
 """
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -105,13 +108,17 @@ def patch_of(root: Path, path: str, text: str) -> str:
     return patch
 
 
-async def timed(action: Callable[[], Awaitable[Any]], repeat: int) -> tuple[float, Any]:
-    times, result = [], None
+async def timed(actions: list[Callable[[], Awaitable[Any]]], repeat: int) -> list[tuple[float, Any]]:
+    """Median wall time and last result of each action; the actions take turns, so a change in
+    the machine's load during the run affects them all alike."""
+    times: list[list[float]] = [[] for _ in actions]
+    results: list[Any] = [None] * len(actions)
     for _ in range(repeat):
-        started = time.perf_counter()
-        result = await action()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times), result
+        for i, action in enumerate(actions):
+            started = time.perf_counter()
+            results[i] = await action()
+            times[i].append(time.perf_counter() - started)
+    return [(statistics.median(t), r) for t, r in zip(times, results, strict=True)]
 
 
 async def setup_figures(root: Path, tools: Tools, repeat: int) -> list[tuple[str, float, str]]:
@@ -119,6 +126,16 @@ async def setup_figures(root: Path, tools: Tools, repeat: int) -> list[tuple[str
         async with Client(tools.servers(root, frozenset({"read", "execute"}))["exec"]) as client:
             result = await client.call_tool("run_tests", {"paths": paths, "timeout_s": 600})
             return result.structured_content or {}
+
+    warm_times: list[float] = []
+
+    async def plain_warm() -> None:
+        """The suite a second time in one session: the sandbox started and its caches warm."""
+        async with Client(tools.servers(root, frozenset({"read", "execute"}))["exec"]) as client:
+            await client.call_tool("run_tests", {"paths": ["tests/test_m0.py"], "timeout_s": 600})
+            started = time.perf_counter()
+            await client.call_tool("run_tests", {"paths": [], "timeout_s": 600})
+            warm_times.append(time.perf_counter() - started)
 
     def verify(patch: str) -> Callable[[], Awaitable[Any]]:
         async def run() -> Any:
@@ -142,11 +159,18 @@ async def setup_figures(root: Path, tools: Tools, repeat: int) -> list[tuple[str
     other = (root / "pkg" / "m7.py").read_text()
     breaks_other = fix + patch_of(root, "pkg/m7.py", other.replace("return a + b", "return a + b + (a == 5)"))
 
-    suite_s, suite = await timed(lambda: plain([]), repeat)
-    one_s, _ = await timed(lambda: plain(["tests/test_m0.py::test_combine_0"]), repeat)
-    pass_s, passed = await timed(verify(fix), repeat)
-    fail_s, failed = await timed(verify(wrong), repeat)
-    regress_s, regressed = await timed(verify(breaks_other), repeat)
+    measured = await timed(
+        [
+            lambda: plain([]),
+            lambda: plain(["tests/test_m0.py::test_combine_0"]),
+            plain_warm,
+            verify(fix),
+            verify(wrong),
+            verify(breaks_other),
+        ],
+        repeat,
+    )
+    (suite_s, suite), (one_s, _), _, (pass_s, passed), (fail_s, failed), (regress_s, regressed) = measured
     counts = f"{suite.get('passed')} passed, {suite.get('failed')} failed"
 
     def steps(report: Any) -> str:
@@ -155,6 +179,7 @@ async def setup_figures(root: Path, tools: Tools, repeat: int) -> list[tuple[str
     return [
         ("plain suite run (run_tests, whole suite)", suite_s, counts),
         ("pytest start-up (run_tests, one test)", one_s, ""),
+        ("plain suite run, warm sandbox (second in a session)", statistics.median(warm_times), ""),
         (
             "verify: correct one-file fix",
             pass_s,
@@ -178,6 +203,7 @@ async def main(args: argparse.Namespace) -> None:
     print(
         f"verify_bench: {MODULES * TESTS_PER_MODULE} tests, {args.work_ms} ms of work each, backend {args.backend}, median of {args.repeat}"
     )
+    print(f"load average at start: {os.getloadavg()[0]:.1f} (2 cores here are shared)")
     for lean in (False, True):
         with tempfile.TemporaryDirectory(prefix="verify-bench-") as tmp:
             root = Path(tmp) / "repo"
@@ -192,6 +218,7 @@ async def main(args: argparse.Namespace) -> None:
         suite_s = figures[0][1]
         for name, seconds, note in figures:
             print(f"  {name:<52} {seconds:7.2f} s  {seconds / suite_s:5.2f}x suite  {note}")
+    print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
