@@ -35,6 +35,12 @@ class Verification:
     regressions: list[str] = field(default_factory=list)
     still_failing: list[str] = field(default_factory=list)
     preexisting: list[str] = field(default_factory=list)
+    reproduction: dict[str, TestFailure] = field(default_factory=dict)
+    """Tests failing on the reproduction tree (see `agents.verifier.verify`), by id."""
+    reproduced_files: set[str] = field(default_factory=set)
+    """Test files run on the reproduction tree."""
+    reproduction_resolved: bool = True
+    """False when a reproduction run timed out or listed fewer failures than it had."""
     mark: float = field(default_factory=time.monotonic)
     """When the last check ended: each step's time is the time since the previous check."""
 

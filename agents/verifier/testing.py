@@ -73,24 +73,19 @@ def _missing(selection: Selection) -> str:
 async def run_tests(
     run: Verification, session: ExecSession, selection: Selection, *, full_suite: bool
 ) -> None:
-    targeted_failed = False
+    """The targeted tests, then (unless they showed the patch wrong) the whole suite; each run's
+    new failures sorted at once, the reproduction check last."""
     if selection.files:
         result = await session.run_tests(selection.files, timeout_s=run.timeout_s())
         if _timed_out(run, "targeted_tests", result) or _pytest_broken(run, "targeted_tests", result):
             return
         run.tests_run += result.total
-        run.failing.update({f.test_id: f for f in result.failures})
-        targeted_failed = bool(result.failures)
-        run.add_check(
-            Check(
-                name="targeted_tests",
-                ok=not targeted_failed,
-                summary=f"{len(selection.files)} file(s): {_counts(result)}{_missing(selection)}",
-            )
-        )
+        summary = f"{len(selection.files)} file(s): {_counts(result)}{_missing(selection)}"
+        run.add_check(Check(name="targeted_tests", ok=not result.failures, summary=summary))
+        await _sort_failures(run, session, selection, result.failures, reproduce=selection.changed_test_files)
     else:
         run.add_check(Check(name="targeted_tests", ok=True, summary=f"none selected{_missing(selection)}"))
-    if targeted_failed:
+    if run.regressions or run.still_failing:
         run.add_check(Check(name="full_suite", ok=False, summary="not run: targeted tests failed"))
     elif selection.covers_suite:
         run.add_check(
@@ -115,39 +110,41 @@ async def run_tests(
             return
         run.known.suite_duration_s = run.known.suite_duration_s or result.duration_s
         run.tests_run = max(run.tests_run, result.total)
-        run.failing.update({f.test_id: f for f in result.failures})
         run.add_check(Check(name="full_suite", ok=not result.failures, summary=_counts(result)))
-    await _compare(run, session, selection)
+        new = [f for f in result.failures if f.test_id not in run.failing]
+        await _sort_failures(run, session, selection, new, reproduce=[])
+    _fixed_and_reproduction(run, selection)
+    if run.preexisting and not (run.regressions or run.still_failing):
+        _clear_test_checks(run)
 
 
-async def _compare(run: Verification, session: ExecSession, selection: Selection) -> None:
-    """Sort the patched tree's failures into regressions, still failing and pre-existing, running
-    on the reproduction tree what the baseline does not know (see the module docstring)."""
+async def _sort_failures(
+    run: Verification,
+    session: ExecSession,
+    selection: Selection,
+    failures: list[TestFailure],
+    *,
+    reproduce: list[str],
+) -> None:
+    """Sort new failures on the patched tree into regressions, still failing and pre-existing,
+    running on the reproduction tree what the baseline does not know, and the test files in
+    `reproduce` (see `agents.verifier.verify`)."""
+    run.failing.update({f.test_id: f for f in failures})
     unknown = {
-        tid for tid in run.failing if run.starting_outcome(tid) is None and not selection.is_task_test(tid)
+        f.test_id
+        for f in failures
+        if run.starting_outcome(f.test_id) is None and not selection.is_task_test(f.test_id)
     }
-    files = sorted(
-        {tid.split("::")[0] for tid in unknown} | set(selection.changed_test_files if run.src_changes else [])
-    )
-    before: dict[str, TestFailure] = {}
-    resolved = True
+    files = sorted(({tid.split("::")[0] for tid in unknown} | set(reproduce)) - run.reproduced_files)
     if files and run.src_changes:
-        await restore(run.workspace, run.src_changes)
-        try:
-            result = await session.run_tests(files, timeout_s=run.timeout_s())
-        finally:
-            await apply_patch(run.workspace, join_sections(run.src_changes))
-        resolved = not (result.timed_out or result.truncated or not result.report_found)
-        before = {f.test_id: f for f in result.failures}
-        summary = f"{len(files)} file(s) without the patch's source changes: {_counts(result)}"
-        run.add_check(Check(name="baseline", ok=resolved, summary=summary))
-        if resolved:
-            _remember(run, files, before)
+        await _run_reproduction(run, session, files)
     elif files:  # a patch of tests only: the reproduction tree is the patched tree
-        before = dict(run.failing)
-    for tid, failure in sorted(run.failing.items()):
+        run.reproduced_files.update(files)
+        run.reproduction.update({f.test_id: f for f in failures if f.test_id.split("::")[0] in files})
+    for failure in sorted(failures, key=lambda f: f.test_id):
+        tid = failure.test_id
+        known = run.starting_outcome(tid)
         if selection.is_task_test(tid):
-            known = run.starting_outcome(tid)
             if known == "passed":
                 run.regressions.append(tid)
                 run.failures.append(
@@ -157,16 +154,40 @@ async def _compare(run: Verification, session: ExecSession, selection: Selection
                 run.still_failing.append(tid)
                 run.failures.append(_test_failure(FailureClass.TEST_STILL_FAILING, failure))
             continue
-        known = run.starting_outcome(tid)
-        if known is None and tid.split("::")[0] in files and resolved:
-            known = "failed" if tid in before else "passed"
+        if known is None and tid.split("::")[0] in run.reproduced_files and run.reproduction_resolved:
+            known = "failed" if tid in run.reproduction else "passed"
         if known in ("failed", "error"):
             run.preexisting.append(tid)
         else:
             note = "" if known == "passed" else " (its outcome before the patch could not be checked)"
             run.regressions.append(tid)
             run.failures.append(_test_failure(FailureClass.TEST_REGRESSION, failure, note))
-    _fixed_and_reproduction(run, selection, before, resolved)
+
+
+async def _run_reproduction(run: Verification, session: ExecSession, files: list[str]) -> None:
+    """Run `files` with the patch's source changes taken back, then put them back."""
+    await restore(run.workspace, run.src_changes)
+    try:
+        result = await session.run_tests(files, timeout_s=run.timeout_s())
+    finally:
+        await apply_patch(run.workspace, join_sections(run.src_changes))
+    resolved = not (result.timed_out or result.truncated or not result.report_found)
+    before = {f.test_id: f for f in result.failures}
+    run.reproduced_files.update(files)
+    run.reproduction.update(before)
+    run.reproduction_resolved = run.reproduction_resolved and resolved
+    summary = f"{len(files)} file(s) without the patch's source changes: {_counts(result)}"
+    run.add_check(Check(name="baseline", ok=resolved, summary=summary))
+    if resolved:
+        _remember(run, files, before)
+
+
+def _clear_test_checks(run: Verification) -> None:
+    """A test run whose only failures were there before the patch is a good run for the patch."""
+    for i, check in enumerate(run.checks):
+        if check.name in ("targeted_tests", "full_suite") and not check.ok and "failed" in check.summary:
+            note = " (all failing before the patch)"
+            run.checks[i] = check.model_copy(update={"ok": True, "summary": check.summary + note})
 
 
 def _remember(run: Verification, files: list[str], before: dict[str, TestFailure]) -> None:
@@ -178,11 +199,9 @@ def _remember(run: Verification, files: list[str], before: dict[str, TestFailure
     run.known.remember_tests(files, before, changed_paths=run.changed_paths)
 
 
-def _fixed_and_reproduction(
-    run: Verification, selection: Selection, before: dict[str, TestFailure], resolved: bool
-) -> None:
+def _fixed_and_reproduction(run: Verification, selection: Selection) -> None:
     # Every file run on the reproduction tree ran on the patched tree too (targeted or failing there).
-    run.fixed += [tid for tid in before if tid not in run.failing]
+    run.fixed += [tid for tid in run.reproduction if tid not in run.failing]
     for tid, outcome in run.known.outcomes.items():
         if (
             outcome != "passed"
@@ -191,9 +210,12 @@ def _fixed_and_reproduction(
             and tid not in run.fixed
         ):
             run.fixed.append(tid)
-    if not (run.src_changes and selection.changed_test_files) or not resolved:
+    if not (run.src_changes and selection.changed_test_files) or not run.reproduction_resolved:
         return
-    reproducing = [t for t in before if t.split("::")[0] in selection.changed_test_files]
+    changed = set(selection.changed_test_files)
+    if not changed <= run.reproduced_files:
+        return
+    reproducing = [t for t in run.reproduction if t.split("::")[0] in changed]
     ok = bool(reproducing) or bool(run.fixed)
     run.add_check(
         Check(

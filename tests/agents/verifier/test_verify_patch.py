@@ -273,3 +273,26 @@ async def test_a_workspace_not_at_its_starting_tree_is_not_judged(calc_repo: Pat
     report, _ = await _verify(calc_repo, patch, tools)
     assert report.verdict == "unverified"
     assert _classes(report) == {FailureClass.ENV_INFRA}
+
+
+async def test_a_preexisting_failure_among_the_targeted_tests_does_not_stop_the_suite(
+    tmp_path: Path, tools
+) -> None:
+    """An old failure beside the target is compared first; the patch is not blamed, the whole
+    suite still runs, and every check of a passing patch is ok."""
+    repo = make_repo(
+        tmp_path / "beside",
+        {
+            "calc.py": CALC,
+            "pytest.ini": FAST_PYTEST,
+            "tests/test_calc.py": TEST_CALC
+            + "\n\ndef test_div():\n    assert 1 / 2 == 0, 'integer division, once'\n",
+            "tests/test_other.py": "def test_other():\n    assert True\n",
+        },
+    )
+    report, _ = await _verify(repo, make_patch(repo, {"calc.py": CALC_FIXED}), tools)
+    assert report.verdict == "passed", report.failures
+    assert report.preexisting == ["tests/test_calc.py::test_div"]
+    suite = next(c for c in report.checks if c.name == "full_suite")
+    assert not suite.summary.startswith("not run")
+    assert all(c.ok for c in report.checks), report.checks
