@@ -23,8 +23,9 @@ verifier actor calls):
 introduced), the targeted tests (`selection`), then — when they pass and the deadline allows — the
 whole suite, and the comparison with the starting tree (`testing`; `verify` says why only failing
 and changed tests are re-run there; `baseline` keeps what is learnt). When a targeted test fails
-it returns at once, without the suite: the coder hears about it as early as possible. All calls go
-through one exec session (`exec_session`), so one sandbox serves the whole verification.
+because of the patch it returns at once, without the suite: the coder hears of it after one
+short run. All calls go through one exec session (`exec_session`), so one sandbox serves the
+whole verification.
 Options: `limits=ReviewLimits(...)` (size caps), `full_suite=False` (targeted tests only).
 
 `report.verdict` is `passed`, `failed` (the failures say why) or `unverified` (nothing could judge
