@@ -135,6 +135,9 @@ async def verify_patch(
         for f in review_errors
     ):
         return early(FailureClass.PATCH_PROTECTED_PATH, "not applied: the patch writes into .git/")
+    if mode == "read":  # the review already failed it; running its tests would change nothing
+        run.add_check(Check(name="patch", ok=False, summary="not applied: read mode allows no changes"))
+        return _report(run, started=started, judged=True), run.known.to_baseline()
     why = await check_patch(workspace, patch)
     if why is not None:
         return early(FailureClass.PATCH_APPLY_FAILED, why.splitlines()[-1] if why else "does not apply")

@@ -296,3 +296,11 @@ async def test_a_preexisting_failure_among_the_targeted_tests_does_not_stop_the_
     suite = next(c for c in report.checks if c.name == "full_suite")
     assert not suite.summary.startswith("not run")
     assert all(c.ok for c in report.checks), report.checks
+
+
+async def test_a_patch_in_read_mode_is_out_of_scope_and_not_run(calc_repo: Path, tools) -> None:
+    """Read mode allows no changes: the patch fails as `patch.out_of_scope` without a sandbox."""
+    report, _ = await _verify(calc_repo, make_patch(calc_repo, {"calc.py": CALC_FIXED}), tools, mode="read")
+    assert report.verdict == "failed"
+    assert _classes(report) == {FailureClass.PATCH_OUT_OF_SCOPE}
+    assert tools.opened == []
