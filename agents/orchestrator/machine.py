@@ -47,6 +47,7 @@ from agents.messages import (
     VerifyResult,
 )
 from agents.orchestrator.pipeline import Pipeline, Stage
+from agents.verifier.verdict import revision_feedback
 from bus.messages import Message
 
 REPLAN_AFTER_FAILED_REVISIONS = 2
@@ -508,15 +509,11 @@ def _limit_text(limit: str) -> str:
 
 
 def _feedback(state: TaskState) -> str | None:
+    """The verifier's failures for the coder (or planner): failing test ids and places first."""
     report = state.last_report
     if report is None or not report.failures:
         return None
-    lines = [f"Verification failed ({len(report.failures)} failures):"]
-    for f in report.failures[:15]:
-        where = f"{f.path}:{f.line}" if f.path and f.line else (f.path or "")
-        test = f"{f.test_id} " if f.test_id else ""
-        lines.append(f"- [{f.failure_class}] {test}{where} {f.message[:300]}".rstrip())
-    return "\n".join(lines)
+    return revision_feedback(report)
 
 
 def _signature(report: Any) -> str:

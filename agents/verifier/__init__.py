@@ -17,12 +17,16 @@ verifier actor calls):
     report = await verify_answer(workspace=scratch, answer=text)
     feedback = revision_feedback(report)   # for the coder: failing test ids and locations first
 
-`verify_patch` steps: read the patch (`patch.malformed`, `patch.empty`), review the diff
-(`diff_review`), `git apply` it (`patch.apply_failed`), static checks of the changed files
-(`static`: only findings the patch introduced), the targeted tests (`selection`), then — when they
-pass and the deadline allows — the whole suite, and last the comparison with the starting tree
-(`verify`, which says why only failing and changed tests are re-run there). When a targeted test
-fails, it returns at once without the suite: the coder hears about it as early as possible.
+`verify_patch` steps, one module each: read the patch (`patchset`: `patch.malformed`,
+`patch.empty`), review the diff (`diff_review`, `secrets`), `git apply` it (`tree`:
+`patch.apply_failed`), static checks of the changed files (`static`: only findings the patch
+introduced), the targeted tests (`selection`), then — when they pass and the deadline allows — the
+whole suite, and the comparison with the starting tree (`testing`; `verify` says why only failing
+and changed tests are re-run there; `baseline` keeps what is learnt). When a targeted test fails
+because of the patch it returns at once, without the suite: the coder hears of it after one
+short run. All calls go through one exec session (`exec_session`), so one sandbox serves the
+whole verification.
+Options: `limits=ReviewLimits(...)` (size caps), `full_suite=False` (targeted tests only).
 
 `report.verdict` is `passed`, `failed` (the failures say why) or `unverified` (nothing could judge
 the patch: no tests, the sandbox failed); `VerificationReport.model_dump(mode="json")` is a

@@ -24,13 +24,16 @@ GENERATED_SUFFIXES = (".pyc", ".pyo", ".so", ".o", ".class", ".whl", ".egg")
 GENERATED_DIRS = frozenset(
     {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", "build", "dist", ".tox", "node_modules"}
 )
+TEST_CONFIGS = frozenset({"pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini", "noxfile.py", "Makefile"})
+"""Files whose options can deselect or skip tests for the whole suite."""
+_DESELECT = re.compile(r"(--deselect\b|--ignore(-glob)?\b|(^|\s)-k\s|\bnorecursedirs\b|\bcollect_ignore)")
 _ASSERTION = re.compile(
     r"^\s*(assert\b|self\.assert\w*\(|pytest\.raises\(|with pytest\.raises\b|\w+\.assert_\w+\()"
 )
 _TEST_DEF = re.compile(r"^\s*(?:async\s+)?def\s+(test\w*)\s*\(")
 _SKIP = re.compile(
     r"(@pytest\.mark\.(skip|skipif|xfail)\b|\bpytest\.(skip|xfail)\(|@unittest\.(skip|skipIf|skipUnless|expectedFailure)\b"
-    r"|\bself\.skipTest\(|\bpytestmark\s*=.*\b(skip|xfail)\b|--deselect\b|addopts\s*=.*(-k\s|--deselect|--ignore))"
+    r"|\bself\.skipTest\(|\bpytestmark\s*=.*\b(skip|xfail)\b|\bcollect_ignore(_glob)?\b|\.add_marker\(.*(skip|xfail))"
 )
 
 
@@ -111,6 +114,8 @@ def _review_file(change: FileChange, *, plan_files: list[str]) -> list[Failure]:
             )
     if change.is_test:
         found += _weakened(change)
+    elif PurePosixPath(change.path).name in TEST_CONFIGS:
+        found += _deselected(change)
     elif change.kind == "deleted":
         found.append(
             Failure(
@@ -178,6 +183,20 @@ def _weakened(change: FileChange) -> list[Failure]:
             )
         )
     return found
+
+
+def _deselected(change: FileChange) -> list[Failure]:
+    """Test configuration that now leaves tests out of the run."""
+    return [
+        Failure(
+            failure_class=FailureClass.TEST_WEAKENED,
+            path=change.path,
+            line=line_no,
+            message=f"test configuration leaves tests out: {text.strip()[:120]}",
+        )
+        for line_no, text in change.added
+        if _DESELECT.search(text)
+    ]
 
 
 def _protected(path: str) -> bool:

@@ -78,6 +78,8 @@ class Check(BaseModel):
     ok: bool
     summary: OneLine
     """One line, e.g. `12 passed, 1 failed in 3.2 s`."""
+    duration_s: float = 0.0
+    """Wall time of this step (the MCP call and the tree switching around it)."""
 
 
 class StaticFinding(BaseModel):

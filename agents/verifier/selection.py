@@ -24,6 +24,7 @@ SKIP_DIRS = frozenset(
 MAX_SCANNED_FILES = 5000
 MAX_RELATED_FILES = 20
 MAX_SCANNED_BYTES = 200_000
+PYTEST_CONFIGS = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 
 
 @dataclass(frozen=True)
@@ -38,20 +39,27 @@ class Selection:
     """Test files the patch added or changed (conftest.py excluded), present after the patch."""
     missing_targets: list[str]
     """Plan targets whose file does not exist on the patched tree."""
+    covers_suite: bool = False
+    """The targeted files are every test module of the repository (and no pytest option collects
+    other files): the whole suite would only run them again."""
 
     def is_task_test(self, test_id: str) -> bool:
         """Whether a failure of `test_id` is the patch's whatever the starting tree did."""
         file = test_id.split("::")[0]
         if file in self.changed_test_files:
             return True
-        return any(_matches(test_id, target) for target in self.target_ids)
+        # A target file that cannot be collected reports the file itself as the failing test.
+        return any(
+            _matches(test_id, target) or test_id == target.split("::")[0] for target in self.target_ids
+        )
 
 
 def _matches(test_id: str, target: str) -> bool:
     return test_id == target or test_id.startswith((target + "::", target + "["))
 
 
-def _is_test_module(path: str) -> bool:
+def is_test_module(path: str) -> bool:
+    """pytest's default test module names: `test_*.py`, `*_test.py`."""
     name = PurePosixPath(path).name
     return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
 
@@ -65,7 +73,7 @@ def test_files(root: Path) -> list[str]:
         )
         for name in sorted(names):
             rel = os.path.relpath(os.path.join(here, name), root).replace(os.sep, "/")
-            if _is_test_module(rel):
+            if is_test_module(rel):
                 found.append(rel)
                 if len(found) >= MAX_SCANNED_FILES:
                     return found
@@ -126,15 +134,35 @@ def select_tests(root: Path, changes: list[FileChange], test_targets: list[str])
     changed_tests = [
         c.path
         for c in changes
-        if c.kind != "deleted" and _is_test_module(c.path) and (root / c.path).is_file()
+        if c.kind != "deleted" and is_test_module(c.path) and (root / c.path).is_file()
     ]
     files += changed_tests
     modules = [_module_names(c.path) for c in changes if c.is_python and not c.is_test]
+    every = test_files(root)
     if modules:
-        files += _related(root, [f for f in test_files(root) if f not in files], modules)
+        files += _related(root, [f for f in every if f not in files], modules)
+    files = list(dict.fromkeys(files))
     return Selection(
-        files=list(dict.fromkeys(files)),
+        files=files,
         target_ids=target_ids,
         changed_test_files=changed_tests,
         missing_targets=missing,
+        covers_suite=bool(every)
+        and len(every) < MAX_SCANNED_FILES
+        and set(every) <= set(files)
+        and not _collects_more(root),
+    )
+
+
+def _collects_more(root: Path) -> bool:
+    """Whether pytest's configuration may collect files beyond the default test module names."""
+    for name in PYTEST_CONFIGS:
+        try:
+            text = (root / name).read_text(errors="replace")
+        except OSError:
+            continue
+        if any(option in text for option in ("python_files", "doctest", "testpaths")):
+            return True
+    return (root / "conftest.py").is_file() and "pytest_collect_file" in (root / "conftest.py").read_text(
+        errors="replace"
     )

@@ -9,8 +9,14 @@ checked, and the starting tree is checked only for files where the patched tree 
 from collections import Counter
 
 from agents.failures import FailureClass
+from agents.verifier.exec_session import ExecSession
 from agents.verifier.exec_session import StaticFinding as Found
-from agents.verifier.report import Failure, StaticFinding
+from agents.verifier.patchset import join_sections
+from agents.verifier.report import Check, Failure, StaticFinding
+from agents.verifier.state import Verification
+from agents.verifier.tree import apply_patch, restore
+
+STATIC_TIMEOUT_S = 120.0
 
 SYNTAX_ERROR = "syntax-error"
 
@@ -45,5 +51,38 @@ def as_failures(findings: list[Found]) -> list[Failure]:
     ]
 
 
-def to_baseline(findings: list[Found]) -> list[StaticFinding]:
-    return [StaticFinding(path=f.path, line=f.line, code=f.code, message=f.message) for f in findings]
+async def check_static(run: Verification, session: ExecSession) -> bool:
+    """Static checks of the changed Python files; False when the patch does not compile."""
+    paths = [
+        c.path
+        for c in run.changes
+        if c.is_python and c.kind != "deleted" and (run.workspace / c.path).is_file()
+    ]
+    if not paths:
+        run.add_check(Check(name="static", ok=True, summary="no changed Python files"))
+        return True
+    after = await session.run_static_checks(paths, timeout_s=min(run.timeout_s(), STATIC_TIMEOUT_S))
+    unknown = run.known.static_unknown({f.path for f in after.findings})
+    if unknown:
+        # Which of these findings were there before: check the same files on the starting tree.
+        back = [c for c in run.changes if c.path in unknown]
+        await restore(run.workspace, back)
+        existing = [p for p in unknown if (run.workspace / p).is_file()]
+        before = (
+            await session.run_static_checks(existing, timeout_s=min(run.timeout_s(), STATIC_TIMEOUT_S))
+            if existing
+            else None
+        )
+        await apply_patch(run.workspace, join_sections(back))
+        run.known.remember_static(unknown, before.findings if before else [])
+    new = introduced(after.findings, run.known.static_before(paths))
+    run.failures += as_failures(new)
+    syntax = [f for f in new if f.code == "syntax-error"]
+    run.add_check(
+        Check(
+            name="static",
+            ok=not new,
+            summary=f"{len(paths)} file(s) checked: {len(new)} new finding(s), {len(after.findings) - len(new)} already there",
+        )
+    )
+    return not syntax

@@ -100,3 +100,19 @@ async def restore(workspace: Path, changes: list[FileChange]) -> None:
         status, output = await git(workspace, "checkout", "HEAD", "--", *old)
         if status != 0:
             raise WorkspaceError(f"git checkout failed: {output.strip()}")
+
+
+async def reset_tracked(workspace: Path) -> None:
+    """Check out HEAD's content of every tracked file that differs from it.
+
+    Raises:
+        WorkspaceError: git could not.
+    """
+    status, output = await git(workspace, "diff", "--name-only", "-z", "HEAD")
+    if status != 0:
+        raise WorkspaceError(f"git diff failed: {output.strip()}")
+    paths = [p for p in output.split("\0") if p]
+    if paths:
+        status, output = await git(workspace, "checkout", "HEAD", "--", *paths)
+        if status != 0:
+            raise WorkspaceError(f"git checkout failed: {output.strip()}")

@@ -51,7 +51,10 @@ def _location(f: Failure) -> str:
 def revision_feedback(report: VerificationReport) -> str:
     """What the coder is told on revision: the failing test ids and locations first, one failure a
     line, each with a few lines of its stack; warnings last; at most `FEEDBACK_CHARS` characters."""
-    lines = [f"Verification {report.verdict}: {report.summary}".rstrip(": ")]
+    head = (
+        report.summary if report.summary.startswith(report.verdict) else f"{report.verdict}: {report.summary}"
+    )
+    lines = [f"Verification {head}".rstrip(": ")]
     failures = order_failures(list(report.failures))
     for f in failures:
         where = _location(f)

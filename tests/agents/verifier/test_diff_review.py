@@ -102,3 +102,12 @@ def test_secrets_are_key_formats_or_random_values_given_secret_names(line: str, 
     """As secret scanners do: a credential format, or high entropy assigned to a secret-sounding name;
     a hash under another name or a placeholder is not a secret."""
     assert (find_secret(line) is not None) is found
+
+
+def test_test_configuration_that_deselects_tests_weakens_them(tmp_path: Path) -> None:
+    """Leaving the failing test out of the run through pytest's options is `test.weakened` too."""
+    repo = make_repo(tmp_path / "cfg", {"calc.py": CALC, "pytest.ini": "[pytest]\n"})
+    found = _review(
+        repo, {"pytest.ini": "[pytest]\naddopts = --deselect tests/test_calc.py::test_mul\n"}, plan_files=[]
+    )
+    assert found == [(FailureClass.TEST_WEAKENED, "pytest.ini", 2, "error")]

@@ -244,3 +244,63 @@ async def test_a_patch_that_cannot_be_applied_says_why(
     assert _classes(report) == {failure_class}
     assert tools.opened == []
     assert git(calc_repo, "status", "--porcelain") == ""
+
+
+async def test_the_workspace_is_back_at_its_starting_tree_even_when_tests_write_tracked_files(
+    tmp_path: Path, tools
+) -> None:
+    """A revision verifies on the same workspace: whatever the patch and its test runs changed, HEAD is restored."""
+    writes = "from pathlib import Path\n\n\ndef test_writes():\n    Path('data.txt').write_text('changed')\n"
+    repo = make_repo(
+        tmp_path / "writes",
+        {
+            "calc.py": CALC,
+            "pytest.ini": FAST_PYTEST,
+            "data.txt": "original\n",
+            "tests/test_writes.py": writes,
+        },
+    )
+    report, _ = await _verify(repo, make_patch(repo, {"calc.py": CALC_FIXED}), tools, test_targets=[])
+    assert report.verdict == "passed", report.failures
+    assert (repo / "data.txt").read_text() == "original\n"
+    assert git(repo, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+async def test_a_workspace_not_at_its_starting_tree_is_not_judged(calc_repo: Path, tools) -> None:
+    """Our contract with the caller: the workspace holds the starting tree; otherwise `env.infra`, unverified."""
+    patch = make_patch(calc_repo, {"tests/test_calc.py": TEST_CALC + "\n"})
+    (calc_repo / "calc.py").write_text(CALC_FIXED)
+    report, _ = await _verify(calc_repo, patch, tools)
+    assert report.verdict == "unverified"
+    assert _classes(report) == {FailureClass.ENV_INFRA}
+
+
+async def test_a_preexisting_failure_among_the_targeted_tests_does_not_stop_the_suite(
+    tmp_path: Path, tools
+) -> None:
+    """An old failure beside the target is compared first; the patch is not blamed, the whole
+    suite still runs, and every check of a passing patch is ok."""
+    repo = make_repo(
+        tmp_path / "beside",
+        {
+            "calc.py": CALC,
+            "pytest.ini": FAST_PYTEST,
+            "tests/test_calc.py": TEST_CALC
+            + "\n\ndef test_div():\n    assert 1 / 2 == 0, 'integer division, once'\n",
+            "tests/test_other.py": "def test_other():\n    assert True\n",
+        },
+    )
+    report, _ = await _verify(repo, make_patch(repo, {"calc.py": CALC_FIXED}), tools)
+    assert report.verdict == "passed", report.failures
+    assert report.preexisting == ["tests/test_calc.py::test_div"]
+    suite = next(c for c in report.checks if c.name == "full_suite")
+    assert not suite.summary.startswith("not run")
+    assert all(c.ok for c in report.checks), report.checks
+
+
+async def test_a_patch_in_read_mode_is_out_of_scope_and_not_run(calc_repo: Path, tools) -> None:
+    """Read mode allows no changes: the patch fails as `patch.out_of_scope` without a sandbox."""
+    report, _ = await _verify(calc_repo, make_patch(calc_repo, {"calc.py": CALC_FIXED}), tools, mode="read")
+    assert report.verdict == "failed"
+    assert _classes(report) == {FailureClass.PATCH_OUT_OF_SCOPE}
+    assert tools.opened == []

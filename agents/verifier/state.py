@@ -1,0 +1,65 @@
+"""One verification in progress: the patch, the deadline, what has been found so far."""
+
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from agents.verifier.baseline import Knowledge
+from agents.verifier.exec_session import TestFailure
+from agents.verifier.patchset import FileChange
+from agents.verifier.report import Check, Failure, TestOutcome
+
+DEADLINE_MARGIN_S = 3.0
+"""Kept back from each call's timeout for the sandbox's kill and the report to arrive in time."""
+
+
+def seconds_left(deadline: datetime) -> float:
+    return (deadline - datetime.now(UTC)).total_seconds()
+
+
+@dataclass
+class Verification:
+    """What one verification has learnt so far; the steps add to it, the report is made from it."""
+
+    workspace: Path
+    deadline: datetime
+    known: Knowledge
+    changes: list[FileChange] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+    failing: dict[str, TestFailure] = field(default_factory=dict)
+    """Tests failing on the patched tree, by id."""
+    tests_run: int = 0
+    fixed: list[str] = field(default_factory=list)
+    regressions: list[str] = field(default_factory=list)
+    still_failing: list[str] = field(default_factory=list)
+    preexisting: list[str] = field(default_factory=list)
+    reproduction: dict[str, TestFailure] = field(default_factory=dict)
+    """Tests failing on the reproduction tree (see `agents.verifier.verify`), by id."""
+    reproduced_files: set[str] = field(default_factory=set)
+    """Test files run on the reproduction tree."""
+    reproduction_resolved: bool = True
+    """False when a reproduction run timed out or listed fewer failures than it had."""
+    mark: float = field(default_factory=time.monotonic)
+    """When the last check ended: each step's time is the time since the previous check."""
+
+    def add_check(self, check: Check) -> None:
+        now = time.monotonic()
+        self.checks.append(check.model_copy(update={"duration_s": round(now - self.mark, 3)}))
+        self.mark = now
+
+    def timeout_s(self) -> float:
+        """The time a call may take: what is left before the deadline, less a margin."""
+        return seconds_left(self.deadline) - DEADLINE_MARGIN_S
+
+    @property
+    def src_changes(self) -> list[FileChange]:
+        return [c for c in self.changes if not c.is_test]
+
+    @property
+    def changed_paths(self) -> set[str]:
+        return {p for c in self.changes for p in (c.path, c.old_path) if p}
+
+    def starting_outcome(self, test_id: str) -> TestOutcome | None:
+        return self.known.starting_outcome(test_id, changed_paths=self.changed_paths)

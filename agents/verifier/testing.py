@@ -1,0 +1,234 @@
+"""The test steps: the targeted tests, the whole suite, and the comparison with the starting tree.
+
+The targeted tests run first (`selection`); when one fails the verifier stops there and reports,
+so the coder hears of it after one short run. Otherwise the whole suite runs, if the deadline
+allows. Then each failure on the patched tree is sorted: a test the task is about that fails is
+the patch's failure whatever it did before; any other failing test is compared with its outcome
+on the starting tree — known from the baseline, or found by running its file on the reproduction
+tree (see `agents.verifier.verify`).
+"""
+
+from agents.failures import FailureClass
+from agents.verifier.exec_session import ExecSession, TestFailure, TestRun
+from agents.verifier.patchset import join_sections
+from agents.verifier.report import Check, Failure
+from agents.verifier.selection import Selection, is_test_module
+from agents.verifier.state import Verification
+from agents.verifier.tree import apply_patch, restore
+
+SUITE_ESTIMATE_FACTOR = 1.2
+"""The whole suite is skipped when the time left is below this multiple of its last duration."""
+
+
+def _test_failure(cls: FailureClass, failure: TestFailure, note: str = "") -> Failure:
+    return Failure(
+        failure_class=cls,
+        test_id=failure.test_id,
+        path=failure.file or failure.test_id.split("::")[0],
+        line=failure.line or None,
+        message=(failure.message or f"{failure.outcome}") + note,
+        stack_summary=failure.traceback,
+    )
+
+
+def _counts(run: TestRun) -> str:
+    return f"{run.passed} passed, {run.failed} failed, {run.errors} errors, {run.skipped} skipped in {run.duration_s:.1f} s"
+
+
+def _timed_out(run: Verification, name: str, result: TestRun) -> bool:
+    if not result.timed_out:
+        return False
+    run.failures.append(
+        Failure(
+            failure_class=FailureClass.TEST_TIMEOUT,
+            message=f"{name} did not finish within {result.duration_s:.0f} s (the task's deadline)",
+            stack_summary=result.output_tail,
+        )
+    )
+    run.add_check(Check(name=name, ok=False, summary=f"timed out after {result.duration_s:.1f} s"))
+    return True
+
+
+def _pytest_broken(run: Verification, name: str, result: TestRun) -> bool:
+    """pytest could not run the selection at all (internal or usage error, no report)."""
+    if result.exit_code in (0, 1, 5) and (result.report_found or result.exit_code == 5):
+        return False
+    run.failures.append(
+        Failure(
+            failure_class=FailureClass.ENV_SETUP,
+            message=f"pytest could not run ({name}, exit {result.exit_code})",
+            stack_summary=result.output_tail,
+        )
+    )
+    run.add_check(Check(name=name, ok=False, summary=f"pytest exit {result.exit_code}: no test report"))
+    return True
+
+
+def _missing(selection: Selection) -> str:
+    if not selection.missing_targets:
+        return ""
+    return f"; plan targets not found: {', '.join(selection.missing_targets[:5])}"
+
+
+async def run_tests(
+    run: Verification, session: ExecSession, selection: Selection, *, full_suite: bool
+) -> None:
+    """The targeted tests, then (unless they showed the patch wrong) the whole suite; each run's
+    new failures sorted at once, the reproduction check last."""
+    if selection.files:
+        result = await session.run_tests(selection.files, timeout_s=run.timeout_s())
+        if _timed_out(run, "targeted_tests", result) or _pytest_broken(run, "targeted_tests", result):
+            return
+        run.tests_run += result.total
+        summary = f"{len(selection.files)} file(s): {_counts(result)}{_missing(selection)}"
+        run.add_check(Check(name="targeted_tests", ok=not result.failures, summary=summary))
+        await _sort_failures(run, session, selection, result.failures, reproduce=selection.changed_test_files)
+    else:
+        run.add_check(Check(name="targeted_tests", ok=True, summary=f"none selected{_missing(selection)}"))
+    if run.regressions or run.still_failing:
+        run.add_check(Check(name="full_suite", ok=False, summary="not run: targeted tests failed"))
+    elif selection.covers_suite:
+        run.add_check(
+            Check(name="full_suite", ok=True, summary="not run: the targeted tests are the whole suite")
+        )
+    elif not full_suite:
+        run.add_check(Check(name="full_suite", ok=True, summary="not run: not asked for"))
+    elif (
+        run.known.suite_duration_s is not None
+        and run.timeout_s() < run.known.suite_duration_s * SUITE_ESTIMATE_FACTOR
+    ):
+        run.add_check(
+            Check(
+                name="full_suite",
+                ok=False,
+                summary=f"not run: {run.timeout_s():.0f} s left, the suite takes {run.known.suite_duration_s:.0f} s",
+            )
+        )
+    else:
+        result = await session.run_tests([], timeout_s=run.timeout_s())
+        if _timed_out(run, "full_suite", result) or _pytest_broken(run, "full_suite", result):
+            return
+        run.known.suite_duration_s = run.known.suite_duration_s or result.duration_s
+        run.tests_run = max(run.tests_run, result.total)
+        run.add_check(Check(name="full_suite", ok=not result.failures, summary=_counts(result)))
+        new = [f for f in result.failures if f.test_id not in run.failing]
+        await _sort_failures(run, session, selection, new, reproduce=[])
+    _fixed_and_reproduction(run, selection)
+    if run.preexisting and not (run.regressions or run.still_failing):
+        _clear_test_checks(run)
+
+
+async def _sort_failures(
+    run: Verification,
+    session: ExecSession,
+    selection: Selection,
+    failures: list[TestFailure],
+    *,
+    reproduce: list[str],
+) -> None:
+    """Sort new failures on the patched tree into regressions, still failing and pre-existing,
+    running on the reproduction tree what the baseline does not know, and the test files in
+    `reproduce` (see `agents.verifier.verify`)."""
+    run.failing.update({f.test_id: f for f in failures})
+    unknown = {
+        f.test_id
+        for f in failures
+        if run.starting_outcome(f.test_id) is None and not selection.is_task_test(f.test_id)
+    }
+    files = sorted(({tid.split("::")[0] for tid in unknown} | set(reproduce)) - run.reproduced_files)
+    if files and run.src_changes:
+        await _run_reproduction(run, session, files)
+    elif files:  # a patch of tests only: the reproduction tree is the patched tree
+        run.reproduced_files.update(files)
+        run.reproduction.update({f.test_id: f for f in failures if f.test_id.split("::")[0] in files})
+    for failure in sorted(failures, key=lambda f: f.test_id):
+        tid = failure.test_id
+        known = run.starting_outcome(tid)
+        if selection.is_task_test(tid):
+            if known == "passed":
+                run.regressions.append(tid)
+                run.failures.append(
+                    _test_failure(FailureClass.TEST_REGRESSION, failure, " (passed before the patch)")
+                )
+            else:
+                run.still_failing.append(tid)
+                run.failures.append(_test_failure(FailureClass.TEST_STILL_FAILING, failure))
+            continue
+        if known is None and tid.split("::")[0] in run.reproduced_files and run.reproduction_resolved:
+            known = "failed" if tid in run.reproduction else "passed"
+        if known in ("failed", "error"):
+            run.preexisting.append(tid)
+        else:
+            note = "" if known == "passed" else " (its outcome before the patch could not be checked)"
+            run.regressions.append(tid)
+            run.failures.append(_test_failure(FailureClass.TEST_REGRESSION, failure, note))
+
+
+async def _run_reproduction(run: Verification, session: ExecSession, files: list[str]) -> None:
+    """Run `files` with the patch's source changes taken back, then put them back."""
+    await restore(run.workspace, run.src_changes)
+    try:
+        result = await session.run_tests(files, timeout_s=run.timeout_s())
+    finally:
+        await apply_patch(run.workspace, join_sections(run.src_changes))
+    resolved = not (result.timed_out or result.truncated or not result.report_found)
+    before = {f.test_id: f for f in result.failures}
+    run.reproduced_files.update(files)
+    run.reproduction.update(before)
+    run.reproduction_resolved = run.reproduction_resolved and resolved
+    summary = f"{len(files)} file(s) without the patch's source changes: {_counts(result)}"
+    run.add_check(Check(name="baseline", ok=resolved, summary=summary))
+    if resolved:
+        _remember(run, files, before)
+
+
+def _clear_test_checks(run: Verification) -> None:
+    """A test run whose only failures were there before the patch is a good run for the patch."""
+    for i, check in enumerate(run.checks):
+        if check.name in ("targeted_tests", "full_suite") and not check.ok and "failed" in check.summary:
+            note = " (all failing before the patch)"
+            run.checks[i] = check.model_copy(update={"ok": True, "summary": check.summary + note})
+
+
+def _remember(run: Verification, files: list[str], before: dict[str, TestFailure]) -> None:
+    """Outcomes on the reproduction tree of test files the patch did not touch are starting outcomes,
+    unless the patch changed test code other files share (a conftest.py, a helper under tests/):
+    then the reproduction tree differs from the starting tree for every test, and nothing is kept."""
+    if any(c.is_test and not is_test_module(c.path) for c in run.changes):
+        return
+    run.known.remember_tests(files, before, changed_paths=run.changed_paths)
+
+
+def _fixed_and_reproduction(run: Verification, selection: Selection) -> None:
+    # Every file run on the reproduction tree ran on the patched tree too (targeted or failing there).
+    run.fixed += [tid for tid in run.reproduction if tid not in run.failing]
+    for tid, outcome in run.known.outcomes.items():
+        if (
+            outcome != "passed"
+            and tid not in run.failing
+            and selection.is_task_test(tid)
+            and tid not in run.fixed
+        ):
+            run.fixed.append(tid)
+    if not (run.src_changes and selection.changed_test_files) or not run.reproduction_resolved:
+        return
+    changed = set(selection.changed_test_files)
+    if not changed <= run.reproduced_files:
+        return
+    reproducing = [t for t in run.reproduction if t.split("::")[0] in changed]
+    ok = bool(reproducing) or bool(run.fixed)
+    run.add_check(
+        Check(
+            name="reproduction",
+            ok=ok,
+            summary=f"{len(reproducing)} test(s) the patch adds or changes fail without its source changes",
+        )
+    )
+    if not ok:
+        run.failures.append(
+            Failure(
+                failure_class=FailureClass.TEST_NO_REPRODUCTION,
+                path=selection.changed_test_files[0],
+                message="the tests the patch adds or changes pass without its source changes too",
+            )
+        )

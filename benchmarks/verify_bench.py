@@ -1,0 +1,230 @@
+"""Verifier timings, in one run, on a generated repository with a 200-test suite (10 modules, 20
+tests each, one module with a bug its test shows), each in a fresh exec server session on gVisor:
+
+1. the plain suite: `run_tests` of the whole suite, sandbox start included — the unit of cost;
+2. `verify_patch` of a correct one-file fix, no baseline given (baseline work included): static
+   checks, targeted tests, the whole suite;
+3. `verify_patch` of a one-file patch that leaves the targeted test failing: time to the report
+   (the verifier returns after the targeted tests);
+4. `verify_patch` of a one-file fix that breaks a test in another module: the suite, then the
+   failing tests re-run without the patch's source changes (the baseline's price for a failure);
+5. a one-test `run_tests` call: pytest's own start-up in this setup;
+6. the suite again after a first run in the same session (sandbox started, caches warm): the
+   first run's cold start is part of (1), as it is part of every verification.
+
+Beside each verification: its steps' wall times (the last run's), from the report's checks; the
+first step with a sandbox command (`static`, or `targeted_tests` when no Python file changed)
+includes the sandbox's start.
+
+Each figure is the median of `--repeat` runs, printed beside the plain suite. Targets: (2) at most
+1.5x (1), (3) under a third of (1). Two setups: the repository's pytest loading every plugin of
+codeloop's interpreter (it has no virtualenv of its own, so that interpreter runs its tests), and
+the repository's own `pytest.ini` disabling the two plugins it does not use (hypothesis, anyio).
+
+Run: .venv/bin/python benchmarks/verify_bench.py [--repeat 3] [--work-ms 10] [--backend gvisor]
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+
+from agents.verifier import verify_patch
+from tool_servers.protocol import ServerOptions
+from tool_servers.scopes import Scope
+from tool_servers.serve import server_builder
+
+MODULES = 10
+TESTS_PER_MODULE = 20
+BUGGY = 3
+LEAN_PYTEST = "[pytest]\naddopts = -p no:hypothesispytest -p no:anyio\n"
+
+
+class Tools:
+    def __init__(self, backend: str) -> None:
+        self.backend = backend
+
+    def servers(self, root: Path, scopes: frozenset[str]) -> dict[str, Any]:
+        options = ServerOptions(scopes=frozenset(Scope(s) for s in scopes))
+        return {"exec": server_builder("exec")(root, options, backend=self.backend)}
+
+
+def _module(i: int, *, buggy: bool) -> str:
+    body = "a - b" if buggy else "a + b"
+    return (
+        f"def combine{i}(a, b):\n    return {body}\n\n\n"
+        f"def work{i}(n, ms):\n"
+        "    import time\n"
+        "    end = time.perf_counter() + ms / 1000\n"
+        "    total = 0\n"
+        "    while time.perf_counter() < end:\n"
+        "        total += sum(range(n))\n"
+        "    return total\n"
+    )
+
+
+def _tests(i: int, work_ms: float) -> str:
+    lines = [f"from pkg.m{i} import combine{i}, work{i}\n\n"]
+    for j in range(TESTS_PER_MODULE):
+        lines.append(
+            f"\ndef test_combine_{j}():\n    work{i}(50, {work_ms})\n    assert combine{i}({j}, 1) == {j + 1}\n\n"
+        )
+    return "".join(lines)
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
+
+
+def make_repo(root: Path, *, work_ms: float, lean: bool) -> None:
+    (root / "pkg").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    for i in range(MODULES):
+        (root / "pkg" / f"m{i}.py").write_text(_module(i, buggy=i == BUGGY))
+        (root / "tests" / f"test_m{i}.py").write_text(_tests(i, work_ms))
+    if lean:
+        (root / "pytest.ini").write_text(LEAN_PYTEST)
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "-c", "user.name=b", "-c", "user.email=b@b", "add", ".")
+    _git(root, "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "-m", "start")
+
+
+def patch_of(root: Path, path: str, text: str) -> str:
+    old = (root / path).read_text()
+    (root / path).write_text(text)
+    patch = _git(root, "diff")
+    (root / path).write_text(old)
+    return patch
+
+
+async def timed(actions: list[Callable[[], Awaitable[Any]]], repeat: int) -> list[tuple[float, Any]]:
+    """Median wall time and last result of each action; the actions take turns, so a change in
+    the machine's load during the run affects them all alike."""
+    times: list[list[float]] = [[] for _ in actions]
+    results: list[Any] = [None] * len(actions)
+    for _ in range(repeat):
+        for i, action in enumerate(actions):
+            started = time.perf_counter()
+            results[i] = await action()
+            times[i].append(time.perf_counter() - started)
+    return [(statistics.median(t), r) for t, r in zip(times, results, strict=True)]
+
+
+async def setup_figures(root: Path, tools: Tools, repeat: int) -> list[tuple[str, float, str]]:
+    async def plain(paths: list[str]) -> dict[str, Any]:
+        async with Client(tools.servers(root, frozenset({"read", "execute"}))["exec"]) as client:
+            result = await client.call_tool("run_tests", {"paths": paths, "timeout_s": 600})
+            return result.structured_content or {}
+
+    warm_times: list[float] = []
+
+    async def plain_warm() -> None:
+        """The suite a second time in one session: the sandbox started and its caches warm."""
+        async with Client(tools.servers(root, frozenset({"read", "execute"}))["exec"]) as client:
+            await client.call_tool("run_tests", {"paths": ["tests/test_m0.py"], "timeout_s": 600})
+            started = time.perf_counter()
+            await client.call_tool("run_tests", {"paths": [], "timeout_s": 600})
+            warm_times.append(time.perf_counter() - started)
+
+    def verify(patch: str) -> Callable[[], Awaitable[Any]]:
+        async def run() -> Any:
+            report, _ = await verify_patch(
+                workspace=root,
+                patch=patch,
+                plan_files=[f"pkg/m{BUGGY}.py"],
+                test_targets=[f"tests/test_m{BUGGY}.py"],
+                mode="execute",
+                tools=tools,
+                deadline=datetime.now(UTC) + timedelta(seconds=600),
+                baseline=None,
+            )
+            return report
+
+        return run
+
+    source = (root / "pkg" / f"m{BUGGY}.py").read_text()
+    fix = patch_of(root, f"pkg/m{BUGGY}.py", source.replace("a - b", "a + b"))
+    wrong = patch_of(root, f"pkg/m{BUGGY}.py", source.replace("a - b", "a * b"))
+    other = (root / "pkg" / "m7.py").read_text()
+    breaks_other = fix + patch_of(root, "pkg/m7.py", other.replace("return a + b", "return a + b + (a == 5)"))
+
+    measured = await timed(
+        [
+            lambda: plain([]),
+            lambda: plain(["tests/test_m0.py::test_combine_0"]),
+            plain_warm,
+            verify(fix),
+            verify(wrong),
+            verify(breaks_other),
+        ],
+        repeat,
+    )
+    (suite_s, suite), (one_s, _), _, (pass_s, passed), (fail_s, failed), (regress_s, regressed) = measured
+    counts = f"{suite.get('passed')} passed, {suite.get('failed')} failed"
+
+    def steps(report: Any) -> str:
+        return " ".join(f"{c.name}={c.duration_s:.2f}" for c in report.checks if c.duration_s >= 0.01)
+
+    return [
+        ("plain suite run (run_tests, whole suite)", suite_s, counts),
+        ("pytest start-up (run_tests, one test)", one_s, ""),
+        ("plain suite run, warm sandbox (second in a session)", statistics.median(warm_times), ""),
+        (
+            "verify: correct one-file fix",
+            pass_s,
+            f"{passed.verdict}, {passed.tests_run} outcomes; {steps(passed)}",
+        ),
+        (
+            "verify: targeted test still failing (first report)",
+            fail_s,
+            f"{failed.verdict}, {len(failed.failures)} failure(s); {steps(failed)}",
+        ),
+        (
+            "verify: fix breaking another module's test",
+            regress_s,
+            f"{regressed.verdict}, regressions={len(regressed.regressions)}; {steps(regressed)}",
+        ),
+    ]
+
+
+async def main(args: argparse.Namespace) -> None:
+    tools = Tools(args.backend)
+    print(
+        f"verify_bench: {MODULES * TESTS_PER_MODULE} tests, {args.work_ms} ms of work each, backend {args.backend}, median of {args.repeat}"
+    )
+    print(f"load average at start: {os.getloadavg()[0]:.1f} (2 cores here are shared)")
+    for lean in (False, True):
+        with tempfile.TemporaryDirectory(prefix="verify-bench-") as tmp:
+            root = Path(tmp) / "repo"
+            make_repo(root, work_ms=args.work_ms, lean=lean)
+            figures = await setup_figures(root, tools, args.repeat)
+        label = (
+            "repository pytest.ini disables hypothesis and anyio plugins"
+            if lean
+            else "every plugin of codeloop's interpreter"
+        )
+        print(f"\n[{label}]")
+        suite_s = figures[0][1]
+        for name, seconds, note in figures:
+            print(f"  {name:<52} {seconds:7.2f} s  {seconds / suite_s:5.2f}x suite  {note}")
+    print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--work-ms", type=float, default=10.0)
+    parser.add_argument("--backend", default="gvisor", choices=["gvisor", "process"])
+    anyio.run(main, parser.parse_args(), backend="asyncio")
+    sys.exit(0)
