@@ -5,6 +5,8 @@
     ├── BusClosed                          the connection is closed or draining
     ├── NoResponders                       nobody is subscribed to the subject
     ├── ServerStartError                   the embedded nats-server is missing or would not start
+    │   └── ServerDied                     it died while serving and could not be restarted
+    ├── StateDirBusy                       another live process owns this state directory
     ├── RecordConflict                     a compare-and-set on a KV record lost to another writer
     └── MalformedMessage                   bytes that are not a valid envelope or payload
         └── UnsupportedSchemaVersion       a valid envelope of a schema version we do not speak
@@ -32,6 +34,14 @@ class NoResponders(BusError):
 
 class ServerStartError(BusError):
     """The embedded nats-server binary is missing or did not become healthy."""
+
+
+class ServerDied(ServerStartError):
+    """The embedded nats-server died while serving and restarting it failed or kept failing."""
+
+
+class StateDirBusy(BusError):
+    """Another live process holds the state directory's lock (a second `codeloop serve`)."""
 
 
 class RecordConflict(BusError):

@@ -6,6 +6,11 @@ otherwise it also hosts the tool servers over HTTP (`codeloop.hosted_mcp`), thei
 published as `tool_call` events (`codeloop.audit_events`). On `stop` it drains: no new fetches,
 in-flight messages finish and are acked; a second stop (or the grace period running out)
 cancels, which hands in-flight messages back to JetStream and stops the HTTP servers.
+
+One `serve` per state directory: it holds the directory's lock for its life (`bus.state_lock`),
+so a second one is refused before it touches the first one's server or notes. The embedded
+server is watched: if it dies it is restarted on the same store and port (clients reconnect), and
+if it cannot be, `serve` ends saying so and where the server's log is.
 """
 
 import logging
@@ -26,7 +31,8 @@ from bus.config import BusConfig
 from bus.connection import Bus, open_bus
 from bus.dead_letters import watch_max_deliveries
 from bus.records import TaskRecords
-from bus.server import open_nats_server
+from bus.server import keep_server_running, open_nats_server
+from bus.state_lock import hold_state_dir
 from bus.streams import ensure_streams
 from bus.supervise import Supervisor
 from codeloop.audit_events import bus_audit_sink
@@ -75,13 +81,17 @@ async def serve(
     with `mcp`, also host the tool servers over HTTP, publishing their audit records as events.
 
     Raises:
+        StateDirBusy: another `codeloop serve` runs on this state directory.
         ServerStartError: the embedded server could not start.
+        ServerDied: the embedded server died and could not be restarted.
         BusClosed: the given server could not be reached.
         UnknownRole: a role name no actor exists for.
         OSError: a tool server could not listen.
     """
     async with AsyncExitStack() as stack:
+        stack.enter_context(hold_state_dir(config.state_dir, what="another codeloop serve"))
         servers = config.servers
+        server = None
         if config.embedded:
             server = await stack.enter_async_context(open_nats_server(config.state_dir / "nats"))
             servers = (server.url,)
@@ -89,6 +99,8 @@ async def serve(
         await ensure_streams(bus)
         actors = [Actor(bus, spec) for spec in await role_specs(bus, roles, actor_policy)]
         async with anyio.create_task_group() as tg:
+            if server is not None:
+                tg.start_soon(keep_server_running, server)
             await tg.start(Supervisor("dead-letter watcher", partial(watch_max_deliveries, bus)).run)
             for actor in actors:
                 await tg.start(Supervisor(f"actor {actor.role}", actor.run).run)
