@@ -8,6 +8,7 @@
     │   └── ServerDied                     it died while serving and could not be restarted
     ├── StateDirBusy                       another live process owns this state directory
     ├── RecordConflict                     a compare-and-set on a KV record lost to another writer
+    ├── PayloadTooLarge                    a message larger than the server's max payload (never sent)
     └── MalformedMessage                   bytes that are not a valid envelope or payload
         └── UnsupportedSchemaVersion       a valid envelope of a schema version we do not speak
 
@@ -46,6 +47,10 @@ class StateDirBusy(BusError):
 
 class RecordConflict(BusError):
     """A compare-and-set update of a KV record lost to a concurrent writer."""
+
+
+class PayloadTooLarge(BusError):
+    """A message over the server's max payload; refused before sending, so nothing half-written."""
 
 
 class MalformedMessage(BusError):

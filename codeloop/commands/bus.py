@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from codeloop.commands._common import fail
+from codeloop.commands._common import fail, read_text_argument
 
 NatsOpt = Annotated[
     str | None,
@@ -255,7 +255,9 @@ def _show_mcp(mcp: Any) -> None:
 
 @with_connection_options
 def submit(
-    task: Annotated[str, typer.Argument(help="What to do, in words.")],
+    task: Annotated[
+        str, typer.Argument(help="What to do, in words; @FILE reads it from FILE, - from stdin.")
+    ],
     repo: Annotated[Path, typer.Option("--repo", help="Repository the task is about.")],
     mode: Annotated[str, typer.Option("--mode", help="read | write | execute")] = "read",
     task_id: Annotated[
@@ -270,12 +272,17 @@ def submit(
     from bus.connection import open_bus
     from bus.messages import TaskSubmitted
     from bus.tasks import submit_task
+    from bus.validation import MAX_TASK_TEXT_BYTES, submission_problems
     from codeloop.config import client_bus_config
 
     if not repo.is_dir():
         raise fail(f"--repo {repo} is not a directory", 2)
+    text = read_text_argument(task, what="task text", max_bytes=MAX_TASK_TEXT_BYTES)
+    problems = submission_problems(task_id=task_id, text=text, repo=str(repo.resolve()), mode=mode)
+    if problems:
+        raise fail("; ".join(problems), 2)
     try:
-        payload = TaskSubmitted(text=task, repo=str(repo.resolve()), mode=mode)  # type: ignore[arg-type]
+        payload = TaskSubmitted(text=text, repo=str(repo.resolve()), mode=mode)  # type: ignore[arg-type]
     except ValidationError as exc:
         raise fail(
             f"invalid task: {exc.errors(include_url=False)[0]['msg']} (mode is read, write or execute)", 2
