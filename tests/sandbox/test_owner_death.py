@@ -2,14 +2,18 @@
 sandbox keeps running (the supervisor watches its channel during commands; runsc gets a
 parent-death signal)."""
 
+import itertools
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 import pytest
+from anyio.abc import Process
+from anyio.streams.buffered import BufferedByteReceiveStream
 
 from sandbox.leftovers import sweep
 from sandbox.limits import GvisorOptions
@@ -39,23 +43,30 @@ def _processes_in(directory: Path) -> list[int]:
     return found
 
 
-async def _start_owner(backend: str, workspace: Path, options: GvisorOptions) -> subprocess.Popen[str]:
-    owner = subprocess.Popen(
+async def _start_owner(backend: str, workspace: Path, options: GvisorOptions) -> Process:
+    owner = await anyio.open_process(
         [sys.executable, str(OWNER), backend, str(workspace), str(options.state_dir), str(options.work_dir)],
-        stdout=subprocess.PIPE,
-        text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert owner.stdout is not None
     with anyio.fail_after(30):
-        line = await anyio.to_thread.run_sync(owner.stdout.readline)
-    assert line == "started\n"
+        line = await BufferedByteReceiveStream(owner.stdout).receive_until(b"\n", 100)
+    assert line == b"started"
     return owner
 
 
-async def _wait_until(check: object, timeout_s: float) -> None:
+async def _kill(owner: Process) -> None:
+    owner.send_signal(signal.SIGKILL)
+    await owner.wait()
+    await owner.aclose()
+
+
+async def _wait_until(check: Callable[[], bool], timeout_s: float) -> None:
+    """Polled: what is checked (processes, runsc's state) sends no notification."""
     with anyio.fail_after(timeout_s):
-        while not check():  # type: ignore[operator]
+        for _ in itertools.count():
+            if check():
+                return
             await anyio.sleep(0.05)
 
 
@@ -86,8 +97,7 @@ async def test_sigkilling_the_owner_of_a_gvisor_sandbox_ends_its_container_withi
         await _wait_until(sleeping, 20)
         assert processes_mentioning(gvisor_options.state_dir) != []
     finally:
-        owner.send_signal(signal.SIGKILL)
-        owner.wait()
+        await _kill(owner)
     await _wait_until(lambda: processes_mentioning(gvisor_options.state_dir) == [], 3)
     # The workspace mirror (a tmpfs) is left for the next sandbox opened to sweep, as designed.
     assert sweep(gvisor_options.work_dir) != []
@@ -103,6 +113,5 @@ async def test_sigkilling_the_owner_of_a_process_sandbox_kills_its_command(tmp_p
     try:
         await _wait_until(lambda: len(_processes_in(workspace)) >= 2, 10)  # supervisor + sleep
     finally:
-        owner.send_signal(signal.SIGKILL)
-        owner.wait()
+        await _kill(owner)
     await _wait_until(lambda: _processes_in(workspace) == [], 3)
