@@ -21,7 +21,9 @@ pytestmark = pytest.mark.anyio
 async def _codeloop(home: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     # subprocess.run, not anyio's: submit stops reading stdin past the limit, and only
     # `communicate` takes the broken pipe of the unread rest as the normal case it is.
-    run = partial(subprocess.run, [*CODELOOP, *args], env=codeloop_env(home), input=stdin, capture_output=True)
+    run = partial(
+        subprocess.run, [*CODELOOP, *args], env=codeloop_env(home), input=stdin, capture_output=True
+    )
     return await anyio.to_thread.run_sync(run)
 
 
