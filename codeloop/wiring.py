@@ -41,6 +41,8 @@ from codeloop.hosted_mcp import McpHosting, host_tool_servers
 
 log = logging.getLogger("codeloop")
 DEFAULT_ROLES = ("orchestrator", "echo")
+KNOWN_ROLES = ("orchestrator", "echo")
+"""Every role `role_specs` can run."""
 DRAIN_GRACE_S = 10.0
 
 
@@ -63,7 +65,7 @@ async def role_specs(
         elif role == "echo":
             specs.append(echo_spec(**policy))
         else:
-            raise UnknownRole(f"unknown role {role!r}; known roles: {', '.join(DEFAULT_ROLES)}")
+            raise UnknownRole(f"unknown role {role!r}; known roles: {', '.join(KNOWN_ROLES)}")
     return specs
 
 
@@ -140,4 +142,4 @@ def _remove_note(path: Path, pid: int) -> None:
         path.unlink(missing_ok=True)
 
 
-__all__ = ["DEFAULT_ROLES", "SERVE_NOTE", "McpHosting", "UnknownRole", "role_specs", "serve"]
+__all__ = ["DEFAULT_ROLES", "KNOWN_ROLES", "SERVE_NOTE", "McpHosting", "UnknownRole", "role_specs", "serve"]

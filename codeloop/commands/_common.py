@@ -1,5 +1,6 @@
 """Helpers the CLI command modules share."""
 
+import errno
 import sys
 from pathlib import Path
 
@@ -10,6 +11,15 @@ def fail(message: str, code: int = 1) -> typer.Exit:
     """Print `error: MESSAGE` on stderr and return the exit to raise: `raise fail(...) from None`."""
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(code)
+
+
+def os_error_message(exc: OSError, *, with_path: bool = True) -> str:
+    """One line naming what failed on which path: `PATH: a file is where a directory must be`
+    (without the path when the caller names it better)."""
+    why = exc.strerror or str(exc)
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR):
+        why = "a file is where a directory must be"
+    return f"{exc.filename}: {why}" if exc.filename and with_path else why
 
 
 def read_text_argument(value: str, *, what: str, max_bytes: int) -> str:

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from codeloop.commands._common import fail, read_text_argument
+from codeloop.commands._common import fail, os_error_message, read_text_argument
 
 NatsOpt = Annotated[
     str | None,
@@ -165,7 +165,7 @@ def serve(
     import anyio
 
     from codeloop.config import ConfigError, bus_config
-    from codeloop.wiring import DEFAULT_ROLES, McpHosting, UnknownRole
+    from codeloop.wiring import DEFAULT_ROLES, KNOWN_ROLES, McpHosting, UnknownRole
     from codeloop.wiring import serve as run_serve
     from tool_servers.scopes import parse_scopes
 
@@ -177,6 +177,17 @@ def serve(
     except ConfigError as exc:
         raise fail(str(exc), 2) from None
     roles = tuple(role or DEFAULT_ROLES)
+    # Checked before anything starts: a bad role or replica count used to surface only after
+    # the embedded server was up and its state directory written.
+    unknown = [name for name in roles if name not in KNOWN_ROLES]
+    if unknown:
+        raise fail(f"--role: unknown role {unknown[0]!r}; known roles: {', '.join(KNOWN_ROLES)}", 2)
+    if config.embedded and replicas > 1:
+        raise fail(
+            f"--replicas {replicas} needs a cluster of at least {replicas} servers: the embedded "
+            "server is one; pass --nats with the cluster's URLs, or --replicas 1",
+            2,
+        )
     hosting = None
     if mcp:
         root = (mcp_root or Path.cwd()).expanduser()
@@ -229,8 +240,10 @@ def serve(
         _run(main)
     except UnknownRole as exc:
         raise fail(str(exc), 2) from None
-    except OSError as exc:  # a tool server could not listen on --mcp-host
-        raise fail(f"cannot host the tool servers on {mcp_host}: {exc}") from None
+    except OSError as exc:
+        if exc.filename is None and hosting is not None:  # a tool server could not listen
+            raise fail(f"cannot host the tool servers on {mcp_host}: {exc}") from None
+        raise fail(f"cannot serve: {os_error_message(exc)}") from None
 
 
 def _show_mcp(mcp: Any) -> None:
@@ -406,10 +419,29 @@ def schema(
 
     text = json.dumps(json_schemas(), indent=2)
     if output:
-        output.write_text(text + "\n")
+        try:
+            _write_whole(output, text + "\n")
+        except OSError as exc:
+            raise fail(f"cannot write the schemas to {output}: {os_error_message(exc, with_path=False)}", 2) from None
         typer.echo(f"wrote {output}", err=True)
     else:
         typer.echo(text)
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Write `text` to a temporary file beside `path`, then rename it over `path`: a failure
+    leaves `path` as it was, never half-written."""
+    import os
+    import tempfile
+
+    fd, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as file:
+            file.write(text)
+        os.replace(partial, path)
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise
 
 
 def register(app: typer.Typer) -> None:
