@@ -102,6 +102,15 @@ class TaskRecords:
         result = await compare_and_set(self.kv, self.key(task_id), _change)
         return TaskState.model_validate_json(result.value) if result.value else None
 
+    async def ids_starting_with(self, prefix: str) -> list[str]:
+        """The task ids that start with `prefix` (a shortened id a person typed), sorted."""
+        with nats_errors():
+            try:
+                keys = await self.kv.keys()
+            except nats.js.errors.NoKeysError:
+                return []
+        return sorted(key.removeprefix("task.") for key in keys if key.startswith(f"task.{prefix}"))
+
     async def all(self) -> list[TaskState]:
         with nats_errors():
             try:

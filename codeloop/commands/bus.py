@@ -351,11 +351,13 @@ def watch(
     async def main() -> str | None:
         config = client_bus_config(**connection)
         async with open_bus(config) as bus:
-            if await (await TaskRecords.open(bus)).get(task_id) is None:
+            records = await TaskRecords.open(bus)
+            full_id = await _resolve_task_id(records, task_id)
+            if await records.get(full_id) is None:
                 typer.echo(
                     f"no record of task {task_id} yet; waiting for its events (Ctrl-C to stop)", err=True
                 )
-            final = await watch_task(bus, task_id, show)
+            final = await watch_task(bus, full_id, show)
         return final.payload.get("status") if final else None
 
     try:
@@ -383,7 +385,7 @@ def status(
             records = await TaskRecords.open(bus)
             if task_id is None:
                 return await records.all()
-            one = await records.get(task_id)
+            one = await records.get(await _resolve_task_id(records, task_id))
             return [one] if one else []
 
     states = _run(main)
@@ -397,9 +399,12 @@ def status(
         )
         return
     from rich.console import Console
-    from rich.table import Table
+    from rich.table import Column, Table
 
-    table = Table("task", "status", "mode", "step", "updated", "text", "answer")
+    # Ids are never cut (a cut id cannot be pasted into `watch`); text and answer give way.
+    longest = max((len(s.task_id) for s in states), default=4)
+    task_column = Column("task", no_wrap=True, min_width=longest)
+    table = Table(task_column, "status", "mode", "step", "updated", "text", "answer")
     for s in states:
         answer = (s.result.answer or "") if s.result else (s.error or "")
         table.add_row(
@@ -407,6 +412,23 @@ def status(
             s.task.text[:60], answer[:60],
         )  # fmt: skip
     Console().print(table if states else "no tasks yet")
+
+
+async def _resolve_task_id(records: Any, task_id: str) -> str:
+    """`task_id` itself if it names a task, else the one task whose id starts with it.
+
+    Raises:
+        typer.Exit: (2) the prefix fits several tasks; the message lists some.
+    """
+    from bus.subjects import is_token
+
+    if not is_token(task_id) or await records.get(task_id) is not None:
+        return task_id
+    matches = await records.ids_starting_with(task_id)
+    if len(matches) > 1:
+        shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+        raise fail(f"task id prefix {task_id!r} fits {len(matches)} tasks ({shown}); give more of it", 2)
+    return matches[0] if matches else task_id
 
 
 def schema(
@@ -422,7 +444,9 @@ def schema(
         try:
             _write_whole(output, text + "\n")
         except OSError as exc:
-            raise fail(f"cannot write the schemas to {output}: {os_error_message(exc, with_path=False)}", 2) from None
+            raise fail(
+                f"cannot write the schemas to {output}: {os_error_message(exc, with_path=False)}", 2
+            ) from None
         typer.echo(f"wrote {output}", err=True)
     else:
         typer.echo(text)
