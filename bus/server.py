@@ -231,7 +231,7 @@ def _reusable_port(state_dir: Path) -> int:
     return port
 
 
-async def keep_server_running(server: NatsServer, *, max_restarts: int = 3, window_s: float = 60.0) -> None:
+async def keep_server_running(server: NatsServer, *, max_restarts: int = 10, window_s: float = 60.0) -> None:
     """Watch `server` until cancelled; when it dies, log it and restart it on its store and port.
 
     Clients reconnect to the same URL on their own (nats-py retries the same address).
