@@ -228,7 +228,8 @@ async def main(args: argparse.Namespace) -> None:
     print(f"tasks lost        {len(lost)}" + (f"  e.g. {', '.join(lost[:5])}" if lost else ""))
     print(f"tasks doubled     {len(doubled)}" + (f"  e.g. {', '.join(doubled[:5])}" if doubled else ""))
     print(
-        f"workers SIGKILLed {faults.killed_workers} (every {args.kill_worker_every:g} s, {args.workers} workers)"
+        f"workers SIGKILLed {faults.killed_workers} (of {args.workers}; each {args.kill_worker_every:g} s "
+        "after the last replacement was up)"
     )
     print(
         f"nats-server SIGKILLed {faults.killed_servers} (every {args.kill_server_every:g} s), "
