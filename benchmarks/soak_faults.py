@@ -59,16 +59,18 @@ async def _start(home: Path, *args: str, log: Path) -> Process:
 
 
 async def _ready_url(process: Process) -> str | None:
-    """The URL the serve noted once ready; None if it exited first (the server was down)."""
+    """The URL the serve noted once ready; None if it exited first (the server was down) or
+    was not ready within a minute."""
     assert process.stdout is not None
     buffer = b""
-    with anyio.fail_after(60):
+    with anyio.move_on_after(60):  # stuck connecting through a restart: the caller tries again
         while b"\n" not in buffer:
             try:
                 buffer += await process.stdout.receive()
             except anyio.EndOfStream:
                 return None
-    return json.loads(buffer.split(b"\n", 1)[0])["nats_url"]
+        return json.loads(buffer.split(b"\n", 1)[0])["nats_url"]
+    return None
 
 
 def _nats_server_pid(home: Path) -> int | None:

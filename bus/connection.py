@@ -165,4 +165,5 @@ async def open_bus(config: BusConfig, *, servers: tuple[str, ...] | None = None)
             if not nc.is_closed:
                 with suppress(Exception):  # a dead server must not stop us from closing
                     await nc.flush(timeout=2)
-                await nc.close()
+                with suppress(OSError):  # the connection broke as we closed it: closed anyway
+                    await nc.close()

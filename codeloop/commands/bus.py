@@ -376,27 +376,37 @@ def status(
 ) -> None:
     """Show the record of one task, or a table of all tasks."""
     from bus.connection import open_bus
+    from bus.inflight import unacked_tasks
+    from bus.messages import TERMINAL_STATUSES
     from bus.records import TaskRecords
     from codeloop.config import client_bus_config
 
-    async def main() -> list[Any]:
+    async def main() -> tuple[list[Any], dict[str, Any]]:
         config = client_bus_config(**connection)
         async with open_bus(config) as bus:
             records = await TaskRecords.open(bus)
             if task_id is None:
-                return await records.all()
-            one = await records.get(await _resolve_task_id(records, task_id))
-            return [one] if one else []
+                found = await records.all()
+            else:
+                one = await records.get(await _resolve_task_id(records, task_id))
+                found = [one] if one else []
+            if not any(s.status not in TERMINAL_STATUSES for s in found):
+                return found, {}
+            return found, await unacked_tasks(bus)
 
-    states = _run(main)
+    states, unacked = _run(main)
     if task_id is not None and not states:
         raise fail(f"no task {task_id!r} (see `codeloop status` for all tasks)")
     if as_json:
+        # The records as stored (the JSON contract); waiting messages are a note on stderr.
         typer.echo(
             states[0].model_dump_json()
             if task_id
             else json.dumps([s.model_dump(mode="json") for s in states])
         )
+        for s in states:
+            if s.task_id in unacked and s.status not in TERMINAL_STATUSES:
+                typer.echo(f"{s.task_id}: {_waiting_note(unacked[s.task_id])}", err=True)
         return
     from rich.console import Console
     from rich.table import Column, Table
@@ -406,12 +416,21 @@ def status(
     task_column = Column("task", no_wrap=True, min_width=longest)
     table = Table(task_column, "status", "mode", "step", "updated", "text", "answer")
     for s in states:
-        answer = (s.result.answer or "") if s.result else (s.error or "")
+        answer = ((s.result.answer or "") if s.result else (s.error or ""))[:60]
+        if s.task_id in unacked and s.status not in TERMINAL_STATUSES:
+            answer = _waiting_note(unacked[s.task_id])
         table.add_row(
             s.task_id, s.status, s.task.mode, str(s.step), s.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
-            s.task.text[:60], answer[:60],
+            s.task.text[:60], answer,
         )  # fmt: skip
     Console().print(table if states else "no tasks yet")
+
+
+def _waiting_note(unacked: Any) -> str:
+    return (
+        f"handed to {unacked.consumer}, not yet acknowledged: in progress, or redelivered "
+        f"{unacked.ack_wait_s:g} s after delivery if its worker stopped"
+    )
 
 
 async def _resolve_task_id(records: Any, task_id: str) -> str:
