@@ -9,7 +9,8 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 import nats.errors
-from nats.js.api import DeliverPolicy
+from nats.js import JetStreamContext
+from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from agents.messages import CancelTask, TaskResult, TaskSubmitted
 from bus import subjects
@@ -60,19 +61,28 @@ async def watch_task(
     """Replay the task's events from its first, then follow live; return the final one.
 
     Runs until the task's result arrives (`until_final`) or the caller cancels. Events that do not
-    parse are skipped here: the dead-letter path reports them.
+    parse are skipped here: the dead-letter path reports them. Across a reconnect (the server
+    restarted: its consumers may be gone) the watch subscribes again after the last event it saw,
+    so it neither misses nor repeats one.
     """
-    with nats_errors():
-        sub = await bus.js.subscribe(
-            subjects.task_events(task_id), ordered_consumer=True, deliver_policy=DeliverPolicy.ALL
-        )
+    last_seq = 0
+    reconnects = bus.nc.stats["reconnects"]
+    sub = await _subscribe_events(bus, task_id, after=last_seq)
     try:
         while True:
             try:
                 with nats_errors():
-                    msg = await sub.next_msg(timeout=5)
+                    msg = await sub.next_msg(timeout=_IDLE_CHECK_S)
             except TimeoutError:
+                if bus.nc.stats["reconnects"] != reconnects and bus.nc.is_connected:
+                    reconnects = bus.nc.stats["reconnects"]
+                    await _unsubscribe(bus, sub)
+                    sub = await _subscribe_events(bus, task_id, after=last_seq)
                 continue
+            seq = msg.metadata.sequence.stream
+            if seq <= last_seq:
+                continue  # replayed by a fresh subscription
+            last_seq = seq
             try:
                 envelope = parse_envelope(msg.data)
             except MalformedMessage:
@@ -84,8 +94,28 @@ async def watch_task(
                 return envelope
     finally:
         with anyio.CancelScope(shield=True):
-            if not bus.nc.is_closed:
-                try:
-                    await sub.unsubscribe()
-                except nats.errors.Error:
-                    pass
+            await _unsubscribe(bus, sub)
+
+
+_IDLE_CHECK_S = 2.0
+"""How long a watch waits for an event before checking whether the connection was re-made."""
+
+
+async def _subscribe_events(bus: Bus, task_id: str, *, after: int) -> JetStreamContext.PushSubscription:
+    """An ordered push subscription to the task's events, from its first or after stream seq `after`."""
+    start = {"deliver_policy": DeliverPolicy.ALL}
+    if after:
+        start = {
+            "deliver_policy": DeliverPolicy.BY_START_SEQUENCE,
+            "config": ConsumerConfig(opt_start_seq=after + 1),
+        }
+    with nats_errors():
+        return await bus.js.subscribe(subjects.task_events(task_id), ordered_consumer=True, **start)
+
+
+async def _unsubscribe(bus: Bus, sub: JetStreamContext.PushSubscription) -> None:
+    if not bus.nc.is_closed:
+        try:
+            await sub.unsubscribe()
+        except nats.errors.Error:
+            pass

@@ -19,7 +19,7 @@ from nats.js.kv import KeyValue
 
 from bus.config import BusConfig, TlsConfig
 from bus.envelope import Envelope
-from bus.errors import BusClosed, BusError, BusTimeout, NoResponders, RecordConflict
+from bus.errors import BusClosed, BusError, BusTimeout, NoResponders, PayloadTooLarge, RecordConflict
 
 MSG_ID_HEADER = "Nats-Msg-Id"
 
@@ -33,6 +33,8 @@ def nats_errors() -> Iterator[None]:
         raise RecordConflict(str(exc) or "revision changed under us") from exc
     except (nats.errors.NoRespondersError, nats.js.errors.NoStreamResponseError) as exc:
         raise NoResponders(str(exc) or "no responders (is the stream created?)") from exc
+    except nats.errors.MaxPayloadError as exc:
+        raise PayloadTooLarge(f"{exc}: the message is larger than the server's max payload") from exc
     except nats.errors.TimeoutError as exc:
         raise BusTimeout(str(exc) or "timed out") from exc
     except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError) as exc:
@@ -89,7 +91,16 @@ class Bus:
         headers: Mapping[str, str] | None = None,
         timeout_s: float | None = None,
     ) -> Published:
-        """Publish raw bytes to a stream (other-language peers, tests of malformed input)."""
+        """Publish raw bytes to a stream (other-language peers, tests of malformed input).
+
+        Raises:
+            PayloadTooLarge: `data` is over the server's max payload; nothing was sent.
+        """
+        if len(data) > self.nc.max_payload:
+            raise PayloadTooLarge(
+                f"a message of {len(data):,} bytes for {subject} is over this server's max payload "
+                f"of {self.nc.max_payload:,} bytes; nothing was sent"
+            )
         with nats_errors():
             ack = await self.js.publish(subject, data, timeout=timeout_s, headers=dict(headers or {}))
         return Published(stream=ack.stream, seq=ack.seq, duplicate=bool(ack.duplicate))
@@ -154,4 +165,5 @@ async def open_bus(config: BusConfig, *, servers: tuple[str, ...] | None = None)
             if not nc.is_closed:
                 with suppress(Exception):  # a dead server must not stop us from closing
                     await nc.flush(timeout=2)
-                await nc.close()
+                with suppress(OSError):  # the connection broke as we closed it: closed anyway
+                    await nc.close()

@@ -5,7 +5,10 @@
     ├── BusClosed                          the connection is closed or draining
     ├── NoResponders                       nobody is subscribed to the subject
     ├── ServerStartError                   the embedded nats-server is missing or would not start
+    │   └── ServerDied                     it died while serving and could not be restarted
+    ├── StateDirBusy                       another live process owns this state directory
     ├── RecordConflict                     a compare-and-set on a KV record lost to another writer
+    ├── PayloadTooLarge                    a message larger than the server's max payload (never sent)
     └── MalformedMessage                   bytes that are not a valid envelope or payload
         └── UnsupportedSchemaVersion       a valid envelope of a schema version we do not speak
 
@@ -34,8 +37,20 @@ class ServerStartError(BusError):
     """The embedded nats-server binary is missing or did not become healthy."""
 
 
+class ServerDied(ServerStartError):
+    """The embedded nats-server died while serving and restarting it failed or kept failing."""
+
+
+class StateDirBusy(BusError):
+    """Another live process holds the state directory's lock (a second `codeloop serve`)."""
+
+
 class RecordConflict(BusError):
     """A compare-and-set update of a KV record lost to a concurrent writer."""
+
+
+class PayloadTooLarge(BusError):
+    """A message over the server's max payload; refused before sending, so nothing half-written."""
 
 
 class MalformedMessage(BusError):

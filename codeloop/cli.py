@@ -4,6 +4,8 @@ Command modules import their heavy dependencies (torch, lancedb, mcp) inside the
 functions, so `codeloop --help` and the light commands start in well under a second.
 """
 
+from typing import Annotated
+
 import typer
 
 from codeloop.commands import bus, doctor, mcp, run, sandbox, search
@@ -16,8 +18,21 @@ app = typer.Typer(
 )
 
 
+def _print_version(requested: bool) -> None:
+    if requested:
+        from codeloop import __version__
+
+        typer.echo(__version__)
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
     """codeloop: a coding agent as a distributed system."""
     from redaction import install_log_redaction
 

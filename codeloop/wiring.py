@@ -6,6 +6,11 @@ otherwise it also hosts the tool servers over HTTP (`codeloop.hosted_mcp`), thei
 published as `tool_call` events (`codeloop.audit_events`). On `stop` it drains: no new fetches,
 in-flight messages finish and are acked; a second stop (or the grace period running out)
 cancels, which hands in-flight messages back to JetStream and stops the HTTP servers.
+
+One `serve` per state directory: it holds the directory's lock for its life (`bus.state_lock`),
+so a second one is refused before it touches the first one's server or notes. The embedded
+server is watched: if it dies it is restarted on the same store and port (clients reconnect), and
+if it cannot be, `serve` ends saying so and where the server's log is.
 """
 
 import logging
@@ -33,7 +38,8 @@ from bus.config import BusConfig
 from bus.connection import Bus, open_bus
 from bus.credentials import CREDENTIALS_FILE, CredentialsError, ensure_credentials, server_auth_args
 from bus.dead_letters import watch_max_deliveries
-from bus.server import open_nats_server
+from bus.server import keep_server_running, open_nats_server
+from bus.state_lock import hold_state_dir
 from bus.streams import ensure_streams
 from bus.supervise import Supervisor
 from codeloop.audit_events import bus_audit_sink
@@ -44,6 +50,7 @@ from codeloop.tool_provider import InProcessTools
 log = logging.getLogger("codeloop")
 DEFAULT_ROLES = ("orchestrator", "planner", "retriever", "coder", "verifier")
 KNOWN_ROLES = (*DEFAULT_ROLES, "echo")
+"""Every role `role_specs` can run."""
 DRAIN_GRACE_S = 10.0
 
 
@@ -118,15 +125,19 @@ async def serve(
     with `mcp`, also host the tool servers over HTTP, publishing their audit records as events.
 
     Raises:
+        StateDirBusy: another `codeloop serve` runs on this state directory.
         ServerStartError: the embedded server could not start.
+        ServerDied: the embedded server died and could not be restarted.
         BusClosed: the given server could not be reached.
         UnknownRole: a role name no actor exists for.
         OSError: a tool server could not listen.
         ConfigError: the embedded server's credentials file is unusable.
     """
     async with AsyncExitStack() as stack:
+        stack.enter_context(hold_state_dir(config.state_dir, what="another codeloop serve"))
         servers = config.servers
         credentials_file: str | None = None
+        server = None
         if config.embedded:
             # Not open to every local user: the server requires generated credentials (0600).
             try:
@@ -146,6 +157,8 @@ async def serve(
         specs = await role_specs(bus, roles, actor_policy, pipeline=pipeline, deps=deps)
         actors = [Actor(bus, spec) for spec in specs]
         async with anyio.create_task_group() as tg:
+            if server is not None:
+                tg.start_soon(keep_server_running, server)
             await tg.start(Supervisor("dead-letter watcher", partial(watch_max_deliveries, bus)).run)
             if "orchestrator" in roles:
                 await tg.start(Supervisor("rejections", partial(watch_rejections, bus)).run)
@@ -188,4 +201,4 @@ def _remove_note(path: Path, pid: int) -> None:
         path.unlink(missing_ok=True)
 
 
-__all__ = ["DEFAULT_ROLES", "SERVE_NOTE", "McpHosting", "UnknownRole", "role_specs", "serve"]
+__all__ = ["DEFAULT_ROLES", "KNOWN_ROLES", "SERVE_NOTE", "McpHosting", "UnknownRole", "role_specs", "serve"]

@@ -11,7 +11,10 @@ Running the commands from a resident process instead of `runsc exec` saves the ~
   RLIMIT_CPU), are enforced here by killing every process of the command;
 - after the command exits, every process it left behind (daemons included) is killed: as PID 1 of
   the sandbox with `kill(-1, SIGKILL)`; in `group` mode (process backend) as a child subreaper by
-  killing every descendant found in /proc.
+  killing every descendant found in /proc;
+- the channel is watched during a command too: when stdin closes (the host died, SIGKILL
+  included) the command is killed and the supervisor exits at once, which ends the container,
+  instead of running the command to its timeout for nobody.
 
 It must not import anything from codeloop: it runs under whatever interpreter the sandbox has.
 """
@@ -27,6 +30,8 @@ import time
 
 _MARKER = "\n[codeloop sandbox: {dropped} bytes of {stream} truncated]\n"
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_PDEATHSIG = 1
+_CHANNEL = 0  # stdin: requests come in on it, and its end means the host is gone
 # After a short read of a command's output, wait this long (for the command's exit or the
 # deadline only) before reading again, so a command that prints a little at a time (pytest's
 # progress dots) is read in a few batches instead of one wake-up and two system calls per write.
@@ -152,8 +157,36 @@ class Supervisor:
         if mode == "group":
             import ctypes  # only here: every import costs startup time under gVisor
 
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
             signal.signal(signal.SIGTERM, self._terminate)
+            # The host's death also ends us (and so the command) between reads of the channel.
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        self.pending = bytearray()
+        """Bytes read from the channel but not yet handled (a line arrives in pieces)."""
+
+    def read_request(self) -> dict | None:
+        """The next request line from the host; None when the channel has closed."""
+        while True:
+            line, newline, rest = bytes(self.pending).partition(b"\n")
+            if newline:
+                self.pending = bytearray(rest)
+                if line.strip():
+                    return json.loads(line)
+                continue
+            data = os.read(_CHANNEL, _READ_SIZE)
+            if not data:
+                return None
+            self.pending += data
+
+    def channel_closed(self) -> bool:
+        """Reads what the host sent during a command; True when it closed the channel instead."""
+        try:
+            data = os.read(_CHANNEL, _READ_SIZE)
+        except BlockingIOError:
+            return False
+        self.pending += data
+        return not data
 
     def _terminate(self, *_: object) -> None:
         """The host is closing the sandbox: no process of a command may outlive us."""
@@ -230,7 +263,7 @@ class Supervisor:
         captures = {proc.stdout.fileno(): Capture(cap), proc.stderr.fileno(): Capture(cap)}
         out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
         sel = selectors.DefaultSelector()
-        for fd in (out_fd, err_fd, self.wake_r):
+        for fd in (out_fd, err_fd, self.wake_r, _CHANNEL):
             sel.register(fd, selectors.EVENT_READ)
         deadline = started + float(req["timeout_s"])
         # Only under gVisor (init mode) is the CPU limit measured here; the process backend has
@@ -267,6 +300,13 @@ class Supervisor:
                 timeout, selector = max(0.0, min(deadline, next_cpu_check) - now), sel
             for key, _ in selector.select(timeout):
                 fd = key.fd
+                if fd == _CHANNEL:
+                    if self.channel_closed():
+                        # Nobody will read the reply: end the command and everything it started.
+                        self.kill_all(proc.pid)
+                        os._exit(0)
+                    sel.unregister(fd)  # a request during a command waits for the next read
+                    continue
                 if fd == self.wake_r:
                     while True:
                         try:
@@ -343,10 +383,10 @@ def main() -> None:
     out = sys.stdout
     out.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
     out.flush()
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        reply = supervisor.run(json.loads(line))
+    # The channel is read unbuffered (not through sys.stdin), so what the supervisor has read is
+    # exactly what `pending` holds when it watches the channel during a command.
+    while (request := supervisor.read_request()) is not None:
+        reply = supervisor.run(request)
         out.write(json.dumps(reply) + "\n")
         out.flush()
 

@@ -105,6 +105,17 @@ async def _remove_cgroups(container_id: str) -> None:
         await anyio.sleep(0.05)
 
 
+def _ended_with_parent(cmd: list[str]) -> list[str]:
+    """`cmd` under a parent-death SIGKILL (util-linux `setpriv`, which execs it under the same pid).
+
+    If the owner is SIGKILLed, the supervisor sees its channel close and ends the container; this
+    is the second guard, for a supervisor that cannot act (stopped, or never started): attached
+    `runsc run` takes its sandbox and gofer down with it. The signal is tied to the thread that
+    starts runsc, the event loop's, which lives as long as the sandbox's owner."""
+    setpriv = shutil.which("setpriv")
+    return cmd if setpriv is None else [setpriv, "--pdeathsig=KILL", "--", *cmd]
+
+
 class GvisorLauncher:
     """Starts and stops the supervisor of one sandbox under runsc; holds its bundle and mirror."""
 
@@ -173,7 +184,7 @@ class GvisorLauncher:
         log = await anyio.to_thread.run_sync(open, bundle / "runsc.log", "wb")
         try:
             return await anyio.open_process(
-                self._runsc("run", "--bundle", str(bundle), self.container_id),
+                _ended_with_parent(self._runsc("run", "--bundle", str(bundle), self.container_id)),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,

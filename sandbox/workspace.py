@@ -14,6 +14,11 @@ its own writes at once; the host sees them when the command returns. Costs: one 
 workspace in RAM per sandbox, and two directory walks per command (measured here: a 5,000-file
 workspace adds about 0.1 s to every command and 0.45 s to the start).
 
+Hostile entries never fail a sync: FIFOs, sockets and devices are not in the snapshots (they are
+not content, and opening a FIFO blocks), symlinks are copied as links and never followed (a loop
+is just a link), names need not be UTF-8, and an entry that cannot be read is left out (it stays
+as it is on the side that has it) instead of failing the command.
+
 Virtualenvs directly inside the workspace (`sandbox.runtime.workspace_venvs`) are not mirrored:
 a real one is gigabytes and tens of thousands of files (this project's: 1.9 GB, 46,000 files, whose
 two walks alone cost 0.6 s per command), and a command has no business changing it. The caller
@@ -68,8 +73,8 @@ def snapshot(root: Path, exclude: frozenset[str] = frozenset()) -> Snapshot:
             path = f"{rel}/{entry.name}" if rel else entry.name
             try:
                 st = entry.stat(follow_symlinks=False)
-            except FileNotFoundError:
-                continue
+            except OSError:
+                continue  # gone meanwhile, or not ours to see
             if entry.is_symlink():
                 found[path] = ("l", st.st_size, st.st_mtime_ns)
             elif entry.is_dir(follow_symlinks=False):
@@ -131,8 +136,8 @@ def apply_changes(
             _copy_entry(after[rel][0], src / rel, dst / rel)
             if owner is not None:
                 os.lchown(dst / rel, owner, owner)
-        except FileNotFoundError:
-            continue  # removed again while we copied; the next sync settles it
+        except (FileNotFoundError, PermissionError):
+            continue  # removed again while we copied (the next sync settles it), or unreadable
     return changed + removed
 
 

@@ -168,8 +168,13 @@ def verify_log(path: Path) -> VerifyReport:
     """Check every line's hash, its link to the previous line, and the `seq` numbering."""
     problems: list[str] = []
     prev_hash, expected_seq, count = GENESIS, 1, 0
-    with open(path, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
+    with open(path, "rb") as handle:  # bytes: a corrupted line is a finding, not a crash
+        for lineno, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                problems.append(f"line {lineno}: not UTF-8 text (byte {exc.start}); the log is damaged")
+                break
             if not line.strip():
                 problems.append(f"line {lineno}: empty line")
                 break

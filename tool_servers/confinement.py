@@ -9,7 +9,7 @@ model able to rewrite its own index or audit trail would make them worthless).
 
 from pathlib import Path, PurePosixPath
 
-from tool_servers.errors import InvalidArguments, PermissionDenied
+from tool_servers.errors import InvalidArguments, NotFound, PermissionDenied
 
 READ_ONLY_DIRS = (".git", ".codeloop")
 """Directories (at any depth) no tool may write into."""
@@ -28,6 +28,7 @@ class Root:
 
         Raises:
             InvalidArguments: `raw` is empty or contains a NUL byte.
+            NotFound: `raw` runs into a symlink loop (it names nothing).
             PermissionDenied: `raw` leaves the root (by `..`, an absolute path or a symlink),
                 or `for_write` and it lies in `.git/` or `.codeloop/`.
         """
@@ -38,7 +39,10 @@ class Root:
         absolute = Path(raw).is_absolute()
         # resolve() follows every symlink on the way, so a link inside the root that points
         # outside it is caught here, before any open().
-        resolved = (Path(raw) if absolute else self.path / raw).resolve(strict=False)
+        try:
+            resolved = (Path(raw) if absolute else self.path / raw).resolve(strict=False)
+        except (RuntimeError, OSError) as exc:  # RuntimeError: Python's word for a symlink loop
+            raise NotFound(f"{raw}: a symlink loop, not a file", path=raw) from exc
         if not _is_within(resolved, self.path):
             why = "is outside the root" if absolute else "leads outside the root (through a symlink)"
             raise PermissionDenied(f"path {raw!r} {why}", path=raw)

@@ -3,11 +3,16 @@
 Tools: `list_files` (read), `read_file` (read), `write_file` (write), `apply_patch` (write).
 Writes to protected paths (CI configs, secrets, `.env`) and patches that delete files are
 high-risk and ask a human first (see `confirm.py`).
+
+A hostile tree never fails a whole call: `list_files` leaves out what it cannot name or read
+(names that are not UTF-8, symlink loops and links out of the root, FIFOs, sockets and devices,
+files it may not open) and `read_file` of such a path is `not_found` or `permission_denied`.
 """
 
 import fnmatch
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +22,7 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, ConfigDict, Field
 
 from tool_servers.confinement import Root
-from tool_servers.errors import Conflict, InvalidArguments, NotFound, ToolServerError
+from tool_servers.errors import Conflict, InvalidArguments, NotFound, PermissionDenied, ToolServerError
 from tool_servers.patching import atomic_write, plan_patch, write_plan
 from tool_servers.protocol import CallContext, ServerOptions, ToolSpec, build_server, read_tool
 from tool_servers.scopes import Risk, Scope
@@ -175,10 +180,14 @@ class FsTools:
             dirnames[:] = sorted(
                 d
                 for d in dirnames
-                if d not in (".git", ".codeloop") and not (ignores and ignores.ignored(here / d, is_dir=True))
+                if d not in (".git", ".codeloop")
+                and _is_utf8(d)
+                and not (ignores and ignores.ignored(here / d, is_dir=True))
             )
             for name in sorted(filenames):
                 path = here / name
+                if not _is_utf8(name):
+                    continue  # not expressible in the tool's JSON, so not listable or readable
                 if ignores and ignores.ignored(path, is_dir=False):
                     continue
                 if self.secrets.is_secret(self.root.relative(path), path):
@@ -190,9 +199,12 @@ class FsTools:
                     resolved = path.resolve()
                     if self.root.path not in resolved.parents:
                         continue  # a symlink pointing out of the root is not listed
-                    size = resolved.stat().st_size
-                except OSError:
+                    st = resolved.stat()
+                except (OSError, RuntimeError):  # RuntimeError: a symlink loop
                     continue
+                if not stat.S_ISREG(st.st_mode) or not os.access(resolved, os.R_OK):
+                    continue  # FIFOs, sockets, devices and unreadable files: nothing to read
+                size = st.st_size
                 if len(files) >= args.limit:
                     truncated = True
                     break
@@ -206,6 +218,8 @@ class FsTools:
         if not path.is_file():
             raise NotFound(f"{args.path}: no such file under the root", path=args.path)
         self.secrets.refuse(self.root.relative(path), path)
+        if not os.access(path, os.R_OK):
+            raise PermissionDenied(f"{args.path}: this server may not read it", path=args.path)
         if args.end_line is not None and args.end_line < args.start_line:
             raise InvalidArguments(
                 "end_line must be >= start_line", start_line=args.start_line, end_line=args.end_line
@@ -218,7 +232,10 @@ class FsTools:
         return await anyio.to_thread.run_sync(self._read_sync, path, args)
 
     def _read_sync(self, path: Path, args: ReadFileInput) -> ReadFileOutput:
-        data = path.read_bytes()
+        try:
+            data = path.read_bytes()
+        except OSError as exc:  # replaced by something unreadable since the checks
+            raise NotFound(f"{args.path}: cannot be read ({exc.strerror or exc})", path=args.path) from exc
         rel = self.root.relative(path)
         try:
             text = data.decode("utf-8")
@@ -313,6 +330,15 @@ class FsTools:
         if protected:
             parts.append("change the protected file(s) " + ", ".join(protected))
         return "; ".join(parts) or None
+
+
+def _is_utf8(name: str) -> bool:
+    """False for a name decoded with surrogate escapes (its bytes are not UTF-8)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def glob_regex(pattern: str) -> re.Pattern[str]:

@@ -10,6 +10,7 @@ own), when a token is shorter than 16 characters (guessable) or appears twice (t
 behind one secret), and when it is not UTF-8; a file others may read is served with a warning.
 """
 
+import asyncio
 import contextlib
 import hmac
 import logging
@@ -145,6 +146,25 @@ def http_app(server: MCPServer[Any], *, host: str) -> Any:
     return server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
 
 
+class _CancelledAtShutdown(logging.Filter):
+    """uvicorn logs a request its graceful shutdown cancelled (a tool call still running at
+    Ctrl-C) as "Exception in ASGI application" with a 40-frame traceback; it is no fault, so say
+    it in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError):
+            record.msg, record.args, record.exc_info = (
+                "a tool call still running at shutdown was cancelled", (), None,
+            )  # fmt: skip
+        return True
+
+
+def _quiet_shutdown_cancellations() -> None:
+    error_log = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _CancelledAtShutdown) for f in error_log.filters):
+        error_log.addFilter(_CancelledAtShutdown())
+
+
 class _Server(uvicorn.Server):
     """uvicorn that reports its bound port once listening."""
 
@@ -179,6 +199,7 @@ async def serve_http(
 
     `port=0` picks a free port; the URL passed to `started` carries the real one.
     """
+    _quiet_shutdown_cancellations()
     config = uvicorn.Config(
         http_app(server, host=host),
         host=host,

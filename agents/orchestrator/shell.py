@@ -42,24 +42,12 @@ from bus import subjects
 from bus.actor import ActorSpec, Delivery, DeliveryPolicy, Reply
 from bus.errors import MalformedMessage
 from bus.messages import Event, Message
+from bus.validation import submission_problems
 
 log = logging.getLogger("codeloop.orchestrator")
 _RESULTS = (PlanResult, Context, CodeResult, VerifyResult, EchoResult)
 
 
-def submission_problems(*, task_id: str, text: str, repo: str, mode: str) -> list[str]:
-    """What is wrong with a submission from any NATS client, which the CLI would have refused."""
-    problems = []
-    if not subjects.is_token(task_id) or task_id.lower() in RESERVED_IDS:
-        problems.append(f"task id {task_id[:80]!r} must be letters, digits, '-' or '_' and not reserved")
-    if not text.strip():
-        problems.append("the task text is blank")
-    if not repo.startswith("/"):
-        problems.append(f"the repository {repo[:200]!r} is not an absolute path")
-    return problems
-
-
-RESERVED_IDS = frozenset({"mcp"})
 
 
 def _now() -> datetime:

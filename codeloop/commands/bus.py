@@ -14,7 +14,19 @@ from typing import Annotated, Any
 
 import typer
 
-from codeloop.commands._common import fail
+from codeloop.commands._common import fail, os_error_message
+from codeloop.commands.task_options import (
+    CoderModelOpt,
+    MaxRevisionsOpt,
+    MaxStepsOpt,
+    ModelOpt,
+    ModeOpt,
+    PlannerModelOpt,
+    RepoOpt,
+    TaskArg,
+    TimeoutOpt,
+    TokenBudgetOpt,
+)
 
 NatsOpt = Annotated[
     str | None,
@@ -184,7 +196,7 @@ def serve(
     import anyio
 
     from codeloop.config import ConfigError, bus_config, secret_rules
-    from codeloop.wiring import DEFAULT_ROLES, McpHosting, UnknownRole
+    from codeloop.wiring import DEFAULT_ROLES, KNOWN_ROLES, McpHosting, UnknownRole
     from codeloop.wiring import serve as run_serve
     from tool_servers.scopes import parse_scopes
 
@@ -202,6 +214,17 @@ def serve(
         raise fail(f"--pipeline {pipeline!r}: choose one of {', '.join(NAMED)}", 2)
     chosen = NAMED[pipeline] if pipeline else None
     roles = tuple(role or (("orchestrator", "echo") if pipeline == "echo" else DEFAULT_ROLES))
+    # Checked before anything starts: a bad role or replica count used to surface only after
+    # the embedded server was up and its state directory written.
+    unknown = [name for name in roles if name not in KNOWN_ROLES]
+    if unknown:
+        raise fail(f"--role: unknown role {unknown[0]!r}; known roles: {', '.join(KNOWN_ROLES)}", 2)
+    if config.embedded and replicas > 1:
+        raise fail(
+            f"--replicas {replicas} needs a cluster of at least {replicas} servers: the embedded "
+            "server is one; pass --nats with the cluster's URLs, or --replicas 1",
+            2,
+        )
     hosting = None
     if mcp:
         root = (mcp_root or Path.cwd()).expanduser()
@@ -257,8 +280,10 @@ def serve(
         _run(main)
     except UnknownRole as exc:
         raise fail(str(exc), 2) from None
-    except OSError as exc:  # a tool server could not listen on --mcp-host
-        raise fail(f"cannot host the tool servers on {mcp_host}: {exc}") from None
+    except OSError as exc:
+        if exc.filename is None and hosting is not None:  # a tool server could not listen
+            raise fail(f"cannot host the tool servers on {mcp_host}: {exc}") from None
+        raise fail(f"cannot serve: {os_error_message(exc)}") from None
 
 
 def _show_mcp(mcp: Any) -> None:
@@ -283,37 +308,46 @@ def _show_mcp(mcp: Any) -> None:
 
 @with_connection_options
 def submit(
-    task: Annotated[str, typer.Argument(help="What to do, in words.")],
-    repo: Annotated[Path, typer.Option("--repo", help="Repository the task is about.")],
-    mode: Annotated[str, typer.Option("--mode", help="read | write | execute")] = "read",
+    task: TaskArg,
+    repo: RepoOpt,
+    mode: ModeOpt = "read",
+    model: ModelOpt = None,
+    planner_model: PlannerModelOpt = None,
+    coder_model: CoderModelOpt = None,
+    max_steps: MaxStepsOpt = None,
+    max_revisions: MaxRevisionsOpt = None,
+    timeout: TimeoutOpt = None,
+    token_budget: TokenBudgetOpt = None,
     task_id: Annotated[
         str | None, typer.Option("--task-id", help="Your own task id (resubmits are ignored).")
     ] = None,
     connection: Connection = None,  # type: ignore[assignment]
     as_json: JsonOpt = False,
 ) -> None:
-    """Submit a task; prints its id (follow it with `codeloop watch ID`)."""
-    from pydantic import ValidationError
-
+    """Submit a task (its working tree captured first); prints its id: follow it with `codeloop watch ID`."""
     from agents.client import submit_task
-    from agents.messages import TaskSubmitted
+    from agents.workspace import WorkspaceError, capture_snapshot
     from bus.connection import open_bus
+    from codeloop.commands.task_options import build_task
     from codeloop.config import client_bus_config
 
-    if not repo.is_dir():
-        raise fail(f"--repo {repo} is not a directory", 2)
-    try:
-        payload = TaskSubmitted(text=task, repo=str(repo.resolve()), mode=mode)  # type: ignore[arg-type]
-    except ValidationError as exc:
-        raise fail(
-            f"invalid task: {exc.errors(include_url=False)[0]['msg']} (mode is read, write or execute)", 2
-        ) from None
+    payload = build_task(
+        task, repo, mode=mode, model=model, planner_model=planner_model, coder_model=coder_model,
+        max_steps=max_steps, max_revisions=max_revisions, timeout=timeout, token_budget=token_budget,
+        task_id=task_id,
+    ).model_copy(update={"interactive": False})  # fmt: skip
 
     async def main() -> None:
         config = client_bus_config(**connection)
         async with open_bus(config) as bus:
             try:
-                envelope, published = await submit_task(bus, payload, task_id=task_id)
+                snapshot = await capture_snapshot(bus, Path(payload.repo))
+            except WorkspaceError as exc:
+                raise fail(str(exc)) from None
+            try:
+                envelope, published = await submit_task(
+                    bus, payload.model_copy(update={"snapshot": snapshot}), task_id=task_id
+                )
             except ValueError as exc:
                 raise fail(str(exc), 2) from None
         if as_json:
@@ -359,11 +393,13 @@ def watch(
     async def main() -> str | None:
         config = client_bus_config(**connection)
         async with open_bus(config) as bus:
-            if await (await TaskRecords.open(bus)).get(task_id) is None:
+            records = await TaskRecords.open(bus)
+            full_id = await _resolve_task_id(records, task_id)
+            if await records.get(full_id) is None:
                 typer.echo(
                     f"no record of task {task_id} yet; waiting for its events (Ctrl-C to stop)", err=True
                 )
-            final = await watch_task(bus, task_id, show)
+            final = await watch_task(bus, full_id, show)
         return final.payload.get("status") if final else None
 
     try:
@@ -382,40 +418,79 @@ def status(
     as_json: JsonOpt = False,
 ) -> None:
     """Show the record of one task, or a table of all tasks."""
+    from agents.messages import TERMINAL_STATUSES
     from agents.records import TaskRecords
     from bus.connection import open_bus
+    from bus.inflight import unacked_tasks
     from codeloop.config import client_bus_config
 
-    async def main() -> list[Any]:
+    async def main() -> tuple[list[Any], dict[str, Any]]:
         config = client_bus_config(**connection)
         async with open_bus(config) as bus:
             records = await TaskRecords.open(bus)
             if task_id is None:
-                return await records.all()
-            one = await records.get(task_id)
-            return [one] if one else []
+                found = await records.all()
+            else:
+                one = await records.get(await _resolve_task_id(records, task_id))
+                found = [one] if one else []
+            if not any(s.status not in TERMINAL_STATUSES for s in found):
+                return found, {}
+            return found, await unacked_tasks(bus)
 
-    states = _run(main)
+    states, unacked = _run(main)
     if task_id is not None and not states:
         raise fail(f"no task {task_id!r} (see `codeloop status` for all tasks)")
     if as_json:
+        # The records as stored (the JSON contract); waiting messages are a note on stderr.
         typer.echo(
             states[0].model_dump_json()
             if task_id
             else json.dumps([s.model_dump(mode="json") for s in states])
         )
+        for s in states:
+            if s.task_id in unacked and s.status not in TERMINAL_STATUSES:
+                typer.echo(f"{s.task_id}: {_waiting_note(unacked[s.task_id])}", err=True)
         return
     from rich.console import Console
-    from rich.table import Table
+    from rich.table import Column, Table
 
-    table = Table("task", "status", "mode", "step", "updated", "text", "answer")
+    # Ids are never cut (a cut id cannot be pasted into `watch`); text and answer give way.
+    longest = max((len(s.task_id) for s in states), default=4)
+    task_column = Column("task", no_wrap=True, min_width=longest)
+    table = Table(task_column, "status", "mode", "step", "updated", "text", "answer")
     for s in states:
-        answer = (s.result.answer or "") if s.result else (s.error or "")
+        answer = ((s.result.answer or "") if s.result else (s.error or ""))[:60]
+        if s.task_id in unacked and s.status not in TERMINAL_STATUSES:
+            answer = _waiting_note(unacked[s.task_id])
         table.add_row(
             s.task_id, s.status, s.task.mode, str(s.step_seq), s.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
-            s.task.text[:60], answer[:60],
+            s.task.text[:60], answer,
         )  # fmt: skip
     Console().print(table if states else "no tasks yet")
+
+
+def _waiting_note(unacked: Any) -> str:
+    return (
+        f"handed to {unacked.consumer}, not yet acknowledged: in progress, or redelivered "
+        f"{unacked.ack_wait_s:g} s after delivery if its worker stopped"
+    )
+
+
+async def _resolve_task_id(records: Any, task_id: str) -> str:
+    """`task_id` itself if it names a task, else the one task whose id starts with it.
+
+    Raises:
+        typer.Exit: (2) the prefix fits several tasks; the message lists some.
+    """
+    from bus.subjects import is_token
+
+    if not is_token(task_id) or await records.get(task_id) is not None:
+        return task_id
+    matches = await records.ids_starting_with(task_id)
+    if len(matches) > 1:
+        shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+        raise fail(f"task id prefix {task_id!r} fits {len(matches)} tasks ({shown}); give more of it", 2)
+    return matches[0] if matches else task_id
 
 
 def schema(
@@ -430,10 +505,31 @@ def schema(
 
     text = json.dumps(json_schemas(), indent=2)
     if output:
-        output.write_text(text + "\n")
+        try:
+            _write_whole(output, text + "\n")
+        except OSError as exc:
+            raise fail(
+                f"cannot write the schemas to {output}: {os_error_message(exc, with_path=False)}", 2
+            ) from None
         typer.echo(f"wrote {output}", err=True)
     else:
         typer.echo(text)
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Write `text` to a temporary file beside `path`, then rename it over `path`: a failure
+    leaves `path` as it was, never half-written."""
+    import os
+    import tempfile
+
+    fd, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as file:
+            file.write(text)
+        os.replace(partial, path)
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise
 
 
 def register(app: typer.Typer) -> None:

@@ -1,7 +1,9 @@
 """`codeloop doctor`: can this machine run codeloop? Each part is checked for real, and a failing
 check says how to fix it.
 
-Checks: gVisor (a throw-away sandbox under runsc, and on which platform), the sandbox policy
+Checks: gVisor (a throw-away sandbox under runsc, and on which platform), the commands real work
+needs inside a sandbox (`ls -l` and `stat`: some runsc releases, Debian's 2022 one among them,
+answer coreutils' statx calls with EINVAL, so /bin/true runs while every listing fails), the sandbox policy
 (CODELOOP_SANDBOX), NATS (the nats-server binary starts with JetStream), the embedding model
 (the bundled package and its model directory; loading it only with --load-model, as importing
 torch costs seconds) and the index backend (lancedb creates a table in a temporary directory).
@@ -30,7 +32,7 @@ class Check(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     name: str
-    """What was checked: gvisor, sandbox_policy, nats, embedding_model, index."""
+    """What was checked: gvisor, sandbox_commands, sandbox_policy, nats, embedding_model, index."""
     ok: bool
     """True when the part is usable here."""
     detail: str
@@ -60,6 +62,61 @@ def _check_gvisor(platform: Literal["ptrace", "kvm"]) -> Check:
     if status.works:
         return Check(name="gvisor", ok=True, detail=f"{status.version} works with platform {platform}")
     return Check(name="gvisor", ok=False, detail=status.detail, fix=INSTALL_RUNSC)
+
+
+SANDBOX_PROBES = (["ls", "-l", "/"], ["stat", "/"])
+"""Commands every real task runs (directly or through a test suite) that a sandbox must allow."""
+FIX_STATX = (
+    "this runsc does not support the statx calls of current coreutils; install a current gVisor "
+    "release (https://gvisor.dev/docs/user_guide/install/, the apt repository at "
+    "storage.googleapis.com/gvisor/releases) instead of the distribution's runsc"
+)
+
+
+def _check_sandbox_commands(platform: Literal["ptrace", "kvm"]) -> Check:
+    """Runs `SANDBOX_PROBES` in a real gVisor sandbox (about a second)."""
+    import anyio
+
+    from sandbox.backend import open_sandbox
+    from sandbox.errors import INSTALL_RUNSC, SandboxError
+    from sandbox.gvisor import probe_runsc
+    from sandbox.limits import GvisorOptions, SandboxLimits
+
+    if not probe_runsc("runsc", platform).works:
+        return Check(
+            name="sandbox_commands", ok=False, detail="not run: gVisor does not work here", fix=INSTALL_RUNSC
+        )
+
+    async def run(workspace: Path) -> list[str]:
+        limits = SandboxLimits(timeout_s=20)
+        options = GvisorOptions(platform=platform)
+        failures = []
+        # policy given: this probes gVisor whatever CODELOOP_SANDBOX says (its own check reports it).
+        async with open_sandbox(
+            workspace, limits=limits, backend="gvisor", gvisor=options, policy="gvisor"
+        ) as sandbox:
+            for argv in SANDBOX_PROBES:
+                result = await sandbox.exec(argv)
+                if result.exit_code != 0:
+                    first = (result.stderr.strip().splitlines() or [f"exit {result.exit_code}"])[0]
+                    failures.append(f"`{' '.join(argv)}` fails: {first}")
+        return failures
+
+    with tempfile.TemporaryDirectory(prefix="codeloop-doctor-") as tmp:
+        try:
+            failures = anyio.run(run, Path(tmp))
+        except SandboxError as exc:
+            return Check(name="sandbox_commands", ok=False, detail=str(exc), fix=INSTALL_RUNSC)
+    if not failures:
+        probes = ", ".join(" ".join(argv) for argv in SANDBOX_PROBES)
+        return Check(name="sandbox_commands", ok=True, detail=f"{probes} work in the sandbox")
+    statx = any("Invalid argument" in failure for failure in failures)
+    return Check(
+        name="sandbox_commands",
+        ok=False,
+        detail="; ".join(failures),
+        fix=FIX_STATX if statx else "run the failing command with `codeloop sandbox exec` to see why",
+    )
 
 
 def _check_policy() -> Check:
@@ -191,6 +248,7 @@ def run_checks(*, platform: Literal["ptrace", "kvm"] = "ptrace", load_model: boo
 
     checks: list[Callable[[], Check]] = [
         lambda: _check_gvisor(platform),
+        lambda: _check_sandbox_commands(platform),
         _check_policy,
         _check_nats,
         lambda: _check_embedding_model(load_model),

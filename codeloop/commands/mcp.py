@@ -15,6 +15,8 @@ from typing import Annotated
 
 import typer
 
+from codeloop.commands._common import os_error_message
+
 audit_app = typer.Typer(no_args_is_help=True, help="Inspect the tool servers' hash-chained audit log.")
 
 
@@ -123,12 +125,12 @@ def mcp(
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
     except OSError as exc:
-        _fail(str(exc))
+        _fail(os_error_message(exc))
     except ExceptionGroup as group:
         oserrors, rest = group.split(OSError)
         if rest is not None or oserrors is None:
             raise
-        _fail("; ".join(str(e) for e in _leaves(oserrors)))
+        _fail("; ".join(os_error_message(e) for e in _leaves(oserrors)))  # type: ignore[arg-type]
 
 
 def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
@@ -148,7 +150,11 @@ def verify(
 
     if not file.is_file():
         _fail(f"{file} is not a file")
-    report = verify_log(file)
+    try:
+        report = verify_log(file)
+    except OSError as exc:
+        typer.secho(f"error: cannot read {file}: {exc.strerror or exc}", err=True, fg=typer.colors.RED)
+        raise typer.Exit(1) from None
     if json_output:
         typer.echo(report.model_dump_json())
     elif report.ok:

@@ -16,35 +16,35 @@ import typer
 
 from codeloop.commands._common import fail
 from codeloop.commands.bus import Connection, _run, with_connection_options
+from codeloop.commands.task_options import (
+    CoderModelOpt,
+    MaxRevisionsOpt,
+    MaxStepsOpt,
+    ModelOpt,
+    ModeOpt,
+    PlannerModelOpt,
+    RepoOpt,
+    TaskArg,
+    TimeoutOpt,
+    TokenBudgetOpt,
+    build_task,
+)
 
 EXIT_CODES = {"done": 0, "diagnosed": 0, "handed_off": 3, "cancelled": 4, "failed": 1, "rejected": 1}
 
 
-def read_task_text(task: str) -> str:
-    """TASK as given, `@FILE` for a file's text, `-` for standard input."""
-    if task == "-":
-        return sys.stdin.read()
-    if task.startswith("@"):
-        path = Path(task[1:]).expanduser()
-        try:
-            return path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise fail(f"cannot read the task from {path}: {exc}", 2) from None
-    return task
-
-
 @with_connection_options
 def run(
-    task: Annotated[str, typer.Argument(help="What to do, in words; @FILE for a file's text, - for stdin.")],
-    repo: Annotated[Path, typer.Option("--repo", help="Repository the task is about.")],
-    mode: Annotated[str, typer.Option("--mode", help="read (answer) | write (patch) | execute (patch, run tests)")] = "read",
-    model: Annotated[str | None, typer.Option("--model", help="Model of every LLM role (env CODELOOP_MODEL): a pydantic-ai name or function:PATH.py:NAME.")] = None,
-    planner_model: Annotated[str | None, typer.Option("--planner-model", help="The planner's model.")] = None,
-    coder_model: Annotated[str | None, typer.Option("--coder-model", help="The coder's model.")] = None,
-    max_steps: Annotated[int | None, typer.Option("--max-steps", min=1, help="Model requests, all roles together.")] = None,
-    max_revisions: Annotated[int | None, typer.Option("--max-revisions", min=0, help="Revisions after failed verification.")] = None,
-    timeout: Annotated[float | None, typer.Option("--timeout", min=1, help="Wall-clock deadline in seconds, from submission.")] = None,
-    token_budget: Annotated[int | None, typer.Option("--token-budget", min=1, help="Input + output tokens, all roles together.")] = None,
+    task: TaskArg,
+    repo: RepoOpt,
+    mode: ModeOpt = "read",
+    model: ModelOpt = None,
+    planner_model: PlannerModelOpt = None,
+    coder_model: CoderModelOpt = None,
+    max_steps: MaxStepsOpt = None,
+    max_revisions: MaxRevisionsOpt = None,
+    timeout: TimeoutOpt = None,
+    token_budget: TokenBudgetOpt = None,
     apply: Annotated[bool, typer.Option("--apply", help="Apply the finished patch to the checkout (only if it is unchanged).")] = False,
     connection: Connection = None,  # type: ignore[assignment]
     as_json: Annotated[bool, typer.Option("--json", help="Print the result object as JSON on stdout.")] = False,
@@ -55,31 +55,10 @@ def run(
     retrieval and a real test run of the unmodified tree, and a report of what a model would do.
     Exit codes: 0 done or diagnosed, 3 handed off, 4 cancelled, 1 failed, 2 usage errors.
     """
-    from pydantic import ValidationError
-
-    from agents.messages import Budgets, TaskSubmitted
-    from codeloop.config import ConfigError, model_names
-
-    text = read_task_text(task)
-    if not text.strip():
-        raise fail("the task text is empty", 2)
-    if not repo.is_dir():
-        raise fail(f"--repo {repo} is not a directory", 2)
-    try:
-        models = model_names(model=model, planner=planner_model, coder=coder_model)
-        limits = {"max_steps": max_steps, "max_revisions": max_revisions, "deadline_s": timeout,
-                  "max_tokens": token_budget}  # fmt: skip
-        budgets = Budgets(**{k: v for k, v in limits.items() if v is not None})
-        submitted = TaskSubmitted(
-            text=text, repo=str(repo.resolve()), mode=mode, budgets=budgets, models=models,  # type: ignore[arg-type]
-            interactive=sys.stdin.isatty(),
-        )  # fmt: skip
-    except ConfigError as exc:
-        raise fail(str(exc), 2) from None
-    except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        raise fail(f"invalid task: {'.'.join(map(str, first['loc']))}: {first['msg']}", 2) from None
-
+    submitted = build_task(
+        task, repo, mode=mode, model=model, planner_model=planner_model, coder_model=coder_model,
+        max_steps=max_steps, max_revisions=max_revisions, timeout=timeout, token_budget=token_budget,
+    )  # fmt: skip
     result, snapshot = _run(lambda: _run_task(submitted, connection, quiet=as_json))
     if apply:
         _apply(result, repo, snapshot)

@@ -14,6 +14,13 @@ pytestmark = pytest.mark.anyio
 CODELOOP = [sys.executable, "-m", "codeloop"]
 
 
+
+def _repo(tmp_path: Path) -> Path:
+    """A repository apart from the test's state dir, whose files change while a task is captured."""
+    repo = tmp_path / "repo"
+    repo.mkdir(exist_ok=True)
+    return repo
+
 def _env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODELOOP_")}
     env["CODELOOP_HOME"] = str(home)
@@ -38,7 +45,7 @@ async def test_serve_submit_watch_status_carry_a_task_and_serve_stops_cleanly_on
             assert b"nats://127.0.0.1:" in banner and str(home).encode() in banner
             assert b"orchestrator, echo" in banner
 
-            submitted = await _codeloop(home, "submit", "hello bus", "--repo", str(tmp_path), "--json")
+            submitted = await _codeloop(home, "submit", "hello bus", "--repo", str(_repo(tmp_path)), "--json")
             assert submitted.returncode == 0, submitted.stderr
             task_id = json.loads(submitted.stdout)["task_id"]
             watched = await _codeloop(home, "watch", task_id)

@@ -112,4 +112,4 @@ async def test_dead_lettered_and_invalid_submissions_end_as_rejected_records(bus
         state = await records.get(task_id)
         assert state is not None and state.status == "rejected" and state.error
     assert "99" in ended["t-future"].payload["report"]
-    assert "absolute path" in ended["t-relative"].payload["report"]
+    assert "not absolute" in ended["t-relative"].payload["report"]

@@ -32,7 +32,12 @@ def codeloop_env(home: Path) -> dict[str, str]:
 
 @asynccontextmanager
 async def running_serve(home: Path, *args: str) -> AsyncIterator[tuple[Process, dict[str, Any]]]:
-    """`codeloop serve --json ARGS` as a subprocess; yields it and its ready note, kills it if still running."""
+    """`codeloop serve --json ARGS` as a subprocess; yields it and its ready note, kills it if still running.
+
+    Tasks go through the `echo` pipeline unless ARGS name one: these tests are about the bus and
+    the serve process, not about what the agents do."""
+    if "--pipeline" not in args:
+        args = ("--pipeline", "echo", *args)
     process = await anyio.open_process([*CODELOOP, "serve", "--json", *args], env=codeloop_env(home))
     try:
         assert process.stdout is not None

@@ -31,15 +31,20 @@ def test_the_process_backend_supervisor_does_not_busy_poll_while_a_command_sleep
         "rlimits": {},
     }
     before = os.times()
-    done = subprocess.run(
+    # stdin stays open until the reply: the supervisor ends a command whose channel closes.
+    with subprocess.Popen(
         [sys.executable, "-I", "-S", str(SUPERVISOR), "group"],
-        input=json.dumps(request) + "\n",
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
         text=True,
-        check=True,
-    )
+    ) as supervisor:
+        assert supervisor.stdin is not None and supervisor.stdout is not None
+        supervisor.stdin.write(json.dumps(request) + "\n")
+        supervisor.stdin.flush()
+        supervisor.stdout.readline()  # ready
+        reply = json.loads(supervisor.stdout.readline())
+        supervisor.stdin.close()
     after = os.times()
-    reply = json.loads(done.stdout.splitlines()[-1])
     assert reply["exit_code"] == 0
     supervisor_cpu = (after.children_user - before.children_user) + (
         after.children_system - before.children_system

@@ -6,10 +6,16 @@ trees (`node_modules`, `vendor`, `site-packages`, `build`, `dist`, caches, virtu
 git semantics. A file is then read once: over the size cap, binary (NUL byte or a known binary
 suffix), not UTF-8, or marked generated, it is skipped with a reason; otherwise its text and
 content hash go to the chunker.
+
+A hostile tree never breaks the walk: names that are not UTF-8 (they cannot be stored, searched
+or printed as text), FIFOs, sockets and devices (opening a FIFO blocks forever), and files that
+cannot be read are skipped with a reason. Symlinks are not followed (a loop, or a way out of the
+repository) and not indexed: their targets are, where they are inside the tree.
 """
 
 import hashlib
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,6 +83,9 @@ def walk_repo(
             spec = read_gitignore(Path(dirpath) / ".gitignore")
             if spec is not None:
                 specs.append((prefix, spec))
+        for d in [d for d in dirnames if not _is_utf8(d)]:
+            dirnames.remove(d)
+            yield Skipped(printable(prefix + d + "/"), "name is not UTF-8")
         dirnames[:] = [
             d
             for d in dirnames
@@ -88,14 +97,52 @@ def walk_repo(
         for name in filenames:
             rel = prefix + name
             full = Path(dirpath) / name
-            if is_ignored(specs, rel) or full.is_symlink() or not full.is_file():
+            if is_ignored(specs, rel):
+                continue
+            if not _is_utf8(rel):
+                yield Skipped(printable(rel), "name is not UTF-8")
+                continue
+            try:
+                mode = full.lstat().st_mode
+            except OSError as exc:
+                yield Skipped(rel, f"unreadable ({exc.strerror or exc})")
+                continue
+            if stat.S_ISLNK(mode):
+                continue
+            if not stat.S_ISREG(mode):
+                yield Skipped(rel, f"not a regular file ({_kind(mode)})")
                 continue
             if secrets.is_secret(rel, full):
                 continue
             yield _read_source(full, rel, max_file_bytes)
 
 
+def _is_utf8(name: str) -> bool:
+    """False for a name os.walk decoded with surrogate escapes (bytes that are not UTF-8)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def printable(name: str) -> str:
+    """`name` with its non-UTF-8 bytes shown as `\\xNN`, safe to encode, store and print."""
+    return os.fsencode(name).decode("utf-8", errors="backslashreplace")
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a file"
+
+
 def _sorted_walk(root: Path) -> Iterator[tuple[str, list[str], list[str]]]:
+    # os.walk does not follow directory symlinks, and skips directories it cannot list.
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         filenames.sort()
@@ -127,7 +174,8 @@ def _read_source(full: Path, rel: str, max_file_bytes: int) -> SourceFile | Skip
         size = full.stat().st_size
         if size > max_file_bytes:
             return Skipped(rel, f"over size cap ({size} > {max_file_bytes} bytes)")
-        data = full.read_bytes()
+        with full.open("rb") as file:
+            data = file.read(max_file_bytes + 1)
     except OSError as exc:
         return Skipped(rel, f"unreadable ({exc.strerror or exc})")
     if b"\x00" in data[:8192]:

@@ -65,11 +65,20 @@ async def open_index(
     root = check_repo(repo)
     if embedder is None:
         embedder = await anyio.to_thread.run_sync(load_embedder)
-    uri, table, lock_path = _location(root, index_dir)
-    async with hold_index_lock(lock_path, timeout_s=lock_timeout_s):
-        store = await anyio.to_thread.run_sync(
-            lambda: Store(uri, table, embedder=embedder.name, dimension=embedder.dimension)
-        )
+    try:
+        uri, table, lock_path = _location(root, index_dir)
+        async with hold_index_lock(lock_path, timeout_s=lock_timeout_s):
+            store = await anyio.to_thread.run_sync(
+                lambda: Store(uri, table, embedder=embedder.name, dimension=embedder.dimension)
+            )
+    except OSError as exc:  # a file where a directory must be, /proc, a read-only disk
+        where = exc.filename or index_dir or root / DEFAULT_INDEX_DIR
+        why = exc.strerror or str(exc)
+        if isinstance(exc, (FileExistsError, NotADirectoryError)):
+            why = "a file is where a directory must be"
+        raise IndexUnavailable(
+            f"cannot keep the index at {where}: {why}; pass --index-dir DIR, a writable directory"
+        ) from exc
     return CodeIndex(
         root, store, embedder, lock_path, max_file_bytes=max_file_bytes, lock_timeout_s=lock_timeout_s,
         secrets=secrets,
