@@ -18,6 +18,7 @@ import anyio
 import numpy as np
 import pyarrow as pa
 
+from tool_servers.search import filerank
 from tool_servers.search import query as q
 from tool_servers.search.chunks import Chunk, chunk_file
 from tool_servers.search.embed import Embedder, load_embedder
@@ -28,15 +29,21 @@ from tool_servers.search.models import (
     IndexReport,
     IndexStatus,
     RepoMap,
+    SearchHit,
     SearchResult,
     SkippedFile,
     SymbolResult,
 )
+from tool_servers.search.query_parts import decompose
 from tool_servers.search.store import SCHEMA_VERSION, IndexedFile, Store
 
 DEFAULT_INDEX_DIR = Path(".codeloop") / "index"
 EMBED_BATCH = 256  # per embed() call: the embedder sorts by length within a call, so bigger pads less
 MAX_LISTED_SKIPS = 200
+# File ranking's candidate depth: ~10 chunks per file of the 50 files a caller may ask for; the
+# vector legs are per piece, so each can be shallower.
+FILE_KEYWORD_LIMIT = 500
+FILE_VECTOR_LIMIT = 200
 
 Progress = Callable[[str, int, int], None]
 """Called as `progress(stage, done, total)`; stages: `scan`, `embed`, `write`."""
@@ -269,11 +276,20 @@ class CodeIndex:
         return pa.Table.from_arrays(arrays, schema=schema)
 
     async def search(
-        self, query: str, *, k: int = 10, per_file: bool = False, mode: q.SearchMode = "hybrid"
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        per_file: bool = False,
+        mode: q.SearchMode = "hybrid",
+        keep_tests: bool = False,
     ) -> SearchResult:
         """Best chunks (or, with `per_file`, best files) for `query`.
 
-        `mode` "vector" or "keyword" runs one leg alone, without boosts (for evaluation).
+        `per_file` ranks files from all the evidence of `filerank` (the query taken apart into
+        paths, frames, identifiers and embedding pieces); test files rank after source files
+        unless `keep_tests`. `mode` "vector" or "keyword" runs one chunk leg alone, without
+        boosts (for evaluation).
 
         Raises:
             InvalidQuery: empty query, only stop words, or k < 1.
@@ -285,6 +301,10 @@ class CodeIndex:
         table = self._store.chunks
         if await anyio.to_thread.run_sync(table.count_rows) == 0:
             return SearchResult(query=query, hits=[])
+        if per_file and mode == "hybrid":
+            evidence = await self.file_evidence(query)
+            ranked = filerank.rank_files(evidence, keep_tests=keep_tests)
+            return SearchResult(query=query, hits=[_file_hit(f) for f in ranked[:k]])
         limit = max(50, k * (10 if per_file else 5))
         legs: dict[str, list[dict[str, Any]]] = {}
 
@@ -292,7 +312,7 @@ class CodeIndex:
             legs[name] = await anyio.to_thread.run_sync(fn)
 
         def vector() -> list[dict[str, Any]]:
-            vec = np.asarray(self.embedder.embed([parsed.text]), dtype=np.float32)[0]
+            vec = self.embed_queries([parsed.text])[0]
             return q.vector_leg(table, vec, limit=limit)
 
         try:
@@ -313,6 +333,57 @@ class CodeIndex:
             parsed, rankings, legs.get("named", []), k=k, per_file=per_file, boosts=mode == "hybrid"
         )
         return SearchResult(query=query, hits=hits)
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        """Query vectors, computed fresh: the shared embedding cache is for chunk texts, which
+        recur across checkouts; queries rarely recur, and caching each would grow it forever."""
+        inner = getattr(self.embedder, "inner", self.embedder)
+        return np.asarray(inner.embed(texts), dtype=np.float32)
+
+    async def file_evidence(self, query: str) -> filerank.Evidence:
+        """Everything `filerank.rank_files` needs for `query`: the keyword leg over chunks, one
+        vector search per embedding piece, the definitions of the names the query uses, and the
+        imports of the files those name.
+
+        Raises:
+            InvalidQuery: empty query or only stop words.
+            IndexUnavailable: the index could not be read.
+        """
+        parsed = q.parse_query(query)
+        issue = decompose(query)
+        table = self._store.chunks
+        evidence = filerank.Evidence(issue=issue, paths=sorted(self._store.files))
+        names = sorted({i.rsplit(".", 1)[-1].lower() for i in issue.identifiers})
+
+        def vectors() -> None:
+            pieces = issue.pieces or [parsed.text]
+            embedded = self.embed_queries(pieces)
+            evidence.vector = [q.vector_leg(table, v, limit=FILE_VECTOR_LIMIT) for v in embedded]
+
+        def keyword() -> None:
+            evidence.keyword = q.keyword_leg(table, parsed, limit=FILE_KEYWORD_LIMIT)
+
+        def definitions() -> None:
+            evidence.definitions = q.definition_leg(table, names)
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(anyio.to_thread.run_sync, vectors)
+                tg.start_soon(anyio.to_thread.run_sync, keyword)
+                tg.start_soon(anyio.to_thread.run_sync, definitions)
+        except* (ValueError, RuntimeError, OSError) as group:
+            raise IndexUnavailable(
+                f"searching the index at {self._store.uri} failed: {group.exceptions[0]}"
+            ) from group
+        if filerank.NEIGHBOUR_SHARE:
+            top = filerank.rank_files(evidence)[: filerank.NEIGHBOUR_TOP]
+            try:
+                evidence.imports = await anyio.to_thread.run_sync(
+                    lambda: q.imports_leg(table, [f.path for f in top], set(evidence.paths))
+                )
+            except (ValueError, RuntimeError, OSError) as exc:
+                raise IndexUnavailable(f"searching the index at {self._store.uri} failed: {exc}") from exc
+        return evidence
 
     async def find_symbol(self, name: str, *, limit: int = 100) -> SymbolResult:
         """Definitions of `name` (bare or dotted) and lines that use it.
@@ -347,3 +418,19 @@ class _Tally:
 def _row_id(chunk: Chunk) -> str:
     key = f"{chunk.path}\0{chunk.start_line}\0{chunk.end_line}\0{chunk.content_hash}"
     return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def _file_hit(ranked: filerank.RankedFile) -> SearchHit:
+    row = ranked.best
+    if row is None:  # found by name only: point at the file's top
+        return SearchHit(
+            path=ranked.path, start_line=1, end_line=1, symbol=None, score=round(ranked.score, 6), snippet=""
+        )
+    return SearchHit(
+        path=row["path"],
+        start_line=row["start_line"],
+        end_line=row["end_line"],
+        symbol=row["symbol"],
+        score=round(ranked.score, 6),
+        snippet=row["text"],
+    )
