@@ -88,7 +88,9 @@ async def main(args: argparse.Namespace) -> None:
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--repo", type=Path, required=True, help="repository to index and search")
     parser.add_argument("--index-dir", type=Path, default=None, help="where its index lives (default: in it)")
     parser.add_argument("--words", type=int, default=3000, help="length of the issue text")

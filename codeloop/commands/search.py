@@ -57,7 +57,8 @@ def index_command(
 
 def search_command(
     query: Annotated[
-        str, typer.Argument(help="What to look for: a description, an identifier, or @FILE (that file's text).")
+        str,
+        typer.Argument(help="What to look for: a description, an identifier, or @FILE (that file's text)."),
     ],
     repo: Annotated[Path, typer.Option("--repo", help="Repository to search (indexed on first use).")] = Path(
         "."

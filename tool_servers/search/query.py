@@ -189,7 +189,9 @@ def imports_leg(table: Any, paths: Sequence[str], known: set[str]) -> dict[str, 
     if not paths:
         return {}
     quoted = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)
-    rows = table.search().where(f"path IN ({quoted}) AND kind = 'module'").select(["path", "text"]).limit(None)
+    rows = (
+        table.search().where(f"path IN ({quoted}) AND kind = 'module'").select(["path", "text"]).limit(None)
+    )
     texts: dict[str, list[str]] = defaultdict(list)
     for row in rows.to_list():
         texts[row["path"]].append(row["text"])
