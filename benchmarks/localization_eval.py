@@ -42,6 +42,18 @@ def codeloop_template(work: Path, *, index_root: Path | None, k: int) -> str:
     )
 
 
+def half_ids(cases: Path, half: str, wanted: set[str]) -> list[str]:
+    """The ids of `wanted` that are on the `half` ("odd" or "even") lines of `cases`."""
+    out = []
+    with cases.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if line.strip() and (number % 2 == 1) == (half == "odd"):
+                case = json.loads(line)
+                if case["id"] in wanted:
+                    out.append(case["id"])
+    return out
+
+
 def run_score(score_py: Path, args: list[str], *, python: str) -> dict:
     with tempfile.NamedTemporaryFile(suffix=".json") as summary:
         cmd = [python, str(score_py), *args, "--summary-json", summary.name]
@@ -59,6 +71,7 @@ def main() -> None:
     ap.add_argument("--halves", nargs="+", choices=["odd", "even"], default=["odd", "even"])
     ap.add_argument("--bm25-python", default=sys.executable, help="interpreter with bm25s and PyStemmer")
     ap.add_argument("--sample", type=int, help="a random subset of N cases per half (seed 0)")
+    ap.add_argument("--ids", nargs="+", metavar="ID", help="only these cases (each scored in its own half)")
     ap.add_argument("-k", type=int, default=50)
     ap.add_argument("--no-bm25", action="store_true", help="codeloop only")
     a = ap.parse_args()
@@ -74,8 +87,14 @@ def main() -> None:
             saved = Path(work) / half
             saved.mkdir()
             template = codeloop_template(saved, index_root=a.index_root, k=a.k)
+            only = []
+            if a.ids:
+                picked = half_ids(a.devset / "cases.jsonl", half, set(a.ids))
+                if not picked:
+                    continue
+                only = ["--ids", *picked]
             for exclude in (False, True):
-                flags = [*common, "--lines", half, *(["--exclude-tests"] if exclude else [])]
+                flags = [*common, "--lines", half, *only, *(["--exclude-tests"] if exclude else [])]
                 mode = "non-test files" if exclude else "all files"
                 got = run_score(score_py, [*flags, "--cmd", template], python=sys.executable)
                 rows.append((half, mode, "codeloop", got))

@@ -30,6 +30,7 @@ FILE_RRF_K = 10
 """RRF constant over file ranks: smaller than the chunk fusion's 60 because there are ~50x fewer
 files than chunks and the first few file ranks are where the answer is."""
 KEYWORD_WEIGHT = 1.0
+TITLE_KEYWORD_WEIGHT = 0.5
 VECTOR_WEIGHT = 1.0
 """Shared by the embedding pieces: piece i weighs `PIECE_DECAY**i` of it, normalised to sum 1."""
 PIECE_DECAY = 0.6
@@ -38,19 +39,22 @@ CHUNK_DECAY = 0.5
 `CHUNKS_PER_FILE`): evidence spread over a file counts, a long file's many weak chunks little."""
 CHUNKS_PER_FILE = 3
 PATH_BOOST = 0.2
-"""A file the issue names by path (or dotted module) outright."""
+"""A file the issue names by path outright."""
+MODULE_BOOST = 0.02
+"""A file a dotted name of the issue resolves to (`pkg.sub.mod`, `from pkg.sub import x`): often
+an import in a pasted session, which says what the writer used, not where the bug is."""
 BASENAME_BOOST = 0.08
 """A file named by its bare file name, divided among the files of that name."""
 FRAME_BOOST = 0.15
 """The innermost traceback frame inside the repository; its callers get `FRAME_DECAY**depth`."""
 FRAME_DECAY = 0.5
-DEFINITION_BOOST = 0.02
+DEFINITION_BOOST = 0.03
 """Per unit of identifier weight (title 3, backticks 2, prose 1, code 0.5), divided among the
 files defining the name; capped per file by `DEFINITION_CAP`."""
 DEFINITION_CAP = 0.15
 MAX_DEFINING_FILES = 8
 """A name defined in more files than this (`__init__`, `_print`, `doit`) says nothing about which."""
-NEIGHBOUR_SHARE = 0.0
+NEIGHBOUR_SHARE = 0.1
 """Fraction of a top file's score given to the modules it imports."""
 NEIGHBOUR_TOP = 5
 TEST_FACTOR = 0.5
@@ -73,7 +77,10 @@ class Evidence:
     paths: Sequence[str]
     """Every indexed file."""
     keyword: list[dict[str, Any]] = field(default_factory=list)
-    """Chunk rows of the full-text leg, best first, with `_score`."""
+    """Chunk rows of the full-text leg over the whole query, best first, with `_score`."""
+    title_keyword: list[dict[str, Any]] = field(default_factory=list)
+    """The same over the title and the code identifiers only: the words an issue is about,
+    without the narrative that dilutes a whole-text match."""
     vector: list[list[dict[str, Any]]] = field(default_factory=list)
     """One chunk ranking per embedding piece, in piece order."""
     definitions: list[dict[str, Any]] = field(default_factory=list)
@@ -95,8 +102,9 @@ def rank_files(evidence: Evidence, *, keep_tests: bool = False) -> list[RankedFi
     best: dict[str, dict[str, Any]] = {}
     known = set(evidence.paths)
 
-    keyword = _aggregate_keyword(evidence.keyword, best)
-    _add_rrf(scores, keyword, KEYWORD_WEIGHT)
+    _add_rrf(scores, _aggregate_keyword(evidence.keyword, best), KEYWORD_WEIGHT)
+    if evidence.title_keyword:
+        _add_rrf(scores, _aggregate_keyword(evidence.title_keyword, best), TITLE_KEYWORD_WEIGHT)
     pieces = [r for r in evidence.vector if r]
     if pieces:
         norm = sum(PIECE_DECAY**i for i in range(len(pieces)))
@@ -168,7 +176,7 @@ def mentioned_files(issue: IssueQuery, paths: Sequence[str]) -> dict[str, float]
                 boosts[p] = max(boosts[p], BASENAME_BOOST / len(same))
     for dotted in issue.modules:
         for p in _module_files(by_suffix, dotted):
-            boosts[p] = max(boosts[p], PATH_BOOST)
+            boosts[p] = max(boosts[p], MODULE_BOOST)
     frame_boost: dict[str, float] = defaultdict(float)
     depth = 0
     for frame in issue.frames:

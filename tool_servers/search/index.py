@@ -7,6 +7,7 @@ content-addressed cache serves other checkouts of the same code), then the rows 
 deleted files are replaced and the manifest written. Everything blocking runs in worker threads.
 """
 
+import dataclasses
 import hashlib
 import re
 import time
@@ -34,8 +35,9 @@ from tool_servers.search.models import (
     SkippedFile,
     SymbolResult,
 )
-from tool_servers.search.query_parts import decompose
+from tool_servers.search.query_parts import code_shaped, decompose, keyword_terms
 from tool_servers.search.store import SCHEMA_VERSION, IndexedFile, Store
+from tool_servers.search.vectors import VectorMatrix, texts_by_id
 
 DEFAULT_INDEX_DIR = Path(".codeloop") / "index"
 EMBED_BATCH = 256  # per embed() call: the embedder sorts by length within a call, so bigger pads less
@@ -140,6 +142,7 @@ class CodeIndex:
         self._max_file_bytes = max_file_bytes
         self._lock_timeout_s = lock_timeout_s
         self._symbols_cache: tuple[int, Any] | None = None
+        self._vectors: tuple[int, VectorMatrix] | None = None
 
     @property
     def store(self) -> Store:
@@ -303,8 +306,10 @@ class CodeIndex:
             return SearchResult(query=query, hits=[])
         if per_file and mode == "hybrid":
             evidence = await self.file_evidence(query)
-            ranked = filerank.rank_files(evidence, keep_tests=keep_tests)
-            return SearchResult(query=query, hits=[_file_hit(f) for f in ranked[:k]])
+            ranked = filerank.rank_files(evidence, keep_tests=keep_tests)[:k]
+            missing = [f.best["id"] for f in ranked if f.best is not None and "text" not in f.best]
+            texts = await anyio.to_thread.run_sync(lambda: texts_by_id(table, missing))
+            return SearchResult(query=query, hits=[_file_hit(f, texts) for f in ranked])
         limit = max(50, k * (10 if per_file else 5))
         legs: dict[str, list[dict[str, Any]]] = {}
 
@@ -334,6 +339,13 @@ class CodeIndex:
         )
         return SearchResult(query=query, hits=hits)
 
+    def _vector_matrix(self) -> VectorMatrix:
+        """The chunk vectors of the current index version (read once per version)."""
+        version = self._store.version()
+        if self._vectors is None or self._vectors[0] != version:
+            self._vectors = (version, VectorMatrix(self._store.chunks, dimension=self.embedder.dimension))
+        return self._vectors[1]
+
     def embed_queries(self, texts: list[str]) -> np.ndarray:
         """Query vectors, computed fresh: the shared embedding cache is for chunk texts, which
         recur across checkouts; queries rarely recur, and caching each would grow it forever."""
@@ -358,10 +370,19 @@ class CodeIndex:
         def vectors() -> None:
             pieces = issue.pieces or [parsed.text]
             embedded = self.embed_queries(pieces)
-            evidence.vector = [q.vector_leg(table, v, limit=FILE_VECTOR_LIMIT) for v in embedded]
+            evidence.vector = self._vector_matrix().nearest(embedded, limit=FILE_VECTOR_LIMIT)
 
         def keyword() -> None:
-            evidence.keyword = q.keyword_leg(table, parsed, limit=FILE_KEYWORD_LIMIT)
+            capped = dataclasses.replace(parsed, fts_text=keyword_terms(issue) or parsed.fts_text)
+            evidence.keyword = q.keyword_leg(table, capped, limit=FILE_KEYWORD_LIMIT)
+
+        def title_keyword() -> None:
+            focus = " ".join([issue.title, *(i for i in issue.identifiers if code_shaped(i))])
+            try:
+                focused = q.parse_query(focus)
+            except InvalidQuery:
+                return
+            evidence.title_keyword = q.keyword_leg(table, focused, limit=FILE_KEYWORD_LIMIT)
 
         def definitions() -> None:
             evidence.definitions = q.definition_leg(table, names)
@@ -370,6 +391,7 @@ class CodeIndex:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(anyio.to_thread.run_sync, vectors)
                 tg.start_soon(anyio.to_thread.run_sync, keyword)
+                tg.start_soon(anyio.to_thread.run_sync, title_keyword)
                 tg.start_soon(anyio.to_thread.run_sync, definitions)
         except* (ValueError, RuntimeError, OSError) as group:
             raise IndexUnavailable(
@@ -420,7 +442,7 @@ def _row_id(chunk: Chunk) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
-def _file_hit(ranked: filerank.RankedFile) -> SearchHit:
+def _file_hit(ranked: filerank.RankedFile, texts: dict[str, str]) -> SearchHit:
     row = ranked.best
     if row is None:  # found by name only: point at the file's top
         return SearchHit(
@@ -432,5 +454,5 @@ def _file_hit(ranked: filerank.RankedFile) -> SearchHit:
         end_line=row["end_line"],
         symbol=row["symbol"],
         score=round(ranked.score, 6),
-        snippet=row["text"],
+        snippet=row["text"] if "text" in row else texts.get(row["id"], ""),
     )
