@@ -54,7 +54,7 @@ files defining the name; capped per file by `DEFINITION_CAP`."""
 DEFINITION_CAP = 0.15
 MAX_DEFINING_FILES = 8
 """A name defined in more files than this (`__init__`, `_print`, `doit`) says nothing about which."""
-NEIGHBOUR_SHARE = 0.1
+NEIGHBOUR_SHARE = 0.0
 """Fraction of a top file's score given to the modules it imports."""
 NEIGHBOUR_TOP = 5
 TEST_FACTOR = 0.5
