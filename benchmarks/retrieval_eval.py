@@ -17,6 +17,11 @@ the vector and hybrid rows are printed for both, with the cosine agreement of th
 vectors over every chunk.
 
     .venv/bin/python benchmarks/retrieval_eval.py [--codebases rich click anyio httpx2] [--per-codebase 80]
+        [--devset DIR --trees DIR [--index-root DIR] [--devset-sample N]]
+
+With `--devset`, the same run then scores file localization on a development set of real issues
+(`localization_eval.py`: codeloop `--per-file` beside whole-file BM25, with its `score.py`), so
+the synthetic figures above are printed beside ones from real bug reports.
 
 The fast encoder's vectors come from the shared embedding cache (`$CODELOOP_CACHE_DIR`), so a
 second run is quick; the float32 reference has its own cache beside it.
@@ -251,7 +256,25 @@ async def main(args: argparse.Namespace) -> int:
         f"\nhybrid MRR {pooled['hybrid'].mrr():.3f} {verdict} keyword-only {pooled['keyword'].mrr():.3f}"
         f" and vector-only {pooled['vector'].mrr():.3f}; total {time.perf_counter() - started:.0f} s"
     )
+    if args.devset is not None:
+        await anyio.to_thread.run_sync(lambda: run_devset(args))
     return 0 if verdict == "beats" else 1
+
+
+def run_devset(args: argparse.Namespace) -> None:
+    """Print `localization_eval.py`'s table for the development set `args.devset`."""
+    import subprocess
+
+    cmd = [sys.executable, str(Path(__file__).with_name("localization_eval.py")), str(args.devset)]
+    cmd += ["--trees", str(args.trees)]
+    if args.index_root:
+        cmd += ["--index-root", str(args.index_root)]
+    if args.devset_sample:
+        cmd += ["--sample", str(args.devset_sample)]
+    if args.bm25_python:
+        cmd += ["--bm25-python", args.bm25_python]
+    print("\nfile localization on the development set (score.py):", flush=True)
+    subprocess.run(cmd, check=False)
 
 
 def parse_args() -> argparse.Namespace:
@@ -269,11 +292,21 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--no-plain", action="store_true", help="skip the float32 reference index")
     parser.add_argument(
+        "--devset", type=Path, help="a development set of real issues (see localization_eval.py)"
+    )
+    parser.add_argument("--trees", type=Path, help="its materialized trees")
+    parser.add_argument("--index-root", type=Path, help="where the trees' indexes live")
+    parser.add_argument("--devset-sample", type=int, help="score N cases per half")
+    parser.add_argument("--bm25-python", help="an interpreter with bm25s and PyStemmer")
+    parser.add_argument(
         "--keep-docstrings",
         action="store_true",
         help="index the docstrings the queries come from (the old, leaky setting)",
     )
-    return parser.parse_args()
+    args = parser.parse_args()
+    if args.devset is not None and args.trees is None:
+        parser.error("--devset needs --trees (the directory its trees were materialized into)")
+    return args
 
 
 if __name__ == "__main__":
