@@ -279,13 +279,13 @@ def _demote_tests(scores: dict[str, float]) -> None:
     by_stem: dict[str, list[str]] = defaultdict(list)
     for p in scores:
         if not is_test_path(p):
-            by_stem[posixpath.splitext(posixpath.basename(p))[0]].append(p)
+            by_stem[posixpath.splitext(posixpath.basename(p))[0].lstrip("_")].append(p)
     for p in list(scores):
         if not is_test_path(p):
             continue
         scores[p] *= TEST_FACTOR
         stem = posixpath.splitext(posixpath.basename(p))[0]
-        stem = re.sub(r"^test_|_tests?$", "", stem)
+        stem = re.sub(r"^test_|_tests?$", "", stem).lstrip("_")
         for source in by_stem.get(stem, []):
             if scores[p] >= scores[source]:
                 scores[p] = math.nextafter(scores[source], -math.inf)
