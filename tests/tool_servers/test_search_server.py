@@ -128,8 +128,8 @@ async def test_a_whole_issue_ranks_its_files_and_tests_come_after_the_source_unl
     tmp_path: Path, embedder: CachedEmbedder
 ) -> None:
     """File ranking through `search_code`: a long issue with a traceback finds the source file it
-    names first; the test file in the traceback ranks after that source, and `keep_tests` (for a
-task about tests) lifts it to the top two."""
+        names first; the test file in the traceback ranks after that source, and `keep_tests` (for a
+    task about tests) lifts it to the top two."""
     root = copy_corpus(tmp_path / "repo")
     (root / "tests").mkdir()
     (root / "tests" / "test_signals.py").write_text(SIGNAL_TEST)
