@@ -11,7 +11,8 @@ tool divided by the bare no-op's median over the same transport: it is what the 
 installed source copied beside `module.py`. Its warm-up calls absorb the model load and the
 first indexing (about a minute on 2 busy cores; embeddings cached in the temporary directory);
 each timed call includes the server's change check (a stat walk of the root) and the query
-embedding. Add a case by appending to `CASES`.
+embedding: every call sends a query text no call sent before (a phrase and a call number), so no
+cache of any kind can answer it without running the model. Add a case by appending to `CASES`.
 """
 
 import argparse
@@ -43,12 +44,25 @@ class Case:
     """A `codeloop mcp` server name, or `bare` for the no-op baseline."""
     tool: str
     args: dict[str, Any]
+    distinct: str | None = None
+    """An argument made unique per call (its value gets ` #<call number>` appended)."""
+
+    def call_args(self, number: int) -> dict[str, Any]:
+        if self.distinct is None:
+            return self.args
+        return {**self.args, self.distinct: f"{self.args[self.distinct]} #{number}"}
 
 
 CASES = [
     Case("bare noop", "bare", "noop", {}),
     Case("fs read_file", "fs", "read_file", {"path": "module.py"}),
-    Case("search_code", "search", "search_code", {"query": "read exactly the given number of bytes"}),
+    Case(
+        "search_code",
+        "search",
+        "search_code",
+        {"query": "read exactly the given number of bytes"},
+        distinct="query",
+    ),
 ]
 SEARCH_CORPUS = [
     "_core/_asyncio_selector_thread.py", "_core/_concurrency_utils.py", "_core/_contextmanagers.py",
@@ -133,13 +147,14 @@ async def _session(case: Case, transport: str, root: Path, token_file: Path) -> 
 
 async def _measure(case: Case, transport: str, root: Path, token_file: Path, calls: int) -> list[float]:
     async with _session(case, transport, root, token_file) as client:
-        for _ in range(10):
-            result = await client.call_tool(case.tool, case.args)
+        for number in range(10):
+            result = await client.call_tool(case.tool, case.call_args(-1 - number))
             assert not result.is_error, result.content
         timings = []
-        for _ in range(calls):
+        for number in range(calls):
+            args = case.call_args(number)
             start = time.perf_counter()
-            await client.call_tool(case.tool, case.args)
+            await client.call_tool(case.tool, args)
             timings.append((time.perf_counter() - start) * 1000)
     return timings
 

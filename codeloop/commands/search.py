@@ -56,12 +56,23 @@ def index_command(
 
 
 def search_command(
-    query: Annotated[str, typer.Argument(help="What to look for: a description or an identifier.")],
+    query: Annotated[
+        str,
+        typer.Argument(help="What to look for: a description, an identifier, or @FILE (that file's text)."),
+    ],
     repo: Annotated[Path, typer.Option("--repo", help="Repository to search (indexed on first use).")] = Path(
         "."
     ),
     k: Annotated[int, typer.Option("-k", "--limit", min=1, max=200, help="Number of hits.")] = 10,
     per_file: Annotated[bool, typer.Option("--per-file", help="One hit per file (its best chunk).")] = False,
+    keep_tests: Annotated[
+        bool,
+        typer.Option(
+            "--tests",
+            help="With --per-file, rank test files like source files (for a task about tests); "
+            "by default they rank after the source they test.",
+        ),
+    ] = False,
     as_json: JsonOption = False,
     index_dir: IndexDirOption = None,
     model: ModelOption = None,
@@ -69,16 +80,18 @@ def search_command(
     """Search a repository's code by meaning and keywords (hybrid: vector + full-text, fused).
 
     The repository given by --repo is indexed on first use and updated incrementally after.
+    A long query (an issue text) can be passed as @FILE.
     """
+    text = _query_text(query)
 
     async def run() -> Any:
         from tool_servers.search.query import parse_query
 
-        parse_query(query)  # a bad query fails before the model is loaded
+        parse_query(text)  # a bad query fails before the model is loaded
         index, report = await _open_and_update(repo, index_dir, model, quiet=as_json)
         for message in report.messages:
             typer.echo(f"note: {message}", err=True)
-        return await index.search(query, k=k, per_file=per_file)
+        return await index.search(text, k=k, per_file=per_file, keep_tests=keep_tests)
 
     result = _run(run)
     if as_json:
@@ -94,6 +107,23 @@ def search_command(
             typer.echo(f"    {line}")
         if len(lines) > 6:
             typer.echo(f"    ... {len(lines) - 6} more lines")
+
+
+def _query_text(query: str) -> str:
+    """The query, or the text of the file an `@FILE` query names (undecodable bytes replaced)."""
+    if not query.startswith("@") or len(query) == 1:
+        return query
+    path = Path(query[1:]).expanduser()
+    try:
+        return path.read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:
+        typer.secho(
+            f"error: cannot read the query file {str(path)!r} ({exc.strerror or exc}): "
+            "pass an existing text file after @, or the query itself",
+            err=True,
+            fg="red",
+        )
+        raise typer.Exit(2) from None
 
 
 async def _index(directory: Path, index_dir: str | None, model: str | None, *, quiet: bool) -> "IndexReport":

@@ -93,6 +93,62 @@ async def test_a_query_naming_a_function_finds_its_definition_first(
     assert paths[0] == "streams/buffered.py" and len(paths) == len(set(paths))
 
 
+SIGNAL_ISSUE = """\
+open_signal_receiver hangs when the signal arrives before iteration starts
+
+Registering a receiver and sending SIGHUP to the process before the first `async for` never
+delivers the signal; the test below hangs forever instead of receiving it.
+
+```
+Traceback (most recent call last):
+  File "/home/dev/project/tests/test_signals.py", line 9, in test_receiver_gets_early_signal
+    async for signum in signals:
+  File "/home/dev/project/_core/_signals.py", line 20, in open_signal_receiver
+    return get_async_backend().open_signal_receiver(*signals)
+KeyboardInterrupt
+```
+"""
+SIGNAL_TEST = """\
+import os
+import signal
+
+from anyio import open_signal_receiver
+
+
+async def test_receiver_gets_early_signal():
+    with open_signal_receiver(signal.SIGHUP) as signals:
+        os.kill(os.getpid(), signal.SIGHUP)
+        async for signum in signals:
+            assert signum == signal.SIGHUP
+            break
+"""
+
+
+async def test_a_whole_issue_ranks_its_files_and_tests_come_after_the_source_unless_kept(
+    tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """File ranking through `search_code`: a long issue with a traceback finds the source file it
+        names first; the test file in the traceback ranks after that source, and `keep_tests` (for a
+    task about tests) lifts it to the top two."""
+    root = copy_corpus(tmp_path / "repo")
+    (root / "tests").mkdir()
+    (root / "tests" / "test_signals.py").write_text(SIGNAL_TEST)
+    query = {"query": SIGNAL_ISSUE, "per_file": True, "k": 10}
+    async with Client(build_search_server(root, embedder=embedder)) as client:
+        fix = await _call(client, "search_code", query)
+        tests = await _call(client, "search_code", {**query, "keep_tests": True})
+    assert not fix.is_error and not tests.is_error, (fix.content, tests.content)
+    fix_paths = [h["path"] for h in fix.structured_content["hits"]]
+    test_paths = [h["path"] for h in tests.structured_content["hits"]]
+    assert fix_paths[0] == "_core/_signals.py"
+    assert fix_paths.index("tests/test_signals.py") > fix_paths.index("_core/_signals.py")
+    assert "tests/test_signals.py" in test_paths[:2]
+    score = {h["path"]: h["score"] for h in fix.structured_content["hits"]}
+    kept = {h["path"]: h["score"] for h in tests.structured_content["hits"]}
+    assert kept["tests/test_signals.py"] > score["tests/test_signals.py"]
+    assert len(fix_paths) == len(set(fix_paths))
+
+
 async def test_find_symbol_returns_the_definition_with_its_path_and_line_and_its_uses(
     corpus: Path, embedder: CachedEmbedder
 ) -> None:

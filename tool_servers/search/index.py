@@ -7,6 +7,7 @@ content-addressed cache serves other checkouts of the same code), then the rows 
 deleted files are replaced and the manifest written. Everything blocking runs in worker threads.
 """
 
+import dataclasses
 import hashlib
 import re
 import time
@@ -18,6 +19,7 @@ import anyio
 import numpy as np
 import pyarrow as pa
 
+from tool_servers.search import filerank
 from tool_servers.search import query as q
 from tool_servers.search.chunks import Chunk, chunk_file
 from tool_servers.search.embed import Embedder, load_embedder
@@ -28,16 +30,23 @@ from tool_servers.search.models import (
     IndexReport,
     IndexStatus,
     RepoMap,
+    SearchHit,
     SearchResult,
     SkippedFile,
     SymbolResult,
 )
+from tool_servers.search.query_parts import code_shaped, decompose, keyword_terms
 from tool_servers.search.store import SCHEMA_VERSION, IndexedFile, Store
+from tool_servers.search.vectors import VectorMatrix, texts_by_id
 from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 
 DEFAULT_INDEX_DIR = Path(".codeloop") / "index"
 EMBED_BATCH = 256  # per embed() call: the embedder sorts by length within a call, so bigger pads less
 MAX_LISTED_SKIPS = 200
+# File ranking's candidate depth: ~10 chunks per file of the 50 files a caller may ask for; the
+# vector legs are per piece, so each can be shallower.
+FILE_KEYWORD_LIMIT = 500
+FILE_VECTOR_LIMIT = 200
 
 Progress = Callable[[str, int, int], None]
 """Called as `progress(stage, done, total)`; stages: `scan`, `embed`, `write`."""
@@ -148,6 +157,7 @@ class CodeIndex:
         self._max_file_bytes = max_file_bytes
         self._lock_timeout_s = lock_timeout_s
         self._symbols_cache: tuple[int, Any] | None = None
+        self._vectors: tuple[int, VectorMatrix] | None = None
 
     @property
     def store(self) -> Store:
@@ -284,11 +294,20 @@ class CodeIndex:
         return pa.Table.from_arrays(arrays, schema=schema)
 
     async def search(
-        self, query: str, *, k: int = 10, per_file: bool = False, mode: q.SearchMode = "hybrid"
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        per_file: bool = False,
+        mode: q.SearchMode = "hybrid",
+        keep_tests: bool = False,
     ) -> SearchResult:
         """Best chunks (or, with `per_file`, best files) for `query`.
 
-        `mode` "vector" or "keyword" runs one leg alone, without boosts (for evaluation).
+        `per_file` ranks files from all the evidence of `filerank` (the query taken apart into
+        paths, frames, identifiers and embedding pieces); test files rank after source files
+        unless `keep_tests`. `mode` "vector" or "keyword" runs one chunk leg alone, without
+        boosts (for evaluation).
 
         Raises:
             InvalidQuery: empty query, only stop words, or k < 1.
@@ -300,6 +319,12 @@ class CodeIndex:
         table = self._store.chunks
         if await anyio.to_thread.run_sync(table.count_rows) == 0:
             return SearchResult(query=query, hits=[])
+        if per_file and mode == "hybrid":
+            evidence = await self.file_evidence(query)
+            ranked = filerank.rank_files(evidence, keep_tests=keep_tests)[:k]
+            missing = [f.best["id"] for f in ranked if f.best is not None and "text" not in f.best]
+            texts = await anyio.to_thread.run_sync(lambda: texts_by_id(table, missing))
+            return SearchResult(query=query, hits=[_file_hit(f, texts) for f in ranked])
         limit = max(50, k * (10 if per_file else 5))
         legs: dict[str, list[dict[str, Any]]] = {}
 
@@ -307,7 +332,7 @@ class CodeIndex:
             legs[name] = await anyio.to_thread.run_sync(fn)
 
         def vector() -> list[dict[str, Any]]:
-            vec = np.asarray(self.embedder.embed([parsed.text]), dtype=np.float32)[0]
+            vec = self.embed_queries([parsed.text])[0]
             return q.vector_leg(table, vec, limit=limit)
 
         try:
@@ -328,6 +353,74 @@ class CodeIndex:
             parsed, rankings, legs.get("named", []), k=k, per_file=per_file, boosts=mode == "hybrid"
         )
         return SearchResult(query=query, hits=hits)
+
+    def _vector_matrix(self) -> VectorMatrix:
+        """The chunk vectors of the current index version (read once per version)."""
+        version = self._store.version()
+        if self._vectors is None or self._vectors[0] != version:
+            self._vectors = (version, VectorMatrix(self._store.chunks, dimension=self.embedder.dimension))
+        return self._vectors[1]
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        """Query vectors, computed fresh: the shared embedding cache is for chunk texts, which
+        recur across checkouts; queries rarely recur, and caching each would grow it forever."""
+        inner = getattr(self.embedder, "inner", self.embedder)
+        return np.asarray(inner.embed(texts), dtype=np.float32)
+
+    async def file_evidence(self, query: str) -> filerank.Evidence:
+        """Everything `filerank.rank_files` needs for `query`: the keyword leg over chunks, one
+        vector search per embedding piece, the definitions of the names the query uses, and the
+        imports of the files those name.
+
+        Raises:
+            InvalidQuery: empty query or only stop words.
+            IndexUnavailable: the index could not be read.
+        """
+        parsed = q.parse_query(query)
+        issue = decompose(query)
+        table = self._store.chunks
+        evidence = filerank.Evidence(issue=issue, paths=sorted(self._store.files))
+        names = sorted({i.rsplit(".", 1)[-1].lower() for i in issue.identifiers})
+
+        def vectors() -> None:
+            pieces = issue.pieces or [parsed.text]
+            embedded = self.embed_queries(pieces)
+            evidence.vector = self._vector_matrix().nearest(embedded, limit=FILE_VECTOR_LIMIT)
+
+        def keyword() -> None:
+            capped = dataclasses.replace(parsed, fts_text=keyword_terms(issue) or parsed.fts_text)
+            evidence.keyword = q.keyword_leg(table, capped, limit=FILE_KEYWORD_LIMIT)
+
+        def title_keyword() -> None:
+            focus = " ".join([issue.title, *(i for i in issue.identifiers if code_shaped(i))])
+            try:
+                focused = q.parse_query(focus)
+            except InvalidQuery:
+                return
+            evidence.title_keyword = q.keyword_leg(table, focused, limit=FILE_KEYWORD_LIMIT)
+
+        def definitions() -> None:
+            evidence.definitions = q.definition_leg(table, names)
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(anyio.to_thread.run_sync, vectors)
+                tg.start_soon(anyio.to_thread.run_sync, keyword)
+                tg.start_soon(anyio.to_thread.run_sync, title_keyword)
+                tg.start_soon(anyio.to_thread.run_sync, definitions)
+        except* (ValueError, RuntimeError, OSError) as group:
+            raise IndexUnavailable(
+                f"searching the index at {self._store.uri} failed: {group.exceptions[0]}"
+            ) from group
+        if filerank.NEIGHBOUR_SHARE:
+            top = filerank.rank_files(evidence)[: filerank.NEIGHBOUR_TOP]
+            try:
+                evidence.imports = await anyio.to_thread.run_sync(
+                    lambda: q.imports_leg(table, [f.path for f in top], set(evidence.paths))
+                )
+            except (ValueError, RuntimeError, OSError) as exc:
+                raise IndexUnavailable(f"searching the index at {self._store.uri} failed: {exc}") from exc
+        return evidence
 
     async def find_symbol(self, name: str, *, limit: int = 100) -> SymbolResult:
         """Definitions of `name` (bare or dotted) and lines that use it.
@@ -362,3 +455,19 @@ class _Tally:
 def _row_id(chunk: Chunk) -> str:
     key = f"{chunk.path}\0{chunk.start_line}\0{chunk.end_line}\0{chunk.content_hash}"
     return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def _file_hit(ranked: filerank.RankedFile, texts: dict[str, str]) -> SearchHit:
+    row = ranked.best
+    if row is None:  # found by name only: point at the file's top
+        return SearchHit(
+            path=ranked.path, start_line=1, end_line=1, symbol=None, score=round(ranked.score, 6), snippet=""
+        )
+    return SearchHit(
+        path=row["path"],
+        start_line=row["start_line"],
+        end_line=row["end_line"],
+        symbol=row["symbol"],
+        score=round(ranked.score, 6),
+        snippet=row["text"] if "text" in row else texts.get(row["id"], ""),
+    )

@@ -173,6 +173,31 @@ def name_leg(table: Any, parsed: ParsedQuery, *, limit: int = 200) -> list[dict[
     return table.search().where(f"name IN ({quoted})").select(_COLUMNS).limit(limit).to_list()
 
 
+def definition_leg(table: Any, names: Sequence[str], *, limit: int = 2000) -> list[dict[str, Any]]:
+    """Function, class and method chunks whose name is one of `names` (lower-cased)."""
+    if not names:
+        return []
+    quoted = ", ".join("'" + n.replace("'", "''") + "'" for n in names)
+    where = f"name IN ({quoted}) AND kind IN ('function', 'class', 'method')"
+    return table.search().where(where).select(_COLUMNS).limit(limit).to_list()
+
+
+def imports_leg(table: Any, paths: Sequence[str], known: set[str]) -> dict[str, list[str]]:
+    """path -> the indexed files its module-level code imports, for each of `paths`."""
+    from tool_servers.search.filerank import imports_of
+
+    if not paths:
+        return {}
+    quoted = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)
+    rows = (
+        table.search().where(f"path IN ({quoted}) AND kind = 'module'").select(["path", "text"]).limit(None)
+    )
+    texts: dict[str, list[str]] = defaultdict(list)
+    for row in rows.to_list():
+        texts[row["path"]].append(row["text"])
+    return {p: imports_of(p, "\n".join(t), known) for p, t in texts.items()}
+
+
 def fuse(
     parsed: ParsedQuery,
     rankings: Sequence[tuple[float, list[dict[str, Any]]]],

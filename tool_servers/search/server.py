@@ -36,7 +36,8 @@ from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 if TYPE_CHECKING:
     from tool_servers.search.index import CodeIndex, Embedder
 
-MAX_QUERY_CHARS = 2000
+MAX_QUERY_CHARS = 100_000
+"""A whole issue (title, prose, tracebacks, pasted code) is a good query for file ranking."""
 MAX_K = 50
 MAX_REFERENCES = 1000
 MAX_MAP_TOKENS = 32_768
@@ -53,7 +54,12 @@ class SearchCodeInput(BaseModel):
     k: int = Field(default=10, ge=1, le=MAX_K)
     """How many hits to return."""
     per_file: bool = False
-    """One hit per file (its best chunk): which files matter rather than which lines."""
+    """One hit per file (its best chunk): which files matter rather than which lines. Files are
+    ranked from all the query's evidence: paths, traceback frames and names it mentions, keyword
+    and meaning; give the whole issue text as the query."""
+    keep_tests: bool = False
+    """With `per_file`: rank test files like source files (a task about tests). By default they
+    rank after the source files they test."""
 
 
 class FindSymbolInput(BaseModel):
@@ -212,7 +218,9 @@ class SearchTools:
         with _as_tool_errors():
             parse_query(args.query)  # an unsearchable query is refused before any model or index work
             index = await self.live.fresh()
-            return await index.search(args.query, k=args.k, per_file=args.per_file)
+            return await index.search(
+                args.query, k=args.k, per_file=args.per_file, keep_tests=args.keep_tests
+            )
 
     async def find_symbol(self, args: FindSymbolInput, call: CallContext) -> SymbolResult:
         with _as_tool_errors():

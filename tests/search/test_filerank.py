@@ -1,0 +1,116 @@
+"""File ranking aggregates chunk evidence per file and adds what the issue names outright:
+paths, traceback frames, dotted modules and the definitions of its identifiers; test files rank
+after the source they test unless tests are wanted."""
+
+from typing import Any
+
+from tool_servers.search import filerank
+from tool_servers.search.filerank import Evidence, imports_of, is_test_path, rank_files
+from tool_servers.search.query_parts import decompose
+
+PATHS = [
+    "pkg/__init__.py",
+    "pkg/core/basic.py",
+    "pkg/core/expr.py",
+    "pkg/printing/latex.py",
+    "pkg/printing/str.py",
+    "pkg/printing/tests/test_latex.py",
+    "pkg/utils/misc.py",
+    "other/latex.py",
+]
+
+
+def row(
+    path: str,
+    score: float = 1.0,
+    *,
+    name: str | None = None,
+    symbol: str | None = None,
+    kind: str = "function",
+) -> dict[str, Any]:
+    return {
+        "id": f"{path}:{name}:{score}",
+        "path": path,
+        "start_line": 1,
+        "end_line": 5,
+        "symbol": symbol or name,
+        "name": name,
+        "kind": kind,
+        "text": "...",
+        "_score": score,
+    }
+
+
+def ranked(evidence: Evidence, **options: Any) -> list[str]:
+    return [f.path for f in rank_files(evidence, **options)]
+
+
+def test_a_file_with_several_matching_chunks_outranks_one_with_a_single_slightly_better_chunk() -> None:
+    """Evidence spread over a file counts: best chunk plus decayed next ones, not the best alone."""
+    keyword = [row("pkg/core/expr.py", 10.0), row("pkg/core/basic.py", 9.0), row("pkg/core/basic.py", 8.0)]
+    order = ranked(Evidence(issue=decompose("expression printing"), paths=PATHS, keyword=keyword))
+    assert order[:2] == ["pkg/core/basic.py", "pkg/core/expr.py"]
+
+
+def test_a_path_named_in_the_issue_comes_first_even_without_chunk_evidence() -> None:
+    """`pkg/printing/str.py` written in the issue outweighs keyword and vector ranks elsewhere."""
+    issue = decompose("Wrong output\n\nThe bug is in pkg/printing/str.py, I think.")
+    keyword = [row("pkg/core/basic.py", 5.0), row("pkg/core/expr.py", 4.0)]
+    vector = [[row("pkg/core/expr.py"), row("pkg/core/basic.py")]]
+    order = ranked(Evidence(issue=issue, paths=PATHS, keyword=keyword, vector=vector))
+    assert order[0] == "pkg/printing/str.py"
+
+
+def test_the_innermost_traceback_frame_in_the_repository_weighs_most() -> None:
+    """Frames outside the repository are ignored; of the two inside, the innermost ranks first."""
+    issue = decompose(
+        "Crash\n\nTraceback (most recent call last):\n"
+        '  File "/home/u/pkg/core/expr.py", line 10, in run\n'
+        '  File "/home/u/pkg/core/basic.py", line 20, in inner\n'
+        '  File "/usr/lib/python3.11/json/decoder.py", line 3, in decode\n'
+        "ValueError: bad\n"
+    )
+    order = ranked(Evidence(issue=issue, paths=PATHS))
+    assert order[:2] == ["pkg/core/basic.py", "pkg/core/expr.py"]
+
+
+def test_a_dotted_module_path_resolves_to_its_file() -> None:
+    """`from pkg.printing.latex import latex` names pkg/printing/latex.py, not other/latex.py."""
+    issue = decompose("Bad output\n\n>>> from pkg.printing.latex import latex\n>>> latex(x)\n")
+    order = ranked(Evidence(issue=issue, paths=PATHS))
+    assert order[0] == "pkg/printing/latex.py"
+    assert "other/latex.py" not in order[:1]
+
+
+def test_definitions_of_a_rare_name_count_and_a_name_defined_everywhere_does_not() -> None:
+    """A name defined in one file points at it; one defined in more than MAX_DEFINING_FILES says nothing."""
+    issue = decompose("`render_matrix` breaks on empty input and `_print` too")
+    definitions = [row("pkg/printing/str.py", name="render_matrix")]
+    definitions += [row(p, name="_print") for p in PATHS] * 2
+    definitions += [row(f"gen/m{i}.py", name="_print") for i in range(filerank.MAX_DEFINING_FILES)]
+    order = ranked(
+        Evidence(issue=issue, paths=[*PATHS, *(f"gen/m{i}.py" for i in range(8))], definitions=definitions)
+    )
+    assert order == ["pkg/printing/str.py"]
+
+
+def test_test_files_rank_after_the_source_they_test_unless_tests_are_wanted() -> None:
+    """For a fix, tests/test_latex.py ranks below latex.py even when its chunks match better."""
+    keyword = [row("pkg/printing/tests/test_latex.py", 10.0), row("pkg/printing/latex.py", 6.0)]
+    evidence = Evidence(issue=decompose("latex output of matrices"), paths=PATHS, keyword=keyword)
+    assert ranked(evidence)[:2] == ["pkg/printing/latex.py", "pkg/printing/tests/test_latex.py"]
+    assert ranked(evidence, keep_tests=True)[0] == "pkg/printing/tests/test_latex.py"
+
+
+def test_test_paths_are_recognised_by_directory_and_name() -> None:
+    """The same conventions the scorers of localization benchmarks use."""
+    assert is_test_path("pkg/tests/test_a.py") and is_test_path("a/testing/b.py")
+    assert is_test_path("conftest.py") and is_test_path("pkg/a_test.py")
+    assert not is_test_path("pkg/attest.py") and not is_test_path("pkg/contest/b.py")
+
+
+def test_imports_resolve_absolute_and_relative_module_paths_to_indexed_files() -> None:
+    """`from .expr import Expr`, `from pkg.printing import latex` and `import pkg.utils.misc`."""
+    text = "from .expr import Expr\nfrom pkg.printing import latex\nimport pkg.utils.misc\nimport os\n"
+    found = imports_of("pkg/core/basic.py", text, set(PATHS))
+    assert found == ["pkg/core/expr.py", "pkg/printing/latex.py", "pkg/utils/misc.py"]

@@ -1,0 +1,58 @@
+"""Every chunk vector of an index in one matrix, for many query vectors at once.
+
+An issue is embedded in several pieces, and each piece needs its own nearest chunks. LanceDB's
+flat (unindexed) vector search scans the table once per query vector: on a 1,500-file
+repository (~50,000 chunks) that is about half a second a piece on 2 busy cores. Reading the
+vectors once per index version and answering every piece with one matrix product takes tens of
+milliseconds, at the cost of the matrix in memory (dimension x 4 bytes a chunk: 77 MB for 50,000
+chunks of 384 dimensions), which a search server keeps while the index does not change.
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+_META = ["id", "path", "start_line", "end_line", "symbol", "name", "kind"]
+
+
+class VectorMatrix:
+    """The chunk vectors of one index version, with the columns a file ranking needs."""
+
+    def __init__(self, table: Any, *, dimension: int) -> None:
+        data = table.search().select([*_META, "vector"]).limit(None).to_arrow()
+        column = data.column("vector").combine_chunks()
+        flat = column.flatten().to_numpy(zero_copy_only=False)
+        self.matrix = np.ascontiguousarray(flat, dtype=np.float32).reshape(len(data), dimension)
+        self._columns = {name: data.column(name).to_pylist() for name in _META}
+
+    def __len__(self) -> int:
+        return self.matrix.shape[0]
+
+    def nearest(self, queries: np.ndarray, *, limit: int) -> list[list[dict[str, Any]]]:
+        """For each query row, the `limit` nearest chunks (cosine; vectors are unit norm), nearest
+        first, as rows with `_distance` = 1 - cosine and no `text` (fetch it for the few shown)."""
+        if not len(self):
+            return [[] for _ in range(len(queries))]
+        similarity = self.matrix @ np.asarray(queries, dtype=np.float32).T
+        n = min(limit, len(self))
+        out = []
+        for column in similarity.T:
+            top = np.argpartition(-column, n - 1)[:n]
+            top = top[np.argsort(-column[top], kind="stable")]
+            out.append([self._row(int(i), float(column[i])) for i in top])
+        return out
+
+    def _row(self, i: int, similarity: float) -> dict[str, Any]:
+        row = {name: values[i] for name, values in self._columns.items()}
+        row["_distance"] = 1.0 - similarity
+        return row
+
+
+def texts_by_id(table: Any, ids: Sequence[str]) -> dict[str, str]:
+    """The `text` of the chunks `ids`, in one query."""
+    if not ids:
+        return {}
+    quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
+    rows = table.search().where(f"id IN ({quoted})").select(["id", "text"]).limit(None).to_list()
+    return {r["id"]: r["text"] for r in rows}
