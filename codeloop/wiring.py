@@ -24,6 +24,7 @@ from agents.orchestrator import Pipeline, orchestrator_spec
 from agents.orchestrator.rejections import watch_rejections
 from agents.planner import planner_spec
 from agents.records import TaskRecords
+from agents.replay.observer import recording_observer
 from agents.retriever import retriever_spec
 from agents.role import RoleDeps, RunObserver
 from agents.tools import ToolProvider
@@ -51,15 +52,24 @@ class UnknownRole(ValueError):
 
 
 def role_deps(
-    bus: Bus, state_dir: Path, *, tools: ToolProvider | None = None, observers: tuple[RunObserver, ...] = ()
+    bus: Bus,
+    state_dir: Path,
+    *,
+    tools: ToolProvider | None = None,
+    observers: tuple[RunObserver, ...] = (),
+    record: bool = True,
 ) -> RoleDeps:
     """What the worker roles of this process share: the bus, the tool servers, scratch space, and
-    the observers every model run gets."""
+    the observers every model run gets — with `record`, the recorder (`agents/replay/`), which
+    stores every model response and tool observation and answers `replay:` models."""
+    scratch_dir = _made(state_dir / "work")
+    if record:
+        observers = (recording_observer(bus, scratch_dir=scratch_dir), *observers)
     return RoleDeps(
         bus=bus,
         tools=tools or InProcessTools(),
         observers=observers,
-        scratch_dir=_made(state_dir / "work"),
+        scratch_dir=scratch_dir,
         index_dir=_made(state_dir / "index"),
     )
 
