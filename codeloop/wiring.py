@@ -120,11 +120,13 @@ async def serve(
     tools: ToolProvider | None = None,
     home: Path | None = None,
     mcp: McpHosting | None = None,
+    record: bool = True,
     on_ready: Callable[[ServeNote], None] = lambda note: None,
     task_status: TaskStatus[ServeNote] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run NATS (embedded unless `config.servers`) and the actors of `roles` until `stop` is set;
-    with `mcp`, also host the tool servers over HTTP, publishing their audit records as events.
+    with `mcp`, also host the tool servers over HTTP, publishing their audit records as events;
+    `record=False` turns the recorder off (`agents/replay/`: what replay needs).
 
     Raises:
         ServerStartError: the embedded server could not start.
@@ -139,7 +141,7 @@ async def serve(
             servers = (server.url,)
         bus = await stack.enter_async_context(open_bus(config, servers=servers))
         await ensure_streams(bus)
-        deps = role_deps(bus, home or config.state_dir, tools=tools)
+        deps = role_deps(bus, home or config.state_dir, tools=tools, record=record)
         specs = await role_specs(bus, roles, actor_policy, pipeline=pipeline, deps=deps)
         actors = [Actor(bus, spec) for spec in specs]
         async with anyio.create_task_group() as tg:

@@ -13,7 +13,7 @@ import pytest
 from agents.messages import Budgets, ModelNames, TaskSubmitted
 from agents.replay.exact import exact_replay
 from agents.replay.session import divergences_of, replay_submission
-from agents.replay.store import load_runs
+from agents.replay.store import load_runs, save_run
 from codeloop.tool_provider import InProcessTools
 from tests.e2e.conftest import make_repo, model
 
@@ -144,6 +144,17 @@ async def test_the_exact_replay_executes_no_tool_and_reproduces_every_run(pipeli
     assert result.patch == original.patch and result.verification == original.verification
     assert pipeline.tools.built == built
     assert sorted(os.listdir(work)) == listing and work.stat().st_mtime_ns == mtime
+    # A recording the run no longer agrees with (its last response gone) is a divergence, not a pass.
+    coder = next(r for r in await load_runs(pipeline.bus, original.task_id) if r.role == "coder")
+    last = coder.responses()[-1]
+    await save_run(
+        pipeline.bus, coder.model_copy(update={"entries": [e for e in coder.entries if e is not last]})
+    )
+    _, divergences = await exact_replay(pipeline.bus, original.task_id)
+    assert [d.what for d in divergences][:2] == [
+        f"the replay made model request {len(coder.responses())}; the recording has {len(coder.responses()) - 1}",
+        "the run failed on replay",
+    ]
 
 
 async def test_the_replay_command_prints_the_result_with_its_divergences(pipeline, tmp_path: Path) -> None:
