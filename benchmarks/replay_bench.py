@@ -76,12 +76,14 @@ async def _task(bus, task: TaskSubmitted) -> tuple[TaskResult, float]:
     return TaskResult.model_validate(final.payload), time.perf_counter() - started
 
 
-async def _on_serve(state: Path, *, record: bool, body) -> object:
+async def _on_serve(state: Path, *, record: bool, body, tools: InProcessTools, home: Path) -> object:
     config = BusConfig(state_dir=state)
     stop = anyio.Event()
     async with anyio.create_task_group() as tg:
         note = await tg.start(
-            lambda task_status: serve(config, stop=stop, record=record, task_status=task_status)
+            lambda task_status: serve(
+                config, stop=stop, record=record, tools=tools, home=home, task_status=task_status
+            )
         )
         try:
             async with open_bus(

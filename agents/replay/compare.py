@@ -37,8 +37,10 @@ class Comparer:
         """A divergence when the outcome or the (normalised) result differs, else None."""
         if recorded.outcome != replayed.outcome:
             what = f"the tool {recorded.outcome} when recorded and {replayed.outcome} now"
-        elif _canonical(self.normalise(recorded.result)) != _canonical(self.normalise(replayed.result)):
-            what = "the tool's result differs" + _where(recorded.result, replayed.result)
+        elif _canonical(before := self.normalise(recorded.result)) != _canonical(
+            after := self.normalise(replayed.result)
+        ):
+            what = "the tool's result differs" + _where(before, after)
         else:
             return None
         return Divergence(

@@ -32,10 +32,11 @@ def scrub(value: Any) -> Any:
 
 
 def excerpt(value: Any, limit: int = EXCERPT_CHARS) -> str:
+    """`value` as redacted text of at most about `limit` characters."""
     import json
 
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
-    return trim(text, limit)
+    return trim(_redact(text), limit)
 
 
 class Entry(BaseModel):
