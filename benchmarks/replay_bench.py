@@ -143,7 +143,7 @@ async def main() -> None:
             divergences,
             exact_s,
             exact_div,
-        ) = await _on_serve(tmp_path / "on", record=True, body=recorded)
+        ) = await _on_serve(tmp_path / "on", record=True, body=recorded, **shared)
     same = replayed.patch == original.patch and replayed.verification.verdict == original.verification.verdict
     print("one task (write mode, instant scripted model), one run of each:")
     print(f"  recorder off, cold      {cold_s:7.2f} s   {cold.status} (loads the embedder, builds the index)")
