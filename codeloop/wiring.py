@@ -29,6 +29,7 @@ from agents.orchestrator import Pipeline, orchestrator_spec
 from agents.orchestrator.rejections import watch_rejections
 from agents.planner import planner_spec
 from agents.records import TaskRecords
+from agents.replay.observer import recording_observer
 from agents.retriever import retriever_spec
 from agents.role import RoleDeps, RunObserver
 from agents.tools import ToolProvider
@@ -59,15 +60,24 @@ class UnknownRole(ValueError):
 
 
 def role_deps(
-    bus: Bus, state_dir: Path, *, tools: ToolProvider | None = None, observers: tuple[RunObserver, ...] = ()
+    bus: Bus,
+    state_dir: Path,
+    *,
+    tools: ToolProvider | None = None,
+    observers: tuple[RunObserver, ...] = (),
+    record: bool = True,
 ) -> RoleDeps:
     """What the worker roles of this process share: the bus, the tool servers, scratch space, and
-    the observers every model run gets."""
+    the observers every model run gets — with `record`, the recorder (`agents/replay/`), which
+    stores every model response and tool observation and answers `replay:` models."""
+    scratch_dir = _made(state_dir / "work")
+    if record:
+        observers = (recording_observer(bus, scratch_dir=scratch_dir), *observers)
     return RoleDeps(
         bus=bus,
         tools=tools or InProcessTools(),
         observers=observers,
-        scratch_dir=_made(state_dir / "work"),
+        scratch_dir=scratch_dir,
         index_dir=_made(state_dir / "index"),
     )
 
@@ -118,11 +128,13 @@ async def serve(
     tools: ToolProvider | None = None,
     home: Path | None = None,
     mcp: McpHosting | None = None,
+    record: bool = True,
     on_ready: Callable[[ServeNote], None] = lambda note: None,
     task_status: TaskStatus[ServeNote] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run NATS (embedded unless `config.servers`) and the actors of `roles` until `stop` is set;
-    with `mcp`, also host the tool servers over HTTP, publishing their audit records as events.
+    with `mcp`, also host the tool servers over HTTP, publishing their audit records as events;
+    `record=False` turns the recorder off (`agents/replay/`: what replay needs).
 
     Raises:
         StateDirBusy: another `codeloop serve` runs on this state directory.
@@ -153,7 +165,7 @@ async def serve(
             credentials_file = str(config.state_dir / CREDENTIALS_FILE)
         bus = await stack.enter_async_context(open_bus(config, servers=servers))
         await ensure_streams(bus)
-        deps = role_deps(bus, home or config.state_dir, tools=tools)
+        deps = role_deps(bus, home or config.state_dir, tools=tools, record=record)
         specs = await role_specs(bus, roles, actor_policy, pipeline=pipeline, deps=deps)
         actors = [Actor(bus, spec) for spec in specs]
         async with anyio.create_task_group() as tg:

@@ -9,6 +9,10 @@ call that needed it.
 
 A `function:` file is loaded at once instead, so a typo in a scripted model's path fails before a
 task is submitted, not halfway through it.
+
+`replay:TASK_ID` names the recorded responses of an earlier task (`codeloop replay`). The model
+itself is never called: the recorder every LLM role's run gets (`agents/replay/`) answers each
+request from the recording; a process without it fails the step with a message saying so.
 """
 
 import hashlib
@@ -28,6 +32,7 @@ from pydantic_ai.providers import infer_provider_class
 from agents.errors import ModelNotConfigured, ModelSpecError
 
 FUNCTION_PREFIX = "function:"
+REPLAY_PREFIX = "replay:"
 
 ModelFactory = Callable[[], Model]
 """Builds the model; raises `ModelNotConfigured` while a variable the provider needs is unset."""
@@ -50,6 +55,11 @@ def model_factory(name: str, *, base_dir: Path | None = None) -> ModelFactory:
     if name.startswith(FUNCTION_PREFIX):
         model = load_function_model(name, base_dir=base_dir)
         return lambda: model
+    if name.startswith(REPLAY_PREFIX):
+        task_id = name[len(REPLAY_PREFIX) :]
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,128}", task_id):
+            raise ModelSpecError(f"model {name!r} is not replay:TASK_ID")
+        return lambda: FunctionModel(_replay_only, model_name=name)
     if name == "test":
         return lambda: infer_model("test")
     provider, model_name = parse_model_id(name)
@@ -68,6 +78,13 @@ def model_factory(name: str, *, base_dir: Path | None = None) -> ModelFactory:
             f"install pydantic-ai-slim[{provider.split('-')[0]}]"
         ) from None
     return lambda: _build_provider_model(name)
+
+
+def _replay_only(messages: object, info: object) -> object:
+    raise ModelNotConfigured(
+        "a replay: model answers only through the recorder of a codeloop serve that installs it; "
+        "run the replay against such a serve (or none: `codeloop replay` then runs every role itself)"
+    )
 
 
 def _build_provider_model(name: str) -> Model:

@@ -70,6 +70,15 @@ def run(
 
 
 async def _run_task(task: Any, connection: Connection, *, quiet: bool) -> Any:
+    return await on_pipeline(connection, lambda config: _submit_and_follow(config, task, quiet=quiet))
+
+
+async def on_pipeline(connection: Connection, body: Any, *, keep_store: bool = False) -> Any:
+    """`await body(client_bus_config)` against the local serve (or `--nats URL`) when there is one,
+    else on an embedded bus with every role in this process, stopped when `body` returns.
+
+    The embedded bus keeps its store in a temporary directory unless `keep_store`: then it opens
+    the state directory's own store, the one `codeloop serve` uses, with its task records."""
     import anyio
 
     from codeloop.config import ConfigError, bus_config, client_bus_config, client_config_for
@@ -80,18 +89,18 @@ async def _run_task(task: Any, connection: Connection, *, quiet: bool) -> Any:
     except ConfigError:
         config = None
     if config is not None:
-        return await _submit_and_follow(config, task, quiet=quiet)
+        return await body(config)
     # No serve to talk to: an embedded bus (its store in a temp dir) and every role in this process;
     # scratch workspaces and the search index stay in the state dir, so a second run reuses the index.
     home = bus_config(**connection).state_dir
     with tempfile.TemporaryDirectory(prefix="codeloop-run-") as store:
-        embedded = bus_config(**{**connection, "state_dir": Path(store)})
+        embedded = bus_config(**{**connection, "state_dir": home if keep_store else Path(store)})
         stop = anyio.Event()
         async with anyio.create_task_group() as tg:
             note = await tg.start(lambda task_status: serve(embedded, stop=stop, home=home, task_status=task_status))
             client = client_config_for(embedded, note)
             try:
-                return await _submit_and_follow(client, task, quiet=quiet)
+                return await body(client)
             finally:
                 stop.set()
 
@@ -104,8 +113,10 @@ async def _submit_and_follow(config: Any, task: Any, *, quiet: bool) -> Any:
 
     async with open_bus(config) as bus:
         view = _LiveView(enabled=not quiet, bus=bus, ask=task.interactive and not quiet)
-        view.line("capturing the working tree")
-        snapshot = await capture_snapshot(bus, Path(task.repo))
+        snapshot = task.snapshot
+        if snapshot is None:  # a replay resubmits a task with the snapshot it was captured with
+            view.line("capturing the working tree")
+            snapshot = await capture_snapshot(bus, Path(task.repo))
         task = task.model_copy(update={"snapshot": snapshot})
         envelope, _ = await submit_task(bus, task)
         view.line(f"task {envelope.task_id} submitted ({snapshot.files} files, mode {task.mode})")
