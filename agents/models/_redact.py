@@ -1,30 +1,17 @@
-"""The seam through which every text the model adapter logs or reports passes.
+"""The seam through which every text the model adapter logs or reports passes: the project's one
+redaction rule (`redaction.redact_text`), plus trimming to a preview."""
 
-`_redact` is deliberately minimal (token-shaped words, Bearer headers, secret-named KEY=value
-pairs); the project-wide redaction package replaces it once it is wired in, and nothing else here
-needs to change then.
-"""
-
-import re
+from redaction import MASK, redact_text
 
 PREVIEW_CHARS = 200
 """Longest excerpt of a prompt, model output or provider error that leaves the adapter."""
 
-MASK = "[redacted]"
-
-_PATTERNS = (
-    # Provider key formats: OpenAI/Anthropic style `sk-…`, plus common bearer-ish prefixes.
-    re.compile(r"\b(?:sk|rk|pk)-[A-Za-z0-9_\-]{8,}"),
-    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/\-]{8,}=*"),
-    re.compile(r"(?i)\b([A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD)[A-Z0-9_]*)\s*[=:]\s*[\"']?[^\s\"',;]+"),
-)
+__all__ = ["MASK", "PREVIEW_CHARS", "_redact", "trim"]
 
 
 def _redact(text: str) -> str:
-    """`text` with anything that looks like a secret replaced by `[redacted]`."""
-    for pattern in _PATTERNS:
-        text = pattern.sub(lambda m: f"{m.group(1)}={MASK}" if m.groups() else MASK, text)
-    return text
+    """`text` with anything that looks like a secret masked."""
+    return redact_text(text)
 
 
 def trim(text: str, limit: int = PREVIEW_CHARS) -> str:
