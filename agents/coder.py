@@ -95,22 +95,25 @@ class _Guard:
             raise LoopDetected(f"the same {call.tool_name} call {self.repeats} times in a row")
         return args
 
-    async def after(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, result: Any) -> Any:
+    async def around(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
+        # A wrap hook, not an error hook: a tool's error result reaches pydantic-ai as ModelRetry,
+        # which passes through the wrap but skips `tool_execute_error` hooks.
+        try:
+            result = await handler(args)
+        except LoopDetected:
+            raise
+        except Exception as error:
+            self.failures += 1
+            if self.failures >= self.max_failures:
+                raise LoopDetected(
+                    f"{self.failures} tool calls failed in a row (last: {call.tool_name}: {error})"[:500]
+                ) from error
+            raise
         self.failures = 0
         return result
 
-    async def error(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, error: Exception) -> Any:
-        self.failures += 1
-        if self.failures >= self.max_failures:
-            raise LoopDetected(
-                f"{self.failures} tool calls failed in a row (last: {call.tool_name}: {error})"[:500]
-            )
-        raise error
-
     def hooks(self) -> Hooks:
-        return Hooks(
-            before_tool_execute=self.before, after_tool_execute=self.after, tool_execute_error=self.error
-        )
+        return Hooks(before_tool_execute=self.before, tool_execute=self.around)
 
 
 def _toolsets(deps: RoleDeps, root: Path, request: CodeRequest, task_id: str) -> list[MCPToolset]:

@@ -98,6 +98,13 @@ def index_dir_for(deps: RoleDeps, task: TaskSubmitted) -> Path:
     return deps.index_dir / subjects.token(task.repo.replace("/", "_").strip("_") or "root")
 
 
+def _leaf(exc: BaseException) -> BaseException:
+    """The one exception inside nested single-member exception groups (else `exc` itself)."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
 def role_spec(
     role: str,
     handle: Callable[[Delivery, Message], Awaitable[Message]],
@@ -118,7 +125,10 @@ def role_spec(
         except StepError as exc:
             result = failed(request, exc.failure_class, str(exc))
         except Exception as exc:
-            failure_class = getattr(exc, "failure_class", None)
+            # A failure inside an MCP session arrives wrapped in the session's exception group.
+            failure_class = getattr(_leaf(exc), "failure_class", None)
+            if isinstance(_leaf(exc), StepError):
+                return Reply(subjects.task_result(role), failed(request, failure_class, str(_leaf(exc))), label="result")
             if failure_class is None and delivery.num_delivered < policy.max_deliver:
                 raise  # the runtime naks it; another delivery may succeed
             log.warning("%s: step failed for good: %s: %s", role, type(exc).__name__, exc)

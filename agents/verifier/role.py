@@ -53,6 +53,13 @@ async def diagnose_tree(deps: RoleDeps, root: Any, request: VerifyRequest) -> Ve
             run = await session.run_tests([], timeout_s=min(left - 1, DIAGNOSE_SUITE_CAP_S))
     except ExecUnavailable as exc:
         raise StepError("env.infra", str(exc)) from exc
+    except BaseExceptionGroup as group:  # the MCP session wraps what failed inside it
+        leaf = group
+        while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
+            leaf = leaf.exceptions[0]
+        if isinstance(leaf, ExecUnavailable):
+            raise StepError("env.infra", str(leaf)) from group
+        raise
     summary = f"{run.passed} passed, {run.failed} failed, {run.errors} errors, {run.skipped} skipped"
     if run.timed_out:
         failure = Failure(failure_class="test.timeout", message=f"the test suite did not finish: {summary}")

@@ -172,3 +172,11 @@ def hang_once(messages, info) -> ModelResponse:
             marker.write_text(str(os.getpid()))
             time.sleep(3600)
     return fix(messages, info)
+
+
+def failing_tools(messages, info) -> ModelResponse:
+    """Reads files that do not exist, a different one each time: every tool call fails."""
+    if _is_planner(info):
+        return _plan(messages, info)
+    n = len(_returns(messages))
+    return ModelResponse(parts=[ToolCallPart("read_file", {"path": f"no/such/file{n}.py"})])

@@ -111,3 +111,11 @@ async def test_a_cancelled_task_ends_cancelled_and_ignores_the_step_in_flight(pi
         results["r"] = await pipeline(_task(repo, "fix add", "slow_forever", max_steps=500))
     result = results["r"]
     assert result.status == "cancelled" and "changed my mind" in result.report
+
+
+async def test_a_run_of_failing_tool_calls_is_stopped_after_the_budgeted_number(pipeline, tmp_path: Path) -> None:
+    """Consecutive tool failures (3 by default) end the coder's run; the hand-off says so."""
+    repo = make_repo(tmp_path / "repo")
+    result = await pipeline(_task(repo, "fix add", "failing_tools", max_steps=50))
+    assert result.status == "handed_off" and result.failure_class == "agent.loop"
+    assert "3 tool calls failed in a row" in result.report
