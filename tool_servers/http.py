@@ -156,6 +156,7 @@ class _CancelledAtShutdown(logging.Filter):
             record.msg, record.args, record.exc_info = (
                 "a tool call still running at shutdown was cancelled", (), None,
             )  # fmt: skip
+            record.exc_text = None  # the redacting record factory formatted the traceback already
         return True
 
 

@@ -133,7 +133,11 @@ def transition(state: TaskState, event: Input, *, pipeline: Pipeline, now: datet
 def _on_start(state: TaskState, _: Start, pipeline: Pipeline, now: datetime) -> Outcome:
     if state.status != "submitted" or state.expected_step is not None:
         return Outcome(state, ignored="the task was started already")
-    return _enter(state, pipeline, 0, now, [])
+    submitted = Emit(
+        "transition", f"task submitted: {' '.join(state.task.text.split())[:80]}",
+        {"status": "submitted", "mode": state.task.mode, "pipeline": pipeline.name},
+    )  # fmt: skip
+    return _enter(state, pipeline, 0, now, [submitted])
 
 
 def _on_cancel(state: TaskState, event: Cancel, pipeline: Pipeline, now: datetime) -> Outcome:

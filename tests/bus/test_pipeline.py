@@ -22,7 +22,7 @@ async def test_a_submitted_task_is_carried_to_done_by_the_echo_role(bus: Bus) ->
         envelope, _ = await submit_task(bus, TaskSubmitted(text="hello", repo="/repo"))
         with anyio.fail_after(10):
             events = await collect_events(bus, envelope.task_id, lambda evs: is_final(evs[-1]))
-    assert [e.kind for e in events] == ["event", "event", "task_result"]
+    assert [e.kind for e in events] == ["event", "event", "event", "task_result"]
     assert events[-1].payload["answer"] == "hello"
     assert events[-1].trace_id == envelope.trace_id
     state = await records.get(envelope.task_id)
@@ -44,8 +44,8 @@ async def test_the_same_task_published_twice_gives_one_task(bus: Bus) -> None:
             await watch_task(bus, "same-task", lambda e: None)
             await wait_stream_empty(bus, subjects.TASKS_STREAM)
         orchestrator_stats = actors[0].stats
-    events = await collect_events(bus, "same-task", lambda evs: len(evs) >= 3)
-    assert [e.kind for e in events] == ["event", "event", "task_result"]
+    events = await collect_events(bus, "same-task", lambda evs: len(evs) >= 4)
+    assert [e.kind for e in events] == ["event", "event", "event", "task_result"]
     assert orchestrator_stats.handled == 3  # two submissions, one echo result
     assert actors[1].stats.handled == 1
     assert [s.task_id for s in await records.all()] == ["same-task"]

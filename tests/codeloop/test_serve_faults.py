@@ -18,6 +18,13 @@ from tests.codeloop.serve_support import CODELOOP, codeloop_env, running_serve
 pytestmark = pytest.mark.anyio
 
 
+
+def _repo(tmp_path: Path) -> Path:
+    """A repository apart from the test's state dir, whose files change while a task is captured."""
+    repo = tmp_path / "repo"
+    repo.mkdir(exist_ok=True)
+    return repo
+
 def _nats_server_pid(home: Path) -> int:
     """The embedded server's pid, from the ports file it writes into its state directory."""
     (ports,) = (home / "nats" / "ports").glob("nats-server_*.ports")
@@ -86,7 +93,7 @@ async def test_a_second_serve_on_a_state_dir_is_refused_and_the_first_keeps_runn
             assert "Traceback" not in message and len(message.strip().splitlines()) == 1
             assert _alive(server_pid)
             assert (home / "serve.json").read_text() == note_before
-            task_id = await _submit(home, "still served", tmp_path)
+            task_id = await _submit(home, "still served", _repo(tmp_path))
             watched = await _codeloop(home, "watch", task_id)
             assert b"result: done  still served" in watched.stdout
 
@@ -101,7 +108,7 @@ async def test_a_stale_lock_of_a_sigkilled_serve_is_taken_over(tmp_path: Path) -
         assert (home / "owner.lock").exists()
         async with running_serve(home, "--no-mcp") as (second, note):
             assert note["pid"] == second.pid
-            task_id = await _submit(home, "after a crash", tmp_path)
+            task_id = await _submit(home, "after a crash", _repo(tmp_path))
             watched = await _codeloop(home, "watch", task_id)
             assert watched.returncode == 0, watched.stderr
 
@@ -115,7 +122,7 @@ async def test_a_sigkilled_embedded_server_is_restarted_and_a_task_in_flight_rea
     with anyio.fail_after(90):
         async with running_serve(home, "--no-mcp", "--role", "orchestrator") as (serve, note):
             assert serve.stderr is not None
-            task_id = await _submit(home, "through a crash", tmp_path)
+            task_id = await _submit(home, "through a crash", _repo(tmp_path))
             async with _process(home, "watch", task_id) as watch:
                 assert watch.stdout is not None
                 watched = Lines(watch.stdout)
@@ -128,7 +135,8 @@ async def test_a_sigkilled_embedded_server_is_restarted_and_a_task_in_flight_rea
                 assert json.loads((home / "serve.json").read_text())["nats_url"] == note["nats_url"]
                 # The echo worker joins only now, so the task cannot have finished before the crash.
                 worker = ["serve", "--no-mcp", "--role", "echo", "--nats", note["nats_url"]]
-                async with _process(worker_home, *worker):
+                creds = json.loads((home / "nats-credentials.json").read_text())  # the embedded server's
+                async with _process(worker_home, *worker, "--user", creds["user"], "--password", creds["password"]):
                     await watched.until("result: done  through a crash")
                     assert await watch.wait() == 0
             status = await _codeloop(home, "status", task_id, "--json")
@@ -141,7 +149,7 @@ async def test_a_watch_reconnects_across_a_serve_restart_and_sees_the_result(tmp
     home = tmp_path / "home"
     with anyio.fail_after(90):
         async with running_serve(home, "--no-mcp", "--role", "orchestrator") as (serve, first_note):
-            task_id = await _submit(home, "across a restart", tmp_path)
+            task_id = await _submit(home, "across a restart", _repo(tmp_path))
             async with _process(home, "watch", task_id) as watch:
                 assert watch.stdout is not None
                 watched = Lines(watch.stdout)

@@ -10,9 +10,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from bus.config import BusConfig
 from bus.connection import open_bus
 from codeloop import __version__
+from codeloop.config import client_bus_config
 from tests.codeloop.serve_support import CODELOOP, codeloop_env, running_serve
 
 pytestmark = pytest.mark.anyio
@@ -71,7 +71,7 @@ async def test_status_says_a_task_waits_for_redelivery_after_its_worker_died(tmp
     home = tmp_path / "home"
     with anyio.fail_after(90):
         async with running_serve(home, "--no-mcp", "--role", "orchestrator") as (_, note):
-            config = BusConfig(servers=(note["nats_url"],), state_dir=home)
+            config = client_bus_config(state_dir=home)
             async with open_bus(config) as bus:
                 await bus.js.create_key_value(bucket="test-effects")
                 holding = await bus.nc.subscribe("test.holding")
@@ -83,7 +83,8 @@ async def test_status_says_a_task_waits_for_redelivery_after_its_worker_died(tmp
                         "hold-before-effect",
                         str(tmp_path),
                     ],
-                    env={**os.environ, "PYTHONPATH": str(ROOT)},
+                    env={**os.environ, "PYTHONPATH": str(ROOT), "CODELOOP_NATS_USER": config.user or "",
+                         "CODELOOP_NATS_PASSWORD": config.password or ""},  # fmt: skip
                 )
                 try:
                     submitted = await _codeloop(home, "submit", "held", "--repo", str(_repo(tmp_path)), "--json")
@@ -97,5 +98,5 @@ async def test_status_says_a_task_waits_for_redelivery_after_its_worker_died(tmp
             one = await _codeloop(home, "status", task_id, "--json")
     flat = " ".join(table.replace("│", " ").split())  # the note wraps inside its cell
     assert task_id in table and "not yet acknowledged" in flat and "redelivered 1 s after" in flat
-    assert json.loads(one.stdout)["status"] == "submitted"
+    assert json.loads(one.stdout)["status"] == "coding"  # the record moved on; only its message waits
     assert f"{task_id}: handed to codeloop-echo, not yet acknowledged" in one.stderr.decode()
