@@ -60,6 +60,8 @@ class ServeNote(BaseModel):
     embedded: bool
     mcp: McpNote | None = None
     """The hosted tool servers; None with `--no-mcp`."""
+    metrics_url: str | None = None
+    """Where the Prometheus metrics are served, `http://HOST:PORT/metrics`; None with `--no-metrics`."""
 
 
 def state_dir_from(option: Path | None) -> Path:

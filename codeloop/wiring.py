@@ -12,6 +12,7 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
@@ -20,6 +21,8 @@ from anyio.abc import TaskStatus
 
 from agents.coder import coder_spec
 from agents.echo import echo_spec
+from agents.observe.events import bind_step
+from agents.observe.tool_events import ObservedTools, tool_call_observer
 from agents.orchestrator import Pipeline, orchestrator_spec
 from agents.orchestrator.rejections import watch_rejections
 from agents.planner import planner_spec
@@ -28,6 +31,7 @@ from agents.retriever import retriever_spec
 from agents.role import RoleDeps, RunObserver
 from agents.tools import ToolProvider
 from agents.verifier.role import verifier_spec
+from bus import subjects
 from bus.actor import Actor, ActorSpec, DeliveryPolicy
 from bus.config import BusConfig
 from bus.connection import Bus, open_bus
@@ -38,6 +42,7 @@ from bus.supervise import Supervisor
 from codeloop.audit_events import bus_audit_sink
 from codeloop.config import SERVE_NOTE, McpNote, ServeNote, read_serve_note, write_serve_note
 from codeloop.hosted_mcp import McpHosting, host_tool_servers
+from codeloop.metrics import Metrics, follow_events, poll_queues, serve_metrics
 from codeloop.tool_provider import InProcessTools
 
 log = logging.getLogger("codeloop")
@@ -48,6 +53,15 @@ DRAIN_GRACE_S = 10.0
 
 class UnknownRole(ValueError):
     pass
+
+
+@dataclass(frozen=True)
+class MetricsServing:
+    """Where `serve` exports its Prometheus metrics (port 0: a free one, printed and noted)."""
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    queue_poll_s: float = 5.0
 
 
 def role_deps(
@@ -111,10 +125,14 @@ async def serve(
     home: Path | None = None,
     mcp: McpHosting | None = None,
     on_ready: Callable[[ServeNote], None] = lambda note: None,
+    observe: bool = True,
+    metrics: MetricsServing | None = MetricsServing(),
     task_status: TaskStatus[ServeNote] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run NATS (embedded unless `config.servers`) and the actors of `roles` until `stop` is set;
     with `mcp`, also host the tool servers over HTTP, publishing their audit records as events.
+    With `observe`, every tool call of the roles is a `tool_call` event and every event names
+    its step; with `metrics`, Prometheus metrics are served (see `codeloop.metrics`).
 
     Raises:
         ServerStartError: the embedded server could not start.
@@ -129,10 +147,27 @@ async def serve(
             servers = (server.url,)
         bus = await stack.enter_async_context(open_bus(config, servers=servers))
         await ensure_streams(bus)
-        deps = role_deps(bus, home or config.state_dir, tools=tools)
+        if observe:
+            deps = role_deps(
+                bus, home or config.state_dir, tools=ObservedTools(tools or InProcessTools(), bus),
+                observers=(tool_call_observer(bus),),
+            )  # fmt: skip
+        else:
+            deps = role_deps(bus, home or config.state_dir, tools=tools)
         specs = await role_specs(bus, roles, actor_policy, pipeline=pipeline, deps=deps)
+        if observe:
+            specs = [spec if spec.address.role == subjects.ORCHESTRATOR else bind_step(spec) for spec in specs]
+        meter = Metrics() if metrics is not None else None
+        if meter is not None:
+            specs = [replace(spec, on_settled=meter.on_settled(spec.address.role)) for spec in specs]
         actors = [Actor(bus, spec) for spec in specs]
         async with anyio.create_task_group() as tg:
+            metrics_url = None
+            if meter is not None and metrics is not None:
+                metrics_url = await tg.start(partial(serve_metrics, meter, host=metrics.host, port=metrics.port))
+                await tg.start(Supervisor("metrics events", partial(follow_events, bus, meter)).run)
+                addresses = list({spec.address.durable: spec.address for spec in specs}.values())
+                tg.start_soon(partial(poll_queues, bus, meter, addresses, interval_s=metrics.queue_poll_s))
             await tg.start(Supervisor("dead-letter watcher", partial(watch_max_deliveries, bus)).run)
             if "orchestrator" in roles:
                 await tg.start(Supervisor("rejections", partial(watch_rejections, bus)).run)
@@ -150,6 +185,7 @@ async def serve(
                 roles=list(roles),
                 embedded=config.embedded,
                 mcp=hosted,
+                metrics_url=metrics_url,
             )
             note_path = write_serve_note(config.state_dir, note)
             stack.callback(_remove_note, note_path, os.getpid())
@@ -174,4 +210,4 @@ def _remove_note(path: Path, pid: int) -> None:
         path.unlink(missing_ok=True)
 
 
-__all__ = ["DEFAULT_ROLES", "SERVE_NOTE", "McpHosting", "UnknownRole", "role_specs", "serve"]
+__all__ = ["DEFAULT_ROLES", "SERVE_NOTE", "McpHosting", "MetricsServing", "UnknownRole", "role_specs", "serve"]

@@ -339,21 +339,13 @@ def watch(
     from agents.records import TaskRecords
     from bus.connection import open_bus
     from codeloop.config import client_bus_config
+    from codeloop.observe.render import event_line
 
     def show(envelope: Any) -> None:
         if as_json:
             typer.echo(envelope.model_dump_json())
             return
-        p = envelope.payload
-        stamp = envelope.sent_at.strftime("%H:%M:%S.%f")[:-3]
-        if envelope.kind == "event":
-            typer.echo(f"{stamp}  {p.get('name')}: {p.get('message')} {json.dumps(p.get('data') or {})}")
-        elif envelope.kind == "task_result":
-            typer.echo(f"{stamp}  result: {p.get('status')}  {p.get('answer') or ''}")
-        elif envelope.kind == "dead_letter":
-            typer.echo(f"{stamp}  dead letter ({p.get('reason')}): {p.get('error')}")
-        else:
-            typer.echo(f"{stamp}  {envelope.kind}")
+        typer.echo(event_line(envelope))
         sys.stdout.flush()
 
     async def main() -> str | None:
