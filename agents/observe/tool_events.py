@@ -4,7 +4,7 @@ duration — never file contents or patches (those become their size and sha256)
 Two routes, one event shape:
 
 - the coder's model run gets `tool_call_observer(bus)`, a pydantic-ai `Hooks` capability
-  (before/after/error tool hooks) — the run's own view, including what the model was told;
+  around each tool execution — the run's own view of the call;
 - the roles that call tools with a plain MCP client (planner, retriever, verifier) get their
   servers from `ObservedTools`, which wraps the composition root's `ToolProvider` and puts a
   middleware in front of each in-process server that times every `tools/call`.
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic_ai.capabilities import Hooks
+from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, SkipToolExecution
 
 from agents.observe.events import StepInfo, cap, current_step, digest, publish_event
 from agents.role import RunInfo
@@ -36,13 +37,17 @@ CONTENT_KEYS = frozenset(
 """Arguments that carry file contents or patches: always reported as size and sha256."""
 MAX_ARGUMENT = 200
 """Longer string arguments are reported as size and sha256 too."""
-_SECRET_KEY = re.compile(r"secret|token|passw|api[_-]?key|authorization|credential|private[_-]?key", re.I)
+_SECRET_KEY = re.compile(
+    r"(?:secret|token|passw(?:or)?d|api[_-]?key|authorization|credentials?|private[_-]?key)$", re.I
+)
+"""Argument names whose values are masked (`token_budget` is not one of them; `api_token` is)."""
 REFUSALS = frozenset({"permission_denied", "needs_confirmation"})
 _ERROR_TYPES = (
     "permission_denied", "needs_confirmation", "invalid_arguments", "not_found", "conflict",
     "timeout", "sandbox_error", "internal_error",
 )  # fmt: skip
 
+_CONTROL_FLOW = (SkipToolExecution, CallDeferred, ApprovalRequired)
 SERVER_OF: dict[str, str] = {}
 """Tool name -> server name, learnt by `ObservedTools` as the servers answer calls (the tool
 names of codeloop's servers are unique across them)."""
@@ -91,38 +96,38 @@ async def _emit(bus: Bus, step: StepInfo, data: dict[str, Any]) -> None:
 
 
 def tool_call_observer(bus: Bus) -> Callable[[RunInfo], Hooks]:
-    """A `RunObserver`: hooks that publish each tool call of one model run as a `tool_call` event."""
+    """A `RunObserver`: hooks that publish each tool call of one model run as a `tool_call` event.
+
+    It is a wrap hook (`tool_execute`), not the error hook: a tool's error result reaches
+    pydantic-ai as `ModelRetry`, which skips `tool_execute_error` hooks but passes through the wrap.
+    """
 
     def observe(info: RunInfo) -> Hooks:
         step = StepInfo(task_id=info.task_id, role=info.role, step_id=info.step_id, trace_id=info.trace_id)
-        started: dict[str, float] = {}
 
-        def begun(call: Any) -> float:
-            return time.perf_counter() - started.pop(call.tool_call_id, time.perf_counter())
-
-        async def before(ctx: Any, *, call: Any, tool_def: Any, args: Any) -> Any:
-            started[call.tool_call_id] = time.perf_counter()
-            return args
-
-        async def after(ctx: Any, *, call: Any, tool_def: Any, args: Any, result: Any) -> Any:
+        async def timed(ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                result = await handler(args)
+            except _CONTROL_FLOW:
+                raise  # a skipped or deferred call is not a call the tool answered
+            except Exception as exc:
+                outcome, kind = outcome_of_error(str(exc))
+                data = tool_call_data(
+                    server=SERVER_OF.get(call.tool_name, "unknown"), tool=call.tool_name, args=args,
+                    outcome=outcome, duration_s=time.perf_counter() - t0, error_type=kind,
+                    error=f"{type(exc).__name__}: {exc}", source="hooks",
+                )  # fmt: skip
+                await _emit(bus, step, data)
+                raise
             data = tool_call_data(
                 server=SERVER_OF.get(call.tool_name, "unknown"), tool=call.tool_name, args=args,
-                outcome="ok", duration_s=begun(call), source="hooks",
+                outcome="ok", duration_s=time.perf_counter() - t0, source="hooks",
             )  # fmt: skip
             await _emit(bus, step, data)
             return result
 
-        async def error(ctx: Any, *, call: Any, tool_def: Any, args: Any, error: Exception) -> Any:
-            outcome, kind = outcome_of_error(str(error))
-            data = tool_call_data(
-                server=SERVER_OF.get(call.tool_name, "unknown"), tool=call.tool_name, args=args,
-                outcome=outcome, duration_s=begun(call), error_type=kind,
-                error=f"{type(error).__name__}: {error}", source="hooks",
-            )  # fmt: skip
-            await _emit(bus, step, data)
-            raise error
-
-        return Hooks(before_tool_execute=before, after_tool_execute=after, tool_execute_error=error)
+        return Hooks(tool_execute=timed)
 
     return observe
 
