@@ -164,6 +164,15 @@ def serve(
             "branches, execute to run commands and tests in the sandbox: --mcp-scopes read,write,execute.",
         ),
     ] = "read",
+    metrics: Annotated[
+        bool, typer.Option("--metrics/--no-metrics", help="Serve Prometheus metrics at http://HOST:PORT/metrics.")
+    ] = True,
+    metrics_port: Annotated[
+        int, typer.Option("--metrics-port", min=0, max=65535, help="Port of the metrics endpoint (0: a free one).")
+    ] = 0,
+    metrics_host: Annotated[
+        str, typer.Option("--metrics-host", help="Address the metrics endpoint listens on.")
+    ] = "127.0.0.1",
     as_json: Annotated[
         bool,
         typer.Option("--json", help="When ready, print what runs as one JSON line (serve.json's content)."),
@@ -180,11 +189,13 @@ def serve(
     URLs and token file are printed and recorded in STATE_DIR/serve.json.
 
     Each tool call goes to STATE_DIR/mcp-audit.jsonl and is a `tool_call` event on the bus.
+
+    Prometheus metrics: http://127.0.0.1:PORT/metrics (printed; also in serve.json).
     """
     import anyio
 
     from codeloop.config import ConfigError, bus_config
-    from codeloop.wiring import DEFAULT_ROLES, McpHosting, UnknownRole
+    from codeloop.wiring import DEFAULT_ROLES, McpHosting, MetricsServing, UnknownRole
     from codeloop.wiring import serve as run_serve
     from tool_servers.scopes import parse_scopes
 
@@ -229,6 +240,8 @@ def serve(
         typer.echo("             object store codeloop-artifacts")
         if note.mcp is not None:
             _show_mcp(note.mcp)
+        if note.metrics_url:
+            typer.echo(f"  metrics    {note.metrics_url}  (Prometheus)")
         typer.echo("  try        codeloop submit 'hello' --repo .   then   codeloop watch TASK_ID")
         typer.echo("Press Ctrl-C to stop.")
         sys.stdout.flush()
@@ -248,8 +261,9 @@ def serve(
             tg.start_soon(on_signals)
             policy = DeliveryPolicy(ack_wait_s=ack_wait) if ack_wait else None
             await run_serve(
-                config, roles=roles, pipeline=chosen, actor_policy=policy, stop=stop, mcp=hosting, on_ready=show
-            )
+                config, roles=roles, pipeline=chosen, actor_policy=policy, stop=stop, mcp=hosting, on_ready=show,
+                metrics=MetricsServing(host=metrics_host, port=metrics_port) if metrics else None,
+            )  # fmt: skip
             tg.cancel_scope.cancel()
         typer.echo("codeloop stopped", err=True)
 
@@ -257,8 +271,8 @@ def serve(
         _run(main)
     except UnknownRole as exc:
         raise fail(str(exc), 2) from None
-    except OSError as exc:  # a tool server could not listen on --mcp-host
-        raise fail(f"cannot host the tool servers on {mcp_host}: {exc}") from None
+    except OSError as exc:  # a tool server could not listen on --mcp-host, or metrics on theirs
+        raise fail(f"cannot listen (tool servers on {mcp_host}, metrics on {metrics_host}:{metrics_port}): {exc}") from None
 
 
 def _show_mcp(mcp: Any) -> None:
