@@ -72,6 +72,8 @@ class ServeNote(BaseModel):
     credentials_file: str | None = None
     """0600 JSON file `{"user": ..., "password": ...}` the embedded NATS server requires; None
     when serve joined an existing server (`--nats`)."""
+    metrics_url: str | None = None
+    """Where the Prometheus metrics are served, `http://HOST:PORT/metrics`; None with `--no-metrics`."""
 
 
 def state_dir_from(option: Path | None) -> Path:
