@@ -27,6 +27,7 @@ from agents.records import TaskRecords
 from agents.retriever import retriever_spec
 from agents.role import RoleDeps, RunObserver
 from agents.tools import ToolProvider
+from agents.tracing import traced
 from agents.verifier.role import verifier_spec
 from bus.actor import Actor, ActorSpec, DeliveryPolicy
 from bus.config import BusConfig
@@ -38,6 +39,7 @@ from bus.supervise import Supervisor
 from codeloop.audit_events import bus_audit_sink
 from codeloop.config import SERVE_NOTE, McpNote, ServeNote, read_serve_note, write_serve_note
 from codeloop.hosted_mcp import McpHosting, host_tool_servers
+from codeloop.telemetry import tracing_observers
 from codeloop.tool_provider import InProcessTools
 
 log = logging.getLogger("codeloop")
@@ -97,7 +99,7 @@ async def role_specs(
             if deps is None:
                 raise ValueError(f"role {role} needs RoleDeps")
             specs.append(workers[role](deps, policy=policy))
-    return specs
+    return [traced(spec) for spec in specs]  # spans are non-recording unless telemetry is set up
 
 
 async def serve(
@@ -129,7 +131,7 @@ async def serve(
             servers = (server.url,)
         bus = await stack.enter_async_context(open_bus(config, servers=servers))
         await ensure_streams(bus)
-        deps = role_deps(bus, home or config.state_dir, tools=tools)
+        deps = role_deps(bus, home or config.state_dir, tools=tools, observers=tracing_observers())
         specs = await role_specs(bus, roles, actor_policy, pipeline=pipeline, deps=deps)
         actors = [Actor(bus, spec) for spec in specs]
         async with anyio.create_task_group() as tg:

@@ -75,6 +75,10 @@ def mcp(
         token_file=token_file,
         audit_log=audit_log,
     )
+    from codeloop.config import telemetry_config
+    from codeloop.telemetry import setup_telemetry
+
+    setup_telemetry(telemetry_config(), process=f"mcp {server}")
     try:
         anyio.run(run_server, config)
     except (TokenFileError, UnknownServer) as exc:

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from codeloop.commands._common import fail
-from codeloop.commands.bus import Connection, _run, with_connection_options
+from codeloop.commands.bus import Connection, _run, _telemetry, with_connection_options
 
 EXIT_CODES = {"done": 0, "diagnosed": 0, "handed_off": 3, "cancelled": 4, "failed": 1, "rejected": 1}
 
@@ -80,6 +80,7 @@ def run(
         first = exc.errors(include_url=False)[0]
         raise fail(f"invalid task: {'.'.join(map(str, first['loc']))}: {first['msg']}", 2) from None
 
+    _telemetry("run")
     result, snapshot = _run(lambda: _run_task(submitted, connection, quiet=as_json))
     if apply:
         _apply(result, repo, snapshot)
