@@ -37,12 +37,14 @@ _tracer = trace.get_tracer("codeloop.agents")
 WORKFLOW = "codeloop"
 
 
-def instrumentation_observer(*, include_content: bool = False) -> RunObserver:
-    """A `RunObserver` giving every model run pydantic-ai's instrumentation (global tracer provider)."""
+def instrumentation_observer(*, include_content: bool = False, tracer_provider: Any = None) -> RunObserver:
+    """A `RunObserver` giving every model run pydantic-ai's instrumentation (by default through
+    the global tracer provider)."""
     from pydantic_ai.capabilities import Instrumentation
     from pydantic_ai.models.instrumented import InstrumentationSettings
 
     settings = InstrumentationSettings(
+        tracer_provider=tracer_provider,
         include_content=include_content,
         include_binary_content=include_content,
         include_model_request_parameters=include_content,
