@@ -74,7 +74,6 @@ def workflow_handler(
             attributes={
                 "gen_ai.operation.name": "invoke_workflow",
                 "gen_ai.workflow.name": WORKFLOW,
-                "gen_ai.conversation.id": envelope.task_id,
                 "codeloop.task.id": envelope.task_id,
                 "codeloop.message.kind": envelope.kind,
             },
@@ -103,7 +102,6 @@ def role_handler(
             attributes={
                 "gen_ai.operation.name": "invoke_agent",
                 "gen_ai.agent.name": role,
-                "gen_ai.conversation.id": envelope.task_id,
                 "codeloop.task.id": envelope.task_id,
                 "codeloop.step.id": str(envelope.payload.get("step_id", "")),
             },
