@@ -36,6 +36,7 @@ from agents.replay.observer import recording_observer
 from agents.retriever import retriever_spec
 from agents.role import RoleDeps, RunObserver
 from agents.tools import ToolProvider
+from agents.tracing import traced
 from agents.verifier.role import verifier_spec
 from bus import subjects
 from bus.actor import Actor, ActorSpec, DeliveryPolicy
@@ -51,6 +52,7 @@ from codeloop.audit_events import bus_audit_sink
 from codeloop.config import SERVE_NOTE, ConfigError, McpNote, ServeNote, read_serve_note, write_serve_note
 from codeloop.hosted_mcp import McpHosting, host_tool_servers
 from codeloop.metrics import Metrics, follow_events, poll_queues, serve_metrics
+from codeloop.telemetry import tracing_observers
 from codeloop.tool_provider import InProcessTools
 
 log = logging.getLogger("codeloop")
@@ -129,7 +131,7 @@ async def role_specs(
             if deps is None:
                 raise ValueError(f"role {role} needs RoleDeps")
             specs.append(workers[role](deps, policy=policy))
-    return specs
+    return [traced(spec) for spec in specs]  # spans are non-recording unless telemetry is set up
 
 
 async def serve(
@@ -183,13 +185,14 @@ async def serve(
             credentials_file = str(config.state_dir / CREDENTIALS_FILE)
         bus = await stack.enter_async_context(open_bus(config, servers=servers))
         await ensure_streams(bus)
+        observers = tracing_observers()
         if observe:
             deps = role_deps(
                 bus, home or config.state_dir, tools=ObservedTools(tools or InProcessTools(), bus),
-                observers=(tool_call_observer(bus),), record=record,
+                observers=(*observers, tool_call_observer(bus)), record=record,
             )  # fmt: skip
         else:
-            deps = role_deps(bus, home or config.state_dir, tools=tools, record=record)
+            deps = role_deps(bus, home or config.state_dir, tools=tools, observers=observers, record=record)
         specs = await role_specs(bus, roles, actor_policy, pipeline=pipeline, deps=deps)
         if observe:
             specs = [spec if spec.address.role == subjects.ORCHESTRATOR else bind_step(spec) for spec in specs]

@@ -189,6 +189,14 @@ def serve(
         bool,
         typer.Option("--json", help="When ready, print what runs as one JSON line (serve.json's content)."),
     ] = False,
+    tools_stdio: Annotated[
+        str | None,
+        typer.Option(
+            "--tools-stdio",
+            help="Run these tool servers of this process's workers (fs, git) as `codeloop mcp` "
+            "subprocesses over stdio instead of in process, comma-separated.",
+        ),
+    ] = None,
 ) -> None:
     """Run NATS (embedded unless --nats), the actors of this process and the MCP tool servers until Ctrl-C.
 
@@ -249,6 +257,9 @@ def serve(
             raise fail("--mcp-scopes grants nothing; give at least read (or pass --no-mcp)", 2)
         hosting = McpHosting(root=root.resolve(), scopes=scopes, host=mcp_host, secrets=secret_rules())
 
+    tools = _tools(tools_stdio, config.state_dir)
+    _telemetry("serve")
+
     def show(note: Any) -> None:
         if as_json:
             typer.echo(note.model_dump_json())
@@ -286,6 +297,7 @@ def serve(
             await run_serve(
                 config, roles=roles, pipeline=chosen, actor_policy=policy, stop=stop, mcp=hosting, on_ready=show,
                 metrics=MetricsServing(host=metrics_host, port=metrics_port) if metrics else None,
+                tools=tools,
             )  # fmt: skip
             tg.cancel_scope.cancel()
         typer.echo("codeloop stopped", err=True)
@@ -300,6 +312,27 @@ def serve(
                 f"cannot listen (tool servers on {mcp_host}, metrics on {metrics_host}:{metrics_port}): {exc}"
             ) from None
         raise fail(f"cannot serve: {os_error_message(exc)}") from None
+
+
+def _tools(stdio: str | None, state_dir: Path) -> Any:
+    """The workers' tool provider: in process, or with `--tools-stdio` servers in subprocesses."""
+    if not stdio:
+        return None
+    from codeloop.tool_provider import StdioTools
+
+    try:
+        names = frozenset(n.strip() for n in stdio.split(",") if n.strip())
+        return StdioTools(stdio=names, audit_log=state_dir / "mcp-audit-stdio.jsonl")
+    except ValueError as exc:
+        raise fail(f"--tools-stdio: {exc}", 2) from None
+
+
+def _telemetry(process: str) -> None:
+    """Tracing as the environment asks (`codeloop.telemetry`); nothing when it asks for none."""
+    from codeloop.config import telemetry_config
+    from codeloop.telemetry import setup_telemetry
+
+    setup_telemetry(telemetry_config(), process=process)
 
 
 def _show_mcp(mcp: Any) -> None:
