@@ -6,7 +6,7 @@ functions, so `codeloop --help` and the light commands start in well under a sec
 
 import typer
 
-from codeloop.commands import bus, doctor, mcp, run, sandbox, search
+from codeloop.commands import bus, doctor, eval, mcp, run, sandbox, search
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -29,7 +29,7 @@ def version() -> None:
     typer.echo(__version__)
 
 
-for _area in (bus, run, sandbox, search, mcp, doctor):
+for _area in (bus, run, eval, sandbox, search, mcp, doctor):
     _area.register(app)
 
 
