@@ -21,7 +21,7 @@ from codeloop.commands.bus import Connection, _run, with_connection_options
 
 
 @with_connection_options
-def eval(  # noqa: A001 - the command's name is the contract's
+def eval(  # the command's name is the contract's
     taskset: Annotated[Path, typer.Argument(help="A directory holding tasks.jsonl, or a task file.")],
     model: Annotated[str | None, typer.Option("--model", help="Model of every LLM role (env CODELOOP_MODEL); none: diagnose mode.")] = None,
     planner_model: Annotated[str | None, typer.Option("--planner-model", help="The planner's model.")] = None,
@@ -71,12 +71,17 @@ def eval(  # noqa: A001 - the command's name is the contract's
         typer.echo(f"error: {summary['environment_failures']} tasks failed for environment reasons", err=True)
         code = 1
     if min_resolved is not None and summary["resolved_rate"] < min_resolved:
-        typer.echo(f"error: resolved rate {summary['resolved_rate']:.3f} is under --min-resolved {min_resolved}", err=True)
+        typer.echo(
+            f"error: resolved rate {summary['resolved_rate']:.3f} is under --min-resolved {min_resolved}",
+            err=True,
+        )
         code = 1
     raise typer.Exit(code)
 
 
-async def _evaluate(tasks: list[Any], models: Any, connection: Connection, *, jobs: int) -> list[dict[str, Any]]:
+async def _evaluate(
+    tasks: list[Any], models: Any, connection: Connection, *, jobs: int
+) -> list[dict[str, Any]]:
     import anyio
 
     from agents.messages import TaskSubmitted
@@ -94,13 +99,19 @@ async def _evaluate(tasks: list[Any], models: Any, connection: Connection, *, jo
             row = await anyio.to_thread.run_sync(judge, outcome, Path(scratch))
             rows[row["id"]] = row
             mark = "resolved" if row["resolved"] else (row["failure_class"] or "unresolved")
-            sys.stderr.write(f"[{len(rows)}/{len(tasks)}] {row['id']}: {row['status']}, {mark} ({row['wall_s']:.1f} s)\n")
+            sys.stderr.write(
+                f"[{len(rows)}/{len(tasks)}] {row['id']}: {row['status']}, {mark} ({row['wall_s']:.1f} s)\n"
+            )
 
-        await run_tasks(tasks, submit=submit, connection=connection, scratch=Path(scratch), jobs=jobs, on_done=on_done)
+        await run_tasks(
+            tasks, submit=submit, connection=connection, scratch=Path(scratch), jobs=jobs, on_done=on_done
+        )
     return [rows[task.id] for task in tasks]
 
 
-def _summary(tasks: list[Any], rows: list[dict[str, Any]], models: Any, *, jobs: int, wall_s: float) -> dict[str, Any]:
+def _summary(
+    tasks: list[Any], rows: list[dict[str, Any]], models: Any, *, jobs: int, wall_s: float
+) -> dict[str, Any]:
     from agents.messages import Budgets
     from codeloop import __version__
     from codeloop.evaluation.checks import LOCALIZE_K

@@ -151,7 +151,13 @@ def run_checked_tests(task: EvalTask, repo: Path, patch: str | None, work: Path)
     by_check = {name: {n: found.get(n, "missing") for n in ids} for name, ids in wanted.items()}
     passed = sum(outcome == "PASSED" for ids in by_check.values() for outcome in ids.values())
     shutil.rmtree(work, ignore_errors=True)
-    return {**by_check, "patched": bool(applied), "patch_applied": applied, "passed": passed, "total": len(nodes)}
+    return {
+        **by_check,
+        "patched": bool(applied),
+        "patch_applied": applied,
+        "passed": passed,
+        "total": len(nodes),
+    }
 
 
 def _pytest(root: Path, nodes: list[str]) -> dict[str, str]:

@@ -1,8 +1,8 @@
 """Errors of the evaluation package.
 
-    EvalError
-    ├── TaskSetError     the task set cannot be read or a task is malformed
-    └── PreviousRunError a --rerun-failed directory holds no readable results.jsonl
+EvalError
+├── TaskSetError     the task set cannot be read or a task is malformed
+└── PreviousRunError a --rerun-failed directory holds no readable results.jsonl
 """
 
 

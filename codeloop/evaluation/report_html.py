@@ -70,7 +70,7 @@ def html_report(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     table = "".join(
         f"<tr><td>{escape(r['id'])}</td><td>{r['kind']}</td><td>{r['status']}</td>"
         f"<td>{escape(r['failure_class'] or '')}</td><td>{r['blame'] or ''}</td>"
-        f"<td class=\"{'ok' if r['resolved'] else 'no'}\">{'yes' if r['resolved'] else 'no'}</td>"
+        f'<td class="{"ok" if r["resolved"] else "no"}">{"yes" if r["resolved"] else "no"}</td>'
         f"<td>{r['steps']}</td><td>{r['tokens']}</td><td>{r['wall_s']:.1f}</td></tr>"
         for r in rows
     )
@@ -79,11 +79,11 @@ def html_report(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
 <style>body{{font-family:sans-serif;margin:2em;max-width:60em}} td,th{{padding:2px 8px;text-align:left}}
 .ok{{color:{GREEN}}} .no{{color:{RED}}} section{{margin:1.5em 0}}</style></head><body>
 <h1>codeloop eval report</h1>
-<p id="headline"><strong>resolved {summary['resolved']}/{summary['tasks']} = {_pct(summary['resolved_rate'])}</strong>
-(95% bootstrap interval {_pct(low)} to {_pct(high)}); completed {_pct(summary['completion_rate'])};
-human takeover {_pct(summary['human_takeover_rate'])}; average steps {summary['average_steps']};
-checked tests passing {_pct(summary['test_pass_rate'])}; environment failures {summary['environment_failures']}.</p>
-<p>task set <code>{summary['fingerprints']['taskset'][:12]}</code>, models <code>{escape(str(summary['config']['models']))}</code></p>
+<p id="headline"><strong>resolved {summary["resolved"]}/{summary["tasks"]} = {_pct(summary["resolved_rate"])}</strong>
+(95% bootstrap interval {_pct(low)} to {_pct(high)}); completed {_pct(summary["completion_rate"])};
+human takeover {_pct(summary["human_takeover_rate"])}; average steps {summary["average_steps"]};
+checked tests passing {_pct(summary["test_pass_rate"])}; environment failures {summary["environment_failures"]}.</p>
+<p>task set <code>{summary["fingerprints"]["taskset"][:12]}</code>, models <code>{escape(str(summary["config"]["models"]))}</code></p>
 <section><h2>Unresolved tasks by failure class</h2>{_bars("failure classes", classes, chart_id="failure-classes")}</section>
 <section><h2>Cost against outcome</h2>{_scatter(rows, chart_id="cost-outcome")}</section>
 <section><h2>Results per kind</h2>{_bars("per-kind results", kinds, chart_id="per-kind")}</section>

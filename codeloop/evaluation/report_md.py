@@ -36,7 +36,9 @@ def markdown_report(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         lines.append(f"| {unit} | {_num(spread['p50'])} | {_num(spread['p90'])} | {_num(spread['total'])} |")
     lines += ["", "## By kind", "", "| kind | tasks | resolved | rate |", "| --- | --- | --- | --- |"]
     for kind, figures in summary["by_kind"].items():
-        lines.append(f"| {kind} | {figures['tasks']} | {figures['resolved']} | {_pct(figures['resolved_rate'])} |")
+        lines.append(
+            f"| {kind} | {figures['tasks']} | {figures['resolved']} | {_pct(figures['resolved_rate'])} |"
+        )
     lines += ["", "## Failure classes (unresolved tasks)", "", "| class | tasks |", "| --- | --- |"]
     for name, count in summary["failure_classes"].items():
         lines.append(f"| `{name}` | {count} |")

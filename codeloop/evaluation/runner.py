@@ -58,7 +58,9 @@ async def run_tasks(
         embedded = bus_config(**{**connection, "state_dir": Path(store)})
         stop = anyio.Event()
         async with anyio.create_task_group() as tg:
-            note = await tg.start(lambda task_status: serve(embedded, stop=stop, home=home, task_status=task_status))
+            note = await tg.start(
+                lambda task_status: serve(embedded, stop=stop, home=home, task_status=task_status)
+            )
             client = embedded.model_copy(update={"servers": tuple(note.nats_url.split(","))})
             try:
                 await _run_all(client, tasks, submit=submit, scratch=scratch, jobs=jobs, on_done=on_done)
@@ -66,7 +68,9 @@ async def run_tasks(
                 stop.set()
 
 
-async def _run_all(config: Any, tasks: list[EvalTask], *, submit: Any, scratch: Path, jobs: int, on_done: Any) -> None:
+async def _run_all(
+    config: Any, tasks: list[EvalTask], *, submit: Any, scratch: Path, jobs: int, on_done: Any
+) -> None:
     from bus.connection import open_bus
 
     limiter = anyio.CapacityLimiter(jobs)
@@ -96,6 +100,6 @@ async def _run_one(bus: Any, task: EvalTask, *, submit: Any, scratch: Path) -> O
         envelope, _ = await submit_task(bus, submitted.model_copy(update={"snapshot": snapshot}))
         final = await watch_task(bus, envelope.task_id, lambda envelope: None)
         result = TaskResult.model_validate(final.payload)
-    except Exception as exc:  # noqa: BLE001 - one broken task must not end the run; it is reported
+    except Exception as exc:  # one broken task must not end the run: it becomes a row
         return Outcome(task, None, f"{type(exc).__name__}: {exc}", time.monotonic() - started, repo)
     return Outcome(task, result, None, time.monotonic() - started, repo)

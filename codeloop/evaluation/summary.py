@@ -13,7 +13,9 @@ COMPLETED = ("done", "diagnosed")
 KINDS = ("localize", "explain", "fix", "add_test")
 
 
-def bootstrap_interval(values: list[bool], *, samples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED) -> list[float]:
+def bootstrap_interval(
+    values: list[bool], *, samples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED
+) -> list[float]:
     """Percentile bootstrap 95% interval of the mean of `values` (resampled with replacement)."""
     if not values:
         return [0.0, 0.0]
@@ -42,7 +44,9 @@ def _rate(part: int, whole: int) -> float:
     return round(part / whole, 4) if whole else 0.0
 
 
-def summarise(rows: list[dict[str, Any]], *, fingerprints: dict[str, str], config: dict[str, Any]) -> dict[str, Any]:
+def summarise(
+    rows: list[dict[str, Any]], *, fingerprints: dict[str, str], config: dict[str, Any]
+) -> dict[str, Any]:
     """The run's `summary.json` object."""
     n = len(rows)
     resolved = [bool(r["resolved"]) for r in rows]
@@ -55,7 +59,11 @@ def summarise(rows: list[dict[str, Any]], *, fingerprints: dict[str, str], confi
         of_kind = [r for r in rows if r["kind"] == kind]
         if of_kind:
             solved = sum(bool(r["resolved"]) for r in of_kind)
-            by_kind[kind] = {"tasks": len(of_kind), "resolved": solved, "resolved_rate": _rate(solved, len(of_kind))}
+            by_kind[kind] = {
+                "tasks": len(of_kind),
+                "resolved": solved,
+                "resolved_rate": _rate(solved, len(of_kind)),
+            }
     return {
         "tasks": n,
         "resolved": sum(resolved),
