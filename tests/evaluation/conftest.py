@@ -36,13 +36,21 @@ class EvalRun:
         return json.loads((self.out / "summary.json").read_text())
 
 
-def run_eval(base: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """`codeloop eval ARGS` as a user runs it, with its own CODELOOP_HOME under `base`."""
+def _environ(base: Path, env: dict[str, str] | None) -> dict[str, str]:
     environ = {k: v for k, v in os.environ.items() if k != "CODELOOP_MODEL"}
     environ.update({"CODELOOP_HOME": str(base / "home"), "CODELOOP_SANDBOX": "process", **(env or {})})
+    return environ
+
+
+def _argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "codeloop", "eval", *args]
+
+
+def run_eval(base: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`codeloop eval ARGS` as a user runs it, with its own CODELOOP_HOME under `base`."""
     return subprocess.run(
-        [sys.executable, "-m", "codeloop", "eval", *args], capture_output=True, text=True, env=environ,
-        timeout=900, stdin=subprocess.DEVNULL, cwd=REPO_ROOT,
+        _argv(*args), capture_output=True, text=True, env=_environ(base, env), timeout=900,
+        stdin=subprocess.DEVNULL, cwd=REPO_ROOT,
     )  # fmt: skip
 
 
@@ -56,21 +64,41 @@ def subset(dest: Path) -> Path:
     return path
 
 
-def _session_run(factory: pytest.TempPathFactory, name: str, *args: str) -> EvalRun:
-    base = factory.mktemp(name)
-    taskset = subset(base)
-    done = run_eval(base, str(taskset), "--out", str(base / "out"), "--jobs", "2", *args)
-    assert processes_mentioning(base) == []
-    return EvalRun(done, base / "out", taskset)
+@pytest.fixture(scope="session")
+def eval_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, EvalRun]:
+    """Both runs of the subset, started together (each mostly waits on its tests and the bus):
+    `scripted` with `--model function:examples/models/scripted.py:fix`, and `diagnose` with no
+    model, asking for a resolved rate it cannot reach."""
+    extra = {"scripted": ["--model", f"function:{SCRIPTED}:fix"], "diagnose": ["--min-resolved", "0.9"]}
+    started = {}
+    for name, args in extra.items():
+        base = tmp_path_factory.mktemp(f"eval-{name}")
+        taskset = subset(base)
+        argv = _argv(str(taskset), "--out", str(base / "out"), "--jobs", "2", *args)
+        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   env=_environ(base, None), stdin=subprocess.DEVNULL, cwd=REPO_ROOT)  # fmt: skip
+        started[name] = (process, base, taskset)
+    runs = {}
+    try:
+        for name, (process, base, taskset) in started.items():
+            stdout, stderr = process.communicate(timeout=900)
+            done = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+            runs[name] = EvalRun(done, base / "out", taskset)
+    finally:
+        for process, _, _ in started.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    for _, base, _ in started.values():
+        assert processes_mentioning(base) == []
+    return runs
 
 
 @pytest.fixture(scope="session")
-def scripted_run(tmp_path_factory: pytest.TempPathFactory) -> EvalRun:
-    """The subset with `--model function:examples/models/scripted.py:fix`."""
-    return _session_run(tmp_path_factory, "eval-scripted", "--model", f"function:{SCRIPTED}:fix")
+def scripted_run(eval_runs: dict[str, EvalRun]) -> EvalRun:
+    return eval_runs["scripted"]
 
 
 @pytest.fixture(scope="session")
-def diagnose_run(tmp_path_factory: pytest.TempPathFactory) -> EvalRun:
-    """The subset with no model (diagnose mode), asking for a resolved rate it cannot reach."""
-    return _session_run(tmp_path_factory, "eval-diagnose", "--min-resolved", "0.9")
+def diagnose_run(eval_runs: dict[str, EvalRun]) -> EvalRun:
+    return eval_runs["diagnose"]
