@@ -21,6 +21,8 @@ LOCALIZE_K = 3
 """A localize task is resolved when a gold file is among the first LOCALIZE_K files named."""
 HITS_AT = (1, 3, 5)
 TEST_TIMEOUT_S = 300
+REPORT_CHARS = 2000
+"""The pipeline's report for a person, trimmed: enough to see why a task ended as it did."""
 PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.[A-Za-z]{1,8})\b")
 OUTCOME_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED) (\S+)", re.M)
 DIFF_FILE = re.compile(r"^\+\+\+ b/(\S+)", re.M)
@@ -72,6 +74,8 @@ def _pipeline_fields(outcome: Outcome) -> dict[str, Any]:
         "blame": _blame(failure),
         "error": outcome.error,
         "patch": result.patch if result else None,
+        "answer": result.answer if result else None,
+        "report": (result.report or "")[:REPORT_CHARS] if result else None,
         "files_changed": list(result.files_changed) if result else [],
         "verdict": result.verification.verdict if result else None,
         "steps": result.steps if result else 0,

@@ -7,7 +7,7 @@ outcome, and resolved/unresolved per kind.
 from html import escape
 from typing import Any
 
-from codeloop.evaluation.report_md import _pct
+from codeloop.evaluation.report_md import _localisation_line, _pct
 
 GREEN, RED, BLUE, GREY = "#2e7d32", "#c62828", "#1565c0", "#9e9e9e"
 WIDTH = 560
@@ -83,6 +83,7 @@ def html_report(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
 (95% bootstrap interval {_pct(low)} to {_pct(high)}); completed {_pct(summary["completion_rate"])};
 human takeover {_pct(summary["human_takeover_rate"])}; average steps {summary["average_steps"]};
 checked tests passing {_pct(summary["test_pass_rate"])}; environment failures {summary["environment_failures"]}.</p>
+<p id="localisation">{escape(_localisation_line(summary["localisation"]).removeprefix("- "))}</p>
 <p>task set <code>{summary["fingerprints"]["taskset"][:12]}</code>, models <code>{escape(str(summary["config"]["models"]))}</code></p>
 <section><h2>Unresolved tasks by failure class</h2>{_bars("failure classes", classes, chart_id="failure-classes")}</section>
 <section><h2>Cost against outcome</h2>{_scatter(rows, chart_id="cost-outcome")}</section>

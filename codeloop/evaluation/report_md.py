@@ -13,6 +13,12 @@ def _pct(rate: float) -> str:
     return f"{100 * rate:.1f}%"
 
 
+def _localisation_line(loc: dict[str, Any]) -> str:
+    hits = ", ".join(f"{k} {_pct(v)}" for k, v in loc["context_hits"].items())
+    answered = ", ".join(f"{k} {_pct(v)}" for k, v in loc["answer_hits"].items())
+    return f"- localisation over {loc['tasks']} tasks with gold files: context hits {hits}; answer hits {answered}"
+
+
 def markdown_report(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     low, high = summary["resolved_ci95"]
     lines = [
@@ -27,6 +33,7 @@ def markdown_report(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         f"- average steps: {summary['average_steps']}; checked tests passing:"
         f" {summary['tests_passed']}/{summary['tests_checked']} = {_pct(summary['test_pass_rate'])}",
         f"- environment failures: {summary['environment_failures']}",
+        _localisation_line(summary["localisation"]),
         "",
         "| figure | p50 | p90 | total |",
         "| --- | --- | --- | --- |",

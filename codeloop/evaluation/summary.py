@@ -81,12 +81,23 @@ def summarise(
         "failure_classes": dict(sorted(classes.items(), key=lambda item: (-item[1], item[0]))),
         "failures_by_blame": {b: blames.get(b, 0) for b in ("model", "environment", "ambiguous")},
         "by_kind": by_kind,
+        "localisation": _localisation(rows),
         "cost_usd": _spread(costs) if costs else {"p50": None, "p90": None, "total": None},
         "tokens": _spread([float(r["tokens"]) for r in rows]),
         "wall_s": _spread([float(r["wall_s"]) for r in rows]),
         "fingerprints": fingerprints,
         "config": config,
     }
+
+
+def _localisation(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Share of the rows with gold files whose retriever context (or answer) hits at k."""
+    located = [r["localisation"] for r in rows if r.get("localisation")]
+    rates: dict[str, Any] = {"tasks": len(located)}
+    for source in ("context_hits", "answer_hits"):
+        keys = located[0][source] if located else {}
+        rates[source] = {k: _rate(sum(loc[source][k] for loc in located), len(located)) for k in keys}
+    return rates
 
 
 def digest(value: Any) -> str:

@@ -53,6 +53,11 @@ def assert_consistent(run: EvalRun) -> None:
     assert summary["tests_passed"] == sum(r["tests"]["passed"] for r in rows if r["tests"])
     assert summary["tokens"]["total"] == sum(r["tokens"] for r in rows)
     assert summary["average_steps"] == round(sum(r["steps"] for r in rows) / len(rows), 3)
+    located = [r["localisation"] for r in rows if r["localisation"]]
+    assert summary["localisation"]["tasks"] == len(located)
+    assert summary["localisation"]["context_hits"]["@3"] == round(
+        sum(x["context_hits"]["@3"] for x in located) / len(located), 4
+    )
     markdown, html = (run.out / "report.md").read_text(), (run.out / "report.html").read_text()
     headline = f"resolved: {resolved}/{len(rows)}"
     assert f"**{headline}" in markdown and f"resolved {resolved}/{len(rows)}" in html
