@@ -5,6 +5,7 @@ from typing import Any
 
 from agents.messages import StepBudget, Usage
 from agents.models import ModelCall, build_model
+from agents.observe.events import current_step
 from agents.role import RoleDeps
 from bus import subjects
 from bus.envelope import Envelope
@@ -17,14 +18,19 @@ def model_for(deps: RoleDeps, name: str, *, role: str, task_id: str) -> Any:
     as a trimmed, redacted preview)."""
 
     async def publish(call: ModelCall) -> None:
+        # The step running this model (set around every role handler) names the step and trace.
+        step = current_step.get()
+        step = step if step is not None and step.task_id == task_id else None
         event = Event(
             name="model_call",
             message=f"{role} called {call.model}: {call.outcome}, "
             f"{call.input_tokens}+{call.output_tokens} tokens, {call.latency_s:.2f} s",
-            data=call.model_dump(mode="json", exclude={"output_preview"}),
+            data=call.model_dump(mode="json", exclude={"output_preview"})
+            | {"step_id": step.step_id if step else None, "trace_id": step.trace_id if step else None},
         )
+        envelope = Envelope.wrap(event, task_id=task_id, trace_id=step.trace_id if step else None)
         try:
-            await deps.bus.publish(subjects.event(task_id, "model_call"), Envelope.wrap(event, task_id=task_id))
+            await deps.bus.publish(subjects.event(task_id, "model_call"), envelope)
         except BusError:
             pass  # an event lost to a bus hiccup must not fail the model call it describes
 

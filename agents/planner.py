@@ -78,7 +78,7 @@ async def plan(
     model = model_for(deps, name, role=ROLE, task_id=task_id)
     run_info = RunInfo(task_id=task_id, role=ROLE, step_id=request.step_id, trace_id=trace_id)
     agent = Agent(
-        model, output_type=Plan, instructions=INSTRUCTIONS, retries=2,
+        model, output_type=Plan, instructions=INSTRUCTIONS, retries=2, name=ROLE,
         capabilities=observer_capabilities(deps, run_info),
     )  # fmt: skip
     prompt = _prompt(task, repo_map, files, request)

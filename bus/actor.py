@@ -3,8 +3,10 @@
 For each message a worker receives (a continuous pull, `bus/consume.py`):
 - bytes that are not a valid envelope of our schema version: a `DeadLetter` event, then `term`;
 - a redelivery (`num_delivered > 1`) of a message id this role already finished: `ack`, nothing else;
-- otherwise the handler runs; while it runs, one heartbeat loop sends `in_progress` for every
-  message held longer than `heartbeat_s`, so long work is not redelivered to another worker;
+- otherwise the handler runs, inside a span whose parent is the trace context the message's
+  headers carried (`bus.tracing`: one task is one trace across processes); while it runs, one
+  heartbeat loop sends `in_progress` for every message held longer than `heartbeat_s`, so long
+  work is not redelivered to another worker;
 - handler returned: the runtime publishes the `Reply`s it returned (each under an id derived from
   the input's id and the reply's label, so a re-run republishes the same ids and JetStream stores
   them once), waits for their streams' acks, remembers the id as handled and acks — never before;
@@ -23,8 +25,9 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from contextlib import suppress
+from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 import nats.errors
@@ -40,6 +43,7 @@ from bus.envelope import Envelope, parse_envelope
 from bus.errors import BusClosed, BusTimeout, MalformedMessage, NoResponders, UnsupportedSchemaVersion
 from bus.messages import Event, Message
 from bus.records import read
+from bus.tracing import handling_span
 
 log = logging.getLogger("codeloop.bus")
 _ID_NAMESPACE = uuid.UUID("6b1f1c2e-7d0a-4c1e-9a57-3f0f5a1c0de1")
@@ -268,11 +272,12 @@ class Actor:
         delivery = Delivery(envelope, msg.subject, deliveries, self.bus, self.role)
         last = deliveries >= self.policy.max_deliver
         try:
-            replies = await self.spec.handler(delivery)
-            for reply in _as_list(replies):
-                await delivery.publish(
-                    reply.subject, envelope.reply(reply.payload, id=delivery.derived_id(reply.label))
-                )
+            with self._span(msg, envelope):
+                replies = await self.spec.handler(delivery)
+                for reply in _as_list(replies):
+                    await delivery.publish(
+                        reply.subject, envelope.reply(reply.payload, id=delivery.derived_id(reply.label))
+                    )
         except MalformedMessage as exc:
             await self._dead_letter(msg, envelope.task_id, "malformed", str(exc))
             return
@@ -308,6 +313,22 @@ class Actor:
         await msg.ack()
         self.stats.handled += 1
         self._settled(envelope.id, "acked")
+
+    def _span(self, msg: Msg, envelope: Envelope) -> AbstractContextManager[Any]:
+        """The handler's span, a child of the context the message carried (see `bus.tracing`)."""
+        return handling_span(
+            subject=msg.subject,
+            headers=msg.headers,
+            trace_id=envelope.trace_id,
+            attributes={
+                "messaging.message.id": envelope.id,
+                "messaging.consumer.group.name": self.spec.address.durable,
+                "codeloop.task.id": envelope.task_id,
+                "codeloop.role": self.role,
+                "codeloop.message.kind": envelope.kind,
+                "codeloop.delivery": msg.metadata.num_delivered,
+            },
+        )
 
     async def _nak(self, msg: Msg, message_id: str, delay: float) -> None:
         self.stats.naked += 1

@@ -20,6 +20,7 @@ from nats.js.kv import KeyValue
 from bus.config import BusConfig, TlsConfig
 from bus.envelope import Envelope
 from bus.errors import BusClosed, BusError, BusTimeout, NoResponders, PayloadTooLarge, RecordConflict
+from bus.tracing import trace_headers
 
 MSG_ID_HEADER = "Nats-Msg-Id"
 
@@ -75,12 +76,18 @@ class Bus:
     async def publish(self, subject: str, envelope: Envelope, *, timeout_s: float | None = None) -> Published:
         """Publish an envelope to a stream and wait for the stream's ack; deduplicated on `envelope.id`.
 
+        The current trace context goes along as W3C `traceparent`/`tracestate` headers
+        (`bus.tracing`), so the handler's spans join the publisher's trace.
+
         Raises:
             NoResponders: no stream takes this subject.
             BusTimeout: the stream did not ack in time.
         """
         return await self.publish_bytes(
-            subject, envelope.to_bytes(), headers={MSG_ID_HEADER: envelope.id}, timeout_s=timeout_s
+            subject,
+            envelope.to_bytes(),
+            headers={**trace_headers(), MSG_ID_HEADER: envelope.id},
+            timeout_s=timeout_s,
         )
 
     async def publish_bytes(

@@ -5,6 +5,9 @@ Environment variables (each overridden by its command-line option):
     CODELOOP_NATS_URL    comma-separated NATS URLs of an existing server or cluster
     CODELOOP_NATS_CREDS  NATS credentials file; CODELOOP_NATS_USER / _PASSWORD / _TOKEN
     CODELOOP_NATS_TLS_CA / _TLS_CERT / _TLS_KEY   TLS material
+    OTEL_EXPORTER_OTLP_ENDPOINT   export traces over OTLP/HTTP to this base URL (`codeloop.telemetry`)
+    CODELOOP_TRACE_FILE  also append every span as a JSON line to this file
+    CODELOOP_TRACE_CONTENT  1: put prompt and tool content into spans (default: kept out)
     CODELOOP_SECRETS_ALLOW / CODELOOP_SECRETS_DENY   comma-separated globs taken off / added to
                          the tool servers' secrets deny-list (`tool_servers.secret_files`)
 
@@ -72,6 +75,35 @@ class ServeNote(BaseModel):
     credentials_file: str | None = None
     """0600 JSON file `{"user": ..., "password": ...}` the embedded NATS server requires; None
     when serve joined an existing server (`--nats`)."""
+    metrics_url: str | None = None
+    """Where the Prometheus metrics are served, `http://HOST:PORT/metrics`; None with `--no-metrics`."""
+
+
+class TelemetryConfig(BaseModel):
+    """Where this process's spans go; nothing is traced unless one of the two is set."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    otlp_endpoint: str | None = None
+    """Base URL of an OTLP/HTTP collector (`OTEL_EXPORTER_OTLP_ENDPOINT`); spans go to `/v1/traces`."""
+    trace_file: Path | None = None
+    """A JSON-lines file every span is appended to (`CODELOOP_TRACE_FILE`)."""
+    include_content: bool = False
+    """Prompts, model output and tool arguments in spans (`CODELOOP_TRACE_CONTENT=1`); off by default."""
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.otlp_endpoint or self.trace_file)
+
+
+def telemetry_config() -> TelemetryConfig:
+    """The telemetry settings of the environment (see the module docstring)."""
+    env = os.environ
+    return TelemetryConfig(
+        otlp_endpoint=env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or None,
+        trace_file=_path(env.get("CODELOOP_TRACE_FILE")),
+        include_content=env.get("CODELOOP_TRACE_CONTENT", "").strip().lower() in ("1", "true", "yes"),
+    )
 
 
 def state_dir_from(option: Path | None) -> Path:

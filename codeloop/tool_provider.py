@@ -3,9 +3,12 @@
 Agents see only `agents.tools.ToolProvider`; this is the one implementation the composition root
 builds. Servers are built fresh for each request (a scratch workspace is a new root), in process
 — the MCP session is real, without a subprocess or a socket — and share what is expensive: one
-embedding model for every `search` server, loaded at its first use.
+embedding model for every `search` server, loaded at its first use. `StdioTools` runs some of
+them as `codeloop mcp` subprocesses instead (`codeloop serve --tools-stdio fs,git`).
 """
 
+import os
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -60,3 +63,43 @@ class InProcessTools:
             "exec": {"backend": self.sandbox_backend, "limits": self.limits},
         }
         return {name: server_builder(name)(root, options, **extra.get(name, {})) for name in SERVER_NAMES}
+
+
+STDIO_SERVERS = ("fs", "git")
+"""Servers that may run in their own process: the ones only the coder's tool loop talks to, whose
+client (pydantic-ai's `MCPToolset`) takes a stdio transport."""
+_PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "TMPDIR", "CODELOOP_HOME",
+               "CODELOOP_TRACE_FILE", "CODELOOP_TRACE_CONTENT")  # fmt: skip
+
+
+class StdioTools(InProcessTools):
+    """`ToolProvider` running the servers named in `stdio` as `codeloop mcp NAME --root ROOT`
+    subprocesses over stdio (one per session, ended with it), the others in process.
+
+    A server process gets only the environment it needs — no provider keys, no NATS credentials —
+    plus the telemetry settings (`OTEL_*`, `CODELOOP_TRACE_*`), so its spans reach the same exporter (and its `tools/call`
+    spans join the caller's trace through the context the mcp SDK puts in `_meta`). It writes its
+    audit records to `audit_log`, outside the workspace it is confined to.
+    """
+
+    def __init__(self, *, stdio: frozenset[str], audit_log: Path, **options: Any) -> None:
+        unknown = sorted(set(stdio) - set(STDIO_SERVERS))
+        if unknown:
+            raise ValueError(f"{unknown[0]!r} cannot run over stdio; choose from {', '.join(STDIO_SERVERS)}")
+        super().__init__(**options)
+        self.stdio = frozenset(stdio)
+        self.audit_log = audit_log
+
+    def servers(self, root: Path, scopes: frozenset[str], *, index_dir: Path | None = None) -> dict[str, Any]:
+        servers = super().servers(root, scopes, index_dir=index_dir)
+        for name in self.stdio:
+            servers[name] = self._transport(name, root, scopes)
+        return servers
+
+    def _transport(self, name: str, root: Path, scopes: frozenset[str]) -> Any:
+        from fastmcp.client.transports import StdioTransport
+
+        env = {k: v for k, v in os.environ.items() if k in _PASSED_ENV or k.startswith("OTEL_")}
+        args = ["-m", "codeloop", "mcp", name, "--root", str(root), "--scopes", ",".join(sorted(scopes)),
+                "--audit-log", str(self.audit_log)]  # fmt: skip
+        return StdioTransport(sys.executable, args, env=env, cwd=str(root), keep_alive=False)

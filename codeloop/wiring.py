@@ -17,6 +17,7 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
@@ -25,6 +26,8 @@ from anyio.abc import TaskStatus
 
 from agents.coder import coder_spec
 from agents.echo import echo_spec
+from agents.observe.events import bind_step
+from agents.observe.tool_events import ObservedTools, tool_call_observer
 from agents.orchestrator import Pipeline, orchestrator_spec
 from agents.orchestrator.rejections import watch_rejections
 from agents.planner import planner_spec
@@ -33,7 +36,9 @@ from agents.replay.observer import recording_observer
 from agents.retriever import retriever_spec
 from agents.role import RoleDeps, RunObserver
 from agents.tools import ToolProvider
+from agents.tracing import traced
 from agents.verifier.role import verifier_spec
+from bus import subjects
 from bus.actor import Actor, ActorSpec, DeliveryPolicy
 from bus.config import BusConfig
 from bus.connection import Bus, open_bus
@@ -46,6 +51,8 @@ from bus.supervise import Supervisor
 from codeloop.audit_events import bus_audit_sink
 from codeloop.config import SERVE_NOTE, ConfigError, McpNote, ServeNote, read_serve_note, write_serve_note
 from codeloop.hosted_mcp import McpHosting, host_tool_servers
+from codeloop.metrics import Metrics, follow_events, poll_queues, serve_metrics
+from codeloop.telemetry import tracing_observers
 from codeloop.tool_provider import InProcessTools
 
 log = logging.getLogger("codeloop")
@@ -57,6 +64,15 @@ DRAIN_GRACE_S = 10.0
 
 class UnknownRole(ValueError):
     pass
+
+
+@dataclass(frozen=True)
+class MetricsServing:
+    """Where `serve` exports its Prometheus metrics (port 0: a free one, printed and noted)."""
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    queue_poll_s: float = 5.0
 
 
 def role_deps(
@@ -115,7 +131,7 @@ async def role_specs(
             if deps is None:
                 raise ValueError(f"role {role} needs RoleDeps")
             specs.append(workers[role](deps, policy=policy))
-    return specs
+    return [traced(spec) for spec in specs]  # spans are non-recording unless telemetry is set up
 
 
 async def serve(
@@ -130,11 +146,15 @@ async def serve(
     mcp: McpHosting | None = None,
     record: bool = True,
     on_ready: Callable[[ServeNote], None] = lambda note: None,
+    observe: bool = True,
+    metrics: MetricsServing | None = MetricsServing(),
     task_status: TaskStatus[ServeNote] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run NATS (embedded unless `config.servers`) and the actors of `roles` until `stop` is set;
     with `mcp`, also host the tool servers over HTTP, publishing their audit records as events;
-    `record=False` turns the recorder off (`agents/replay/`: what replay needs).
+    `record=False` turns the recorder off (`agents/replay/`: what replay needs). With `observe`,
+    every tool call of the roles is a `tool_call` event and every event names its step; with
+    `metrics`, Prometheus metrics are served (see `codeloop.metrics`).
 
     Raises:
         StateDirBusy: another `codeloop serve` runs on this state directory.
@@ -165,12 +185,30 @@ async def serve(
             credentials_file = str(config.state_dir / CREDENTIALS_FILE)
         bus = await stack.enter_async_context(open_bus(config, servers=servers))
         await ensure_streams(bus)
-        deps = role_deps(bus, home or config.state_dir, tools=tools, record=record)
+        observers = tracing_observers()
+        if observe:
+            deps = role_deps(
+                bus, home or config.state_dir, tools=ObservedTools(tools or InProcessTools(), bus),
+                observers=(*observers, tool_call_observer(bus)), record=record,
+            )  # fmt: skip
+        else:
+            deps = role_deps(bus, home or config.state_dir, tools=tools, observers=observers, record=record)
         specs = await role_specs(bus, roles, actor_policy, pipeline=pipeline, deps=deps)
+        if observe:
+            specs = [spec if spec.address.role == subjects.ORCHESTRATOR else bind_step(spec) for spec in specs]
+        meter = Metrics() if metrics is not None else None
+        if meter is not None:
+            specs = [replace(spec, on_settled=meter.on_settled(spec.address.role)) for spec in specs]
         actors = [Actor(bus, spec) for spec in specs]
         async with anyio.create_task_group() as tg:
             if server is not None:
                 tg.start_soon(keep_server_running, server)
+            metrics_url = None
+            if meter is not None and metrics is not None:
+                metrics_url = await tg.start(partial(serve_metrics, meter, host=metrics.host, port=metrics.port))
+                await tg.start(Supervisor("metrics events", partial(follow_events, bus, meter)).run)
+                addresses = list({spec.address.durable: spec.address for spec in specs}.values())
+                tg.start_soon(partial(poll_queues, bus, meter, addresses, interval_s=metrics.queue_poll_s))
             await tg.start(Supervisor("dead-letter watcher", partial(watch_max_deliveries, bus)).run)
             if "orchestrator" in roles:
                 await tg.start(Supervisor("rejections", partial(watch_rejections, bus)).run)
@@ -189,6 +227,7 @@ async def serve(
                 embedded=config.embedded,
                 mcp=hosted,
                 credentials_file=credentials_file,
+                metrics_url=metrics_url,
             )
             note_path = write_serve_note(config.state_dir, note)
             stack.callback(_remove_note, note_path, os.getpid())
@@ -213,4 +252,6 @@ def _remove_note(path: Path, pid: int) -> None:
         path.unlink(missing_ok=True)
 
 
-__all__ = ["DEFAULT_ROLES", "KNOWN_ROLES", "SERVE_NOTE", "McpHosting", "UnknownRole", "role_specs", "serve"]
+__all__ = [
+    "DEFAULT_ROLES", "KNOWN_ROLES", "SERVE_NOTE", "McpHosting", "MetricsServing", "UnknownRole", "role_specs", "serve",
+]  # fmt: skip

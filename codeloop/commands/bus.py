@@ -176,10 +176,27 @@ def serve(
             "branches, execute to run commands and tests in the sandbox: --mcp-scopes read,write,execute.",
         ),
     ] = "read",
+    metrics: Annotated[
+        bool, typer.Option("--metrics/--no-metrics", help="Serve Prometheus metrics at http://HOST:PORT/metrics.")
+    ] = True,
+    metrics_port: Annotated[
+        int, typer.Option("--metrics-port", min=0, max=65535, help="Port of the metrics endpoint (0: a free one).")
+    ] = 0,
+    metrics_host: Annotated[
+        str, typer.Option("--metrics-host", help="Address the metrics endpoint listens on.")
+    ] = "127.0.0.1",
     as_json: Annotated[
         bool,
         typer.Option("--json", help="When ready, print what runs as one JSON line (serve.json's content)."),
     ] = False,
+    tools_stdio: Annotated[
+        str | None,
+        typer.Option(
+            "--tools-stdio",
+            help="Run these tool servers of this process's workers (fs, git) as `codeloop mcp` "
+            "subprocesses over stdio instead of in process, comma-separated.",
+        ),
+    ] = None,
 ) -> None:
     """Run NATS (embedded unless --nats), the actors of this process and the MCP tool servers until Ctrl-C.
 
@@ -192,11 +209,13 @@ def serve(
     URLs and token file are printed and recorded in STATE_DIR/serve.json.
 
     Each tool call goes to STATE_DIR/mcp-audit.jsonl and is a `tool_call` event on the bus.
+
+    Prometheus metrics: http://127.0.0.1:PORT/metrics (printed; also in serve.json).
     """
     import anyio
 
     from codeloop.config import ConfigError, bus_config, secret_rules
-    from codeloop.wiring import DEFAULT_ROLES, KNOWN_ROLES, McpHosting, UnknownRole
+    from codeloop.wiring import DEFAULT_ROLES, KNOWN_ROLES, McpHosting, MetricsServing, UnknownRole
     from codeloop.wiring import serve as run_serve
     from tool_servers.scopes import parse_scopes
 
@@ -238,6 +257,9 @@ def serve(
             raise fail("--mcp-scopes grants nothing; give at least read (or pass --no-mcp)", 2)
         hosting = McpHosting(root=root.resolve(), scopes=scopes, host=mcp_host, secrets=secret_rules())
 
+    tools = _tools(tools_stdio, config.state_dir)
+    _telemetry("serve")
+
     def show(note: Any) -> None:
         if as_json:
             typer.echo(note.model_dump_json())
@@ -252,6 +274,8 @@ def serve(
         typer.echo("             object store codeloop-artifacts")
         if note.mcp is not None:
             _show_mcp(note.mcp)
+        if note.metrics_url:
+            typer.echo(f"  metrics    {note.metrics_url}  (Prometheus)")
         typer.echo("  try        codeloop submit 'hello' --repo .   then   codeloop watch TASK_ID")
         typer.echo("Press Ctrl-C to stop.")
         sys.stdout.flush()
@@ -271,8 +295,10 @@ def serve(
             tg.start_soon(on_signals)
             policy = DeliveryPolicy(ack_wait_s=ack_wait) if ack_wait else None
             await run_serve(
-                config, roles=roles, pipeline=chosen, actor_policy=policy, stop=stop, mcp=hosting, on_ready=show
-            )
+                config, roles=roles, pipeline=chosen, actor_policy=policy, stop=stop, mcp=hosting, on_ready=show,
+                metrics=MetricsServing(host=metrics_host, port=metrics_port) if metrics else None,
+                tools=tools,
+            )  # fmt: skip
             tg.cancel_scope.cancel()
         typer.echo("codeloop stopped", err=True)
 
@@ -281,9 +307,32 @@ def serve(
     except UnknownRole as exc:
         raise fail(str(exc), 2) from None
     except OSError as exc:
-        if exc.filename is None and hosting is not None:  # a tool server could not listen
-            raise fail(f"cannot host the tool servers on {mcp_host}: {exc}") from None
+        if exc.filename is None and hosting is not None:  # a tool server or the metrics could not listen
+            raise fail(
+                f"cannot listen (tool servers on {mcp_host}, metrics on {metrics_host}:{metrics_port}): {exc}"
+            ) from None
         raise fail(f"cannot serve: {os_error_message(exc)}") from None
+
+
+def _tools(stdio: str | None, state_dir: Path) -> Any:
+    """The workers' tool provider: in process, or with `--tools-stdio` servers in subprocesses."""
+    if not stdio:
+        return None
+    from codeloop.tool_provider import StdioTools
+
+    try:
+        names = frozenset(n.strip() for n in stdio.split(",") if n.strip())
+        return StdioTools(stdio=names, audit_log=state_dir / "mcp-audit-stdio.jsonl")
+    except ValueError as exc:
+        raise fail(f"--tools-stdio: {exc}", 2) from None
+
+
+def _telemetry(process: str) -> None:
+    """Tracing as the environment asks (`codeloop.telemetry`); nothing when it asks for none."""
+    from codeloop.config import telemetry_config
+    from codeloop.telemetry import setup_telemetry
+
+    setup_telemetry(telemetry_config(), process=process)
 
 
 def _show_mcp(mcp: Any) -> None:
@@ -373,21 +422,13 @@ def watch(
     from agents.records import TaskRecords
     from bus.connection import open_bus
     from codeloop.config import client_bus_config
+    from codeloop.observe.render import event_line
 
     def show(envelope: Any) -> None:
         if as_json:
             typer.echo(envelope.model_dump_json())
             return
-        p = envelope.payload
-        stamp = envelope.sent_at.strftime("%H:%M:%S.%f")[:-3]
-        if envelope.kind == "event":
-            typer.echo(f"{stamp}  {p.get('name')}: {p.get('message')} {json.dumps(p.get('data') or {})}")
-        elif envelope.kind == "task_result":
-            typer.echo(f"{stamp}  result: {p.get('status')}  {p.get('answer') or ''}")
-        elif envelope.kind == "dead_letter":
-            typer.echo(f"{stamp}  dead letter ({p.get('reason')}): {p.get('error')}")
-        else:
-            typer.echo(f"{stamp}  {envelope.kind}")
+        typer.echo(event_line(envelope))
         sys.stdout.flush()
 
     async def main() -> str | None:

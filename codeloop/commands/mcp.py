@@ -118,6 +118,10 @@ def mcp(
         f"({how}); audit log {config.audit_log}",
         err=True,
     )
+    from codeloop.config import telemetry_config
+    from codeloop.telemetry import setup_telemetry
+
+    setup_telemetry(telemetry_config(), process=f"mcp {server}")
     try:
         anyio.run(run_server, config)
     except (TokenFileError, UnknownServer) as exc:

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from codeloop.commands._common import fail
-from codeloop.commands.bus import Connection, _run, with_connection_options
+from codeloop.commands.bus import Connection, _run, _telemetry, with_connection_options
 from codeloop.commands.task_options import (
     CoderModelOpt,
     MaxRevisionsOpt,
@@ -59,6 +59,7 @@ def run(
         task, repo, mode=mode, model=model, planner_model=planner_model, coder_model=coder_model,
         max_steps=max_steps, max_revisions=max_revisions, timeout=timeout, token_budget=token_budget,
     )  # fmt: skip
+    _telemetry("run")
     result, snapshot = _run(lambda: _run_task(submitted, connection, quiet=as_json))
     if apply:
         _apply(result, repo, snapshot)

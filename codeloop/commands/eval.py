@@ -1,0 +1,189 @@
+"""`codeloop eval`: run a task set through the real pipeline and write what it measured.
+
+`--out DIR` gets `results.jsonl` (one row per task), `summary.json`, `report.md` and
+`report.html` (fields: docs/evaluation.md). The files are written together at the end, so a
+run that breaks leaves no half-written report.
+"""
+
+import json
+import os
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from codeloop.commands._common import fail
+from codeloop.commands.bus import Connection, _run, with_connection_options
+
+
+@with_connection_options
+def eval(  # the command's name is the contract's
+    taskset: Annotated[Path, typer.Argument(help="A directory holding tasks.jsonl, or a task file.")],
+    model: Annotated[str | None, typer.Option("--model", help="Model of every LLM role (env CODELOOP_MODEL); none: diagnose mode.")] = None,
+    planner_model: Annotated[str | None, typer.Option("--planner-model", help="The planner's model.")] = None,
+    coder_model: Annotated[str | None, typer.Option("--coder-model", help="The coder's model.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Where to write the results (default: codeloop-eval/<UTC time>).")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Tasks run at once.")] = 1,
+    rerun_failed: Annotated[Path | None, typer.Option("--rerun-failed", help="Run only the tasks unresolved in this earlier out dir.")] = None,
+    min_resolved: Annotated[float | None, typer.Option("--min-resolved", min=0.0, max=1.0, help="Exit 1 when the resolved rate is below this (0..1).")] = None,
+    save_failures: Annotated[Path | None, typer.Option("--save-failures", help="Append the unresolved tasks to this task file.")] = None,
+    connection: Connection = None,  # type: ignore[assignment]
+) -> None:  # fmt: skip
+    """Run every task of TASKSET (each on a copy of its repository) and measure the outcome.
+
+    Exit codes: 0 when no task failed for environment reasons and the resolved rate is at least
+    --min-resolved; 1 otherwise; 2 usage errors.
+    """
+    from codeloop.config import ConfigError, model_names
+    from codeloop.evaluation.errors import EvalError
+    from codeloop.evaluation.taskset import load_tasks
+
+    try:
+        tasks = load_tasks(taskset)
+        if rerun_failed is not None:
+            tasks = _failed_only(tasks, rerun_failed)
+        models = model_names(model=model, planner=planner_model, coder=coder_model)
+    except (EvalError, ConfigError) as exc:
+        raise fail(str(exc), 2) from None
+    out = out or Path("codeloop-eval") / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    if rerun_failed is not None and out.resolve() == rerun_failed.resolve():
+        raise fail("--out must differ from --rerun-failed (the earlier results are kept)", 2)
+    if out.exists() and any(out.iterdir()):
+        raise fail(f"--out {out} is not empty; name a new directory", 2)
+
+    started = time.monotonic()
+    rows = _run(lambda: _evaluate(tasks, models, connection, jobs=jobs))
+    summary = _summary(tasks, rows, models, jobs=jobs, wall_s=time.monotonic() - started)
+    _write(out, rows, summary)
+    if save_failures is not None:
+        added = _save_failures(tasks, rows, save_failures)
+        typer.echo(f"appended {added} unresolved tasks to {save_failures}", err=True)
+    low, high = summary["resolved_ci95"]
+    typer.echo(f"resolved {summary['resolved']}/{summary['tasks']} ({100 * summary['resolved_rate']:.1f}%,"
+               f" 95% CI {100 * low:.1f}-{100 * high:.1f}%), environment failures"
+               f" {summary['environment_failures']}; reports in {out}")  # fmt: skip
+    code = 0
+    if summary["environment_failures"]:
+        typer.echo(f"error: {summary['environment_failures']} tasks failed for environment reasons", err=True)
+        code = 1
+    if min_resolved is not None and summary["resolved_rate"] < min_resolved:
+        typer.echo(
+            f"error: resolved rate {summary['resolved_rate']:.3f} is under --min-resolved {min_resolved}",
+            err=True,
+        )
+        code = 1
+    raise typer.Exit(code)
+
+
+async def _evaluate(
+    tasks: list[Any], models: Any, connection: Connection, *, jobs: int
+) -> list[dict[str, Any]]:
+    import anyio
+
+    from agents.messages import TaskSubmitted
+    from codeloop.evaluation.checks import judge
+    from codeloop.evaluation.runner import Outcome, run_tasks
+
+    rows: dict[str, dict[str, Any]] = {}
+
+    def submit(task: Any, repo: Path) -> TaskSubmitted:
+        return TaskSubmitted(text=task.text, repo=str(repo), mode=task.mode, models=models, interactive=False)
+
+    with tempfile.TemporaryDirectory(prefix="codeloop-eval-") as scratch:
+
+        async def on_done(outcome: Outcome) -> None:
+            row = await anyio.to_thread.run_sync(judge, outcome, Path(scratch))
+            rows[row["id"]] = row
+            mark = "resolved" if row["resolved"] else (row["failure_class"] or "unresolved")
+            sys.stderr.write(
+                f"[{len(rows)}/{len(tasks)}] {row['id']}: {row['status']}, {mark} ({row['wall_s']:.1f} s)\n"
+            )
+
+        await run_tasks(
+            tasks, submit=submit, connection=connection, scratch=Path(scratch), jobs=jobs, on_done=on_done
+        )
+    return [rows[task.id] for task in tasks]
+
+
+def _summary(
+    tasks: list[Any], rows: list[dict[str, Any]], models: Any, *, jobs: int, wall_s: float
+) -> dict[str, Any]:
+    from agents.messages import Budgets
+    from codeloop import __version__
+    from codeloop.evaluation.checks import LOCALIZE_K
+    from codeloop.evaluation.summary import digest, summarise
+    from codeloop.evaluation.taskset import fingerprint
+
+    config = {
+        "models": models.model_dump(),
+        "diagnose": not models.any,
+        "budgets": Budgets().model_dump(),
+        "jobs": jobs,
+        "localize_k": LOCALIZE_K,
+        "sandbox": os.environ.get("CODELOOP_SANDBOX", "auto"),
+        "codeloop": __version__,
+        "task_ids": [t.id for t in tasks],
+    }
+    fingerprints = {
+        "taskset": fingerprint(tasks),
+        "models": digest(config["models"]),
+        "config": digest({k: v for k, v in config.items() if k not in ("models", "task_ids")}),
+    }
+    summary = summarise(rows, fingerprints=fingerprints, config=config)
+    summary["run_wall_s"] = round(wall_s, 3)
+    summary["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    return summary
+
+
+def _write(out: Path, rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:
+    from codeloop.evaluation.report_html import html_report
+    from codeloop.evaluation.report_md import markdown_report
+
+    out.mkdir(parents=True, exist_ok=True)
+    files = {
+        "results.jsonl": "".join(json.dumps(row, sort_keys=True) + "\n" for row in rows),
+        "summary.json": json.dumps(summary, indent=2, sort_keys=True) + "\n",
+        "report.md": markdown_report(summary, rows),
+        "report.html": html_report(summary, rows),
+    }
+    for name, text in files.items():
+        partial = out / f".{name}.partial"
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(out / name)
+
+
+def _failed_only(tasks: list[Any], previous: Path) -> list[Any]:
+    from codeloop.evaluation.errors import PreviousRunError
+
+    path = previous / "results.jsonl"
+    try:
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except (OSError, ValueError) as exc:
+        raise PreviousRunError(f"--rerun-failed: cannot read {path}: {exc}") from None
+    failed = {row["id"] for row in rows if not row.get("resolved")}
+    chosen = [t for t in tasks if t.id in failed]
+    if not chosen:
+        raise PreviousRunError(f"--rerun-failed: no unresolved task of {path} is in this task set")
+    return chosen
+
+
+def _save_failures(tasks: list[Any], rows: list[dict[str, Any]], path: Path) -> int:
+    """Append each unresolved task (paths made relative to `path`'s directory) not already there."""
+    from codeloop.evaluation.taskset import load_tasks
+
+    known = {t.id for t in load_tasks(path)} if path.is_file() and path.stat().st_size else set()
+    failed = {row["id"] for row in rows if not row["resolved"]}
+    new = [t for t in tasks if t.id in failed and t.id not in known]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as file:
+        for task in new:
+            file.write(json.dumps(task.line(relative_to=path.parent.resolve())) + "\n")
+    return len(new)
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="eval")(eval)

@@ -1,0 +1,105 @@
+"""Running a task set through the real pipeline: one bus for the whole run, N tasks at once.
+
+The bus is the local `codeloop serve` when one runs (or `--nats URL`), else an embedded one with
+every role in this process, started once for all tasks. Each task runs on its own git copy of
+its repository; the copy is also what the checks patch and test, so the task set never changes.
+"""
+
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from codeloop.evaluation.taskset import EvalTask, materialise
+
+
+@dataclass
+class Outcome:
+    """What running one task gave: the pipeline's result, or why there is none."""
+
+    task: EvalTask
+    result: Any | None
+    """The `TaskResult`, None when the run itself broke."""
+    error: str | None
+    wall_s: float
+    repo: Path
+    """The task's pristine copy (the checks patch a copy of it)."""
+
+
+async def run_tasks(
+    tasks: list[EvalTask],
+    *,
+    submit: Callable[[EvalTask, Path], Any],
+    connection: dict[str, Any],
+    scratch: Path,
+    jobs: int,
+    on_done: Callable[[Outcome], Awaitable[None]],
+) -> None:
+    """Run every task, `jobs` at once, calling `on_done` as each ends (in completion order).
+
+    `submit(task, repo_copy)` builds the `TaskSubmitted`.
+    """
+    from codeloop.config import ConfigError, bus_config, client_bus_config
+    from codeloop.wiring import serve
+
+    try:
+        config = client_bus_config(**connection)
+    except ConfigError:
+        config = None
+    if config is not None:
+        await _run_all(config, tasks, submit=submit, scratch=scratch, jobs=jobs, on_done=on_done)
+        return
+    home = bus_config(**connection).state_dir
+    with tempfile.TemporaryDirectory(prefix="codeloop-eval-bus-") as store:
+        embedded = bus_config(**{**connection, "state_dir": Path(store)})
+        stop = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            note = await tg.start(
+                lambda task_status: serve(embedded, stop=stop, home=home, task_status=task_status)
+            )
+            client = embedded.model_copy(update={"servers": tuple(note.nats_url.split(","))})
+            try:
+                await _run_all(client, tasks, submit=submit, scratch=scratch, jobs=jobs, on_done=on_done)
+            finally:
+                stop.set()
+
+
+async def _run_all(
+    config: Any, tasks: list[EvalTask], *, submit: Any, scratch: Path, jobs: int, on_done: Any
+) -> None:
+    from bus.connection import open_bus
+
+    limiter = anyio.CapacityLimiter(jobs)
+    async with open_bus(config) as bus:
+
+        async def one(task: EvalTask) -> None:
+            async with limiter:
+                outcome = await _run_one(bus, task, submit=submit, scratch=scratch)
+            await on_done(outcome)
+
+        async with anyio.create_task_group() as tg:
+            for task in tasks:
+                tg.start_soon(one, task)
+
+
+async def _run_one(bus: Any, task: EvalTask, *, submit: Any, scratch: Path) -> Outcome:
+    from agents.client import submit_task, watch_task
+    from agents.messages import TaskResult
+    from agents.workspace import capture_snapshot
+
+    started = time.monotonic()
+    repo = scratch / task.id / "repo"
+    try:
+        await anyio.to_thread.run_sync(materialise, task, repo)
+        submitted = submit(task, repo)
+        snapshot = await capture_snapshot(bus, repo)
+        envelope, _ = await submit_task(bus, submitted.model_copy(update={"snapshot": snapshot}))
+        final = await watch_task(bus, envelope.task_id, lambda envelope: None)
+        result = TaskResult.model_validate(final.payload)
+    except Exception as exc:  # one broken task must not end the run: it becomes a row
+        return Outcome(task, None, f"{type(exc).__name__}: {exc}", time.monotonic() - started, repo)
+    return Outcome(task, result, None, time.monotonic() - started, repo)

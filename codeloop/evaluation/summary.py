@@ -1,0 +1,105 @@
+"""Summary statistics over the rows of a run (fields: docs/evaluation.md)."""
+
+import hashlib
+import json
+import random
+from collections import Counter
+from typing import Any
+
+BOOTSTRAP_SAMPLES = 2000
+BOOTSTRAP_SEED = 0
+"""Seeded, so the same rows always give the same interval."""
+COMPLETED = ("done", "diagnosed")
+KINDS = ("localize", "explain", "fix", "add_test")
+
+
+def bootstrap_interval(
+    values: list[bool], *, samples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED
+) -> list[float]:
+    """Percentile bootstrap 95% interval of the mean of `values` (resampled with replacement)."""
+    if not values:
+        return [0.0, 0.0]
+    rng = random.Random(seed)
+    n = len(values)
+    means = sorted(sum(rng.choices(values, k=n)) / n for _ in range(samples))
+    return [round(means[int(0.025 * samples)], 4), round(means[min(samples - 1, int(0.975 * samples))], 4)]
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """The q-th percentile (0..100), linear between the closest ranks; None without values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q / 100
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return round(ordered[low] + (ordered[high] - ordered[low]) * (rank - low), 6)
+
+
+def _spread(values: list[float]) -> dict[str, float | None]:
+    return {"p50": percentile(values, 50), "p90": percentile(values, 90), "total": round(sum(values), 6)}
+
+
+def _rate(part: int, whole: int) -> float:
+    return round(part / whole, 4) if whole else 0.0
+
+
+def summarise(
+    rows: list[dict[str, Any]], *, fingerprints: dict[str, str], config: dict[str, Any]
+) -> dict[str, Any]:
+    """The run's `summary.json` object."""
+    n = len(rows)
+    resolved = [bool(r["resolved"]) for r in rows]
+    tested = [r["tests"] for r in rows if r.get("tests")]
+    costs = [r["cost_usd"] for r in rows if r["cost_usd"] is not None]
+    classes = Counter(r["failure_class"] or "unresolved" for r in rows if not r["resolved"])
+    blames = Counter(r["blame"] for r in rows if r["blame"] and not r["resolved"])
+    by_kind = {}
+    for kind in KINDS:
+        of_kind = [r for r in rows if r["kind"] == kind]
+        if of_kind:
+            solved = sum(bool(r["resolved"]) for r in of_kind)
+            by_kind[kind] = {
+                "tasks": len(of_kind),
+                "resolved": solved,
+                "resolved_rate": _rate(solved, len(of_kind)),
+            }
+    return {
+        "tasks": n,
+        "resolved": sum(resolved),
+        "resolved_rate": _rate(sum(resolved), n),
+        "resolved_ci95": bootstrap_interval(resolved),
+        "completed": sum(r["status"] in COMPLETED for r in rows),
+        "completion_rate": _rate(sum(r["status"] in COMPLETED for r in rows), n),
+        "average_steps": round(sum(r["steps"] for r in rows) / n, 3) if n else 0.0,
+        "tests_passed": sum(t["passed"] for t in tested),
+        "tests_checked": sum(t["total"] for t in tested),
+        "test_pass_rate": _rate(sum(t["passed"] for t in tested), sum(t["total"] for t in tested)),
+        "handed_off": sum(r["status"] == "handed_off" for r in rows),
+        "human_takeover_rate": _rate(sum(r["status"] == "handed_off" for r in rows), n),
+        "environment_failures": sum(r["blame"] == "environment" for r in rows),
+        "failure_classes": dict(sorted(classes.items(), key=lambda item: (-item[1], item[0]))),
+        "failures_by_blame": {b: blames.get(b, 0) for b in ("model", "environment", "ambiguous")},
+        "by_kind": by_kind,
+        "localisation": _localisation(rows),
+        "cost_usd": _spread(costs) if costs else {"p50": None, "p90": None, "total": None},
+        "tokens": _spread([float(r["tokens"]) for r in rows]),
+        "wall_s": _spread([float(r["wall_s"]) for r in rows]),
+        "fingerprints": fingerprints,
+        "config": config,
+    }
+
+
+def _localisation(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Share of the rows with gold files whose retriever context (or answer) hits at k."""
+    located = [r["localisation"] for r in rows if r.get("localisation")]
+    rates: dict[str, Any] = {"tasks": len(located)}
+    for source in ("context_hits", "answer_hits"):
+        keys = located[0][source] if located else {}
+        rates[source] = {k: _rate(sum(loc[source][k] for loc in located), len(located)) for k in keys}
+    return rates
+
+
+def digest(value: Any) -> str:
+    """sha256 of a JSON-able value, keys sorted: the model and config fingerprints."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()

@@ -1,0 +1,148 @@
+"""One task, one trace: spans of the orchestrator, two worker processes and a stdio MCP server
+process joined by the context NATS headers and MCP `_meta` carry; no content in them by default.
+
+Every process appends its spans to one JSON-lines file (`CODELOOP_TRACE_FILE`), which is how the
+test sees what each process exported.
+"""
+
+import json
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+
+from agents.client import submit_task, watch_task
+from agents.messages import ModelNames, TaskResult, TaskSubmitted
+from agents.workspace import capture_snapshot
+from bus.config import BusConfig
+from bus.connection import open_bus
+from tests.e2e.conftest import make_repo, model
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+PROMPT_CANARY = "prompt-canary-4f1d9c"
+MODEL_OUTPUT = "add subtracted instead of adding"
+TOOL_ARGUMENT = "return a + b"
+
+
+@asynccontextmanager
+async def _serve(args: list[str], env: dict) -> AsyncIterator[dict]:
+    """`codeloop serve ARGS --json` until the block ends (then Ctrl-C and reap); yields its note."""
+    command = [sys.executable, "-m", "codeloop", "serve", "--no-mcp", "--json", *args]
+    process = await anyio.open_process(command, env=env, stderr=None)
+    try:
+        assert process.stdout is not None
+        out = b""
+        with anyio.fail_after(120):
+            while b"\n" not in out:
+                out += await process.stdout.receive()
+        yield json.loads(out.split(b"\n")[0])
+    finally:
+        with anyio.CancelScope(shield=True):
+            if process.returncode is None:
+                process.send_signal(signal.SIGINT)
+                with anyio.move_on_after(30):
+                    await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+
+
+async def _run_traced_task(tmp_path: Path) -> tuple[TaskResult, list[dict]]:
+    repo = make_repo(tmp_path / "repo")
+    spans_file = tmp_path / "spans.jsonl"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(__file__).parents[2]),
+        "CODELOOP_TRACE_FILE": str(spans_file),
+    }
+    env.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
+    env.pop("CODELOOP_TRACE_CONTENT", None)
+    here = ["--role", "orchestrator", "--role", "retriever", "--role", "verifier"]
+    async with _serve([*here, "--state-dir", str(tmp_path / "orch")], env) as note:
+        nats = ["--nats", note["nats_url"]]
+        async with (
+            _serve([*nats, "--role", "planner", "--state-dir", str(tmp_path / "planner")], env),
+            _serve(
+                [*nats, "--role", "coder", "--tools-stdio", "fs", "--state-dir", str(tmp_path / "coder")], env
+            ),
+        ):
+            client = BusConfig(state_dir=tmp_path / "client", servers=(note["nats_url"],))
+            async with open_bus(client) as bus:
+                task = TaskSubmitted(
+                    text=f"add(2, 3) returns -1 ({PROMPT_CANARY})", repo=str(repo), mode="write",
+                    models=ModelNames(default=model("fix")), snapshot=await capture_snapshot(bus, repo),
+                )  # fmt: skip
+                envelope, _ = await submit_task(bus, task)
+                with anyio.fail_after(240):
+                    final = await watch_task(bus, envelope.task_id, lambda e: None)
+    # Every process has stopped: each span was written as it ended.
+    spans = [json.loads(line) for line in spans_file.read_text().splitlines()]
+    return TaskResult.model_validate(final.payload), spans
+
+
+def _process_of(span: dict) -> str:
+    return span["resource"]["attributes"]["service.instance.id"]
+
+
+def _part_of(span: dict) -> str:
+    return span["resource"]["attributes"]["codeloop.process"]
+
+
+async def test_one_task_is_one_trace_across_orchestrator_workers_and_a_stdio_tool_server(
+    tmp_path: Path,
+) -> None:
+    """The trace context crosses NATS in headers and MCP in `_meta`: every span of the task, in
+    four processes, has the task's trace id and hangs in one tree under the task's context."""
+    result, spans = await _run_traced_task(tmp_path)
+    assert result.status == "done", result.report
+
+    assert {s["context"]["trace_id"] for s in spans} == {"0x" + result.trace_id}
+    by_id = {s["context"]["span_id"]: s for s in spans}
+    # One tree: the only parent not among the spans is the task context every process derives.
+    assert len({s["parent_id"] for s in spans if s["parent_id"] not in by_id}) == 1
+
+    names_by_part: dict[str, set[str]] = {}
+    for span in spans:
+        names_by_part.setdefault(_part_of(span), set()).add(span["name"])
+    serve_processes = {_process_of(s) for s in spans if _part_of(s) == "serve"}
+    assert len(serve_processes) == 3  # orchestrator (+ retriever, verifier), planner, coder
+    assert {"invoke_workflow codeloop", "invoke_agent retriever", "invoke_agent verifier",
+            "invoke_agent planner", "invoke_agent coder", "execute_tool read_file",
+            "execute_tool write_file"} <= names_by_part["serve"]  # fmt: skip
+    assert any(name.startswith("chat ") for name in names_by_part["serve"])
+    assert {"tools/call read_file", "tools/call write_file"} <= names_by_part["mcp fs"]
+
+    # The stdio server's span is a child of the coder's tool call, in another process.
+    served = next(s for s in spans if s["name"] == "tools/call write_file" and _part_of(s) == "mcp fs")
+    ancestor = by_id[served["parent_id"]]
+    while not ancestor["name"].startswith("execute_tool"):
+        ancestor = by_id[ancestor["parent_id"]]
+    assert ancestor["name"] == "execute_tool write_file"
+    assert _process_of(ancestor) != _process_of(served)
+    coder_run = next(s for s in spans if s["name"] == "invoke_agent coder")
+    assert coder_run["attributes"]["gen_ai.agent.name"] == "coder"
+    chat = next(
+        s for s in spans if s["name"].startswith("chat ") and _process_of(s) == _process_of(coder_run)
+    )
+    assert chat["attributes"]["gen_ai.operation.name"] == "chat"
+    assert chat["attributes"]["gen_ai.request.model"]
+    assert "gen_ai.usage.input_tokens" in chat["attributes"]
+    # The coder's run is a child of the worker's handling of the message the orchestrator's
+    # handling of the retriever's result dispatched (published by the runtime, after the workflow span).
+    handling = by_id[coder_run["parent_id"]]
+    assert handling["name"] == "process codeloop.work.coder"
+    dispatch = by_id[handling["parent_id"]]
+    assert dispatch["name"] == "process codeloop.task.result.retriever"
+    assert any(s["name"] == "invoke_workflow codeloop" and s["parent_id"] == dispatch["context"]["span_id"]
+               for s in spans)  # fmt: skip
+    assert _process_of(dispatch) != _process_of(handling)
+
+    # Default: no prompt text, model output or tool argument in any span (attributes, events).
+    text = json.dumps(spans)
+    for content in (PROMPT_CANARY, MODEL_OUTPUT, TOOL_ARGUMENT):
+        assert content not in text
