@@ -26,7 +26,7 @@ from pydantic_ai.usage import UsageLimits
 
 from agents.confirmations import elicitation_handler
 from agents.errors import AgentError
-from agents.messages import CodeRequest, CodeResult, StepFailed, Usage
+from agents.messages import CodeRequest, CodeResult, Usage
 from agents.metering import model_for, run_timeout_s
 from agents.models import model_errors_as_agent_errors
 from agents.role import (
@@ -37,11 +37,13 @@ from agents.role import (
     observer_capabilities,
     role_spec,
     scratch_workspace,
+    typed_handler,
 )
 from agents.tools import MODE_SCOPES
 from agents.workspace import workspace_patch
 from agents.workspace.git import run_git
 from bus.actor import ActorSpec, Delivery, DeliveryPolicy
+from bus.messages import Message
 
 ROLE = "coder"
 MCP_READ_TIMEOUT_S = 600
@@ -212,14 +214,7 @@ def _prompt(request: CodeRequest) -> str:
 
 
 def coder_spec(deps: RoleDeps, *, policy: DeliveryPolicy | None = None) -> ActorSpec:
-    async def handle(delivery: Delivery, request: Any) -> CodeResult:
-        if not isinstance(request, CodeRequest):
-            raise StepError("agent.format", f"the coder takes code_request, got {delivery.envelope.kind}")
+    async def work(delivery: Delivery, request: CodeRequest) -> Message:
         return await code(deps, delivery.envelope.task_id, request, trace_id=delivery.envelope.trace_id)
 
-    def failed(request: Any, failure_class: str, message: str) -> StepFailed:
-        return StepFailed(
-            step_id=getattr(request, "step_id", ""), role=ROLE, failure_class=failure_class, message=message
-        )
-
-    return role_spec(ROLE, handle, policy=policy, failed=failed)
+    return role_spec(ROLE, typed_handler(ROLE, CodeRequest, work), policy=policy)

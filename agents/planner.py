@@ -7,14 +7,12 @@ feedback, and the new plan records why it replaces the old one. Without a model 
 the plan is fixed: find the relevant code, run the tests, report.
 """
 
-from typing import Any
-
 from mcp import Client
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.usage import UsageLimits
 
-from agents.messages import Plan, PlanRequest, PlanResult, PlanStep, StepFailed, TaskSubmitted
+from agents.messages import Plan, PlanRequest, PlanResult, PlanStep, TaskSubmitted
 from agents.metering import model_for, run_timeout_s, usage_of
 from agents.models import model_errors_as_agent_errors
 from agents.role import (
@@ -25,8 +23,10 @@ from agents.role import (
     observer_capabilities,
     role_spec,
     scratch_workspace,
+    typed_handler,
 )
 from bus.actor import ActorSpec, Delivery, DeliveryPolicy
+from bus.messages import Message
 
 ROLE = "planner"
 LOOK_BUDGET = 1500
@@ -112,14 +112,7 @@ def _prompt(task: TaskSubmitted, repo_map: str, files: list[str], request: PlanR
 
 
 def planner_spec(deps: RoleDeps, *, policy: DeliveryPolicy | None = None) -> ActorSpec:
-    async def handle(delivery: Delivery, request: Any) -> PlanResult:
-        if not isinstance(request, PlanRequest):
-            raise StepError("agent.format", f"the planner takes plan_request, got {delivery.envelope.kind}")
+    async def work(delivery: Delivery, request: PlanRequest) -> Message:
         return await plan(deps, delivery.envelope.task_id, request, trace_id=delivery.envelope.trace_id)
 
-    def failed(request: Any, failure_class: str, message: str) -> StepFailed:
-        return StepFailed(
-            step_id=getattr(request, "step_id", ""), role=ROLE, failure_class=failure_class, message=message
-        )
-
-    return role_spec(ROLE, handle, policy=policy, failed=failed)
+    return role_spec(ROLE, typed_handler(ROLE, PlanRequest, work), policy=policy)

@@ -15,9 +15,10 @@ from typing import Any
 from mcp import Client
 
 from agents.context import SearchHit, build_context
-from agents.messages import Context, ContextRequest, RankedFile, StepFailed
-from agents.role import RoleDeps, StepError, index_dir_for, role_spec, scratch_workspace
+from agents.messages import Context, ContextRequest, RankedFile
+from agents.role import RoleDeps, StepError, index_dir_for, role_spec, scratch_workspace, typed_handler
 from bus.actor import ActorSpec, Delivery, DeliveryPolicy
+from bus.messages import Message
 
 ROLE = "retriever"
 RRF_K = 60
@@ -25,7 +26,9 @@ RRF_K = 60
 MAX_SYMBOLS = 8
 REPO_MAP_SHARE = 0.2
 """Part of the token budget the repository map may take."""
-_IDENTIFIER = re.compile(r"`([A-Za-z_][\w.]*)`|\b([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[A-Z]\w*[a-z]\w*[A-Z]\w*|[a-z]+_[a-z_]\w*)\b")
+_IDENTIFIER = re.compile(
+    r"`([A-Za-z_][\w.]*)`|\b([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[A-Z]\w*[a-z]\w*[A-Z]\w*|[a-z]+_[a-z_]\w*)\b"
+)
 
 
 def identifiers(text: str) -> list[str]:
@@ -81,7 +84,9 @@ async def _search(client: Client, query: str, *, k: int) -> list[SearchHit]:
     data = await _call(client, "search_code", {"query": query[:20_000], "k": k})
     hits = (data or {}).get("hits", [])
     return [
-        SearchHit(h["path"], h["start_line"], h["end_line"], h.get("symbol"), h.get("score", 0.0), h["snippet"])
+        SearchHit(
+            h["path"], h["start_line"], h["end_line"], h.get("symbol"), h.get("score", 0.0), h["snippet"]
+        )
         for h in hits
     ]
 
@@ -101,7 +106,9 @@ async def _repo_map(client: Client, budget: int) -> str:
     return (data or {}).get("text", "") if data else ""
 
 
-def _rank(lists: list[list[SearchHit]], symbols: dict[str, list[str]], planned: list[str]) -> list[RankedFile]:
+def _rank(
+    lists: list[list[SearchHit]], symbols: dict[str, list[str]], planned: list[str]
+) -> list[RankedFile]:
     score: dict[str, float] = defaultdict(float)
     why: dict[str, list[str]] = defaultdict(list)
     for weight, hits in zip([1.0] + [0.5] * (len(lists) - 1), lists, strict=True):
@@ -134,12 +141,7 @@ def _estimate(text: str) -> int:
 
 
 def retriever_spec(deps: RoleDeps, *, policy: DeliveryPolicy | None = None) -> ActorSpec:
-    async def handle(delivery: Delivery, request: Any) -> Context:
-        if not isinstance(request, ContextRequest):
-            raise StepError("agent.format", f"the retriever takes context_request, got {delivery.envelope.kind}")
+    async def work(delivery: Delivery, request: ContextRequest) -> Message:
         return await retrieve(deps, delivery.envelope.task_id, request)
 
-    def failed(request: Any, failure_class: str, message: str) -> StepFailed:
-        return StepFailed(step_id=getattr(request, "step_id", ""), role=ROLE, failure_class=failure_class, message=message)
-
-    return role_spec(ROLE, handle, policy=policy, failed=failed)
+    return role_spec(ROLE, typed_handler(ROLE, ContextRequest, work), policy=policy)

@@ -105,16 +105,42 @@ def _leaf(exc: BaseException) -> BaseException:
     return exc
 
 
+def step_failed(role: str) -> Callable[[Message, str, str], Message]:
+    """The standard `failed` of `role_spec`: a `StepFailed` naming the request's step."""
+    from agents.messages import StepFailed
+
+    def failed(request: Message, failure_class: str, message: str) -> Message:
+        return StepFailed(
+            step_id=getattr(request, "step_id", ""), role=role, failure_class=failure_class, message=message
+        )
+
+    return failed
+
+
+def typed_handler(
+    role: str, kind: type[Message], work: Callable[[Delivery, Any], Awaitable[Message]]
+) -> Callable[[Delivery, Message], Awaitable[Message]]:
+    """`work(delivery, request)` for requests of `kind`; anything else is the sender's format error."""
+
+    async def handle(delivery: Delivery, request: Message) -> Message:
+        if not isinstance(request, kind):
+            raise StepError("agent.format", f"the {role} takes {kind.__name__}, got {delivery.envelope.kind}")
+        return await work(delivery, request)
+
+    return handle
+
+
 def role_spec(
     role: str,
     handle: Callable[[Delivery, Message], Awaitable[Message]],
     *,
     policy: DeliveryPolicy | None = None,
-    failed: Callable[[Message, str, str], Message],
+    failed: Callable[[Message, str, str], Message] | None = None,
 ) -> ActorSpec:
     """The actor of a role whose `handle(delivery, request)` returns its result; `failed(request,
-    failure_class, message)` builds the `StepFailed` for a step that cannot succeed."""
+    failure_class, message)` builds the reply for a step that cannot succeed (default: `StepFailed`)."""
     policy = policy or DeliveryPolicy()
+    failed = failed or step_failed(role)
 
     async def handler(delivery: Delivery) -> Reply:
         request = delivery.envelope.open()
@@ -128,7 +154,11 @@ def role_spec(
             # A failure inside an MCP session arrives wrapped in the session's exception group.
             failure_class = getattr(_leaf(exc), "failure_class", None)
             if isinstance(_leaf(exc), StepError):
-                return Reply(subjects.task_result(role), failed(request, failure_class, str(_leaf(exc))), label="result")
+                return Reply(
+                    subjects.task_result(role),
+                    failed(request, failure_class, str(_leaf(exc))),
+                    label="result",
+                )
             if failure_class is None and delivery.num_delivered < policy.max_deliver:
                 raise  # the runtime naks it; another delivery may succeed
             log.warning("%s: step failed for good: %s: %s", role, type(exc).__name__, exc)

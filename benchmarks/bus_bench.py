@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bus_bench.py [--samples 400] [--tasks 2000]
 
-Prints, in one run (issue 2 targets in brackets):
+Prints, in one run:
 1. raw nats-py: publish (await the stream's ack) -> pull -> ack, one message at a time: p50, p99;
 2. the same through one codeloop actor hop: publish an envelope -> the actor fetches, parses,
    runs a no-op handler, records the id as handled, acks: p50, p99, and the ratio to 1. [<= 1.5x]

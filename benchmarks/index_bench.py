@@ -1,4 +1,4 @@
-"""Indexing and query speed of the code index on a repository of >= 1,000 real source files (issue 4).
+"""Indexing and query speed of the code index on a repository of >= 1,000 real source files.
 
 The repository is built from installed libraries' sources (pydantic_ai, mcp, pydantic, rich, ...)
 copied into a temporary git repository until it holds `--files` indexable files. One run prints:

@@ -1,4 +1,4 @@
-"""Sandbox timings (issue 3): medians, in one run, of
+"""Sandbox timings: medians, in one run, of
 
 1. plain subprocess `python3 -c pass`;
 2. gVisor cold start with that command (open a sandbox, run it, get the result), and teardown;

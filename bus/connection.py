@@ -129,7 +129,7 @@ async def open_bus(config: BusConfig, *, servers: tuple[str, ...] | None = None)
     """Connect to `servers` (default `config.servers`), yield a `Bus`, close the connection on exit.
 
     On exit the connection is flushed and closed, not drained: a drain waits `drain_timeout` for
-    every pull subscription whose last fetch timed out (LIBRARIES.md section 3). Actors drain their
+    every pull subscription whose last fetch timed out. Actors drain their
     own in-flight work before this point.
 
     Raises:

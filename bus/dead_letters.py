@@ -3,7 +3,7 @@
 Two routes lead here. A worker that sees a malformed message, or a handler failure on the last
 allowed delivery, publishes the dead letter itself and terminates the message. A worker killed
 while holding the last delivery cannot; JetStream then publishes a MAX_DELIVERIES advisory and
-leaves the message in the work-queue stream (LIBRARIES.md section 3), so `watch_max_deliveries`
+leaves the message in the work-queue stream, so `watch_max_deliveries`
 reads it back, publishes the dead letter and deletes it.
 """
 

@@ -15,7 +15,7 @@ SUPERVISOR = "/.codeloop/supervisor.py"
 # gVisor's own overhead (sentry, gofer buffers) is charged to the sandbox's memory cgroup too.
 SENTRY_OVERHEAD_MB = 64
 # Each sandboxed task costs ~18 host tasks on ptrace and a tight host pids cgroup crashes gVisor
-# instead of failing the fork (LIBRARIES.md section 6): the real process cap is RLIMIT_NPROC inside.
+# instead of failing the fork: the real process cap is RLIMIT_NPROC inside.
 HOST_PIDS_LIMIT = 8192
 # Commands run as this unprivileged user; only the supervisor (pid 1) is root.
 PAYLOAD_UID = 1000

@@ -2,7 +2,7 @@
 a size-limited tmpfs, synchronised with the real workspace at each command's boundaries.
 
 Why a mirror: a runsc bind mount has no quota, so a payload can fill the host disk through it
-(LIBRARIES.md section 6), and filesystem project quotas need a feature and tools we cannot
+, and filesystem project quotas need a feature and tools we cannot
 assume on the host. A host tmpfs mounted with `size=` gives ENOSPC at the cap. Before each
 command the tmpfs is resized to what it holds plus `workspace_write_mb`, so each command may add
 at most that much.

@@ -1,5 +1,5 @@
 """Finding processes a test left behind: every test that starts servers, workers or sandboxes
-checks afterwards that none of them is still alive (issue 2 (f), issue 3)."""
+checks afterwards that none of them is still alive)."""
 
 import os
 from pathlib import Path

@@ -4,7 +4,7 @@ The allowlist is not the security boundary: `python` is on it and can do anythin
 lets it. The sandbox is the boundary (gVisor: no network, no host files but the runtime, limits).
 The allowlist separates the routine commands of a Python edit-and-test loop, which run at once,
 from everything else (shells, `rm`, package managers, programs named by path...), which a human
-confirms through MCP elicitation first (issue 5, "a command outside the exec allowlist").
+confirms through MCP elicitation first.
 
 Allowed without asking, named by bare program name (looked up on the sandbox's PATH, the
 workspace's virtualenv first):

@@ -3,7 +3,7 @@
 A tool whose spec can need confirmation gets a hidden parameter filled by `confirmation_resolver`
 (the SDK's `Resolve` mechanism), which works on both protocol generations: on 2026-07-28 sessions
 the question rides an `InputRequiredResult` round-trip, on 2025-11-25 sessions it is a mid-call
-`elicitation/create` request. `ctx.elicit()` would only work on the latter (LIBRARIES.md, mcp).
+`elicitation/create` request. `ctx.elicit()` would only work on the latter.
 
 The resolver decides, per call, between three outcomes:
 - not needed (the call is not high-risk): the tool runs;

@@ -9,12 +9,13 @@ the report (the tree is judged, nothing is blamed).
 from datetime import UTC, datetime
 from typing import Any
 
-from agents.messages import StepFailed, VerifyRequest, VerifyResult
-from agents.role import RoleDeps, StepError, role_spec, scratch_workspace
+from agents.messages import VerifyRequest, VerifyResult
+from agents.role import RoleDeps, StepError, role_spec, scratch_workspace, typed_handler
 from agents.verifier.exec_session import ExecUnavailable, open_exec_session
 from agents.verifier.report import Check, Failure, VerificationReport
 from agents.verifier.verify import verify_answer, verify_patch
 from bus.actor import ActorSpec, Delivery, DeliveryPolicy
+from bus.messages import Message
 
 ROLE = "verifier"
 DIAGNOSE_SUITE_CAP_S = 600.0
@@ -73,8 +74,12 @@ async def diagnose_tree(deps: RoleDeps, root: Any, request: VerifyRequest) -> Ve
         )
     failures = [
         Failure(
-            failure_class="test.still_failing", test_id=f.test_id, path=f.file or f.test_id.split("::")[0],
-            line=f.line or None, message=f.message or f.outcome, stack_summary=f.traceback,
+            failure_class="test.still_failing",
+            test_id=f.test_id,
+            path=f.file or f.test_id.split("::")[0],
+            line=f.line or None,
+            message=f.message or f.outcome,
+            stack_summary=f.traceback,
         )  # fmt: skip
         for f in run.failures
     ]
@@ -86,12 +91,7 @@ async def diagnose_tree(deps: RoleDeps, root: Any, request: VerifyRequest) -> Ve
 
 
 def verifier_spec(deps: RoleDeps, *, policy: DeliveryPolicy | None = None) -> ActorSpec:
-    async def handle(delivery: Delivery, request: Any) -> VerifyResult:
-        if not isinstance(request, VerifyRequest):
-            raise StepError("agent.format", f"the verifier takes verify_request, got {delivery.envelope.kind}")
+    async def work(delivery: Delivery, request: VerifyRequest) -> Message:
         return await verify(deps, delivery.envelope.task_id, request)
 
-    def failed(request: Any, failure_class: str, message: str) -> StepFailed:
-        return StepFailed(step_id=getattr(request, "step_id", ""), role=ROLE, failure_class=failure_class, message=message)
-
-    return role_spec(ROLE, handle, policy=policy, failed=failed)
+    return role_spec(ROLE, typed_handler(ROLE, VerifyRequest, work), policy=policy)

@@ -1,6 +1,6 @@
 """`codeloop sandbox exec`: run one command in a sandbox on a workspace.
 
-The contract other tools depend on (issue 3), kept exactly:
+The contract other tools depend on, kept exactly:
 
     codeloop sandbox exec --workspace DIR [--timeout S] [--memory-mb N] [--backend gvisor|process]
                           [--network none] [--json] -- CMD [ARGS...]

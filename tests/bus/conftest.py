@@ -1,7 +1,7 @@
 """Real nats-server fixtures for the bus tests: one server per test, on a port it picks itself.
 
 An autouse check fails any test that leaves a nats-server (or a worker process) of ours running:
-acceptance (f) of issue 2.
+our promise.
 """
 
 from collections.abc import AsyncIterator
@@ -18,7 +18,7 @@ from tests.processes import processes_mentioning
 
 @pytest.fixture(autouse=True)
 def no_process_left_behind(tmp_path: Path):
-    """Issue 2 (f): after every test, no nats-server or worker process started for it is left."""
+    """After every test, no nats-server or worker process started for it is left."""
     yield
     assert processes_mentioning(tmp_path) == []
 

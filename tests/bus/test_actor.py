@@ -1,4 +1,4 @@
-"""The actor runtime's delivery rules (issue 2 item 6), each against a real JetStream consumer."""
+"""The actor runtime's delivery rules, each against a real JetStream consumer."""
 
 import anyio
 import pytest
@@ -33,7 +33,7 @@ async def _reply(delivery: Delivery) -> None:
 
 
 async def test_long_handler_heartbeats_keep_its_message_from_redelivery(bus: Bus) -> None:
-    """Issue 2 item 6: in-progress heartbeats hold the message past ack_wait; a second worker never sees it."""
+    """In-progress heartbeats hold the message past ack_wait; a second worker never sees it."""
     calls = 0
 
     async def slow(delivery: Delivery) -> None:
@@ -52,7 +52,7 @@ async def test_long_handler_heartbeats_keep_its_message_from_redelivery(bus: Bus
 
 
 async def test_transient_failures_are_retried_then_dead_lettered_after_max_deliveries(bus: Bus) -> None:
-    """Issue 2 item 6: RetryLater naks with back-off; at the last delivery the message is terminated and dead-lettered."""
+    """RetryLater naks with back-off; at the last delivery the message is terminated and dead-lettered."""
     seen: list[int] = []
 
     async def failing(delivery: Delivery) -> None:
@@ -141,7 +141,7 @@ async def test_a_supervisor_gives_up_when_its_loop_keeps_crashing(bus: Bus) -> N
 
 
 async def test_stop_drains_in_flight_work_before_returning(bus: Bus) -> None:
-    """Issue 2 item 6: on shutdown the message being handled finishes, is acked, and is not redelivered."""
+    """On shutdown the message being handled finishes, is acked, and is not redelivered."""
     started = anyio.Event()
     release = anyio.Event()
 

@@ -34,7 +34,7 @@ async def _codeloop(home: Path, *args: str) -> subprocess.CompletedProcess[bytes
 async def test_serve_submit_watch_status_carry_a_task_and_serve_stops_cleanly_on_ctrl_c(
     tmp_path: Path,
 ) -> None:
-    """Issue 2 item 7: serve says where NATS is; submit prints an id; watch ends at the result; Ctrl-C stops all."""
+    """Serve says where NATS is; submit prints an id; watch ends at the result; Ctrl-C stops all."""
     home = tmp_path / "home"
     with anyio.fail_after(60):
         async with await anyio.open_process([*CODELOOP, "serve", "--pipeline", "echo"], env=_env(home)) as serve:
@@ -72,7 +72,7 @@ async def test_client_commands_without_a_server_say_what_to_do(tmp_path: Path) -
 
 
 async def test_schema_prints_the_envelope_and_payload_schemas(tmp_path: Path) -> None:
-    """Issue 2 item 5: `codeloop schema` exports JSON Schema for agents in other languages."""
+    """`codeloop schema` exports JSON Schema for agents in other languages."""
     result = await _codeloop(tmp_path, "schema")
     schemas = json.loads(result.stdout)
     assert schemas["envelope"]["title"] == "Envelope"

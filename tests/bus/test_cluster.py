@@ -1,4 +1,4 @@
-"""A three-node JetStream cluster on loopback with replicas 3 loses no task when a node dies (issue 2 e)."""
+"""A three-node JetStream cluster on loopback with replicas 3 loses no task when a node dies."""
 
 import signal
 from pathlib import Path
@@ -23,7 +23,7 @@ TASKS = 60
 
 
 async def test_killing_a_node_while_tasks_flow_loses_no_task(tmp_path: Path) -> None:
-    """Issue 2 (e): with R3 streams, every task submitted before, during and after a node's SIGKILL completes."""
+    """With R3 streams, every task submitted before, during and after a node's SIGKILL completes."""
     with anyio.fail_after(120):
         async with open_nats_cluster(tmp_path / "cluster") as nodes:
             config = BusConfig(servers=tuple(n.url for n in nodes), replicas=3, state_dir=tmp_path / "state")

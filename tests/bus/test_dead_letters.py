@@ -1,4 +1,4 @@
-"""Malformed, wrong-version and undeliverable messages become dead-letter events (issue 2 d)."""
+"""Malformed, wrong-version and undeliverable messages become dead-letter events."""
 
 import json
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.anyio
 async def test_malformed_and_wrong_version_messages_are_dead_lettered_and_workers_keep_running(
     bus: Bus,
 ) -> None:
-    """Issue 2 (d): each bad message gives a DeadLetter event with its reason; a good task still completes."""
+    """Each bad message gives a DeadLetter event with its reason; a good task still completes."""
     records = await TaskRecords.open(bus)
     future = Envelope.wrap(EchoRequest(text="x"), task_id="t-version").model_dump(mode="json")
     future["schema_version"] = 99
@@ -59,7 +59,7 @@ async def test_malformed_and_wrong_version_messages_are_dead_lettered_and_worker
 async def test_a_message_never_acked_by_its_last_delivery_is_dead_lettered_from_the_advisory(
     bus: Bus,
 ) -> None:
-    """Issue 2 item 6: a worker dying with the last delivery leaves the message; the advisory route dead-letters it."""
+    """A worker dying with the last delivery leaves the message; the advisory route dead-letters it."""
     address = subjects.RoleAddress.worker("flaky")
     await bus.js.add_consumer(
         address.stream,

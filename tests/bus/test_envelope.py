@@ -44,7 +44,7 @@ def test_reply_keeps_task_and_trace_and_points_at_its_cause() -> None:
     ],
 )
 def test_malformed_bytes_raise_malformed_message_saying_what_is_wrong(data: bytes, fragment: str) -> None:
-    """Issue 2: a malformed message goes to dead-letter with a reason, so the reason must be specific."""
+    """A malformed message goes to dead-letter with a reason, so the reason must be specific."""
     with pytest.raises(MalformedMessage) as caught:
         parse_envelope(data)
     assert fragment in str(caught.value)

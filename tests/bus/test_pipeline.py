@@ -1,4 +1,4 @@
-"""A task end to end through the orchestrator and the echo role, and its idempotence (issue 2 b)."""
+"""A task end to end through the orchestrator and the echo role, and its idempotence."""
 
 import anyio
 import pytest
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_a_submitted_task_is_carried_to_done_by_the_echo_role(bus: Bus) -> None:
-    """Issue 2 item 7: until the agents exist, echo carries a task end to end, visible as events."""
+    """Until the agents exist, echo carries a task end to end, visible as events."""
     records = await TaskRecords.open(bus)
     async with running(bus, orchestrator_spec(records, pipeline=ECHO), echo_spec()):
         envelope, _ = await submit_task(bus, TaskSubmitted(text="hello", repo="/repo"))
@@ -30,7 +30,7 @@ async def test_a_submitted_task_is_carried_to_done_by_the_echo_role(bus: Bus) ->
 
 
 async def test_the_same_task_published_twice_gives_one_task(bus: Bus) -> None:
-    """Issue 2 (b): a second publish with the same id is deduplicated, and one beyond the window is ignored."""
+    """A second publish with the same id is deduplicated, and one beyond the window is ignored."""
     records = await TaskRecords.open(bus)
     task = TaskSubmitted(text="once", repo="/repo")
     envelope, first = await submit_task(bus, task, task_id="same-task")

@@ -1,4 +1,4 @@
-"""Task records in KV: compare-and-set on revision, and retry on a lost race (issue 2 acceptance c)."""
+"""Task records in KV: compare-and-set on revision, and retry on a lost race."""
 
 from datetime import UTC, datetime
 
@@ -24,7 +24,7 @@ def _state(task_id: str) -> TaskState:
 
 
 async def test_two_writers_racing_on_a_record_lose_neither_update(bus: Bus) -> None:
-    """Issue 2 (c): one writer wins by revision, the other retries on the new revision; both changes stay."""
+    """One writer wins by revision, the other retries on the new revision; both changes stay."""
     records = await TaskRecords.open(bus)
     await records.update("t1", lambda s: _state("t1"))
     slow_has_read = anyio.Event()

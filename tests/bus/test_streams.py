@@ -13,7 +13,7 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_ensure_streams_is_idempotent_and_creates_the_design_names(bus: Bus) -> None:
-    """Issue 2 item 4: a second call changes nothing; the names and retentions match DESIGN.md."""
+    """A second call changes nothing; the names and retentions match DESIGN.md."""
     await ensure_streams(bus)
     tasks = await bus.js.stream_info(subjects.TASKS_STREAM)
     work = await bus.js.stream_info(subjects.WORK_STREAM)
@@ -30,6 +30,6 @@ async def test_ensure_streams_is_idempotent_and_creates_the_design_names(bus: Bu
 
 
 async def test_more_replicas_than_servers_is_refused_at_once_with_the_reason(bus: Bus) -> None:
-    """Issue 2 item 4: replicas 3 on one server is a configuration error, reported, not retried."""
+    """Replicas 3 on one server is a configuration error, reported, not retried."""
     with anyio.fail_after(10), pytest.raises(BusError, match="replicas"):
         await ensure_streams(bus, replicas=3)

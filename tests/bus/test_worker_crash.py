@@ -1,4 +1,4 @@
-"""A worker process killed with SIGKILL while it holds a message (issue 2 acceptance a)."""
+"""A worker process killed with SIGKILL while it holds a message."""
 
 import json
 import os
@@ -45,7 +45,7 @@ async def _reap(*workers: Process | None) -> None:
 async def test_task_completes_with_its_effect_once_after_its_worker_is_killed(
     bus: Bus, nats_server: NatsServer, tmp_path: Path, stage: str
 ) -> None:
-    """Issue 2 (a): the message goes to another worker process, the task completes, the effect counts once."""
+    """The message goes to another worker process, the task completes, the effect counts once."""
     effects = await bus.js.create_key_value(bucket="test-effects")
     records = await TaskRecords.open(bus)
     holding = await bus.nc.subscribe("test.holding")
@@ -73,7 +73,7 @@ async def test_task_completes_with_its_effect_once_after_its_worker_is_killed(
 async def test_a_redelivery_of_a_handled_message_does_not_run_its_handler_again(
     bus: Bus, nats_server: NatsServer, tmp_path: Path
 ) -> None:
-    """Issue 2 item 6: a worker dying after handling but before acking; the next one skips the handler."""
+    """A worker dying after handling but before acking; the next one skips the handler."""
     effects = await bus.js.create_key_value(bucket="test-effects")
     records = await TaskRecords.open(bus)
     first = await _start_worker(nats_server, "die-before-ack", tmp_path)

@@ -10,7 +10,7 @@ from tests.processes import processes_mentioning
 
 @pytest.fixture(autouse=True)
 def no_process_left_behind(tmp_path: Path):
-    """After every test, no nats-server, serve or tool server started for it is left (issue 2 (f))."""
+    """After every test, no nats-server, serve or tool server started for it is left."""
     yield
     assert processes_mentioning(tmp_path) == []
 

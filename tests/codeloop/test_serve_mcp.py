@@ -1,4 +1,4 @@
-"""`codeloop serve` hosting the tool servers over HTTP, their calls published as bus events (issue 5 items 3, 6)."""
+"""`codeloop serve` hosting the tool servers over HTTP, their calls published as bus events."""
 
 import json
 import signal

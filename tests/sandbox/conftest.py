@@ -23,7 +23,7 @@ OpenGvisor = Callable[..., AbstractAsyncContextManager[Sandbox]]
 
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
-    """The sandbox is written against anyio and promised to work on both backends (issue 3)."""
+    """The sandbox is written against anyio and promised to work on both backends."""
     return request.param
 
 
@@ -34,7 +34,7 @@ def _mounts_under(directory: Path) -> list[str]:
 @pytest.fixture
 def gvisor_options(tmp_path: Path) -> Iterator[GvisorOptions]:
     """Options pointing runsc at private directories; after the test, none of its runsc
-    processes and none of its workspace mirror mounts may remain (issue 3 acceptance)."""
+    processes and none of its workspace mirror mounts may remain."""
     status = probe_runsc()
     if not status.works:
         pytest.skip(f"runsc does not work here: {status.detail}")

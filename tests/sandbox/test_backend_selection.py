@@ -13,7 +13,7 @@ MISSING_RUNSC = GvisorOptions(runsc="/nonexistent/bin/runsc")
 
 
 def test_a_missing_runsc_is_an_error_that_says_how_to_install_it() -> None:
-    """Issue 3: when runsc is missing the error says so and how to install it."""
+    """When runsc is missing the error says so and how to install it."""
     with pytest.raises(SandboxUnavailable) as caught:
         resolve_backend("gvisor", policy="auto", gvisor=MISSING_RUNSC)
     assert "runsc not found" in str(caught.value)
@@ -21,7 +21,7 @@ def test_a_missing_runsc_is_an_error_that_says_how_to_install_it() -> None:
 
 
 def test_auto_falls_back_to_the_process_backend_only_when_the_policy_allows_it() -> None:
-    """Issue 3: auto = gvisor when runsc works; CODELOOP_SANDBOX=gvisor forbids the fallback."""
+    """Auto = gvisor when runsc works; CODELOOP_SANDBOX=gvisor forbids the fallback."""
     assert resolve_backend("auto", policy="auto", gvisor=MISSING_RUNSC) == "process"
     with pytest.raises(SandboxUnavailable):
         resolve_backend("auto", policy="gvisor", gvisor=MISSING_RUNSC)
@@ -31,14 +31,14 @@ def test_auto_falls_back_to_the_process_backend_only_when_the_policy_allows_it()
 
 
 def test_auto_chooses_gvisor_when_runsc_works() -> None:
-    """Issue 3: the default prefers the isolating backend."""
+    """The default prefers the isolating backend."""
     if not probe_runsc().works:
         pytest.skip(f"runsc does not work here: {probe_runsc().detail}")
     assert resolve_backend("auto", policy="auto") == "gvisor"
 
 
 def test_the_policy_is_read_from_codeloop_sandbox_and_bad_values_are_refused() -> None:
-    """Issue 3: CODELOOP_SANDBOX=gvisor|process|auto, default auto."""
+    """CODELOOP_SANDBOX=gvisor|process|auto, default auto."""
     assert sandbox_policy({}) == "auto"
     assert sandbox_policy({"CODELOOP_SANDBOX": "GVisor"}) == "gvisor"
     with pytest.raises(ValueError, match="CODELOOP_SANDBOX"):

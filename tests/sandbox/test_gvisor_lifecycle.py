@@ -1,4 +1,4 @@
-"""Reuse, clean-up and the workspace's Python in the gVisor sandbox (issue 3, real runsc)."""
+"""Reuse, clean-up and the workspace's Python in the gVisor sandbox."""
 
 import sys
 from collections.abc import Callable
@@ -26,7 +26,7 @@ def test_fails():
 async def test_a_workspace_pytest_suite_runs_and_its_exit_code_and_output_come_back(
     workspace: Path, open_gvisor: OpenGvisor
 ) -> None:
-    """Issue 3 acceptance: the suite runs in the sandbox with the runtime it needs, shown read-only."""
+    """The suite runs in the sandbox with the runtime it needs, shown read-only."""
     (workspace / "test_suite.py").write_text(SUITE)
     async with open_gvisor(ro_paths=(TEST_VENV,)) as sandbox:
         result = await sandbox.exec([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"])
@@ -38,7 +38,7 @@ async def test_a_workspace_pytest_suite_runs_and_its_exit_code_and_output_come_b
 async def test_a_virtualenv_inside_the_workspace_runs_on_the_interpreter_it_links_to(
     workspace: Path, open_gvisor: OpenGvisor
 ) -> None:
-    """Issue 3: the workspace's own virtualenv and its base interpreter are visible; its bin is on PATH."""
+    """The workspace's own virtualenv and its base interpreter are visible; its bin is on PATH."""
     await anyio.run_process([sys.executable, "-m", "venv", "--without-pip", str(workspace / ".venv")])
     async with open_gvisor() as sandbox:
         result = await sandbox.exec(["python", "-c", "import sys; print(sys.prefix, sys.base_prefix)"])
@@ -51,7 +51,7 @@ async def test_a_virtualenv_inside_the_workspace_runs_on_the_interpreter_it_link
 async def test_one_sandbox_serves_many_commands_and_syncs_the_workspace_both_ways(
     workspace: Path, open_gvisor: OpenGvisor
 ) -> None:
-    """Issue 3 reuse: the same container (its /tmp persists) runs each command; host edits between
+    """The same container (its /tmp persists) runs each command; host edits between
     commands are seen, and the command's writes and deletions reach the host."""
     (workspace / "gone.txt").write_text("delete me")
     async with open_gvisor() as sandbox:
@@ -65,7 +65,7 @@ async def test_one_sandbox_serves_many_commands_and_syncs_the_workspace_both_way
 
 
 async def test_a_daemonized_child_does_not_survive_its_command(open_gvisor: OpenGvisor) -> None:
-    """Issue 3: after a command every process it started is gone, daemons included."""
+    """After a command every process it started is gone, daemons included."""
     list_processes = "import os; print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))"
     async with open_gvisor() as sandbox:
         started = await sandbox.exec(["sh", "-c", "(setsid sleep 1000 > /dev/null 2>&1 &); echo started"])
@@ -78,7 +78,7 @@ async def test_a_daemonized_child_does_not_survive_its_command(open_gvisor: Open
 async def test_cancelling_a_command_kills_and_deletes_the_container(
     runsc_processes: Callable[[], list[str]], open_gvisor: OpenGvisor
 ) -> None:
-    """Issue 3: on cancellation no runsc or payload process survives; the sandbox restarts when used again."""
+    """On cancellation no runsc or payload process survives; the sandbox restarts when used again."""
     async with open_gvisor() as sandbox:
         with anyio.move_on_after(1.5) as scope:
             await sandbox.exec(["sleep", "60"])
@@ -91,7 +91,7 @@ async def test_cancelling_a_command_kills_and_deletes_the_container(
 async def test_closing_the_sandbox_leaves_no_runsc_process_and_refuses_new_commands(
     gvisor_options: GvisorOptions, runsc_processes: Callable[[], list[str]], open_gvisor: OpenGvisor
 ) -> None:
-    """Issue 3: the container is killed and deleted on close."""
+    """The container is killed and deleted on close."""
     async with open_gvisor() as sandbox:
         await sandbox.exec(["sh", "-c", "sleep 1000 &"])
         assert runsc_processes() != []
@@ -105,7 +105,7 @@ async def test_closing_the_sandbox_leaves_no_runsc_process_and_refuses_new_comma
 async def test_cancelling_while_the_sandbox_starts_leaves_no_runsc_process(
     runsc_processes: Callable[[], list[str]], open_gvisor: OpenGvisor
 ) -> None:
-    """Issue 3: cancellation at any point (here during `runsc run`) kills what was started."""
+    """Cancellation at any point (here during `runsc run`) kills what was started."""
     async with open_gvisor() as sandbox:
         with anyio.move_on_after(0.05):
             await sandbox.exec(["sleep", "60"])

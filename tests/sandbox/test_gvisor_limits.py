@@ -1,4 +1,4 @@
-"""Limits of a command in the gVisor sandbox end it with a result that says which limit (issue 3)."""
+"""Limits of a command in the gVisor sandbox end it with a result that says which limit."""
 
 import errno
 from pathlib import Path
@@ -41,7 +41,7 @@ async def run_while_using_the_host(sandbox: Sandbox, *commands: list[str]) -> tu
 async def test_a_fork_bomb_ends_with_a_process_limit_error_while_the_host_stays_responsive(
     limits: SandboxLimits, open_gvisor: OpenGvisor
 ) -> None:
-    """Issue 3: RLIMIT_NPROC inside the sandbox refuses the forks; the host still runs processes."""
+    """RLIMIT_NPROC inside the sandbox refuses the forks; the host still runs processes."""
     # Memory generous enough that the process limit is the one that binds: each forked task also
     # costs gVisor memory, and on a loaded host 64 of them once reached the 256 MB cgroup first.
     limits = limits.model_copy(update={"memory_mb": 1024})
@@ -58,7 +58,7 @@ async def test_a_fork_bomb_ends_with_a_process_limit_error_while_the_host_stays_
 async def test_a_memory_bomb_is_reported_as_such_and_the_next_command_of_the_reused_sandbox_runs(
     open_gvisor: OpenGvisor,
 ) -> None:
-    """Issue 3: the memory cgroup kills the sandbox; the result says so, the host stays responsive,
+    """The memory cgroup kills the sandbox; the result says so, the host stays responsive,
     and a fresh sandbox takes the next command."""
     async with open_gvisor() as sandbox:
         (bomb, after), host_runs = await run_while_using_the_host(
@@ -71,7 +71,7 @@ async def test_a_memory_bomb_is_reported_as_such_and_the_next_command_of_the_reu
 
 
 async def test_an_infinite_loop_is_killed_within_the_timeout_plus_one_second(open_gvisor: OpenGvisor) -> None:
-    """Issue 3 acceptance: wall-clock timeout, reported as timed out with no exit code."""
+    """Wall-clock timeout, reported as timed out with no exit code."""
     async with open_gvisor() as sandbox:
         result = await sandbox.exec(["python3", "-c", "while True: pass"], timeout_s=1.0)
         after = await sandbox.exec(["true"])
@@ -93,7 +93,7 @@ async def test_cpu_time_is_limited_although_gvisor_ignores_rlimit_cpu(open_gviso
 async def test_ten_megabytes_of_output_come_back_truncated_with_head_tail_and_marker(
     limits: SandboxLimits, open_gvisor: OpenGvisor
 ) -> None:
-    """Issue 3: output is capped (bounded memory in the caller) and the cut is marked."""
+    """Output is capped (bounded memory in the caller) and the cut is marked."""
     code = "import sys\nsys.stdout.write('HEAD' + 'x' * 10_000_000 + 'TAIL')\n"
     async with open_gvisor() as sandbox:
         result = await sandbox.exec(["python3", "-c", code])
@@ -106,7 +106,7 @@ async def test_ten_megabytes_of_output_come_back_truncated_with_head_tail_and_ma
 async def test_filling_the_disk_from_the_sandbox_stops_at_the_workspace_cap(
     workspace: Path, open_gvisor: OpenGvisor
 ) -> None:
-    """Issue 3: the workspace mirror is a tmpfs capped at its content plus workspace_write_mb."""
+    """The workspace mirror is a tmpfs capped at its content plus workspace_write_mb."""
     limits = SandboxLimits(workspace_write_mb=8, file_size_mb=64)
     code = (
         "import errno\n"

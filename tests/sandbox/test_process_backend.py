@@ -17,7 +17,7 @@ LIMITS = SandboxLimits(timeout_s=20, memory_mb=512, output_bytes=4096)
 
 
 async def test_every_result_names_the_weaker_backend_and_the_exit_code_comes_back(tmp_path: Path) -> None:
-    """Issue 3: the process backend says so in every result."""
+    """The process backend says so in every result."""
     async with open_sandbox(tmp_path, limits=LIMITS, backend="process") as sandbox:
         failed = await sandbox.exec(["sh", "-c", "echo out; echo err >&2; exit 7"])
         missing = await sandbox.exec(["no-such-command-anywhere"])
@@ -34,7 +34,7 @@ async def test_every_result_names_the_weaker_backend_and_the_exit_code_comes_bac
 async def test_the_callers_environment_does_not_leak_into_a_process_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 3: a clean environment on the fallback too."""
+    """A clean environment on the fallback too."""
     monkeypatch.setenv("CODELOOP_CALLER_SECRET", "leaked-value")
     async with open_sandbox(tmp_path, limits=LIMITS, backend="process") as sandbox:
         result = await sandbox.exec(["env"], env={"PASSED": "yes"})
@@ -42,7 +42,7 @@ async def test_the_callers_environment_does_not_leak_into_a_process_command(
 
 
 async def test_a_timeout_kills_the_command_and_the_daemons_it_started(tmp_path: Path) -> None:
-    """Issue 3: timeout kills the process group; daemons that left it die with the supervisor's sweep."""
+    """Timeout kills the process group; daemons that left it die with the supervisor's sweep."""
     marker = f"codeloop-daemon-{os.getpid()}-{tmp_path.name}"
     script = f"(setsid bash -c 'exec -a {marker} sleep 1000' &); sleep 1000"
     async with open_sandbox(tmp_path, limits=LIMITS, backend="process") as sandbox:
@@ -54,7 +54,7 @@ async def test_a_timeout_kills_the_command_and_the_daemons_it_started(tmp_path: 
 
 
 async def test_output_beyond_the_cap_is_truncated_on_the_process_backend(tmp_path: Path) -> None:
-    """Issue 3: output cap with a marker, the same as under gVisor."""
+    """Output cap with a marker, the same as under gVisor."""
     async with open_sandbox(tmp_path, limits=LIMITS, backend="process") as sandbox:
         result = await sandbox.exec([sys.executable, "-c", "print('y' * 1_000_000)"])
     assert result.truncated and len(result.stdout) < 4096 + 200
@@ -62,7 +62,7 @@ async def test_output_beyond_the_cap_is_truncated_on_the_process_backend(tmp_pat
 
 
 async def test_cancelling_a_process_command_leaves_none_of_its_processes(tmp_path: Path) -> None:
-    """Issue 3: on cancellation every process of the command is killed and reaped."""
+    """On cancellation every process of the command is killed and reaped."""
     marker = f"codeloop-cancel-{os.getpid()}-{tmp_path.name}"
     async with open_sandbox(tmp_path, limits=LIMITS, backend="process") as sandbox:
         with anyio.move_on_after(1):
@@ -84,7 +84,7 @@ async def test_a_relative_working_directory_is_inside_the_workspace(tmp_path: Pa
 
 
 async def test_cpu_time_beyond_the_limit_is_reported_on_the_process_backend(tmp_path: Path) -> None:
-    """Issue 3: a CPU-time limit; here RLIMIT_CPU, enforced by the host kernel."""
+    """A CPU-time limit; here RLIMIT_CPU, enforced by the host kernel."""
     limits = SandboxLimits(cpu_time_s=1, timeout_s=30)
     async with open_sandbox(tmp_path, limits=limits, backend="process") as sandbox:
         result = await sandbox.exec([sys.executable, "-c", "while True: pass"])

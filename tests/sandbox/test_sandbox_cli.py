@@ -1,4 +1,4 @@
-"""`codeloop sandbox exec`: the CLI contract of issue 3, through the real command line."""
+"""`codeloop sandbox exec`: its CLI contract, through the real command line."""
 
 import json
 import os
@@ -31,7 +31,7 @@ def codeloop(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
 
 
 def test_json_output_has_exactly_the_contract_fields_under_gvisor(tmp_path: Path) -> None:
-    """Issue 3 contract: --json prints exit_code, stdout, stderr, timed_out, backend, duration_s, truncated."""
+    """--json prints exit_code, stdout, stderr, timed_out, backend, duration_s, truncated."""
     if not probe_runsc().works:
         pytest.skip(f"runsc does not work here: {probe_runsc().detail}")
     done = codeloop(
@@ -47,7 +47,7 @@ def test_json_output_has_exactly_the_contract_fields_under_gvisor(tmp_path: Path
 
 
 def test_without_json_it_behaves_like_the_command(tmp_path: Path) -> None:
-    """Issue 3 contract: the command's output on the same streams and its exit code."""
+    """The command's output on the same streams and its exit code."""
     done = codeloop(
         "sandbox", "exec", "--workspace", str(tmp_path), "--backend", "process",
         "--", "sh", "-c", "echo out; echo err >&2; exit 5",
@@ -97,7 +97,7 @@ def test_bad_input_exits_2_with_a_message_and_no_traceback(
 
 
 def test_a_forbidden_backend_exits_125_naming_the_policy(tmp_path: Path) -> None:
-    """Issue 3: CODELOOP_SANDBOX=gvisor lets a deployment forbid the process fallback."""
+    """CODELOOP_SANDBOX=gvisor lets a deployment forbid the process fallback."""
     done = codeloop(
         "sandbox", "exec", "--workspace", str(tmp_path), "--backend", "process", "--", "true",
         env={"CODELOOP_SANDBOX": "gvisor"},

@@ -1,4 +1,4 @@
-"""Chunking follows code structure (issue 4, item 1)."""
+"""Chunking follows code structure."""
 
 import textwrap
 from pathlib import Path

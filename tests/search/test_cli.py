@@ -1,4 +1,4 @@
-"""`codeloop index` and `codeloop search` (issue 4, item 6): the JSON contract other tools read,
+"""`codeloop index` and `codeloop search`: the JSON contract other tools read,
 and clear errors (message, non-zero exit, no traceback) on bad input."""
 
 import json

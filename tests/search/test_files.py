@@ -1,4 +1,4 @@
-"""Which files get indexed (issue 4, item 1: skip binaries, VCS, vendored and generated trees,
+"""Which files get indexed (Skip binaries, VCS, vendored and generated trees,
 what .gitignore ignores, and files over the size cap)."""
 
 from pathlib import Path

@@ -1,5 +1,4 @@
-"""The incremental LanceDB index and hybrid queries on real code (issue 4, items 3-4 and the
-acceptance list): anyio's source, copied to a temporary directory, embedded by the real model."""
+"""The incremental LanceDB index and hybrid queries on real code: anyio's source, copied to a temporary directory, embedded by the real model."""
 
 import os
 from collections.abc import Callable

@@ -14,7 +14,7 @@ from tool_servers.search.embed import (
 
 
 def test_bundled_model_loads_without_touching_the_network(load_record_and_model) -> None:
-    """Issue 4: the bundled model is loaded offline, no network access attempted, no warnings."""
+    """The bundled model is loaded offline, no network access attempted, no warnings."""
     record, model = load_record_and_model
     assert model.name == f"{BUNDLED_MODEL}@max{BUNDLED_MAX_TOKENS}"
     assert record.network_events == []
@@ -44,7 +44,7 @@ def test_empty_input_gives_an_empty_matrix(fast_model) -> None:
 
 
 def test_fast_path_agrees_with_the_plain_model_on_real_code(fast_model, plain_model, code_chunks) -> None:
-    """Issue 4: the faster path is adopted only if it keeps the plain model's vectors (cosine > 0.99)."""
+    """The faster path is adopted only if it keeps the plain model's vectors (cosine > 0.99)."""
     fast = fast_model.embed(code_chunks)
     plain = plain_model.embed(code_chunks)
     cosine = (fast * plain).sum(axis=1)
@@ -75,20 +75,20 @@ def test_similar_meaning_scores_higher_than_unrelated_text(fast_model) -> None:
 
 
 def test_missing_model_directory_names_what_to_pass(tmp_path) -> None:
-    """Issue 4 (pluggable model): a bad path fails with a message saying what a model argument may be."""
+    """A bad path fails with a message saying what a model argument may be."""
     with pytest.raises(ModelUnavailable, match="sentence-transformers model"):
         load_model(str(tmp_path / "no-such-model"))
 
 
 def test_directory_that_is_not_a_model_raises_model_unavailable(tmp_path) -> None:
-    """Issue 4 (pluggable model): an existing directory without a model is refused with a clear error."""
+    """An existing directory without a model is refused with a clear error."""
     (tmp_path / "README.md").write_text("not a model\n")
     with pytest.raises(ModelUnavailable, match="never downloads"):
         load_model(str(tmp_path))
 
 
 def test_hub_name_not_cached_locally_is_refused_without_download(fast_model) -> None:
-    """Issue 4: a model name is usable only from the local cache; offline, it fails with a clear message."""
+    """A model name is usable only from the local cache; offline, it fails with a clear message."""
     with pytest.raises(ModelUnavailable, match="not in the local Hugging Face cache"):
         load_model("codeloop-test/no-such-model")
 

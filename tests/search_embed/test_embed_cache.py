@@ -39,7 +39,7 @@ def counting(fast_model) -> CountingEmbedder:
 
 
 def test_second_embedding_of_same_texts_is_answered_by_the_cache(tmp_path, counting, code_chunks) -> None:
-    """Issue 4: a cache hit does not run the model and returns the vectors stored the first time."""
+    """A cache hit does not run the model and returns the vectors stored the first time."""
     embedder = CachedEmbedder(counting, EmbeddingCache(tmp_path))
     first = embedder.embed(code_chunks[:8])
     assert len(counting.seen) == 8
@@ -50,7 +50,7 @@ def test_second_embedding_of_same_texts_is_answered_by_the_cache(tmp_path, count
 
 
 def test_only_texts_not_seen_before_reach_the_model(tmp_path, counting, code_chunks) -> None:
-    """Issue 4: another checkout embeds only chunks whose text differs from what is cached."""
+    """Another checkout embeds only chunks whose text differs from what is cached."""
     embedder = CachedEmbedder(counting, EmbeddingCache(tmp_path))
     embedder.embed(code_chunks[:6])
     edited = code_chunks[2] + "\n    # edited"
@@ -60,7 +60,7 @@ def test_only_texts_not_seen_before_reach_the_model(tmp_path, counting, code_chu
 
 
 def test_identical_texts_in_one_call_are_embedded_once(tmp_path, counting, code_chunks) -> None:
-    """Issue 4: identical chunks are embedded once and every copy gets the same vector."""
+    """Identical chunks are embedded once and every copy gets the same vector."""
     embedder = CachedEmbedder(counting, EmbeddingCache(tmp_path))
     a, b = code_chunks[0], code_chunks[1]
     vectors = embedder.embed([a, b, a, a, b])
@@ -99,7 +99,7 @@ _READER = textwrap.dedent(
 
 
 def test_another_process_reads_vectors_written_by_this_one(tmp_path, fast_model, code_chunks) -> None:
-    """Issue 4: the cache is shared across checkouts; a second process under $CODELOOP_CACHE_DIR
+    """The cache is shared across checkouts; a second process under $CODELOOP_CACHE_DIR
     finds every vector without a model (its embedder refuses to run)."""
     texts = code_chunks[:4]
     ours = CachedEmbedder(fast_model, EmbeddingCache(tmp_path / "embeddings")).embed(texts)
@@ -135,7 +135,7 @@ _WRITER = textwrap.dedent(
 
 
 def test_two_processes_writing_overlapping_entries_at_once_both_succeed(tmp_path) -> None:
-    """Issue 4: two indexers at once must not corrupt the shared cache; overlapping keys keep one row."""
+    """Two indexers at once must not corrupt the shared cache; overlapping keys keep one row."""
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", _WRITER, str(tmp_path), str(offset)],

@@ -34,7 +34,7 @@ def _lines(path: Path) -> list[str]:
 
 
 async def test_every_call_is_recorded_with_outcome_principal_and_trace(repo: Path, tmp_path: Path) -> None:
-    """Issue 5: a record per call (time, principal, server, tool, arguments, outcome, duration, trace id)."""
+    """A record per call (time, principal, server, tool, arguments, outcome, duration, trace id)."""
     log = AuditLog(tmp_path / "audit.jsonl")
     await _audited_calls(repo, log)
     records = [AuditRecord.model_validate_json(line) for line in _lines(log.path)]
@@ -53,7 +53,7 @@ async def test_every_call_is_recorded_with_outcome_principal_and_trace(repo: Pat
 async def test_secrets_in_arguments_are_redacted_and_long_strings_summarised(
     tmp_path: Path, repo: Path
 ) -> None:
-    """Issue 5: arguments are logged with secrets redacted."""
+    """Arguments are logged with secrets redacted."""
     log = AuditLog(tmp_path / "audit.jsonl")
     await _audited_calls(repo, log)
     text = log.path.read_text()
@@ -68,7 +68,7 @@ async def test_secrets_in_arguments_are_redacted_and_long_strings_summarised(
 
 
 async def test_records_are_handed_to_the_optional_sink(tmp_path: Path, repo: Path) -> None:
-    """Issue 5 hook for the bus: each record also goes to an async sink."""
+    """Each record also goes to an async sink."""
     seen: list[AuditRecord] = []
 
     async def sink(record: AuditRecord) -> None:
@@ -82,7 +82,7 @@ async def test_records_are_handed_to_the_optional_sink(tmp_path: Path, repo: Pat
 async def test_verify_detects_an_edited_removed_or_reordered_record(
     tmp_path: Path, repo: Path, tamper: str
 ) -> None:
-    """Issue 5 acceptance: the chain verifies, and a tampered line is detected."""
+    """The chain verifies, and a tampered line is detected."""
     log = AuditLog(tmp_path / "audit.jsonl")
     await _audited_calls(repo, log)
     lines = _lines(log.path)
@@ -119,7 +119,7 @@ async def test_two_writers_share_one_chain(tmp_path: Path, repo: Path) -> None:
 async def test_audit_verify_cli_exits_zero_for_an_intact_log_and_one_for_a_tampered_one(
     tmp_path: Path, repo: Path
 ) -> None:
-    """Issue 5: `codeloop audit verify FILE` detects an edited record (exit 1, line named)."""
+    """`codeloop audit verify FILE` detects an edited record (exit 1, line named)."""
     log = AuditLog(tmp_path / "audit.jsonl")
     await _audited_calls(repo, log)
     good = await anyio.run_process([CODELOOP, "audit", "verify", str(log.path), "--json"], check=False)

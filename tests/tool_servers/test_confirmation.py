@@ -17,7 +17,7 @@ MODES = ["auto", "legacy"]  # 2026-07-28 (input_required round-trip) and the 202
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_an_approved_protected_write_asks_once_and_happens(repo: Path, mode: str) -> None:
-    """Issue 5: a write to a protected path asks the user through MCP elicitation; approval lets it run."""
+    """A write to a protected path asks the user through MCP elicitation; approval lets it run."""
     elicitor = Elicitor("accept", approve=True)
     with anyio.fail_after(10):
         async with Client(build_fs_server(repo), mode=mode, elicitation_callback=elicitor) as client:
@@ -32,7 +32,7 @@ async def test_an_approved_protected_write_asks_once_and_happens(repo: Path, mod
 @pytest.mark.parametrize(("action", "approve"), [("decline", False), ("cancel", False), ("accept", False)])
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_declined_deletion_does_nothing(repo: Path, mode: str, action: str, approve: bool) -> None:
-    """Issue 5: deleting files asks first; decline, cancel or an unticked box leaves the file and is permission_denied."""
+    """Deleting files asks first; decline, cancel or an unticked box leaves the file and is permission_denied."""
     elicitor = Elicitor(action, approve=approve)
     with anyio.fail_after(10):
         async with Client(build_fs_server(repo), mode=mode, elicitation_callback=elicitor) as client:
@@ -46,7 +46,7 @@ async def test_a_declined_deletion_does_nothing(repo: Path, mode: str, action: s
 async def test_a_client_that_cannot_elicit_gets_needs_confirmation_describing_the_action(
     repo: Path, mode: str
 ) -> None:
-    """Issue 5: a client without elicitation gets needs_confirmation describing what would happen; nothing happens."""
+    """A client without elicitation gets needs_confirmation describing what would happen; nothing happens."""
     with anyio.fail_after(10):
         async with Client(build_fs_server(repo), mode=mode) as client:
             result = await client.call_tool("apply_patch", {"patch": DELETE_README})
@@ -68,7 +68,7 @@ async def test_ordinary_calls_of_confirmable_tools_ask_nobody(repo: Path) -> Non
 
 
 async def test_elicitation_works_through_a_real_stdio_server_process(repo: Path) -> None:
-    """Issue 5 acceptance over stdio: the accepted path writes, the declined path does not."""
+    """The accepted path writes, the declined path does not."""
     for action, expect_written in (("decline", False), ("accept", True)):
         with anyio.fail_after(30):
             async with Client(

@@ -36,14 +36,14 @@ ASKED = {
 
 @pytest.mark.parametrize("argv", ROUTINE, ids=[" ".join(a) for a in ROUTINE])
 def test_routine_commands_of_a_python_edit_test_loop_run_without_asking(argv: list[str]) -> None:
-    """Issue 5: allowlisted programs (python tooling, read-only file and git commands) run at once."""
+    """Allowlisted programs (python tooling, read-only file and git commands) run at once."""
     assert why_not_allowed(argv) is None
     assert confirmation_action(argv) is None
 
 
 @pytest.mark.parametrize(("argv", "reason"), ASKED.values(), ids=list(ASKED))
 def test_other_commands_and_writing_arguments_need_a_human(argv: list[str], reason: str) -> None:
-    """Issue 5: a command outside the allowlist, or a routine program told to write, asks first; the prompt shows the command."""
+    """A command outside the allowlist, or a routine program told to write, asks first; the prompt shows the command."""
     assert reason in (why_not_allowed(argv) or "")
     action = confirmation_action(argv) or ""
     assert action.startswith(f"run `{argv[0]}") and "in the sandbox" in action

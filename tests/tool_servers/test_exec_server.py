@@ -81,7 +81,7 @@ async def _call(server: Any, tool: str, args: dict[str, Any], **client: Any) -> 
 async def test_run_tests_names_each_failing_test_with_its_location_and_message(
     project: Path, backend: str
 ) -> None:
-    """Issue 5 acceptance: run_tests returns the failing test's id and file:line, the message, and the counts."""
+    """Run_tests returns the failing test's id and file:line, the message, and the counts."""
     result = await _call(build_exec_server(project, backend=backend), "run_tests", {})
     out = result.structured_content
     assert not result.is_error, result.content
@@ -118,7 +118,7 @@ async def test_run_tests_runs_only_the_selected_node_ids(project: Path) -> None:
 async def test_run_command_returns_the_output_and_exit_code_of_an_allowlisted_program(
     project: Path, backend: str
 ) -> None:
-    """Issue 5: allowlisted programs run at once in the sandbox; a failing exit status is a result, not an error."""
+    """Allowlisted programs run at once in the sandbox; a failing exit status is a result, not an error."""
     elicitor = Elicitor("decline")
     code = "import calc, sys; print(calc.add(2, 3)); print('oops', file=sys.stderr); sys.exit(3)"
     result = await _call(
@@ -147,7 +147,7 @@ async def test_run_command_runs_in_the_given_directory_of_the_root(project: Path
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_command_off_the_allowlist_runs_only_when_the_user_accepts(project: Path, mode: str) -> None:
-    """Issue 5: a command outside the exec allowlist asks through elicitation; declined does nothing, accepted runs."""
+    """A command outside the exec allowlist asks through elicitation; declined does nothing, accepted runs."""
     server = build_exec_server(project, backend=DEFAULT_BACKEND)
     remove = {"argv": ["rm", "calc.py"]}
     declining, accepting = Elicitor("decline"), Elicitor("accept", approve=True)
@@ -164,7 +164,7 @@ async def test_a_command_off_the_allowlist_runs_only_when_the_user_accepts(proje
 
 
 async def test_a_client_that_cannot_elicit_gets_needs_confirmation_and_nothing_runs(project: Path) -> None:
-    """Issue 5: without elicitation a high-risk command is needs_confirmation describing the command."""
+    """Without elicitation a high-risk command is needs_confirmation describing the command."""
     server = build_exec_server(project, backend=DEFAULT_BACKEND)
     result = await _call(server, "run_command", {"argv": ["sh", "-c", "rm calc.py"]})
     body = result.structured_content
@@ -177,7 +177,7 @@ async def test_a_client_that_cannot_elicit_gets_needs_confirmation_and_nothing_r
 async def test_run_static_checks_reports_a_syntax_error_and_an_undefined_name_with_path_and_line(
     project: Path, backend: str
 ) -> None:
-    """Issue 5: run_static_checks (ruff and py_compile) gives structured findings: path, line, code, message."""
+    """Run_static_checks (ruff and py_compile) gives structured findings: path, line, code, message."""
     (project / "pkg").mkdir()
     (project / "pkg" / "broken.py").write_text("x = 1\n\ndef f(:\n    pass\n")
     (project / "pkg" / "names.py").write_text("def g():\n    return missing_name\n")
@@ -210,7 +210,7 @@ async def test_py_compile_catches_what_the_interpreter_rejects_and_clean_code_is
 
 
 async def test_without_the_execute_scope_exec_tools_are_hidden_and_refused(project: Path) -> None:
-    """Issue 5 least privilege: tools need `execute`; without it they are not listed and a call names the scope."""
+    """Tools need `execute`; without it they are not listed and a call names the scope."""
     server = build_exec_server(project, ServerOptions(scopes=frozenset({Scope.READ, Scope.WRITE})))
     with anyio.fail_after(20):
         async with Client(server) as client:
@@ -259,7 +259,7 @@ async def test_one_sandbox_serves_every_call_and_is_replaced_after_a_memory_kill
 async def test_a_sandbox_that_cannot_start_is_a_sandbox_error(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 5: sandbox failures are `sandbox_error` results; here the policy forbids the backend asked for."""
+    """Sandbox failures are `sandbox_error` results; here the policy forbids the backend asked for."""
     monkeypatch.setenv("CODELOOP_SANDBOX", "process")
     server = build_exec_server(project, backend="gvisor")
     result = await _call(server, "run_tests", {})
@@ -269,7 +269,7 @@ async def test_a_sandbox_that_cannot_start_is_a_sandbox_error(
 
 
 async def test_paths_are_confined_to_the_root_and_must_exist(project: Path) -> None:
-    """Issue 5 confinement: test and check paths outside the root are refused; missing ones are not_found."""
+    """Test and check paths outside the root are refused; missing ones are not_found."""
     server = build_exec_server(project, backend=DEFAULT_BACKEND)
     with anyio.fail_after(20):
         async with Client(server) as client:
@@ -284,7 +284,7 @@ async def test_paths_are_confined_to_the_root_and_must_exist(project: Path) -> N
 
 
 async def test_run_tests_through_a_real_stdio_server_process(project: Path) -> None:
-    """Issue 5 acceptance over stdio: `codeloop mcp exec --root DIR --scopes execute` runs the tests."""
+    """`codeloop mcp exec --root DIR --scopes execute` runs the tests."""
     with anyio.fail_after(60):
         async with Client(stdio_params("exec", project, "--scopes", "execute")) as client:
             tools = {tool.name for tool in (await client.list_tools()).tools}
@@ -347,7 +347,7 @@ async def test_a_test_run_past_its_timeout_is_reported_as_timed_out(project: Pat
 
 
 async def test_a_report_directory_symlinked_out_of_the_root_is_refused(project: Path, tmp_path: Path) -> None:
-    """Issue 5 confinement: the host never writes pytest's report through a `.codeloop` link leading out of the root."""
+    """The host never writes pytest's report through a `.codeloop` link leading out of the root."""
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (project / ".codeloop").symlink_to(elsewhere)

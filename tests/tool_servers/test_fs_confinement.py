@@ -51,7 +51,7 @@ def _snapshot(*dirs: Path) -> dict[str, bytes]:
 async def test_every_confinement_escape_is_refused_with_nothing_read_or_written(
     repo: Path, outside: Path
 ) -> None:
-    """Issue 5 acceptance: no `..`, no absolute path outside, no symlink escape, no writes in .git/."""
+    """No `..`, no absolute path outside, no symlink escape, no writes in .git/."""
     escapes = _escapes(repo, outside)
     before = _snapshot(outside.parent)
     with anyio.fail_after(20):

@@ -30,7 +30,7 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 
 async def test_a_patch_applies_every_hunk_across_files(repo: Path) -> None:
-    """Issue 5: modify, create and multi-hunk changes in one diff."""
+    """Modify, create and multi-hunk changes in one diff."""
     patch = (
         GOOD_README
         + "--- /dev/null\n+++ b/src/new.py\n@@ -0,0 +1,2 @@\n+X = 1\n+Y = 2\n"
@@ -51,7 +51,7 @@ async def test_a_patch_applies_every_hunk_across_files(repo: Path) -> None:
 
 
 async def test_a_failing_hunk_leaves_every_file_untouched_and_is_named(repo: Path) -> None:
-    """Issue 5 acceptance: all hunks or none; the error names the hunk that does not apply and why."""
+    """All hunks or none; the error names the hunk that does not apply and why."""
     before = _tree(repo)
     body = await _patch(repo, GOOD_README + BAD_APP)
     assert body["type"] == "conflict"
@@ -72,7 +72,7 @@ async def test_a_failing_hunk_leaves_every_file_untouched_and_is_named(repo: Pat
     ids=["empty", "prose", "short-hunk", "same-file-twice"],
 )
 async def test_a_malformed_patch_is_invalid_arguments_and_changes_nothing(repo: Path, patch: str) -> None:
-    """Issue 5 acceptance: a malformed patch leaves every file untouched."""
+    """A malformed patch leaves every file untouched."""
     before = _tree(repo)
     body = await _patch(repo, patch)
     assert body["type"] == "invalid_arguments", body
@@ -80,7 +80,7 @@ async def test_a_malformed_patch_is_invalid_arguments_and_changes_nothing(repo: 
 
 
 async def test_a_dry_run_validates_without_writing(repo: Path) -> None:
-    """Issue 5: apply_patch has a dry run."""
+    """Apply_patch has a dry run."""
     before = _tree(repo)
     ok = await _patch(repo, GOOD_README, dry_run=True)
     bad = await _patch(repo, BAD_APP, dry_run=True)

@@ -19,7 +19,7 @@ async def _call(root: Path, tool: str, args: dict) -> dict:
 
 
 async def test_list_files_skips_what_gitignore_ignores_and_the_git_dir(repo: Path) -> None:
-    """Issue 5: list_files skips what .gitignore ignores (and never lists .git/)."""
+    """List_files skips what .gitignore ignores (and never lists .git/)."""
     listed = {f["path"] for f in (await _call(repo, "list_files", {}))["files"]}
     assert listed == {".gitignore", "README.md", "src/app.py"}
     everything = {f["path"] for f in (await _call(repo, "list_files", {"include_ignored": True}))["files"]}
@@ -28,7 +28,7 @@ async def test_list_files_skips_what_gitignore_ignores_and_the_git_dir(repo: Pat
 
 
 async def test_list_files_applies_nested_gitignores_and_globs(repo: Path) -> None:
-    """Issue 5: glob patterns; a .gitignore in a subdirectory applies below it."""
+    """Glob patterns; a .gitignore in a subdirectory applies below it."""
     (repo / "src" / ".gitignore").write_text("generated_*.py\ncache/\n")
     (repo / "src" / "generated_x.py").write_text("x = 1\n")
     (repo / "src" / "cache").mkdir()
@@ -51,14 +51,14 @@ async def test_list_files_reports_truncation_at_the_limit(repo: Path) -> None:
 
 
 async def test_read_file_returns_the_requested_line_range(repo: Path) -> None:
-    """Issue 5: read_file with line ranges."""
+    """Read_file with line ranges."""
     result = await _call(repo, "read_file", {"path": "src/app.py", "start_line": 5, "end_line": 6})
     assert result["content"] == "def sub(a, b):\n    return a - b\n"
     assert (result["start_line"], result["end_line"], result["total_lines"]) == (5, 6, 6)
 
 
 async def test_read_file_cuts_at_the_size_cap_on_a_line_boundary(repo: Path) -> None:
-    """Issue 5: size caps; the result says it was truncated."""
+    """Size caps; the result says it was truncated."""
     (repo / "big.txt").write_text("".join(f"line {i}\n" for i in range(1000)))
     result = await _call(repo, "read_file", {"path": "big.txt", "max_bytes": 20})
     assert result["content"] == "line 0\nline 1\n"
@@ -66,7 +66,7 @@ async def test_read_file_cuts_at_the_size_cap_on_a_line_boundary(repo: Path) -> 
 
 
 async def test_read_file_reports_undecodable_content_instead_of_garbage(repo: Path) -> None:
-    """Issue 5: undecodable content is reported."""
+    """Undecodable content is reported."""
     (repo / "blob.bin").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00")
     result = await _call(repo, "read_file", {"path": "blob.bin"})
     assert result["decodable"] is False and result["content"] == "" and result["size"] == 11
@@ -79,7 +79,7 @@ async def test_read_file_of_a_missing_file_is_not_found(repo: Path) -> None:
 
 
 async def test_write_file_creates_parents_and_replaces_atomically(repo: Path) -> None:
-    """Issue 5: write_file; the file is replaced whole, with no temp files left behind."""
+    """Write_file; the file is replaced whole, with no temp files left behind."""
     created = await _call(repo, "write_file", {"path": "docs/new.md", "content": "hello\n"})
     replaced = await _call(repo, "write_file", {"path": "docs/new.md", "content": "bye\n"})
     assert created == {"path": "docs/new.md", "bytes_written": 6, "created": True}

@@ -21,7 +21,7 @@ async def _calls(root: Path, *calls: tuple[str, dict]) -> list[dict]:
 
 
 async def test_read_tools_describe_the_repository(repo: Path) -> None:
-    """Issue 5: git_status, git_diff, git_log, git_show, git_blame."""
+    """Git_status, git_diff, git_log, git_show, git_blame."""
     status, diff, log, show, blame = await _calls(
         repo,
         ("git_status", {}),
@@ -51,7 +51,7 @@ async def test_revisions_that_look_like_options_or_do_not_exist_are_refused(repo
 
 
 async def test_commit_goes_to_a_codeloop_branch_without_touching_head_or_the_index(repo: Path) -> None:
-    """Issue 5: under write scope, git_commit only onto a codeloop/<name> branch; the user's checkout stays as it was."""
+    """Under write scope, git_commit only onto a codeloop/<name> branch; the user's checkout stays as it was."""
     head = git(repo, "rev-parse", "HEAD")
     status = git(repo, "status", "--porcelain")
     refused, committed, again = await _calls(
@@ -83,7 +83,7 @@ async def test_commit_of_selected_paths_builds_on_the_branch_tip(repo: Path) -> 
 
 
 async def test_a_read_only_git_server_hides_and_refuses_commit(repo: Path) -> None:
-    """Issue 5 least privilege: git_commit needs the write scope."""
+    """Git_commit needs the write scope."""
     with anyio.fail_after(10):
         async with Client(build_git_server(repo, ServerOptions(scopes=frozenset({Scope.READ})))) as client:
             names = {tool.name for tool in (await client.list_tools()).tools}

@@ -1,4 +1,4 @@
-"""The `search` MCP server (issue 5, on issue 4's index): real MCP client sessions, the real
+"""The `search` MCP server: real MCP client sessions, the real
 embedding model (loaded once for this module) and real code nobody here wrote (a part of anyio's
 installed source, copied to a temporary directory)."""
 
@@ -75,7 +75,7 @@ async def _call(client: Client, tool: str, args: dict[str, Any]) -> Any:
 async def test_a_query_naming_a_function_finds_its_definition_first(
     corpus: Path, embedder: CachedEmbedder
 ) -> None:
-    """Issue 4 acceptance through the server: an identifier query ranks its definition first;
+    """An identifier query ranks its definition first;
     a description finds its code too."""
     async with Client(build_search_server(corpus, embedder=embedder)) as client:
         named = await _call(client, "search_code", {"query": "open_signal_receiver", "k": 5})
@@ -152,7 +152,7 @@ async def test_a_whole_issue_ranks_its_files_and_tests_come_after_the_source_unl
 async def test_find_symbol_returns_the_definition_with_its_path_and_line_and_its_uses(
     corpus: Path, embedder: CachedEmbedder
 ) -> None:
-    """Issue 5: find_symbol answers definitions (path, `def` line) and references by name."""
+    """Find_symbol answers definitions (path, `def` line) and references by name."""
     source = (corpus / "streams/buffered.py").read_text().splitlines()
     def_line = next(i for i, line in enumerate(source, 1) if "def receive_exactly(" in line)
     async with Client(build_search_server(corpus, embedder=embedder)) as client:
@@ -170,7 +170,7 @@ async def test_find_symbol_returns_the_definition_with_its_path_and_line_and_its
 
 
 async def test_repo_map_stays_within_its_token_budget(corpus: Path, embedder: CachedEmbedder) -> None:
-    """Issue 4: the repo map is trimmed to the budget; a larger budget shows more of the outline."""
+    """The repo map is trimmed to the budget; a larger budget shows more of the outline."""
     async with Client(build_search_server(corpus, embedder=embedder)) as client:
         small = (await _call(client, "repo_map", {"token_budget": 150})).structured_content
         large = (await _call(client, "repo_map", {"token_budget": 4000})).structured_content
@@ -211,7 +211,7 @@ async def test_a_search_after_an_edit_sees_the_new_code_and_not_the_deleted_file
 
 
 async def test_a_query_of_only_stop_words_is_invalid_arguments_before_any_indexing(tmp_path: Path) -> None:
-    """Issue 4 bad input through the server: a clear `invalid_arguments`, and no model or index
+    """A clear `invalid_arguments`, and no model or index
     work for it (the server here has no model: it would have to load one)."""
     (tmp_path / "app.py").write_text("def add(a, b):\n    return a + b\n")
     async with Client(build_search_server(tmp_path)) as client:
@@ -230,7 +230,7 @@ async def test_a_query_of_only_stop_words_is_invalid_arguments_before_any_indexi
 async def test_every_search_tool_result_validates_against_its_output_schema(
     corpus: Path, embedder: CachedEmbedder
 ) -> None:
-    """Issue 5 acceptance: structured content validates against the declared output schema."""
+    """Structured content validates against the declared output schema."""
     calls = [
         ("search_code", {"query": "wait for the process to exit", "k": 3}),
         ("search_code", {"query": "TypedAttributeProvider", "per_file": True}),
@@ -250,7 +250,7 @@ async def test_every_search_tool_result_validates_against_its_output_schema(
 
 
 async def test_codeloop_mcp_search_over_stdio_lists_its_tools_and_answers_a_search(tmp_path: Path) -> None:
-    """Issue 5 CLI contract: `codeloop mcp search --root DIR` is a stdio MCP server (loading the
+    """`codeloop mcp search --root DIR` is a stdio MCP server (loading the
     model in its own process)."""
     repo = copy_corpus(tmp_path / "repo", ["_core/_signals.py", "_core/_resources.py"])
     params = StdioServerParameters(

@@ -34,7 +34,7 @@ async def test_every_server_passes_the_conformance_check(name: str, repo: Path) 
 
 
 async def test_every_read_tool_result_validates_against_its_output_schema(repo: Path) -> None:
-    """Issue 5 acceptance: structured content validates against the declared output schema."""
+    """Structured content validates against the declared output schema."""
     calls = {
         "fs": [("list_files", {}), ("read_file", {"path": "src/app.py", "start_line": 2})],
         "git": [
@@ -72,7 +72,7 @@ async def test_every_result_carries_a_trace_id_and_a_client_may_choose_it(repo: 
 
 
 async def test_invalid_arguments_are_a_typed_error_naming_each_field(repo: Path) -> None:
-    """Issue 5: arguments are validated before any effect; the error body lists what was wrong."""
+    """Arguments are validated before any effect; the error body lists what was wrong."""
     with anyio.fail_after(10):
         async with Client(build_fs_server(repo)) as client:
             result = await client.call_tool("write_file", {"path": "new.txt", "content": 7, "mode": "x"})

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.anyio
 async def test_stdio_server_lists_tools_per_scope_and_answers_with_valid_structured_content(
     repo: Path, server: str, mode: str
 ) -> None:
-    """Issue 5: each server is a process over stdio, for current clients and the 2025-11-25 handshake."""
+    """Each server is a process over stdio, for current clients and the 2025-11-25 handshake."""
     call = ("read_file", {"path": "README.md"}) if server == "fs" else ("git_log", {})
     with anyio.fail_after(30):
         async with Client(stdio_params(server, repo, "--scopes", "read"), mode=mode) as client:
@@ -34,7 +34,7 @@ async def test_stdio_server_lists_tools_per_scope_and_answers_with_valid_structu
 
 
 async def test_http_without_a_token_or_with_a_wrong_one_gets_401(repo: Path, token_file: Path) -> None:
-    """Issue 5 acceptance: HTTP without a token, or with a wrong one, gets 401."""
+    """HTTP without a token, or with a wrong one, gets 401."""
     async with http_server("fs", repo, token_file) as url:
         assert url.endswith("/mcp")
         async with httpx2.AsyncClient() as http:
@@ -53,7 +53,7 @@ async def test_http_without_a_token_or_with_a_wrong_one_gets_401(repo: Path, tok
 async def test_http_tokens_map_to_principals_and_scopes(
     repo: Path, token_file: Path, tmp_path: Path, mode: str
 ) -> None:
-    """Issue 5: a token's principal and scopes decide what it sees and may call; the audit log names the principal."""
+    """A token's principal and scopes decide what it sees and may call; the audit log names the principal."""
     audit = tmp_path / "audit.jsonl"
     async with http_server(
         "fs", repo, token_file, "--audit-log", str(audit), "--scopes", "read,write"
@@ -75,7 +75,7 @@ async def test_http_tokens_map_to_principals_and_scopes(
 
 
 async def test_the_server_grant_caps_a_token_with_wider_scopes(repo: Path, token_file: Path) -> None:
-    """Issue 5 least privilege: a read,write token on a server started with --scopes read can only read."""
+    """A read,write token on a server started with --scopes read can only read."""
     async with http_server("fs", repo, token_file, "--scopes", "read") as url:
         with anyio.fail_after(20):
             async with http_client(url, "writer-token-4e8b2d65") as client:
@@ -85,7 +85,7 @@ async def test_the_server_grant_caps_a_token_with_wider_scopes(repo: Path, token
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_elicitation_works_over_streamable_http(repo: Path, token_file: Path, mode: str) -> None:
-    """Issue 5 acceptance over HTTP: declined, cannot-elicit and accepted confirmation paths."""
+    """Over HTTP: declined, cannot-elicit and accepted confirmation paths."""
     async with http_server("fs", repo, token_file, "--scopes", "read,write") as url:
         with anyio.fail_after(30):
             async with http_client(

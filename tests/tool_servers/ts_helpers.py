@@ -27,7 +27,7 @@ def server_env() -> dict[str, str]:
 
 
 def stdio_params(server: str, root: Path, *extra: str) -> StdioServerParameters:
-    # StdioServerParameters passes only a minimal environment (LIBRARIES.md).
+    # StdioServerParameters passes only a minimal environment.
     return StdioServerParameters(
         command=CODELOOP, args=["mcp", server, "--root", str(root), *extra], env=server_env()
     )

@@ -17,6 +17,6 @@ windows otherwise); `embed` turns chunk texts into vectors through a content-add
 `store` keeps one LanceDB chunk table (vectors + a native full-text index) and a manifest of file
 hashes per repository, so updates touch only changed files; `query` fuses vector and keyword
 rankings with reciprocal rank fusion and identifier boosts; `symbols` answers definition and
-reference look-ups and builds the ranked repo map; `context` packs snippets into a token budget.
+reference look-ups and builds the ranked repo map.
 Errors are in `errors`; all result contracts in `models`.
 """
