@@ -32,6 +32,7 @@ from agents.replay.store import load_runs
 from agents.workspace import capture_snapshot
 from bus.config import BusConfig
 from bus.connection import open_bus
+from codeloop.config import client_config_for
 from codeloop.tool_provider import InProcessTools
 from codeloop.wiring import serve
 
@@ -87,7 +88,7 @@ async def _on_serve(state: Path, *, record: bool, body, tools: InProcessTools, h
         )
         try:
             async with open_bus(
-                config.model_copy(update={"servers": tuple(note.nats_url.split(","))})
+                client_config_for(config, note)
             ) as bus:
                 return await body(bus)
         finally:

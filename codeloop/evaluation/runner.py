@@ -43,7 +43,7 @@ async def run_tasks(
 
     `submit(task, repo_copy)` builds the `TaskSubmitted`.
     """
-    from codeloop.config import ConfigError, bus_config, client_bus_config
+    from codeloop.config import ConfigError, bus_config, client_bus_config, client_config_for
     from codeloop.wiring import serve
 
     try:
@@ -61,7 +61,7 @@ async def run_tasks(
             note = await tg.start(
                 lambda task_status: serve(embedded, stop=stop, home=home, task_status=task_status)
             )
-            client = embedded.model_copy(update={"servers": tuple(note.nats_url.split(","))})
+            client = client_config_for(embedded, note)
             try:
                 await _run_all(client, tasks, submit=submit, scratch=scratch, jobs=jobs, on_done=on_done)
             finally:

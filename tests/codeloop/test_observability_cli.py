@@ -14,9 +14,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from agents.client import submit_task, watch_task
 from agents.messages import ModelNames, TaskResult, TaskSubmitted
 from agents.workspace import capture_snapshot
-from bus.config import BusConfig
 from bus.connection import open_bus
 from codeloop.commands.trace import read_task_events
+from codeloop.config import client_bus_config
 from tests.codeloop.serve_support import CODELOOP, codeloop_env, running_serve
 from tests.e2e.conftest import make_repo, model
 
@@ -45,7 +45,7 @@ async def test_serve_metrics_count_known_tasks_and_trace_shows_their_calls(tmp_p
         url = note["metrics_url"]
         assert url.startswith("http://127.0.0.1:") and url.endswith("/metrics")
         assert json.loads((home / "serve.json").read_text())["metrics_url"] == url
-        config = BusConfig(state_dir=home, servers=tuple(note["nats_url"].split(",")))
+        config = client_bus_config(state_dir=home)
         async with open_bus(config) as bus:
             snapshot = await capture_snapshot(bus, repo)
             tasks = [

@@ -48,6 +48,7 @@ async def pipeline(tmp_path: Path) -> AsyncIterator[Callable]:
     from bus.actor import DeliveryPolicy
     from bus.config import BusConfig
     from bus.connection import open_bus
+    from codeloop.config import client_config_for
     from codeloop.wiring import serve
 
     config = BusConfig(state_dir=tmp_path / "state")
@@ -63,7 +64,8 @@ async def pipeline(tmp_path: Path) -> AsyncIterator[Callable]:
                 task_status=task_status,
             )
         )
-        async with open_bus(config.model_copy(update={"servers": tuple(note.nats_url.split(","))})) as bus:
+        client = client_config_for(config, note)
+        async with open_bus(client) as bus:
 
             async def run(task: TaskSubmitted, *, snapshot: bool = True) -> TaskResult:
                 if snapshot:
@@ -74,6 +76,8 @@ async def pipeline(tmp_path: Path) -> AsyncIterator[Callable]:
                 return TaskResult.model_validate(final.payload)
 
             run.bus, run.tools, run.nats_url = bus, tools, note.nats_url  # type: ignore[attr-defined]
+            # the embedded server's generated credentials, for the command-line clients of a test
+            run.auth_env = {"CODELOOP_NATS_USER": client.user or "", "CODELOOP_NATS_PASSWORD": client.password or ""}  # type: ignore[attr-defined]
             yield run
         stop.set()
 
@@ -162,7 +166,7 @@ async def test_the_replay_command_prints_the_result_with_its_divergences(pipelin
     `divergences`, the exit code of the replayed task's status."""
     repo = make_repo(tmp_path / "repo")
     original = await pipeline(_fix(repo))
-    env = {**os.environ, "CODELOOP_HOME": str(tmp_path / "home")}
+    env = {**os.environ, "CODELOOP_HOME": str(tmp_path / "home"), **pipeline.auth_env}
     for extra in ([], ["--recorded-tools"]):
         done = await anyio.run_process(
             [sys.executable, "-m", "codeloop", "replay", original.task_id, "--nats", pipeline.nats_url, "--json", *extra],

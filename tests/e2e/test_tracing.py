@@ -65,13 +65,18 @@ async def _run_traced_task(tmp_path: Path) -> tuple[TaskResult, list[dict]]:
     here = ["--role", "orchestrator", "--role", "retriever", "--role", "verifier"]
     async with _serve([*here, "--state-dir", str(tmp_path / "orch")], env) as note:
         nats = ["--nats", note["nats_url"]]
+        creds = json.loads(await anyio.Path(note["credentials_file"]).read_text())  # the embedded server's
+        env = {**env, "CODELOOP_NATS_USER": creds["user"], "CODELOOP_NATS_PASSWORD": creds["password"]}
         async with (
             _serve([*nats, "--role", "planner", "--state-dir", str(tmp_path / "planner")], env),
             _serve(
                 [*nats, "--role", "coder", "--tools-stdio", "fs", "--state-dir", str(tmp_path / "coder")], env
             ),
         ):
-            client = BusConfig(state_dir=tmp_path / "client", servers=(note["nats_url"],))
+            client = BusConfig(
+                state_dir=tmp_path / "client", servers=(note["nats_url"],), user=creds["user"],
+                password=creds["password"],
+            )  # fmt: skip
             async with open_bus(client) as bus:
                 task = TaskSubmitted(
                     text=f"add(2, 3) returns -1 ({PROMPT_CANARY})", repo=str(repo), mode="write",
