@@ -139,7 +139,7 @@ def serve(
         str | None,
         typer.Option(
             "--pipeline",
-            help="Run every task through this pipeline (fix, explain, diagnose, echo). Default: by the "
+            help="Run every task through this pipeline (fix, explain, diagnose, echo). Default (auto): by the "
             "task (diagnose without a model, explain in read mode, else fix).",
         ),
     ] = None,
@@ -229,9 +229,9 @@ def serve(
     from agents.orchestrator import NAMED
     from bus.actor import DeliveryPolicy
 
-    if pipeline is not None and pipeline not in NAMED:
-        raise fail(f"--pipeline {pipeline!r}: choose one of {', '.join(NAMED)}", 2)
-    chosen = NAMED[pipeline] if pipeline else None
+    if pipeline is not None and pipeline != "auto" and pipeline not in NAMED:
+        raise fail(f"--pipeline {pipeline!r}: choose auto or one of {', '.join(NAMED)}", 2)
+    chosen = NAMED[pipeline] if pipeline and pipeline != "auto" else None
     roles = tuple(role or (("orchestrator", "echo") if pipeline == "echo" else DEFAULT_ROLES))
     # Checked before anything starts: a bad role or replica count used to surface only after
     # the embedded server was up and its state directory written.

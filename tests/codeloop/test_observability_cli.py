@@ -41,7 +41,7 @@ async def test_serve_metrics_count_known_tasks_and_trace_shows_their_calls(tmp_p
     them by status, and counts exactly the model calls, tool calls and steps their events show."""
     home = tmp_path / "home"
     repo = make_repo(tmp_path / "repo")
-    async with running_serve(home, "--no-mcp") as (_process, note):
+    async with running_serve(home, "--pipeline", "auto", "--no-mcp") as (_process, note):
         url = note["metrics_url"]
         assert url.startswith("http://127.0.0.1:") and url.endswith("/metrics")
         assert json.loads((home / "serve.json").read_text())["metrics_url"] == url
