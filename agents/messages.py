@@ -44,7 +44,7 @@ TaskStatus = Literal[
 TERMINAL_STATUSES: frozenset[str] = frozenset(
     {"done", "diagnosed", "handed_off", "failed", "cancelled", "rejected"}
 )
-MAX_TASK_TEXT = 256 * 1024
+MAX_TASK_TEXT = 96 * 1024
 """Characters of task text a submission may carry; the record and every request hold it, and a
 NATS message is capped at 1 MiB by default."""
 

@@ -14,7 +14,7 @@ import re
 
 from bus import subjects
 
-MAX_TASK_TEXT_BYTES = 256 * 1024
+MAX_TASK_TEXT_BYTES = 96 * 1024
 """Largest task text accepted, in UTF-8 bytes."""
 MAX_REPO_CHARS = 4096
 """Longest repository path or URL accepted (PATH_MAX on Linux)."""

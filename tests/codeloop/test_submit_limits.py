@@ -9,10 +9,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from bus.config import BusConfig
 from bus.connection import open_bus
 from bus.errors import PayloadTooLarge
 from bus.validation import MAX_TASK_TEXT_BYTES
+from codeloop.config import client_bus_config
 from tests.codeloop.serve_support import CODELOOP, codeloop_env, running_serve
 
 pytestmark = pytest.mark.anyio
@@ -112,7 +112,7 @@ async def test_a_message_over_the_servers_max_payload_is_refused_before_sending(
     home = tmp_path / "home"
     with anyio.fail_after(60):
         async with running_serve(home, "--no-mcp") as (_, note):
-            async with open_bus(BusConfig(servers=(note["nats_url"],), state_dir=home)) as bus:
+            async with open_bus(client_bus_config(state_dir=home)) as bus:
                 before = (await bus.js.stream_info("CODELOOP_TASKS")).state.messages
                 size = bus.nc.max_payload + 1
                 with pytest.raises(PayloadTooLarge, match=f"{size:,} bytes.*max payload of {size - 1:,}"):
