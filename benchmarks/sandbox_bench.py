@@ -382,60 +382,6 @@ async def main() -> None:
             print(f"   one plain run of the suite makes {calls} system calls (strace -f -c)")
         await syscall_costs(empty)
         await workspace_venv(Path(tmp))
-    print(FINDINGS)
-
-
-FINDINGS = """
-Findings:
-- The overhead is the cost of a system call under gVisor's ptrace platform on this VM (section 6:
-  tens of microseconds each instead of one or two), times the 13,000-23,000 system calls of one
-  pytest run (section 5; Python's import system stats sys.path directories for every import, opens, reads,
-  and pytest's fd capture dup2/lseek/read around every test phase). CPU-bound work and memory
-  run at native speed in gVisor, so the ratio depends on the syscall count, not on the tests' work.
-- File access mode: bind mounts default to `shared`, revalidating with the host through the gofer
-  on each open. The runtime mounts (interpreter, venv, /usr) never change during a sandbox's life,
-  so they carry the gVisor mount hint share=container = exclusive, cached access (b, default;
-  GvisorOptions.cache_runtime). It saves gofer round trips, some CPU per run versus (a). Making
-  the workspace exclusive too (c) gains little more and would hide host edits from a reused sandbox.
-- Bytecode caches: keep them. The workspace is a tmpfs mirror, so the first run writes __pycache__
-  cheaply and later runs reuse it; PYTHONDONTWRITEBYTECODE (d) changes nothing once caches exist,
-  and without caches every run recompiles (e, which also pays the cold start).
-- Overlay (--overlay2) is not used: the root is an empty read-only directory, and an overlay on the
-  workspace would keep the command's writes from reaching the host.
-- Fewer system calls help directly: pytest --capture=sys (f) avoids fd-level capture; the verifier
-  may pass it when tests do not need fd capture of subprocesses.
-- The real fix is a cheaper platform: KVM (hangs on this VM) or systrap / directfs of newer gVisor
-  releases (absent from Debian's 2022 build).
-- A workspace virtualenv is bound read-only from the host instead of copied into the workspace
-  mirror (section 7): its size no longer costs RAM, start time or per-command directory walks
-  (this project's own .venv: 1.9 GB, 46,000 files, 0.3 s per walk, two walks per command).
-- Same command, same environment: the plain runs get the sandbox's clean environment. The
-  caller's PYTHONDONTWRITEBYTECODE / PYTHONUNBUFFERED used to leak into them only; the CPU of
-  the plain run hardly changed (0.670 vs 0.678 s), but its system calls differed (no pytest
-  assertion-rewrite `mkdir`s, one `write` per progress dot), so the comparison was not like for like.
-- Counted with `runsc --strace` (GvisorOptions.runsc_flags), the pytest process inside the sandbox
-  makes the same ~13,100 system calls as plainly (strace -f): the environment adds no sys.path
-  entries or file lookups. In a strace of the sentry, handling those calls takes ~120 ms of
-  the ~1.2 s: the rest is the ptrace platform's trap and switch per call, so nothing in the
-  mount layout (path walks are ~10 us of sentry time) or runsc's flags of this build changes
-  it: --dcache=10000 (g) measures the same within noise, --lisafs and --vfs2
-  are already the defaults, --overlay2 would cut the workspace off from the host, and
-  --profile, --ref-leak-mode, --watchdog-action, --host-fifo, --fsgofer-host-uds,
-  --cpu-num-from-quota and --num-network-channels do not touch the syscall path of a pytest run.
-- What did help: the supervisor's own system calls, which are charged to every command. It polled
-  the command's CPU time every 0.25 s (a /proc scan, ~20 calls) and woke up for every write of
-  the command (epoll_wait + read per pytest progress dot): 371 calls during one pytest run. Now
-  it checks CPU time only when the limit could first be reached, reads /proc with os.open/read,
-  and reads slow output in 50 ms batches (exit and deadline still seen at once): 75 calls, about
-  2% of a run's calls (below this machine's timing noise, exact by strace: old and new
-  supervisor interleaved measured 1.09 s CPU both). The process backend also busy-polled
-  select(0) from 0.25 s on (a full CPU during every command): fixed.
-- The gVisor run's CPU seconds swing with the machine's state more than any of the above: 1.43 s
-  per suite run on a quiet machine, 1.05-1.10 s in runs at load average ~3.3 (plain stays at
-  ~0.6 s), so section 4's ratio has read from 1.7x to 2.7x across runs with the same code.
-- Wall times swing with the load of this shared 2-core machine; CPU seconds (sandbox cpuacct cgroup
-  vs. the plain child's rusage) are the steadier ratio.
-"""
 
 
 if __name__ == "__main__":
