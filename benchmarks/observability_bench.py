@@ -21,13 +21,13 @@ but say so, and the "on" column is events + metrics only.
 
 import argparse
 import statistics
-import subprocess
 import tempfile
 import time
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import anyio
+from pipeline_bench import SCRIPT, make_repo  # the same scripted task, measured the same way
 
 from agents.client import submit_task, watch_task
 from agents.messages import ModelNames, TaskResult, TaskSubmitted
@@ -35,37 +35,6 @@ from agents.workspace import capture_snapshot
 from bus.config import BusConfig
 from bus.connection import open_bus
 from codeloop.wiring import MetricsServing, serve
-
-SCRIPT = '''
-from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-
-def decide(messages, info):
-    if info.output_tools and not info.function_tools:
-        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {
-            "steps": [{"description": "fix add"}], "files_of_interest": ["calc/__init__.py"],
-            "test_targets": ["tests/test_calc.py"]})])
-    returns = [p for m in messages for p in getattr(m, "parts", []) if isinstance(p, ToolReturnPart)]
-    if not returns:
-        return ModelResponse(parts=[ToolCallPart("read_file", {"path": "calc/__init__.py"})])
-    if returns[-1].tool_name == "read_file":
-        text = returns[-1].content["content"].replace("a - b", "a + b")
-        return ModelResponse(parts=[ToolCallPart("write_file", {"path": "calc/__init__.py", "content": text})])
-    return ModelResponse(parts=[TextPart("fixed")])
-'''
-CALC = {
-    "calc/__init__.py": "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n",
-    "tests/test_calc.py": "from calc import add, mul\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
-    "def test_mul():\n    assert mul(2, 3) == 6\n",
-}
-
-
-def make_repo(root: Path) -> Path:
-    for rel, text in CALC.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "init"]):
-        subprocess.run(["git", "-c", "user.email=b@e", "-c", "user.name=b", *command], cwd=root, check=True)
-    return root
 
 
 @asynccontextmanager
@@ -98,7 +67,7 @@ async def main(rounds: int, tracing: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="codeloop-observability-bench-") as tmp:
         base = Path(tmp)
         (base / "decide.py").write_text(SCRIPT)
-        repo = make_repo(base / "repo")
+        repo = make_repo(base / "repo", 0)
         task = TaskSubmitted(text="add(2, 3) returns -1", repo=str(repo), mode="write",
                              models=ModelNames(default=f"function:{base / 'decide.py'}:decide"))  # fmt: skip
         times: dict[str, list[float]] = {"on": [], "off": []}

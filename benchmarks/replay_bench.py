@@ -17,12 +17,12 @@ figures; run it again before trusting a small difference.
     .venv/bin/python benchmarks/replay_bench.py
 """
 
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 import anyio
+from pipeline_bench import SCRIPT, make_repo  # the same scripted task as the pipeline benchmark
 
 from agents.client import submit_task, watch_task
 from agents.messages import ModelNames, TaskResult, TaskSubmitted
@@ -35,37 +35,6 @@ from bus.connection import open_bus
 from codeloop.config import client_config_for
 from codeloop.tool_provider import InProcessTools
 from codeloop.wiring import serve
-
-SCRIPT = """
-from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-
-def decide(messages, info):
-    if info.output_tools and not info.function_tools:
-        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {
-            "steps": [{"description": "fix add"}], "files_of_interest": ["calc/__init__.py"],
-            "test_targets": ["tests/test_calc.py"]})])
-    returns = [p for m in messages for p in getattr(m, "parts", []) if isinstance(p, ToolReturnPart)]
-    if not returns:
-        return ModelResponse(parts=[ToolCallPart("read_file", {"path": "calc/__init__.py"})])
-    if returns[-1].tool_name == "read_file":
-        text = returns[-1].content["content"].replace("a - b", "a + b")
-        return ModelResponse(parts=[ToolCallPart("write_file", {"path": "calc/__init__.py", "content": text})])
-    return ModelResponse(parts=[TextPart("fixed")])
-"""
-FILES = {
-    "calc/__init__.py": "def add(a, b):\n    return a - b\n",
-    "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
-}
-
-
-def _repo(root: Path) -> Path:
-    for rel, text in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    git = ["git", "-c", "user.email=b@example.com", "-c", "user.name=b"]
-    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "start"]):
-        subprocess.run([*git, *command], cwd=root, check=True)
-    return root
 
 
 async def _task(bus, task: TaskSubmitted) -> tuple[TaskResult, float]:
@@ -100,7 +69,7 @@ async def main() -> None:
         tmp_path = Path(tmp)
         script = tmp_path / "decide.py"
         script.write_text(SCRIPT)
-        repo = _repo(tmp_path / "repo")
+        repo = make_repo(tmp_path / "repo", 0)
         task = TaskSubmitted(text="add subtracts", repo=str(repo), mode="write",
                              models=ModelNames(default=f"function:{script}:decide"))  # fmt: skip
 
