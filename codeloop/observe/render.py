@@ -46,9 +46,9 @@ def _what(name: str, message: str, data: dict[str, Any]) -> str:
                 f"{data.get('output_tokens', 0)} tokens {float(data.get('latency_s') or 0):.2f} s{cost}")  # fmt: skip
     if name == "transition":
         step = f" [{data['step_id']}]" if data.get("step_id") else ""
-        return f"→ {data.get('status')}{step}" + (
-            f" ({data['failure_class']})" if data.get("failure_class") else ""
-        )
+        failure = f" ({data['failure_class']})" if data.get("failure_class") else ""
+        said = f"  {_one_line(message, 120)}" if message else ""
+        return f"→ {data.get('status')}{step}{failure}{said}"
     if name == "retrieval":
         files = ", ".join(f"{f.get('path')} {f.get('score')}" for f in (data.get("files") or [])[:5])
         return f"retrieval: {_one_line(message, 80)}; {files}"

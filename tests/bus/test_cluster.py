@@ -33,7 +33,8 @@ async def test_killing_a_node_while_tasks_flow_loses_no_task(tmp_path: Path) -> 
                 policy = DeliveryPolicy(ack_wait_s=2.0)
                 await tg.start(
                     lambda task_status: serve(
-                        config, stop=stop, actor_policy=policy, pipeline=ECHO, task_status=task_status
+                        config, roles=("orchestrator", "echo"), stop=stop, actor_policy=policy,
+                        pipeline=ECHO, task_status=task_status,
                     )
                 )
                 async with open_bus(config) as client:

@@ -27,8 +27,8 @@ FAILING = [
 
 
 def bug_report() -> str:
-    text = (BUGFIX / "README.md").read_text()
-    return text.split("## Bug report (the task `make run` submits)", 1)[1].strip()
+    """The task `make run` submits."""
+    return (EXAMPLES / "bugfix-report.md").read_text().strip()
 
 
 @pytest.fixture
@@ -37,7 +37,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 async def test_the_example_project_fails_exactly_the_tests_its_bug_report_names(repo: Path) -> None:
-    """The example must carry one genuine bug: its README names the failing tests."""
+    """The example must carry one genuine bug: the bug report `make run` submits names the failing tests."""
     out = await pytest_on(repo)
     failed = sorted(re.findall(r"^FAILED (\S+)", out.stdout, re.M))
     assert failed == FAILING, out.stdout[-2000:]

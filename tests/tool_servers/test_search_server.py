@@ -12,6 +12,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from codeloop.config import root_home
 from tests.tool_servers.ts_conformance import assert_valid
 from tests.tool_servers.ts_helpers import CODELOOP
 from tool_servers.search.embed import CachedEmbedder, load_embedder
@@ -251,12 +252,13 @@ async def test_every_search_tool_result_validates_against_its_output_schema(
 
 async def test_codeloop_mcp_search_over_stdio_lists_its_tools_and_answers_a_search(tmp_path: Path) -> None:
     """`codeloop mcp search --root DIR` is a stdio MCP server (loading the
-    model in its own process)."""
+    model in its own process); a read grant keeps its index in the root's home, not in the tree."""
     repo = copy_corpus(tmp_path / "repo", ["_core/_signals.py", "_core/_resources.py"])
+    home = tmp_path / "home"
     params = StdioServerParameters(
         command=CODELOOP,
         args=["mcp", "search", "--root", str(repo), "--scopes", "read"],
-        env={"PATH": os.environ["PATH"], "CODELOOP_CACHE_DIR": str(tmp_path / "cache")},
+        env={"PATH": os.environ["PATH"], "CODELOOP_CACHE_DIR": str(tmp_path / "cache"), "CODELOOP_HOME": str(home)},
     )
     with anyio.fail_after(240):
         async with Client(params) as client:
@@ -266,4 +268,5 @@ async def test_codeloop_mcp_search_over_stdio_lists_its_tools_and_answers_a_sear
     assert not result.is_error, result.content
     top = result.structured_content["hits"][0]
     assert (top["path"], top["symbol"]) == ("_core/_resources.py", "aclose_forcefully")
-    assert (repo / ".codeloop" / "index").is_dir()
+    assert (root_home(repo, home) / "index").is_dir()
+    assert not (repo / ".codeloop").exists()
