@@ -1,29 +1,32 @@
-"""What observability costs per task: the pipeline with events and metrics on beside all of it off.
+"""What observability costs per task: the pipeline with events, tracing and metrics on beside all
+of them off.
 
-Two `codeloop serve` stacks run in this process, each on its own embedded nats-server:
+Each side is its own child process running a whole `codeloop serve` stack (embedded nats-server,
+all roles) — its own process because the OpenTelemetry tracer provider is process-global:
 
 - **on**: every tool call a `tool_call` event (the coder's hooks, the other roles' MCP servers),
-  every event naming its step, and the Prometheus endpoint with its subscriber counting every
-  event and its poller reading the queues;
-- **off**: none of that (`observe=False`, `metrics=None`). What stays in both is the pipeline's
-  own stream: transitions, the orchestrator's plan/retrieval/verification events, `model_call`
-  events and the result — the task cannot be followed without them.
+  every event naming its step, the Prometheus endpoint with its subscriber counting every event
+  and its poller reading the queues, and OpenTelemetry tracing with every span written, as it
+  ends, to a JSON-lines trace file (`CODELOOP_TRACE_FILE`: the exporter a local run uses);
+- **off**: none of that (`observe=False`, `metrics=None`, no tracer provider). What stays in both
+  is the pipeline's own stream: transitions, the orchestrator's plan/retrieval/verification
+  events, `model_call` events and the result — the task cannot be followed without them.
 
 The same write-mode task (plan, retrieve, code with a scripted zero-latency model, verify in the
-sandbox) runs on both, alternating which goes first in each round so a noisy machine hurts both
-alike. Printed: median and mean seconds per task, and the overhead of "on" over "off".
+sandbox) runs on both; this process asks each side for one task at a time, alternating which goes
+first in each round so a noisy machine hurts both alike. Printed: median and mean seconds per
+task, the overhead of "on" over "off", and how many spans the "on" side wrote.
 
-Tracing (OpenTelemetry spans) is not in this tree yet: `--tracing` is accepted and does nothing
-but say so, and the "on" column is events + metrics only.
-
-    .venv/bin/python benchmarks/observability_bench.py [--rounds 10] [--tracing]
+    .venv/bin/python benchmarks/observability_bench.py [--rounds 10]
 """
 
 import argparse
+import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
-from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -34,23 +37,9 @@ from agents.messages import ModelNames, TaskResult, TaskSubmitted
 from agents.workspace import capture_snapshot
 from bus.config import BusConfig
 from bus.connection import open_bus
+from codeloop.config import telemetry_config
+from codeloop.telemetry import setup_telemetry
 from codeloop.wiring import MetricsServing, serve
-
-
-@asynccontextmanager
-async def stack(state: Path, *, observed: bool):
-    """A whole serve (embedded NATS, all roles) and a client bus to it."""
-    stop = anyio.Event()
-    async with anyio.create_task_group() as tg:
-        note = await tg.start(lambda task_status: serve(
-            BusConfig(state_dir=state), stop=stop, task_status=task_status, observe=observed,
-            metrics=MetricsServing() if observed else None,
-        ))  # fmt: skip
-        assert (note.metrics_url is not None) == observed
-        client = BusConfig(state_dir=state, servers=tuple(note.nats_url.split(",")))
-        async with open_bus(client) as bus:
-            yield bus
-        stop.set()
 
 
 async def one_task(bus, task: TaskSubmitted) -> float:
@@ -63,43 +52,101 @@ async def one_task(bus, task: TaskSubmitted) -> float:
     return time.perf_counter() - started
 
 
-async def main(rounds: int, tracing: bool) -> None:
+async def side(state: Path, task: TaskSubmitted, observed: bool) -> None:
+    """A child: one stack; for every `go` line on stdin runs the task and prints its seconds."""
+    if observed:
+        assert setup_telemetry(telemetry_config(), process="observability-bench")
+    stop = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        note = await tg.start(lambda task_status: serve(
+            BusConfig(state_dir=state), stop=stop, task_status=task_status, observe=observed,
+            metrics=MetricsServing() if observed else None,
+        ))  # fmt: skip
+        assert (note.metrics_url is not None) == observed
+        client = BusConfig(state_dir=state, servers=tuple(note.nats_url.split(",")))
+        async with open_bus(client) as bus:
+            await one_task(bus, task)  # untimed: builds this side's index, warms the model
+            print("bench: ready", flush=True)
+            while (await anyio.to_thread.run_sync(sys.stdin.readline)).strip() == "go":
+                print(f"bench: {await one_task(bus, task):.6f}", flush=True)
+        stop.set()
+
+
+def start_side(base: Path, name: str, task_file: Path) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("OTEL_EXPORTER_OTLP_ENDPOINT", "CODELOOP_TRACE_FILE")}
+    if name == "on":
+        env["CODELOOP_TRACE_FILE"] = str(base / "spans.jsonl")
+    args = [sys.executable, __file__, "--side", name, "--state", str(base / name), "--task", str(task_file)]
+    return subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+
+
+def reply(child: subprocess.Popen[str]) -> str:
+    """The child's next `bench:` line (anything else it prints is passed through)."""
+    assert child.stdout is not None
+    for line in child.stdout:
+        if line.startswith("bench: "):
+            return line.removeprefix("bench: ").strip()
+        sys.stdout.write(line)
+    raise SystemExit(f"a side exited (code {child.wait()}) before answering")
+
+
+def ask(child: subprocess.Popen[str]) -> float:
+    assert child.stdin is not None
+    child.stdin.write("go\n")
+    child.stdin.flush()
+    return float(reply(child))
+
+
+def main(rounds: int) -> None:
     with tempfile.TemporaryDirectory(prefix="codeloop-observability-bench-") as tmp:
         base = Path(tmp)
         (base / "decide.py").write_text(SCRIPT)
         repo = make_repo(base / "repo", 0)
         task = TaskSubmitted(text="add(2, 3) returns -1", repo=str(repo), mode="write",
                              models=ModelNames(default=f"function:{base / 'decide.py'}:decide"))  # fmt: skip
+        task_file = base / "task.json"
+        task_file.write_text(task.model_dump_json())
+        children = {name: start_side(base, name, task_file) for name in ("on", "off")}
         times: dict[str, list[float]] = {"on": [], "off": []}
-        async with AsyncExitStack() as exit_stack:
-            buses = {
-                "on": await exit_stack.enter_async_context(stack(base / "on", observed=True)),
-                "off": await exit_stack.enter_async_context(stack(base / "off", observed=False)),
-            }
-            for bus in buses.values():  # untimed: builds each side's index, warms the model
-                await one_task(bus, task)
+        try:
+            for child in children.values():
+                assert reply(child) == "ready"
             for i in range(rounds):
-                order = ("on", "off") if i % 2 == 0 else ("off", "on")
-                for name in order:
-                    times[name].append(await one_task(buses[name], task))
+                for name in ("on", "off") if i % 2 == 0 else ("off", "on"):
+                    times[name].append(ask(children[name]))
+        finally:
+            for child in children.values():
+                if child.stdin is not None:
+                    child.stdin.close()  # the side stops its stack and exits
+            for child in children.values():
+                try:
+                    child.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                    child.wait()
+        spans = base / "spans.jsonl"
+        span_count = len(spans.read_text().splitlines()) if spans.exists() else 0
     print(f"observability overhead per task, scripted zero-latency model, {rounds} rounds, interleaved (s)")
-    print("  on  = tool_call events (hooks + MCP middleware), step-tagged events, Prometheus metrics")
+    print("  on  = tool_call events (hooks + MCP middleware), step-tagged events, Prometheus metrics,")
+    print("        OpenTelemetry spans to a JSON-lines trace file")
     print("  off = none of those (the pipeline's own events and model_call events stay)")
-    if tracing:
-        print("  --tracing: OpenTelemetry tracing is not in this tree yet; nothing was traced in either column")
-    else:
-        print("  tracing: not measured (not in this tree yet; --tracing is the hook for it)")
     print(f"  {'':<6} {'median':>8} {'mean':>8} {'min':>8} {'max':>8}")
     for name in ("off", "on"):
         runs = times[name]
         print(f"  {name:<6} {statistics.median(runs):8.3f} {statistics.mean(runs):8.3f} {min(runs):8.3f} {max(runs):8.3f}")
     on, off = statistics.median(times["on"]), statistics.median(times["off"])
     print(f"  overhead of on over off (medians): {on - off:+.3f} s = {100 * (on - off) / off:+.1f}%")
+    print(f"  spans the 'on' side wrote: {span_count} ({span_count / (rounds + 1):.0f} per task, warm-up included)")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
-    parser.add_argument("--tracing", action="store_true", help="Also trace the 'on' side (not in this tree yet).")
+    parser.add_argument("--side", choices=("on", "off"), help=argparse.SUPPRESS)
+    parser.add_argument("--state", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--task", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    anyio.run(main, args.rounds, args.tracing)
+    if args.side:
+        anyio.run(side, args.state, TaskSubmitted.model_validate_json(args.task.read_text()), args.side == "on")
+    else:
+        main(args.rounds)

@@ -34,8 +34,8 @@ MAX_DEPTH = 6
 
 
 def _redact(text: str) -> str:
-    """The one place events redact text. It uses the model adapter's minimal redaction until the
-    project-wide redaction module is wired in here."""
+    """The one place these events redact text: the project's redaction rule, as the model adapter
+    applies it."""
     return _model_redact(text)
 
 

@@ -22,7 +22,7 @@ late or duplicate result of a superseded step is recognised.
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -49,6 +49,7 @@ from agents.messages import (
 from agents.orchestrator.pipeline import Pipeline, Stage
 from agents.verifier.verdict import revision_feedback
 from bus.messages import Message
+from redaction import redact, redact_text
 
 REPLAN_AFTER_FAILED_REVISIONS = 2
 """Failed revisions of one plan after which the planner is asked for a new plan."""
@@ -127,7 +128,35 @@ def transition(state: TaskState, event: Input, *, pipeline: Pipeline, now: datet
     if state.status in TERMINAL_STATUSES:
         return Outcome(state, ignored=f"the task is {state.status} already")
     handler = _HANDLERS[type(event)]
-    return handler(state, event, pipeline, now)
+    return _redacted(handler(state, event, pipeline, now))
+
+
+def _redacted(outcome: Outcome) -> Outcome:
+    """What leaves the orchestrator (events, the result, the result kept on the record) with
+    secrets masked: plans, answers and reports carry model output, which may quote one.
+
+    The patch stays as computed: it is the artifact `--apply` writes, and the verifier already
+    fails a patch that adds a secret."""
+    commands: list[Command] = []
+    for command in outcome.commands:
+        if isinstance(command, Emit):
+            command = Emit(command.name, redact_text(command.message), redact(command.data, max_string=_WHOLE))
+        elif isinstance(command, Finish):
+            command = Finish(_redacted_result(command.result))
+        commands.append(command)
+    state = outcome.state
+    if state.result is not None:
+        state = state.model_copy(update={"result": _redacted_result(state.result)})
+    return Outcome(state, tuple(commands), outcome.ignored)
+
+
+_WHOLE = 10**9
+"""No string is summarised instead of redacted: events and results keep their whole texts."""
+
+
+def _redacted_result(result: TaskResult) -> TaskResult:
+    fields = redact(result.model_dump(mode="json", exclude={"patch"}), max_string=_WHOLE)
+    return TaskResult.model_validate({**fields, "patch": result.patch})
 
 
 def _on_start(state: TaskState, _: Start, pipeline: Pipeline, now: datetime) -> Outcome:
@@ -165,7 +194,19 @@ def _on_done(state: TaskState, event: StepDone, pipeline: Pipeline, now: datetim
         return Outcome(state, ignored=f"a {type(event.payload).__name__} does not answer stage {stage.kind}")
     usage = getattr(event.payload, "usage", Usage())
     state = _charge(state, event.role, usage, event.step_id)
-    return apply(state, event.payload, pipeline, index, now)
+    outcome = apply(state, event.payload, pipeline, index, now)
+    return replace(outcome, commands=tuple(_of_step(c, event) for c in outcome.commands))
+
+
+def _of_step(command: Command, event: StepDone) -> Command:
+    """A stage's own event (plan, retrieval, code, verification) names the role and the step whose
+    result it reports; transitions and the result name theirs already."""
+    if isinstance(command, Emit) and command.name in STAGE_EVENTS:
+        return Emit(command.name, command.message, {**command.data, "role": event.role, "step_id": event.step_id})
+    return command
+
+
+STAGE_EVENTS = frozenset({"plan", "retrieval", "code", "verification"})
 
 
 _HANDLERS: dict[type, Callable[..., Outcome]] = {
@@ -404,7 +445,14 @@ def _end(
     state = state.model_copy(update={"result": result})
     final = Emit("transition", f"task {status}" + (f" ({failure_class})" if failure_class else ""),
                  {"status": status, "failure_class": failure_class})  # fmt: skip
-    return Outcome(state, (*events, final, Finish(result)))
+    if status != "handed_off":
+        return Outcome(state, (*events, final, Finish(result)))
+    hand_off = Emit(
+        "hand_off", report.splitlines()[0],
+        {"failure_class": failure_class, "report": report, "files_changed": list(state.files_changed),
+         "partial_patch": bool(state.patch), "steps_done": list(state.steps_done)},
+    )  # fmt: skip
+    return Outcome(state, (*events, final, hand_off, Finish(result)))
 
 
 def build_result(state: TaskState, *, failure_class: str | None, report: str, now: datetime) -> TaskResult:

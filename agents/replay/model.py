@@ -20,8 +20,8 @@ EXCERPT_CHARS = 300
 def scrub(value: Any) -> Any:
     """`value` (JSON-like) with every string passed through the redaction seam.
 
-    The one place recordings are redacted: when the project-wide redaction package lands, this
-    function calls it and nothing else in recording or replay changes."""
+    The one place recordings are redacted (with the project's redaction rule): a replay reproduces
+    what was recorded, so a secret a model or a tool once returned is masked there too."""
     if isinstance(value, str):
         return _redact(value)
     if isinstance(value, dict):

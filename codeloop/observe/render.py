@@ -31,7 +31,7 @@ def event_line(envelope: Envelope) -> str:
 
 
 def _default_role(name: str) -> str:
-    return "orchestrator" if name in ("transition", "plan", "retrieval", "code", "verification") else "-"
+    return "orchestrator" if name in ("transition", "plan", "retrieval", "code", "verification", "hand_off") else "-"
 
 
 def _what(name: str, message: str, data: dict[str, Any]) -> str:

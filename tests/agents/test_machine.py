@@ -235,3 +235,54 @@ def test_the_transition_is_pure() -> None:
     state = _to_verifying()
     event = StepDone(state.expected_step, "verifier", VerifyResult(step_id=state.expected_step, report=_report("passed")))
     assert transition(state, event, pipeline=FIX, now=T0) == transition(state, event, pipeline=FIX, now=T0)
+
+
+# ── what the events and the result say ──────────────────────────────────────────────────────────
+def _emitted(outcome, name: str):
+    from agents.orchestrator.machine import Emit
+
+    return [c for c in outcome.commands if isinstance(c, Emit) and c.name == name]
+
+
+def _published(outcome):
+    """What reaches readers: events and the result (not the work dispatched to the next role)."""
+    return [c for c in outcome.commands if not isinstance(c, Dispatch)]
+
+
+def test_a_stage_result_event_names_the_role_and_step_that_produced_it() -> None:
+    state = transition(_state(), Start(), pipeline=FIX, now=T0).state
+    plan_step = state.expected_step
+    outcome = _step(state, PlanResult(step_id=plan_step, plan=Plan(steps=[PlanStep(description="s")])), role="planner")
+    (plan_event,) = _emitted(outcome, "plan")
+    assert (plan_event.data["role"], plan_event.data["step_id"]) == ("planner", plan_step)
+    (entering,) = _emitted(outcome, "transition")  # the next stage's transition keeps its own step
+    assert entering.data["role"] == "retriever" and entering.data["step_id"] == outcome.state.expected_step
+
+
+def test_a_hand_off_is_an_event_carrying_the_report_and_what_is_left() -> None:
+    state = _to_verifying(_task(max_revisions=0))
+    outcome = _step(state, VerifyResult(step_id=state.expected_step, report=_report("failed", _fail())), role="verifier")
+    assert outcome.state.status == "handed_off"
+    (hand_off,) = _emitted(outcome, "hand_off")
+    assert hand_off.data["failure_class"] == "budget.revisions"
+    assert hand_off.data["report"] == outcome.state.result.report and "Remaining failures:" in hand_off.data["report"]
+    assert hand_off.data["files_changed"] == ["a.py"] and hand_off.data["partial_patch"] is True
+    done = _step(_to_verifying(), VerifyResult(step_id="", report=_report("passed")), role="verifier")
+    assert not _emitted(done, "hand_off")
+
+
+def test_a_secret_the_model_wrote_into_its_plan_or_answer_leaves_in_no_event_or_result() -> None:
+    """Plans and answers are model output: a key they quote is masked in the events, the published
+    result and the result kept on the record."""
+    key = "sk-proj-" + "Zq7Xv2Lw9Rt4Yb8Nc3Md6Kf1"
+    state = transition(_state(_task(mode="read")), Start(), pipeline=EXPLAIN, now=T0).state
+    plan = Plan(steps=[PlanStep(description=f"call the API with {key}")], hypotheses=[f"OPENAI_API_KEY={key}"])
+    state = _step(state, PlanResult(step_id=state.expected_step, plan=plan), role="planner", pipeline=EXPLAIN)
+    assert key not in repr(_published(state))
+    assert key in repr(_dispatched(state))  # the work itself goes on to the retriever as planned
+    state = _step(state.state, Context(step_id=state.state.expected_step), pipeline=EXPLAIN).state
+    outcome = _step(state, CodeResult(step_id=state.expected_step, answer=f"The key is {key}."), pipeline=EXPLAIN)
+    outcome = _step(outcome.state, VerifyResult(step_id="", report=_report("passed")), role="verifier", pipeline=EXPLAIN)
+    assert outcome.state.status == "done"
+    assert key not in repr(_published(outcome)) and key not in outcome.state.result.model_dump_json()
+    assert "[redacted]" in outcome.state.result.answer and "[redacted]" in str(outcome.state.result.plan)

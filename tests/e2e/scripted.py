@@ -180,3 +180,22 @@ def failing_tools(messages, info) -> ModelResponse:
         return _plan(messages, info)
     n = len(_returns(messages))
     return ModelResponse(parts=[ToolCallPart("read_file", {"path": f"no/such/file{n}.py"})])
+
+
+def fix_quoting_secrets(messages, info) -> ModelResponse:
+    """`fix`, from a model that quotes secrets: in its plan, in a tool argument and in its answer."""
+    from tests.redaction import secrets_corpus as planted
+
+    if _is_planner(info):
+        response = _plan(messages, info)
+        plan = dict(response.parts[0].args)  # type: ignore[union-attr]
+        plan["hypotheses"] = [*plan["hypotheses"], planted.IN_TEXT["openai_project"]]
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, plan)])
+    returns = _returns(messages)
+    if not any(p.tool_name == "list_files" for p in returns):
+        return ModelResponse(parts=[ToolCallPart("list_files", {"pattern": f"**/{planted.SLACK}"})])
+    response = fix(messages, info)
+    part = response.parts[0]
+    if isinstance(part, TextPart):
+        return ModelResponse(parts=[TextPart(f"{part.content}; {planted.IN_TEXT['anthropic']}")])
+    return response

@@ -1,8 +1,9 @@
 """One task, one trace: spans of the orchestrator, two worker processes and a stdio MCP server
-process joined by the context NATS headers and MCP `_meta` carry; no content in them by default.
+process joined by the context NATS headers and MCP `_meta` carry; no content in them by default,
+and no secret in them, in the logs, the events, the audit records or the result.
 
 Every process appends its spans to one JSON-lines file (`CODELOOP_TRACE_FILE`), which is how the
-test sees what each process exported.
+test sees what each process exported. The task runs once for the module; each test reads it.
 """
 
 import json
@@ -21,7 +22,9 @@ from agents.messages import ModelNames, TaskResult, TaskSubmitted
 from agents.workspace import capture_snapshot
 from bus.config import BusConfig
 from bus.connection import open_bus
+from codeloop.commands.trace import read_task_events
 from tests.e2e.conftest import make_repo, model
+from tests.redaction import secrets_corpus as planted
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 PROMPT_CANARY = "prompt-canary-4f1d9c"
@@ -29,11 +32,17 @@ MODEL_OUTPUT = "add subtracted instead of adding"
 TOOL_ARGUMENT = "return a + b"
 
 
+ENVIRONMENT = {"OPENAI_API_KEY": planted.OPENAI, "GITHUB_TOKEN": planted.GITHUB_CLASSIC,
+               "AWS_SECRET_ACCESS_KEY": planted.AWS_SECRET}  # fmt: skip
+"""Planted in every process's environment."""
+
+
 @asynccontextmanager
-async def _serve(args: list[str], env: dict) -> AsyncIterator[dict]:
-    """`codeloop serve ARGS --json` until the block ends (then Ctrl-C and reap); yields its note."""
+async def _serve(args: list[str], env: dict, log: Path) -> AsyncIterator[dict]:
+    """`codeloop serve ARGS --json` until the block ends (then Ctrl-C and reap); yields its note.
+    Its log (stderr) goes to `log`."""
     command = [sys.executable, "-m", "codeloop", "serve", "--no-mcp", "--json", *args]
-    process = await anyio.open_process(command, env=env, stderr=None)
+    process = await anyio.open_process(command, env=env, stderr=log.open("ab"))
     try:
         assert process.stdout is not None
         out = b""
@@ -52,25 +61,46 @@ async def _serve(args: list[str], env: dict) -> AsyncIterator[dict]:
                 await process.wait()
 
 
-async def _run_traced_task(tmp_path: Path) -> tuple[TaskResult, list[dict]]:
+class TracedRun:
+    """What the task left: its result, every span, its events, and every file its processes wrote."""
+
+    def __init__(self, result: TaskResult, spans: list[dict], events: list[dict], base: Path) -> None:
+        self.result, self.spans, self.events, self.base = result, spans, events, base
+
+
+_RUN: list[TracedRun] = []
+
+
+async def _traced_run(tmp_path_factory: pytest.TempPathFactory) -> TracedRun:
+    if not _RUN:
+        _RUN.append(await _run_traced_task(tmp_path_factory.mktemp("traced")))
+    return _RUN[0]
+
+
+async def _run_traced_task(tmp_path: Path) -> TracedRun:
     repo = make_repo(tmp_path / "repo")
+    (repo / ".env").write_text(f"DATABASE_URL=postgres://app:{planted.PASSWORD}@db/app\n")
     spans_file = tmp_path / "spans.jsonl"
     env = {
         **os.environ,
+        **ENVIRONMENT,
         "PYTHONPATH": str(Path(__file__).parents[2]),
         "CODELOOP_TRACE_FILE": str(spans_file),
     }
     env.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
     env.pop("CODELOOP_TRACE_CONTENT", None)
+    logs = tmp_path / "logs"
+    logs.mkdir()
     here = ["--role", "orchestrator", "--role", "retriever", "--role", "verifier"]
-    async with _serve([*here, "--state-dir", str(tmp_path / "orch")], env) as note:
+    async with _serve([*here, "--state-dir", str(tmp_path / "orch")], env, logs / "orch.log") as note:
         nats = ["--nats", note["nats_url"]]
         creds = json.loads(await anyio.Path(note["credentials_file"]).read_text())  # the embedded server's
         env = {**env, "CODELOOP_NATS_USER": creds["user"], "CODELOOP_NATS_PASSWORD": creds["password"]}
         async with (
-            _serve([*nats, "--role", "planner", "--state-dir", str(tmp_path / "planner")], env),
+            _serve([*nats, "--role", "planner", "--state-dir", str(tmp_path / "planner")], env, logs / "planner.log"),
             _serve(
-                [*nats, "--role", "coder", "--tools-stdio", "fs", "--state-dir", str(tmp_path / "coder")], env
+                [*nats, "--role", "coder", "--tools-stdio", "fs", "--state-dir", str(tmp_path / "coder")], env,
+                logs / "coder.log",
             ),
         ):
             client = BusConfig(
@@ -80,14 +110,16 @@ async def _run_traced_task(tmp_path: Path) -> tuple[TaskResult, list[dict]]:
             async with open_bus(client) as bus:
                 task = TaskSubmitted(
                     text=f"add(2, 3) returns -1 ({PROMPT_CANARY})", repo=str(repo), mode="write",
-                    models=ModelNames(default=model("fix")), snapshot=await capture_snapshot(bus, repo),
+                    models=ModelNames(default=model("fix_quoting_secrets")),
+                    snapshot=await capture_snapshot(bus, repo),
                 )  # fmt: skip
                 envelope, _ = await submit_task(bus, task)
                 with anyio.fail_after(240):
                     final = await watch_task(bus, envelope.task_id, lambda e: None)
+                events = [e.model_dump(mode="json") for e in await read_task_events(bus, envelope.task_id)]
     # Every process has stopped: each span was written as it ended.
     spans = [json.loads(line) for line in spans_file.read_text().splitlines()]
-    return TaskResult.model_validate(final.payload), spans
+    return TracedRun(TaskResult.model_validate(final.payload), spans, events, tmp_path)
 
 
 def _process_of(span: dict) -> str:
@@ -99,11 +131,12 @@ def _part_of(span: dict) -> str:
 
 
 async def test_one_task_is_one_trace_across_orchestrator_workers_and_a_stdio_tool_server(
-    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     """The trace context crosses NATS in headers and MCP in `_meta`: every span of the task, in
     four processes, has the task's trace id and hangs in one tree under the task's context."""
-    result, spans = await _run_traced_task(tmp_path)
+    run = await _traced_run(tmp_path_factory)
+    result, spans = run.result, run.spans
     assert result.status == "done", result.report
 
     assert {s["context"]["trace_id"] for s in spans} == {"0x" + result.trace_id}
@@ -151,3 +184,37 @@ async def test_one_task_is_one_trace_across_orchestrator_workers_and_a_stdio_too
     text = json.dumps(spans)
     for content in (PROMPT_CANARY, MODEL_OUTPUT, TOOL_ARGUMENT):
         assert content not in text
+
+
+def _is_work(parts: tuple[str, ...]) -> bool:
+    """The repository itself, and each process's JetStream store."""
+    return parts[0] == "repo" or parts[1:2] == ("nats",)
+
+
+async def test_a_secret_planted_anywhere_reaches_no_span_log_event_audit_record_or_result(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Secrets in every process's environment, in the repository's `.env`, in a tool argument and
+    in the model's responses (its plan and its answer): none is in a span, a log line, an event, an
+    audit record or the result. The JetStream stores are left out of the grep: they carry the
+    work itself (the submitted tree, the plan handed to the next role), which is not a record of it."""
+    run = await _traced_run(tmp_path_factory)
+    assert run.result.status == "done", run.result.report
+    secrets = [planted.OPENAI, planted.GITHUB_CLASSIC, planted.AWS_SECRET, planted.PASSWORD, planted.SLACK,
+               planted.OPENAI_PROJECT, planted.ANTHROPIC]  # fmt: skip
+    written = {
+        str(path.relative_to(run.base)): path.read_bytes()
+        for path in run.base.rglob("*")
+        if path.is_file() and not _is_work(path.relative_to(run.base).parts)
+    }
+    assert all(name in written for name in ("spans.jsonl", "logs/orch.log", "logs/coder.log"))
+    assert b'"list_files"' in written["coder/mcp-audit-stdio.jsonl"]  # the coder's tool server audits
+    leaks = {name: [s for s in secrets if s.encode() in data] for name, data in written.items()}
+    assert {name: found for name, found in leaks.items() if found} == {}
+    seen = json.dumps(run.events) + run.result.model_dump_json()
+    assert [s for s in secrets if s in seen] == []
+    # The grep could see: the model's words are there, its secrets masked; the tool call is an event.
+    assert "[redacted]" in run.result.answer and "add subtracted instead of adding" in run.result.answer
+    assert "[redacted]" in json.dumps(run.result.plan)
+    assert any(e["payload"].get("name") == "tool_call" and e["payload"]["data"]["tool"] == "list_files"
+               for e in run.events)  # fmt: skip
