@@ -49,32 +49,35 @@ async def test_killing_a_node_while_tasks_flow_loses_no_task(tmp_path: Path) -> 
                         if i == TASKS // 3:
                             victim.process.send_signal(signal.SIGKILL)
                         submitted.append(await _submit_retrying(client, f"task-{i}"))
-                    pending = set(submitted)
-                    while pending:
-                        for task_id in list(pending):
-                            state = await _get_retrying(records, task_id)
-                            if state is not None and state.status == "done":
-                                pending.discard(task_id)
-                        if pending:
+                    finished: dict[str, str | None] = {}
+                    with anyio.move_on_after(90):
+                        while len(finished) < TASKS:
+                            for task_id in set(submitted) - set(finished):
+                                state = await _get_retrying(records, task_id)
+                                if state is not None and state.result is not None:
+                                    finished[task_id] = state.result.answer if state.status == "done" else None
                             await anyio.sleep(0.2)
                 stop.set()
             assert not victim.running
-            assert len(submitted) == TASKS  # and every one of them reached "done" above
+            # Every task, each done with its own echo: none lost, none answered with another's text.
+            assert finished == {f"task-{i}": f"task-{i}" for i in range(TASKS)}
 
 
 async def _submit_retrying(client, task_id: str) -> str:
     """Resubmit on a failover timeout: the same task id makes the retry idempotent."""
-    while True:
-        try:
-            await submit_task(client, TaskSubmitted(text=task_id, repo="/repo"), task_id=task_id)
-            return task_id
-        except BusError:
-            await anyio.sleep(0.2)
+    with anyio.fail_after(30):  # a failover takes seconds; longer means the cluster is gone
+        while True:
+            try:
+                await submit_task(client, TaskSubmitted(text=task_id, repo="/repo"), task_id=task_id)
+                return task_id
+            except BusError:
+                await anyio.sleep(0.2)
 
 
 async def _get_retrying(records: TaskRecords, task_id: str):
-    while True:
-        try:
-            return await records.get(task_id)
-        except BusError:
-            await anyio.sleep(0.2)
+    with anyio.fail_after(30):
+        while True:
+            try:
+                return await records.get(task_id)
+            except BusError:
+                await anyio.sleep(0.2)

@@ -52,8 +52,9 @@ async def test_a_coder_killed_mid_run_is_replaced_and_the_task_finishes_once(tmp
                     snapshot=await capture_snapshot(bus, repo),
                 )  # fmt: skip
                 envelope, _ = await submit_task(bus, task)
-                while not marker.exists():  # noqa: ASYNC110 - another process writes it
-                    await anyio.sleep(0.1)
+                with anyio.fail_after(120):  # the coder's worker reaches the model call
+                    while not marker.exists():  # noqa: ASYNC110 - another process writes it
+                        await anyio.sleep(0.1)
                 assert int(marker.read_text()) == first.pid  # the worker process itself is in the model call
                 first.send_signal(signal.SIGKILL)
                 await first.wait()

@@ -7,6 +7,7 @@ import anyio
 import httpx2
 import pytest
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from tests.tool_servers.ts_conformance import assert_valid
 from tests.tool_servers.ts_helpers import Elicitor, http_client, http_server, stdio_params
@@ -41,10 +42,19 @@ async def test_http_without_a_token_or_with_a_wrong_one_gets_401(repo: Path, tok
             body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
             missing = await http.post(url, json=body)
             wrong = await http.post(url, json=body, headers={"Authorization": "Bearer not-a-token"})
-        with pytest.raises(BaseException):  # noqa: B017 - the SDK wraps the 401 in an ExceptionGroup
-            with anyio.fail_after(20):
-                async with http_client(url, "not-a-token") as client:
+        # Through the MCP client the refusal arrives as an MCPError in exception groups, its status
+        # gone: the client's own response hook sees the 401 (a timeout would escape as TimeoutError).
+        statuses: list[int] = []
+
+        async def seen(response: httpx2.Response) -> None:
+            statuses.append(response.status_code)
+
+        headers = {"Authorization": "Bearer not-a-token"}
+        with anyio.fail_after(20), pytest.raises(Exception) as refused:
+            async with httpx2.AsyncClient(headers=headers, event_hooks={"response": [seen]}) as http:
+                async with Client(streamable_http_client(url, http_client=http)) as client:  # type: ignore[arg-type]
                     await client.list_tools()
+        assert statuses and set(statuses) == {401}, (statuses, repr(refused.value))
     assert missing.status_code == 401 and wrong.status_code == 401
     assert "Bearer" in missing.headers["www-authenticate"]
 
