@@ -27,9 +27,13 @@ run: $(STAMP)
 	fi
 	$(BIN)/codeloop run @examples/bugfix-report.md --repo examples/bugfix --mode execute
 
+# Two workers (pytest-xdist), each test file on one worker: most tests wait on subprocesses, the
+# bus or the sandbox, so two at a time take little more than half the serial time on 2 cores.
+TEST_WORKERS ?= 2
+
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

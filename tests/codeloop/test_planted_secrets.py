@@ -19,7 +19,7 @@ from codeloop.config import client_bus_config
 from tests.codeloop.serve_support import CODELOOP, codeloop_env, git
 from tests.redaction import secrets_corpus as planted
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 MARKER = "reticulate_splines_marker"
 """A name in the planted file that is no secret: found in the index, it proves the grep can see."""
 ENVIRONMENT = {

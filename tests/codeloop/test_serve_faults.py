@@ -15,7 +15,7 @@ from anyio.abc import ByteReceiveStream, Process
 
 from tests.codeloop.serve_support import CODELOOP, codeloop_env, running_serve
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 

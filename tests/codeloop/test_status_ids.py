@@ -15,7 +15,7 @@ from codeloop import __version__
 from codeloop.config import client_bus_config
 from tests.codeloop.serve_support import CODELOOP, codeloop_env, running_serve
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 ROOT = Path(__file__).parents[2]
 CRASH_WORKER = ROOT / "tests" / "bus" / "crash_worker.py"
 
