@@ -37,7 +37,7 @@ from agents.messages import ModelNames, TaskResult, TaskSubmitted
 from agents.workspace import capture_snapshot
 from bus.config import BusConfig
 from bus.connection import open_bus
-from codeloop.config import telemetry_config
+from codeloop.config import client_config_for, telemetry_config
 from codeloop.telemetry import setup_telemetry
 from codeloop.wiring import MetricsServing, serve
 
@@ -52,49 +52,61 @@ async def one_task(bus, task: TaskSubmitted) -> float:
     return time.perf_counter() - started
 
 
-async def side(state: Path, task: TaskSubmitted, observed: bool) -> None:
-    """A child: one stack; for every `go` line on stdin runs the task and prints its seconds."""
+async def side(state: Path, task: TaskSubmitted, observed: bool, control: int) -> None:
+    """A child: one stack; for every `go` line on the `control` pipe runs the task and prints its
+    seconds. Not stdin: a process the stack starts may inherit stdin and read a line meant here."""
     if observed:
         assert setup_telemetry(telemetry_config(), process="observability-bench")
     stop = anyio.Event()
+    config = BusConfig(state_dir=state)
     async with anyio.create_task_group() as tg:
         note = await tg.start(lambda task_status: serve(
-            BusConfig(state_dir=state), stop=stop, task_status=task_status, observe=observed,
+            config, stop=stop, task_status=task_status, observe=observed,
             metrics=MetricsServing() if observed else None,
         ))  # fmt: skip
         assert (note.metrics_url is not None) == observed
-        client = BusConfig(state_dir=state, servers=tuple(note.nats_url.split(",")))
-        async with open_bus(client) as bus:
+        async with open_bus(client_config_for(config, note)) as bus:  # with the embedded server's credentials
             await one_task(bus, task)  # untimed: builds this side's index, warms the model
             print("bench: ready", flush=True)
-            while (await anyio.to_thread.run_sync(sys.stdin.readline)).strip() == "go":
+            commands = os.fdopen(control, "r")
+            while (await anyio.to_thread.run_sync(commands.readline)).strip() == "go":
                 print(f"bench: {await one_task(bus, task):.6f}", flush=True)
         stop.set()
 
 
-def start_side(base: Path, name: str, task_file: Path) -> subprocess.Popen[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("OTEL_EXPORTER_OTLP_ENDPOINT", "CODELOOP_TRACE_FILE")}
-    if name == "on":
-        env["CODELOOP_TRACE_FILE"] = str(base / "spans.jsonl")
-    args = [sys.executable, __file__, "--side", name, "--state", str(base / name), "--task", str(task_file)]
-    return subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+class Side:
+    """A child process and the write end of its control pipe."""
+
+    def __init__(self, base: Path, name: str, task_file: Path) -> None:
+        env = {k: v for k, v in os.environ.items() if k not in ("OTEL_EXPORTER_OTLP_ENDPOINT", "CODELOOP_TRACE_FILE")}
+        if name == "on":
+            env["CODELOOP_TRACE_FILE"] = str(base / "spans.jsonl")
+        read, write = os.pipe()
+        args = [sys.executable, __file__, "--side", name, "--state", str(base / name), "--task", str(task_file),
+                "--control", str(read)]  # fmt: skip
+        self.process = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=env, pass_fds=(read,))
+        os.close(read)
+        self.control = os.fdopen(write, "w")
+
+    def close(self) -> None:
+        self.control.close()  # the side stops its stack and exits
 
 
-def reply(child: subprocess.Popen[str]) -> str:
+def reply(side: Side) -> str:
     """The child's next `bench:` line (anything else it prints is passed through)."""
+    child = side.process
     assert child.stdout is not None
     for line in child.stdout:
         if line.startswith("bench: "):
             return line.removeprefix("bench: ").strip()
         sys.stdout.write(line)
-    raise SystemExit(f"a side exited (code {child.wait()}) before answering")
+    raise SystemExit(f"a side (pid {child.pid}) exited (code {child.wait()}) before answering")
 
 
-def ask(child: subprocess.Popen[str]) -> float:
-    assert child.stdin is not None
-    child.stdin.write("go\n")
-    child.stdin.flush()
-    return float(reply(child))
+def ask(side: Side) -> float:
+    side.control.write("go\n")
+    side.control.flush()
+    return float(reply(side))
 
 
 def main(rounds: int) -> None:
@@ -106,24 +118,24 @@ def main(rounds: int) -> None:
                              models=ModelNames(default=f"function:{base / 'decide.py'}:decide"))  # fmt: skip
         task_file = base / "task.json"
         task_file.write_text(task.model_dump_json())
-        children = {name: start_side(base, name, task_file) for name in ("on", "off")}
+        children = {name: Side(base, name, task_file) for name in ("on", "off")}
         times: dict[str, list[float]] = {"on": [], "off": []}
         try:
-            for child in children.values():
+            for name, child in children.items():
                 assert reply(child) == "ready"
+                print(f"  ({name} side ready)", file=sys.stderr, flush=True)
             for i in range(rounds):
                 for name in ("on", "off") if i % 2 == 0 else ("off", "on"):
                     times[name].append(ask(children[name]))
         finally:
             for child in children.values():
-                if child.stdin is not None:
-                    child.stdin.close()  # the side stops its stack and exits
+                child.close()
             for child in children.values():
                 try:
-                    child.wait(timeout=60)
+                    child.process.wait(timeout=60)
                 except subprocess.TimeoutExpired:
-                    child.kill()
-                    child.wait()
+                    child.process.kill()
+                    child.process.wait()
         spans = base / "spans.jsonl"
         span_count = len(spans.read_text().splitlines()) if spans.exists() else 0
     print(f"observability overhead per task, scripted zero-latency model, {rounds} rounds, interleaved (s)")
@@ -145,8 +157,10 @@ if __name__ == "__main__":
     parser.add_argument("--side", choices=("on", "off"), help=argparse.SUPPRESS)
     parser.add_argument("--state", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--task", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--control", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.side:
-        anyio.run(side, args.state, TaskSubmitted.model_validate_json(args.task.read_text()), args.side == "on")
+        task = TaskSubmitted.model_validate_json(args.task.read_text())
+        anyio.run(side, args.state, task, args.side == "on", args.control)
     else:
         main(args.rounds)
