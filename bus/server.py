@@ -28,6 +28,7 @@ import os
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -331,7 +332,7 @@ async def _spawn(
             # Own session = own process group: stop() signals the group, and a Ctrl-C in the
             # terminal reaches us (who stop it in order) rather than the server directly.
             process = await anyio.open_process(
-                cmd, stdin=None, stdout=log, stderr=log, start_new_session=True
+                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
             )
         except OSError as exc:
             raise ServerStartError(f"cannot execute {binary}: {exc}; {_INSTALL_HINT}") from exc

@@ -48,7 +48,8 @@ def probe_runsc(runsc: str = "runsc", platform: Platform = "ptrace") -> RunscSta
     cmd = [binary, "--root", str(state), "--network=none", f"--platform={platform}", "do", "/bin/true"]
     # Its own session, so a hanging probe (kvm) is killed with the sandbox processes it started.
     with subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
     ) as probe:
         try:
             output, _ = probe.communicate(timeout=PROBE_TIMEOUT_S)
@@ -218,7 +219,7 @@ class GvisorLauncher:
         order: a bare `runsc delete --force` is slow and can leave cgroups behind)."""
         with anyio.CancelScope(shield=True):
             killed = await anyio.run_process(
-                self._runsc("kill", "--all", self.container_id, "KILL"), check=False
+                self._runsc("kill", "--all", self.container_id, "KILL"), check=False, stdin=subprocess.DEVNULL
             )
             # A refused kill means the container is not running yet (cancelled during `runsc run`):
             # then runsc itself and the sandbox processes it started go, as one process group.
@@ -228,7 +229,9 @@ class GvisorLauncher:
                 os.killpg(process.pid, signal.SIGKILL)
                 await process.wait()
             await process.aclose()
-            await anyio.run_process(self._runsc("delete", "--force", self.container_id), check=False)
+            await anyio.run_process(
+                self._runsc("delete", "--force", self.container_id), check=False, stdin=subprocess.DEVNULL
+            )
             await _remove_cgroups(self.container_id)
             await anyio.to_thread.run_sync(shutil.rmtree, self.base / f"bundle-{self.generation}", True)
 

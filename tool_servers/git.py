@@ -11,6 +11,7 @@ so a repository's config cannot make a read tool run programs.
 
 import os
 import re
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -199,7 +200,7 @@ class GitTools:
         }
         try:
             with anyio.fail_after(GIT_TIMEOUT_S):
-                done = await anyio.run_process(cmd, env=full_env, check=False)
+                done = await anyio.run_process(cmd, env=full_env, check=False, stdin=subprocess.DEVNULL)
         except TimeoutError:
             raise ToolTimeout(
                 f"git {args[0]} took longer than {GIT_TIMEOUT_S:.0f} s", timeout_s=GIT_TIMEOUT_S

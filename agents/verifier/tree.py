@@ -7,6 +7,7 @@ did to the files meanwhile. The exec server's sandbox picks up these host edits 
 """
 
 import os
+import subprocess
 from pathlib import Path
 
 import anyio
@@ -30,6 +31,7 @@ async def git(workspace: Path, *args: str, stdin: str | None = None) -> tuple[in
             done = await anyio.run_process(
                 argv,
                 input=stdin.encode() if stdin is not None else None,
+                **({} if stdin is not None else {"stdin": subprocess.DEVNULL}),  # never the user's terminal
                 check=False,
                 env={**os.environ, **_GIT_ENV},
             )

@@ -8,6 +8,7 @@ commit on every worker and nothing of the worker's user leaks into it.
 """
 
 import os
+import subprocess
 from pathlib import Path
 
 import anyio
@@ -59,6 +60,11 @@ def scratch_env(**extra: str) -> dict[str, str]:
     return {**_base_env(), **_SCRATCH_ENV, **extra}
 
 
+def _no_stdin_unless(input: bytes | None) -> dict:
+    """Git reads the given input, or nothing: never the terminal of the user who ran codeloop."""
+    return {} if input is not None else {"stdin": subprocess.DEVNULL}
+
+
 async def run_git(
     cwd: Path,
     *args: str,
@@ -78,7 +84,7 @@ async def run_git(
     full_env = {**(scratch_env() if scratch else _base_env()), **(env or {})}
     try:
         with anyio.fail_after(GIT_TIMEOUT_S):
-            done = await anyio.run_process(cmd, input=input, env=full_env, check=False)
+            done = await anyio.run_process(cmd, input=input, env=full_env, check=False, **_no_stdin_unless(input))
     except TimeoutError:
         raise GitFailed(f"git {args[0]} took longer than {GIT_TIMEOUT_S:.0f} s in {cwd}") from None
     except OSError as exc:
