@@ -164,7 +164,7 @@ def _on_start(state: TaskState, _: Start, pipeline: Pipeline, now: datetime) -> 
         return Outcome(state, ignored="the task was started already")
     submitted = Emit(
         "transition", f"task submitted: {' '.join(state.task.text.split())[:80]}",
-        {"status": "submitted", "mode": state.task.mode, "pipeline": pipeline.name},
+        {"status": "submitted", "mode": state.task.mode, "pipeline": pipeline.name, "role": "orchestrator"},
     )  # fmt: skip
     return _enter(state, pipeline, 0, now, [submitted])
 
@@ -298,7 +298,7 @@ def _after_verify(
             "failed_revisions_since_plan": state.failed_revisions_since_plan + 1,
         }
     )
-    events.append(Emit("transition", f"revising ({state.revisions})", {"status": "revising"}))
+    events.append(Emit("transition", f"revising ({state.revisions})", {"status": "revising", "role": "orchestrator"}))
     if (
         state.failed_revisions_since_plan > REPLAN_AFTER_FAILED_REVISIONS
         and pipeline.index("plan") is not None
@@ -444,12 +444,13 @@ def _end(
     result = build_result(state, failure_class=failure_class, report=report, now=now)
     state = state.model_copy(update={"result": result})
     final = Emit("transition", f"task {status}" + (f" ({failure_class})" if failure_class else ""),
-                 {"status": status, "failure_class": failure_class})  # fmt: skip
+                 {"status": status, "failure_class": failure_class, "role": "orchestrator"})  # fmt: skip
     if status != "handed_off":
         return Outcome(state, (*events, final, Finish(result)))
     hand_off = Emit(
         "hand_off", report.splitlines()[0],
-        {"failure_class": failure_class, "report": report, "files_changed": list(state.files_changed),
+        {"role": "orchestrator", "failure_class": failure_class, "report": report,
+         "files_changed": list(state.files_changed),
          "partial_patch": bool(state.patch), "steps_done": list(state.steps_done)},
     )  # fmt: skip
     return Outcome(state, (*events, final, hand_off, Finish(result)))
