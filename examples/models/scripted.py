@@ -185,6 +185,9 @@ def _plan(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     files = list(dict.fromkeys(named + found))
     sources = [f for f in files if not _is_test(f)]
     tests = list(dict.fromkeys(nodes + [f for f in files if _is_test(f)]))
+    requested = ADD_TEST.search(task)
+    if requested:  # the test to add is the target: tests that fail for other reasons are not this task's
+        tests = [requested["node"]]
     read_mode = "(read mode)" in ctx.prompt.split("\n", 1)[0]
     steps = [{"description": "Read the code the task is about", "files": sources[:5]}]
     if read_mode:
