@@ -38,7 +38,8 @@ class BusCredentials(BaseModel):
     """Random, 256 bits, URL-safe."""
 
 
-def _write_private(path: Path, text: str) -> None:
+def write_private(path: Path, text: str) -> None:
+    """Write `text` to `path` readable by its owner only, replacing the old file atomically."""
     # Created 0600 from the first byte, then renamed over the old file: never readable by others.
     partial = path.with_name(f".{path.name}.{os.getpid()}")
     partial.unlink(missing_ok=True)
@@ -75,7 +76,7 @@ def ensure_credentials(state_dir: Path) -> BusCredentials:
         os.chmod(state_dir / CREDENTIALS_FILE, 0o600)
         return found
     made = BusCredentials(user=USER, password=secrets.token_urlsafe(32))
-    _write_private(state_dir / CREDENTIALS_FILE, made.model_dump_json() + "\n")
+    write_private(state_dir / CREDENTIALS_FILE, made.model_dump_json() + "\n")
     return made
 
 
@@ -84,5 +85,5 @@ def server_auth_args(credentials: BusCredentials, state_dir: Path) -> list[str]:
     conf = state_dir / SERVER_CONFIG_FILE
     # json.dumps quotes the way NATS config strings are quoted (it accepts JSON string syntax).
     body = f"authorization {{\n  user: {json.dumps(credentials.user)}\n  password: {json.dumps(credentials.password)}\n}}\n"
-    _write_private(conf, body)
+    write_private(conf, body)
     return ["--config", str(conf)]

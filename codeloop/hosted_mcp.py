@@ -15,7 +15,6 @@ nothing is written under the root unless a granted call writes it.
 
 import functools
 import logging
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from pathlib import Path
 import anyio
 from anyio.abc import TaskStatus
 
+from bus.credentials import write_private
 from codeloop.config import McpNote, root_home
 from tool_servers.audit import AuditSink
 from tool_servers.http import TokenGrant, TokenTable, new_token, serve_http
@@ -55,14 +55,8 @@ def write_token_file(state_dir: Path, scopes: frozenset[Scope]) -> tuple[Path, s
     path = state_dir / TOKEN_FILE
     text = "# codeloop serve: TOKEN PRINCIPAL SCOPES (replaced at every start)\n"
     text += TokenTable({token: TokenGrant(PRINCIPAL, scopes)}).dump()
-    # Created with mode 0600 from the start (never world-readable, not even for a moment) and
-    # renamed over the old file, so a reader sees the old token or the new one, whole.
-    partial = path.with_name(f".{TOKEN_FILE}.{os.getpid()}")
-    partial.unlink(missing_ok=True)
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    partial.replace(path)
+    # 0600 from the first byte, renamed over the old file: a reader sees the old token or the new one.
+    write_private(path, text)
     return path, token
 
 

@@ -2,7 +2,11 @@
 checks afterwards that none of them is still alive)."""
 
 import os
+import signal
 from pathlib import Path
+
+import anyio
+from anyio.abc import Process
 
 
 def processes_mentioning(marker: str | Path) -> list[str]:
@@ -25,3 +29,16 @@ def processes_mentioning(marker: str | Path) -> list[str]:
         if needle in cmdline and state != "Z":
             found.append(f"{entry.name}: {cmdline.strip()[:300]}")
     return found
+
+
+async def stop_process(process: Process, sig: int = signal.SIGTERM, *, grace_s: float = 15.0) -> None:
+    """Ask `process` to stop with `sig`, kill it if it has not within `grace_s`, and reap it;
+    shielded, so a test's cancellation still leaves nothing running."""
+    with anyio.CancelScope(shield=True):
+        if process.returncode is None:
+            process.send_signal(sig)
+            with anyio.move_on_after(grace_s):
+                await process.wait()
+        if process.returncode is None:
+            process.kill()
+            await process.wait()

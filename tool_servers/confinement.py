@@ -64,3 +64,13 @@ class Root:
 
 def _is_within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
+
+
+def is_utf8_name(name: str) -> bool:
+    """False for a name `os.walk`/`os.listdir` decoded with surrogate escapes (its bytes are not
+    UTF-8): such a file can be neither named in JSON nor confined by its path."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

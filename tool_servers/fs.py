@@ -21,7 +21,7 @@ import pathspec
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, ConfigDict, Field
 
-from tool_servers.confinement import Root
+from tool_servers.confinement import Root, is_utf8_name
 from tool_servers.errors import Conflict, InvalidArguments, NotFound, PermissionDenied, ToolServerError
 from tool_servers.patching import atomic_write, plan_patch, write_plan
 from tool_servers.protocol import CallContext, ServerOptions, ToolSpec, build_server, read_tool
@@ -181,12 +181,12 @@ class FsTools:
                 d
                 for d in dirnames
                 if d not in (".git", ".codeloop")
-                and _is_utf8(d)
+                and is_utf8_name(d)
                 and not (ignores and ignores.ignored(here / d, is_dir=True))
             )
             for name in sorted(filenames):
                 path = here / name
-                if not _is_utf8(name):
+                if not is_utf8_name(name):
                     continue  # not expressible in the tool's JSON, so not listable or readable
                 if ignores and ignores.ignored(path, is_dir=False):
                     continue
@@ -330,15 +330,6 @@ class FsTools:
         if protected:
             parts.append("change the protected file(s) " + ", ".join(protected))
         return "; ".join(parts) or None
-
-
-def _is_utf8(name: str) -> bool:
-    """False for a name decoded with surrogate escapes (its bytes are not UTF-8)."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def glob_regex(pattern: str) -> re.Pattern[str]:

@@ -31,7 +31,7 @@ async def git(workspace: Path, *args: str, stdin: str | None = None) -> tuple[in
             done = await anyio.run_process(
                 argv,
                 input=stdin.encode() if stdin is not None else None,
-                **({} if stdin is not None else {"stdin": subprocess.DEVNULL}),  # never the user's terminal
+                stdin=subprocess.DEVNULL if stdin is None else None,  # never the user's terminal
                 check=False,
                 env={**os.environ, **_GIT_ENV},
             )

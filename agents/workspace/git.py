@@ -60,11 +60,6 @@ def scratch_env(**extra: str) -> dict[str, str]:
     return {**_base_env(), **_SCRATCH_ENV, **extra}
 
 
-def _no_stdin_unless(input: bytes | None) -> dict:
-    """Git reads the given input, or nothing: never the terminal of the user who ran codeloop."""
-    return {} if input is not None else {"stdin": subprocess.DEVNULL}
-
-
 async def run_git(
     cwd: Path,
     *args: str,
@@ -84,7 +79,9 @@ async def run_git(
     full_env = {**(scratch_env() if scratch else _base_env()), **(env or {})}
     try:
         with anyio.fail_after(GIT_TIMEOUT_S):
-            done = await anyio.run_process(cmd, input=input, env=full_env, check=False, **_no_stdin_unless(input))
+            # The given input, or none: never the stdin of the person who ran codeloop.
+            no_stdin = subprocess.DEVNULL if input is None else None
+            done = await anyio.run_process(cmd, input=input, stdin=no_stdin, env=full_env, check=False)
     except TimeoutError:
         raise GitFailed(f"git {args[0]} took longer than {GIT_TIMEOUT_S:.0f} s in {cwd}") from None
     except OSError as exc:

@@ -3,7 +3,6 @@ tests/bus/test_cli.py does and always stops and reaps it."""
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -16,6 +15,8 @@ import httpx2
 from anyio.abc import Process
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+
+from tests.processes import stop_process
 
 CODELOOP = [sys.executable, "-m", "codeloop"]
 
@@ -48,13 +49,7 @@ async def running_serve(home: Path, *args: str) -> AsyncIterator[tuple[Process, 
         yield process, json.loads(buffer.split(b"\n", 1)[0])
     finally:
         with anyio.CancelScope(shield=True):
-            if process.returncode is None:
-                process.send_signal(signal.SIGTERM)
-                with anyio.move_on_after(15):
-                    await process.wait()
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
+            await stop_process(process)
             await process.aclose()
 
 

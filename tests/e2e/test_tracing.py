@@ -12,6 +12,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -24,6 +25,7 @@ from bus.config import BusConfig
 from bus.connection import open_bus
 from codeloop.commands.trace import read_task_events
 from tests.e2e.conftest import make_repo, model
+from tests.processes import stop_process
 from tests.redaction import secrets_corpus as planted
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -51,21 +53,17 @@ async def _serve(args: list[str], env: dict, log: Path) -> AsyncIterator[dict]:
                 out += await process.stdout.receive()
         yield json.loads(out.split(b"\n")[0])
     finally:
-        with anyio.CancelScope(shield=True):
-            if process.returncode is None:
-                process.send_signal(signal.SIGINT)
-                with anyio.move_on_after(30):
-                    await process.wait()
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
+        await stop_process(process, signal.SIGINT, grace_s=30)
 
 
+@dataclass(frozen=True)
 class TracedRun:
     """What the task left: its result, every span, its events, and every file its processes wrote."""
 
-    def __init__(self, result: TaskResult, spans: list[dict], events: list[dict], base: Path) -> None:
-        self.result, self.spans, self.events, self.base = result, spans, events, base
+    result: TaskResult
+    spans: list[dict]
+    events: list[dict]
+    base: Path
 
 
 _RUN: list[TracedRun] = []

@@ -18,6 +18,7 @@ from bus.connection import open_bus
 from codeloop.config import client_config_for
 from codeloop.wiring import serve
 from tests.e2e.conftest import make_repo, model
+from tests.processes import stop_process
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 ROLES_HERE = ("orchestrator", "planner", "retriever", "verifier")
@@ -63,12 +64,7 @@ async def test_a_coder_killed_mid_run_is_replaced_and_the_task_finishes_once(tmp
                 try:
                     final = await watch_task(bus, envelope.task_id, lambda e: None)
                 finally:
-                    second.send_signal(signal.SIGTERM)
-                    with anyio.move_on_after(15):
-                        await second.wait()
-                    if second.returncode is None:
-                        second.kill()
-                        await second.wait()
+                    await stop_process(second)
                 record = await (await TaskRecords.open(bus)).get(envelope.task_id)
 
                 async def count(e) -> None:

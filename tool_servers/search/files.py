@@ -23,6 +23,7 @@ from pathlib import Path
 import pathspec
 
 from redaction import redact_text
+from tool_servers.confinement import is_utf8_name
 from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 
 DEFAULT_MAX_FILE_BYTES = 1_000_000
@@ -83,7 +84,7 @@ def walk_repo(
             spec = read_gitignore(Path(dirpath) / ".gitignore")
             if spec is not None:
                 specs.append((prefix, spec))
-        for d in [d for d in dirnames if not _is_utf8(d)]:
+        for d in [d for d in dirnames if not is_utf8_name(d)]:
             dirnames.remove(d)
             yield Skipped(printable(prefix + d + "/"), "name is not UTF-8")
         dirnames[:] = [
@@ -99,7 +100,7 @@ def walk_repo(
             full = Path(dirpath) / name
             if is_ignored(specs, rel):
                 continue
-            if not _is_utf8(rel):
+            if not is_utf8_name(rel):
                 yield Skipped(printable(rel), "name is not UTF-8")
                 continue
             try:
@@ -117,13 +118,6 @@ def walk_repo(
             yield _read_source(full, rel, max_file_bytes)
 
 
-def _is_utf8(name: str) -> bool:
-    """False for a name os.walk decoded with surrogate escapes (bytes that are not UTF-8)."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def printable(name: str) -> str:
