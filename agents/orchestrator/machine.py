@@ -137,16 +137,17 @@ def _redacted(outcome: Outcome) -> Outcome:
 
     The patch stays as computed: it is the artifact `--apply` writes, and the verifier already
     fails a patch that adds a secret."""
+    state = outcome.state
+    result = _redacted_result(state.result) if state.result is not None else None
+    if result is not None:
+        state = state.model_copy(update={"result": result})
     commands: list[Command] = []
     for command in outcome.commands:
         if isinstance(command, Emit):
             command = Emit(command.name, redact_text(command.message), redact(command.data, max_string=_WHOLE))
-        elif isinstance(command, Finish):
-            command = Finish(_redacted_result(command.result))
+        elif isinstance(command, Finish):  # the result on the record, redacted once for both
+            command = Finish(result or _redacted_result(command.result))
         commands.append(command)
-    state = outcome.state
-    if state.result is not None:
-        state = state.model_copy(update={"result": _redacted_result(state.result)})
     return Outcome(state, tuple(commands), outcome.ignored)
 
 
