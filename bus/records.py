@@ -100,22 +100,23 @@ class Records(Generic[M]):
         result = await compare_and_set(self.kv, self.key(name), _change)
         return self.model.model_validate_json(result.value) if result.value else None
 
+    async def _keys(self) -> list[str]:
+        """Every key of the bucket, from the stream's subjects. Not `kv.keys()`: its watcher can
+        signal "no more keys" before the first one arrives when the server is busy, and a listing
+        then comes back empty. A deleted key stays listed (its tombstone); `get` finds it gone."""
+        kv_prefix = self.kv._pre  # `$KV.<bucket>.`
+        with nats_errors():
+            info = await self.kv._js.stream_info(self.kv._stream, subjects_filter=f"{kv_prefix}>")
+        return [subject.removeprefix(kv_prefix) for subject in info.state.subjects or {}]
+
     async def ids_starting_with(self, prefix: str) -> list[str]:
         """The names that start with `prefix` (a shortened id a person typed), sorted."""
-        with nats_errors():
-            try:
-                keys = await self.kv.keys()
-            except nats.js.errors.NoKeysError:
-                return []
+        keys = await self._keys()
         head = f"{self.prefix}.{prefix}"
         return sorted(key.removeprefix(self.prefix + ".") for key in keys if key.startswith(head))
 
     async def all(self) -> list[M]:
-        with nats_errors():
-            try:
-                keys = await self.kv.keys()
-            except nats.js.errors.NoKeysError:
-                return []
+        keys = await self._keys()
         prefix = self.prefix + "."
         records = [await self.get(key.removeprefix(prefix)) for key in keys if key.startswith(prefix)]
         return [r for r in records if r is not None]
