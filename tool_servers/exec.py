@@ -32,6 +32,7 @@ from tool_servers.errors import InvalidArguments, NotFound
 from tool_servers.exec_sandbox import SharedSandbox, find_toolchain
 from tool_servers.protocol import CallContext, ServerOptions, ToolSpec, build_server
 from tool_servers.pytest_report import TestRunOutput, output_tail, parse_junit
+from tool_servers.pytest_warmup import warm_pytest_cache
 from tool_servers.scopes import Risk, Scope
 from tool_servers.static_checks import (
     COMPILE_SCRIPT,
@@ -160,6 +161,7 @@ class ExecTools:
             argv.append(f"--maxfail={args.max_failures}")
         argv += ["--", *selection] if selection else []
         env = {"PATH": tools.path, **_QUIET_ENV}
+        await warm_pytest_cache(tools.test_python)
         try:
             result = await self.box.exec(argv, timeout_s=args.timeout_s, cwd=".", env=env)
             xml = await anyio.to_thread.run_sync(_read_report, report)
