@@ -7,13 +7,16 @@ They run as whole files, so a target the patch renamed still runs and a node id 
 exists does not make pytest refuse the whole selection.
 
 A failure is blamed on the patch whatever the starting tree did when it is in a *task test*: a
-plan target (a node id, or every test of a target file) or a test in a file the patch changed.
-Other targeted tests fail the patch only when they passed before (a regression).
+plan target (a node id, or every test of a target file) or a test the patch adds or edits. Only
+the test functions the patch touched count, not the rest of their file: a patch adding one test
+beside a test that already failed must not be blamed for that old failure. Other failing tests
+fail the patch only when they passed before (a regression).
 """
 
+import ast
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from agents.verifier.patchset import FileChange
@@ -42,12 +45,17 @@ class Selection:
     covers_suite: bool = False
     """The targeted files are every test module of the repository (and no pytest option collects
     other files): the whole suite would only run them again."""
+    edited_tests: dict[str, frozenset[str] | None] = field(default_factory=dict)
+    """Per changed test file, the tests (`test_x`, `TestC::test_y`) the patch adds or edits; None
+    when the file cannot be read as Python, and then every test in it counts as edited."""
 
     def is_task_test(self, test_id: str) -> bool:
         """Whether a failure of `test_id` is the patch's whatever the starting tree did."""
-        file = test_id.split("::")[0]
+        file, _, name = test_id.partition("::")
         if file in self.changed_test_files:
-            return True
+            edited = self.edited_tests.get(file)
+            if edited is None or not name or name.split("[")[0] in edited:
+                return True
         # A target file that cannot be collected reports the file itself as the failing test.
         return any(
             _matches(test_id, target) or test_id == target.split("::")[0] for target in self.target_ids
@@ -56,6 +64,38 @@ class Selection:
 
 def _matches(test_id: str, target: str) -> bool:
     return test_id == target or test_id.startswith((target + "::", target + "["))
+
+
+def _definitions(source: str) -> dict[str, str] | None:
+    """Every function and method of `source` by its pytest name (`f`, `C::m`, `C::D::m`), with its
+    source text, decorators included; None when `source` is not valid Python."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    lines = source.splitlines()
+    found: dict[str, str] = {}
+
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                visit(node.body, f"{prefix}{node.name}::")
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                found[prefix + node.name] = "\n".join(lines[start - 1 : node.end_lineno])
+
+    visit(tree.body, "")
+    return found
+
+
+def edited_tests(before: str, after: str) -> frozenset[str] | None:
+    """The tests of `after` that `before` lacks or had with other source; None when `after` is not
+    valid Python (every test of the file is then taken as edited). `before` is "" for a new file."""
+    new = _definitions(after)
+    if new is None:
+        return None
+    old = _definitions(before) or {}
+    return frozenset(name for name, text in new.items() if old.get(name) != text)
 
 
 def is_test_module(path: str) -> bool:
@@ -119,8 +159,17 @@ def _related(root: Path, candidates: list[str], modules: list[tuple[str, str]]) 
     return related
 
 
-def select_tests(root: Path, changes: list[FileChange], test_targets: list[str]) -> Selection:
-    """The targeted tests for `changes` on the patched tree at `root` (see the module docstring)."""
+def select_tests(
+    root: Path,
+    changes: list[FileChange],
+    test_targets: list[str],
+    *,
+    before: dict[str, str] | None = None,
+) -> Selection:
+    """The targeted tests for `changes` on the patched tree at `root` (see the module docstring).
+
+    `before` holds the starting text of the changed test files by path (absent: an added file);
+    without it every test of a changed test file counts as edited."""
     target_ids, missing = [], []
     files: list[str] = []
     for target in test_targets:
@@ -142,7 +191,20 @@ def select_tests(root: Path, changes: list[FileChange], test_targets: list[str])
     if modules:
         files += _related(root, [f for f in every if f not in files], modules)
     files = list(dict.fromkeys(files))
+    edited: dict[str, frozenset[str] | None] = {}
+    for change in changes:
+        if change.path in changed_tests:
+            if before is None:
+                edited[change.path] = None
+                continue
+            try:
+                after = (root / change.path).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                edited[change.path] = None
+                continue
+            edited[change.path] = edited_tests(before.get(change.path, ""), after)
     return Selection(
+        edited_tests=edited,
         files=files,
         target_ids=target_ids,
         changed_test_files=changed_tests,

@@ -39,6 +39,9 @@ class Verification:
     """Tests failing on the reproduction tree (see `agents.verifier.verify`), by id."""
     reproduced_files: set[str] = field(default_factory=set)
     """Test files run on the reproduction tree."""
+    started: dict[str, TestOutcome] = field(default_factory=dict)
+    """Outcomes on the starting tree itself of failing tests the patch left alone in test files
+    it edited (see `agents.verifier.testing`)."""
     reproduction_resolved: bool = True
     """False when a reproduction run timed out or listed fewer failures than it had."""
     mark: float = field(default_factory=time.monotonic)

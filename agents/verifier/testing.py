@@ -135,6 +135,11 @@ async def _sort_failures(
         for f in failures
         if run.starting_outcome(f.test_id) is None and not selection.is_task_test(f.test_id)
     }
+    # A test the patch left alone in a file it edited: only the starting tree itself says what it did.
+    untouched = {tid for tid in unknown if tid.split("::")[0] in selection.changed_test_files}
+    unknown -= untouched
+    if untouched - run.started.keys():
+        await _run_on_starting_tree(run, session, sorted(untouched - run.started.keys()))
     files = sorted(({tid.split("::")[0] for tid in unknown} | set(reproduce)) - run.reproduced_files)
     if files and run.src_changes:
         await _run_reproduction(run, session, files)
@@ -154,7 +159,9 @@ async def _sort_failures(
                 run.still_failing.append(tid)
                 run.failures.append(_test_failure(FailureClass.TEST_STILL_FAILING, failure))
             continue
-        if known is None and tid.split("::")[0] in run.reproduced_files and run.reproduction_resolved:
+        if tid in untouched:
+            known = run.started.get(tid)
+        elif known is None and tid.split("::")[0] in run.reproduced_files and run.reproduction_resolved:
             known = "failed" if tid in run.reproduction else "passed"
         if known in ("failed", "error"):
             run.preexisting.append(tid)
@@ -180,6 +187,25 @@ async def _run_reproduction(run: Verification, session: ExecSession, files: list
     run.add_check(Check(name="baseline", ok=resolved, summary=summary))
     if resolved:
         _remember(run, files, before)
+
+
+async def _run_on_starting_tree(run: Verification, session: ExecSession, test_ids: list[str]) -> None:
+    """Run `test_ids` with the whole patch taken back, then put it back; what they did there is
+    their starting outcome (unknown, and so not kept, when the run gave no complete report)."""
+    await restore(run.workspace, run.changes)
+    try:
+        result = await session.run_tests(test_ids, timeout_s=run.timeout_s())
+    finally:
+        await apply_patch(run.workspace, join_sections(run.changes))
+    resolved = not (result.timed_out or result.truncated or not result.report_found)
+    failed = {f.test_id: f for f in result.failures}
+    for tid in test_ids:
+        if tid in failed:
+            run.started[tid] = "error" if failed[tid].outcome == "error" else "failed"
+        elif resolved:
+            run.started[tid] = "passed"
+    summary = f"{len(test_ids)} test(s) the patch left alone in files it edited, on the starting tree: {_counts(result)}"
+    run.add_check(Check(name="baseline", ok=resolved, summary=summary))
 
 
 def _clear_test_checks(run: Verification) -> None:
@@ -215,7 +241,7 @@ def _fixed_and_reproduction(run: Verification, selection: Selection) -> None:
     changed = set(selection.changed_test_files)
     if not changed <= run.reproduced_files:
         return
-    reproducing = [t for t in run.reproduction if t.split("::")[0] in changed]
+    reproducing = [t for t in run.reproduction if t.split("::")[0] in changed and selection.is_task_test(t)]
     ok = bool(reproducing) or bool(run.fixed)
     run.add_check(
         Check(

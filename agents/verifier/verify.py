@@ -10,6 +10,9 @@ The trees compared (the workspace's HEAD commit is the starting tree B):
   patch did not touch, R is B, so what it does on R is its starting outcome and goes into the
   baseline; for a test the patch adds or edits, R is the only meaningful "before": the new test
   against the old code, which must fail there to show it reproduces the issue.
+- B itself, for one kind of test only: one the patch left alone in a test file it edited that
+  fails on P. R keeps the patch's version of that file, which may differ for it (a fixture of the
+  file changed), so its starting outcome comes from running it with the whole patch taken back.
 
 Why not a full baseline run: running the whole suite on B as well would double the cost of every
 verification. Passing tests need no comparison (a pass is a pass); only a failure needs to know
@@ -33,9 +36,9 @@ from agents.verifier.baseline import Knowledge
 from agents.verifier.diff_review import ReviewLimits, review_patch
 from agents.verifier.errors import WorkspaceError
 from agents.verifier.exec_session import ExecUnavailable, open_exec_session
-from agents.verifier.patchset import MalformedPatch, parse_patch
+from agents.verifier.patchset import FileChange, MalformedPatch, parse_patch
 from agents.verifier.report import MAX_FAILURES, Baseline, Check, Failure, VerificationReport
-from agents.verifier.selection import select_tests
+from agents.verifier.selection import is_test_module, select_tests
 from agents.verifier.state import DEADLINE_MARGIN_S, Verification, seconds_left
 from agents.verifier.static import check_static
 from agents.verifier.testing import run_tests
@@ -78,6 +81,21 @@ def _report(run: Verification, *, started: float, judged: bool | None = None) ->
         duration_s=round(time.monotonic() - started, 3),
         summary=summary,
     )
+
+
+def _starting_test_texts(workspace: Path, changes: list[FileChange]) -> dict[str, str]:
+    """The starting text of each changed test module (the workspace is still at HEAD), by its
+    path after the patch: what tells the tests the patch edits from the ones it left alone."""
+    texts = {}
+    for change in changes:
+        if change.old_path and change.kind != "deleted" and is_test_module(change.path):
+            try:
+                texts[change.path] = (workspace / change.old_path).read_text(
+                    encoding="utf-8", errors="replace"
+                )
+            except OSError:
+                pass
+    return texts
 
 
 async def verify_patch(
@@ -143,6 +161,7 @@ async def verify_patch(
         return early(FailureClass.PATCH_APPLY_FAILED, why.splitlines()[-1] if why else "does not apply")
     if seconds_left(deadline) <= DEADLINE_MARGIN_S:
         return early(FailureClass.BUDGET_WALL, "the deadline passed before verification could start")
+    before = await anyio.to_thread.run_sync(_starting_test_texts, workspace, run.changes)
     await apply_patch(workspace, patch)
     run.add_check(
         Check(name="patch", ok=True, summary=f"applies to {commit[:12]}: {len(run.changes)} file(s)")
@@ -152,7 +171,7 @@ async def verify_patch(
             target = tools.servers(workspace, frozenset({"read", "execute"}))["exec"]
             async with open_exec_session(target) as session:
                 if await check_static(run, session):
-                    selection = select_tests(workspace, run.changes, test_targets)
+                    selection = select_tests(workspace, run.changes, test_targets, before=before)
                     await run_tests(run, session, selection, full_suite=full_suite)
                 else:
                     run.add_check(

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from agents.verifier.patchset import parse_patch
-from agents.verifier.selection import select_tests
+from agents.verifier.selection import edited_tests, select_tests
 from tests.agents.verifier.conftest import CALC, CALC_FIXED, TEST_CALC, make_patch, make_repo
 
 
@@ -54,3 +54,40 @@ def test_a_selection_of_every_test_module_covers_the_suite_unless_pytest_collect
     assert not select_tests(
         doctests, parse_patch(make_patch(doctests, {"calc.py": CALC_FIXED})), []
     ).covers_suite
+
+
+def test_only_the_tests_a_patch_adds_or_edits_are_its_own() -> None:
+    """Decorators and methods count as part of a test; an untouched neighbour is not edited."""
+    before = (
+        "import pytest\n\n\ndef test_old():\n    assert 1\n\n\n"
+        "class TestBox:\n    def test_kept(self):\n        assert 1\n\n    def test_changed(self):\n        assert 1\n"
+    )
+    after = (
+        before.replace("def test_old", "@pytest.mark.slow\ndef test_old").replace(
+            "    def test_changed(self):\n        assert 1\n",
+            "    def test_changed(self):\n        assert 2\n",
+        )
+        + "\n\ndef test_new():\n    assert 1\n"
+    )
+    assert edited_tests(before, after) == {"test_old", "TestBox::test_changed", "test_new"}
+    assert edited_tests("", "def test_a():\n    pass\n") == {"test_a"}
+    assert edited_tests(before, "def test_a(:\n") is None
+
+
+def test_a_failure_in_an_edited_file_is_the_patchs_only_for_the_tests_it_touched(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    (repo / "tests").mkdir(parents=True)
+    before = "def test_old():\n    assert 0\n"
+    after = before + "\n\ndef test_new():\n    assert 1\n"
+    (repo / "tests" / "test_x.py").write_text(after)
+    patch = (
+        "diff --git a/tests/test_x.py b/tests/test_x.py\n--- a/tests/test_x.py\n+++ b/tests/test_x.py\n"
+        "@@ -1,2 +1,5 @@\n def test_old():\n     assert 0\n+\n+\n+def test_new():\n+    assert 1\n"
+    )
+    changes = parse_patch(patch)
+    selection = select_tests(repo, changes, [], before={"tests/test_x.py": before})
+    assert selection.is_task_test("tests/test_x.py::test_new")
+    assert selection.is_task_test("tests/test_x.py::test_new[1]")
+    assert not selection.is_task_test("tests/test_x.py::test_old")
+    # Without the starting text nothing can be told apart: the whole file is the patch's.
+    assert select_tests(repo, changes, []).is_task_test("tests/test_x.py::test_old")

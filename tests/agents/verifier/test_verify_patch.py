@@ -304,3 +304,45 @@ async def test_a_patch_in_read_mode_is_out_of_scope_and_not_run(calc_repo: Path,
     assert report.verdict == "failed"
     assert _classes(report) == {FailureClass.PATCH_OUT_OF_SCOPE}
     assert tools.opened == []
+
+
+async def test_adding_a_test_beside_an_old_failure_is_not_blamed_for_it(calc_repo: Path, tools) -> None:
+    """A test-only patch that adds a test to a file where another test already failed: the old
+    failure is pre-existing (checked on the starting tree), the new test is judged, and it passes."""
+    added = TEST_CALC + "\n\ndef test_add_zero():\n    assert add(5, 0) == 5\n"
+    patch = make_patch(calc_repo, {"tests/test_calc.py": added})
+    report, _ = await _verify(
+        calc_repo,
+        patch,
+        tools,
+        plan_files=["tests/test_calc.py"],
+        test_targets=["tests/test_calc.py::test_add_zero"],
+    )
+    assert report.verdict == "passed", report.failures
+    assert report.preexisting == [TARGET]
+    assert report.still_failing == [] and report.regressions == []
+    assert any(c.name == "baseline" and "left alone" in c.summary for c in report.checks), report.checks
+    assert git(calc_repo, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+async def test_a_test_file_edit_that_breaks_a_test_it_left_alone_is_a_regression(
+    tmp_path: Path, tools
+) -> None:
+    """The starting tree, not the patched test file, says what an untouched test did before: a
+    module-level change that breaks it is the patch's regression."""
+    tests = "from calc import add\n\nBASE = 2\n\n\ndef test_add():\n    assert add(BASE, 3) == 5\n"
+    repo = make_repo(
+        tmp_path / "fixture", {"calc.py": CALC, "pytest.ini": FAST_PYTEST, "tests/test_calc.py": tests}
+    )
+    edited = tests.replace("BASE = 2", "BASE = 3") + "\n\ndef test_add_one():\n    assert add(1, 1) == 2\n"
+    patch = make_patch(repo, {"tests/test_calc.py": edited})
+    report, _ = await _verify(
+        repo,
+        patch,
+        tools,
+        plan_files=["tests/test_calc.py"],
+        test_targets=["tests/test_calc.py::test_add_one"],
+    )
+    assert report.verdict == "failed"
+    assert report.regressions == ["tests/test_calc.py::test_add"]
+    assert report.preexisting == [] and report.still_failing == []
