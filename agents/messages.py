@@ -308,7 +308,7 @@ class TaskResult(Message):
     mode: Mode
     answer: str | None = None
     patch: str | None = None
-    """Unified diff against the submitted tree; also stored in the object store (`patch_ref`)."""
+    """Unified diff against the submitted tree (`patch_ref` is reserved for a stored copy; not set today)."""
     patch_ref: str | None = None
     files_changed: list[str] = []
     plan: dict[str, Any] = {}

@@ -8,7 +8,7 @@ Subject scheme (all names are built in `bus/subjects.py`):
     codeloop.events.<task_id>.<name>  transition, result, dead_letter... stream CODELOOP_EVENTS (limits, 7 days)
     KV codeloop-tasks                 key task.<task_id>: the TaskState record (compare-and-set)
     KV codeloop-handled               key <durable>.<message id>: handled marks (1 day TTL)
-    object store codeloop-artifacts   patches and other large results
+    object store codeloop-artifacts   snapshots (blob/, manifest/), recordings (recording/)
 
 The orchestrator's durable consumer (`codeloop-orchestrator`) takes all of `codeloop.task.>`;
 each worker role has one durable (`codeloop-<role>`) on `codeloop.work.<role>` shared by all its

@@ -1,6 +1,6 @@
-"""Idempotent creation of the streams, KV buckets and object store of DESIGN.md's bus contract.
+"""Idempotent creation of the streams, KV buckets and object store of the bus contract (docs/bus-contract.md).
 
-Every process calls `ensure_streams()` at start; creating what exists with the same config is a
+`codeloop serve` calls `ensure_streams()` at start; creating what exists with the same config is a
 no-op, and a changed config (e.g. replicas) is applied as an update.
 """
 

@@ -12,7 +12,7 @@ TASKS_BUCKET = "codeloop-tasks"
 HANDLED_BUCKET = "codeloop-handled"
 """KV: ids of messages a role has finished handling, so a redelivery skips the handler."""
 ARTIFACTS_BUCKET = "codeloop-artifacts"
-"""Object store: patches and other large results."""
+"""Object store: repository snapshots (`blob/`, `manifest/`) and replay recordings (`recording/`)."""
 
 TASK_SUBMIT = "codeloop.task.submit"
 TASK_CANCEL = "codeloop.task.cancel"

@@ -1,6 +1,6 @@
 """Audit records of tool calls, published on the bus as `tool_call` events.
 
-`tool_servers` must not import `bus` (DESIGN.md dependency direction), so the audit log only
+`tool_servers` must not import `bus` (docs/architecture.md, "Dependency direction"), so the audit log only
 knows an `AuditSink`; this module, in the composition root, is the sink that publishes.
 
 Which task a call belongs to comes from its trace id (the `codeloop/trace_id` request `_meta`

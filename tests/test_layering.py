@@ -1,4 +1,4 @@
-"""The dependency direction of DESIGN.md, checked on the import statements of every module."""
+"""The dependency direction (docs/architecture.md), checked on the import statements of every module."""
 
 import ast
 from pathlib import Path
@@ -7,7 +7,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("codeloop", "bus", "agents", "tool_servers", "sandbox", "redaction")
-# What each top-level package may import from the others (DESIGN.md, "Dependency direction").
+# What each top-level package may import from the others (docs/architecture.md, "Dependency direction").
 # `redaction` is a leaf every package may use: what a secret looks like is decided in one place.
 ALLOWED = {
     "codeloop": {"bus", "agents", "tool_servers", "sandbox", "redaction"},
@@ -32,7 +32,7 @@ def _imported_packages(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("package", PACKAGES)
 def test_package_imports_only_what_the_design_allows(package: str) -> None:
-    """DESIGN.md: codeloop -> agents -> bus, tool_servers -> sandbox; bus and sandbox import no sibling."""
+    """codeloop -> agents -> bus, tool_servers -> sandbox; bus and sandbox import no sibling but redaction."""
     offenders = {}
     for path in sorted((ROOT / package).rglob("*.py")):
         bad = _imported_packages(path) - ALLOWED[package] - {package}
@@ -42,7 +42,7 @@ def test_package_imports_only_what_the_design_allows(package: str) -> None:
 
 
 def test_nothing_imports_codeloop() -> None:
-    """DESIGN.md: only the composition root knows every package; no package imports it back."""
+    """Only the composition root knows every package; no package imports it back."""
     for package in PACKAGES[1:]:
         for path in (ROOT / package).rglob("*.py"):
             assert "codeloop" not in _imported_packages(path), path

@@ -1,7 +1,7 @@
 """Permission scopes and risk levels of the tool protocol.
 
 A server is started with a set of granted scopes; every tool declares the one scope it needs.
-Tools outside the grant are neither listed nor callable (DESIGN.md, "Tool protocol").
+Tools outside the grant are neither listed nor callable (docs/tool-protocol.md, "Scopes and grants").
 """
 
 from collections.abc import Iterable

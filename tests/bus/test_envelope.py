@@ -18,7 +18,7 @@ from bus.messages import (
 
 
 def test_envelope_round_trips_through_json_with_its_typed_payload() -> None:
-    """DESIGN.md bus contract: JSON on the wire, the kind names the payload model."""
+    """docs/bus-contract.md, "The envelope": JSON on the wire, the kind names the payload model."""
     sent = Envelope.wrap(TaskSubmitted(text="fix the bug", repo="/r", mode="write"), task_id="t1")
     received = parse_envelope(sent.to_bytes())
     assert received == sent

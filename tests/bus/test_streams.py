@@ -1,4 +1,4 @@
-"""Streams, KV buckets and object store of DESIGN.md, created idempotently."""
+"""Streams, KV buckets and object store of the bus contract (docs/bus-contract.md), created idempotently."""
 
 import anyio
 import pytest
@@ -13,7 +13,7 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_ensure_streams_is_idempotent_and_creates_the_design_names(bus: Bus) -> None:
-    """A second call changes nothing; the names and retentions match DESIGN.md."""
+    """A second call changes nothing; the names and retentions match docs/bus-contract.md."""
     await ensure_streams(bus)
     tasks = await bus.js.stream_info(subjects.TASKS_STREAM)
     work = await bus.js.stream_info(subjects.WORK_STREAM)

@@ -29,7 +29,7 @@ SERVERS = {
 
 @pytest.mark.parametrize("name", sorted(SERVERS))
 async def test_every_server_passes_the_conformance_check(name: str, repo: Path) -> None:
-    """DESIGN.md tool protocol: schemas, annotations, scope and risk on every tool; grants respected."""
+    """docs/tool-protocol.md: schemas, annotations, scope and risk on every tool; grants respected."""
     await check_server_conformance(SERVERS[name], repo)
 
 
