@@ -9,7 +9,6 @@ A hostile tree never fails a whole call: `list_files` leaves out what it cannot 
 files it may not open) and `read_file` of such a path is `not_found` or `permission_denied`.
 """
 
-import fnmatch
 import os
 import re
 import stat
@@ -17,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
-import pathspec
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, ConfigDict, Field
 
 from tool_servers.confinement import Root, is_utf8_name
 from tool_servers.errors import Conflict, InvalidArguments, NotFound, PermissionDenied, ToolServerError
+from tool_servers.globs import glob_matcher
+from tool_servers.ignore_walk import walk
 from tool_servers.patching import atomic_write, plan_patch, write_plan
 from tool_servers.protocol import CallContext, ServerOptions, ToolSpec, build_server, read_tool
 from tool_servers.scopes import Risk, Scope
@@ -34,17 +34,20 @@ MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_WRITE_BYTES = 4 * 1024 * 1024
 MAX_LIST = 5000
 PROTECTED_PATTERNS = (
-    ".github/*",
+    ".github/**",
     ".gitlab-ci.yml",
-    ".ci/*",
+    ".ci/**",
     ".env",
     ".env.*",
-    "*.pem",
-    "*.key",
+    ".env.*/**",
+    "**/*.pem",
+    "**/*.key",
     ".pre-commit-config.yaml",
     ".gitignore",
 )
-"""Paths whose change can alter CI, secrets or what git sees: writing them asks a human."""
+"""Paths whose change can alter CI, secrets or what git sees: writing them asks a human (globs as
+`globs` reads them: `*` stays within one component, `**` spans directories)."""
+_PROTECTED = tuple(glob_matcher(pattern) for pattern in PROTECTED_PATTERNS)
 _CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 _PATCH_PATH = re.compile(r"^(?:--- |\+\+\+ |rename from |rename to )([^\t\n]+)", re.M)
 
@@ -149,7 +152,7 @@ class ApplyPatchOutput(BaseModel):
 
 
 def is_protected(rel: str) -> bool:
-    return any(fnmatch.fnmatch(rel, pattern) for pattern in PROTECTED_PATTERNS)
+    return any(matches(rel) for matches in _PROTECTED)
 
 
 class FsTools:
@@ -167,33 +170,20 @@ class FsTools:
 
     def _list_sync(self, base: Path, args: ListFilesInput) -> ListFilesOutput:
         files: list[FileEntry] = []
-        ignores = _Ignores(self.root.path) if not args.include_ignored else None
-        matcher = glob_regex(args.pattern)
-        truncated = False
-        if ignores:
-            for parent in reversed(base.relative_to(self.root.path).parents):
-                ignores.load(self.root.path / parent)  # .gitignores between the root and `base`
-        for dirpath, dirnames, filenames in os.walk(base):
-            here = Path(dirpath)
-            if ignores:
-                ignores.load(here)  # before filtering: here/.gitignore applies to its subdirectories
-            dirnames[:] = sorted(
-                d
-                for d in dirnames
-                if d not in (".git", ".codeloop")
-                and is_utf8_name(d)
-                and not (ignores and ignores.ignored(here / d, is_dir=True))
-            )
-            for name in sorted(filenames):
-                path = here / name
+        matches = glob_matcher(args.pattern)
+        start = base.relative_to(self.root.path).as_posix()
+        below = len(start) + 1 if start != "." else 0  # strips `start/` to match the glob relative to it
+        for directory in walk(self.root.path, start=start, gitignore=not args.include_ignored):
+            # Not expressible in the tool's JSON, so not listable or readable.
+            directory.dirs[:] = [d for d in directory.dirs if is_utf8_name(d)]
+            for name in directory.files:
                 if not is_utf8_name(name):
-                    continue  # not expressible in the tool's JSON, so not listable or readable
-                if ignores and ignores.ignored(path, is_dir=False):
                     continue
-                if self.secrets.is_secret(self.root.relative(path), path):
+                rel = directory.rel + name
+                path = Path(directory.path, name)
+                if self.secrets.is_secret(rel, path):
                     continue  # secrets are not listed, git-ignored or not
-                rel_to_base = path.relative_to(base).as_posix()
-                if not matcher.match(rel_to_base):
+                if not matches(rel[below:]):
                     continue
                 try:
                     resolved = path.resolve()
@@ -204,14 +194,10 @@ class FsTools:
                     continue
                 if not stat.S_ISREG(st.st_mode) or not os.access(resolved, os.R_OK):
                     continue  # FIFOs, sockets, devices and unreadable files: nothing to read
-                size = st.st_size
                 if len(files) >= args.limit:
-                    truncated = True
-                    break
-                files.append(FileEntry(path=self.root.relative(path), size=size))
-            if truncated:
-                break
-        return ListFilesOutput(files=files, truncated=truncated)
+                    return ListFilesOutput(files=files, truncated=True)
+                files.append(FileEntry(path=rel, size=st.st_size))
+        return ListFilesOutput(files=files, truncated=False)
 
     async def read_file(self, args: ReadFileInput, call: CallContext) -> ReadFileOutput:
         path = self.root.resolve(args.path)
@@ -330,59 +316,6 @@ class FsTools:
         if protected:
             parts.append("change the protected file(s) " + ", ".join(protected))
         return "; ".join(parts) or None
-
-
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A glob as a regex over POSIX relative paths: `**/` spans directories, `*` and `?` do not."""
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "[" and "]" in pattern[i + 1 :]:
-            end = pattern.index("]", i + 1)
-            body = pattern[i + 1 : end].replace("\\", "\\\\")
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
-
-
-class _Ignores:
-    """The .gitignore files met while walking down from the root (nested ones apply below them)."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.specs: dict[Path, pathspec.GitIgnoreSpec] = {}
-        self.load(root)
-
-    def load(self, directory: Path) -> None:
-        if directory in self.specs:
-            return
-        gitignore = directory / ".gitignore"
-        if gitignore.is_file():
-            lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
-            self.specs[directory] = pathspec.GitIgnoreSpec.from_lines(lines)
-
-    def ignored(self, path: Path, *, is_dir: bool) -> bool:
-        for directory, spec in self.specs.items():
-            if directory == path or directory not in path.parents:
-                continue
-            rel = path.relative_to(directory).as_posix() + ("/" if is_dir else "")
-            if spec.match_file(rel):
-                return True
-        return False
 
 
 def fs_tools(root: Root, secrets: SecretRules = DEFAULT_RULES) -> list[ToolSpec]:

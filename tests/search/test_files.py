@@ -75,3 +75,22 @@ def test_source_files_carry_text_and_a_content_hash_that_changes_with_the_bytes(
     (second,) = walk_repo(tmp_path)
     assert isinstance(first, SourceFile) and isinstance(second, SourceFile)
     assert first.text == "x = 1\n" and first.file_hash != second.file_hash
+
+
+def test_walk_applies_gitignores_in_gits_order_so_a_nested_negation_re_includes(tmp_path: Path) -> None:
+    """A nested `!keep.py` re-includes what the root's `gen_*.py` ignores, and a directory that `*`
+    ignores comes back with `!*/`: the indexer reads what git and list_files see."""
+    files = {
+        ".gitignore": "gen_*.py\n",
+        "gen_top.py": "x = 1\n",
+        "pkg/.gitignore": "!gen_keep.py\n",
+        "pkg/gen_keep.py": "x = 2\n",
+        "pkg/gen_drop.py": "x = 3\n",
+        "docs/.gitignore": "*\n!*/\n!*.md\n",
+        "docs/api/index.md": "# API\n",
+        "docs/api/draft.txt": "not indexed\n",
+    }
+    for rel, data in files.items():
+        _write(tmp_path, rel, data)
+    indexed = {f.path for f in walk_repo(tmp_path) if isinstance(f, SourceFile)}
+    assert indexed == {".gitignore", "pkg/.gitignore", "pkg/gen_keep.py", "docs/api/index.md"}

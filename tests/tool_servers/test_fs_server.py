@@ -6,6 +6,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from tests.tool_servers.ts_helpers import git
 from tool_servers.fs import build_fs_server
 
 pytestmark = pytest.mark.anyio
@@ -42,6 +43,25 @@ async def test_list_files_applies_nested_gitignores_and_globs(repo: Path) -> Non
     assert deep == {"src/app.py", "src/pkg/mod.py"}
     assert top == {"src/app.py"}
     assert below == {"src/pkg/mod.py"}
+
+
+async def test_list_files_lists_what_git_lists_where_a_deeper_gitignore_re_includes(repo: Path) -> None:
+    """Git's rule order: a nested `!keep.log` re-includes a file the root's `*.log` ignores, and
+    `!*/` re-includes directories an outer `*` ignored; nothing inside an ignored directory comes back."""
+    (repo / "src" / ".gitignore").write_text("!keep.log\n")
+    (repo / "src" / "keep.log").write_text("kept\n")
+    (repo / "src" / "drop.log").write_text("ignored\n")
+    (repo / "build" / ".gitignore").write_text("!out.txt\n")  # in an ignored directory: never read
+    (repo / "only_py").mkdir()
+    (repo / "only_py" / ".gitignore").write_text("*\n!*/\n!*.py\n")
+    (repo / "only_py" / "pkg").mkdir()
+    (repo / "only_py" / "pkg" / "m.py").write_text("m = 1\n")
+    (repo / "only_py" / "pkg" / "notes.txt").write_text("ignored\n")
+    listed = {f["path"] for f in (await _call(repo, "list_files", {}))["files"]}
+    git_lists = git(repo, "ls-files", "--cached", "--others", "--exclude-standard").split()
+    assert {"src/keep.log", "only_py/pkg/m.py"} <= listed
+    assert not {"src/drop.log", "build/out.txt", "only_py/pkg/notes.txt"} & listed
+    assert listed == set(git_lists)
 
 
 async def test_list_files_reports_truncation_at_the_limit(repo: Path) -> None:

@@ -2,10 +2,10 @@
 
 Walks the tree once, pruning directories early: `.git` and other VCS dirs, vendored and generated
 trees (`node_modules`, `vendor`, `site-packages`, `build`, `dist`, caches, virtualenvs, our own
-`.codeloop`), and whatever `.gitignore` files (root and nested) ignore, matched with pathspec's
-git semantics. A file is then read once: over the size cap, binary (NUL byte or a known binary
-suffix), not UTF-8, or marked generated, it is skipped with a reason; otherwise its text and
-content hash go to the chunker.
+`.codeloop`), and whatever `.gitignore` files (root and nested) ignore, as git reads them (the
+walk of `ignore_walk`, which `list_files` and the freshness check share). A file is then read
+once: over the size cap, binary (NUL byte or a known binary suffix), not UTF-8, or marked
+generated, it is skipped with a reason; otherwise its text and content hash go to the chunker.
 
 A hostile tree never breaks the walk: names that are not UTF-8 (they cannot be stored, searched
 or printed as text), FIFOs, sockets and devices (opening a FIFO blocks forever), and files that
@@ -20,10 +20,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import pathspec
-
 from redaction import redact_text
 from tool_servers.confinement import is_utf8_name
+from tool_servers.ignore_walk import walk
 from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 
 DEFAULT_MAX_FILE_BYTES = 1_000_000
@@ -75,32 +74,14 @@ def walk_repo(
     """Yield every candidate file under `root` as a `SourceFile` or a `Skipped`, sorted by path.
 
     Secrets files (`secrets`) are neither: they are never read, so never indexed nor named."""
-    specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []  # (dir prefix, spec) of enclosing .gitignores
-    for dirpath, dirnames, filenames in _sorted_walk(root):
-        rel_dir = Path(dirpath).relative_to(root).as_posix()
-        prefix = "" if rel_dir == "." else rel_dir + "/"
-        specs = [(p, s) for p, s in specs if prefix.startswith(p)]
-        if ".gitignore" in filenames:
-            spec = read_gitignore(Path(dirpath) / ".gitignore")
-            if spec is not None:
-                specs.append((prefix, spec))
-        for d in [d for d in dirnames if not is_utf8_name(d)]:
-            dirnames.remove(d)
-            yield Skipped(printable(prefix + d + "/"), "name is not UTF-8")
-        dirnames[:] = [
-            d
-            for d in dirnames
-            if d not in SKIP_DIRS
-            and not d.endswith(".egg-info")
-            and not is_ignored(specs, prefix + d + "/")
-            and not os.path.islink(os.path.join(dirpath, d))
-        ]
-        for name in filenames:
-            rel = prefix + name
-            full = Path(dirpath) / name
-            if is_ignored(specs, rel):
-                continue
-            if not is_utf8_name(rel):
+    for directory in walk(root, skip_dir=is_skipped_dir):
+        for d in [d for d in directory.dirs if not is_utf8_name(d)]:
+            directory.dirs.remove(d)
+            yield Skipped(printable(directory.rel + d + "/"), "name is not UTF-8")
+        for name in directory.files:
+            rel = directory.rel + name
+            full = Path(directory.path, name)
+            if not is_utf8_name(name):
                 yield Skipped(printable(rel), "name is not UTF-8")
                 continue
             try:
@@ -118,6 +99,9 @@ def walk_repo(
             yield _read_source(full, rel, max_file_bytes)
 
 
+def is_skipped_dir(name: str) -> bool:
+    """A directory the indexer never enters, whatever .gitignore says (vendored, generated, caches)."""
+    return name in SKIP_DIRS or name.endswith(".egg-info")
 
 
 def printable(name: str) -> str:
@@ -133,28 +117,6 @@ def _kind(mode: int) -> str:
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return "a device"
     return "not a file"
-
-
-def _sorted_walk(root: Path) -> Iterator[tuple[str, list[str], list[str]]]:
-    # os.walk does not follow directory symlinks, and skips directories it cannot list.
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        filenames.sort()
-        yield dirpath, dirnames, filenames
-
-
-def read_gitignore(path: Path) -> pathspec.GitIgnoreSpec | None:
-    try:
-        return pathspec.GitIgnoreSpec.from_lines(
-            path.read_text(encoding="utf-8", errors="replace").splitlines()
-        )
-    except OSError:
-        return None
-
-
-def is_ignored(specs: list[tuple[str, pathspec.GitIgnoreSpec]], rel: str) -> bool:
-    # Nested .gitignore files match paths relative to their own directory.
-    return any(spec.match_file(rel[len(prefix) :]) for prefix, spec in specs)
 
 
 def _read_source(full: Path, rel: str, max_file_bytes: int) -> SourceFile | Skipped:
