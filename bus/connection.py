@@ -18,6 +18,7 @@ from nats.js import JetStreamContext
 from nats.js.kv import KeyValue
 
 from bus.config import BusConfig, TlsConfig
+from bus.connection_events import ConnectionEvents
 from bus.envelope import Envelope
 from bus.errors import BusClosed, BusError, BusTimeout, NoResponders, PayloadTooLarge, RecordConflict
 from bus.tracing import trace_headers
@@ -139,10 +140,7 @@ async def open_bus(config: BusConfig, *, servers: tuple[str, ...] | None = None)
     if not urls:
         raise BusClosed("no NATS URL given: pass --nats URL, set CODELOOP_NATS_URL, or run `codeloop serve`")
 
-    async def _quiet(_exc: Exception) -> None:
-        # nats-py reports reconnect-time errors here; the reconnect logic already acts on them.
-        return None
-
+    events = ConnectionEvents(urls)
     options: dict = {
         "name": config.name,
         "connect_timeout": config.connect_timeout_s,
@@ -151,7 +149,8 @@ async def open_bus(config: BusConfig, *, servers: tuple[str, ...] | None = None)
         # raised to `reconnect_attempts` once connected (nats-py reads the option on each reconnect).
         "max_reconnect_attempts": 1,
         "allow_reconnect": True,
-        "error_cb": _quiet,
+        # Slow consumers, permissions violations, lost and expired authorizations: logged.
+        **events.options(),
         "user": config.user,
         "password": config.password,
         "token": config.token,
@@ -163,11 +162,18 @@ async def open_bus(config: BusConfig, *, servers: tuple[str, ...] | None = None)
     try:
         nc = await nats.connect(urls, **options)
     except (OSError, nats.errors.Error) as exc:
-        raise BusClosed(f"cannot connect to NATS at {', '.join(urls)}: {exc or type(exc).__name__}") from exc
+        # nats-py ends a refused connect with "no servers available"; the server's refusal
+        # (a wrong password, expired credentials) is what a person can act on.
+        reason = events.connect_error or exc
+        raise BusClosed(
+            f"cannot connect to NATS at {events.server}: {str(reason) or type(reason).__name__}"
+        ) from exc
+    events.attach(nc)
     nc.options["max_reconnect_attempts"] = config.reconnect_attempts
     try:
         yield Bus(nc, config)
     finally:
+        events.closing = True
         with anyio.CancelScope(shield=True):
             if not nc.is_closed:
                 with suppress(Exception):  # a dead server must not stop us from closing
