@@ -20,10 +20,21 @@ from nats.js.kv import KeyValue
 from bus.config import BusConfig, TlsConfig
 from bus.connection_events import ConnectionEvents
 from bus.envelope import Envelope
-from bus.errors import BusClosed, BusError, BusTimeout, NoResponders, PayloadTooLarge, RecordConflict
+from bus.errors import (
+    BusClosed,
+    BusError,
+    BusNotFound,
+    BusNotReady,
+    BusTimeout,
+    NoResponders,
+    PayloadTooLarge,
+    RecordConflict,
+)
 from bus.tracing import trace_headers
 
 MSG_ID_HEADER = "Nats-Msg-Id"
+_NO_SUITABLE_PEERS = 10005
+"""JetStream's error code for "no suitable peers for placement"."""
 
 
 @contextmanager
@@ -43,8 +54,20 @@ def nats_errors() -> Iterator[None]:
         raise BusClosed(str(exc) or "connection closed") from exc
     except nats.errors.NoServersError as exc:
         raise BusClosed(f"no NATS server reachable: {exc}") from exc
+    except nats.js.errors.NotFoundError as exc:
+        raise BusNotFound(f"{exc.description or 'not found'} (JetStream {exc.code})") from exc
+    except nats.js.errors.APIError as exc:
+        if not _not_ready(exc):
+            raise BusError(f"{type(exc).__name__}: {exc}") from exc
+        raise BusNotReady(f"JetStream is not ready: {exc.description or exc.code}") from exc
     except (nats.errors.Error, nats.js.errors.Error) as exc:
         raise BusError(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _not_ready(exc: nats.js.errors.APIError) -> bool:
+    """True for the answers of a cluster still electing leaders or placing peers."""
+    # Servers before error codes existed only say "peer" in the description.
+    return exc.code == 503 or exc.err_code == _NO_SUITABLE_PEERS or "peer" in (exc.description or "")
 
 
 @dataclass(frozen=True)

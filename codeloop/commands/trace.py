@@ -14,13 +14,12 @@ FIRST_EVENT_TIMEOUT_S = 2.0
 
 async def read_task_events(bus: Any, task_id: str) -> list[Any]:
     """Every envelope stored on the task's event subjects so far, in stream order."""
-    import nats.errors
     from nats.js.api import DeliverPolicy
 
     from bus import subjects
     from bus.connection import nats_errors
     from bus.envelope import parse_envelope
-    from bus.errors import MalformedMessage
+    from bus.errors import BusError, MalformedMessage
 
     envelopes = []
     with nats_errors():
@@ -42,8 +41,9 @@ async def read_task_events(bus: Any, task_id: str) -> list[Any]:
                 break
     finally:
         try:
-            await sub.unsubscribe()
-        except nats.errors.Error:
+            with nats_errors():
+                await sub.unsubscribe()
+        except BusError:
             pass
     return envelopes
 
