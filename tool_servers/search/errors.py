@@ -4,10 +4,13 @@
     ├── RepoNotFound            the repository directory does not exist or is not a directory
     ├── InvalidQuery            a query with nothing searchable (empty, only stop words, bad symbol name)
     ├── IndexLocked             another indexer held the index lock past the wait limit
-    └── IndexUnavailable        the index storage could not be opened or written (LanceDB failure)
+    └── IndexUnavailable        the index storage could not be opened, read or written: permission
+                                denied, a full disk, no file descriptors, EIO, a remote store timing
+                                out; the index was left as it is
 
 A corrupt or version-mismatched index is not an error for the caller: `CodeIndex.update` rebuilds
-it and says so in `IndexReport.messages`. Foreign exceptions (lancedb, pyarrow, OSError) are
+it and says so in `IndexReport.messages`. A storage failure is never taken for damage
+(`store.storage_failure`): rebuilding would destroy a good index and fail the same way. Foreign exceptions (lancedb, pyarrow, OSError) are
 translated where they enter and chained with `from`.
 """
 
