@@ -5,7 +5,7 @@ from typing import Annotated, Any
 
 import typer
 
-from codeloop.commands._common import fail
+from codeloop.commands._common import fail, usage_error
 from codeloop.commands.bus import Connection, JsonOpt, _run, with_connection_options
 
 FIRST_EVENT_TIMEOUT_S = 2.0
@@ -63,7 +63,7 @@ def trace(
     from codeloop.observe.timeline import build_timeline
 
     if not subjects.is_token(task_id):
-        raise fail(f"task id {task_id[:80]!r} may only contain letters, digits, '-' and '_'", 2)
+        raise usage_error(f"task id {task_id[:80]!r} may only contain letters, digits, '-' and '_'")
 
     async def main() -> list[Any]:
         config = client_bus_config(**connection)
