@@ -189,7 +189,8 @@ async def open_bus(config: BusConfig, *, servers: tuple[str, ...] | None = None)
         # (a wrong password, expired credentials) is what a person can act on.
         reason = events.connect_error or exc
         raise BusClosed(
-            f"cannot connect to NATS at {events.server}: {str(reason) or type(reason).__name__}"
+            # The URLs as given: the CLI redacts a password in them (and a person sees which one).
+            f"cannot connect to NATS at {', '.join(urls)}: {str(reason) or type(reason).__name__}"
         ) from exc
     events.attach(nc)
     nc.options["max_reconnect_attempts"] = config.reconnect_attempts
