@@ -8,7 +8,6 @@ import uuid
 from collections.abc import Awaitable, Callable
 
 import anyio
-import nats.errors
 from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
@@ -16,7 +15,7 @@ from agents.messages import CancelTask, TaskResult, TaskSubmitted
 from bus import subjects
 from bus.connection import Bus, Published, nats_errors
 from bus.envelope import Envelope, parse_envelope
-from bus.errors import MalformedMessage
+from bus.errors import BusError, MalformedMessage
 
 
 def new_task_id() -> str:
@@ -116,6 +115,7 @@ async def _subscribe_events(bus: Bus, task_id: str, *, after: int) -> JetStreamC
 async def _unsubscribe(bus: Bus, sub: JetStreamContext.PushSubscription) -> None:
     if not bus.nc.is_closed:
         try:
-            await sub.unsubscribe()
-        except nats.errors.Error:
+            with nats_errors():
+                await sub.unsubscribe()
+        except BusError:
             pass

@@ -9,8 +9,13 @@
     │                                               outlasted the retries: not the model's fault
     ├── ProviderRejected              env.setup     the provider refused the request (bad key, unknown model,
     │                                               exhausted quota, malformed request): retrying cannot help
-    └── ModelMisbehaved               agent.format  the model's own output could not be used (unparseable,
-                                                    tool retries exhausted)
+    ├── ModelMisbehaved               agent.format  the model's own output could not be used (unparseable,
+    │                                               tool retries exhausted)
+    ├── LoopDetected (agents.coder)   agent.loop    the coder repeated the same tool calls
+    ├── StepError (agents.role)       its own       a step that cannot succeed, with the class it names
+    ├── WorkspaceError                (agents.workspace.errors) capture, scratch workspaces, patches
+    ├── ReplayError                   (agents.replay.errors) a recording missing or diverged from
+    └── VerifierError                 (agents.verifier.errors) a workspace the verifier cannot use
 
 Failure classes are the project's shared vocabulary, kept here as plain strings. Every message is
 redacted and trimmed before it is stored on the exception, so printing one is safe.

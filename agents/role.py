@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 
+from agents.errors import AgentError
 from agents.messages import TaskSubmitted
 from agents.tools import ToolProvider
 from agents.workspace import SnapshotRef, capture_snapshot, materialize, open_scratch
@@ -64,12 +65,13 @@ class RoleDeps:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class StepError(Exception):
+class StepError(AgentError):
     """A step that cannot succeed, with its failure class (see `agents/failures.py`)."""
 
     def __init__(self, failure_class: str, message: str) -> None:
         super().__init__(message)
-        self.failure_class = failure_class
+        # Per instance, shadowing AgentError's class-level default: the raiser names the class.
+        self.failure_class = failure_class  # type: ignore[misc]
 
 
 @asynccontextmanager

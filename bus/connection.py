@@ -18,11 +18,23 @@ from nats.js import JetStreamContext
 from nats.js.kv import KeyValue
 
 from bus.config import BusConfig, TlsConfig
+from bus.connection_events import ConnectionEvents
 from bus.envelope import Envelope
-from bus.errors import BusClosed, BusError, BusTimeout, NoResponders, PayloadTooLarge, RecordConflict
+from bus.errors import (
+    BusClosed,
+    BusError,
+    BusNotFound,
+    BusNotReady,
+    BusTimeout,
+    NoResponders,
+    PayloadTooLarge,
+    RecordConflict,
+)
 from bus.tracing import trace_headers
 
 MSG_ID_HEADER = "Nats-Msg-Id"
+_NO_SUITABLE_PEERS = 10005
+"""JetStream's error code for "no suitable peers for placement"."""
 
 
 @contextmanager
@@ -42,8 +54,20 @@ def nats_errors() -> Iterator[None]:
         raise BusClosed(str(exc) or "connection closed") from exc
     except nats.errors.NoServersError as exc:
         raise BusClosed(f"no NATS server reachable: {exc}") from exc
+    except nats.js.errors.NotFoundError as exc:
+        raise BusNotFound(f"{exc.description or 'not found'} (JetStream {exc.code})") from exc
+    except nats.js.errors.APIError as exc:
+        if not _not_ready(exc):
+            raise BusError(f"{type(exc).__name__}: {exc}") from exc
+        raise BusNotReady(f"JetStream is not ready: {exc.description or exc.code}") from exc
     except (nats.errors.Error, nats.js.errors.Error) as exc:
         raise BusError(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _not_ready(exc: nats.js.errors.APIError) -> bool:
+    """True for the answers of a cluster still electing leaders or placing peers."""
+    # Servers before error codes existed only say "peer" in the description.
+    return exc.code == 503 or exc.err_code == _NO_SUITABLE_PEERS or "peer" in (exc.description or "")
 
 
 @dataclass(frozen=True)
@@ -139,10 +163,7 @@ async def open_bus(config: BusConfig, *, servers: tuple[str, ...] | None = None)
     if not urls:
         raise BusClosed("no NATS URL given: pass --nats URL, set CODELOOP_NATS_URL, or run `codeloop serve`")
 
-    async def _quiet(_exc: Exception) -> None:
-        # nats-py reports reconnect-time errors here; the reconnect logic already acts on them.
-        return None
-
+    events = ConnectionEvents(urls)
     options: dict = {
         "name": config.name,
         "connect_timeout": config.connect_timeout_s,
@@ -151,7 +172,8 @@ async def open_bus(config: BusConfig, *, servers: tuple[str, ...] | None = None)
         # raised to `reconnect_attempts` once connected (nats-py reads the option on each reconnect).
         "max_reconnect_attempts": 1,
         "allow_reconnect": True,
-        "error_cb": _quiet,
+        # Slow consumers, permissions violations, lost and expired authorizations: logged.
+        **events.options(),
         "user": config.user,
         "password": config.password,
         "token": config.token,
@@ -163,11 +185,19 @@ async def open_bus(config: BusConfig, *, servers: tuple[str, ...] | None = None)
     try:
         nc = await nats.connect(urls, **options)
     except (OSError, nats.errors.Error) as exc:
-        raise BusClosed(f"cannot connect to NATS at {', '.join(urls)}: {exc or type(exc).__name__}") from exc
+        # nats-py ends a refused connect with "no servers available"; the server's refusal
+        # (a wrong password, expired credentials) is what a person can act on.
+        reason = events.connect_error or exc
+        raise BusClosed(
+            # The URLs as given: the CLI redacts a password in them (and a person sees which one).
+            f"cannot connect to NATS at {', '.join(urls)}: {str(reason) or type(reason).__name__}"
+        ) from exc
+    events.attach(nc)
     nc.options["max_reconnect_attempts"] = config.reconnect_attempts
     try:
         yield Bus(nc, config)
     finally:
+        events.closing = True
         with anyio.CancelScope(shield=True):
             if not nc.is_closed:
                 with suppress(Exception):  # a dead server must not stop us from closing

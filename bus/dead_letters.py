@@ -11,15 +11,15 @@ import json
 import logging
 import math
 import re
+from contextlib import suppress
 
 import anyio
-import nats.js.errors
 from anyio.abc import TaskStatus
 
 from bus import subjects
 from bus.connection import Bus, nats_errors
 from bus.envelope import Envelope
-from bus.errors import BusTimeout, NoResponders
+from bus.errors import BusNotFound, BusTimeout, NoResponders
 from bus.messages import DeadLetter
 
 log = logging.getLogger("codeloop.bus")
@@ -113,10 +113,8 @@ async def _dead_letter_from_advisory(bus: Bus, raw: bytes) -> None:
     try:
         with nats_errors():
             stored = await bus.js.get_msg(stream, seq)
-    except Exception as exc:
-        if isinstance(exc.__cause__, nats.js.errors.NotFoundError):
-            return
-        raise
+    except BusNotFound:  # handled (acknowledged) or dead-lettered by another process meanwhile
+        return
     await publish_dead_letter(
         bus,
         reason="max_deliveries",
@@ -127,8 +125,5 @@ async def _dead_letter_from_advisory(bus: Bus, raw: bytes) -> None:
         task_id=None,
         origin=f"{stream}-{seq}",
     )
-    with nats_errors():
-        try:
-            await bus.js.delete_msg(stream, seq)
-        except nats.js.errors.NotFoundError:
-            pass
+    with suppress(BusNotFound), nats_errors():
+        await bus.js.delete_msg(stream, seq)

@@ -4,6 +4,8 @@
     ├── BusTimeout (also a TimeoutError)  a request or fetch got no answer in time
     ├── BusClosed                          the connection is closed or draining
     ├── NoResponders                       nobody is subscribed to the subject
+    ├── BusNotFound                        the stream, consumer, bucket, key or message does not exist
+    ├── BusNotReady                        JetStream cannot serve yet (electing a leader, placing peers)
     ├── ServerStartError                   the embedded nats-server is missing or would not start
     │   └── ServerDied                     it died while serving and could not be restarted
     ├── StateDirBusy                       another live process owns this state directory
@@ -13,7 +15,8 @@
         └── UnsupportedSchemaVersion       a valid envelope of a schema version we do not speak
 
 nats-py exceptions are translated into these where they enter (`bus/connection.py`), so nothing
-from `nats.errors` leaks into agents or the CLI.
+from `nats.errors` leaks into agents or the CLI: a caller tells "not there" or "not ready yet"
+by these types, never by the nats-py exception under `__cause__`.
 """
 
 
@@ -31,6 +34,16 @@ class BusClosed(BusError):
 
 class NoResponders(BusError):
     """A request found no subscriber on its subject."""
+
+
+class BusNotFound(BusError):
+    """JetStream answered 404: the stream, consumer, bucket, key or message is not there (a message
+    of a work queue is gone once acknowledged)."""
+
+
+class BusNotReady(BusError):
+    """JetStream is there but cannot serve the request yet: 503, or no peers to place a stream on
+    (a cluster that just started or lost a node). Worth retrying for a while."""
 
 
 class ServerStartError(BusError):

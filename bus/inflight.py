@@ -9,11 +9,10 @@ the last one it delivered is one that was delivered and not yet acknowledged.
 
 from dataclasses import dataclass
 
-import nats.js.errors
-
 from bus import subjects
 from bus.connection import Bus, nats_errors
 from bus.envelope import Envelope
+from bus.errors import BusNotFound
 
 MAX_SCANNED = 1000
 """Messages looked at per consumer at most (its max_ack_pending is of this order)."""
@@ -39,8 +38,9 @@ async def unacked_tasks(bus: Bus) -> dict[str, Unacked]:
                 last = info.delivered.stream_seq if info.delivered else 0
                 for seq in range(max(first, last - MAX_SCANNED + 1), last + 1):
                     try:
-                        raw = await bus.js.get_msg(stream, seq)
-                    except nats.js.errors.NotFoundError:
+                        with nats_errors():
+                            raw = await bus.js.get_msg(stream, seq)
+                    except BusNotFound:
                         continue  # acknowledged, and so deleted
                     try:
                         # Only the envelope is read: this process need not know the payload's kind.

@@ -10,7 +10,7 @@ from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfi
 
 from bus import subjects
 from bus.connection import Bus, nats_errors
-from bus.errors import BusError, BusTimeout, NoResponders
+from bus.errors import BusError, BusNotReady, BusTimeout, NoResponders
 
 DUPLICATE_WINDOW_S = 600.0
 """Publishes with the same message id within this window are stored once."""
@@ -69,12 +69,7 @@ async def ensure_streams(bus: Bus, *, replicas: int | None = None, settle_s: flo
 
 def _settling(exc: BusError) -> bool:
     """True for answers of a cluster still electing leaders or placing peers."""
-    if isinstance(exc, (BusTimeout, NoResponders)):
-        return True
-    cause = exc.__cause__
-    return isinstance(cause, nats.js.errors.APIError) and (
-        cause.code == 503 or "peer" in (cause.description or "")
-    )
+    return isinstance(exc, (BusTimeout, NoResponders, BusNotReady))
 
 
 async def _ensure_once(bus: Bus, replicas: int) -> None:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict
 
 from bus.config import BusConfig, TlsConfig
+from codeloop.errors import CodeloopError
 
 if TYPE_CHECKING:
     from agents.messages import ModelNames
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 SERVE_NOTE = "serve.json"
 
 
-class ConfigError(Exception):
+class ConfigError(CodeloopError):
     """Bad configuration; the message says what is wrong and how to fix it."""
 
 

@@ -50,6 +50,7 @@ from bus.streams import ensure_streams
 from bus.supervise import Supervisor
 from codeloop.audit_events import bus_audit_sink
 from codeloop.config import SERVE_NOTE, ConfigError, McpNote, ServeNote, read_serve_note, write_serve_note
+from codeloop.errors import CodeloopError
 from codeloop.hosted_mcp import McpHosting, host_tool_servers
 from codeloop.metrics import Metrics, follow_events, poll_queues, serve_metrics
 from codeloop.telemetry import tracing_observers
@@ -62,8 +63,8 @@ KNOWN_ROLES = (*DEFAULT_ROLES, "echo")
 DRAIN_GRACE_S = 10.0
 
 
-class UnknownRole(ValueError):
-    pass
+class UnknownRole(CodeloopError, ValueError):
+    """A role name `role_specs` cannot run; the message lists the known ones."""
 
 
 @dataclass(frozen=True)

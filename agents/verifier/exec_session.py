@@ -16,6 +16,8 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from agents.verifier.errors import VerifierError
+
 _OPEN = ConfigDict(extra="ignore", frozen=True)
 MAX_CALL_TIMEOUT_S = 1800.0
 """The exec server's own cap on `timeout_s`."""
@@ -23,7 +25,7 @@ TRANSPORT_GRACE_S = 15.0
 """Beyond a call's `timeout_s`: the sandbox's kill and report; past it the call itself is abandoned."""
 
 
-class ExecUnavailable(Exception):
+class ExecUnavailable(VerifierError):
     """The exec server could not run the call (sandbox error, refused arguments, lost session)."""
 
 

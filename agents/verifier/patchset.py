@@ -12,14 +12,18 @@ from typing import Literal
 
 from unidiff import PatchSet, UnidiffParseError
 
+from agents.verifier.errors import VerifierError
+
 ChangeKind = Literal["added", "deleted", "modified", "renamed"]
 _SYMLINK_MODE = re.compile(r"^(new file mode|new mode|old mode|deleted file mode|index \S+) 120000", re.M)
 _SUBMODULE_MODE = re.compile(r"^(new file mode|new mode|index \S+) 160000", re.M)
 TEST_DIRS = frozenset({"tests", "test", "testing"})
 
 
-class MalformedPatch(ValueError):
+class MalformedPatch(VerifierError, ValueError):
     """The text is not a unified diff the verifier can read."""
+
+    failure_class = "patch.malformed"
 
 
 @dataclass(frozen=True)

@@ -31,14 +31,12 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 
 import anyio
-import nats.errors
-import nats.js.errors
 from nats.aio.msg import Msg
 from nats.js.api import Header, ObjectInfo, ObjectMetaOptions
 
 from agents.workspace.errors import SnapshotUnavailable
 from bus.connection import Bus, nats_errors
-from bus.errors import BusError
+from bus.errors import BusError, BusNotFound, BusTimeout
 from bus.subjects import ARTIFACTS_BUCKET
 
 CHUNK_SIZE = 128 * 1024
@@ -235,8 +233,9 @@ class Artifacts:
                 await self._bus.nc.publish(_DIRECT_GET, request, reply=sub.subject)
                 while True:
                     try:
-                        msg = await sub.next_msg(timeout=REPLY_TIMEOUT_S)
-                    except nats.errors.TimeoutError:
+                        with nats_errors():
+                            msg = await sub.next_msg(timeout=REPLY_TIMEOUT_S)
+                    except BusTimeout:
                         return None
                     headers = msg.headers or {}
                     status = headers.get(Header.STATUS)
@@ -256,8 +255,9 @@ class Artifacts:
             async with limiter:
                 with _bus_errors("read object metadata"):
                     try:
-                        raw = await self._bus.js.get_last_msg(_STREAM, subject)
-                    except nats.js.errors.NotFoundError:
+                        with nats_errors():
+                            raw = await self._bus.js.get_last_msg(_STREAM, subject)
+                    except BusNotFound:
                         return
                 found[subject] = Msg(self._bus.nc, subject=subject, data=raw.data or b"")
 

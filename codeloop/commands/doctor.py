@@ -23,6 +23,8 @@ from typing import Annotated, Literal
 import typer
 from pydantic import BaseModel, ConfigDict
 
+from codeloop.commands._common import usage_error
+
 NATS_START_TIMEOUT_S = 10.0
 
 
@@ -279,8 +281,7 @@ def doctor(
     Exit status 0 when everything works, 1 otherwise.
     """
     if platform not in ("ptrace", "kvm"):
-        typer.echo(f"error: --platform {platform!r} is not one of ptrace, kvm", err=True)
-        raise typer.Exit(2)
+        raise usage_error(f"--platform {platform!r} is not one of ptrace, kvm")
     report = run_checks(platform=platform, load_model=load_model)  # type: ignore[arg-type]
     if json_output:
         typer.echo(report.model_dump_json())

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from codeloop.commands._common import fail
+from codeloop.commands._common import fail, usage_error
 from codeloop.commands.bus import Connection, _run, with_connection_options
 
 
@@ -48,12 +48,12 @@ def eval(  # the command's name is the contract's
             tasks = _failed_only(tasks, rerun_failed)
         models = model_names(model=model, planner=planner_model, coder=coder_model)
     except (EvalError, ConfigError) as exc:
-        raise fail(str(exc), 2) from None
+        raise usage_error(str(exc)) from None
     out = out or Path("codeloop-eval") / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     if rerun_failed is not None and out.resolve() == rerun_failed.resolve():
-        raise fail("--out must differ from --rerun-failed (the earlier results are kept)", 2)
+        raise usage_error("--out must differ from --rerun-failed (the earlier results are kept)")
     if out.exists() and any(out.iterdir()):
-        raise fail(f"--out {out} is not empty; name a new directory", 2)
+        raise usage_error(f"--out {out} is not empty; name a new directory")
 
     started = time.monotonic()
     rows = _run(lambda: _evaluate(tasks, models, connection, jobs=jobs))
@@ -66,17 +66,17 @@ def eval(  # the command's name is the contract's
     typer.echo(f"resolved {summary['resolved']}/{summary['tasks']} ({100 * summary['resolved_rate']:.1f}%,"
                f" 95% CI {100 * low:.1f}-{100 * high:.1f}%), environment failures"
                f" {summary['environment_failures']}; reports in {out}")  # fmt: skip
-    code = 0
+    problems = []
     if summary["environment_failures"]:
-        typer.echo(f"error: {summary['environment_failures']} tasks failed for environment reasons", err=True)
-        code = 1
-    if min_resolved is not None and summary["resolved_rate"] < min_resolved:
-        typer.echo(
-            f"error: resolved rate {summary['resolved_rate']:.3f} is under --min-resolved {min_resolved}",
-            err=True,
+        problems.append(
+            f"{summary['environment_failures']} tasks failed for environment reasons (see `blame` in {out}/results.jsonl)"
         )
-        code = 1
-    raise typer.Exit(code)
+    if min_resolved is not None and summary["resolved_rate"] < min_resolved:
+        problems.append(
+            f"resolved rate {summary['resolved_rate']:.3f} is under --min-resolved {min_resolved}"
+        )
+    if problems:
+        raise fail("; ".join(problems))
 
 
 async def _evaluate(

@@ -15,16 +15,9 @@ from typing import Annotated
 
 import typer
 
-from codeloop.commands._common import os_error_message
+from codeloop.commands._common import fail, os_error_message, usage_error
 
 audit_app = typer.Typer(no_args_is_help=True, help="Inspect the tool servers' hash-chained audit log.")
-
-
-def _fail(message: str) -> None:
-    from redaction import redact_text
-
-    typer.secho(f"error: {redact_text(message)}", err=True, fg=typer.colors.RED)
-    raise typer.Exit(2)
 
 
 def mcp(
@@ -84,21 +77,21 @@ def mcp(
     from tool_servers.serve import SERVERS, ServeConfig, UnknownServer, run_server
 
     if server not in SERVERS:
-        _fail(f"unknown server {server!r}; choose one of: {', '.join(sorted(SERVERS))}")
+        raise usage_error(f"unknown server {server!r}; choose one of: {', '.join(sorted(SERVERS))}")
     if not root.is_dir():
-        _fail(f"--root {root} is not a directory")
+        raise usage_error(f"--root {root} is not a directory")
     try:
         granted = parse_scopes(scopes if scopes is not None else "read")
     except ValueError as exc:
-        _fail(f"--scopes: {exc}")
+        raise usage_error(f"--scopes: {exc}") from None
     if transport not in ("stdio", "http"):
-        _fail(f"--transport must be stdio or http, not {transport!r}")
+        raise usage_error(f"--transport must be stdio or http, not {transport!r}")
     if transport == "http" and token_file is None:
-        _fail(
+        raise usage_error(
             "--transport http needs --token-file FILE (lines of 'TOKEN PRINCIPAL SCOPES'); unauthenticated HTTP is not offered"
         )
     if not 0 <= port <= 65535:
-        _fail(f"--port must be between 0 and 65535, not {port}")
+        raise usage_error(f"--port must be between 0 and 65535, not {port}")
     home = root_home(root)
     config = ServeConfig(
         server=server,
@@ -124,17 +117,19 @@ def mcp(
     setup_telemetry(telemetry_config(), process=f"mcp {server}")
     try:
         anyio.run(run_server, config)
-    except (TokenFileError, UnknownServer) as exc:
-        _fail(str(exc))
+    except TokenFileError as exc:  # the file --token-file names
+        raise usage_error(str(exc)) from None
+    except UnknownServer as exc:  # a known name whose module this installation lacks
+        raise fail(str(exc)) from None
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
-    except OSError as exc:
-        _fail(os_error_message(exc))
+    except OSError as exc:  # the port is taken, the root or audit log cannot be opened
+        raise fail(os_error_message(exc)) from None
     except ExceptionGroup as group:
         oserrors, rest = group.split(OSError)
         if rest is not None or oserrors is None:
             raise
-        _fail("; ".join(os_error_message(e) for e in _leaves(oserrors)))  # type: ignore[arg-type]
+        raise fail("; ".join(os_error_message(e) for e in _leaves(oserrors))) from None  # type: ignore[arg-type]
 
 
 def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
@@ -153,12 +148,11 @@ def verify(
     from tool_servers.audit import verify_log
 
     if not file.is_file():
-        _fail(f"{file} is not a file")
+        raise usage_error(f"{file} is not a file: pass the audit log (JSONL) of a tool server")
     try:
         report = verify_log(file)
     except OSError as exc:
-        typer.secho(f"error: cannot read {file}: {exc.strerror or exc}", err=True, fg=typer.colors.RED)
-        raise typer.Exit(1) from None
+        raise fail(f"cannot read {file}: {exc.strerror or exc}") from None
     if json_output:
         typer.echo(report.model_dump_json())
     elif report.ok:

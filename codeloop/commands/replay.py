@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from codeloop.commands._common import fail
+from codeloop.commands._common import fail, usage_error
 from codeloop.commands.bus import Connection, _run, with_connection_options
 from codeloop.commands.run import EXIT_CODES, _submit_and_follow, _summary, on_pipeline
 
@@ -32,7 +32,7 @@ def replay(
     from bus import subjects
 
     if not subjects.is_token(task_id):
-        raise fail(f"{task_id!r} is not a task id (letters, digits, '-' and '_')", 2)
+        raise usage_error(f"{task_id!r} is not a task id (letters, digits, '-' and '_')")
     try:
         result, divergences = _run(
             lambda: on_pipeline(connection, lambda config: _replay(config, task_id, recorded_tools, quiet=as_json),

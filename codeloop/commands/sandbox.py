@@ -18,7 +18,7 @@ from typing import Annotated
 
 import typer
 
-from codeloop.commands._common import fail
+from codeloop.commands._common import fail, usage_error
 
 EXIT_SANDBOX_FAILED = 125
 EXIT_TIMED_OUT = 124
@@ -81,17 +81,17 @@ def exec_command(
     from sandbox.result import ExecResult
 
     if network != "none":
-        raise fail(
-            f"--network {network!r} is not supported: sandboxes have no network; pass --network none", 2
+        raise usage_error(
+            f"--network {network!r} is not supported: sandboxes have no network; pass --network none"
         )
     if backend not in (None, "gvisor", "process"):
-        raise fail(f"--backend {backend!r} is not one of gvisor, process", 2)
+        raise usage_error(f"--backend {backend!r} is not one of gvisor, process")
     if not workspace.is_dir():
-        raise fail(f"--workspace {workspace} is not an existing directory", 2)
+        raise usage_error(f"--workspace {workspace} is not an existing directory")
     try:
         policy = sandbox_policy()
     except ValueError as exc:
-        raise fail(f"{exc}; set it to gvisor, process or auto", 2) from None
+        raise usage_error(f"{exc}; set it to gvisor, process or auto") from None
 
     async def cancel_on_termination(scope: anyio.CancelScope) -> None:
         # SIGTERM/SIGHUP would end Python at once and leave the sandbox running: cancel instead,

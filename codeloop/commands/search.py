@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from codeloop.commands._common import fail, usage_error
+
 if TYPE_CHECKING:
     from tool_servers.search.index import CodeIndex
     from tool_servers.search.models import IndexReport
@@ -117,13 +119,10 @@ def _query_text(query: str) -> str:
     try:
         return path.read_bytes().decode("utf-8", errors="replace")
     except OSError as exc:
-        typer.secho(
-            f"error: cannot read the query file {str(path)!r} ({exc.strerror or exc}): "
-            "pass an existing text file after @, or the query itself",
-            err=True,
-            fg="red",
-        )
-        raise typer.Exit(2) from None
+        raise usage_error(
+            f"cannot read the query file {str(path)!r} ({exc.strerror or exc}): "
+            "pass an existing text file after @, or the query itself"
+        ) from None
 
 
 async def _index(directory: Path, index_dir: str | None, model: str | None, *, quiet: bool) -> "IndexReport":
@@ -196,13 +195,16 @@ def _print_report(report: "IndexReport") -> None:
 
 
 def _run(main: Callable[[], Awaitable[Any]]) -> Any:
-    """Run `main`; turn the index's typed errors into a message and exit code 2."""
+    """Run `main`; turn the index's typed errors into a message and an exit code: 2 for what the
+    command line named wrong (the repository, the query, the index directory), 1 for an index that
+    failed (its storage, a lock held too long)."""
     import anyio
 
-    from tool_servers.search.errors import SearchError
+    from tool_servers.search.errors import IndexDirUnusable, InvalidQuery, RepoNotFound, SearchError
 
     try:
         return anyio.run(main)
+    except (RepoNotFound, InvalidQuery, IndexDirUnusable) as exc:
+        raise usage_error(str(exc)) from None
     except SearchError as exc:
-        typer.secho(f"error: {exc}", err=True, fg="red")
-        raise typer.Exit(2) from None
+        raise fail(str(exc)) from None

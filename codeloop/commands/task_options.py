@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from codeloop.commands._common import fail, read_text_argument
+from codeloop.commands._common import read_text_argument, usage_error
 
 TaskArg = Annotated[str, typer.Argument(help="What to do, in words; @FILE for a file's text, - for stdin.")]
 RepoOpt = Annotated[Path, typer.Option("--repo", help="Repository the task is about.")]
@@ -65,10 +65,10 @@ def build_task(
 
     text = read_text_argument(task, what="task text", max_bytes=MAX_TASK_TEXT_BYTES)
     if not repo.is_dir():
-        raise fail(f"--repo {repo} is not a directory", 2)
+        raise usage_error(f"--repo {repo} is not a directory")
     problems = submission_problems(task_id=task_id, text=text, repo=str(repo.resolve()), mode=mode)
     if problems:
-        raise fail("; ".join(problems), 2)
+        raise usage_error("; ".join(problems))
     limits = {"max_steps": max_steps, "max_revisions": max_revisions, "deadline_s": timeout,
               "max_tokens": token_budget}  # fmt: skip
     try:
@@ -79,7 +79,7 @@ def build_task(
             interactive=sys.stdin.isatty(),
         )  # fmt: skip
     except ConfigError as exc:
-        raise fail(str(exc), 2) from None
+        raise usage_error(str(exc)) from None
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
-        raise fail(f"invalid task: {'.'.join(map(str, first['loc']))}: {first['msg']}", 2) from None
+        raise usage_error(f"invalid task: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None

@@ -5,7 +5,7 @@ from typing import Annotated, Any
 
 import typer
 
-from codeloop.commands._common import fail
+from codeloop.commands._common import fail, usage_error
 from codeloop.commands.bus import Connection, JsonOpt, _run, with_connection_options
 
 FIRST_EVENT_TIMEOUT_S = 2.0
@@ -14,13 +14,12 @@ FIRST_EVENT_TIMEOUT_S = 2.0
 
 async def read_task_events(bus: Any, task_id: str) -> list[Any]:
     """Every envelope stored on the task's event subjects so far, in stream order."""
-    import nats.errors
     from nats.js.api import DeliverPolicy
 
     from bus import subjects
     from bus.connection import nats_errors
     from bus.envelope import parse_envelope
-    from bus.errors import MalformedMessage
+    from bus.errors import BusError, MalformedMessage
 
     envelopes = []
     with nats_errors():
@@ -42,8 +41,9 @@ async def read_task_events(bus: Any, task_id: str) -> list[Any]:
                 break
     finally:
         try:
-            await sub.unsubscribe()
-        except nats.errors.Error:
+            with nats_errors():
+                await sub.unsubscribe()
+        except BusError:
             pass
     return envelopes
 
@@ -63,7 +63,7 @@ def trace(
     from codeloop.observe.timeline import build_timeline
 
     if not subjects.is_token(task_id):
-        raise fail(f"task id {task_id[:80]!r} may only contain letters, digits, '-' and '_'", 2)
+        raise usage_error(f"task id {task_id[:80]!r} may only contain letters, digits, '-' and '_'")
 
     async def main() -> list[Any]:
         config = client_bus_config(**connection)

@@ -1,12 +1,14 @@
-"""Errors of the evaluation package.
+"""Errors of the evaluation package (part of `codeloop.errors`' tree).
 
-EvalError
+EvalError (CodeloopError)
 ├── TaskSetError     the task set cannot be read or a task is malformed
 └── PreviousRunError a --rerun-failed directory holds no readable results.jsonl
 """
 
+from codeloop.errors import CodeloopError
 
-class EvalError(Exception):
+
+class EvalError(CodeloopError):
     """Base for every failure of `codeloop eval` that is the input's fault, not a task's."""
 
 

@@ -96,7 +96,11 @@ async def test_audit_verify_of_a_non_utf8_file_reports_damage_instead_of_crashin
 @pytest.mark.parametrize(
     ("args", "code", "expected"),
     [
-        (["--role", "bogus"], 2, "error: --role: unknown role 'bogus'; known roles: orchestrator, planner, retriever, coder, verifier, echo"),
+        (
+            ["--role", "bogus"],
+            2,
+            "error: --role: unknown role 'bogus'; known roles: orchestrator, planner, retriever, coder, verifier, echo",
+        ),
         (["--replicas", "3"], 2, "error: --replicas 3 needs a cluster of at least 3 servers"),
     ],
 )
@@ -180,3 +184,55 @@ async def _wait_for_process(marker: str) -> None:
             return
         await anyio.sleep(0.05)
     raise AssertionError(f"no process running {marker}")
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["mcp", "fs", "--root", "{tmp}/missing"], "error: --root {tmp}/missing is not a directory"),
+        (["mcp", "fs", "--root", "{tmp}", "--transport", "carrier-pigeon"], "error: --transport must be stdio or http"),
+        (["mcp", "nosuch", "--root", "{tmp}"], "error: unknown server 'nosuch'; choose one of:"),
+        (["audit", "verify", "{tmp}"], "error: {tmp} is not a file: pass the audit log"),
+        (["doctor", "--platform", "bogus"], "error: --platform 'bogus' is not one of ptrace, kvm"),
+        (["search", "anything", "--repo", "{tmp}/missing"], "error: repository '{tmp}/missing' does not exist"),
+        (["trace", "not a task id"], "error: task id 'not a task id' may only contain"),
+        (["sandbox", "exec", "--workspace", "{tmp}/missing", "--", "true"], "error: --workspace {tmp}/missing is not an existing directory"),
+    ],
+)  # fmt: skip
+async def test_every_command_fails_a_wrong_command_line_with_exit_2_and_one_line(
+    tmp_path: Path, args: list[str], expected: str
+) -> None:
+    """One helper for every command: a usage error is exit 2 and one `error:` line saying what to
+    change (README "Exit codes"). `mcp` and `search` used their own (red, and exit 2 for failures too)."""
+    result = await _codeloop(tmp_path / "home", *[a.format(tmp=tmp_path) for a in args])
+    assert result.returncode == 2
+    assert _one_line(result).startswith(expected.format(tmp=tmp_path))
+
+
+async def test_a_command_that_fails_at_run_time_exits_1_not_2(tmp_path: Path) -> None:
+    """A tool server that cannot bind its port failed; the command line was fine (it was exit 2)."""
+    import socket
+
+    tokens = tmp_path / "tokens"
+    tokens.write_text("tok-0123456789abcdef0123456789abcdef alice read\n")
+    tokens.chmod(0o600)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        args = [
+            "--root",
+            str(tmp_path),
+            "--transport",
+            "http",
+            "--token-file",
+            str(tokens),
+            "--port",
+            str(port),
+        ]
+        with anyio.fail_after(60):
+            result = await _codeloop(tmp_path / "home", "mcp", "fs", *args)
+    assert result.returncode == 1
+    last = result.stderr.decode().strip().splitlines()[-1]
+    assert last == f"error: cannot serve on 127.0.0.1:{port} (see the log above)"
+    assert "Traceback" not in result.stderr.decode()

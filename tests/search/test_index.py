@@ -1,6 +1,7 @@
 """The incremental LanceDB index and hybrid queries on real code: anyio's source, copied to a temporary directory, embedded by the real model."""
 
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -213,6 +214,72 @@ async def test_a_corrupt_index_is_rebuilt_with_a_message(
     assert any("unreadable" in m and "rebuilding" in m for m in report.messages)
     assert report.chunks == chunks and report.changed_files == 2
     assert (await reopened.search("run_sync", k=1)).hits[0].path == "to_thread.py"
+
+
+# Runs in a child process, so the limit binds there only: as root (the tests' user) no chmod
+# makes a directory unreadable, but a process limit is enforced on root as on anyone.
+_STORE_UNDER_A_LIMIT = """
+import resource, signal, sys
+from tool_servers.search.errors import IndexUnavailable
+from tool_servers.search.store import Store
+
+limit, uri, table, embedder, dimension = sys.argv[1:]
+try:
+    if limit == "file_size":  # every write fails with EFBIG, as on a full disk
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1, resource.RLIM_INFINITY))
+        Store(uri, table, embedder=embedder, dimension=int(dimension))
+    else:  # out of file descriptors (EMFILE) when an update re-reads the manifest
+        store = Store(uri, table, embedder=embedder, dimension=int(dimension))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (3, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+        store.load()
+except IndexUnavailable as exc:
+    print(exc)
+    sys.exit(3)
+"""
+
+
+@pytest.mark.parametrize(
+    ("limit", "cause"), [("open_files", "Too many open files"), ("file_size", "too large")]
+)
+async def test_storage_that_fails_leaves_the_index_as_it_is(
+    limit: str, cause: str, tmp_path: Path, embedder: CachedEmbedder, copy_corpus: CopyCorpus
+) -> None:
+    """Acceptance: a disk that refuses writes or a process out of file descriptors is not damage.
+    The open fails saying why and the index is kept; it used to be dropped and rebuilt (and, the
+    disk still full, lost)."""
+    repo = copy_corpus(tmp_path, ["_core/_signals.py", "to_thread.py"])
+    index = await open_index(repo, embedder=embedder)
+    chunks = (await index.update()).chunks
+    # As a crash before the full-text index was built leaves it: the next open builds it (a write).
+    index.store.chunks.drop_index("terms_idx")
+    store = index.store
+    args = [limit, store.uri, store.name, embedder.name, str(embedder.dimension)]
+    with anyio.fail_after(120):
+        child = await anyio.run_process([sys.executable, "-c", _STORE_UNDER_A_LIMIT, *args], check=False)
+    said = child.stdout.decode()
+
+    assert child.returncode == 3, said + child.stderr.decode()
+    assert cause in said and "left as it is" in said
+    report = await (await open_index(repo, embedder=embedder)).update()
+    assert not any("rebuilding" in m for m in report.messages)
+    assert (report.chunks, report.changed_files) == (chunks, 0)
+
+
+async def test_a_data_file_gone_missing_is_damage_and_is_rebuilt(
+    tmp_path: Path, embedder: CachedEmbedder, copy_corpus: CopyCorpus
+) -> None:
+    """A table whose manifest names a data file that is not there cannot be read again: rebuilt."""
+    repo = copy_corpus(tmp_path, ["to_thread.py"])
+    index = await open_index(repo, embedder=embedder)
+    chunks = (await index.update()).chunks
+    for data in (repo / ".codeloop/index/chunks.lance/data").iterdir():
+        data.unlink()
+
+    report = await (await open_index(repo, embedder=embedder)).update()
+
+    assert any("unreadable" in m and "rebuilding" in m for m in report.messages)
+    assert (report.chunks, report.changed_files) == (chunks, 1)
 
 
 class _RenamedEmbedder:

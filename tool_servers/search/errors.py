@@ -4,11 +4,16 @@
     ├── RepoNotFound            the repository directory does not exist or is not a directory
     ├── InvalidQuery            a query with nothing searchable (empty, only stop words, bad symbol name)
     ├── IndexLocked             another indexer held the index lock past the wait limit
-    └── IndexUnavailable        the index storage could not be opened or written (LanceDB failure)
+    └── IndexUnavailable        the index storage could not be opened, read or written: permission
+                                denied, a full disk, no file descriptors, EIO, a remote store timing
+                                out; the index was left as it is
+        └── IndexDirUnusable    no index can be kept where asked: a file where a directory must be,
+                                /proc, a read-only path (the caller must name another place)
 
 A corrupt or version-mismatched index is not an error for the caller: `CodeIndex.update` rebuilds
-it and says so in `IndexReport.messages`. Foreign exceptions (lancedb, pyarrow, OSError) are
-translated where they enter and chained with `from`.
+it and says so in `IndexReport.messages`. A storage failure is never taken for damage
+(`store.storage_failure`): rebuilding would destroy a good index and fail the same way. Foreign
+exceptions (lancedb, pyarrow, OSError) are translated where they enter and chained with `from`.
 """
 
 
@@ -30,3 +35,7 @@ class IndexLocked(SearchError, TimeoutError):
 
 class IndexUnavailable(SearchError):
     """The index storage failed in a way a rebuild cannot fix (permissions, unreachable URI)."""
+
+
+class IndexDirUnusable(IndexUnavailable):
+    """The index directory cannot be made or written at all; the message names the path."""

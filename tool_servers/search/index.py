@@ -23,7 +23,7 @@ from tool_servers.search import filerank
 from tool_servers.search import query as q
 from tool_servers.search.chunks import Chunk, chunk_file
 from tool_servers.search.embed import Embedder, load_embedder
-from tool_servers.search.errors import IndexUnavailable, InvalidQuery, RepoNotFound
+from tool_servers.search.errors import IndexDirUnusable, IndexUnavailable, InvalidQuery, RepoNotFound
 from tool_servers.search.files import DEFAULT_MAX_FILE_BYTES, SourceFile, walk_repo
 from tool_servers.search.lock import hold_index_lock
 from tool_servers.search.models import (
@@ -69,6 +69,7 @@ async def open_index(
     Raises:
         RepoNotFound: `repo` is not an existing directory.
         IndexLocked: another indexer held the lock for `lock_timeout_s`.
+        IndexDirUnusable: no index can be kept at `index_dir` (a file, /proc, read-only).
         IndexUnavailable: the index storage cannot be opened or created.
     """
     root = check_repo(repo)
@@ -85,7 +86,7 @@ async def open_index(
         why = exc.strerror or str(exc)
         if isinstance(exc, (FileExistsError, NotADirectoryError)):
             why = "a file is where a directory must be"
-        raise IndexUnavailable(
+        raise IndexDirUnusable(
             f"cannot keep the index at {where}: {why}; pass --index-dir DIR, a writable directory"
         ) from exc
     return CodeIndex(

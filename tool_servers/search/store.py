@@ -7,16 +7,22 @@ written before the manifest, so a crash between the two leaves files that look c
 re-indexed next time, never a manifest that promises rows that are not there.
 
 The chunk table's schema metadata records the layout version and the embedding model; a
-mismatch, or any read failure while loading the manifest, drops both tables and starts over
-(`Store.rebuilt_reason` says why). Callers run every method through `anyio.to_thread`.
+mismatch, or data that cannot be read while loading the manifest, drops both tables and starts
+over (`Store.rebuilt_reason` says why). Storage that fails for a reason of its own (permission
+denied, a full disk, too many open files, EIO, a remote store timing out) is not damage: it raises
+`IndexUnavailable` and leaves the tables as they are, since a rebuild would destroy a good index
+and fail the same way (`storage_failure` tells the two apart). Callers run every method through
+`anyio.to_thread`.
 """
 
+import errno
 import os
+import re
 import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 
@@ -27,6 +33,56 @@ FTS_COLUMN = "terms"
 # Fold new rows into the full-text index once this many are unindexed: until then they are found
 # by a flat scan, which costs less than rebuilding after every small edit.
 FTS_BACKLOG_ROWS = 2000
+
+
+_ENVIRONMENT_ERRNOS = frozenset(
+    {
+        errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO,
+        errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN, errno.EBUSY, errno.EINTR, errno.ELOOP,
+        errno.ETIMEDOUT, errno.ECONNREFUSED, errno.ECONNRESET, errno.ECONNABORTED, errno.EPIPE,
+        errno.EHOSTUNREACH, errno.ENETUNREACH, errno.ENETDOWN, errno.ENOTCONN, errno.ESTALE,
+    }
+)  # fmt: skip
+"""OS errors about the storage or the machine, not about what the index's files hold."""
+_RUST_OS_ERROR = re.compile(r"\(os error (\d+)\)")
+_REMOTE_TRANSPORT = re.compile(
+    r"timed? ?out|connection|dns error|error sending request|forbidden|access ?denied|unauthori[sz]ed"
+    r"|slow ?down|service unavailable|too many requests|credential",
+    re.IGNORECASE,
+)
+
+
+def storage_failure(exc: BaseException, *, remote: bool) -> Literal["damaged", "unavailable"]:
+    """Whether a failure to read or maintain the index means its data is damaged (rebuild it) or
+    the storage is unavailable (leave the data alone and say why).
+
+    By type and errno where there is one: Python's `OSError`, `TimeoutError` and
+    `ConnectionError`. lancedb raises everything else as a bare `RuntimeError` ("lance error:
+    LanceError(IO): ...") for damage and for a failing disk alike; the only trace of the cause is
+    its text, which keeps Rust's `std::io::Error` rendering "... (os error N)". So the errno is read
+    from there, and for a remote URI (s3://, gs://, az://; no errno at all) the object store's
+    transport failures are recognised by their words. This is the one place that reads lancedb's
+    messages.
+    """
+    if isinstance(exc, (TimeoutError, ConnectionError)):
+        return "unavailable"
+    code = exc.errno if isinstance(exc, OSError) and exc.errno else None
+    if code is None and (found := _RUST_OS_ERROR.search(str(exc))):
+        code = int(found.group(1))
+    if code is not None:
+        return "unavailable" if code in _ENVIRONMENT_ERRNOS else "damaged"
+    if remote and _REMOTE_TRANSPORT.search(str(exc)):
+        return "unavailable"
+    return "damaged"
+
+
+def _cause(exc: BaseException) -> str:
+    found = _RUST_OS_ERROR.search(str(exc))
+    if isinstance(exc, OSError) and exc.errno:
+        return exc.strerror or os.strerror(exc.errno)
+    if found:
+        return f"{os.strerror(int(found.group(1)))} (os error {found.group(1)})"
+    return f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,10 +150,19 @@ class Store:
         self.load()
 
     def load(self) -> None:
-        """(Re)read the manifest; rebuild the tables when they are missing, stale or unreadable."""
+        """(Re)read the manifest; rebuild the tables when they are missing, stale or damaged.
+
+        Raises:
+            IndexUnavailable: the storage failed (see `storage_failure`); nothing was changed.
+        """
         try:
             problem = self._try_load()
-        except Exception as exc:  # any lance read error means the files on disk are damaged
+        except Exception as exc:  # lancedb raises bare RuntimeError/ValueError/OSError
+            if storage_failure(exc, remote=self._remote) == "unavailable":
+                raise IndexUnavailable(
+                    f"cannot read the index at {self.uri}: {_cause(exc)}; it was left as it is: "
+                    "fix the storage (permissions, free space, open files, the network) and retry"
+                ) from exc
             problem = f"the index was unreadable ({type(exc).__name__}: {str(exc)[:200]})"
         if problem is not None:
             self.rebuilt_reason = problem if problem != "new" else None
@@ -137,6 +202,10 @@ class Store:
     @property
     def _files_name(self) -> str:
         return self.name + "_files"
+
+    @property
+    def _remote(self) -> bool:
+        return "://" in self.uri and not self.uri.startswith("file://")
 
     def _remnant_exists(self) -> bool:
         return "://" not in self.uri and os.path.exists(os.path.join(self.uri, self.name + ".lance"))
