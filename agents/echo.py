@@ -19,12 +19,18 @@ class EchoRequest(Message):
     """Work for the `echo` role."""
 
     kind: Literal["echo_request"] = "echo_request"
+    """Always `echo_request`; equals the envelope's `kind`."""
     text: str
+    """What to send back."""
 
 
 class EchoResult(Message):
+    """The `echo` role's answer: the request's text, unchanged."""
+
     kind: Literal["echo_result"] = "echo_result"
+    """Always `echo_result`; equals the envelope's `kind`."""
     text: str
+    """The request's `text`."""
 
 
 register_payloads(EchoRequest, EchoResult)

@@ -74,7 +74,9 @@ class ModelNames(Message):
     default: str | None = None
     """Every LLM role's model unless overridden; None everywhere means diagnose mode."""
     planner: str | None = None
+    """The planner's model; None uses `default`."""
     coder: str | None = None
+    """The coder's model; None uses `default`."""
 
     def for_role(self, role: str) -> str | None:
         return getattr(self, role, None) or self.default
@@ -88,6 +90,7 @@ class TaskSubmitted(Message):
     """A client asks for a task; published on `codeloop.task.submit`, deduplicated by envelope id."""
 
     kind: Literal["task_submitted"] = "task_submitted"
+    """Always `task_submitted`; equals the envelope's `kind`."""
     text: str = Field(min_length=1, max_length=MAX_TASK_TEXT)
     """What the user wants, in their words."""
     repo: str = Field(min_length=1, max_length=4096)
@@ -95,7 +98,9 @@ class TaskSubmitted(Message):
     mode: Mode = "read"
     """read: answer only; write: may propose a patch; execute: may also run code in the sandbox."""
     budgets: Budgets = Budgets()
+    """Limits of the whole task; each omitted limit takes its default."""
     models: ModelNames = ModelNames()
+    """The models the LLM roles use; none at all means diagnose mode (verify the unmodified tree)."""
     snapshot: SnapshotRef | None = None
     """The working tree captured at submission; workers materialise scratch workspaces from it."""
     interactive: bool = False
@@ -110,11 +115,15 @@ class Usage(Message):
     requests: int = 0
     """Model requests."""
     input_tokens: int = 0
+    """Tokens sent to the model (prompts, tool results), as the provider counts them."""
     output_tokens: int = 0
+    """Tokens the model produced, as the provider counts them."""
     tool_calls: int = 0
+    """Tool calls the model asked for."""
     cost_usd: float | None = None
-    """None while no price is known."""
+    """Spend in US dollars; None while no price is known."""
     wall_s: float = 0.0
+    """Wall-clock seconds; the roles leave it 0 (the task's own time is the result's `usage.wall_s`)."""
 
     @property
     def tokens(self) -> int:
@@ -138,16 +147,24 @@ class StepBudget(Message):
     """What one step may still spend: the task's budgets minus what earlier steps used."""
 
     requests: int = Field(ge=0)
+    """Model requests left (`budgets.max_steps` minus the requests of earlier steps)."""
     tokens: int = Field(ge=0)
+    """Model tokens left, input and output together."""
     deadline_at: datetime
-    """The task's wall-clock deadline."""
+    """The task's wall-clock deadline (UTC): submission plus `budgets.deadline_s`."""
     cost_usd: float | None = None
+    """US dollars left to spend; None when the task has no spend limit."""
     max_tool_failures: int = 3
+    """The task's `budgets.max_tool_failures`, passed on unchanged."""
     max_repeated_calls: int = 3
+    """The task's `budgets.max_repeated_calls`, passed on unchanged."""
 
 
 class PlanStep(Message):
+    """One step of a plan, in the order the planner expects it done."""
+
     description: str
+    """What to do, in a sentence for the coder (and for people reading the result)."""
     files: list[str] = []
     """Repository-relative paths this step expects to touch or read."""
 
@@ -156,12 +173,15 @@ class Plan(Message):
     """The planner's structured plan; a revision says why it replaces the one before."""
 
     steps: list[PlanStep] = []
+    """What to do, in order."""
     hypotheses: list[str] = []
     """Guesses about the cause to check, e.g. "the off-by-one is in `paginate`"."""
     files_of_interest: list[str] = []
+    """Repository-relative paths the planner thinks matter; the retriever ranks them up."""
     test_targets: list[str] = []
     """Test files or node ids that should show the task is done."""
     done_criteria: list[str] = []
+    """What must be true when the task is done, in words."""
     revision_reason: str | None = None
     """Why this plan replaces the previous one; None for the first plan."""
     fixed: bool = False
@@ -169,66 +189,118 @@ class Plan(Message):
 
 
 class PlanRequest(Message):
+    """Work for the planner: make a plan for the task, or revise `previous` in the light of `feedback`."""
+
     kind: Literal["plan_request"] = "plan_request"
+    """Always `plan_request`; equals the envelope's `kind`."""
     step_id: str
+    """The step this message belongs to, named by the orchestrator (`<seq>-<stage>`, e.g.
+    `03-code`); a result whose step is not the one the task waits for is ignored."""
     task: TaskSubmitted
+    """The whole task as submitted, so the role needs nothing but this message."""
     budget: StepBudget
+    """What the step may still spend of the task's budgets."""
     previous: Plan | None = None
+    """The plan being replaced, when this is a revision; None for the first plan."""
     feedback: str | None = None
     """Why the previous attempt failed, when this is a revision."""
 
 
 class PlanResult(Message):
+    """The planner's answer to a `PlanRequest`."""
+
     kind: Literal["plan_result"] = "plan_result"
+    """Always `plan_result`; equals the envelope's `kind`."""
     step_id: str
+    """The `step_id` of the request this answers, copied unchanged."""
     plan: Plan
+    """The new plan; it replaces the task's current one."""
     usage: Usage = Usage()
+    """What this step consumed; the orchestrator adds it to the task's and the role's totals."""
 
 
 class RankedFile(Message):
+    """A file the retriever found relevant to the task."""
+
     path: str
+    """Relative to the repository root."""
     score: float = 0.0
+    """Fused relevance: reciprocal-rank fusion over the search results, plus credit for symbols the
+    task names and files the plan lists. Only the order matters; higher is better."""
     why: str = ""
     """What brought it in: a search hit, a symbol the task names, the plan."""
 
 
 class Snippet(Message):
+    """A piece of a file packed into the coder's context."""
+
     path: str
+    """Relative to the repository root."""
     start_line: int
+    """First line of `text` in the file, 1-based."""
     end_line: int
+    """Last line of `text` in the file, 1-based, inclusive."""
     symbols: list[str] = []
+    """Qualified names of the definitions the snippet covers (`Class.method`), when known."""
     text: str
+    """The lines themselves, whole lines only."""
     truncated: bool = False
+    """True when only the snippet's leading lines fitted the token budget."""
 
 
 class ContextRequest(Message):
+    """Work for the retriever: find and pack the code the task and its plan are about."""
+
     kind: Literal["context_request"] = "context_request"
+    """Always `context_request`; equals the envelope's `kind`."""
     step_id: str
+    """The step this message belongs to, named by the orchestrator (`<seq>-<stage>`, e.g.
+    `03-code`); a result whose step is not the one the task waits for is ignored."""
     task: TaskSubmitted
+    """The whole task as submitted, so the role needs nothing but this message."""
     plan: Plan
+    """The task's current plan."""
     token_budget: int = Field(default=6000, ge=200)
+    """Estimated tokens (about 4 characters each) the packed context may take, repository map included."""
 
 
 class Context(Message):
     """What the retriever packed for the coder: ranked files, snippets and a map within a budget."""
 
     kind: Literal["context"] = "context"
+    """Always `context`; equals the envelope's `kind`."""
     step_id: str
+    """The `step_id` of the request this answers, copied unchanged."""
     files: list[RankedFile] = []
-    """Best first."""
+    """Best first, at most 30."""
     snippets: list[Snippet] = []
+    """Search hits packed into the budget, best-ranked files first; overlapping snippets of one
+    file are merged."""
     repo_map: str = ""
+    """Outline of the repository (files and their definitions' signatures); empty when unavailable."""
     tokens: int = 0
+    """Estimated tokens (about 4 characters each) of the packed context: the task text, `snippets`
+    and `repo_map`."""
     usage: Usage = Usage()
+    """What the step consumed; all zeros from the built-in retriever, which uses no model."""
 
 
 class CodeRequest(Message):
+    """Work for the coder: carry out the plan in a scratch workspace (or answer, in read mode)."""
+
     kind: Literal["code_request"] = "code_request"
+    """Always `code_request`; equals the envelope's `kind`."""
     step_id: str
+    """The step this message belongs to, named by the orchestrator (`<seq>-<stage>`, e.g.
+    `03-code`); a result whose step is not the one the task waits for is ignored."""
     task: TaskSubmitted
+    """The whole task as submitted, so the role needs nothing but this message."""
     plan: Plan
+    """The task's current plan."""
     context: Context
+    """What the retriever packed for this task."""
     budget: StepBudget
+    """What the step may still spend of the task's budgets."""
     previous_patch: str | None = None
     """The last attempt's patch, which the workspace starts from when revising."""
     feedback: str | None = None
@@ -236,114 +308,178 @@ class CodeRequest(Message):
 
 
 class CodeResult(Message):
+    """The coder's answer to a `CodeRequest`: a patch, an answer, or why it stopped."""
+
     kind: Literal["code_result"] = "code_result"
+    """Always `code_result`; equals the envelope's `kind`."""
     step_id: str
+    """The `step_id` of the request this answers, copied unchanged."""
     patch: str | None = None
     """Unified diff (a/ b/ prefixes) of the scratch workspace against the snapshot."""
     files_changed: list[str] = []
+    """Repository-relative paths the patch touches."""
     answer: str | None = None
     """Read mode: the explanation; other modes: the coder's summary of what it did."""
     stopped_by: str | None = None
     """The failure class that ended the run early (budget.steps, agent.loop, ...), None when the
     model finished."""
     message: str = ""
+    """Why the run stopped early, for people; empty when the model finished."""
     usage: Usage = Usage()
+    """What this step consumed; the orchestrator adds it to the task's and the role's totals."""
     tool_failures: int = 0
     """Consecutive failed tool calls at the end of the run."""
 
 
 class VerifyRequest(Message):
+    """Work for the verifier: judge a patch (or a read-mode answer) against the task's tree."""
+
     kind: Literal["verify_request"] = "verify_request"
+    """Always `verify_request`; equals the envelope's `kind`."""
     step_id: str
+    """The step this message belongs to, named by the orchestrator (`<seq>-<stage>`, e.g.
+    `03-code`); a result whose step is not the one the task waits for is ignored."""
     task: TaskSubmitted
+    """The whole task as submitted, so the role needs nothing but this message."""
     plan: Plan
+    """The task's current plan; its `test_targets` and `files_of_interest` guide which tests run."""
     patch: str | None = None
-    """None with no answer either: diagnose mode, judge the unmodified tree."""
+    """Unified diff to apply to the snapshot; None with no answer either: diagnose mode, judge the
+    unmodified tree."""
     answer: str | None = None
+    """Read mode: the coder's answer to check against the code; None in other modes."""
     baseline: Baseline | None = None
     """The starting tree's state, when an earlier verification of this task computed it."""
     deadline_at: datetime
+    """The task's wall-clock deadline (UTC): verification still running then is cut off and reported
+    as not finished."""
 
 
 class VerifyResult(Message):
+    """The verifier's answer to a `VerifyRequest`."""
+
     kind: Literal["verify_result"] = "verify_result"
+    """Always `verify_result`; equals the envelope's `kind`."""
     step_id: str
+    """The `step_id` of the request this answers, copied unchanged."""
     report: VerificationReport
+    """The verdict and what it rests on."""
     baseline: Baseline | None = None
+    """The starting tree's state as now known, for the next verification of this task; None when
+    none was computed."""
     usage: Usage = Usage()
+    """What this step consumed; the orchestrator adds it to the task's and the role's totals."""
 
 
 class StepFailed(Message):
     """A role could not do its step; the class says whose fault (see `agents/failures.py`)."""
 
     kind: Literal["step_failed"] = "step_failed"
+    """Always `step_failed`; equals the envelope's `kind`."""
     step_id: str
+    """The `step_id` of the request that failed; empty when the request named none."""
     role: str
+    """The role that failed: `planner`, `retriever`, `coder`, `verifier` or a custom role's name."""
     failure_class: str
+    """A dotted `FailureClass` value, e.g. `env.infra`; the task ends on it, handed off to a person
+    for a `budget.*` class and failed otherwise."""
     message: str
+    """What went wrong, for people; never a secret."""
     usage: Usage = Usage()
+    """What the step consumed before it failed; charged to the task like a result's."""
 
 
 class CancelTask(Message):
     """Ask the orchestrator to stop a task; published on `codeloop.task.cancel`."""
 
     kind: Literal["cancel_task"] = "cancel_task"
+    """Always `cancel_task`; equals the envelope's `kind`."""
     reason: str = "cancelled by the user"
+    """Why, for people; it ends up in the task's report."""
 
 
 class Verification(Message):
     """The verifier's verdict as the result object shows it."""
 
     verdict: Literal["passed", "failed", "unverified"] | None = None
+    """The last verification's verdict; None when the task was never verified."""
     checks: list[dict[str, Any]] = []
+    """The last verification's checks in the order run: `{name, ok, summary, duration_s}` each."""
     failures: list[Failure] = []
+    """What the last verification found wrong: errors first, then warnings."""
 
 
 class TaskResult(Message):
     """How a task ended; the object `codeloop run --json` prints and `status --json` shows."""
 
     kind: Literal["task_result"] = "task_result"
+    """Always `task_result`; equals the envelope's `kind`."""
     task_id: str
+    """The task's id, as `codeloop submit` printed it."""
     status: TaskStatus
+    """How it ended: one of the terminal statuses (`done`, `diagnosed`, `handed_off`, `failed`,
+    `cancelled`, `rejected`)."""
     mode: Mode
+    """The mode the task was submitted in."""
     answer: str | None = None
+    """Read mode: the answer; other modes: the coder's summary. A diagnosed or handed-off task
+    without one carries its report here; None when there is neither."""
     patch: str | None = None
-    """Unified diff against the submitted tree (`patch_ref` is reserved for a stored copy; not set today)."""
+    """Unified diff (a/ b/ prefixes) against the submitted tree; None in read mode or when nothing
+    was changed."""
     patch_ref: str | None = None
+    """Reserved for the patch's name in the object store; this version always leaves it None."""
     files_changed: list[str] = []
+    """Repository-relative paths the patch touches; empty in read mode."""
     plan: dict[str, Any] = {}
     """`steps`, `hypotheses`, ... of the last plan, with `revisions`: the earlier plans' reasons."""
     context: dict[str, Any] = {}
     """`files`: the retriever's files, best first."""
     verification: Verification = Verification()
+    """The last verification; empty (verdict None) when the task was never verified."""
     failure_class: str | None = None
     """Why the task did not finish as done; None when it did."""
     steps: int = 0
     """Model requests, all roles together."""
     revisions: int = 0
+    """Times the verifier sent the patch back for revision."""
     usage: dict[str, Any] = {}
-    """requests, input_tokens, output_tokens, tool_calls, wall_s, cost_usd, by_role."""
+    """`requests`, `input_tokens`, `output_tokens`, `tool_calls`, `cost_usd` (as in `Usage`),
+    `wall_s` (seconds from submission to the end) and `by_role` (a `Usage` per role name)."""
     report: str = ""
     """Human-readable summary, or the hand-off report."""
     trace_id: str | None = None
+    """The task's trace id (the envelopes' `trace_id`), for `codeloop trace`; None if never known."""
 
 
 class PlanRevision(Message):
+    """A plan that a revised plan replaced, kept in the task's history."""
+
     plan: Plan
+    """The replaced plan."""
     reason: str
+    """Why it was replaced: the new plan's `revision_reason`, or `revised` when it gave none."""
     at_step: int
+    """Steps dispatched when it was replaced (the task's `step_seq` then)."""
 
 
 class TaskState(Message):
     """The task record in the `codeloop-tasks` KV bucket; every transition is written here first."""
 
     kind: Literal["task_state"] = "task_state"
+    """Always `task_state`."""
     task_id: str
+    """The task's id; also the record's key."""
     status: TaskStatus
+    """Where the task is; one of the terminal statuses once it has ended."""
     task: TaskSubmitted
+    """The submission, as received."""
     created_at: datetime
+    """When the orchestrator accepted the submission (UTC); the deadline counts from here."""
     updated_at: datetime
+    """When the record last changed (UTC)."""
     trace_id: str | None = None
+    """The task's trace id (the envelopes' `trace_id`)."""
     stage: str | None = None
     """The pipeline stage in progress (`plan`, `retrieve`, `code`, `verify`, ...)."""
     expected_step: str | None = None
@@ -353,20 +489,33 @@ class TaskState(Message):
     steps_done: list[str] = []
     """Step ids whose results were applied, in order."""
     plan: Plan | None = None
+    """The current plan; None before the planner answered (or in a pipeline without one)."""
     plan_history: list[PlanRevision] = []
+    """Plans that revisions replaced, oldest first."""
     context: Context | None = None
+    """The retriever's latest context; None before it answered."""
     patch: str | None = None
+    """The latest patch from the coder (unified diff); None when it changed nothing."""
     files_changed: list[str] = []
+    """Repository-relative paths the latest patch touches."""
     answer: str | None = None
+    """The coder's latest answer or summary (an echo pipeline's reply)."""
     baseline: Baseline | None = None
+    """The starting tree's state as the verifier last reported it, passed to the next verification."""
     last_report: VerificationReport | None = None
+    """The latest verification report; None before the first verification."""
     failure_signatures: list[str] = []
     """One signature of each failed verification's failure set, to stop identical retries."""
     revisions: int = 0
+    """Times the verifier sent the patch back for revision."""
     failed_revisions_since_plan: int = 0
+    """Failed revisions since the last (re)plan; past a threshold the task is planned again."""
     tool_failures: int = 0
+    """Consecutive failed tool calls at the end of the coder's latest run."""
     usage: Usage = Usage()
+    """What all steps so far consumed together."""
     by_role: dict[str, Usage] = {}
+    """What each role's steps consumed, by role name."""
     outbox: list[dict[str, Any]] = []
     """What the last transition asked to publish (subject, kind, payload, label), so a redelivered
     message after a crash republishes the same messages under the same ids."""
@@ -375,7 +524,9 @@ class TaskState(Message):
     outbox_request_id: str | None = None
     """Id of the work request in the outbox, which a result without a `step_id` points at."""
     result: TaskResult | None = None
+    """The final result, set when the task reaches a terminal status; None until then."""
     error: str | None = None
+    """Why the task was rejected or a message of it was given up; None otherwise."""
 
 
 register_payloads(

@@ -1,18 +1,20 @@
 """Latency of codeloop tool calls over stdio and streamable HTTP, beside a bare MCP server.
 
-Run: `.venv/bin/python benchmarks/mcp_bench.py [--calls N]`. For each case it starts the real
-server process (`codeloop mcp ...`, or a bare `MCPServer` with one no-op tool run from this
-file), opens one real MCP client session, makes warm-up calls, then times N sequential calls
-and prints the median and p90 in milliseconds. The overhead ratio is the median of a codeloop
-tool divided by the bare no-op's median over the same transport: it is what the protocol
-(gate, validation, audit record with fsync, bearer check) plus the tool's own work cost.
+Run: `.venv/bin/python benchmarks/mcp_bench.py [--calls N]`. For every case and transport it
+starts the real server process (`codeloop mcp ...`, or a bare `MCPServer` with one no-op tool
+run from this file) and opens one real MCP client session; all sessions stay open side by side.
+After warm-up calls in each, it times N rounds, one call per session per round, so a change in
+machine load hits every case alike, and prints the median and p90 in milliseconds. The overhead
+ratio is the median of a codeloop tool divided by the bare no-op's median over the same
+transport: it is what the protocol (gate, validation, audit record with fsync, bearer check)
+plus the tool's own work cost.
 
 `search_code` runs a descriptive (hybrid: vector + keyword) query over 20 modules of anyio's
 installed source copied beside `module.py`. Its warm-up calls absorb the model load and the
-first indexing (about a minute on 2 busy cores; embeddings cached in the temporary directory);
-each timed call includes the server's change check (a stat walk of the root) and the query
-embedding: every call sends a query text no call sent before (a phrase and a call number), so no
-cache of any kind can answer it without running the model. Add a case by appending to `CASES`.
+first indexing (embeddings cached in the temporary directory); each timed call includes the
+server's change check (a stat walk of the root) and the query embedding: every call sends a
+query text no call sent before (a phrase, the transport and a call number), and the server never
+caches query vectors, so each one runs the model. Add a case by appending to `CASES`.
 """
 
 import argparse
@@ -23,7 +25,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,12 +47,12 @@ class Case:
     tool: str
     args: dict[str, Any]
     distinct: str | None = None
-    """An argument made unique per call (its value gets ` #<call number>` appended)."""
+    """An argument made unique per call (its value gets ` #<tag>` appended)."""
 
-    def call_args(self, number: int) -> dict[str, Any]:
+    def call_args(self, tag: str) -> dict[str, Any]:
         if self.distinct is None:
             return self.args
-        return {**self.args, self.distinct: f"{self.args[self.distinct]} #{number}"}
+        return {**self.args, self.distinct: f"{self.args[self.distinct]} #{tag}"}
 
 
 CASES = [
@@ -145,17 +147,28 @@ async def _session(case: Case, transport: str, root: Path, token_file: Path) -> 
             await process.wait()
 
 
-async def _measure(case: Case, transport: str, root: Path, token_file: Path, calls: int) -> list[float]:
-    async with _session(case, transport, root, token_file) as client:
-        for number in range(10):
-            result = await client.call_tool(case.tool, case.call_args(-1 - number))
-            assert not result.is_error, result.content
-        timings = []
+WARM_UP_CALLS = 10
+
+
+async def _measure(root: Path, token_file: Path, calls: int) -> dict[tuple[str, str], list[float]]:
+    """Milliseconds per call of every (case, transport), measured in interleaved rounds."""
+    pairs = [(case, transport) for transport in ("stdio", "http") for case in CASES]
+    timings: dict[tuple[str, str], list[float]] = {(c.label, t): [] for c, t in pairs}
+    async with AsyncExitStack() as stack:
+        clients = []
+        for case, transport in pairs:
+            client = await stack.enter_async_context(_session(case, transport, root, token_file))
+            for number in range(WARM_UP_CALLS):
+                result = await client.call_tool(case.tool, case.call_args(f"{transport}-warm-{number}"))
+                assert not result.is_error, result.content
+            clients.append(client)
         for number in range(calls):
-            args = case.call_args(number)
-            start = time.perf_counter()
-            await client.call_tool(case.tool, args)
-            timings.append((time.perf_counter() - start) * 1000)
+            for (case, transport), client in zip(pairs, clients, strict=True):
+                args = case.call_args(f"{transport}-{number}")
+                start = time.perf_counter()
+                result = await client.call_tool(case.tool, args)
+                timings[(case.label, transport)].append((time.perf_counter() - start) * 1000)
+                assert not result.is_error, result.content
     return timings
 
 
@@ -170,18 +183,14 @@ async def main(calls: int) -> None:
         token_file = Path(tmp) / "tokens.txt"
         token_file.write_text(f"{TOKEN} bench read\n")
         token_file.chmod(0o600)
+        measured = await _measure(root, token_file, calls)
         medians: dict[tuple[str, str], float] = {}
         print(f"{'case':<16} {'transport':<9} {'median_ms':>10} {'p90_ms':>8} {'calls':>6}")
-        for transport in ("stdio", "http"):
-            for case in CASES:
-                timings = await _measure(case, transport, root, token_file, calls)
-                median = statistics.median(timings)
-                p90 = statistics.quantiles(timings, n=10)[-1]
-                medians[(case.label, transport)] = median
-                print(
-                    f"{case.label:<16} {transport:<9} {median:>10.2f} {p90:>8.2f} {len(timings):>6}",
-                    flush=True,
-                )
+        for (label, transport), timings in measured.items():
+            median = statistics.median(timings)
+            p90 = statistics.quantiles(timings, n=10)[-1]
+            medians[(label, transport)] = median
+            print(f"{label:<16} {transport:<9} {median:>10.2f} {p90:>8.2f} {len(timings):>6}")
         for case in CASES[1:]:
             ratios = ", ".join(
                 f"{t} {medians[(case.label, t)] / medians[('bare noop', t)]:.2f}x" for t in ("stdio", "http")

@@ -1,25 +1,31 @@
 """What recording costs and what a replay takes, for one small task with an instant scripted model.
 
-One run of each, on embedded nats-servers with every role in this process, sharing one set of tool
-servers and one search index (so only the first task pays for loading the embedding model and
-indexing; it is printed as such):
+Two `serve` stacks run side by side in this process, one with the recorder off
+(`serve(record=False)`) and one with it on (the default), each on its own embedded nats-server,
+sharing one set of tool servers and one search index (so only the first task pays for loading the
+embedding model and indexing; it is printed as such, apart). Then, in each of `--rounds` rounds,
+with the two sides taking turns at going first so a noisy machine hurts both alike:
 
-0. the task with the recorder off, cold caches,
-1. the task again with the recorder off (`serve(record=False)`),
-2. the same task with the recorder on (the default): the original run that is then replayed,
-3. its replay with the tools run again (`codeloop replay TASK_ID`),
+1. the task with the recorder off;
+2. the same task with the recorder on: the original run that is then replayed;
+3. its replay with the tools run again (`codeloop replay TASK_ID`);
 4. its exact replay, no tool executed (`codeloop replay TASK_ID --recorded-tools`).
 
-The model decides instantly, so every second is plumbing: snapshot, scratch workspaces, MCP
-sessions, indexing, the verifier's sandboxed tests. One run each: a noisy machine moves these
-figures; run it again before trusting a small difference.
+Printed: the median of each over the rounds, with the last round's outcomes. The model decides
+instantly, so every second is plumbing: snapshot, scratch workspaces, MCP sessions, indexing,
+the verifier's sandboxed tests.
 
-    .venv/bin/python benchmarks/replay_bench.py
+    .venv/bin/python benchmarks/replay_bench.py [--rounds 3]
 """
 
+import argparse
+import statistics
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 from pipeline_bench import SCRIPT, make_repo  # the same scripted task as the pipeline benchmark
@@ -31,7 +37,7 @@ from agents.replay.session import divergences_of, replay_submission
 from agents.replay.store import load_runs
 from agents.workspace import capture_snapshot
 from bus.config import BusConfig
-from bus.connection import open_bus
+from bus.connection import Bus, open_bus
 from codeloop.config import client_config_for
 from codeloop.tool_provider import InProcessTools
 from codeloop.wiring import serve
@@ -46,7 +52,8 @@ async def _task(bus, task: TaskSubmitted) -> tuple[TaskResult, float]:
     return TaskResult.model_validate(final.payload), time.perf_counter() - started
 
 
-async def _on_serve(state: Path, *, record: bool, body, tools: InProcessTools, home: Path) -> object:
+@asynccontextmanager
+async def _serving(state: Path, *, record: bool, tools: InProcessTools, home: Path) -> AsyncIterator[Bus]:
     config = BusConfig(state_dir=state)
     stop = anyio.Event()
     async with anyio.create_task_group() as tg:
@@ -56,15 +63,13 @@ async def _on_serve(state: Path, *, record: bool, body, tools: InProcessTools, h
             )
         )
         try:
-            async with open_bus(
-                client_config_for(config, note)
-            ) as bus:
-                return await body(bus)
+            async with open_bus(client_config_for(config, note)) as bus:
+                yield bus
         finally:
             stop.set()
 
 
-async def main() -> None:
+async def main(rounds: int) -> None:
     with tempfile.TemporaryDirectory(prefix="replay-bench-") as tmp:
         tmp_path = Path(tmp)
         script = tmp_path / "decide.py"
@@ -72,58 +77,55 @@ async def main() -> None:
         repo = make_repo(tmp_path / "repo", 0)
         task = TaskSubmitted(text="add subtracts", repo=str(repo), mode="write",
                              models=ModelNames(default=f"function:{script}:decide"))  # fmt: skip
-
         shared = {"tools": InProcessTools(), "home": tmp_path / "home"}
+        seconds: dict[str, list[float]] = {"off": [], "original": [], "replay": [], "exact": []}
+        async with (
+            _serving(tmp_path / "off", record=False, **shared) as off_bus,
+            _serving(tmp_path / "on", record=True, **shared) as on_bus,
+        ):
+            cold, cold_s = await _task(off_bus, task)
+            last: dict[str, Any] = {}  # the latest round's outcomes, printed beside the medians
 
-        async def unrecorded(bus):
-            return await _task(bus, task), await _task(bus, task)
+            async def unrecorded() -> None:
+                last["off"], took = await _task(off_bus, task)
+                seconds["off"].append(took)
 
-        (cold, cold_s), (off, off_s) = await _on_serve(
-            tmp_path / "off", record=False, body=unrecorded, **shared
-        )
+            async def recorded() -> None:
+                original, took = await _task(on_bus, task)
+                seconds["original"].append(took)
+                runs = await load_runs(on_bus, original.task_id)
+                replayed, took = await _task(on_bus, await replay_submission(on_bus, original.task_id))
+                seconds["replay"].append(took)
+                started = time.perf_counter()
+                _, exact_divergences = await exact_replay(on_bus, original.task_id)
+                seconds["exact"].append(time.perf_counter() - started)
+                last.update(
+                    original=original, replayed=replayed, runs=len(runs),
+                    size=sum(len(r.model_dump_json()) for r in runs),
+                    divergences=await divergences_of(on_bus, replayed.task_id),
+                    exact_divergences=exact_divergences,
+                )  # fmt: skip
 
-        async def recorded(bus):
-            original, original_s = await _task(bus, task)
-            runs = await load_runs(bus, original.task_id)
-            size = sum(len(r.model_dump_json()) for r in runs)
-            replayed, replay_s = await _task(bus, await replay_submission(bus, original.task_id))
-            divergences = await divergences_of(bus, replayed.task_id)
-            started = time.perf_counter()
-            exact, exact_divergences = await exact_replay(bus, original.task_id)
-            exact_s = time.perf_counter() - started
-            return (
-                original,
-                original_s,
-                size,
-                len(runs),
-                replayed,
-                replay_s,
-                divergences,
-                exact_s,
-                exact_divergences,
-            )
-
-        (
-            original,
-            original_s,
-            size,
-            runs,
-            replayed,
-            replay_s,
-            divergences,
-            exact_s,
-            exact_div,
-        ) = await _on_serve(tmp_path / "on", record=True, body=recorded, **shared)
+            for number in range(rounds):
+                for side in (unrecorded, recorded) if number % 2 == 0 else (recorded, unrecorded):
+                    await side()
+    median = {name: statistics.median(values) for name, values in seconds.items()}
+    off, original, replayed = last["off"], last["original"], last["replayed"]
     same = replayed.patch == original.patch and replayed.verification.verdict == original.verification.verdict
-    print("one task (write mode, instant scripted model), one run of each:")
+    print(f"one task (write mode, instant scripted model), median of {rounds} interleaved rounds:")
     print(f"  recorder off, cold      {cold_s:7.2f} s   {cold.status} (loads the embedder, builds the index)")
-    print(f"  recorder off            {off_s:7.2f} s   {off.status}, verdict {off.verification.verdict}")
-    print(f"  recorder on (original)  {original_s:7.2f} s   {original.status}, verdict "
-          f"{original.verification.verdict}; {runs} runs recorded, {size} bytes")  # fmt: skip
-    print(f"  replay, tools run again {replay_s:7.2f} s   same patch and verdict: {same}; "
-          f"{len(divergences)} divergences")  # fmt: skip
-    print(f"  exact replay            {exact_s:7.2f} s   no tool executed; {len(exact_div)} divergences")
+    print(
+        f"  recorder off            {median['off']:7.2f} s   {off.status}, verdict {off.verification.verdict}"
+    )
+    print(f"  recorder on (original)  {median['original']:7.2f} s   {original.status}, verdict "
+          f"{original.verification.verdict}; {last['runs']} runs recorded, {last['size']} bytes")  # fmt: skip
+    print(f"  replay, tools run again {median['replay']:7.2f} s   same patch and verdict: {same}; "
+          f"{len(last['divergences'])} divergences")  # fmt: skip
+    print(f"  exact replay            {median['exact']:7.2f} s   no tool executed; "
+          f"{len(last['exact_divergences'])} divergences")  # fmt: skip
 
 
 if __name__ == "__main__":
-    anyio.run(main)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the four runs")
+    anyio.run(main, parser.parse_args().rounds)

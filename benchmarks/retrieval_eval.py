@@ -5,8 +5,8 @@ made from public function and method docstrings: the first sentence, with the fu
 removed, and the target is the file that defines the function. Sentences that occur in more than
 one file are dropped (no single right answer). The indexed copy has every docstring stripped
 (replaced by `...`, line numbers kept), so a query is never graded against its own text: with
-the docstrings in, keyword search alone found the target first almost always (MRR 0.96), which
-measured string matching, not retrieval. `--keep-docstrings` restores that leaky setting. Each query runs through `CodeIndex.search` with
+the docstrings in, keyword search alone finds the target first almost always, which measures
+string matching, not retrieval. `--keep-docstrings` restores that leaky setting. Each query runs through `CodeIndex.search` with
 per-file aggregation in three modes, keyword-only, vector-only and hybrid (RRF + identifier
 boosts), and the script prints file recall@1/@5/@10 and MRR@10 per codebase and pooled.
 

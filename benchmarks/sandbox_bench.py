@@ -6,18 +6,21 @@
 4. a small real pytest suite (100 tests) run plainly, in a reused gVisor sandbox, and in the
    process backend;
 5. where the pytest-in-gVisor time goes: the suite again under variants of file access mode,
-   mount hints, bytecode caching and a runsc flag, with CPU seconds read from the sandbox's cpuacct cgroup
-   (wall time on this shared 2-core machine is noisy; CPU seconds much less so);
+   mount hints, bytecode caching and a runsc flag, interleaved round by round, with CPU seconds
+   read from the sandbox's cpuacct cgroup (wall time moves with the machine's load; CPU seconds
+   much less);
 6. the cost of one system call plainly and in gVisor;
 7. a workspace holding a big virtualenv (numpy and pyarrow copied from codeloop's): open + first
    `python -c pass`, a later command, and the mirror's RAM, with the tree as `.venv` (bound
-   read-only from the host) and the same tree under another name (mirrored, as every virtualenv
-   was before).
+   read-only from the host) and the same tree under another name (mirrored like any files), the
+   two alternating sandbox by sandbox.
 
+Why the sandbox is set up as these sections probe: `docs/sandbox.md`.
 Targets: cold start <= 0.5 s, exec in a reused sandbox <= 100 ms, pytest in gVisor <= 2.5x plain.
-Run: .venv/bin/python benchmarks/sandbox_bench.py   (needs root and runsc; ~2 minutes)
+Run: .venv/bin/python benchmarks/sandbox_bench.py [--rounds 5]   (needs root and runsc)
 """
 
+import argparse
 import os
 import resource
 import shutil
@@ -313,38 +316,45 @@ def mirror_used_mb(work_dir: Path) -> float:
     return float("nan")
 
 
-async def workspace_venv(tmp: Path) -> None:
-    """Section 7: the workspace's own virtualenv is bound, not mirrored."""
+async def workspace_venv(tmp: Path, sandboxes: int = 3) -> None:
+    """Section 7: the workspace's own virtualenv is bound, not mirrored; the two layouts alternate
+    sandbox by sandbox (the tree renamed between them), so load drift hits both alike."""
     root = tmp / "venv-ws"
     await anyio.Path(root).mkdir()
     size, files = await anyio.to_thread.run_sync(make_big_venv_workspace, root)
     print(
-        f"\n7. workspace holding a {size / 1e6:.0f} MB, {files}-file virtualenv (medians: 3 sandboxes, 5 later commands each):"
+        f"\n7. workspace holding a {size / 1e6:.0f} MB, {files}-file virtualenv "
+        f"(medians: {sandboxes} sandboxes, 5 later commands each, layouts alternating):"
     )
     variants = {
         ".venv": "as .venv: bound read-only (default)",
-        "vendored": "as vendored/: mirrored (as before)",
+        "vendored": "as vendored/: mirrored like any files",
     }
-    for name, label in variants.items():
-        if name != ".venv":
-            await anyio.Path(root / ".venv").rename(root / name)
-        starts, later, used = [], [], []
-        for i in range(3):
+    starts: dict[str, list[float]] = {name: [] for name in variants}
+    later: dict[str, list[float]] = {name: [] for name in variants}
+    used: dict[str, list[float]] = {name: [] for name in variants}
+    current = ".venv"
+    for i in range(sandboxes):
+        for name in variants:
+            if name != current:
+                await anyio.Path(root / current).rename(root / name)
+                current = name
             options = GvisorOptions(state_dir=tmp / f"{name}-state-{i}", work_dir=tmp / f"{name}-work-{i}")
             started = time.perf_counter()
             async with open_sandbox(root, limits=LIMITS, backend="gvisor", gvisor=options) as sandbox:
                 await sandbox.exec(["python", "-c", "pass"])
-                starts.append(time.perf_counter() - started)
-                used.append(mirror_used_mb(options.work_dir))
+                starts[name].append(time.perf_counter() - started)
+                used[name].append(mirror_used_mb(options.work_dir))
                 for _ in range(5):
-                    later.append(await timed(lambda: sandbox.exec(["python", "-c", "pass"])))
+                    later[name].append(await timed(lambda: sandbox.exec(["python", "-c", "pass"])))
+    for name, label in variants.items():
         print(
-            f"   {label:37s} open + first command {median_ms(starts)}, later command"
-            f" {median_ms(later)}, mirror RAM {statistics.median(used):6.1f} MB"
+            f"   {label:37s} open + first command {median_ms(starts[name])}, later command"
+            f" {median_ms(later[name])}, mirror RAM {statistics.median(used[name]):6.1f} MB"
         )
 
 
-async def main() -> None:
+async def main(rounds: int) -> None:
     status = probe_runsc()
     if not status.works:
         print(f"runsc does not work here ({status.detail}); nothing to measure.")
@@ -374,15 +384,17 @@ async def main() -> None:
         walls, _ = await reused_runs(empty, ["true"], 20)
         print(f"   (exec of /bin/true: the sandbox's own overhead {median_ms(walls)})")
 
-        await pytest_suite(suite)
+        await pytest_suite(suite, rounds)
 
-        await investigate(suite)
+        await investigate(suite, rounds)
         calls = count_syscalls(PYTEST, suite)
         if calls is not None:
             print(f"   one plain run of the suite makes {calls} system calls (strace -f -c)")
         await syscall_costs(empty)
-        await workspace_venv(Path(tmp))
+        await workspace_venv(Path(tmp), max(2, min(rounds, 3)))
 
 
 if __name__ == "__main__":
-    anyio.run(main)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of sections 4 and 5")
+    anyio.run(main, parser.parse_args().rounds)

@@ -20,20 +20,32 @@ def new_id() -> str:
 
 
 class Envelope(BaseModel):
+    """What every bus message travels in: routing and tracing fields around one typed payload.
+
+    Readers ignore envelope fields they do not know (a newer peer may add some) but validate
+    `payload` closed against the model registered for `kind`."""
+
     model_config = ConfigDict(frozen=True, extra="ignore", use_attribute_docstrings=True)
 
     id: str = Field(default_factory=new_id, min_length=1)
     """Unique message id; JetStream deduplicates on it (`Nats-Msg-Id`) and handlers are idempotent on it."""
     kind: str
-    """The payload's kind, e.g. `task_submitted`."""
+    """The payload's kind, e.g. `task_submitted`: the key of its schema under `payloads`."""
     task_id: str = Field(min_length=1)
+    """The task this message belongs to; also the `<task_id>` token of its subjects, such as
+    `codeloop.events.<task_id>.<name>`."""
     trace_id: str = Field(default_factory=new_id)
     """Shared by every message of one task; also the OpenTelemetry trace id."""
     causation_id: str | None = None
     """Id of the message this one answers or was caused by."""
     sent_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    """When the sender built the envelope, ISO 8601 with a UTC offset, by the sender's clock
+    (timelines and `codeloop watch` show it)."""
     schema_version: int = SCHEMA_VERSION
+    """The wire version (`schema_version` at the top of `codeloop schema`); a reader dead-letters
+    envelopes of any other version as `unsupported_schema_version`."""
     payload: dict[str, Any]
+    """The message itself, a JSON object valid against the schema of `kind`."""
 
     @classmethod
     def wrap(

@@ -27,6 +27,7 @@ class Event(Message):
     """Something that happened to a task, on `codeloop.events.<task_id>.<name>`."""
 
     kind: Literal["event"] = "event"
+    """Always `event`; equals the envelope's `kind`."""
     name: str
     """What happened: `transition`, `tool_call`, `model_call`, `handler_error`, `dead_letter`, ..."""
     message: str = ""
@@ -39,6 +40,7 @@ class DeadLetter(Message):
     """A message that could not be handled, with the reason; published as an event, never silently dropped."""
 
     kind: Literal["dead_letter"] = "dead_letter"
+    """Always `dead_letter`; equals the envelope's `kind`."""
     reason: Literal["malformed", "unsupported_schema_version", "max_deliveries", "handler_error"]
     """Why it was given up: unreadable, a schema version we do not speak, or still failing at the
     last allowed delivery (`max_deliveries`, `handler_error`)."""

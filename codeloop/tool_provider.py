@@ -44,6 +44,12 @@ class _SharedEmbedder:
     def dimension(self) -> int:
         return self._model().dimension
 
+    @property
+    def inner(self) -> Any:
+        """The model without the cache in front, as `CachedEmbedder.inner`: the index embeds
+        queries with it, so they never pile up in the shared cache (`CodeIndex.embed_queries`)."""
+        return self._model().inner
+
     def embed(self, texts: list[str]) -> Any:
         return self._model().embed(texts)
 

@@ -45,9 +45,10 @@ What the gVisor backend promises, per command:
 
 Speed: the runtime mounts are read-only and unchanging, so they carry gVisor's mount hint
 share=container (cached, exclusive file access); the workspace and its virtualenvs stay shared
-because host tools edit them between commands (measured: caching a workspace virtualenv saved
-under 10% of an `import numpy, pyarrow` and hid a module installed between commands). What
-remains is the ptrace platform's cost per system call (benchmarks/sandbox_bench.py measures it).
+because host tools edit them between commands (caching a workspace virtualenv would hide a
+module installed between commands, for little gain). What remains is the ptrace platform's cost
+per system call (benchmarks/sandbox_bench.py measures it; `docs/sandbox.md` says why the sandbox
+is set up this way).
 
 One sandbox per workspace at a time: two sandboxes mirroring the same workspace would overwrite
 each other's results.

@@ -2,8 +2,8 @@
 
 The host starts this file once per sandbox (as the container's init under gVisor, as a plain
 child process for the `process` backend) and then sends it one request per command on stdin.
-Running the commands from a resident process instead of `runsc exec` saves the ~100 ms a
-`runsc exec` costs and lets the capping, the timeout and the clean-up happen next to the payload:
+Running the commands from a resident process instead of `runsc exec` saves the start-up a
+`runsc exec` costs per command and lets the capping, the timeout and the clean-up happen next to the payload:
 
 - stdout/stderr are drained until every writer is gone but only the first and last halves of the
   output cap are kept, so a command printing gigabytes costs the host one bounded JSON line;
@@ -88,7 +88,7 @@ def _limit_child(rlimits: dict[str, int]) -> None:
 def _read_proc(path: str) -> bytes:
     """A small /proc file in three system calls (open, read, close) where the buffered `open()`
     makes seven (fstat, ioctl and lseek too): under gVisor's ptrace platform every system call
-    costs 50-160 us and the supervisor's calls are charged to the command it runs."""
+    costs many times its native price, and the supervisor's calls are charged to the command it runs."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
@@ -105,9 +105,9 @@ def _next_cpu_check(now: float, used: float, limit: float) -> float:
     """When to measure the command's CPU time next: not before its processes could have used up
     what is left of the limit running on every CPU, and at most every 0.25 s.
 
-    A fixed 0.25 s poll scanned /proc four times a second (about 20 system calls each, ~2% of a
-    pytest run's CPU under gVisor) although a 300 s limit cannot be reached in the first minutes;
-    the enforcement is as tight as before because no command can use CPU faster than that.
+    A fixed poll would scan /proc (a couple of dozen system calls each time, charged to the command)
+    four times a second although a limit of minutes cannot be reached in the first seconds; the
+    enforcement is as tight because no command can use CPU faster than all CPUs at once.
     """
     return now + max(0.25, (limit - used) / (os.cpu_count() or 1))
 

@@ -37,7 +37,7 @@ class RunscStatus:
 
 @cache
 def probe_runsc(runsc: str = "runsc", platform: Platform = "ptrace") -> RunscStatus:
-    """Starts a throw-away sandbox running /bin/true (about 0.5 s; cached per process)."""
+    """Starts a throw-away sandbox running /bin/true (a sandbox's cold start; cached per process)."""
     binary = shutil.which(runsc)
     if binary is None:
         return RunscStatus(False, platform, "", "runsc not found on PATH")

@@ -11,8 +11,8 @@ Synchronisation is by (kind, size, mtime) snapshots of both sides: before a comm
 changed since the last sync is copied into the mirror (host tools edit the workspace between
 commands); after it, what the command changed is copied back, deletions included. A command sees
 its own writes at once; the host sees them when the command returns. Costs: one copy of the
-workspace in RAM per sandbox, and two directory walks per command (measured here: a 5,000-file
-workspace adds about 0.1 s to every command and 0.45 s to the start).
+workspace in RAM per sandbox, and two directory walks per command, both growing with the
+workspace's file count.
 
 Hostile entries never fail a sync: FIFOs, sockets and devices are not in the snapshots (they are
 not content, and opening a FIFO blocks), symlinks are copied as links and never followed (a loop
@@ -20,8 +20,8 @@ is just a link), names need not be UTF-8, and an entry that cannot be read is le
 as it is on the side that has it) instead of failing the command.
 
 Virtualenvs directly inside the workspace (`sandbox.runtime.workspace_venvs`) are not mirrored:
-a real one is gigabytes and tens of thousands of files (this project's: 1.9 GB, 46,000 files, whose
-two walks alone cost 0.6 s per command), and a command has no business changing it. The caller
+a real one can be gigabytes and tens of thousands of files, whose two walks alone would dominate
+every command, and a command has no business changing it. The caller
 names them (`unmirrored`); the snapshots and the copy-in skip them, the mirror holds only an empty
 directory as their mount point, and the gVisor bundle binds the host's virtualenv there read-only
 (`sandbox.bundle`). A command's writes into it fail (EROFS) and a host edit (`pip install` between

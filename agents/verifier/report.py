@@ -74,8 +74,9 @@ class Check(BaseModel):
 
     name: str
     """`patch`, `diff_review`, `static`, `targeted_tests`, `full_suite`, `baseline`,
-    `reproduction` or `answer`."""
+    `reproduction`, `answer` or (diagnose mode) `tests`."""
     ok: bool
+    """True when the step found nothing wrong; a failed step's findings are in the report's `failures`."""
     summary: OneLine
     """One line, e.g. `12 passed, 1 failed in 3.2 s`."""
     duration_s: float = 0.0
@@ -88,10 +89,13 @@ class StaticFinding(BaseModel):
     model_config = _CONFIG
 
     path: str
+    """File relative to the repository root."""
     line: int
+    """1-based line of the finding."""
     code: str
     """Ruff rule code or `syntax-error`."""
     message: OneLine
+    """The checker's message, one line."""
 
 
 class TestOutcomes(BaseModel):
@@ -115,9 +119,11 @@ class Baseline(BaseModel):
     model_config = _CONFIG
 
     kind: Literal["verification_baseline"] = "verification_baseline"
+    """Always `verification_baseline`; it travels inside other payloads, never as an envelope's kind."""
     commit: str
     """The starting tree's commit (the workspace's HEAD); a baseline of another commit is ignored."""
     tests: TestOutcomes = TestOutcomes()
+    """What the tests run on the starting tree did there."""
     static_checked: list[str] = Field(default_factory=list, max_length=MAX_BASELINE_FINDINGS)
     """Files whose static findings on the starting tree are known (possibly none)."""
     static_findings: list[StaticFinding] = Field(default_factory=list, max_length=MAX_BASELINE_FINDINGS)
@@ -133,11 +139,13 @@ class VerificationReport(BaseModel):
     model_config = _CONFIG
 
     kind: Literal["verification_report"] = "verification_report"
+    """Always `verification_report`."""
     verdict: Verdict
     """`passed`: checks ran and nothing is wrong; `failed`: `failures` says what (fed back to the
     coder); `unverified`: nothing could judge the work (no tests, infrastructure failure). An
     unverified patch is never reported as verified."""
     checks: list[Check] = Field(default_factory=list)
+    """The verification steps in the order they ran."""
     failures: list[Failure] = Field(default_factory=list, max_length=MAX_FAILURES)
     """Errors first, then warnings; test failures lead within each."""
     fixed: list[str] = Field(default_factory=list)
@@ -149,9 +157,11 @@ class VerificationReport(BaseModel):
     preexisting: list[str] = Field(default_factory=list)
     """Tests that failed on the starting tree and still fail, unrelated to the task: not blamed."""
     files_changed: list[str] = Field(default_factory=list)
+    """Repository-relative paths the judged patch touches; empty for an answer or diagnose mode."""
     tests_run: int = 0
     """Test outcomes observed on the patched tree, over all runs."""
     duration_s: float = 0.0
+    """Wall time of the whole verification, in seconds."""
     summary: OneLine = ""
     """One line for people: the verdict and its main reason."""
 

@@ -31,6 +31,8 @@ SKIPPED_CAP = 100
 
 
 class SkippedPath(Message):
+    """A path of the working tree left out of the snapshot."""
+
     path: str
     """Relative to the repository root."""
     reason: str

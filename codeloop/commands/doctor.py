@@ -210,7 +210,7 @@ def _check_embedding_model(load: bool) -> Check:
             ok=True,
             detail=f"{path} loads and embeds ({len(vector)} dimensions) on {runs_on}, the slower path: "
             f"{model.fallback_reason}",
-            fix="pip install 'openvino>=2026.4' (indexing runs ~1.3x faster on it)",
+            fix="pip install 'openvino>=2026.4' (indexing runs faster on it)",
         )
     return Check(
         name="embedding_model",

@@ -77,3 +77,32 @@ async def test_schema_prints_the_envelope_and_payload_schemas(tmp_path: Path) ->
     schemas = json.loads(result.stdout)
     assert schemas["envelope"]["title"] == "Envelope"
     assert {"task_submitted", "dead_letter", "echo_request"} <= set(schemas["payloads"])
+
+
+def _undocumented(schema: dict[str, object], where: str) -> list[str]:
+    """Every model, enum and property under `schema` (its `$defs` included) without a description."""
+    missing = [] if schema.get("description") else [where]
+    properties = schema.get("properties", {})
+    assert isinstance(properties, dict)
+    missing += [f"{where}.{name}" for name, prop in properties.items() if not prop.get("description")]
+    definitions = schema.get("$defs", {})
+    assert isinstance(definitions, dict)
+    for name, definition in definitions.items():
+        missing += _undocumented(definition, f"{where} $defs/{name}")
+    return missing
+
+
+async def test_schema_describes_every_kind_and_every_field(tmp_path: Path) -> None:
+    """An agent in another language learns from `codeloop schema` alone what each message and
+    field means: a model or field added without a docstring fails here."""
+    result = await _codeloop(tmp_path, "schema")
+    assert result.returncode == 0, result.stderr
+    schemas = json.loads(result.stdout)
+    missing = _undocumented(schemas["envelope"], "envelope")
+    for kind, schema in schemas["payloads"].items():
+        missing += _undocumented(schema, kind)
+    assert not missing, "undocumented in `codeloop schema`:\n" + "\n".join(missing)
+    # Nested models and enums are described where they are defined, and reached through `$ref`.
+    task_state = schemas["payloads"]["task_state"]
+    assert task_state["$defs"]["FailureClass"]["description"]
+    assert task_state["properties"]["task"]["$ref"] == "#/$defs/TaskSubmitted"

@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 
 from tool_servers.search.embed import BUNDLED_MAX_TOKENS, BUNDLED_MODEL, CachedEmbedder
+from tool_servers.search.embed_cache import text_key
 from tool_servers.search.errors import IndexLocked, InvalidQuery, RepoNotFound
 from tool_servers.search.index import CodeIndex, open_index
 from tool_servers.search.lock import hold_index_lock
 from tool_servers.search.models import IndexReport
+from tool_servers.search.query import parse_query
 
 pytestmark = pytest.mark.anyio
 
@@ -96,6 +98,22 @@ async def test_keyword_and_vector_legs_can_run_alone(indexed: tuple[CodeIndex, I
     for mode in ("keyword", "vector"):
         hits = (await index.search("cancel scope deadline", k=4, mode=mode)).hits
         assert len(hits) == 4 and hits[0].score >= hits[-1].score
+
+
+async def test_queries_are_embedded_fresh_and_never_stored_in_the_embedding_cache(
+    indexed: tuple[CodeIndex, IndexReport], embedder: CachedEmbedder
+) -> None:
+    """The shared cache is for chunk texts, which recur across checkouts: a query (chunk search
+    or per-file ranking) leaves no row behind, however many distinct queries come."""
+    index, _ = indexed
+    stored = embedder.cache.count()
+    queries = ["wait until a signal arrives, then stop", "run a blocking function in a worker thread"]
+    for query in queries:
+        assert (await index.search(query, k=3)).hits
+        assert (await index.search(query, k=3, per_file=True)).hits
+    assert embedder.cache.count() == stored
+    keys = [text_key(text) for query in queries for text in (query, parse_query(query).text)]
+    assert embedder.cache.get_many(embedder.name, keys) == {}
 
 
 @pytest.mark.parametrize("query", ["", "   ", "the of and", "how is it"])

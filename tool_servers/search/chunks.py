@@ -8,8 +8,10 @@ reStructuredText by heading (`docchunks`), anything else in windows that end at 
 A parser produces an outline (`Definition` tree); `chunks_from_outline` turns it into chunks: a
 module header (imports, docstring) before the first definition, each function, class header and
 method with its decorators, module- or class-level code between definitions, and long spans split
-at statement boundaries with `OVERLAP_LINES` of overlap. The embedding model reads only its first
-256 tokens, so pieces stay near that size (`MAX_LINES`, `MAX_CHARS`).
+at statement boundaries with `OVERLAP_LINES` of overlap. `MAX_LINES` and `MAX_CHARS` keep a hit
+one answer (a function, not a file). The bundled embedding model reads only a chunk's first
+`embed.BUNDLED_MAX_TOKENS` (128) tokens, where a definition's signature and docstring sit; the
+keyword leg reads the whole chunk.
 """
 
 import hashlib

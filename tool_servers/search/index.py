@@ -364,7 +364,9 @@ class CodeIndex:
 
     def embed_queries(self, texts: list[str]) -> np.ndarray:
         """Query vectors, computed fresh: the shared embedding cache is for chunk texts, which
-        recur across checkouts; queries rarely recur, and caching each would grow it forever."""
+        recur across checkouts; queries rarely recur, and caching each would grow it forever.
+        An embedder with a cache in front names the model behind it `inner` (`CachedEmbedder`
+        and the composition root's shared embedder do)."""
         inner = getattr(self.embedder, "inner", self.embedder)
         return np.asarray(inner.embed(texts), dtype=np.float32)
 

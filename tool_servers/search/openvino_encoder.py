@@ -1,22 +1,21 @@
 """The index's fast encoder: a sentence-transformers model run by OpenVINO on the CPU.
 
-Why: the model is ~96 % of a full index, and on this machine's 2 cores (AMD EPYC, AVX512-BF16)
-OpenVINO runs the bundled all-MiniLM-L6-v2 at 1.24-1.43x the rate of torch with bfloat16 weights
-and token-length batches, on the same chunks, with vectors closer to float32 (cosine to the
-plain float32 model: min 0.99997 against torch bfloat16's 0.9999; measured on 1,536 chunks of
-the index bench's repository, `benchmarks/index_bench.py` prints the rates side by side).
-Settings measured there: bfloat16 inference where the CPU has it; OpenVINO's THROUGHPUT hint,
-which on 2 cores runs two streams of one thread, fed by an asynchronous request queue (+4-8 %
-over one stream of two threads: this model's matrices are too small to keep two threads busy);
-batches of at most 32 texts within 90 % of the batch's longest (75 %: -7 %; 64 texts: -3 %).
+Why: the model is nearly all of a full index's time, and OpenVINO runs the bundled
+all-MiniLM-L6-v2 faster on the CPU than torch with bfloat16 weights and token-length batches, on
+the same chunks, with vectors closer to the plain float32 model's (`benchmarks/index_bench.py`
+prints the rates and the cosine agreement side by side). Settings: bfloat16 inference where the
+CPU has it; OpenVINO's THROUGHPUT hint, which on a few cores runs several single-threaded streams
+fed by an asynchronous request queue (this model's matrices are too small to keep two threads of
+one stream busy); batches of at most 32 texts within 90 % of the batch's longest (a looser ratio
+pads more, larger batches wait longer for their longest member).
 
 The model is converted once from the loaded sentence-transformers pipeline (every module, so
 any pooling, dense or normalize layers a user's model has are included), with dynamic batch and
 sequence axes, and saved as OpenVINO IR under the cache directory keyed by the model's files and
-the OpenVINO version (87 MB for the bundled model, float32 weights), with the model's tokenizer
-where it reproduces the pipeline's inputs exactly (`saved_tokenizer`); later loads read the IR
-(no tracing: 0.75 s saved) and compile it (0.2 s; OpenVINO's compiled-blob cache would save 0.13 s
-for another 87 MB, so it is not used).
+the OpenVINO version (float32 weights), with the model's tokenizer where it reproduces the
+pipeline's inputs exactly (`saved_tokenizer`); later loads read the IR (no tracing) and compile
+it. OpenVINO's compiled-blob cache is not used: it would save a small part of the compile for a
+second copy of the model's size on disk.
 
 Offline: importing `openvino` sends a usage event to Google Analytics from a forked process
 unless the user opted out or a CI variable is set (`openvino/tools/ovc/__init__.py`). Every
@@ -176,8 +175,8 @@ def load_encoder(
     ir_dir = cache_dir / _ir_key(source, name, ov.get_version())
     config = {
         "INFERENCE_PRECISION_HINT": "bf16" if precision == "bfloat16" else "f32",
-        # Picks the streams for the machine's cores: 2 streams of 1 thread on 2 cores (measured
-        # best here); more on bigger machines.
+        # Picks the streams for the machine's cores: single-threaded streams, one per core on a
+        # small machine, suit this model's small matrices.
         "PERFORMANCE_HINT": "THROUGHPUT",
     }
     with _convert_lock:

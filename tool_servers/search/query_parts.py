@@ -6,8 +6,8 @@ names the broken code only sometimes and in scattered places: a path in a traceb
 `Class.method` in backticks, a function called in a doctest. Each part suits a different
 retrieval: paths and frames an exact file look-up, identifiers a definition look-up, prose and
 the title the vector model, everything the keyword index. `decompose` finds the parts; it is
-pure text work (no repository access), linear in the text, and bounded in what it returns, so a
-100 KB paste costs milliseconds.
+pure text work (no repository access), linear in the text, and bounded in what it returns, so
+even a huge paste stays cheap.
 """
 
 import re
@@ -19,9 +19,9 @@ from tool_servers.search.query import STOP_WORDS
 MAX_QUERY_CHARS = 200_000
 """Longer text is cut here before parsing: a paste that long is a log, and its tail adds nothing."""
 MAX_PIECES = 4
-"""Embedding pieces per query. Encoding is the larger part of a long query's time (about 0.25 s
-a piece on 2 cores under load); on the tune half of the localization set, file Acc@1 / MRR were
-0.641 / 0.766 with 1 piece, 0.656 / 0.771 with 3, 4, 6 or 8."""
+"""Embedding pieces per query. Encoding is the larger part of a long query's time; on the tune half
+of the localization set, more than one piece ranked files better and more than three or four
+added nothing."""
 PIECE_WORDS = 90
 """Words per embedding piece: about 128 word-piece tokens, the model's cap."""
 MAX_IDENTIFIERS = 200

@@ -1,7 +1,7 @@
 """A model's text preprocessing without torch: its fast tokenizer, replayed from `tokenizer.json`.
 
-Why: importing sentence-transformers (and torch under it) costs ~5 s of CPU, most of a `codeloop
-search` call. Once a model is converted for OpenVINO, encoding needs only token ids, so the
+Why: importing sentence-transformers (and torch under it) costs seconds of CPU, most of a
+`codeloop search` call. Once a model is converted for OpenVINO, encoding needs only token ids, so the
 converted model is saved with its tokenizer and this module feeds it. It is used only where a
 probe at conversion time showed it gives exactly the arrays `SentenceTransformer.preprocess`
 gives (models with prompts, chat templates or extra inputs keep the full path).

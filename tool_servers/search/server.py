@@ -8,8 +8,8 @@ call that needs the index (`LiveIndex`). Then the embedding model loads once per
 worker thread, and the index opens on `index_dir` (`codeloop mcp` and `codeloop serve` pass one in
 the codeloop home, so serving writes nothing under the root; without one, `<root>/.codeloop/index`). Before each
 query the index is brought up to date if any file changed, so a search right after an edit sees
-the new code: the change check is a stat-only walk of the tree (`freshness.tree_fingerprint`,
-~1 ms for 150 files, ~30 ms for 1,500), and only a changed fingerprint pays for an incremental
+the new code: the change check is a stat-only walk of the tree (`freshness.tree_fingerprint`, no
+file read), and only a changed fingerprint pays for an incremental
 `CodeIndex.update` (which re-reads and hashes every file, then re-embeds the changed ones).
 
 The server's lifespan owns the open index: it is dropped when the last session ends (once per

@@ -1,11 +1,11 @@
 """Every chunk vector of an index in one matrix, for many query vectors at once.
 
 An issue is embedded in several pieces, and each piece needs its own nearest chunks. LanceDB's
-flat (unindexed) vector search scans the table once per query vector: on a 1,500-file
-repository (~50,000 chunks) that is about half a second a piece on 2 busy cores. Reading the
-vectors once per index version and answering every piece with one matrix product takes tens of
-milliseconds, at the cost of the matrix in memory (dimension x 4 bytes a chunk: 77 MB for 50,000
-chunks of 384 dimensions), which a search server keeps while the index does not change.
+flat (unindexed) vector search scans the table once per query vector, so a many-piece issue on a
+large repository pays for many scans. Reading the vectors once per index version and answering
+every piece with one matrix product costs one scan, at the cost of the matrix in memory
+(dimension x 4 bytes a chunk: 77 MB for 50,000 chunks of 384 dimensions), which a search server
+keeps while the index does not change.
 """
 
 from collections.abc import Sequence
