@@ -24,9 +24,9 @@ from anyio.abc import TaskStatus
 
 from bus.credentials import write_private
 from codeloop.config import McpNote, root_home
-from tool_servers.audit import AuditSink
-from tool_servers.http import TokenGrant, TokenTable, new_token, serve_http
-from tool_servers.scopes import Scope, format_scopes
+from tool_servers.protocol.audit import AuditSink
+from tool_servers.protocol.http import TokenGrant, TokenTable, new_token, serve_http
+from tool_servers.protocol.scopes import Scope, format_scopes
 from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 from tool_servers.serve import SERVERS, ServeConfig, UnknownServer, build_named_server
 

@@ -9,7 +9,7 @@ model able to rewrite its own index or audit trail would make them worthless).
 
 from pathlib import Path, PurePosixPath
 
-from tool_servers.errors import InvalidArguments, NotFound, PermissionDenied
+from tool_servers.protocol.errors import InvalidArguments, NotFound, PermissionDenied
 
 READ_ONLY_DIRS = (".git", ".codeloop")
 """Directories (at any depth) no tool may write into."""

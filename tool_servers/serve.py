@@ -17,17 +17,17 @@ from typing import Any, Literal
 import anyio
 from mcp.server.mcpserver import MCPServer
 
-from tool_servers.audit import AuditLog, AuditSink
-from tool_servers.http import TokenTable, serve_http
-from tool_servers.protocol import ServerOptions
-from tool_servers.scopes import Scope
+from tool_servers.protocol.audit import AuditLog, AuditSink
+from tool_servers.protocol.gate import ServerOptions
+from tool_servers.protocol.http import TokenTable, serve_http
+from tool_servers.protocol.scopes import Scope
 from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 
 SERVERS: dict[str, str] = {
-    "fs": "tool_servers.fs:build_fs_server",
-    "git": "tool_servers.git:build_git_server",
+    "fs": "tool_servers.fs.server:build_fs_server",
+    "git": "tool_servers.git.server:build_git_server",
     "search": "tool_servers.search.server:build_search_server",
-    "exec": "tool_servers.exec:build_exec_server",
+    "exec": "tool_servers.exec.server:build_exec_server",
 }
 Transport = Literal["stdio", "http"]
 

@@ -217,7 +217,7 @@ def serve(
     from codeloop.config import ConfigError, bus_config, secret_rules
     from codeloop.wiring import DEFAULT_ROLES, KNOWN_ROLES, McpHosting, MetricsServing, UnknownRole
     from codeloop.wiring import serve as run_serve
-    from tool_servers.scopes import parse_scopes
+    from tool_servers.protocol.scopes import parse_scopes
 
     try:
         config = bus_config(

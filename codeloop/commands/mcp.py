@@ -79,8 +79,8 @@ def mcp(
     import anyio
 
     from codeloop.config import root_home, secret_rules
-    from tool_servers.http import TokenFileError
-    from tool_servers.scopes import format_scopes, parse_scopes
+    from tool_servers.protocol.http import TokenFileError
+    from tool_servers.protocol.scopes import format_scopes, parse_scopes
     from tool_servers.serve import SERVERS, ServeConfig, UnknownServer, run_server
 
     if server not in SERVERS:
@@ -150,7 +150,7 @@ def verify(
     json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Check the hash chain of an audit log: exits 1 if a record was edited, removed or reordered."""
-    from tool_servers.audit import verify_log
+    from tool_servers.protocol.audit import verify_log
 
     if not file.is_file():
         _fail(f"{file} is not a file")

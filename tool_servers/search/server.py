@@ -26,8 +26,8 @@ import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, ConfigDict, Field
 
-from tool_servers.errors import InternalError, InvalidArguments, NotFound, ToolTimeout
-from tool_servers.protocol import CallContext, ServerOptions, ToolSpec, build_server, read_tool
+from tool_servers.protocol.errors import InternalError, InvalidArguments, NotFound, ToolTimeout
+from tool_servers.protocol.gate import CallContext, ServerOptions, ToolSpec, build_server, read_tool
 from tool_servers.search.errors import IndexLocked, InvalidQuery, RepoNotFound, SearchError
 from tool_servers.search.freshness import Fingerprint, tree_fingerprint
 from tool_servers.search.models import IndexReport, IndexStatus, RepoMap, SearchResult, SymbolResult

@@ -22,10 +22,16 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, ConfigDict, Field
 
 from tool_servers.confinement import Root, is_utf8_name
-from tool_servers.errors import Conflict, InvalidArguments, NotFound, PermissionDenied, ToolServerError
-from tool_servers.patching import atomic_write, plan_patch, write_plan
-from tool_servers.protocol import CallContext, ServerOptions, ToolSpec, build_server, read_tool
-from tool_servers.scopes import Risk, Scope
+from tool_servers.fs.patching import atomic_write, plan_patch, write_plan
+from tool_servers.protocol.errors import (
+    Conflict,
+    InvalidArguments,
+    NotFound,
+    PermissionDenied,
+    ToolServerError,
+)
+from tool_servers.protocol.gate import CallContext, ServerOptions, ToolSpec, build_server, read_tool
+from tool_servers.protocol.scopes import Risk, Scope
 from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 
 MAX_READ_BYTES = 256 * 1024

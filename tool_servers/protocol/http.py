@@ -28,7 +28,7 @@ from anyio.abc import TaskStatus
 from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import MCPServer
 
-from tool_servers.scopes import Scope, format_scopes, parse_scopes
+from tool_servers.protocol.scopes import Scope, format_scopes, parse_scopes
 
 MCP_PATH = "/mcp"
 MIN_TOKEN_CHARS = 16

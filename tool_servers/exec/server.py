@@ -26,14 +26,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sandbox.backend import BackendChoice
 from sandbox.limits import GvisorOptions, SandboxLimits
 from sandbox.result import ExecResult
-from tool_servers.allowlist import confirmation_action
 from tool_servers.confinement import Root
-from tool_servers.errors import InvalidArguments, NotFound
-from tool_servers.exec_sandbox import SharedSandbox, find_toolchain
-from tool_servers.protocol import CallContext, ServerOptions, ToolSpec, build_server
-from tool_servers.pytest_report import TestRunOutput, output_tail, parse_junit
-from tool_servers.scopes import Risk, Scope
-from tool_servers.static_checks import (
+from tool_servers.exec.allowlist import confirmation_action
+from tool_servers.exec.pytest_report import TestRunOutput, output_tail, parse_junit
+from tool_servers.exec.shared_sandbox import SharedSandbox, find_toolchain
+from tool_servers.exec.static_checks import (
     COMPILE_SCRIPT,
     DEFAULT_SELECT,
     RULE_SELECTOR,
@@ -43,6 +40,9 @@ from tool_servers.static_checks import (
     parse_compile,
     parse_ruff,
 )
+from tool_servers.protocol.errors import InvalidArguments, NotFound
+from tool_servers.protocol.gate import CallContext, ServerOptions, ToolSpec, build_server
+from tool_servers.protocol.scopes import Risk, Scope
 
 MAX_TIMEOUT_S = 1800.0
 REPORT_DIR = Path(".codeloop") / "exec"

@@ -38,9 +38,9 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ValidationError
 
-from tool_servers.audit import AuditLog, redact
-from tool_servers.confirm import CannotAsk, Confirm, ConfirmationParam, NotNeeded
-from tool_servers.errors import (
+from tool_servers.protocol.audit import AuditLog, redact
+from tool_servers.protocol.confirm import CannotAsk, Confirm, ConfirmationParam, NotNeeded
+from tool_servers.protocol.errors import (
     TRACE_META_KEY,
     InternalError,
     InvalidArguments,
@@ -50,7 +50,7 @@ from tool_servers.errors import (
     ToolServerError,
     error_result,
 )
-from tool_servers.scopes import ALL_SCOPES, Risk, Scope, format_scopes, parse_scopes
+from tool_servers.protocol.scopes import ALL_SCOPES, Risk, Scope, format_scopes, parse_scopes
 from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 
 logger = logging.getLogger(__name__)
