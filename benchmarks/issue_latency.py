@@ -21,8 +21,8 @@ from pathlib import Path
 
 import anyio
 
-from tool_servers.search.embed import load_embedder
-from tool_servers.search.index import open_index
+from tool_servers.search.embedding.embed import load_embedder
+from tool_servers.search.index.code_index import open_index
 
 _SENTENCE = re.compile(r"[A-Z][^.\n]{30,200}\.")
 

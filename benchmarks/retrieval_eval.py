@@ -42,10 +42,10 @@ from pathlib import Path
 import anyio
 import numpy as np
 
-from tool_servers.search.embed import CachedEmbedder, load_model
-from tool_servers.search.embed_cache import EmbeddingCache, default_cache_dir
+from tool_servers.search.embedding.embed import CachedEmbedder, load_model
+from tool_servers.search.embedding.embed_cache import EmbeddingCache, default_cache_dir
 from tool_servers.search.errors import InvalidQuery
-from tool_servers.search.index import CodeIndex, open_index
+from tool_servers.search.index.code_index import CodeIndex, open_index
 
 DEFAULT_CODEBASES = ["rich", "click", "anyio", "httpx2"]
 MODES = ("keyword", "vector", "hybrid")

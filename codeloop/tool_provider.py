@@ -31,7 +31,7 @@ class _SharedEmbedder:
     def _model(self) -> Any:
         with self._lock:
             if self._loaded is None:
-                from tool_servers.search.embed import load_embedder
+                from tool_servers.search.embedding.embed import load_embedder
 
                 self._loaded = load_embedder()
             return self._loaded

@@ -8,10 +8,10 @@ import anyio
 import numpy as np
 import pytest
 
-from tool_servers.search.embed import BUNDLED_MAX_TOKENS, BUNDLED_MODEL, CachedEmbedder
+from tool_servers.search.embedding.embed import BUNDLED_MAX_TOKENS, BUNDLED_MODEL, CachedEmbedder
 from tool_servers.search.errors import IndexLocked, InvalidQuery, RepoNotFound
-from tool_servers.search.index import CodeIndex, open_index
-from tool_servers.search.lock import hold_index_lock
+from tool_servers.search.index.code_index import CodeIndex, open_index
+from tool_servers.search.index.lock import hold_index_lock
 from tool_servers.search.models import IndexReport
 
 pytestmark = pytest.mark.anyio

@@ -17,7 +17,7 @@ from mcp import Client
 from tests.hostile import GOOD, LOOP, SPECIAL, UNREADABLE, make_hostile_repo
 from tool_servers.fs.server import build_fs_server
 from tool_servers.git.server import build_git_server
-from tool_servers.search.embed import CachedEmbedder, load_embedder
+from tool_servers.search.embedding.embed import CachedEmbedder, load_embedder
 from tool_servers.search.server import build_search_server
 
 pytestmark = pytest.mark.anyio
@@ -102,7 +102,7 @@ import json, sys, anyio
 from pathlib import Path
 from mcp import Client
 from tool_servers.fs.server import build_fs_server
-from tool_servers.search.files import walk_repo
+from tool_servers.search.index.files import walk_repo
 
 async def main(repo):
     async with Client(build_fs_server(repo)) as client:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pathspec
 
-from tool_servers.search.files import SKIP_DIRS, is_ignored, read_gitignore
+from tool_servers.search.index.files import SKIP_DIRS, is_ignored, read_gitignore
 
 Fingerprint = tuple[tuple[str, int, int, int], ...]
 """(relative path, size, mtime_ns, inode) per file, sorted by path."""

@@ -19,13 +19,16 @@ import anyio
 import numpy as np
 import pyarrow as pa
 
-from tool_servers.search import filerank
-from tool_servers.search import query as q
-from tool_servers.search.chunks import Chunk, chunk_file
-from tool_servers.search.embed import Embedder, load_embedder
+from tool_servers.search.embedding.embed import Embedder, load_embedder
 from tool_servers.search.errors import IndexUnavailable, InvalidQuery, RepoNotFound
-from tool_servers.search.files import DEFAULT_MAX_FILE_BYTES, SourceFile, walk_repo
-from tool_servers.search.lock import hold_index_lock
+from tool_servers.search.index import filerank
+from tool_servers.search.index import query as q
+from tool_servers.search.index.chunks import Chunk, chunk_file
+from tool_servers.search.index.files import DEFAULT_MAX_FILE_BYTES, SourceFile, walk_repo
+from tool_servers.search.index.lock import hold_index_lock
+from tool_servers.search.index.query_parts import code_shaped, decompose, keyword_terms
+from tool_servers.search.index.store import SCHEMA_VERSION, IndexedFile, Store
+from tool_servers.search.index.vectors import VectorMatrix, texts_by_id
 from tool_servers.search.models import (
     IndexReport,
     IndexStatus,
@@ -35,9 +38,6 @@ from tool_servers.search.models import (
     SkippedFile,
     SymbolResult,
 )
-from tool_servers.search.query_parts import code_shaped, decompose, keyword_terms
-from tool_servers.search.store import SCHEMA_VERSION, IndexedFile, Store
-from tool_servers.search.vectors import VectorMatrix, texts_by_id
 from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 
 DEFAULT_INDEX_DIR = Path(".codeloop") / "index"
@@ -428,7 +428,7 @@ class CodeIndex:
         Raises:
             InvalidQuery: `name` is not an identifier.
         """
-        from tool_servers.search import symbols
+        from tool_servers.search.index import symbols
 
         return await anyio.to_thread.run_sync(
             lambda: symbols.find_symbol(self._store.chunks, name, limit=limit)
@@ -436,7 +436,7 @@ class CodeIndex:
 
     async def repo_map(self, token_budget: int = 1024) -> RepoMap:
         """Per-file outlines of top-level symbols, most referenced first, within `token_budget`."""
-        from tool_servers.search import symbols
+        from tool_servers.search.index import symbols
 
         version = self._store.version()
         if self._symbols_cache is None or self._symbols_cache[0] != version:
