@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.limits import SandboxLimits
-from tool_servers.protocol.gate import ServerOptions
 from tool_servers.protocol.scopes import Scope
+from tool_servers.protocol.spec import ServerOptions
 from tool_servers.serve import server_builder
 
 SERVER_NAMES = ("fs", "search", "git", "exec")

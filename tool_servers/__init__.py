@@ -2,7 +2,7 @@
 
 Each server (`fs`, `git`, later `search`, `exec`) is an independent process over stdio or
 streamable HTTP (`codeloop mcp SERVER --root DIR ...`), built from `ToolSpec`s by
-`protocol.build_server`. The protocol promises, for every tool call:
+`protocol.sdk.build_server`. The protocol promises, for every tool call:
 
 - least privilege: tools outside the granted scopes (server grant ∩ bearer token's scopes)
   are not listed, and calling one is `permission_denied` naming the missing scope;

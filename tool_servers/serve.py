@@ -18,9 +18,9 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 
 from tool_servers.protocol.audit import AuditLog, AuditSink
-from tool_servers.protocol.gate import ServerOptions
 from tool_servers.protocol.http import TokenTable, serve_http
 from tool_servers.protocol.scopes import Scope
+from tool_servers.protocol.spec import ServerOptions
 from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 
 SERVERS: dict[str, str] = {

@@ -15,7 +15,7 @@ from bus.streams import ensure_streams
 from codeloop.audit_events import MCP_PSEUDO_TASK, bus_audit_sink, task_of
 from tool_servers.fs.server import build_fs_server
 from tool_servers.protocol.audit import AuditLog, AuditRecord, verify_log
-from tool_servers.protocol.gate import ServerOptions
+from tool_servers.protocol.spec import ServerOptions
 
 pytestmark = pytest.mark.anyio
 

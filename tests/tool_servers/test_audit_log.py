@@ -10,8 +10,8 @@ from mcp import Client
 from tests.tool_servers.ts_helpers import CODELOOP
 from tool_servers.fs.server import build_fs_server
 from tool_servers.protocol.audit import AuditLog, AuditRecord, verify_log
-from tool_servers.protocol.gate import ServerOptions
 from tool_servers.protocol.scopes import Scope
+from tool_servers.protocol.spec import ServerOptions
 
 pytestmark = pytest.mark.anyio
 

@@ -8,8 +8,8 @@ from mcp import Client
 
 from tests.tool_servers.ts_helpers import git
 from tool_servers.git.server import build_git_server
-from tool_servers.protocol.gate import ServerOptions
 from tool_servers.protocol.scopes import Scope
+from tool_servers.protocol.spec import ServerOptions
 
 pytestmark = pytest.mark.anyio
 

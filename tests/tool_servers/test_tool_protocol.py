@@ -12,8 +12,9 @@ from tool_servers.exec.server import build_exec_server
 from tool_servers.fs.server import build_fs_server
 from tool_servers.git.server import build_git_server
 from tool_servers.protocol.errors import TRACE_META_KEY, Conflict
-from tool_servers.protocol.gate import CallContext, ServerOptions, ToolSpec, build_server
 from tool_servers.protocol.scopes import Scope
+from tool_servers.protocol.sdk import build_server
+from tool_servers.protocol.spec import CallContext, ServerOptions, ToolSpec
 from tool_servers.search.server import build_search_server
 
 pytestmark = pytest.mark.anyio

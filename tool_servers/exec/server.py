@@ -41,8 +41,9 @@ from tool_servers.exec.static_checks import (
     parse_ruff,
 )
 from tool_servers.protocol.errors import InvalidArguments, NotFound
-from tool_servers.protocol.gate import CallContext, ServerOptions, ToolSpec, build_server
 from tool_servers.protocol.scopes import Risk, Scope
+from tool_servers.protocol.sdk import build_server
+from tool_servers.protocol.spec import CallContext, ServerOptions, ToolSpec
 
 MAX_TIMEOUT_S = 1800.0
 REPORT_DIR = Path(".codeloop") / "exec"

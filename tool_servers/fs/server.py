@@ -30,8 +30,9 @@ from tool_servers.protocol.errors import (
     PermissionDenied,
     ToolServerError,
 )
-from tool_servers.protocol.gate import CallContext, ServerOptions, ToolSpec, build_server, read_tool
 from tool_servers.protocol.scopes import Risk, Scope
+from tool_servers.protocol.sdk import build_server
+from tool_servers.protocol.spec import CallContext, ServerOptions, ToolSpec, read_tool
 from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 
 MAX_READ_BYTES = 256 * 1024

@@ -22,8 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tool_servers.confinement import Root
 from tool_servers.protocol.errors import Conflict, InvalidArguments, NotFound, PermissionDenied, ToolTimeout
-from tool_servers.protocol.gate import CallContext, ServerOptions, ToolSpec, build_server, read_tool
 from tool_servers.protocol.scopes import Risk, Scope
+from tool_servers.protocol.sdk import build_server
+from tool_servers.protocol.spec import CallContext, ServerOptions, ToolSpec, read_tool
 from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 
 GIT_TIMEOUT_S = 30.0

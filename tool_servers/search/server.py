@@ -27,7 +27,8 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, ConfigDict, Field
 
 from tool_servers.protocol.errors import InternalError, InvalidArguments, NotFound, ToolTimeout
-from tool_servers.protocol.gate import CallContext, ServerOptions, ToolSpec, build_server, read_tool
+from tool_servers.protocol.sdk import build_server
+from tool_servers.protocol.spec import CallContext, ServerOptions, ToolSpec, read_tool
 from tool_servers.search.errors import IndexLocked, InvalidQuery, RepoNotFound, SearchError
 from tool_servers.search.index.freshness import Fingerprint, tree_fingerprint
 from tool_servers.search.models import IndexReport, IndexStatus, RepoMap, SearchResult, SymbolResult
