@@ -21,6 +21,7 @@ from pathlib import Path
 
 import anyio
 
+from layout import TREE_DIR
 from tool_servers.search.embedding.embed import load_embedder
 from tool_servers.search.index.code_index import open_index
 
@@ -31,7 +32,7 @@ def sentences_of(root: Path, limit: int = 5000) -> list[str]:
     """Comment and docstring sentences of the repository's Python files."""
     found: list[str] = []
     for file in sorted(root.rglob("*.py")):
-        if ".codeloop" in file.parts:
+        if TREE_DIR in file.parts:
             continue
         text = file.read_text(encoding="utf-8", errors="replace")
         found += [" ".join(s.split()) for s in _SENTENCE.findall(text)]

@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from layout import HOME_ENV
 from sandbox.limits import SandboxLimits
 from tool_servers.protocol.scopes import Scope
 from tool_servers.protocol.spec import ServerOptions
@@ -68,7 +69,7 @@ class InProcessTools:
 STDIO_SERVERS = ("fs", "git")
 """Servers that may run in their own process: the ones only the coder's tool loop talks to, whose
 client (pydantic-ai's `MCPToolset`) takes a stdio transport."""
-_PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "TMPDIR", "CODELOOP_HOME",
+_PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "TMPDIR", HOME_ENV,
                "CODELOOP_TRACE_FILE", "CODELOOP_TRACE_CONTENT")  # fmt: skip
 
 

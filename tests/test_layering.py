@@ -6,16 +6,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("codeloop", "bus", "agents", "tool_servers", "sandbox", "redaction")
+PACKAGES = ("codeloop", "bus", "agents", "tool_servers", "sandbox", "redaction", "layout")
 # What each top-level package may import from the others (DESIGN.md, "Dependency direction").
-# `redaction` is a leaf every package may use: what a secret looks like is decided in one place.
+# `redaction` and `layout` are leaves every package may use: what a secret looks like, and what
+# codeloop's directories are called, are each decided in one place.
 ALLOWED = {
-    "codeloop": {"bus", "agents", "tool_servers", "sandbox", "redaction"},
-    "agents": {"bus", "redaction"},
-    "tool_servers": {"sandbox", "redaction"},
-    "bus": {"redaction"},
-    "sandbox": {"redaction"},
+    "codeloop": {"bus", "agents", "tool_servers", "sandbox", "redaction", "layout"},
+    "agents": {"bus", "redaction", "layout"},
+    "tool_servers": {"sandbox", "redaction", "layout"},
+    "bus": {"redaction", "layout"},
+    "sandbox": {"redaction", "layout"},
     "redaction": set(),
+    "layout": set(),
 }
 
 

@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from codeloop.commands._common import os_error_message
+from layout import INDEX_DIR, ROOT_AUDIT
 
 audit_app = typer.Typer(no_args_is_help=True, help="Inspect the tool servers' hash-chained audit log.")
 
@@ -103,13 +104,13 @@ def mcp(
     config = ServeConfig(
         server=server,
         root=root,
-        audit_log=audit_log or home / "audit.jsonl",
+        audit_log=audit_log or home / ROOT_AUDIT,
         scopes=granted,
         transport=transport,  # type: ignore[arg-type]
         host=host,
         port=port,
         token_file=token_file,
-        index_dir=index_dir or (home / "index" if server == "search" else None),
+        index_dir=index_dir or (home / INDEX_DIR if server == "search" else None),
         secrets=secret_rules(allow=tuple(allow_path or ()), deny=tuple(deny_path or ())),
     )
     how = "the default; grant more with --scopes read,write,execute" if scopes is None else "--scopes"

@@ -12,6 +12,7 @@ import typer
 
 from codeloop.commands._common import fail, os_error_message
 from codeloop.commands.connection import Connection, _run, _telemetry, with_connection_options
+from layout import MCP_AUDIT_STDIO
 
 
 @with_connection_options
@@ -212,7 +213,7 @@ def _tools(stdio: str | None, state_dir: Path) -> Any:
 
     try:
         names = frozenset(n.strip() for n in stdio.split(",") if n.strip())
-        return StdioTools(stdio=names, audit_log=state_dir / "mcp-audit-stdio.jsonl")
+        return StdioTools(stdio=names, audit_log=state_dir / MCP_AUDIT_STDIO)
     except ValueError as exc:
         raise fail(f"--tools-stdio: {exc}", 2) from None
 

@@ -23,6 +23,7 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from layout import TREE_OUTBOX
 from sandbox.backend import BackendChoice
 from sandbox.limits import GvisorOptions, SandboxLimits
 from sandbox.result import ExecResult
@@ -46,7 +47,7 @@ from tool_servers.protocol.sdk import build_server
 from tool_servers.protocol.spec import CallContext, ServerOptions, ToolSpec
 
 MAX_TIMEOUT_S = 1800.0
-REPORT_DIR = Path(".codeloop") / "exec"
+REPORT_DIR = Path(TREE_OUTBOX)
 """Where pytest writes its JUnit report (read back and deleted after each run): the sandbox's
 outbox (`sandbox.workspace.OUTBOX`), the one place under `.codeloop/` whose writes reach the host."""
 _CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)

@@ -21,6 +21,7 @@ import pathspec
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, ConfigDict, Field
 
+from layout import TREE_DIR
 from tool_servers.confinement import Root, is_utf8_name
 from tool_servers.fs.patching import atomic_write, plan_patch, write_plan
 from tool_servers.protocol.errors import (
@@ -187,7 +188,7 @@ class FsTools:
             dirnames[:] = sorted(
                 d
                 for d in dirnames
-                if d not in (".git", ".codeloop")
+                if d not in (".git", TREE_DIR)
                 and is_utf8_name(d)
                 and not (ignores and ignores.ignored(here / d, is_dir=True))
             )

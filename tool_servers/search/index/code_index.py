@@ -19,6 +19,7 @@ import anyio
 import numpy as np
 import pyarrow as pa
 
+from layout import TREE_DIR, TREE_INDEX
 from tool_servers.search.embedding.embed import Embedder, load_embedder
 from tool_servers.search.errors import IndexUnavailable, InvalidQuery, RepoNotFound
 from tool_servers.search.index import filerank
@@ -40,7 +41,7 @@ from tool_servers.search.models import (
 )
 from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 
-DEFAULT_INDEX_DIR = Path(".codeloop") / "index"
+DEFAULT_INDEX_DIR = Path(TREE_INDEX)
 EMBED_BATCH = 256  # per embed() call: the embedder sorts by length within a call, so bigger pads less
 MAX_LISTED_SKIPS = 200
 # File ranking's candidate depth: ~10 chunks per file of the 50 files a caller may ask for; the
@@ -123,7 +124,7 @@ def _location(root: Path, index_dir: Path | str | None) -> tuple[str, str, Path]
     slug = re.sub(r"[^A-Za-z0-9]+", "_", root.name).strip("_")[:40] or "repo"
     table = f"{slug}_{hashlib.sha256(str(root).encode()).hexdigest()[:8]}"
     if "://" in str(index_dir):
-        return str(index_dir), table, root / ".codeloop" / f"{table}.lock"
+        return str(index_dir), table, root / TREE_DIR / f"{table}.lock"
     directory = Path(index_dir).expanduser().resolve()
     directory.mkdir(parents=True, exist_ok=True)
     return str(directory), table, directory / f"{table}.lock"
