@@ -1,7 +1,7 @@
 """Run one tool server by name over stdio or streamable HTTP.
 
 `SERVERS` maps a server name to `"module:function"`; the function has the signature
-`build(root: Path, options: ServerOptions) -> MCPServer` (see `fs.build_fs_server`). Adding a
+`build(root: Path, options: ServerOptions) -> MCPServer` (see `fs.server.build_fs_server`). Adding a
 server is one module plus one line here. Modules are imported on demand, so serving `fs` never
 imports the embedding model behind `search`.
 """

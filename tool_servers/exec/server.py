@@ -1,6 +1,6 @@
 """The `exec` server: run commands, tests and static checks on the root, in the sandbox.
 
-Tools (all in scope `execute`, all run in one sandbox per server, see `exec_sandbox`):
+Tools (all in scope `execute`, all run in one sandbox per server, see `shared_sandbox`):
 
 - `run_command`: a program and its arguments (no shell). Allowlisted programs run at once;
   anything else asks a human first (`allowlist.py`), or is `needs_confirmation` for a client

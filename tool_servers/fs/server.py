@@ -2,7 +2,7 @@
 
 Tools: `list_files` (read), `read_file` (read), `write_file` (write), `apply_patch` (write).
 Writes to protected paths (CI configs, secrets, `.env`) and patches that delete files are
-high-risk and ask a human first (see `confirm.py`).
+high-risk and ask a human first (see `protocol/confirm.py`).
 
 A hostile tree never fails a whole call: `list_files` leaves out what it cannot name or read
 (names that are not UTF-8, symlink loops and links out of the root, FIFOs, sockets and devices,
