@@ -6,8 +6,8 @@ copied into a temporary git repository until it holds `--files` indexable files.
 1. the raw encode rate of the plain model (`SentenceTransformer.encode` as shipped: float32, up
    to the model's own token cap), of torch with bfloat16 weights, token-length batches and the
    index's token cap, and of the encoder the index uses (OpenVINO, see
-   `tool_servers/search/openvino_encoder.py`), on a random sample of the repository's own chunks,
-   the three interleaved over `--rounds` rounds (medians), so load drift hits all alike;
+   `tool_servers/search/embedding/openvino_encoder.py`), on a random sample of the repository's
+   own chunks, the three interleaved over `--rounds` rounds (medians), so load drift hits all alike;
 2. a full, cold index (empty embedding cache): wall time, chunks/s, and the pipeline's overhead
    over raw encoding with the encoder it uses, measured as the index's wall time over the time
    spent inside the model on the same chunks in the same run (a rate taken on a sample at another
@@ -42,11 +42,11 @@ import anyio
 import numpy as np
 from retrieval_eval import copy_package, docstring_queries, package_source
 
-from tool_servers.search.chunks import chunk_file
-from tool_servers.search.embed import CachedEmbedder, SentenceTransformerEmbedder, load_model
-from tool_servers.search.embed_cache import EmbeddingCache
-from tool_servers.search.files import SourceFile, walk_repo
-from tool_servers.search.index import embed_text, open_index
+from tool_servers.search.embedding.embed import CachedEmbedder, SentenceTransformerEmbedder, load_model
+from tool_servers.search.embedding.embed_cache import EmbeddingCache
+from tool_servers.search.index.chunks import chunk_file
+from tool_servers.search.index.code_index import embed_text, open_index
+from tool_servers.search.index.files import SourceFile, walk_repo
 
 PACKAGES = [
     "pydantic_ai",

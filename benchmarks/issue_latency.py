@@ -21,8 +21,9 @@ from pathlib import Path
 
 import anyio
 
-from tool_servers.search.embed import load_embedder
-from tool_servers.search.index import open_index
+from layout import TREE_DIR
+from tool_servers.search.embedding.embed import load_embedder
+from tool_servers.search.index.code_index import open_index
 
 _SENTENCE = re.compile(r"[A-Z][^.\n]{30,200}\.")
 
@@ -31,7 +32,7 @@ def sentences_of(root: Path, limit: int = 5000) -> list[str]:
     """Comment and docstring sentences of the repository's Python files."""
     found: list[str] = []
     for file in sorted(root.rglob("*.py")):
-        if ".codeloop" in file.parts:
+        if TREE_DIR in file.parts:
             continue
         text = file.read_text(encoding="utf-8", errors="replace")
         found += [" ".join(s.split()) for s in _SENTENCE.findall(text)]

@@ -93,7 +93,7 @@ async def _run_bare(transport: str) -> None:
     if transport == "stdio":
         await server.run_stdio_async()
         return
-    from tool_servers.http import serve_http
+    from tool_servers.protocol.http import serve_http
 
     async with anyio.create_task_group() as tg:
         url = await tg.start(lambda task_status: serve_http(server, port=0, task_status=task_status))

@@ -42,10 +42,11 @@ from pathlib import Path
 import anyio
 import numpy as np
 
-from tool_servers.search.embed import CachedEmbedder, load_model
-from tool_servers.search.embed_cache import EmbeddingCache, default_cache_dir
+from layout import TREE_DIR
+from tool_servers.search.embedding.embed import CachedEmbedder, load_model
+from tool_servers.search.embedding.embed_cache import EmbeddingCache, default_cache_dir
 from tool_servers.search.errors import InvalidQuery
-from tool_servers.search.index import CodeIndex, open_index
+from tool_servers.search.index.code_index import CodeIndex, open_index
 
 DEFAULT_CODEBASES = ["rich", "click", "anyio", "httpx2"]
 MODES = ("keyword", "vector", "hybrid")
@@ -90,7 +91,7 @@ def docstring_queries(root: Path, *, limit: int, seed: int = 0) -> list[Query]:
     found: list[Query] = []
     for file in sorted(root.rglob("*.py")):
         relative = file.relative_to(root).as_posix()
-        if "/tests/" in f"/{relative}" or ".codeloop" in relative:
+        if "/tests/" in f"/{relative}" or TREE_DIR in relative:
             continue
         try:
             tree = ast.parse(file.read_text(encoding="utf-8"))

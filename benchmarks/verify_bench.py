@@ -40,8 +40,8 @@ import anyio
 from mcp import Client
 
 from agents.verifier import verify_patch
-from tool_servers.protocol import ServerOptions
-from tool_servers.scopes import Scope
+from tool_servers.protocol.scopes import Scope
+from tool_servers.protocol.spec import ServerOptions
 from tool_servers.serve import server_builder
 
 MODULES = 10

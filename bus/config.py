@@ -8,6 +8,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from layout import DEFAULT_HOME
+
 
 class TlsConfig(BaseModel):
     """TLS material passed through to the NATS client unchanged."""
@@ -29,7 +31,7 @@ class BusConfig(BaseModel):
 
     servers: tuple[str, ...] = ()
     """NATS URLs of an existing server or cluster; empty means start an embedded server."""
-    state_dir: Path = Path("~/.codeloop").expanduser()
+    state_dir: Path = Path(DEFAULT_HOME).expanduser()
     """Embedded server's JetStream store and the `serve.json` note other commands read the URL from."""
     replicas: int = Field(default=1, ge=1, le=5)
     """Replicas of every stream and bucket: 1 on one server, 3 on a three-node cluster."""

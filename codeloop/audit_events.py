@@ -15,7 +15,7 @@ key a client may set):
   trace id as the envelope's `trace_id`.
 
 The event's `data` is the audit record as logged (arguments already redacted and long strings
-summarised by `tool_servers.audit`), passed through `redaction` once more on its way out, so an
+summarised by `tool_servers.protocol.audit`), passed through `redaction` once more on its way out, so an
 event never carries what a log could not. The envelope id is derived from the record's hash, so a
 retried publish is deduplicated by JetStream.
 
@@ -32,7 +32,7 @@ from bus.connection import Bus
 from bus.envelope import Envelope
 from bus.messages import Event
 from redaction import redact
-from tool_servers.audit import AuditRecord, AuditSink
+from tool_servers.protocol.audit import AuditRecord, AuditSink
 
 log = logging.getLogger(__name__)
 EVENT_NAME = "tool_call"

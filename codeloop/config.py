@@ -27,12 +27,12 @@ from pydantic import BaseModel, ConfigDict
 
 from bus.config import BusConfig, TlsConfig
 from codeloop.errors import CodeloopError
+from layout import DEFAULT_HOME, HOME_ENV, ROOTS_DIR, SERVE_NOTE
 
 if TYPE_CHECKING:
     from agents.messages import ModelNames
     from tool_servers.secret_files import SecretRules
 
-SERVE_NOTE = "serve.json"
 
 
 class ConfigError(CodeloopError):
@@ -108,7 +108,7 @@ def telemetry_config() -> TelemetryConfig:
 
 
 def state_dir_from(option: Path | None) -> Path:
-    raw = option or os.environ.get("CODELOOP_HOME") or "~/.codeloop"
+    raw = option or os.environ.get(HOME_ENV) or DEFAULT_HOME
     return Path(raw).expanduser()
 
 
@@ -117,7 +117,7 @@ def root_home(root: Path, home: Path | None = None) -> Path:
     resolved = root.expanduser().resolve()
     slug = re.sub(r"[^A-Za-z0-9]+", "_", resolved.name).strip("_")[:40] or "root"
     digest = hashlib.sha256(str(resolved).encode()).hexdigest()[:12]
-    return state_dir_from(home) / "roots" / f"{slug}-{digest}"
+    return state_dir_from(home) / ROOTS_DIR / f"{slug}-{digest}"
 
 
 def secret_rules(*, allow: tuple[str, ...] = (), deny: tuple[str, ...] = ()) -> "SecretRules":

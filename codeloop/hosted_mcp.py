@@ -24,16 +24,15 @@ from anyio.abc import TaskStatus
 
 from bus.credentials import write_private
 from codeloop.config import McpNote, root_home
-from tool_servers.audit import AuditSink
-from tool_servers.http import TokenGrant, TokenTable, new_token, serve_http
-from tool_servers.scopes import Scope, format_scopes
+from layout import INDEX_DIR, MCP_AUDIT, MCP_TOKENS
+from tool_servers.protocol.audit import AuditSink
+from tool_servers.protocol.http import TokenGrant, TokenTable, new_token, serve_http
+from tool_servers.protocol.scopes import Scope, format_scopes
 from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 from tool_servers.serve import SERVERS, ServeConfig, UnknownServer, build_named_server
 
 log = logging.getLogger(__name__)
 PRINCIPAL = "serve"
-TOKEN_FILE = "mcp-tokens"
-AUDIT_LOG = "mcp-audit.jsonl"
 
 
 @dataclass(frozen=True)
@@ -52,7 +51,7 @@ def write_token_file(state_dir: Path, scopes: frozenset[Scope]) -> tuple[Path, s
     """A fresh token for principal `serve` in `<state_dir>/mcp-tokens`, created 0600; (path, token)."""
     token = new_token()
     state_dir.mkdir(parents=True, exist_ok=True)
-    path = state_dir / TOKEN_FILE
+    path = state_dir / MCP_TOKENS
     text = "# codeloop serve: TOKEN PRINCIPAL SCOPES (replaced at every start)\n"
     text += TokenTable({token: TokenGrant(PRINCIPAL, scopes)}).dump()
     # 0600 from the first byte, renamed over the old file: a reader sees the old token or the new one.
@@ -84,7 +83,7 @@ async def host_tool_servers(
         OSError: a server could not listen on `hosting.host`.
     """
     token_file, token = write_token_file(state_dir, hosting.scopes)
-    audit_log = state_dir / AUDIT_LOG
+    audit_log = state_dir / MCP_AUDIT
     urls: dict[str, str] = {}
     unavailable: dict[str, str] = {}
     try:
@@ -99,7 +98,7 @@ async def host_tool_servers(
                     port=0,
                     token_file=token_file,
                     audit_log=audit_log,
-                    index_dir=root_home(hosting.root, state_dir) / "index",
+                    index_dir=root_home(hosting.root, state_dir) / INDEX_DIR,
                     secrets=hosting.secrets,
                 )
                 try:
@@ -124,4 +123,4 @@ async def host_tool_servers(
         _remove_if_ours(token_file, token)
 
 
-__all__ = ["AUDIT_LOG", "PRINCIPAL", "TOKEN_FILE", "McpHosting", "host_tool_servers", "write_token_file"]
+__all__ = ["PRINCIPAL", "McpHosting", "host_tool_servers", "write_token_file"]

@@ -13,9 +13,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from layout import HOME_ENV
 from sandbox.limits import SandboxLimits
-from tool_servers.protocol import ServerOptions
-from tool_servers.scopes import Scope
+from tool_servers.protocol.scopes import Scope
+from tool_servers.protocol.spec import ServerOptions
 from tool_servers.serve import server_builder
 
 SERVER_NAMES = ("fs", "search", "git", "exec")
@@ -31,7 +32,7 @@ class _SharedEmbedder:
     def _model(self) -> Any:
         with self._lock:
             if self._loaded is None:
-                from tool_servers.search.embed import load_embedder
+                from tool_servers.search.embedding.embed import load_embedder
 
                 self._loaded = load_embedder()
             return self._loaded
@@ -74,7 +75,7 @@ class InProcessTools:
 STDIO_SERVERS = ("fs", "git")
 """Servers that may run in their own process: the ones only the coder's tool loop talks to, whose
 client (pydantic-ai's `MCPToolset`) takes a stdio transport."""
-_PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "TMPDIR", "CODELOOP_HOME",
+_PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "TMPDIR", HOME_ENV,
                "CODELOOP_TRACE_FILE", "CODELOOP_TRACE_CONTENT")  # fmt: skip
 
 

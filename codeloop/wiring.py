@@ -49,12 +49,13 @@ from bus.state_lock import hold_state_dir
 from bus.streams import ensure_streams
 from bus.supervise import Supervisor
 from codeloop.audit_events import bus_audit_sink
-from codeloop.config import SERVE_NOTE, ConfigError, McpNote, ServeNote, read_serve_note, write_serve_note
+from codeloop.config import ConfigError, McpNote, ServeNote, read_serve_note, write_serve_note
 from codeloop.errors import CodeloopError
 from codeloop.hosted_mcp import McpHosting, host_tool_servers
 from codeloop.metrics import Metrics, follow_events, poll_queues, serve_metrics
 from codeloop.telemetry import tracing_observers
 from codeloop.tool_provider import InProcessTools
+from layout import INDEX_DIR, NATS_DIR, WORK_DIR
 
 log = logging.getLogger("codeloop")
 DEFAULT_ROLES = ("orchestrator", "planner", "retriever", "coder", "verifier")
@@ -87,7 +88,7 @@ def role_deps(
     """What the worker roles of this process share: the bus, the tool servers, scratch space, and
     the observers every model run gets — with `record`, the recorder (`agents/replay/`), which
     stores every model response and tool observation and answers `replay:` models."""
-    scratch_dir = _made(state_dir / "work")
+    scratch_dir = _made(state_dir / WORK_DIR)
     if record:
         observers = (recording_observer(bus, scratch_dir=scratch_dir), *observers)
     return RoleDeps(
@@ -95,7 +96,7 @@ def role_deps(
         tools=tools or InProcessTools(),
         observers=observers,
         scratch_dir=scratch_dir,
-        index_dir=_made(state_dir / "index"),
+        index_dir=_made(state_dir / INDEX_DIR),
     )
 
 
@@ -179,7 +180,7 @@ async def serve(
                 raise ConfigError(f"the embedded NATS server cannot start ({exc})") from None
             auth = server_auth_args(credentials, config.state_dir)
             server = await stack.enter_async_context(
-                open_nats_server(config.state_dir / "nats", extra_args=auth)
+                open_nats_server(config.state_dir / NATS_DIR, extra_args=auth)
             )
             servers = (server.url,)
             config = config.model_copy(update={"user": credentials.user, "password": credentials.password})
@@ -254,5 +255,5 @@ def _remove_note(path: Path, pid: int) -> None:
 
 
 __all__ = [
-    "DEFAULT_ROLES", "KNOWN_ROLES", "SERVE_NOTE", "McpHosting", "MetricsServing", "UnknownRole", "role_specs", "serve",
+    "DEFAULT_ROLES", "KNOWN_ROLES", "McpHosting", "MetricsServing", "UnknownRole", "role_specs", "serve",
 ]  # fmt: skip

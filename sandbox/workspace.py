@@ -35,6 +35,7 @@ import subprocess
 from functools import cache
 from pathlib import Path
 
+from layout import TREE_DIR, TREE_OUTBOX
 from sandbox.errors import WorkspaceError
 
 _MS_REMOUNT = 32
@@ -46,9 +47,9 @@ def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 
 
-PROTECTED_DIRS = frozenset({".git", ".codeloop"})
+PROTECTED_DIRS = frozenset({".git", TREE_DIR})
 """Top-level workspace directories a sandboxed command may read but never change on the host."""
-OUTBOX = ".codeloop/exec"
+OUTBOX = str(TREE_OUTBOX)
 """The one place under `.codeloop/` a command may write to the host: reports a tool reads back
 (pytest's JUnit XML); never executed, never committed."""
 

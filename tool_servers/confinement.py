@@ -9,9 +9,10 @@ model able to rewrite its own index or audit trail would make them worthless).
 
 from pathlib import Path, PurePosixPath
 
-from tool_servers.errors import InvalidArguments, NotFound, PermissionDenied
+from layout import TREE_DIR
+from tool_servers.protocol.errors import InvalidArguments, NotFound, PermissionDenied
 
-READ_ONLY_DIRS = (".git", ".codeloop")
+READ_ONLY_DIRS = (".git", TREE_DIR)
 """Directories (at any depth) no tool may write into."""
 
 

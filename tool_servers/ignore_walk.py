@@ -26,9 +26,10 @@ import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from layout import TREE_DIR
 from tool_servers.globs import glob_matcher
 
-ALWAYS_SKIPPED = frozenset({".git", ".codeloop"})
+ALWAYS_SKIPPED = frozenset({".git", TREE_DIR})
 """Directory names no walk enters: git's own store and this project's per-repo state."""
 
 

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from tool_servers.errors import PermissionDenied
+from tool_servers.protocol.errors import PermissionDenied
 
 DEFAULT_DENY = (
     ".env",

@@ -1,7 +1,7 @@
 """Run one tool server by name over stdio or streamable HTTP.
 
 `SERVERS` maps a server name to `"module:function"`; the function has the signature
-`build(root: Path, options: ServerOptions) -> MCPServer` (see `fs.build_fs_server`). Adding a
+`build(root: Path, options: ServerOptions) -> MCPServer` (see `fs.server.build_fs_server`). Adding a
 server is one module plus one line here. Modules are imported on demand, so serving `fs` never
 imports the embedding model behind `search`.
 """
@@ -17,17 +17,17 @@ from typing import Any, Literal
 import anyio
 from mcp.server.mcpserver import MCPServer
 
-from tool_servers.audit import AuditLog, AuditSink
-from tool_servers.http import TokenTable, serve_http
-from tool_servers.protocol import ServerOptions
-from tool_servers.scopes import Scope
+from tool_servers.protocol.audit import AuditLog, AuditSink
+from tool_servers.protocol.http import TokenTable, serve_http
+from tool_servers.protocol.scopes import Scope
+from tool_servers.protocol.spec import ServerOptions
 from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 
 SERVERS: dict[str, str] = {
-    "fs": "tool_servers.fs:build_fs_server",
-    "git": "tool_servers.git:build_git_server",
+    "fs": "tool_servers.fs.server:build_fs_server",
+    "git": "tool_servers.git.server:build_git_server",
     "search": "tool_servers.search.server:build_search_server",
-    "exec": "tool_servers.exec:build_exec_server",
+    "exec": "tool_servers.exec.server:build_exec_server",
 }
 Transport = Literal["stdio", "http"]
 

@@ -15,8 +15,9 @@ from agents.failures import FailureClass
 from agents.verifier.patchset import FileChange
 from agents.verifier.report import Failure
 from agents.verifier.secrets import find_secret
+from layout import TREE_DIR
 
-PROTECTED_DIRS = (".git/", ".codeloop/", ".github/workflows/", ".circleci/", ".gitlab/", ".buildkite/")
+PROTECTED_DIRS = (".git/", f"{TREE_DIR}/", ".github/workflows/", ".circleci/", ".gitlab/", ".buildkite/")
 PROTECTED_FILES = frozenset(
     {".gitlab-ci.yml", "azure-pipelines.yml", "Jenkinsfile", ".travis.yml", "bitbucket-pipelines.yml"}
 )
@@ -203,7 +204,7 @@ def _protected(path: str) -> bool:
     posix = path.lstrip("/")
     parts = PurePosixPath(posix).parts
     return (
-        any(part in (".git", ".codeloop") for part in parts)
+        any(part in (".git", TREE_DIR) for part in parts)
         or posix.startswith(PROTECTED_DIRS)
         or (bool(parts) and parts[-1] in PROTECTED_FILES)
     )

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from agents.verifier.patchset import FileChange
+from layout import TREE_DIR
 
 SKIP_DIRS = frozenset(
-    {".git", ".codeloop", "__pycache__", "node_modules", ".tox", ".venv", "venv", "env", "build", "dist"}
+    {".git", TREE_DIR, "__pycache__", "node_modules", ".tox", ".venv", "venv", "env", "build", "dist"}
 )
 MAX_SCANNED_FILES = 5000
 MAX_RELATED_FILES = 20

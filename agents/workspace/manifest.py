@@ -29,13 +29,14 @@ import anyio
 
 from agents.workspace.errors import CaptureFailed, SnapshotTooLarge
 from agents.workspace.git import run_git
+from layout import TREE_DIR
 
 FORMAT = "codeloop-snapshot/1"
 MODE_FILE = "100644"
 MODE_EXECUTABLE = "100755"
 MODE_LINK = "120000"
 WALK_SKIP_DIRS = frozenset(
-    {".git", ".codeloop", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
+    {".git", TREE_DIR, "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 )
 """Directories a walk of a non-git tree leaves out (virtualenvs too: any directory with `pyvenv.cfg`)."""
 DEFAULT_MAX_FILES = 200_000

@@ -27,13 +27,14 @@ from agents.workspace.git import (
 from agents.workspace.manifest import MODE_EXECUTABLE, MODE_LINK, Entry
 from agents.workspace.snapshot import SnapshotRef, blob_name, read_manifest
 from bus.connection import Bus
+from layout import TREE_DIR
 
 START_BRANCH = "codeloop-start"
 FEED_GROUP = 500
 """Files read into one write to fast-import's stdin."""
 FETCH_GROUP = 2000
 """Blobs fetched before they are written out, bounding what is held in memory at once."""
-EXCLUDES = "\n".join(["__pycache__/", ".pytest_cache/", ".mypy_cache/", ".ruff_cache/", ".codeloop/", ""])
+EXCLUDES = "\n".join(["__pycache__/", ".pytest_cache/", ".mypy_cache/", ".ruff_cache/", f"{TREE_DIR}/", ""])
 """Untracked outputs of running the code (bytecode, test caches) never belong in a patch."""
 
 

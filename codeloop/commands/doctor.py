@@ -192,7 +192,7 @@ def _check_embedding_model(load: bool) -> Check:
             detail=f"model files in {path} (not loaded; --load-model loads it)",
         )
     try:
-        from tool_servers.search.embed import load_model
+        from tool_servers.search.embedding.embed import load_model
 
         model = load_model()
         vector = model.embed(["def hello(): pass"])[0]

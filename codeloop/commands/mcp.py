@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from codeloop.commands._common import fail, os_error_message, usage_error
+from layout import INDEX_DIR, ROOT_AUDIT
 
 audit_app = typer.Typer(no_args_is_help=True, help="Inspect the tool servers' hash-chained audit log.")
 
@@ -72,8 +73,8 @@ def mcp(
     import anyio
 
     from codeloop.config import root_home, secret_rules
-    from tool_servers.http import TokenFileError
-    from tool_servers.scopes import format_scopes, parse_scopes
+    from tool_servers.protocol.http import TokenFileError
+    from tool_servers.protocol.scopes import format_scopes, parse_scopes
     from tool_servers.serve import SERVERS, ServeConfig, UnknownServer, run_server
 
     if server not in SERVERS:
@@ -96,13 +97,13 @@ def mcp(
     config = ServeConfig(
         server=server,
         root=root,
-        audit_log=audit_log or home / "audit.jsonl",
+        audit_log=audit_log or home / ROOT_AUDIT,
         scopes=granted,
         transport=transport,  # type: ignore[arg-type]
         host=host,
         port=port,
         token_file=token_file,
-        index_dir=index_dir or (home / "index" if server == "search" else None),
+        index_dir=index_dir or (home / INDEX_DIR if server == "search" else None),
         secrets=secret_rules(allow=tuple(allow_path or ()), deny=tuple(deny_path or ())),
     )
     how = "the default; grant more with --scopes read,write,execute" if scopes is None else "--scopes"
@@ -145,7 +146,7 @@ def verify(
     json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Check the hash chain of an audit log: exits 1 if a record was edited, removed or reordered."""
-    from tool_servers.audit import verify_log
+    from tool_servers.protocol.audit import verify_log
 
     if not file.is_file():
         raise usage_error(f"{file} is not a file: pass the audit log (JSONL) of a tool server")

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from codeloop.commands._common import fail, usage_error
-from codeloop.commands.bus import Connection, _run, with_connection_options
+from codeloop.commands.connection import Connection, _run, with_connection_options
 from codeloop.commands.run import EXIT_CODES, _submit_and_follow, _summary, on_pipeline
 
 

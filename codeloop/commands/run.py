@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from codeloop.commands._common import fail
-from codeloop.commands.bus import Connection, _run, _telemetry, with_connection_options
+from codeloop.commands.connection import Connection, _run, _telemetry, with_connection_options
 from codeloop.commands.task_options import (
     CoderModelOpt,
     MaxRevisionsOpt,

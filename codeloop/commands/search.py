@@ -15,7 +15,7 @@ import typer
 from codeloop.commands._common import fail, usage_error
 
 if TYPE_CHECKING:
-    from tool_servers.search.index import CodeIndex
+    from tool_servers.search.index.code_index import CodeIndex
     from tool_servers.search.models import IndexReport
 
 IndexDirOption = Annotated[
@@ -87,7 +87,7 @@ def search_command(
     text = _query_text(query)
 
     async def run() -> Any:
-        from tool_servers.search.query import parse_query
+        from tool_servers.search.index.query import parse_query
 
         parse_query(text)  # a bad query fails before the model is loaded
         index, report = await _open_and_update(repo, index_dir, model, quiet=as_json)
@@ -135,8 +135,8 @@ async def _open_and_update(
 ) -> tuple["CodeIndex", "IndexReport"]:
     import anyio
 
-    from tool_servers.search.embed import load_embedder
-    from tool_servers.search.index import check_repo, open_index
+    from tool_servers.search.embedding.embed import load_embedder
+    from tool_servers.search.index.code_index import check_repo, open_index
 
     check_repo(directory)  # before the model load, so a typo costs no 10 s
     if not quiet:

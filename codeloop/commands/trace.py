@@ -6,7 +6,7 @@ from typing import Annotated, Any
 import typer
 
 from codeloop.commands._common import fail, usage_error
-from codeloop.commands.bus import Connection, JsonOpt, _run, with_connection_options
+from codeloop.commands.connection import Connection, JsonOpt, _run, with_connection_options
 
 FIRST_EVENT_TIMEOUT_S = 2.0
 """A task's stored events arrive at once; this long without any means it has none."""

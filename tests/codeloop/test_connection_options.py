@@ -3,7 +3,7 @@
 import typer
 from typer.testing import CliRunner
 
-from codeloop.commands.bus import Connection, with_connection_options
+from codeloop.commands.connection import Connection, with_connection_options
 from codeloop.config import bus_config
 
 

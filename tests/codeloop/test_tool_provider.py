@@ -7,7 +7,7 @@ import pytest
 from mcp import Client
 
 from codeloop.tool_provider import InProcessTools
-from tool_servers.search.embed_cache import EmbeddingCache, default_cache_dir
+from tool_servers.search.embedding.embed_cache import EmbeddingCache, default_cache_dir
 
 pytestmark = pytest.mark.anyio
 

@@ -18,8 +18,8 @@ from pydantic_ai.usage import UsageLimits
 
 from agents.messages import Plan
 from agents.models.names import load_function_model
-from tool_servers.protocol import ServerOptions
-from tool_servers.scopes import Scope
+from tool_servers.protocol.scopes import Scope
+from tool_servers.protocol.spec import ServerOptions
 from tool_servers.serve import server_builder
 
 REPO = Path(__file__).resolve().parents[2]

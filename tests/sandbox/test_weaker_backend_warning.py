@@ -12,9 +12,9 @@ from mcp import Client
 
 from sandbox.backend import open_sandbox
 from sandbox.limits import GvisorOptions, SandboxLimits
-from tool_servers.exec import build_exec_server
-from tool_servers.protocol import ServerOptions
-from tool_servers.scopes import Scope
+from tool_servers.exec.server import build_exec_server
+from tool_servers.protocol.scopes import Scope
+from tool_servers.protocol.spec import ServerOptions
 
 MISSING_RUNSC = GvisorOptions(runsc="/nonexistent/bin/runsc")
 CODELOOP = str(Path(sys.executable).with_name("codeloop"))

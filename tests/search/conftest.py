@@ -9,8 +9,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tool_servers.search.embed import CachedEmbedder, load_embedder
-from tool_servers.search.index import CodeIndex, open_index
+from tool_servers.search.embedding.embed import CachedEmbedder, load_embedder
+from tool_servers.search.index.code_index import CodeIndex, open_index
 from tool_servers.search.models import IndexReport
 
 ANYIO_SRC = Path(anyio.__file__).parent

@@ -6,7 +6,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tool_servers.search.chunks import MAX_CHARS, MAX_LINES, OVERLAP_LINES, chunk_file
+from tool_servers.search.index.chunks import MAX_CHARS, MAX_LINES, OVERLAP_LINES, chunk_file
 
 ANYIO_SRC = Path(anyio.__file__).parent
 

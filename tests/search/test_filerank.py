@@ -4,9 +4,9 @@ after the source they test unless tests are wanted."""
 
 from typing import Any
 
-from tool_servers.search import filerank
-from tool_servers.search.filerank import Evidence, imports_of, is_test_path, rank_files
-from tool_servers.search.query_parts import decompose
+from tool_servers.search.index import filerank
+from tool_servers.search.index.filerank import Evidence, imports_of, is_test_path, rank_files
+from tool_servers.search.index.query_parts import decompose
 
 PATHS = [
     "pkg/__init__.py",

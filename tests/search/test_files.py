@@ -3,7 +3,7 @@ what .gitignore ignores, and files over the size cap)."""
 
 from pathlib import Path
 
-from tool_servers.search.files import SourceFile, walk_repo
+from tool_servers.search.index.files import SourceFile, walk_repo
 
 
 def _write(root: Path, rel: str, data: bytes | str) -> None:

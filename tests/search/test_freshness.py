@@ -3,8 +3,8 @@ reads, through the same walk, so an edit the index would see is never missed."""
 
 from pathlib import Path
 
-from tool_servers.search.files import SourceFile, walk_repo
-from tool_servers.search.freshness import tree_fingerprint
+from tool_servers.search.index.files import SourceFile, walk_repo
+from tool_servers.search.index.freshness import tree_fingerprint
 
 TREE = {
     ".gitignore": "*.log\nbuild_out/\n",

@@ -9,13 +9,13 @@ import anyio
 import numpy as np
 import pytest
 
-from tool_servers.search.embed import BUNDLED_MAX_TOKENS, BUNDLED_MODEL, CachedEmbedder
-from tool_servers.search.embed_cache import text_key
+from tool_servers.search.embedding.embed import BUNDLED_MAX_TOKENS, BUNDLED_MODEL, CachedEmbedder
+from tool_servers.search.embedding.embed_cache import text_key
 from tool_servers.search.errors import IndexLocked, InvalidQuery, RepoNotFound
-from tool_servers.search.index import CodeIndex, open_index
-from tool_servers.search.lock import hold_index_lock
+from tool_servers.search.index.code_index import CodeIndex, open_index
+from tool_servers.search.index.lock import hold_index_lock
+from tool_servers.search.index.query import parse_query
 from tool_servers.search.models import IndexReport
-from tool_servers.search.query import parse_query
 
 pytestmark = pytest.mark.anyio
 
@@ -239,7 +239,7 @@ async def test_a_corrupt_index_is_rebuilt_with_a_message(
 _STORE_UNDER_A_LIMIT = """
 import resource, signal, sys
 from tool_servers.search.errors import IndexUnavailable
-from tool_servers.search.store import Store
+from tool_servers.search.index.store import Store
 
 limit, uri, table, embedder, dimension = sys.argv[1:]
 try:

@@ -1,7 +1,7 @@
 """Issue-shaped queries are taken apart into the parts each retrieval suits: paths and traceback
 frames for exact file look-ups, identifiers for definitions, prose and pieces for the model."""
 
-from tool_servers.search.query_parts import MAX_PIECES, PIECE_WORDS, decompose
+from tool_servers.search.index.query_parts import MAX_PIECES, PIECE_WORDS, decompose
 
 TRACEBACK_ISSUE = """\
 Client.send raises KeyError when the proxy URL has no port

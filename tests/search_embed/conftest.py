@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tool_servers.search.embed import SentenceTransformerEmbedder, load_model
+from tool_servers.search.embedding.embed import SentenceTransformerEmbedder, load_model
 
 _NETWORK_EVENTS = {"socket.connect", "socket.getaddrinfo", "socket.gethostbyname", "urllib.Request"}
 _recording: list[str] | None = None

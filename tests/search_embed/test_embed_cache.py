@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tool_servers.search.embed import CachedEmbedder, Embedder
-from tool_servers.search.embed_cache import (
+from tool_servers.search.embedding.embed import CachedEmbedder, Embedder
+from tool_servers.search.embedding.embed_cache import (
     CACHE_DIR_ENV,
     EmbeddingCache,
     EmbeddingCacheError,
@@ -83,8 +83,8 @@ _READER = textwrap.dedent(
     """
     import json, sys
     from pathlib import Path
-    from tool_servers.search.embed import CachedEmbedder
-    from tool_servers.search.embed_cache import EmbeddingCache, default_cache_dir
+    from tool_servers.search.embedding.embed import CachedEmbedder
+    from tool_servers.search.embedding.embed_cache import EmbeddingCache, default_cache_dir
 
     class RefusingEmbedder:
         name, dimension = sys.argv[1], 384
@@ -123,7 +123,7 @@ _WRITER = textwrap.dedent(
     import sys
     import numpy as np
     from pathlib import Path
-    from tool_servers.search.embed_cache import EmbeddingCache
+    from tool_servers.search.embedding.embed_cache import EmbeddingCache
 
     cache = EmbeddingCache(Path(sys.argv[1]))
     offset = int(sys.argv[2])

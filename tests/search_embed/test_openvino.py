@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tool_servers.search.embed import ModelUnavailable, SentenceTransformerEmbedder
-from tool_servers.search.openvino_encoder import OpenVinoUnavailable, load_encoder, saved_recipe
-from tool_servers.search.saved_tokenizer import SavedTokenizer
+from tool_servers.search.embedding.embed import ModelUnavailable, SentenceTransformerEmbedder
+from tool_servers.search.embedding.openvino_encoder import OpenVinoUnavailable, load_encoder, saved_recipe
+from tool_servers.search.embedding.saved_tokenizer import SavedTokenizer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -79,7 +79,7 @@ def test_forcing_openvino_on_an_unusable_cache_dir_says_why(fast_model, tmp_path
     names the model and the cause instead of silently running torch."""
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the cache directory should be")
-    from tool_servers.search import embed
+    from tool_servers.search.embedding import embed
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(embed, "cache_root", lambda: blocker)
@@ -96,7 +96,7 @@ _PROBE = textwrap.dedent(
     events = []
     watched = {"os.fork", "socket.connect", "socket.getaddrinfo", "socket.gethostbyname", "urllib.Request"}
     sys.addaudithook(lambda event, args: events.append(event) if event in watched else None)
-    from tool_servers.search.embed import load_model
+    from tool_servers.search.embedding.embed import load_model
     model = load_model()
     vector = model.embed(["def probe(value):\\n    return value * 2"])[0]
     import time
@@ -185,7 +185,7 @@ def test_two_embedders_sharing_the_encoder_can_run_at_once(fast_model, code_chun
 def test_cache_keeps_the_most_recently_used_conversions(fast_model, tmp_path) -> None:
     """Each model version (or OpenVINO version) converts anew; older conversions beyond
     KEEP_CONVERTED are dropped, least recently used first, and never the one just made."""
-    from tool_servers.search import openvino_encoder
+    from tool_servers.search.embedding import openvino_encoder
 
     stale = []
     for age, name in enumerate(["old-1", "old-2", "old-3", "old-4"]):
@@ -229,14 +229,14 @@ def _tiny_distilbert(directory: Path) -> Path:
 def test_a_users_model_of_another_architecture_runs_on_openvino(fast_model, code_chunks, tmp_path) -> None:
     """Pluggable models get the fast path too: the whole pipeline is converted, with the inputs
     the model's own tokenizer gives (here without token_type_ids), and its tokenizer saved."""
-    from tool_servers.search.embed import load_model
+    from tool_servers.search.embedding.embed import load_model
 
     path = _tiny_distilbert(tmp_path / "model")
     mine = load_model(str(path))
     assert (mine.runtime, mine.dimension, mine.fallback_reason) == ("openvino", 64, None)
     cosine = (mine.embed(code_chunks) * mine.with_options(fast=False).embed(code_chunks)).sum(axis=1)
     assert cosine.min() > 0.999
-    from tool_servers.search.embed import _openvino_cache_dir
+    from tool_servers.search.embedding.embed import _openvino_cache_dir
 
     recipe = saved_recipe(source=mine.source, name=mine.base_name, cache_dir=_openvino_cache_dir())
     assert recipe is not None and recipe.inputs == ("input_ids", "attention_mask")

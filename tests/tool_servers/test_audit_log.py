@@ -8,10 +8,10 @@ import pytest
 from mcp import Client
 
 from tests.tool_servers.ts_helpers import CODELOOP
-from tool_servers.audit import AuditLog, AuditRecord, verify_log
-from tool_servers.fs import build_fs_server
-from tool_servers.protocol import ServerOptions
-from tool_servers.scopes import Scope
+from tool_servers.fs.server import build_fs_server
+from tool_servers.protocol.audit import AuditLog, AuditRecord, verify_log
+from tool_servers.protocol.scopes import Scope
+from tool_servers.protocol.spec import ServerOptions
 
 pytestmark = pytest.mark.anyio
 
@@ -93,7 +93,7 @@ async def test_verify_detects_an_edited_removed_or_reordered_record(
     elif tamper == "reorder":
         lines[1], lines[2] = lines[2], lines[1]
     else:  # recomputing the edited record's own hash still breaks the next record's link
-        from tool_servers.audit import _record_hash
+        from tool_servers.protocol.audit import _record_hash
 
         record = json.loads(lines[1])
         record["outcome"] = "ok"

@@ -1,8 +1,8 @@
-"""Which commands the exec server runs without asking a human (tool_servers/allowlist.py)."""
+"""Which commands the exec server runs without asking a human (tool_servers/exec/allowlist.py)."""
 
 import pytest
 
-from tool_servers.allowlist import confirmation_action, why_not_allowed
+from tool_servers.exec.allowlist import confirmation_action, why_not_allowed
 
 ROUTINE = [
     ["python", "-m", "pytest", "-q"],

@@ -14,9 +14,9 @@ from sandbox.limits import GvisorOptions, SandboxLimits
 from tests.processes import processes_mentioning
 from tests.tool_servers.ts_conformance import assert_valid
 from tests.tool_servers.ts_helpers import Elicitor, stdio_params
-from tool_servers.exec import build_exec_server
-from tool_servers.protocol import ServerOptions
-from tool_servers.scopes import Scope
+from tool_servers.exec.server import build_exec_server
+from tool_servers.protocol.scopes import Scope
+from tool_servers.protocol.spec import ServerOptions
 
 pytestmark = pytest.mark.anyio
 

@@ -6,7 +6,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from tool_servers.fs import build_fs_server
+from tool_servers.fs.server import build_fs_server
 
 pytestmark = pytest.mark.anyio
 

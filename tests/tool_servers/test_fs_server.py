@@ -7,7 +7,7 @@ import pytest
 from mcp import Client
 
 from tests.tool_servers.ts_helpers import git
-from tool_servers.fs import build_fs_server
+from tool_servers.fs.server import build_fs_server
 
 pytestmark = pytest.mark.anyio
 

@@ -7,9 +7,9 @@ import pytest
 from mcp import Client
 
 from tests.tool_servers.ts_helpers import git
-from tool_servers.git import build_git_server
-from tool_servers.protocol import ServerOptions
-from tool_servers.scopes import Scope
+from tool_servers.git.server import build_git_server
+from tool_servers.protocol.scopes import Scope
+from tool_servers.protocol.spec import ServerOptions
 
 pytestmark = pytest.mark.anyio
 

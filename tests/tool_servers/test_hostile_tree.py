@@ -15,9 +15,9 @@ import pytest
 from mcp import Client
 
 from tests.hostile import GOOD, LOOP, SPECIAL, UNREADABLE, make_hostile_repo
-from tool_servers.fs import build_fs_server
-from tool_servers.git import build_git_server
-from tool_servers.search.embed import CachedEmbedder, load_embedder
+from tool_servers.fs.server import build_fs_server
+from tool_servers.git.server import build_git_server
+from tool_servers.search.embedding.embed import CachedEmbedder, load_embedder
 from tool_servers.search.server import build_search_server
 
 pytestmark = pytest.mark.anyio
@@ -101,8 +101,8 @@ UNPRIVILEGED_CHECK = """
 import json, sys, anyio
 from pathlib import Path
 from mcp import Client
-from tool_servers.fs import build_fs_server
-from tool_servers.search.files import walk_repo
+from tool_servers.fs.server import build_fs_server
+from tool_servers.search.index.files import walk_repo
 
 async def main(repo):
     async with Client(build_fs_server(repo)) as client:

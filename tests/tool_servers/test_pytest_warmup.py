@@ -4,8 +4,8 @@ import sys
 
 import pytest
 
-from tool_servers import pytest_warmup
-from tool_servers.pytest_warmup import _plugin_sources, _pytest_tag, needs_warmup, warm_pytest_cache
+from tool_servers.exec import pytest_warmup
+from tool_servers.exec.pytest_warmup import _plugin_sources, _pytest_tag, needs_warmup, warm_pytest_cache
 
 pytestmark = pytest.mark.anyio
 

@@ -22,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from codeloop.config import root_home
 from tests.tool_servers.ts_helpers import git, http_server, stdio_params
-from tool_servers.audit import verify_log
+from tool_servers.protocol.audit import verify_log
 
 pytestmark = pytest.mark.anyio
 TOKEN = "read-grant-token-5d2c8e1f"

@@ -15,7 +15,7 @@ from mcp import Client, StdioServerParameters
 from codeloop.config import root_home
 from tests.tool_servers.ts_conformance import assert_valid
 from tests.tool_servers.ts_helpers import CODELOOP
-from tool_servers.search.embed import CachedEmbedder, load_embedder
+from tool_servers.search.embedding.embed import CachedEmbedder, load_embedder
 from tool_servers.search.server import build_search_server
 
 pytestmark = pytest.mark.anyio

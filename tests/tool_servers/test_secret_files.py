@@ -8,11 +8,11 @@ import pytest
 from mcp import Client
 
 from tests.tool_servers.ts_helpers import git
-from tool_servers.fs import build_fs_server
-from tool_servers.git import build_git_server
-from tool_servers.protocol import ServerOptions
-from tool_servers.scopes import Scope
-from tool_servers.search.embed import CachedEmbedder, load_embedder
+from tool_servers.fs.server import build_fs_server
+from tool_servers.git.server import build_git_server
+from tool_servers.protocol.scopes import Scope
+from tool_servers.protocol.spec import ServerOptions
+from tool_servers.search.embedding.embed import CachedEmbedder, load_embedder
 from tool_servers.search.server import build_search_server
 from tool_servers.secret_files import DEFAULT_RULES
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tool_servers.http import TokenFileError, TokenTable
+from tool_servers.protocol.http import TokenFileError, TokenTable
 
 GOOD = "Zq8vN3kL0pR6tY2wX9cB5mHa"
 
@@ -31,7 +31,7 @@ def test_a_world_readable_token_file_is_served_with_a_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Readable by every local user is a warning, not a refusal (the owner may mean it)."""
-    with caplog.at_level(logging.WARNING, logger="tool_servers.http"):
+    with caplog.at_level(logging.WARNING, logger="tool_servers.protocol.http"):
         table = TokenTable.from_file(_file(tmp_path, f"{GOOD} alice read\n", 0o644))
     assert "readable by every local user" in caplog.text and table.describe() == "alice[read]"
 

@@ -8,12 +8,13 @@ from mcp import Client
 from pydantic import BaseModel, ConfigDict
 
 from tests.tool_servers.ts_conformance import assert_valid, check_server_conformance
-from tool_servers.errors import TRACE_META_KEY, Conflict
-from tool_servers.exec import build_exec_server
-from tool_servers.fs import build_fs_server
-from tool_servers.git import build_git_server
-from tool_servers.protocol import CallContext, ServerOptions, ToolSpec, build_server
-from tool_servers.scopes import Scope
+from tool_servers.exec.server import build_exec_server
+from tool_servers.fs.server import build_fs_server
+from tool_servers.git.server import build_git_server
+from tool_servers.protocol.errors import TRACE_META_KEY, Conflict
+from tool_servers.protocol.scopes import Scope
+from tool_servers.protocol.sdk import build_server
+from tool_servers.protocol.spec import CallContext, ServerOptions, ToolSpec
 from tool_servers.search.server import build_search_server
 
 pytestmark = pytest.mark.anyio

@@ -11,9 +11,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.tool_servers.ts_conformance import assert_valid
 from tests.tool_servers.ts_helpers import Elicitor, http_client, http_server, stdio_params
-from tool_servers.fs import build_fs_server
-from tool_servers.http import TokenTable, serve_http
-from tool_servers.protocol import ServerOptions
+from tool_servers.fs.server import build_fs_server
+from tool_servers.protocol.http import TokenTable, serve_http
+from tool_servers.protocol.spec import ServerOptions
 
 pytestmark = pytest.mark.anyio
 

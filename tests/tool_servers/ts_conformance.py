@@ -14,8 +14,8 @@ import anyio
 from jsonschema.validators import validator_for
 from mcp import Client
 
-from tool_servers.protocol import ServerOptions
-from tool_servers.scopes import ALL_SCOPES, Scope
+from tool_servers.protocol.scopes import ALL_SCOPES, Scope
+from tool_servers.protocol.spec import ServerOptions
 
 SCOPE_SETS = [frozenset(), frozenset({Scope.READ}), frozenset({Scope.READ, Scope.WRITE}), ALL_SCOPES]
 

@@ -1,8 +1,11 @@
 """Semantic code search: chunking, embeddings, the LanceDB index, queries.
 
-Public API (import from the modules; this package imports nothing so `embed` stays cheap):
+Two parts: `index/` (walking, chunking, the store and its lock, queries, file ranking, symbols) and
+`embedding/` (the encoders and their cache), which knows nothing of the index; only `server.py`
+speaks MCP. Public API (import from the modules; no package here imports anything, so `embed`
+stays cheap):
 
-    index.open_index(repo, *, index_dir=None, embedder=None) -> CodeIndex
+    index.code_index.open_index(repo, *, index_dir=None, embedder=None) -> CodeIndex
     await CodeIndex.update(progress=None) -> models.IndexReport
     await CodeIndex.search(query, k=10, per_file=False, mode="hybrid") -> models.SearchResult
     await CodeIndex.find_symbol(name) -> models.SymbolResult

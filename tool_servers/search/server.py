@@ -26,15 +26,16 @@ import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, ConfigDict, Field
 
-from tool_servers.errors import InternalError, InvalidArguments, NotFound, ToolTimeout
-from tool_servers.protocol import CallContext, ServerOptions, ToolSpec, build_server, read_tool
+from tool_servers.protocol.errors import InternalError, InvalidArguments, NotFound, ToolTimeout
+from tool_servers.protocol.sdk import build_server
+from tool_servers.protocol.spec import CallContext, ServerOptions, ToolSpec, read_tool
 from tool_servers.search.errors import IndexLocked, InvalidQuery, RepoNotFound, SearchError
-from tool_servers.search.freshness import Fingerprint, tree_fingerprint
+from tool_servers.search.index.freshness import Fingerprint, tree_fingerprint
 from tool_servers.search.models import IndexReport, IndexStatus, RepoMap, SearchResult, SymbolResult
 from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 
 if TYPE_CHECKING:
-    from tool_servers.search.index import CodeIndex, Embedder
+    from tool_servers.search.index.code_index import CodeIndex, Embedder
 
 MAX_QUERY_CHARS = 100_000
 """A whole issue (title, prose, tracebacks, pasted code) is a good query for file ranking."""
@@ -153,8 +154,8 @@ class LiveIndex:
         """The index, opened (and the model loaded, in a worker thread) on the first call."""
         async with self._open_lock:
             if self._index is None:
-                from tool_servers.search.embed import load_embedder
-                from tool_servers.search.index import open_index
+                from tool_servers.search.embedding.embed import load_embedder
+                from tool_servers.search.index.code_index import open_index
 
                 if self.embedder is None:
                     # Shielded: a worker thread cannot be stopped anyway, and a client that gave up
@@ -213,7 +214,7 @@ class SearchTools:
         self.live = live
 
     async def search_code(self, args: SearchCodeInput, call: CallContext) -> SearchResult:
-        from tool_servers.search.query import parse_query
+        from tool_servers.search.index.query import parse_query
 
         with _as_tool_errors():
             parse_query(args.query)  # an unsearchable query is refused before any model or index work

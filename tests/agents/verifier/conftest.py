@@ -11,8 +11,8 @@ import pytest
 from agents.tools import ScopeName, ServerName
 from sandbox.backend import BackendChoice
 from sandbox.gvisor import probe_runsc
-from tool_servers.protocol import ServerOptions
-from tool_servers.scopes import Scope
+from tool_servers.protocol.scopes import Scope
+from tool_servers.protocol.spec import ServerOptions
 from tool_servers.serve import server_builder
 
 GVISOR = probe_runsc().works

@@ -3,7 +3,7 @@
 import ast
 import warnings
 
-from tool_servers.search.chunks import (
+from tool_servers.search.index.chunks import (
     MAX_CHARS,
     MAX_LINES,
     Chunk,

@@ -47,16 +47,16 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
-from tool_servers.search.batching import length_batches, token_lengths
-from tool_servers.search.embed_cache import EmbeddingCache, cache_root, default_cache_dir, text_key
-from tool_servers.search.errors import SearchError
-from tool_servers.search.openvino_encoder import (
+from tool_servers.search.embedding.batching import length_batches, token_lengths
+from tool_servers.search.embedding.embed_cache import EmbeddingCache, cache_root, default_cache_dir, text_key
+from tool_servers.search.embedding.openvino_encoder import (
     OpenVinoEncoder,
     OpenVinoUnavailable,
     load_encoder,
     saved_recipe,
 )
-from tool_servers.search.saved_tokenizer import Recipe
+from tool_servers.search.embedding.saved_tokenizer import Recipe
+from tool_servers.search.errors import SearchError
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tool_servers.search.chunks import Chunk
 from tool_servers.search.errors import InvalidQuery
+from tool_servers.search.index.chunks import Chunk
 from tool_servers.search.models import SearchHit
 
 SearchMode = Literal["hybrid", "vector", "keyword"]
@@ -184,7 +184,7 @@ def definition_leg(table: Any, names: Sequence[str], *, limit: int = 2000) -> li
 
 def imports_leg(table: Any, paths: Sequence[str], known: set[str]) -> dict[str, list[str]]:
     """path -> the indexed files its module-level code imports, for each of `paths`."""
-    from tool_servers.search.filerank import imports_of
+    from tool_servers.search.index.filerank import imports_of
 
     if not paths:
         return {}

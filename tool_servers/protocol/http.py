@@ -3,7 +3,7 @@
 Token file: one token per line, `TOKEN PRINCIPAL SCOPES` separated by whitespace, SCOPES a
 comma list (`read,write`); blank lines and `#` comments are ignored. A request without a
 valid token gets HTTP 401 from the SDK's bearer middleware; a valid token's scopes are
-intersected with the server's grant by the gate (`protocol._Gate`).
+intersected with the server's grant by the gate (`protocol.gate.Gate`).
 
 The file is refused when anyone but its owner may write it (they could add a token of their
 own), when a token is shorter than 16 characters (guessable) or appears twice (two principals
@@ -28,7 +28,7 @@ from anyio.abc import TaskStatus
 from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import MCPServer
 
-from tool_servers.scopes import Scope, format_scopes, parse_scopes
+from tool_servers.protocol.scopes import Scope, format_scopes, parse_scopes
 
 MCP_PATH = "/mcp"
 MIN_TOKEN_CHARS = 16

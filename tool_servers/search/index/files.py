@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from layout import TREE_DIR
 from redaction import redact_text
 from tool_servers.confinement import is_utf8_name
 from tool_servers.ignore_walk import walk
@@ -29,7 +30,7 @@ DEFAULT_MAX_FILE_BYTES = 1_000_000
 
 SKIP_DIRS = frozenset(
     {
-        ".git", ".hg", ".svn", ".codeloop", "node_modules", "bower_components", "vendor", "vendored",
+        ".git", ".hg", ".svn", TREE_DIR, "node_modules", "bower_components", "vendor", "vendored",
         "third_party", "site-packages", "__pycache__", ".venv", "venv", ".tox", ".nox", ".mypy_cache",
         ".pytest_cache", ".ruff_cache", ".hypothesis", ".idea", ".vscode", "build", "dist", "target",
         ".eggs", ".gradle", ".next", ".cache", "coverage", "htmlcov",

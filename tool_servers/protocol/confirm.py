@@ -42,7 +42,7 @@ class CannotAsk:
 async def confirmation_resolver(ctx: Context) -> Elicit[Confirm] | NotNeeded | CannotAsk:
     """Ask the user about the current call when its spec says it is high-risk."""
     # Imported here: protocol imports this module for the annotation below.
-    from tool_servers.protocol import current_call
+    from tool_servers.protocol.gate import current_call
 
     call = current_call()
     action = call.spec.confirmation_needed(call.args)

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tool_servers.search.errors import InvalidQuery
+from tool_servers.search.index.tokens import TokenCounter, estimate_tokens
 from tool_servers.search.models import RepoMap, RepoMapFile, RepoMapSymbol, SymbolLocation, SymbolResult
-from tool_servers.search.tokens import TokenCounter, estimate_tokens
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -1,6 +1,6 @@
 """The `exec` server: run commands, tests and static checks on the root, in the sandbox.
 
-Tools (all in scope `execute`, all run in one sandbox per server, see `exec_sandbox`):
+Tools (all in scope `execute`, all run in one sandbox per server, see `shared_sandbox`):
 
 - `run_command`: a program and its arguments (no shell). Allowlisted programs run at once;
   anything else asks a human first (`allowlist.py`), or is `needs_confirmation` for a client
@@ -23,18 +23,16 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from layout import TREE_OUTBOX
 from sandbox.backend import BackendChoice
 from sandbox.limits import GvisorOptions, SandboxLimits
 from sandbox.result import ExecResult
-from tool_servers.allowlist import confirmation_action
 from tool_servers.confinement import Root
-from tool_servers.errors import InvalidArguments, NotFound
-from tool_servers.exec_sandbox import SharedSandbox, find_toolchain
-from tool_servers.protocol import CallContext, ServerOptions, ToolSpec, build_server
-from tool_servers.pytest_report import TestRunOutput, output_tail, parse_junit
-from tool_servers.pytest_warmup import warm_pytest_cache
-from tool_servers.scopes import Risk, Scope
-from tool_servers.static_checks import (
+from tool_servers.exec.allowlist import confirmation_action
+from tool_servers.exec.pytest_report import TestRunOutput, output_tail, parse_junit
+from tool_servers.exec.pytest_warmup import warm_pytest_cache
+from tool_servers.exec.shared_sandbox import SharedSandbox, find_toolchain
+from tool_servers.exec.static_checks import (
     COMPILE_SCRIPT,
     DEFAULT_SELECT,
     RULE_SELECTOR,
@@ -44,9 +42,13 @@ from tool_servers.static_checks import (
     parse_compile,
     parse_ruff,
 )
+from tool_servers.protocol.errors import InvalidArguments, NotFound
+from tool_servers.protocol.scopes import Risk, Scope
+from tool_servers.protocol.sdk import build_server
+from tool_servers.protocol.spec import CallContext, ServerOptions, ToolSpec
 
 MAX_TIMEOUT_S = 1800.0
-REPORT_DIR = Path(".codeloop") / "exec"
+REPORT_DIR = Path(TREE_OUTBOX)
 """Where pytest writes its JUnit report (read back and deleted after each run): the sandbox's
 outbox (`sandbox.workspace.OUTBOX`), the one place under `.codeloop/` whose writes reach the host."""
 _CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)

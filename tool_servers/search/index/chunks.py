@@ -81,7 +81,7 @@ def with_leading_comments(lines: Sequence[str], start: int, floor: int) -> int:
 
 def chunk_file(path: str, text: str) -> list[Chunk]:
     """Chunk one file's text by the structure its suffix suggests."""
-    from tool_servers.search import docchunks, pychunks, tschunks
+    from tool_servers.search.index import docchunks, pychunks, tschunks
 
     if not text.strip():
         return []

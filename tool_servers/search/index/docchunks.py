@@ -2,7 +2,7 @@
 
 import re
 
-from tool_servers.search.chunks import Chunk, chunk_windows
+from tool_servers.search.index.chunks import Chunk, chunk_windows
 
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _MD_FENCE = re.compile(r"^\s*(```|~~~)")

@@ -19,13 +19,17 @@ import anyio
 import numpy as np
 import pyarrow as pa
 
-from tool_servers.search import filerank
-from tool_servers.search import query as q
-from tool_servers.search.chunks import Chunk, chunk_file
-from tool_servers.search.embed import Embedder, load_embedder
+from layout import TREE_DIR, TREE_INDEX
+from tool_servers.search.embedding.embed import Embedder, load_embedder
 from tool_servers.search.errors import IndexDirUnusable, IndexUnavailable, InvalidQuery, RepoNotFound
-from tool_servers.search.files import DEFAULT_MAX_FILE_BYTES, SourceFile, walk_repo
-from tool_servers.search.lock import hold_index_lock
+from tool_servers.search.index import filerank
+from tool_servers.search.index import query as q
+from tool_servers.search.index.chunks import Chunk, chunk_file
+from tool_servers.search.index.files import DEFAULT_MAX_FILE_BYTES, SourceFile, walk_repo
+from tool_servers.search.index.lock import hold_index_lock
+from tool_servers.search.index.query_parts import code_shaped, decompose, keyword_terms
+from tool_servers.search.index.store import SCHEMA_VERSION, IndexedFile, Store
+from tool_servers.search.index.vectors import VectorMatrix, texts_by_id
 from tool_servers.search.models import (
     IndexReport,
     IndexStatus,
@@ -35,12 +39,9 @@ from tool_servers.search.models import (
     SkippedFile,
     SymbolResult,
 )
-from tool_servers.search.query_parts import code_shaped, decompose, keyword_terms
-from tool_servers.search.store import SCHEMA_VERSION, IndexedFile, Store
-from tool_servers.search.vectors import VectorMatrix, texts_by_id
 from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 
-DEFAULT_INDEX_DIR = Path(".codeloop") / "index"
+DEFAULT_INDEX_DIR = Path(TREE_INDEX)
 EMBED_BATCH = 256  # per embed() call: the embedder sorts by length within a call, so bigger pads less
 MAX_LISTED_SKIPS = 200
 # File ranking's candidate depth: ~10 chunks per file of the 50 files a caller may ask for; the
@@ -124,7 +125,7 @@ def _location(root: Path, index_dir: Path | str | None) -> tuple[str, str, Path]
     slug = re.sub(r"[^A-Za-z0-9]+", "_", root.name).strip("_")[:40] or "repo"
     table = f"{slug}_{hashlib.sha256(str(root).encode()).hexdigest()[:8]}"
     if "://" in str(index_dir):
-        return str(index_dir), table, root / ".codeloop" / f"{table}.lock"
+        return str(index_dir), table, root / TREE_DIR / f"{table}.lock"
     directory = Path(index_dir).expanduser().resolve()
     directory.mkdir(parents=True, exist_ok=True)
     return str(directory), table, directory / f"{table}.lock"
@@ -431,7 +432,7 @@ class CodeIndex:
         Raises:
             InvalidQuery: `name` is not an identifier.
         """
-        from tool_servers.search import symbols
+        from tool_servers.search.index import symbols
 
         return await anyio.to_thread.run_sync(
             lambda: symbols.find_symbol(self._store.chunks, name, limit=limit)
@@ -439,7 +440,7 @@ class CodeIndex:
 
     async def repo_map(self, token_budget: int = 1024) -> RepoMap:
         """Per-file outlines of top-level symbols, most referenced first, within `token_budget`."""
-        from tool_servers.search import symbols
+        from tool_servers.search.index import symbols
 
         version = self._store.version()
         if self._symbols_cache is None or self._symbols_cache[0] != version:

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tool_servers.search.query_parts import IssueQuery
+from tool_servers.search.index.query_parts import IssueQuery
 
 # Fusion constants (see the module docstring for how they were chosen).
 FILE_RRF_K = 10

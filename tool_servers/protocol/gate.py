@@ -1,9 +1,6 @@
-"""The tool protocol every codeloop MCP server shares.
+"""The gate of the tool protocol: what every tool call passes before and after its handler.
 
-A server is a list of `ToolSpec`s handed to `build_server`. Each spec declares its input and
-output models (→ `inputSchema`/`outputSchema`), scope, risk and MCP annotations. `build_server`
-registers only the tools the server's scopes grant and installs `_Gate`, a middleware that runs
-before the SDK touches a `tools/call`:
+`sdk.build_server` installs `Gate`, a middleware that runs before the SDK touches a `tools/call`:
 
     trace id → caller (principal, scopes) → scope check → argument validation
              → [confirmation resolver] → handler → typed result → audit record
@@ -12,131 +9,36 @@ so nothing a handler does happens before its arguments are valid, its scope is g
 a high-risk call, a human said yes. Failures are `ToolServerError`s, returned as MCP error
 results whose structured content is an `ErrorBody`; every result carries the trace id in
 `_meta["codeloop/trace_id"]` (a client may choose it by sending that key in the request `_meta`).
-
-Adding a server is a module that builds its specs and calls `build_server` (see `fs.py`).
 """
 
 import contextvars
-import inspect
-import logging
 import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Any
 
 import anyio
 from mcp.server.auth.middleware.auth_context import get_access_token
-from mcp.server.auth.provider import TokenVerifier
-from mcp.server.auth.settings import AuthSettings
 from mcp.server.elicitation import AcceptedElicitation
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.tools import Tool
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ValidationError
 
-from tool_servers.audit import AuditLog, redact
-from tool_servers.confirm import CannotAsk, Confirm, ConfirmationParam, NotNeeded
-from tool_servers.errors import (
+from tool_servers.protocol.audit import redact
+from tool_servers.protocol.confirm import CannotAsk, Confirm, NotNeeded
+from tool_servers.protocol.errors import (
     TRACE_META_KEY,
-    InternalError,
     InvalidArguments,
     NeedsConfirmation,
     NotFound,
     PermissionDenied,
-    ToolServerError,
     error_result,
 )
-from tool_servers.scopes import ALL_SCOPES, Risk, Scope, format_scopes, parse_scopes
-from tool_servers.secret_files import DEFAULT_RULES, SecretRules
-
-logger = logging.getLogger(__name__)
+from tool_servers.protocol.scopes import Scope, format_scopes, parse_scopes
+from tool_servers.protocol.spec import CallContext, ServerOptions, ToolSpec
 
 _TRACE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
-CONFIRMATION_PARAM = "confirmation"
-
-
-@dataclass(frozen=True)
-class CallContext:
-    """What a handler knows about the call besides its arguments."""
-
-    server: str
-    principal: str
-    scopes: frozenset[Scope]
-    trace_id: str
-
-
-Handler = Callable[[Any, CallContext], Awaitable[BaseModel]]
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """One tool: its contract (models, scope, risk, hints) and its handler."""
-
-    name: str
-    description: str
-    scope: Scope
-    input_model: type[BaseModel]
-    output_model: type[BaseModel]
-    handler: Handler
-    risk: Risk = Risk.LOW
-    read_only: bool = True
-    destructive: bool = False
-    idempotent: bool = True
-    confirm: Callable[[Any], str | None] | None = None
-    """Given the validated arguments, what a high-risk call would do (asked to a human), or None."""
-
-    def confirmation_needed(self, args: BaseModel) -> str | None:
-        """The action a human must approve for this call, or None when the call may just run."""
-        if self.confirm is not None:
-            return self.confirm(args)
-        if self.risk is Risk.HIGH:
-            return f"call {self.name} (a high-risk tool)"
-        return None
-
-    @property
-    def may_need_confirmation(self) -> bool:
-        return self.confirm is not None or self.risk is Risk.HIGH
-
-    def annotations(self) -> ToolAnnotations:
-        return ToolAnnotations(
-            read_only_hint=self.read_only,
-            destructive_hint=self.destructive,
-            idempotent_hint=self.idempotent,
-            open_world_hint=False,
-        )
-
-
-def read_tool(
-    name: str, description: str, input_model: type[BaseModel], output_model: type[BaseModel], handler: Handler
-) -> ToolSpec:
-    """A read-scoped, low-risk, read-only tool: the shape most tools share."""
-    return ToolSpec(
-        name=name,
-        description=description,
-        scope=Scope.READ,
-        input_model=input_model,
-        output_model=output_model,
-        handler=handler,
-    )
-
-
-@dataclass(frozen=True)
-class ServerOptions:
-    """How a server instance is exposed: grant, default principal, audit, HTTP auth."""
-
-    scopes: frozenset[Scope] = ALL_SCOPES
-    """Scopes granted to the server; over HTTP a token's scopes are intersected with these."""
-    principal: str = "local"
-    """Principal recorded for calls without a bearer token (stdio, in-memory)."""
-    audit: AuditLog | None = None
-    token_verifier: TokenVerifier | None = None
-    """Set for streamable HTTP: requests without a valid bearer token get 401."""
-    secrets: SecretRules = DEFAULT_RULES
-    """Files no tool reads, lists, shows or indexes (`secret_files`)."""
 
 
 @dataclass(frozen=True)
@@ -154,91 +56,7 @@ def current_call() -> _CallState:
     return _CURRENT.get()
 
 
-def build_server(
-    name: str,
-    specs: Sequence[ToolSpec],
-    options: ServerOptions,
-    *,
-    instructions: str | None = None,
-    lifespan: Callable[[MCPServer[Any]], AbstractAsyncContextManager[Any]] | None = None,
-) -> MCPServer[Any]:
-    """An `MCPServer` exposing the granted `specs` through the gate."""
-    catalog = {spec.name: spec for spec in specs}
-    tools = [_tool(spec) for spec in specs if spec.scope in options.scopes]
-    auth = None
-    if options.token_verifier is not None:
-        # Only the bearer check is used; no OAuth endpoints are served (resource_server_url=None).
-        auth = AuthSettings(issuer_url="http://127.0.0.1", resource_server_url=None)
-    server: MCPServer[Any] = MCPServer(
-        f"codeloop-{name}",
-        instructions=instructions,
-        tools=tools,
-        token_verifier=options.token_verifier,
-        auth=auth,
-        lifespan=lifespan,
-        log_level="WARNING",
-    )
-    server.middleware.append(_Gate(name, catalog, options))
-    return server
-
-
-def _tool(spec: ToolSpec) -> Tool:
-    if CONFIRMATION_PARAM in spec.input_model.model_fields:
-        raise ValueError(f"tool {spec.name}: '{CONFIRMATION_PARAM}' is reserved")
-    tool = Tool.from_function(
-        _tool_function(spec),
-        name=spec.name,
-        description=spec.description,
-        annotations=spec.annotations(),
-        meta={"codeloop/scope": spec.scope.value, "codeloop/risk": spec.risk.value},
-        structured_output=True,
-    )
-    # The gate validates against the spec's own model (field docstrings, constraints,
-    # extra="forbid"), so that model's schema is the one clients see.
-    return tool.model_copy(update={"parameters": spec.input_model.model_json_schema()})
-
-
-def _tool_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
-    async def call_tool(**kwargs: Any) -> CallToolResult:
-        call = current_call()
-        try:
-            if spec.may_need_confirmation:
-                _check_confirmation(kwargs[CONFIRMATION_PARAM], call)
-            output = await spec.handler(call.args, call.context)
-        except ToolServerError as exc:
-            return error_result(exc, call.context.trace_id)
-        except Exception as exc:
-            logger.exception("tool %s crashed (trace %s)", spec.name, call.context.trace_id)
-            crash = InternalError(
-                f"{spec.name} failed unexpectedly ({type(exc).__name__}); see the server log"
-            )
-            return error_result(crash, call.context.trace_id)
-        return CallToolResult(
-            content=[TextContent(type="text", text=output.model_dump_json())],
-            structured_content=output.model_dump(mode="json"),
-            _meta={TRACE_META_KEY: call.context.trace_id},
-        )
-
-    # The SDK builds its argument model from the signature; it gets permissive placeholders
-    # because the gate has already validated against spec.input_model.
-    params = [
-        inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, annotation=Any, default=None)
-        for n in spec.input_model.model_fields
-    ]
-    if spec.may_need_confirmation:
-        params.append(
-            inspect.Parameter(
-                CONFIRMATION_PARAM, inspect.Parameter.KEYWORD_ONLY, annotation=ConfirmationParam
-            )
-        )
-    returns = Annotated[CallToolResult, spec.output_model]
-    call_tool.__signature__ = inspect.Signature(params, return_annotation=returns)  # type: ignore[attr-defined]
-    call_tool.__annotations__ = {p.name: p.annotation for p in params} | {"return": returns}
-    call_tool.__name__ = call_tool.__qualname__ = spec.name
-    return call_tool
-
-
-def _check_confirmation(outcome: Any, call: _CallState) -> None:
+def check_confirmation(outcome: Any, call: _CallState) -> None:
     """Raise unless the call may proceed: not high-risk, or approved by the user."""
     action = call.spec.confirmation_needed(call.args) or call.spec.name
     if isinstance(outcome, AcceptedElicitation):
@@ -260,7 +78,7 @@ def _check_confirmation(outcome: Any, call: _CallState) -> None:
     )
 
 
-class _Gate:
+class Gate:
     """Middleware: scopes, validation, trace id and audit around every `tools/call`."""
 
     def __init__(self, server: str, catalog: dict[str, ToolSpec], options: ServerOptions) -> None:

@@ -12,7 +12,7 @@ import re
 from functools import cache
 from typing import Any
 
-from tool_servers.search.chunks import Chunk, Definition, chunks_from_outline, with_leading_comments
+from tool_servers.search.index.chunks import Chunk, Definition, chunks_from_outline, with_leading_comments
 
 _LANGUAGES = {
     ".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript",

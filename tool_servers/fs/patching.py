@@ -22,7 +22,7 @@ from unidiff import PatchSet, UnidiffParseError
 from unidiff.patch import Hunk, PatchedFile
 
 from tool_servers.confinement import Root
-from tool_servers.errors import Conflict, InvalidArguments, NotFound
+from tool_servers.protocol.errors import Conflict, InvalidArguments, NotFound
 
 Action = Literal["modify", "create", "delete", "rename"]
 

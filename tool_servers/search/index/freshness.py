@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from tool_servers.ignore_walk import walk
-from tool_servers.search.files import is_skipped_dir
+from tool_servers.search.index.files import is_skipped_dir
 
 Fingerprint = tuple[tuple[str, int, int, int], ...]
 """(relative path, size, mtime_ns, inode) per file, sorted by path."""

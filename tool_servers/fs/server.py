@@ -2,7 +2,7 @@
 
 Tools: `list_files` (read), `read_file` (read), `write_file` (write), `apply_patch` (write).
 Writes to protected paths (CI configs, secrets, `.env`) and patches that delete files are
-high-risk and ask a human first (see `confirm.py`).
+high-risk and ask a human first (see `protocol/confirm.py`).
 
 A hostile tree never fails a whole call: `list_files` leaves out what it cannot name or read
 (names that are not UTF-8, symlink loops and links out of the root, FIFOs, sockets and devices,
@@ -20,12 +20,19 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, ConfigDict, Field
 
 from tool_servers.confinement import Root, is_utf8_name
-from tool_servers.errors import Conflict, InvalidArguments, NotFound, PermissionDenied, ToolServerError
+from tool_servers.fs.patching import atomic_write, plan_patch, write_plan
 from tool_servers.globs import glob_matcher
 from tool_servers.ignore_walk import walk
-from tool_servers.patching import atomic_write, plan_patch, write_plan
-from tool_servers.protocol import CallContext, ServerOptions, ToolSpec, build_server, read_tool
-from tool_servers.scopes import Risk, Scope
+from tool_servers.protocol.errors import (
+    Conflict,
+    InvalidArguments,
+    NotFound,
+    PermissionDenied,
+    ToolServerError,
+)
+from tool_servers.protocol.scopes import Risk, Scope
+from tool_servers.protocol.sdk import build_server
+from tool_servers.protocol.spec import CallContext, ServerOptions, ToolSpec, read_tool
 from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 
 MAX_READ_BYTES = 256 * 1024

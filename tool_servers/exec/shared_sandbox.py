@@ -27,7 +27,7 @@ from sandbox.backend import BackendChoice, open_sandbox
 from sandbox.limits import GvisorOptions, SandboxLimits
 from sandbox.result import ExecResult
 from sandbox.session import Sandbox
-from tool_servers.errors import SandboxError
+from tool_servers.protocol.errors import SandboxError
 
 log = logging.getLogger(__name__)
 VENV_NAMES = (".venv", "venv", "env")

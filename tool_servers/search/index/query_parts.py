@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from tool_servers.search.query import STOP_WORDS
+from tool_servers.search.index.query import STOP_WORDS
 
 MAX_QUERY_CHARS = 200_000
 """Longer text is cut here before parsing: a paste that long is a log, and its tail adds nothing."""
@@ -141,7 +141,7 @@ def decompose(query: str) -> IssueQuery:
 def keyword_terms(issue: IssueQuery, *, limit: int = MAX_KEYWORD_TERMS) -> str:
     """The full-text query for an issue: the title's words, then the parts of its identifiers
     (heaviest first), then its other words by how often it uses them; at most `limit`."""
-    from tool_servers.search.query import split_identifier
+    from tool_servers.search.index.query import split_identifier
 
     counts: dict[str, int] = {}
     for w in words(issue.text):

@@ -37,9 +37,14 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
-from tool_servers.search.batching import length_batches, token_lengths
+from tool_servers.search.embedding.batching import length_batches, token_lengths
+from tool_servers.search.embedding.saved_tokenizer import (
+    Recipe,
+    SavedTokenizer,
+    load_recipe,
+    save_if_faithful,
+)
 from tool_servers.search.errors import SearchError
-from tool_servers.search.saved_tokenizer import Recipe, SavedTokenizer, load_recipe, save_if_faithful
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer

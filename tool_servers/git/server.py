@@ -21,9 +21,10 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, ConfigDict, Field
 
 from tool_servers.confinement import Root
-from tool_servers.errors import Conflict, InvalidArguments, NotFound, PermissionDenied, ToolTimeout
-from tool_servers.protocol import CallContext, ServerOptions, ToolSpec, build_server, read_tool
-from tool_servers.scopes import Risk, Scope
+from tool_servers.protocol.errors import Conflict, InvalidArguments, NotFound, PermissionDenied, ToolTimeout
+from tool_servers.protocol.scopes import Risk, Scope
+from tool_servers.protocol.sdk import build_server
+from tool_servers.protocol.spec import CallContext, ServerOptions, ToolSpec, read_tool
 from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 
 GIT_TIMEOUT_S = 30.0

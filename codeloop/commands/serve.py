@@ -1,0 +1,243 @@
+"""`codeloop serve`: run the bus (embedded NATS unless --nats), this process's actors and the hosted tool servers.
+
+nats, the bus runtime and the agents are imported inside the command so `codeloop --help` stays fast.
+"""
+
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from codeloop.commands._common import fail, os_error_message
+from codeloop.commands.connection import Connection, _run, _telemetry, with_connection_options
+from layout import MCP_AUDIT_STDIO
+
+
+@with_connection_options
+def serve(
+    connection: Connection = None,  # type: ignore[assignment]
+    role: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--role",
+            help="Role to run in this process (repeatable). Default: orchestrator, planner, retriever, "
+            "coder, verifier (with --pipeline echo: orchestrator, echo).",
+        ),
+    ] = None,
+    pipeline: Annotated[
+        str | None,
+        typer.Option(
+            "--pipeline",
+            help="Run every task through this pipeline (fix, explain, diagnose, echo). Default (auto): by the "
+            "task (diagnose without a model, explain in read mode, else fix).",
+        ),
+    ] = None,
+    ack_wait: Annotated[
+        float | None,
+        typer.Option(
+            "--ack-wait",
+            min=0.5,
+            help="Seconds a worker may hold a message without a heartbeat before it goes to another "
+            "worker (default 30): shorter recovers faster from a dead worker.",
+        ),
+    ] = None,
+    replicas: Annotated[
+        int,
+        typer.Option("--replicas", min=1, max=5, help="Stream replicas: 1 on one server, 3 on a cluster."),
+    ] = 1,
+    mcp: Annotated[
+        bool,
+        typer.Option("--mcp/--no-mcp", help="Also host the fs, git, search and exec tool servers over HTTP."),
+    ] = True,
+    mcp_root: Annotated[
+        Path | None,
+        typer.Option("--mcp-root", help="Directory the hosted tool servers are confined to. Default: here."),
+    ] = None,
+    mcp_host: Annotated[
+        str, typer.Option("--mcp-host", help="Address the tool servers listen on (each on a free port).")
+    ] = "127.0.0.1",
+    mcp_scopes: Annotated[
+        str,
+        typer.Option(
+            "--mcp-scopes",
+            help="Scopes granted to the hosted tool servers and their token, comma-separated. "
+            "Default read (look, never change); add write to edit files and commit to codeloop/* "
+            "branches, execute to run commands and tests in the sandbox: --mcp-scopes read,write,execute.",
+        ),
+    ] = "read",
+    metrics: Annotated[
+        bool, typer.Option("--metrics/--no-metrics", help="Serve Prometheus metrics at http://HOST:PORT/metrics.")
+    ] = True,
+    metrics_port: Annotated[
+        int, typer.Option("--metrics-port", min=0, max=65535, help="Port of the metrics endpoint (0: a free one).")
+    ] = 0,
+    metrics_host: Annotated[
+        str, typer.Option("--metrics-host", help="Address the metrics endpoint listens on.")
+    ] = "127.0.0.1",
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="When ready, print what runs as one JSON line (serve.json's content)."),
+    ] = False,
+    tools_stdio: Annotated[
+        str | None,
+        typer.Option(
+            "--tools-stdio",
+            help="Run these tool servers of this process's workers (fs, git) as `codeloop mcp` "
+            "subprocesses over stdio instead of in process, comma-separated.",
+        ),
+    ] = None,
+) -> None:
+    """Run NATS (embedded unless --nats), the actors of this process and the MCP tool servers until Ctrl-C.
+
+    Tool servers fs, git, search, exec: streamable HTTP at http://HOST:PORT/mcp (free ports).
+
+    They are confined to --mcp-root and granted --mcp-scopes (default read).
+
+    A fresh bearer token goes to STATE_DIR/mcp-tokens (mode 0600) at every start.
+
+    URLs and token file are printed and recorded in STATE_DIR/serve.json.
+
+    Each tool call goes to STATE_DIR/mcp-audit.jsonl and is a `tool_call` event on the bus.
+
+    Prometheus metrics: http://127.0.0.1:PORT/metrics (printed; also in serve.json).
+    """
+    import anyio
+
+    from codeloop.config import ConfigError, bus_config, secret_rules
+    from codeloop.wiring import DEFAULT_ROLES, KNOWN_ROLES, McpHosting, MetricsServing, UnknownRole
+    from codeloop.wiring import serve as run_serve
+    from tool_servers.protocol.scopes import parse_scopes
+
+    try:
+        config = bus_config(
+            replicas=replicas,
+            **connection,
+        )
+    except ConfigError as exc:
+        raise fail(str(exc), 2) from None
+    from agents.orchestrator import NAMED
+    from bus.actor import DeliveryPolicy
+
+    if pipeline is not None and pipeline != "auto" and pipeline not in NAMED:
+        raise fail(f"--pipeline {pipeline!r}: choose auto or one of {', '.join(NAMED)}", 2)
+    chosen = NAMED[pipeline] if pipeline and pipeline != "auto" else None
+    roles = tuple(role or (("orchestrator", "echo") if pipeline == "echo" else DEFAULT_ROLES))
+    # Checked before anything starts: a bad role or replica count used to surface only after
+    # the embedded server was up and its state directory written.
+    unknown = [name for name in roles if name not in KNOWN_ROLES]
+    if unknown:
+        raise fail(f"--role: unknown role {unknown[0]!r}; known roles: {', '.join(KNOWN_ROLES)}", 2)
+    if config.embedded and replicas > 1:
+        raise fail(
+            f"--replicas {replicas} needs a cluster of at least {replicas} servers: the embedded "
+            "server is one; pass --nats with the cluster's URLs, or --replicas 1",
+            2,
+        )
+    hosting = None
+    if mcp:
+        root = (mcp_root or Path.cwd()).expanduser()
+        if not root.is_dir():
+            raise fail(f"--mcp-root {root} is not a directory (or pass --no-mcp)", 2)
+        try:
+            scopes = parse_scopes(mcp_scopes)
+        except ValueError as exc:
+            raise fail(f"--mcp-scopes: {exc}", 2) from None
+        if not scopes:
+            raise fail("--mcp-scopes grants nothing; give at least read (or pass --no-mcp)", 2)
+        hosting = McpHosting(root=root.resolve(), scopes=scopes, host=mcp_host, secrets=secret_rules())
+
+    tools = _tools(tools_stdio, config.state_dir)
+    _telemetry("serve")
+
+    def show(note: Any) -> None:
+        if as_json:
+            typer.echo(note.model_dump_json())
+            sys.stdout.flush()
+            return
+        where = "embedded nats-server" if note.embedded else "existing NATS"
+        typer.echo(f"codeloop is running (pid {note.pid})")
+        typer.echo(f"  NATS       {note.nats_url}  ({where})")
+        typer.echo(f"  state dir  {note.state_dir}  (other commands find the URL in serve.json there)")
+        typer.echo(f"  roles      {', '.join(note.roles)}")
+        typer.echo("  bus        streams CODELOOP_TASKS, CODELOOP_WORK, CODELOOP_EVENTS; KV codeloop-tasks;")
+        typer.echo("             object store codeloop-artifacts")
+        if note.mcp is not None:
+            _show_mcp(note.mcp)
+        if note.metrics_url:
+            typer.echo(f"  metrics    {note.metrics_url}  (Prometheus)")
+        typer.echo("  try        codeloop submit 'hello' --repo .   then   codeloop watch TASK_ID")
+        typer.echo("Press Ctrl-C to stop.")
+        sys.stdout.flush()
+
+    async def main() -> None:
+        stop = anyio.Event()
+        async with anyio.create_task_group() as tg:
+
+            async def on_signals() -> None:
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    async for _ in signals:
+                        if stop.is_set():
+                            tg.cancel_scope.cancel()  # second Ctrl-C: stop now
+                        typer.echo("stopping: finishing in-flight work (Ctrl-C again to stop now)", err=True)
+                        stop.set()
+
+            tg.start_soon(on_signals)
+            policy = DeliveryPolicy(ack_wait_s=ack_wait) if ack_wait else None
+            await run_serve(
+                config, roles=roles, pipeline=chosen, actor_policy=policy, stop=stop, mcp=hosting, on_ready=show,
+                metrics=MetricsServing(host=metrics_host, port=metrics_port) if metrics else None,
+                tools=tools,
+            )  # fmt: skip
+            tg.cancel_scope.cancel()
+        typer.echo("codeloop stopped", err=True)
+
+    try:
+        _run(main)
+    except UnknownRole as exc:
+        raise fail(str(exc), 2) from None
+    except OSError as exc:
+        if exc.filename is None and hosting is not None:  # a tool server or the metrics could not listen
+            raise fail(
+                f"cannot listen (tool servers on {mcp_host}, metrics on {metrics_host}:{metrics_port}): {exc}"
+            ) from None
+        raise fail(f"cannot serve: {os_error_message(exc)}") from None
+
+
+def _tools(stdio: str | None, state_dir: Path) -> Any:
+    """The workers' tool provider: in process, or with `--tools-stdio` servers in subprocesses."""
+    if not stdio:
+        return None
+    from codeloop.tool_provider import StdioTools
+
+    try:
+        names = frozenset(n.strip() for n in stdio.split(",") if n.strip())
+        return StdioTools(stdio=names, audit_log=state_dir / MCP_AUDIT_STDIO)
+    except ValueError as exc:
+        raise fail(f"--tools-stdio: {exc}", 2) from None
+
+
+def _show_mcp(mcp: Any) -> None:
+    """The hosted tool servers: URLs, token file, and how a client uses them."""
+    typer.echo(f"  MCP        tool servers over streamable HTTP, confined to {mcp.root}")
+    typer.echo(f"             scopes {','.join(mcp.scopes)} (more: --mcp-scopes read,write,execute)")
+    for name, url in mcp.urls.items():
+        typer.echo(f"             {name:<7} {url}")
+    for name, reason in mcp.unavailable.items():
+        typer.echo(f"             {name:<7} not hosted: {reason}")
+    typer.echo(
+        f"  token      {mcp.token_file}  (mode 0600, new at every start; line: TOKEN PRINCIPAL SCOPES)"
+    )
+    typer.echo("             send it as the header  Authorization: Bearer $TOKEN  e.g.")
+    typer.echo(f"             TOKEN=$(awk '!/^#/ {{print $1}}' {mcp.token_file})")
+    example = next(iter(mcp.urls.values()), "http://127.0.0.1:PORT/mcp")
+    typer.echo(
+        f'             client config: {{"url": "{example}", "headers": {{"Authorization": "Bearer TOKEN"}}}}'
+    )
+    typer.echo(f"  audit      {mcp.audit_log}  (each call also a tool_call event on codeloop.events.>)")
+
+
+def register(app: typer.Typer) -> None:
+    """Add this area's commands to the root app."""
+    app.command()(serve)

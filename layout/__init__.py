@@ -1,0 +1,39 @@
+"""Where codeloop keeps its state: the names of its two directories and of what is in them.
+
+A leaf every package may import (like `redaction`): the per-tree directory is skipped by the
+walkers (agents, search), read-only to the tools (tool_servers), protected in the sandbox and in
+reviewed patches (sandbox, agents); the home is laid out by the composition root and the bus.
+One definition, so a rename cannot leave one of them guarding the old name.
+
+The tree: `<root>/.codeloop/`
+    index/        the code index `codeloop index ROOT` builds (and the lock beside its table)
+    exec/         the sandbox's outbox: reports a tool reads back (pytest's JUnit XML)
+
+The home: `$CODELOOP_HOME`, default `~/.codeloop/`
+    serve.json              what a running `codeloop serve` noted (NATS URL, tool server URLs)
+    mcp-tokens              the hosted tool servers' bearer token (mode 0600, new at every start)
+    mcp-audit.jsonl         their audit log; mcp-audit-stdio.jsonl for `--tools-stdio` servers
+    nats/                   the embedded NATS server's store
+    work/                   scratch directories, one per task step
+    index/                  the workers' code indexes
+    roots/<name>-<hash>/    per served root: `codeloop mcp`'s audit.jsonl and index/
+"""
+
+from pathlib import PurePosixPath
+
+TREE_DIR = ".codeloop"
+"""codeloop's directory at the top of a working tree."""
+TREE_INDEX = PurePosixPath(TREE_DIR, "index")
+TREE_OUTBOX = PurePosixPath(TREE_DIR, "exec")
+
+HOME_ENV = "CODELOOP_HOME"
+DEFAULT_HOME = "~/.codeloop"
+SERVE_NOTE = "serve.json"
+MCP_TOKENS = "mcp-tokens"
+MCP_AUDIT = "mcp-audit.jsonl"
+MCP_AUDIT_STDIO = "mcp-audit-stdio.jsonl"
+NATS_DIR = "nats"
+WORK_DIR = "work"
+INDEX_DIR = "index"
+ROOTS_DIR = "roots"
+ROOT_AUDIT = "audit.jsonl"

@@ -1,0 +1,1 @@
+"""The `fs` server: read, list, search and patch files under one root."""

@@ -1,0 +1,1 @@
+"""The `git` server: read views of the root's repository and commits onto `codeloop/*` branches."""
