@@ -23,7 +23,7 @@ import anyio
 from anyio.abc import TaskStatus
 
 from bus.credentials import write_private
-from codeloop.config import McpNote, root_home
+from codeloop.config import McpNote, ToolServerConfig, root_home
 from tool_servers.audit import AuditSink
 from tool_servers.http import TokenGrant, TokenTable, new_token, serve_http
 from tool_servers.scopes import Scope, format_scopes
@@ -74,15 +74,19 @@ async def host_tool_servers(
     *,
     state_dir: Path,
     sink: AuditSink | None = None,
+    tool_config: ToolServerConfig | None = None,
     task_status: TaskStatus[McpNote] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve every server of `hosting` over HTTP until cancelled; `task_status.started(McpNote)` once all listen.
+
+    `tool_config` is the environment's sandbox policy and cache directory (default: neither set).
 
     A server whose module is missing is skipped and named in `McpNote.unavailable`.
 
     Raises:
         OSError: a server could not listen on `hosting.host`.
     """
+    tool_config = tool_config or ToolServerConfig()
     token_file, token = write_token_file(state_dir, hosting.scopes)
     audit_log = state_dir / AUDIT_LOG
     urls: dict[str, str] = {}
@@ -101,6 +105,8 @@ async def host_tool_servers(
                     audit_log=audit_log,
                     index_dir=root_home(hosting.root, state_dir) / "index",
                     secrets=hosting.secrets,
+                    sandbox_policy=tool_config.sandbox_policy,
+                    cache_root=tool_config.cache_dir,
                 )
                 try:
                     server = build_named_server(config, sink=sink)

@@ -330,16 +330,21 @@ def build_exec_server(
     limits: SandboxLimits | None = None,
     backend: BackendChoice = "auto",
     gvisor: GvisorOptions | None = None,
+    policy: str = "auto",
     **_: Any,
 ) -> MCPServer[Any]:
     """The `exec` MCP server on `root`: one sandbox (gVisor, or the process backend where
-    `backend` and CODELOOP_SANDBOX allow it), opened at the first command, closed with the server.
+    `backend` and `policy` allow it), opened at the first command, closed with the server.
 
     `limits` apply to every command (default `SandboxLimits()`; a call's `timeout_s` replaces the
-    wall-clock limit); `gvisor` says how runsc is run (default `GvisorOptions()`).
+    wall-clock limit); `gvisor` says how runsc is run (default `GvisorOptions()`); `policy` is the
+    deployment's CODELOOP_SANDBOX, read by the caller (a bad one makes each command a
+    `sandbox_error` of type PolicyError).
     """
     confined = Root(root)
-    box = SharedSandbox(confined.path, limits=limits or SandboxLimits(), backend=backend, gvisor=gvisor)
+    box = SharedSandbox(
+        confined.path, limits=limits or SandboxLimits(), backend=backend, gvisor=gvisor, policy=policy
+    )
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
