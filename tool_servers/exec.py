@@ -31,7 +31,7 @@ from tool_servers.confinement import Root
 from tool_servers.errors import InvalidArguments, NotFound
 from tool_servers.exec_sandbox import SharedSandbox, find_toolchain
 from tool_servers.protocol import CallContext, ServerOptions, ToolSpec, build_server
-from tool_servers.pytest_report import TestRunOutput, output_tail, parse_junit
+from tool_servers.pytest_report import ReportError, TestRunOutput, output_tail, parse_junit, read_junit_file
 from tool_servers.scopes import Risk, Scope
 from tool_servers.static_checks import (
     COMPILE_SCRIPT,
@@ -160,18 +160,21 @@ class ExecTools:
             argv.append(f"--maxfail={args.max_failures}")
         argv += ["--", *selection] if selection else []
         env = {"PATH": tools.path, **_QUIET_ENV}
+        counts, failures, found, report_error = None, [], False, None
         try:
             result = await self.box.exec(argv, timeout_s=args.timeout_s, cwd=".", env=env)
-            xml = await anyio.to_thread.run_sync(_read_report, report)
+            # The report is the tested code's output: read and parsed as hostile (`pytest_report`).
+            xml = await anyio.to_thread.run_sync(read_junit_file, report)
+            if xml is not None:
+                counts, failures = await anyio.to_thread.run_sync(
+                    lambda: parse_junit(xml, root_prefixes=self.prefixes)
+                )
+                found = True
+        except ReportError as exc:
+            report_error = str(exc)
         finally:
             await anyio.Path(report).unlink(missing_ok=True)
             await anyio.to_thread.run_sync(_remove_report_dir, report_dir)
-        counts, failures, found = None, [], xml is not None
-        if xml is not None:
-            try:
-                counts, failures = parse_junit(xml, root_prefixes=self.prefixes)
-            except ValueError:
-                found = False
         return TestRunOutput(
             passed=counts.passed if counts else 0,
             failed=counts.failed if counts else 0,
@@ -186,6 +189,7 @@ class ExecTools:
             backend=result.backend,
             warning=result.warning,
             duration_s=result.duration_s,
+            report_error=report_error,
         )
 
     async def run_static_checks(self, args: StaticChecksInput, call: CallContext) -> StaticChecksOutput:
@@ -235,13 +239,6 @@ class ExecTools:
             warning=result.warning,
             duration_s=round(duration, 4),
         )
-
-
-def _read_report(path: Path) -> str | None:
-    try:
-        return path.read_text(errors="replace")
-    except FileNotFoundError:  # pytest never got as far as writing it
-        return None
 
 
 _OUTBOX_IGNORE = "# codeloop tool reports: not part of the project\n*\n"

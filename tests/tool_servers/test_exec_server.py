@@ -275,6 +275,32 @@ async def test_a_bad_sandbox_policy_is_a_policy_error_result_for_every_command(p
     assert "misconfigured" in body["message"] and "CODELOOP_SANDBOX='docker'" in body["message"]
 
 
+HOSTILE_CONFTEST = """\
+import pytest
+
+LAUGHS = "".join(f'<!ENTITY l{i} "{f"&l{i - 1};" * 10}">' for i in range(1, 10))
+BOMB = f'<?xml version="1.0"?><!DOCTYPE t [<!ENTITY l0 "lol">{LAUGHS}]><testsuite name="&l9;"/>'
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    # After pytest wrote its report: the tested code replaces it with an entity bomb.
+    with open(session.config.option.xmlpath, "w") as report:
+        report.write(BOMB)
+"""
+
+
+async def test_a_hostile_report_written_by_the_tested_code_is_a_report_error(project: Path) -> None:
+    """The tested code controls the JUnit report; a billion-laughs one is refused with a reason,
+    in seconds, and the run's own facts (exit code, output) still come back."""
+    (project / "conftest.py").write_text(HOSTILE_CONFTEST)
+    server = build_exec_server(project, backend=DEFAULT_BACKEND)
+    out = (await _call(server, "run_tests", {"paths": ["tests/test_calc.py"]})).structured_content
+    assert not out["report_found"] and out["passed"] == out["failed"] == 0
+    assert "declares a DTD or entities" in out["report_error"]
+    assert out["exit_code"] == 1 and "1 passed" in out["output_tail"]
+
+
 async def test_paths_are_confined_to_the_root_and_must_exist(project: Path) -> None:
     """Test and check paths outside the root are refused; missing ones are not_found."""
     server = build_exec_server(project, backend=DEFAULT_BACKEND)
