@@ -42,6 +42,7 @@ from pathlib import Path
 import anyio
 import numpy as np
 
+from codeloop.config import tool_server_config
 from layout import TREE_DIR
 from tool_servers.search.embedding.embed import CachedEmbedder, load_model
 from tool_servers.search.embedding.embed_cache import EmbeddingCache, default_cache_dir
@@ -205,10 +206,13 @@ def print_table(title: str, rows: dict[str, Scores]) -> None:
 
 
 async def main(args: argparse.Namespace) -> int:
-    cache_dir = args.cache_dir or default_cache_dir()
+    cache_root = tool_server_config().cache_dir
+    cache_dir = args.cache_dir or default_cache_dir(cache_root)
     started = time.perf_counter()
     max_tokens = "auto" if args.max_tokens is None else (args.max_tokens or None)
-    fast_model = await anyio.to_thread.run_sync(lambda: load_model(max_tokens=max_tokens))
+    fast_model = await anyio.to_thread.run_sync(
+        lambda: load_model(max_tokens=max_tokens, cache_root=cache_root)
+    )
     fast = CachedEmbedder(fast_model, EmbeddingCache(cache_dir))
     plain = None
     if not args.no_plain:

@@ -37,6 +37,7 @@ from functools import partial
 from pathlib import Path
 
 import anyio
+import psutil
 from anyio.abc import Process
 
 from bus.errors import ServerDied, ServerStartError
@@ -379,20 +380,20 @@ def _stop_stale_servers(ports_dir: Path, state_dir: Path) -> None:
     for ports_file in ports_dir.glob("nats-server_*.ports"):
         pid_text = ports_file.stem.removeprefix("nats-server_")
         try:
-            cmdline = Path(f"/proc/{pid_text}/cmdline").read_bytes().split(b"\0")
-        except (OSError, ValueError):
+            cmdline = psutil.Process(int(pid_text)).cmdline()
+        except (psutil.Error, ValueError):  # gone, not ours to read, or not a pid
             ports_file.unlink(missing_ok=True)
             continue
-        if _store_of(cmdline) == str(state_dir).encode() and cmdline[0].endswith(b"nats-server"):
+        if cmdline and _store_of(cmdline) == str(state_dir) and cmdline[0].endswith("nats-server"):
             _signal_group(int(pid_text), signal.SIGKILL)
             _wait_gone(int(pid_text))
         ports_file.unlink(missing_ok=True)
 
 
-def _store_of(cmdline: list[bytes]) -> bytes | None:
+def _store_of(cmdline: list[str]) -> str | None:
     """The `--store_dir` argument of a nats-server command line (not a mere mention of the path)."""
     try:
-        return cmdline[cmdline.index(b"--store_dir") + 1]
+        return cmdline[cmdline.index("--store_dir") + 1]
     except (ValueError, IndexError):
         return None
 
@@ -402,10 +403,9 @@ def _wait_gone(pid: int, timeout_s: float = 5.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            return
-        if state == "Z":  # dead; reaping is up to its new parent
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:  # dead; its new parent reaps it
+                return
+        except psutil.NoSuchProcess:
             return
         time.sleep(0.01)
 

@@ -10,6 +10,11 @@ Environment variables (each overridden by its command-line option):
     CODELOOP_TRACE_CONTENT  1: put prompt and tool content into spans (default: kept out)
     CODELOOP_SECRETS_ALLOW / CODELOOP_SECRETS_DENY   comma-separated globs taken off / added to
                          the tool servers' secrets deny-list (`tool_servers.secret_files`)
+    CODELOOP_SANDBOX     gvisor|process|auto (default auto): which sandbox backends `exec` may use
+    CODELOOP_CACHE_DIR   the shared caches (embeddings, converted models); default the platform's
+                         user cache directory, `~/.cache/codeloop` on Linux
+
+Only this module reads them; the packages get what they need as arguments.
 
 State that is not the user's work lives in the home, never in the repository a tool server is
 confined to: each served root gets `HOME/roots/<name>-<hash>/` (its audit log, its index), so a
@@ -104,6 +109,27 @@ def telemetry_config() -> TelemetryConfig:
         otlp_endpoint=env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or None,
         trace_file=_path(env.get("CODELOOP_TRACE_FILE")),
         include_content=env.get("CODELOOP_TRACE_CONTENT", "").strip().lower() in ("1", "true", "yes"),
+    )
+
+
+class ToolServerConfig(BaseModel):
+    """What the tool servers of this process take from the environment."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    sandbox_policy: str = "auto"
+    """`CODELOOP_SANDBOX` as set: `sandbox.backend.parse_policy` checks it where a sandbox is opened,
+    so a bad value is the exec server's `PolicyError` result (and `codeloop doctor`'s failed check)."""
+    cache_dir: Path | None = None
+    """`CODELOOP_CACHE_DIR`; None: the platform's user cache directory (`embed_cache.default_cache_root`)."""
+
+
+def tool_server_config() -> ToolServerConfig:
+    """The tool servers' settings of the environment (see the module docstring)."""
+    env = os.environ
+    return ToolServerConfig(
+        sandbox_policy=env.get("CODELOOP_SANDBOX", "auto"),
+        cache_dir=_path(env.get("CODELOOP_CACHE_DIR")),
     )
 
 

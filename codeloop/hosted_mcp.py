@@ -23,7 +23,7 @@ import anyio
 from anyio.abc import TaskStatus
 
 from bus.credentials import write_private
-from codeloop.config import McpNote, root_home
+from codeloop.config import McpNote, ToolServerConfig, root_home
 from layout import INDEX_DIR, MCP_AUDIT, MCP_TOKENS
 from tool_servers.protocol.audit import AuditSink
 from tool_servers.protocol.http import TokenGrant, TokenTable, new_token, serve_http
@@ -73,15 +73,19 @@ async def host_tool_servers(
     *,
     state_dir: Path,
     sink: AuditSink | None = None,
+    tool_config: ToolServerConfig | None = None,
     task_status: TaskStatus[McpNote] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve every server of `hosting` over HTTP until cancelled; `task_status.started(McpNote)` once all listen.
+
+    `tool_config` is the environment's sandbox policy and cache directory (default: neither set).
 
     A server whose module is missing is skipped and named in `McpNote.unavailable`.
 
     Raises:
         OSError: a server could not listen on `hosting.host`.
     """
+    tool_config = tool_config or ToolServerConfig()
     token_file, token = write_token_file(state_dir, hosting.scopes)
     audit_log = state_dir / MCP_AUDIT
     urls: dict[str, str] = {}
@@ -100,6 +104,8 @@ async def host_tool_servers(
                     audit_log=audit_log,
                     index_dir=root_home(hosting.root, state_dir) / INDEX_DIR,
                     secrets=hosting.secrets,
+                    sandbox_policy=tool_config.sandbox_policy,
+                    cache_root=tool_config.cache_dir,
                 )
                 try:
                     server = build_named_server(config, sink=sink)

@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from codeloop.config import ToolServerConfig
 from layout import HOME_ENV
 from sandbox.limits import SandboxLimits
 from tool_servers.protocol.scopes import Scope
@@ -25,7 +26,8 @@ SERVER_NAMES = ("fs", "search", "git", "exec")
 class _SharedEmbedder:
     """The bundled embedding model, loaded once on first use and shared by every search server."""
 
-    def __init__(self) -> None:
+    def __init__(self, cache_root: Path | None = None) -> None:
+        self.cache_root = cache_root
         self._lock = threading.Lock()
         self._loaded: Any = None
 
@@ -34,7 +36,7 @@ class _SharedEmbedder:
             if self._loaded is None:
                 from tool_servers.search.embedding.embed import load_embedder
 
-                self._loaded = load_embedder()
+                self._loaded = load_embedder(cache_root=self.cache_root)
             return self._loaded
 
     @property
@@ -56,18 +58,30 @@ class _SharedEmbedder:
 
 
 class InProcessTools:
-    """`ToolProvider` over in-process servers; `sandbox_backend` and `limits` go to `exec`."""
+    """`ToolProvider` over in-process servers; `sandbox_backend`, `limits` and `config`'s sandbox
+    policy go to `exec`, `config`'s cache directory to the shared model."""
 
-    def __init__(self, *, sandbox_backend: str = "auto", limits: SandboxLimits | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        sandbox_backend: str = "auto",
+        limits: SandboxLimits | None = None,
+        config: ToolServerConfig | None = None,
+    ) -> None:
         self.sandbox_backend = sandbox_backend
         self.limits = limits
-        self._embedder = _SharedEmbedder()
+        self.config = config or ToolServerConfig()
+        self._embedder = _SharedEmbedder(self.config.cache_dir)
 
     def servers(self, root: Path, scopes: frozenset[str], *, index_dir: Path | None = None) -> dict[str, Any]:
         options = ServerOptions(scopes=frozenset(Scope(s) for s in scopes), principal="agent")
         extra: dict[str, dict[str, Any]] = {
             "search": {"index_dir": index_dir, "embedder": self._embedder},
-            "exec": {"backend": self.sandbox_backend, "limits": self.limits},
+            "exec": {
+                "backend": self.sandbox_backend,
+                "limits": self.limits,
+                "policy": self.config.sandbox_policy,
+            },
         }
         return {name: server_builder(name)(root, options, **extra.get(name, {})) for name in SERVER_NAMES}
 

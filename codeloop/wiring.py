@@ -49,7 +49,14 @@ from bus.state_lock import hold_state_dir
 from bus.streams import ensure_streams
 from bus.supervise import Supervisor
 from codeloop.audit_events import bus_audit_sink
-from codeloop.config import ConfigError, McpNote, ServeNote, read_serve_note, write_serve_note
+from codeloop.config import (
+    ConfigError,
+    McpNote,
+    ServeNote,
+    ToolServerConfig,
+    read_serve_note,
+    write_serve_note,
+)
 from codeloop.errors import CodeloopError
 from codeloop.hosted_mcp import McpHosting, host_tool_servers
 from codeloop.metrics import Metrics, follow_events, poll_queues, serve_metrics
@@ -146,6 +153,7 @@ async def serve(
     tools: ToolProvider | None = None,
     home: Path | None = None,
     mcp: McpHosting | None = None,
+    tool_config: ToolServerConfig | None = None,
     record: bool = True,
     on_ready: Callable[[ServeNote], None] = lambda note: None,
     observe: bool = True,
@@ -156,7 +164,9 @@ async def serve(
     with `mcp`, also host the tool servers over HTTP, publishing their audit records as events;
     `record=False` turns the recorder off (`agents/replay/`: what replay needs). With `observe`,
     every tool call of the roles is a `tool_call` event and every event names its step; with
-    `metrics`, Prometheus metrics are served (see `codeloop.metrics`).
+    `metrics`, Prometheus metrics are served (see `codeloop.metrics`). `tool_config` (the
+    environment's sandbox policy and cache directory, `codeloop.config.tool_server_config`) goes to
+    the default tool provider and the hosted servers.
 
     Raises:
         StateDirBusy: another `codeloop serve` runs on this state directory.
@@ -188,9 +198,10 @@ async def serve(
         bus = await stack.enter_async_context(open_bus(config, servers=servers))
         await ensure_streams(bus)
         observers = tracing_observers()
+        tools = tools or InProcessTools(config=tool_config)
         if observe:
             deps = role_deps(
-                bus, home or config.state_dir, tools=ObservedTools(tools or InProcessTools(), bus),
+                bus, home or config.state_dir, tools=ObservedTools(tools, bus),
                 observers=(*observers, tool_call_observer(bus)), record=record,
             )  # fmt: skip
         else:
@@ -219,8 +230,11 @@ async def serve(
             hosted: McpNote | None = None
             if mcp is not None:
                 hosted = await tg.start(
-                    partial(host_tool_servers, mcp, state_dir=config.state_dir, sink=bus_audit_sink(bus))
-                )
+                    partial(
+                        host_tool_servers, mcp, state_dir=config.state_dir, sink=bus_audit_sink(bus),
+                        tool_config=tool_config,
+                    )
+                )  # fmt: skip
             note = ServeNote(
                 nats_url=",".join(servers),
                 pid=os.getpid(),

@@ -55,12 +55,13 @@ each other's results.
 
 The `process` backend gives the same limits and clean-up where a plain process can (see
 `sandbox.process`) but no isolation of files, network or kernel; every result names its backend.
-`CODELOOP_SANDBOX=gvisor` forbids that fallback.
+`CODELOOP_SANDBOX=gvisor` forbids that fallback (the caller reads it and passes it as `policy`).
 """
 
-from sandbox.backend import open_sandbox, resolve_backend, sandbox_policy
+from sandbox.backend import open_sandbox, parse_policy, resolve_backend
 from sandbox.errors import (
     BackendForbidden,
+    PolicyError,
     SandboxClosed,
     SandboxCrashed,
     SandboxError,
@@ -76,6 +77,7 @@ __all__ = [
     "BackendForbidden",
     "ExecResult",
     "GvisorOptions",
+    "PolicyError",
     "RunscStatus",
     "Sandbox",
     "SandboxClosed",
@@ -85,7 +87,7 @@ __all__ = [
     "SandboxUnavailable",
     "WorkspaceError",
     "open_sandbox",
+    "parse_policy",
     "probe_runsc",
     "resolve_backend",
-    "sandbox_policy",
 ]

@@ -1,19 +1,21 @@
 """Choosing a backend and opening a sandbox: `open_sandbox` is the package's entry point.
 
-Policy: `CODELOOP_SANDBOX=gvisor|process|auto` (default auto). `auto` means gVisor when runsc
-works here and the process backend otherwise; `gvisor` forbids the fallback (a deployment that
-must never run code unisolated sets it); `process` forces the weaker backend.
+Policy: `gvisor|process|auto` (default auto), the deployment's `CODELOOP_SANDBOX`, which the
+composition root reads (`codeloop.config`) and passes in: this package never reads the
+environment. `auto` means gVisor when runsc works here and the process backend otherwise;
+`gvisor` forbids the fallback (a deployment that must never run code unisolated sets it);
+`process` forces the weaker backend. The policy is parsed where a backend is chosen, so a bad
+value is a `PolicyError` there.
 """
 
-import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Literal
 
 import anyio
 
-from sandbox.errors import INSTALL_RUNSC, BackendForbidden, SandboxUnavailable, WorkspaceError
+from sandbox.errors import INSTALL_RUNSC, BackendForbidden, PolicyError, SandboxUnavailable, WorkspaceError
 from sandbox.gvisor import GvisorLauncher, probe_runsc
 from sandbox.limits import GvisorOptions, SandboxLimits
 from sandbox.process import ProcessLauncher
@@ -25,25 +27,28 @@ POLICY_VARIABLE = "CODELOOP_SANDBOX"
 _NO_ISOLATION = "the command runs with no filesystem, network or kernel isolation, only rlimits"
 
 
-def sandbox_policy(environ: Mapping[str, str] | None = None) -> BackendChoice:
-    """The deployment's policy from CODELOOP_SANDBOX; raises ValueError on an unknown value."""
-    value = (os.environ if environ is None else environ).get(
-        POLICY_VARIABLE, "auto"
-    ).strip().lower() or "auto"
-    if value not in ("gvisor", "process", "auto"):
-        raise ValueError(f"{POLICY_VARIABLE}={value!r} is not one of gvisor, process, auto")
-    return value  # type: ignore[return-value]
+def parse_policy(value: str) -> BackendChoice:
+    """The policy a `CODELOOP_SANDBOX` value names: case and spaces ignored, empty means auto.
+
+    Raises:
+        PolicyError: the value is not one of gvisor, process, auto.
+    """
+    policy = value.strip().lower() or "auto"
+    if policy not in ("gvisor", "process", "auto"):
+        raise PolicyError(f"{POLICY_VARIABLE}={policy!r} is not one of gvisor, process, auto")
+    return policy  # type: ignore[return-value]
 
 
 def resolve_backend(
     requested: BackendChoice = "auto",
     *,
-    policy: BackendChoice | None = None,
+    policy: str = "auto",
     gvisor: GvisorOptions | None = None,
 ) -> Backend:
-    """Which backend a request gets under the policy (CODELOOP_SANDBOX when not given).
+    """Which backend a request gets under the policy (`parse_policy` reads it).
 
     Raises:
+        PolicyError: the policy is not one of gvisor, process, auto.
         BackendForbidden: the policy pins one backend and the request asks for the other.
         SandboxUnavailable: gVisor is required (asked for or pinned) and runsc does not work.
     """
@@ -53,16 +58,16 @@ def resolve_backend(
 def choose_backend(
     requested: BackendChoice = "auto",
     *,
-    policy: BackendChoice | None = None,
+    policy: str = "auto",
     gvisor: GvisorOptions | None = None,
 ) -> tuple[Backend, str | None]:
     """`resolve_backend`'s answer and, for the process backend, the warning every result carries:
     the weaker backend never runs silently.
 
     Raises:
-        BackendForbidden, SandboxUnavailable: see `resolve_backend`.
+        PolicyError, BackendForbidden, SandboxUnavailable: see `resolve_backend`.
     """
-    policy = sandbox_policy() if policy is None else policy
+    policy = parse_policy(policy)
     if requested != "auto" and policy != "auto" and requested != policy:
         raise BackendForbidden(
             f"backend {requested!r} requested but {POLICY_VARIABLE}={policy} allows only {policy!r}"
@@ -92,17 +97,18 @@ async def open_sandbox(
     backend: BackendChoice = "auto",
     gvisor: GvisorOptions | None = None,
     ro_paths: tuple[Path, ...] = (),
-    policy: BackendChoice | None = None,
+    policy: str = "auto",
 ) -> AsyncIterator[Sandbox]:
     """Opens a reusable sandbox on `workspace`, shown read-write at /workspace.
 
     `ro_paths` are extra host paths shown read-only at the same path (e.g. a virtualenv outside
-    the workspace). `policy` overrides CODELOOP_SANDBOX (read when None). The sandbox starts at
-    the first command; on exit, cancellation included, it is killed and deleted.
+    the workspace). `policy` is the deployment's (`CODELOOP_SANDBOX`, as the caller read it).
+    The sandbox starts at the first command; on exit, cancellation included, it is killed and
+    deleted.
 
     Raises:
         WorkspaceError: the workspace is not an existing directory.
-        BackendForbidden, SandboxUnavailable: see `resolve_backend`.
+        PolicyError, BackendForbidden, SandboxUnavailable: see `resolve_backend`.
     """
     workspace = Path(await anyio.Path(workspace).resolve())
     if not await anyio.Path(workspace).is_dir():

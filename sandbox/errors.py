@@ -4,6 +4,7 @@
     SandboxError
     ├── SandboxUnavailable      the requested backend cannot run here (runsc missing or broken,
     │   └── BackendForbidden    or the policy CODELOOP_SANDBOX forbids the backend asked for)
+    ├── PolicyError             the policy (CODELOOP_SANDBOX) is not one of gvisor, process, auto
     ├── WorkspaceError          the workspace is missing, not a directory, or cannot be mirrored
     ├── SandboxCrashed          the sandbox died for a reason that is not a limit of the command
     └── SandboxClosed           exec after the sandbox was closed
@@ -26,6 +27,10 @@ class SandboxUnavailable(SandboxError):
 
 class BackendForbidden(SandboxUnavailable):
     """The deployment's policy (CODELOOP_SANDBOX) does not allow the backend that was asked for."""
+
+
+class PolicyError(SandboxError):
+    """The sandbox policy (CODELOOP_SANDBOX) has a value that is not gvisor, process or auto."""
 
 
 class WorkspaceError(SandboxError):

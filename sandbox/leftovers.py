@@ -13,6 +13,8 @@ import os
 import shutil
 from pathlib import Path
 
+import psutil
+
 from sandbox.workspace import detach_mount
 
 OWNER_FILE = "owner"
@@ -49,7 +51,12 @@ def sweep(work_dir: Path) -> list[Path]:
 
 
 def _identity(pid: int) -> str | None:
-    """`pid:start-time` of a live process, None if there is no such process (zombies count as gone)."""
+    """`pid:start-time` of a live process, None if there is no such process (zombies count as gone).
+
+    The start time is /proc's, in clock ticks since boot, not psutil's `create_time()`: that one is
+    wall-clock seconds, which move with every clock adjustment, and a mark that stops matching its
+    live owner would have the owner's sandbox swept from under it.
+    """
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
@@ -62,15 +69,10 @@ def _identity(pid: int) -> str | None:
 def _mounts_under(base: Path) -> list[Path]:
     """Mount points at or below `base`, deepest first."""
     try:
-        lines = Path("/proc/self/mounts").read_text().splitlines()
+        # psutil reads the mount table with getmntent, which undoes all of its escapes (a space,
+        # tab, newline or backslash in a path), not only the space.
+        points = [Path(part.mountpoint) for part in psutil.disk_partitions(all=True)]
     except OSError:
         return []
-    prefix = str(base)
-    points = []
-    for line in lines:
-        fields = line.split()
-        if len(fields) > 1:
-            point = fields[1].replace("\\040", " ")
-            if point == prefix or point.startswith(prefix + "/"):
-                points.append(Path(point))
-    return sorted(points, key=lambda p: len(p.parts), reverse=True)
+    under = [point for point in points if point == base or base in point.parents]
+    return sorted(under, key=lambda p: len(p.parts), reverse=True)

@@ -16,9 +16,14 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="session", autouse=True)
 def _private_codeloop_dirs(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Keep the suite off the user's ~/.codeloop and ~/.cache/codeloop (state, embedding cache);
-    tests that need their own directories still set these variables themselves."""
+    tests that need their own directories still set these variables themselves.
+
+    CODELOOP_CACHE_DIR reaches the CLI's subprocesses (`codeloop.config` reads it); XDG_CACHE_HOME
+    moves the platform cache directory that library calls in this process fall back to. Both
+    name one directory, so a model converted by either is reused by the other."""
     import os
 
     base = tmp_path_factory.mktemp("codeloop-user")
     os.environ["CODELOOP_HOME"] = str(base / "home")
-    os.environ["CODELOOP_CACHE_DIR"] = str(base / "cache")
+    os.environ["XDG_CACHE_HOME"] = str(base / "xdg-cache")
+    os.environ["CODELOOP_CACHE_DIR"] = str(base / "xdg-cache" / "codeloop")

@@ -54,6 +54,10 @@ class ServeConfig:
     """Where `search` keeps the root's index (a directory or LanceDB URI); ignored by the others."""
     secrets: SecretRules = DEFAULT_RULES
     """Files no tool reads, lists, shows or indexes."""
+    sandbox_policy: str = "auto"
+    """The deployment's CODELOOP_SANDBOX (gvisor|process|auto) for `exec`; parsed when it opens its sandbox."""
+    cache_root: Path | None = None
+    """codeloop's cache directory (CODELOOP_CACHE_DIR) for `search`'s model; None: the platform's."""
 
 
 def server_builder(name: str) -> Callable[..., MCPServer[Any]]:
@@ -93,7 +97,9 @@ def build_named_server(config: ServeConfig, *, sink: AuditSink | None = None) ->
         token_verifier=tokens,
         secrets=config.secrets,
     )
-    return build(root, options, index_dir=config.index_dir)
+    return build(
+        root, options, index_dir=config.index_dir, policy=config.sandbox_policy, cache_root=config.cache_root
+    )
 
 
 async def run_server(

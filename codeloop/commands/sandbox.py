@@ -75,8 +75,9 @@ def exec_command(
     """
     import anyio
 
-    from sandbox.backend import open_sandbox, sandbox_policy
-    from sandbox.errors import SandboxError
+    from codeloop.config import tool_server_config
+    from sandbox.backend import open_sandbox, parse_policy
+    from sandbox.errors import PolicyError, SandboxError
     from sandbox.limits import SandboxLimits
     from sandbox.result import ExecResult
 
@@ -89,8 +90,8 @@ def exec_command(
     if not workspace.is_dir():
         raise usage_error(f"--workspace {workspace} is not an existing directory")
     try:
-        policy = sandbox_policy()
-    except ValueError as exc:
+        policy = parse_policy(tool_server_config().sandbox_policy)
+    except PolicyError as exc:
         raise usage_error(f"{exc}; set it to gvisor, process or auto") from None
 
     async def cancel_on_termination(scope: anyio.CancelScope) -> None:

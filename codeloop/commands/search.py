@@ -135,13 +135,15 @@ async def _open_and_update(
 ) -> tuple["CodeIndex", "IndexReport"]:
     import anyio
 
+    from codeloop.config import tool_server_config
     from tool_servers.search.embedding.embed import load_embedder
     from tool_servers.search.index.code_index import check_repo, open_index
 
     check_repo(directory)  # before the model load, so a typo costs no 10 s
     if not quiet:
         typer.echo("loading the embedding model ...", err=True)
-    embedder = await anyio.to_thread.run_sync(lambda: load_embedder(model))
+    cache_root = tool_server_config().cache_dir
+    embedder = await anyio.to_thread.run_sync(lambda: load_embedder(model, cache_root=cache_root))
     index = await open_index(directory, index_dir=index_dir, embedder=embedder)
     with _progress(enabled=not quiet and sys.stderr.isatty()) as progress:
         report = await index.update(progress=progress)

@@ -105,7 +105,7 @@ def serve(
     """
     import anyio
 
-    from codeloop.config import ConfigError, bus_config, secret_rules
+    from codeloop.config import ConfigError, bus_config, secret_rules, tool_server_config
     from codeloop.wiring import DEFAULT_ROLES, KNOWN_ROLES, McpHosting, MetricsServing, UnknownRole
     from codeloop.wiring import serve as run_serve
     from tool_servers.protocol.scopes import parse_scopes
@@ -148,7 +148,8 @@ def serve(
             raise fail("--mcp-scopes grants nothing; give at least read (or pass --no-mcp)", 2)
         hosting = McpHosting(root=root.resolve(), scopes=scopes, host=mcp_host, secrets=secret_rules())
 
-    tools = _tools(tools_stdio, config.state_dir)
+    tool_config = tool_server_config()
+    tools = _tools(tools_stdio, config.state_dir, tool_config)
     _telemetry("serve")
 
     def show(note: Any) -> None:
@@ -188,7 +189,7 @@ def serve(
             await run_serve(
                 config, roles=roles, pipeline=chosen, actor_policy=policy, stop=stop, mcp=hosting, on_ready=show,
                 metrics=MetricsServing(host=metrics_host, port=metrics_port) if metrics else None,
-                tools=tools,
+                tools=tools, tool_config=tool_config,
             )  # fmt: skip
             tg.cancel_scope.cancel()
         typer.echo("codeloop stopped", err=True)
@@ -205,15 +206,16 @@ def serve(
         raise fail(f"cannot serve: {os_error_message(exc)}") from None
 
 
-def _tools(stdio: str | None, state_dir: Path) -> Any:
-    """The workers' tool provider: in process, or with `--tools-stdio` servers in subprocesses."""
+def _tools(stdio: str | None, state_dir: Path, config: Any) -> Any:
+    """The workers' tool provider: in process (`serve`'s default, None here), or with
+    `--tools-stdio` servers in subprocesses; `config` is the environment's `ToolServerConfig`."""
     if not stdio:
         return None
     from codeloop.tool_provider import StdioTools
 
     try:
         names = frozenset(n.strip() for n in stdio.split(",") if n.strip())
-        return StdioTools(stdio=names, audit_log=state_dir / MCP_AUDIT_STDIO)
+        return StdioTools(stdio=names, audit_log=state_dir / MCP_AUDIT_STDIO, config=config)
     except ValueError as exc:
         raise fail(f"--tools-stdio: {exc}", 2) from None
 

@@ -43,7 +43,13 @@ async def run_tasks(
 
     `submit(task, repo_copy)` builds the `TaskSubmitted`.
     """
-    from codeloop.config import ConfigError, bus_config, client_bus_config, client_config_for
+    from codeloop.config import (
+        ConfigError,
+        bus_config,
+        client_bus_config,
+        client_config_for,
+        tool_server_config,
+    )
     from codeloop.wiring import serve
 
     try:
@@ -59,7 +65,9 @@ async def run_tasks(
         stop = anyio.Event()
         async with anyio.create_task_group() as tg:
             note = await tg.start(
-                lambda task_status: serve(embedded, stop=stop, home=home, task_status=task_status)
+                lambda task_status: serve(
+                    embedded, stop=stop, home=home, tool_config=tool_server_config(), task_status=task_status
+                )
             )
             client = client_config_for(embedded, note)
             try:

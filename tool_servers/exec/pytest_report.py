@@ -4,12 +4,23 @@ Why JUnit XML: it is pytest's own, stable, machine-readable report (no plugin to
 workspace's interpreter, no parsing of terminal output that plugins and verbosity change). With
 `junit_family=xunit1` each test case carries `file` and `line`; the failure text is the
 traceback in `--tb=short` form, whose `path:line: in func` entries give where a test failed.
+
+The report is written by code under test, so it is read as hostile: through `defusedxml` (no DTD,
+no entities: a "billion laughs" report cannot blow up memory, an external entity cannot read a
+host file), at most `MAX_REPORT_BYTES` of it, and only a regular file (a FIFO or a symlink planted
+at its path could hang the read or lead it out of the workspace). A refused report is a
+`ReportError`, which `run_tests` returns as `report_error`.
 """
 
+import os
 import re
+import stat
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Literal
 
+import defusedxml.ElementTree as SafeET
+from defusedxml import DefusedXmlException
 from pydantic import BaseModel, ConfigDict
 
 _CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
@@ -17,6 +28,8 @@ TRACEBACK_LINES = 40
 TRACEBACK_CHARS = 4000
 MESSAGE_CHARS = 1000
 MAX_FAILURES = 50
+MAX_REPORT_BYTES = 32 * 1024 * 1024
+"""A report above this is refused unread: ~100,000 test cases' worth, far beyond any real run."""
 _LOCATION = re.compile(r"^(?P<path>[^\s:][^:\n]*\.py):(?P<line>\d+): ", re.M)
 
 
@@ -62,7 +75,8 @@ class TestRunOutput(BaseModel):
     timed_out: bool
     """The run passed its timeout and was killed; the counts then stay 0 (no report is written)."""
     report_found: bool
-    """Whether pytest wrote its report; when false the counts are 0 and output_tail says why."""
+    """Whether pytest wrote a usable report; when false the counts are 0 and output_tail (or
+    report_error) says why."""
     output_tail: str
     """The last lines of pytest's output (stdout, then stderr)."""
     python: str
@@ -71,6 +85,13 @@ class TestRunOutput(BaseModel):
     warning: str | None = None
     """Set when the weaker process backend ran it: why, and what isolation was missing."""
     duration_s: float
+    report_error: str | None = None
+    """Why the report at pytest's report path could not be used (too large, not a regular file,
+    not JUnit XML, declaring a DTD or entities); None when it was read or none was written."""
+
+
+class ReportError(ValueError):
+    """The JUnit report cannot be used; the message says why."""
 
 
 class JunitCounts(BaseModel):
@@ -90,12 +111,52 @@ def parse_junit(
     paths in tracebacks so every path is relative to the root.
 
     Raises:
-        ValueError: the text is not a JUnit XML report.
+        ReportError: the text is too large, not a JUnit XML report, or declares a DTD or entities.
+    """
+    if len(xml_text) > MAX_REPORT_BYTES:
+        raise ReportError(f"the JUnit report is over {MAX_REPORT_BYTES} characters; not read")
+    try:
+        tree = SafeET.fromstring(xml_text, forbid_dtd=True)
+    except ET.ParseError as exc:
+        raise ReportError(f"unreadable JUnit report: {exc}") from exc
+    except DefusedXmlException as exc:
+        raise ReportError(
+            f"the JUnit report declares a DTD or entities, which pytest's never does; refused ({exc})"
+        ) from exc
+    try:
+        return _read_tree(tree, root_prefixes)
+    except ValueError as exc:  # a count that is not a number
+        raise ReportError(f"malformed JUnit report: {exc}") from exc
+
+
+def read_junit_file(path: Path) -> str | None:
+    """The text of the report pytest wrote at `path`; None when there is none.
+
+    Raises:
+        ReportError: it is not a regular file (a link, a FIFO...) or is over `MAX_REPORT_BYTES`.
     """
     try:
-        tree = ET.fromstring(xml_text)
-    except ET.ParseError as exc:
-        raise ValueError(f"unreadable JUnit report: {exc}") from exc
+        # O_NONBLOCK: opening a FIFO planted at the path must not wait for a writer.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:  # pytest never got as far as writing it
+        return None
+    except OSError as exc:  # ELOOP: a symbolic link at the report's path
+        raise ReportError(
+            f"the JUnit report at {path.name} cannot be opened as a file: {exc.strerror}"
+        ) from exc
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ReportError(f"the JUnit report at {path.name} is not a regular file; not read")
+        if info.st_size > MAX_REPORT_BYTES:
+            raise ReportError(f"the JUnit report is {info.st_size} bytes, over {MAX_REPORT_BYTES}; not read")
+        data = file.read(MAX_REPORT_BYTES + 1)  # it may still grow while read
+    if len(data) > MAX_REPORT_BYTES:
+        raise ReportError(f"the JUnit report is over {MAX_REPORT_BYTES} bytes; not read")
+    return data.decode(errors="replace")
+
+
+def _read_tree(tree: ET.Element, root_prefixes: tuple[str, ...]) -> tuple[JunitCounts, list[TestFailure]]:
     suites = [tree] if tree.tag == "testsuite" else tree.findall("testsuite")
     counts = JunitCounts()
     failures: list[TestFailure] = []

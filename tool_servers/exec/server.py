@@ -29,7 +29,13 @@ from sandbox.limits import GvisorOptions, SandboxLimits
 from sandbox.result import ExecResult
 from tool_servers.confinement import Root
 from tool_servers.exec.allowlist import confirmation_action
-from tool_servers.exec.pytest_report import TestRunOutput, output_tail, parse_junit
+from tool_servers.exec.pytest_report import (
+    ReportError,
+    TestRunOutput,
+    output_tail,
+    parse_junit,
+    read_junit_file,
+)
 from tool_servers.exec.pytest_warmup import warm_pytest_cache
 from tool_servers.exec.shared_sandbox import SharedSandbox, find_toolchain
 from tool_servers.exec.static_checks import (
@@ -164,18 +170,21 @@ class ExecTools:
         argv += ["--", *selection] if selection else []
         env = {"PATH": tools.path, **_QUIET_ENV}
         await warm_pytest_cache(tools.test_python)
+        counts, failures, found, report_error = None, [], False, None
         try:
             result = await self.box.exec(argv, timeout_s=args.timeout_s, cwd=".", env=env)
-            xml = await anyio.to_thread.run_sync(_read_report, report)
+            # The report is the tested code's output: read and parsed as hostile (`pytest_report`).
+            xml = await anyio.to_thread.run_sync(read_junit_file, report)
+            if xml is not None:
+                counts, failures = await anyio.to_thread.run_sync(
+                    lambda: parse_junit(xml, root_prefixes=self.prefixes)
+                )
+                found = True
+        except ReportError as exc:
+            report_error = str(exc)
         finally:
             await anyio.Path(report).unlink(missing_ok=True)
             await anyio.to_thread.run_sync(_remove_report_dir, report_dir)
-        counts, failures, found = None, [], xml is not None
-        if xml is not None:
-            try:
-                counts, failures = parse_junit(xml, root_prefixes=self.prefixes)
-            except ValueError:
-                found = False
         return TestRunOutput(
             passed=counts.passed if counts else 0,
             failed=counts.failed if counts else 0,
@@ -190,6 +199,7 @@ class ExecTools:
             backend=result.backend,
             warning=result.warning,
             duration_s=result.duration_s,
+            report_error=report_error,
         )
 
     async def run_static_checks(self, args: StaticChecksInput, call: CallContext) -> StaticChecksOutput:
@@ -239,13 +249,6 @@ class ExecTools:
             warning=result.warning,
             duration_s=round(duration, 4),
         )
-
-
-def _read_report(path: Path) -> str | None:
-    try:
-        return path.read_text(errors="replace")
-    except FileNotFoundError:  # pytest never got as far as writing it
-        return None
 
 
 _OUTBOX_IGNORE = "# codeloop tool reports: not part of the project\n*\n"
@@ -334,16 +337,21 @@ def build_exec_server(
     limits: SandboxLimits | None = None,
     backend: BackendChoice = "auto",
     gvisor: GvisorOptions | None = None,
+    policy: str = "auto",
     **_: Any,
 ) -> MCPServer[Any]:
     """The `exec` MCP server on `root`: one sandbox (gVisor, or the process backend where
-    `backend` and CODELOOP_SANDBOX allow it), opened at the first command, closed with the server.
+    `backend` and `policy` allow it), opened at the first command, closed with the server.
 
     `limits` apply to every command (default `SandboxLimits()`; a call's `timeout_s` replaces the
-    wall-clock limit); `gvisor` says how runsc is run (default `GvisorOptions()`).
+    wall-clock limit); `gvisor` says how runsc is run (default `GvisorOptions()`); `policy` is the
+    deployment's CODELOOP_SANDBOX, read by the caller (a bad one makes each command a
+    `sandbox_error` of type PolicyError).
     """
     confined = Root(root)
-    box = SharedSandbox(confined.path, limits=limits or SandboxLimits(), backend=backend, gvisor=gvisor)
+    box = SharedSandbox(
+        confined.path, limits=limits or SandboxLimits(), backend=backend, gvisor=gvisor, policy=policy
+    )
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:

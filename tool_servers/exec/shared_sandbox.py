@@ -80,15 +80,13 @@ def codeloop_runtime(root: Path) -> tuple[Path, ...]:
 
 @contextmanager
 def sandbox_errors_as_tool_errors() -> Iterator[None]:
-    """Translate the sandbox package's errors (and a bad CODELOOP_SANDBOX) into `sandbox_error`."""
+    """Translate the sandbox package's errors (a bad CODELOOP_SANDBOX included) into `sandbox_error`."""
     try:
         yield
+    except sandbox_errors.PolicyError as exc:
+        raise SandboxError(f"the sandbox is misconfigured: {exc}", sandbox_error="PolicyError") from exc
     except sandbox_errors.SandboxError as exc:
         raise SandboxError(f"the sandbox failed: {exc}", sandbox_error=type(exc).__name__) from exc
-    except ValueError as exc:  # sandbox_policy(): CODELOOP_SANDBOX has an unknown value
-        if "CODELOOP_SANDBOX" not in str(exc):
-            raise
-        raise SandboxError(f"the sandbox is misconfigured: {exc}", sandbox_error="PolicyError") from exc
 
 
 class SharedSandbox:
@@ -101,11 +99,14 @@ class SharedSandbox:
         limits: SandboxLimits,
         backend: BackendChoice,
         gvisor: GvisorOptions | None = None,
+        policy: str = "auto",
     ) -> None:
         self.root = root
         self.limits = limits
         self.backend = backend
         self.gvisor = gvisor
+        self.policy = policy
+        """The deployment's CODELOOP_SANDBOX as the composition root read it; parsed at the open."""
         self._lock = anyio.Lock()
         self._stack: AsyncExitStack | None = None
         self._sandbox: Sandbox | None = None
@@ -144,6 +145,7 @@ class SharedSandbox:
                             backend=self.backend,
                             gvisor=self.gvisor,
                             ro_paths=codeloop_runtime(self.root),
+                            policy=self.policy,
                         )
                     )
                 self._stack = stack

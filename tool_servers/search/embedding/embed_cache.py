@@ -14,7 +14,6 @@ processes.
 """
 
 import hashlib
-import os
 import sqlite3
 import threading
 import time
@@ -23,12 +22,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+import platformdirs
 
 from tool_servers.search.errors import SearchError
 
-CACHE_DIR_ENV = "CODELOOP_CACHE_DIR"
-"""Environment variable naming codeloop's cache root; embeddings go in its `embeddings/`, converted
-models in `openvino/`."""
+EMBEDDINGS_DIR = "embeddings"
+"""The embedding cache's directory under codeloop's cache root (converted models go in `openvino/`)."""
 
 _DB_NAME = "embeddings.sqlite3"
 # SQLite's default limit on host parameters is 32766 on current builds but 999 on old ones.
@@ -49,20 +48,16 @@ class EmbeddingCacheError(SearchError):
     """The embedding cache could not be opened, read or written (permissions, full disk, corruption)."""
 
 
-def cache_root() -> Path:
-    """codeloop's cache directory: `$CODELOOP_CACHE_DIR`, else `$XDG_CACHE_HOME/codeloop`, else
-    `~/.cache/codeloop`."""
-    root = os.environ.get(CACHE_DIR_ENV)
-    if root:
-        return Path(root).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "codeloop"
+def default_cache_root() -> Path:
+    """The platform's user cache directory for codeloop (`~/.cache/codeloop` on Linux, following
+    XDG_CACHE_HOME, as platformdirs decides): where the cache lives when the caller names none.
+    The composition root passes `CODELOOP_CACHE_DIR` down instead when it is set (`codeloop.config`)."""
+    return platformdirs.user_cache_path("codeloop", appauthor=False)
 
 
-def default_cache_dir() -> Path:
-    """The embedding cache's directory: `embeddings/` under `cache_root()`."""
-    return cache_root() / "embeddings"
+def default_cache_dir(root: Path | None = None) -> Path:
+    """The embedding cache's directory: `embeddings/` under `root` (default `default_cache_root()`)."""
+    return (root if root is not None else default_cache_root()) / EMBEDDINGS_DIR
 
 
 def text_key(text: str) -> str:

@@ -8,6 +8,7 @@ deleted files are replaced and the manifest written. Everything blocking runs in
 """
 
 import dataclasses
+import functools
 import hashlib
 import re
 import time
@@ -61,9 +62,11 @@ async def open_index(
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     lock_timeout_s: float = 900.0,
     secrets: SecretRules = DEFAULT_RULES,
+    cache_root: Path | None = None,
 ) -> "CodeIndex":
     """Open (creating if needed) the index of `repo`. `index_dir` is a directory or a LanceDB URI;
-    by default `<repo>/.codeloop/index`. Without `embedder`, the bundled model is loaded.
+    by default `<repo>/.codeloop/index`. Without `embedder`, the bundled model is loaded, with its
+    caches under `cache_root` (default: the platform's cache directory, `embed_cache`).
     `lock_timeout_s` bounds the wait for another indexer of the same index. Files `secrets`
     names are never read.
 
@@ -75,7 +78,7 @@ async def open_index(
     """
     root = check_repo(repo)
     if embedder is None:
-        embedder = await anyio.to_thread.run_sync(load_embedder)
+        embedder = await anyio.to_thread.run_sync(functools.partial(load_embedder, cache_root=cache_root))
     try:
         uri, table, lock_path = _location(root, index_dir)
         async with hold_index_lock(lock_path, timeout_s=lock_timeout_s):

@@ -1,24 +1,39 @@
 """Markdown and reStructuredText, one chunk per section, symbol = the heading path."""
 
 import re
+import threading
+
+from markdown_it import MarkdownIt
 
 from tool_servers.search.index.chunks import Chunk, chunk_windows
 
-_MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
-_MD_FENCE = re.compile(r"^\s*(```|~~~)")
 _RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+.:_])\1{2,}\s*$")
+_markdown = threading.local()  # a parser per thread: the indexer chunks files in worker threads
 
 
 def chunk_markdown(path: str, text: str) -> list[Chunk]:
+    """Sections by CommonMark's headings, as markdown-it parses them: ATX (`# Title`) and setext
+    (`Title` underlined with `===` or `---`); a `#` line in a code block or fence is code. Headings
+    nested in a list or quote stay inside their section."""
     lines = text.splitlines()
+    # Joined with "\n" so markdown-it's line numbers are indexes into `lines` (splitlines also
+    # breaks at form feeds and the like, which markdown-it leaves inside a line).
+    tokens = _parser().parse("\n".join(lines))
     headings: list[tuple[int, int, str]] = []  # (line, level, title)
-    in_fence = False
-    for n, line in enumerate(lines, start=1):
-        if _MD_FENCE.match(line):
-            in_fence = not in_fence  # a '#' inside a code block is a comment, not a heading
-        elif not in_fence and (m := _MD_HEADING.match(line)):
-            headings.append((n, len(m.group(1)), m.group(2).strip()))
+    for i, token in enumerate(tokens):
+        if token.type == "heading_open" and token.level == 0 and token.map is not None:
+            title = " ".join(tokens[i + 1].content.split())
+            if title:  # a bare `#` is a heading to CommonMark, but names nothing
+                headings.append((token.map[0] + 1, int(token.tag[1:]), title))
     return _sections(path, lines, headings)
+
+
+def _parser() -> MarkdownIt:
+    parser = getattr(_markdown, "parser", None)
+    if parser is None:
+        # Block structure is all a section needs: inline parsing (links, emphasis) is skipped.
+        parser = _markdown.parser = MarkdownIt("commonmark").disable("inline")
+    return parser
 
 
 def chunk_rst(path: str, text: str) -> list[Chunk]:
