@@ -10,7 +10,7 @@ tree (see `agents.verifier.verify`).
 
 from agents.failures import FailureClass
 from agents.verifier.exec_session import ExecSession, TestFailure, TestRun
-from agents.verifier.patchset import join_sections
+from agents.verifier.patchset import FileChange, join_sections
 from agents.verifier.report import Check, Failure
 from agents.verifier.selection import Selection, is_test_module
 from agents.verifier.state import Verification
@@ -171,14 +171,22 @@ async def _sort_failures(
             run.failures.append(_test_failure(FailureClass.TEST_REGRESSION, failure, note))
 
 
+async def _run_without(
+    run: Verification, session: ExecSession, changes: list[FileChange], selectors: list[str]
+) -> tuple[TestRun, bool]:
+    """Run `selectors` with `changes` taken back, then put them back; the run, and whether its
+    report is complete (no timeout, nothing truncated, a report read)."""
+    await restore(run.workspace, changes)
+    try:
+        result = await session.run_tests(selectors, timeout_s=run.timeout_s())
+    finally:
+        await apply_patch(run.workspace, join_sections(changes))
+    return result, not (result.timed_out or result.truncated or not result.report_found)
+
+
 async def _run_reproduction(run: Verification, session: ExecSession, files: list[str]) -> None:
     """Run `files` with the patch's source changes taken back, then put them back."""
-    await restore(run.workspace, run.src_changes)
-    try:
-        result = await session.run_tests(files, timeout_s=run.timeout_s())
-    finally:
-        await apply_patch(run.workspace, join_sections(run.src_changes))
-    resolved = not (result.timed_out or result.truncated or not result.report_found)
+    result, resolved = await _run_without(run, session, run.src_changes, files)
     before = {f.test_id: f for f in result.failures}
     run.reproduced_files.update(files)
     run.reproduction.update(before)
@@ -192,12 +200,7 @@ async def _run_reproduction(run: Verification, session: ExecSession, files: list
 async def _run_on_starting_tree(run: Verification, session: ExecSession, test_ids: list[str]) -> None:
     """Run `test_ids` with the whole patch taken back, then put it back; what they did there is
     their starting outcome (unknown, and so not kept, when the run gave no complete report)."""
-    await restore(run.workspace, run.changes)
-    try:
-        result = await session.run_tests(test_ids, timeout_s=run.timeout_s())
-    finally:
-        await apply_patch(run.workspace, join_sections(run.changes))
-    resolved = not (result.timed_out or result.truncated or not result.report_found)
+    result, resolved = await _run_without(run, session, run.changes, test_ids)
     failed = {f.test_id: f for f in result.failures}
     for tid in test_ids:
         if tid in failed:
