@@ -33,6 +33,9 @@ def hold_state_dir(directory: Path, *, what: str) -> Iterator[Path]:
     """
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / LOCK_FILE
+    # filelock takes a lock file it cannot create for one someone else holds: opening it once
+    # here reports that as the OSError it is, not as "in use".
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o644))
     lock = FileLock(path, mode=0o644, thread_local=False, on_acquired=_write_pid)
     try:
         lock.acquire(blocking=False)

@@ -30,6 +30,10 @@ async def hold_index_lock(path: Path, *, timeout_s: float = 900.0) -> AsyncItera
         IndexLocked: another holder kept it for `timeout_s`.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
+    # filelock takes a lock file it cannot create for one someone else holds, and the loop below
+    # would wait out the whole timeout: opening it once here makes an unusable directory (a file,
+    # /proc, no permission) fail at once, as the OSError the caller reports.
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o644))
     lock = FileLock(path, mode=0o644, thread_local=False, on_acquired=_write_pid)
     with anyio.move_on_after(timeout_s) as scope:
         # Another process holds it: no event can tell us when it lets go, so poll.
