@@ -192,18 +192,14 @@ def select_tests(
     if modules:
         files += _related(root, [f for f in every if f not in files], modules)
     files = list(dict.fromkeys(files))
-    edited: dict[str, frozenset[str] | None] = {}
-    for change in changes:
-        if change.path in changed_tests:
-            if before is None:
-                edited[change.path] = None
-                continue
+    edited: dict[str, frozenset[str] | None] = dict.fromkeys(changed_tests)
+    if before is not None:
+        for path in changed_tests:
             try:
-                after = (root / change.path).read_text(encoding="utf-8", errors="replace")
+                after = (root / path).read_text(encoding="utf-8", errors="replace")
             except OSError:
-                edited[change.path] = None
-                continue
-            edited[change.path] = edited_tests(before.get(change.path, ""), after)
+                continue  # unreadable: every test of it counts as edited
+            edited[path] = edited_tests(before.get(path, ""), after)
     return Selection(
         edited_tests=edited,
         files=files,

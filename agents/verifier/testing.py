@@ -138,8 +138,8 @@ async def _sort_failures(
     # A test the patch left alone in a file it edited: only the starting tree itself says what it did.
     untouched = {tid for tid in unknown if tid.split("::")[0] in selection.changed_test_files}
     unknown -= untouched
-    if untouched - run.started.keys():
-        await _run_on_starting_tree(run, session, sorted(untouched - run.started.keys()))
+    if unrun := sorted(untouched - run.started.keys()):
+        await _run_on_starting_tree(run, session, unrun)
     files = sorted(({tid.split("::")[0] for tid in unknown} | set(reproduce)) - run.reproduced_files)
     if files and run.src_changes:
         await _run_reproduction(run, session, files)

@@ -5,13 +5,19 @@ import sys
 import pytest
 
 from tool_servers.exec import pytest_warmup
-from tool_servers.exec.pytest_warmup import _plugin_sources, _pytest_tag, needs_warmup, warm_pytest_cache
+from tool_servers.exec.pytest_warmup import (
+    _plugin_sources,
+    _pytest_tag,
+    needs_warmup,
+    rewrite_cache_path,
+    warm_pytest_cache,
+)
 
 pytestmark = pytest.mark.anyio
 
 
 def _cache_of(source):
-    return source.parent / "__pycache__" / f"{source.stem}.{_pytest_tag()}.pyc"
+    return rewrite_cache_path(source, _pytest_tag())
 
 
 async def test_a_missing_rewrite_cache_is_filled_once(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -59,10 +59,15 @@ def _plugin_sources() -> list[Path]:
     return sources
 
 
+def rewrite_cache_path(source: Path, tag: str) -> Path:
+    """Where pytest caches its rewrite of `source` (`__pycache__` beside it, no pycache prefix)."""
+    return source.parent / "__pycache__" / f"{source.stem}.{tag}.pyc"
+
+
 def _cached(source: Path, tag: str) -> bool:
     """Whether pytest's cached rewrite of `source` exists and is current. Its header is a pyc's
     (PEP 552): magic, flags, then the source's hash (flags bit 0, pytest 9) or mtime and size."""
-    pyc = source.parent / "__pycache__" / f"{source.stem}.{tag}.pyc"
+    pyc = rewrite_cache_path(source, tag)
     try:
         header = pyc.read_bytes()[:16]
         data = source.read_bytes()

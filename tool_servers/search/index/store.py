@@ -66,9 +66,7 @@ def storage_failure(exc: BaseException, *, remote: bool) -> Literal["damaged", "
     """
     if isinstance(exc, (TimeoutError, ConnectionError)):
         return "unavailable"
-    code = exc.errno if isinstance(exc, OSError) and exc.errno else None
-    if code is None and (found := _RUST_OS_ERROR.search(str(exc))):
-        code = int(found.group(1))
+    code = _errno_of(exc)
     if code is not None:
         return "unavailable" if code in _ENVIRONMENT_ERRNOS else "damaged"
     if remote and _REMOTE_TRANSPORT.search(str(exc)):
@@ -76,12 +74,19 @@ def storage_failure(exc: BaseException, *, remote: bool) -> Literal["damaged", "
     return "damaged"
 
 
-def _cause(exc: BaseException) -> str:
+def _errno_of(exc: BaseException) -> int | None:
+    """The OS error behind `exc`: its own errno, or the one Rust's rendering names in its text."""
+    if isinstance(exc, OSError) and exc.errno:
+        return exc.errno
     found = _RUST_OS_ERROR.search(str(exc))
+    return int(found.group(1)) if found else None
+
+
+def _cause(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.errno:
         return exc.strerror or os.strerror(exc.errno)
-    if found:
-        return f"{os.strerror(int(found.group(1)))} (os error {found.group(1)})"
+    if (code := _errno_of(exc)) is not None:
+        return f"{os.strerror(code)} (os error {code})"
     return f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
