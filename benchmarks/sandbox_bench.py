@@ -13,7 +13,10 @@
 7. a workspace holding a big virtualenv (numpy and pyarrow copied from codeloop's): open + first
    `python -c pass`, a later command, and the mirror's RAM, with the tree as `.venv` (bound
    read-only from the host) and the same tree under another name (mirrored like any files), the
-   two alternating sandbox by sandbox.
+   two alternating sandbox by sandbox;
+8. a one-test pytest run started cold and in the interpreter the sandbox keeps warm
+   (`Sandbox.keep_warm`), alternating in one sandbox, and `true` in a sandbox with a warm
+   interpreter beside one without (its clean-up kills as the payload user: a fork per kill).
 
 Why the sandbox is set up as these sections probe: `docs/sandbox.md`.
 Targets: cold start <= 0.5 s, exec in a reused sandbox <= 100 ms, pytest in gVisor <= 2.5x plain.
@@ -250,6 +253,41 @@ async def investigate(suite: Path, rounds: int = 5) -> None:
     )
 
 
+async def warm_runs(base: Path, rounds: int) -> None:
+    workspace = base / "one-test"
+    await anyio.Path(workspace).mkdir()
+    await anyio.Path(workspace / "test_one.py").write_text("def test_one():\n    assert True\n")
+    env = {"PYTHONDONTWRITEBYTECODE": "1"}
+    runs: dict[bool, list[float]] = {False: [], True: []}
+    trues: dict[bool, list[float]] = {False: [], True: []}
+    print(f"\n8. pytest in a warm interpreter (median of {max(rounds, 5)}, alternating):")
+    async with AsyncExitStack() as stack:
+        plain_box = await stack.enter_async_context(
+            open_sandbox(base, limits=LIMITS, backend="gvisor", ro_paths=RUNTIME)
+        )
+        box = await stack.enter_async_context(
+            open_sandbox(workspace, limits=LIMITS, backend="gvisor", ro_paths=RUNTIME)
+        )
+        reply = await box.keep_warm(sys.executable, env)
+        if not reply.warm:
+            print(f"   no warm interpreter here: {reply.note}")
+            return
+        await box.exec(PYTEST, env=env, warm=True)  # waits for its imports
+        await plain_box.exec(["true"])
+        for index in range(max(rounds, 5)):
+            for warm in (True, False) if index % 2 else (False, True):
+                started = time.perf_counter()
+                result = await box.exec(PYTEST, env=env, warm=warm)
+                runs[warm].append(time.perf_counter() - started)
+                assert result.exit_code == 0 and result.warm == warm, result.stdout[-400:]
+                trues[warm].append((await (box if warm else plain_box).exec(["true"])).duration_s)
+    cold, warm_s = statistics.median(runs[False]), statistics.median(runs[True])
+    print(f"   one-test run, cold interpreter               {cold * 1000:6.0f} ms")
+    print(f"   one-test run, warm interpreter               {warm_s * 1000:6.0f} ms ({warm_s / cold:.2f}x)")
+    print(f"   true, no warm interpreter in the sandbox     {median_ms(trues[False])}")
+    print(f"   true, a warm interpreter in the sandbox      {median_ms(trues[True])}")
+
+
 SYSCALL_LOOPS = {
     "getpid()": "import os\nfor _ in range(N): os.getpid()",
     "stat() of a workspace file": "import os\nopen('f', 'w').close()\nfor _ in range(N): os.stat('f')",
@@ -392,6 +430,7 @@ async def main(rounds: int) -> None:
             print(f"   one plain run of the suite makes {calls} system calls (strace -f -c)")
         await syscall_costs(empty)
         await workspace_venv(Path(tmp), max(2, min(rounds, 3)))
+        await warm_runs(Path(tmp), rounds)
 
 
 if __name__ == "__main__":

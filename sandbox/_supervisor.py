@@ -16,6 +16,10 @@ Running the commands from a resident process instead of `runsc exec` saves the s
   included) the command is killed and the supervisor exits at once, which ends the container,
   instead of running the command to its timeout for nobody.
 
+- on request (`{"op": "warm"}`) it keeps a pytest interpreter ready (`warm_pytest.py`, root-owned,
+  gVisor only) and starts `warm` test runs in it; while one lives, the clean-up above kills as the
+  payload user so it survives (`docs/sandbox.md` says why this is safe).
+
 It must not import anything from codeloop: it runs under whatever interpreter the sandbox has.
 """
 
@@ -31,6 +35,7 @@ import time
 _MARKER = "\n[codeloop sandbox: {dropped} bytes of {stream} truncated]\n"
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_PDEATHSIG = 1
+WARM_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "warm_pytest.py")
 _CHANNEL = 0  # stdin: requests come in on it, and its end means the host is gone
 # After a short read of a command's output, wait this long (for the command's exit or the
 # deadline only) before reading again, so a command that prints a little at a time (pytest's
@@ -128,12 +133,13 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
-def _cpu_seconds(me: int) -> float:
-    """CPU time of every live process but us, plus what our reaped children used."""
+def _cpu_seconds(me: int, idle: int | None = None) -> float:
+    """CPU time of every live process but us (and the idle warm interpreter), plus what our
+    reaped children used."""
     tick = os.sysconf("SC_CLK_TCK")
     total = 0.0
     for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) != me:
+        if entry.isdigit() and int(entry) not in (me, idle):
             stat = _read_proc(f"/proc/{entry}/stat")
             if stat:
                 fields = stat.rsplit(b")", 1)[1].split()
@@ -164,6 +170,11 @@ class Supervisor:
             libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
         self.pending = bytearray()
         """Bytes read from the channel but not yet handled (a line arrives in pieces)."""
+        self.warm: WarmPytest | None = None
+        """The pytest interpreter kept ready for the next test run (gVisor only), if any."""
+        self.idle_cpu = 0.0
+        self.last_kill = 0.0
+        """CPU seconds of reaped warm interpreters, which `os.times()` counts as our children's."""
 
     def read_request(self) -> dict | None:
         """The next request line from the host; None when the channel has closed."""
@@ -194,7 +205,15 @@ class Supervisor:
         os._exit(0)
 
     def kill_all(self, child: int) -> None:
+        self.last_kill = time.monotonic()
         if self.mode == "init":
+            if self.warm is not None:
+                # kill(-1) as root would take the warm interpreter too: kill as the payload user,
+                # who owns every process a command can start (no setuid programs: nosuid mounts
+                # and no_new_privs), and cannot signal root's.
+                if _kill_all_of(self.warm.uid):
+                    return
+                self.drop_warm()
             try:
                 os.kill(-1, signal.SIGKILL)
             except ProcessLookupError:
@@ -215,13 +234,17 @@ class Supervisor:
         """Reaps every exited process, remembering the main child's wait status."""
         while True:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
             except ChildProcessError:
                 return
             if pid == 0:
                 return
             if pid == child:
                 self.child_status = status
+            elif self.warm is not None and pid == self.warm.pid:
+                self.idle_cpu += usage.ru_utime + usage.ru_stime
+                self.warm.close()
+                self.warm = None
 
     def run(self, req: dict) -> dict:
         started = time.monotonic()
@@ -233,47 +256,54 @@ class Supervisor:
         if self.mode == "group" and "NPROC" in rlimits:
             # RLIMIT_NPROC counts every process of the user on the host, not just the command's.
             rlimits["NPROC"] += _processes_of(os.getuid())
-        try:
-            proc = subprocess.Popen(
-                req["argv"],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=req.get("env", {}),
-                cwd=req.get("cwd"),
-                start_new_session=True,
-                preexec_fn=lambda: _limit_child(rlimits),
-                **identity,
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            reason = getattr(exc, "strerror", None) or exc
-            if getattr(exc, "filename", None):
-                reason = f"{reason}: {exc.filename}"  # names the missing program or working directory
-            message = f"codeloop sandbox: cannot run {req['argv'][0]!r}: {reason}\n"
-            return {
-                "exit_code": 127,
-                "stdout": "",
-                "stderr": message,
-                "truncated": False,
-                "killed_by": None,
-                "duration_s": time.monotonic() - started,
-            }
+        deadline = started + float(req["timeout_s"])
+        proc = None
+        self.child_status = None
+        warm_start = self._start_warm(req, rlimits, deadline) if req.get("warm") else None
+        if warm_start is not None:
+            pid, out_fd, err_fd = warm_start
+        else:
+            try:
+                proc = subprocess.Popen(
+                    req["argv"],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    env=req.get("env", {}),
+                    cwd=req.get("cwd"),
+                    start_new_session=True,
+                    preexec_fn=lambda: _limit_child(rlimits),
+                    **identity,
+                )
+            except (OSError, subprocess.SubprocessError) as exc:
+                reason = getattr(exc, "strerror", None) or exc
+                if getattr(exc, "filename", None):
+                    reason = f"{reason}: {exc.filename}"  # names the missing program or working directory
+                message = f"codeloop sandbox: cannot run {req['argv'][0]!r}: {reason}\n"
+                return {
+                    "exit_code": 127,
+                    "stdout": "",
+                    "stderr": message,
+                    "truncated": False,
+                    "killed_by": None,
+                    "duration_s": time.monotonic() - started,
+                }
+            pid, out_fd, err_fd = proc.pid, proc.stdout.fileno(), proc.stderr.fileno()
         children_cpu_before = _children_cpu()
         cap = int(req["output_bytes"])
-        captures = {proc.stdout.fileno(): Capture(cap), proc.stderr.fileno(): Capture(cap)}
-        out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+        captures = {out_fd: Capture(cap), err_fd: Capture(cap)}
         sel = selectors.DefaultSelector()
         for fd in (out_fd, err_fd, self.wake_r, _CHANNEL):
             sel.register(fd, selectors.EVENT_READ)
-        deadline = started + float(req["timeout_s"])
         # Only under gVisor (init mode) is the CPU limit measured here; the process backend has
         # RLIMIT_CPU. (Its wake-up time used to be set in both modes but only advanced in init
         # mode, so the process backend busy-polled select(0) from 0.25 s on.)
         cpu_limit = req.get("cpu_time_s") if self.mode == "init" else None
-        cpu_before = _cpu_seconds(self.me) if cpu_limit else 0.0
+        cpu_before = self.cpu_seconds() if cpu_limit else 0.0
         next_cpu_check = _next_cpu_check(started, 0.0, cpu_limit) if cpu_limit else deadline
-        self.child_status = None
-        killed_by, exited, open_fds = None, False, {out_fd, err_fd}
+        # A warm run may have ended (and been reaped) before it was handed over.
+        killed_by, exited, open_fds = None, self.child_status is not None, {out_fd, err_fd}
+        ended = time.monotonic() if exited else float("inf")
         batch_until, batching = 0.0, True
         # Until the output is drained and the command has exited (or was killed): a command may
         # close its stdout and keep running.
@@ -283,16 +313,19 @@ class Supervisor:
                 if now >= deadline:
                     killed_by = "timeout"
                 elif cpu_limit and now >= next_cpu_check:
-                    used = _cpu_seconds(self.me) - cpu_before
+                    used = self.cpu_seconds() - cpu_before
                     next_cpu_check = _next_cpu_check(now, used, cpu_limit)
                     if used > cpu_limit:
                         killed_by = "cpu"
                 if killed_by:
-                    self.kill_all(proc.pid)
+                    ended = time.monotonic()
+                    self.kill_all(pid)
             if killed_by or exited:
                 # Whatever still holds the pipes was forked while we killed (a fork bomb races
-                # kill(-1)): keep killing until the pipes close.
-                self.kill_all(proc.pid)
+                # kill(-1)): keep killing until the pipes close. With a warm interpreter each kill
+                # is a fork, so not more often than every 50 ms.
+                if self.warm is None or now - self.last_kill >= 0.05:
+                    self.kill_all(pid)
                 timeout, selector = 0.05, sel
             elif now < batch_until:
                 timeout, selector = min(batch_until, deadline, next_cpu_check) - now, self.wake_sel
@@ -303,7 +336,7 @@ class Supervisor:
                 if fd == _CHANNEL:
                     if self.channel_closed():
                         # Nobody will read the reply: end the command and everything it started.
-                        self.kill_all(proc.pid)
+                        self.kill_all(pid)
                         os._exit(0)
                     sel.unregister(fd)  # a request during a command waits for the next read
                     continue
@@ -314,12 +347,12 @@ class Supervisor:
                                 break
                         except BlockingIOError:
                             break
-                    self.reap(proc.pid)
+                    self.reap(pid)
                     if self.child_status is not None and not exited:
-                        exited = True
+                        exited, ended = True, time.monotonic()
                         # The command is done: whatever it left running (daemons holding our
                         # pipes included) goes now, so the pipes reach EOF.
-                        self.kill_all(proc.pid)
+                        self.kill_all(pid)
                     continue
                 data = os.read(fd, _READ_SIZE)
                 if data:
@@ -331,15 +364,23 @@ class Supervisor:
                 else:
                     sel.unregister(fd)
                     open_fds.discard(fd)
-        self.kill_all(proc.pid)
+        if self.warm is None or self.last_kill < ended:
+            # Once more for good measure, unless a kill as the payload user (a fork, not a system
+            # call) already came after the end: kill(-1) signals every process at once (forks
+            # wait for it), so nothing of the command can have started since.
+            self.kill_all(pid)
         if self.child_status is None:
-            _, self.child_status = os.waitpid(proc.pid, 0)
-        self.reap(proc.pid)
+            _, self.child_status = os.waitpid(pid, 0)
+        self.reap(pid)
         status = self.child_status
-        proc.returncode = os.waitstatus_to_exitcode(status)  # stops Popen from waiting on it again
         sel.close()
-        proc.stdout.close()
-        proc.stderr.close()
+        if proc is not None:
+            proc.returncode = os.waitstatus_to_exitcode(status)  # stops Popen from waiting on it again
+            proc.stdout.close()
+            proc.stderr.close()
+        else:
+            os.close(out_fd)
+            os.close(err_fd)
         exit_code = None
         if killed_by is None:
             exit_code = os.waitstatus_to_exitcode(status)
@@ -358,7 +399,164 @@ class Supervisor:
             "truncated": bool(out.dropped or err.dropped),
             "killed_by": killed_by,
             "duration_s": time.monotonic() - started,
+            "warm": warm_start is not None,
         }
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds of the command's processes so far (see `_cpu_seconds`), not counting the
+        warm interpreter's: it is not the command's while it waits, nor after it died."""
+        idle = self.warm.pid if self.warm is not None else None
+        return _cpu_seconds(self.me, idle) - self.idle_cpu
+
+    def keep_warm(self, req: dict) -> dict:
+        """Have a pytest interpreter ready for test runs of `req`'s interpreter and environment."""
+        python, env, uid = req["python"], req.get("env", {}), req.get("uid")
+        if self.warm is not None:
+            if self.warm.matches(python, env, uid):
+                return {"warm": True, "note": ""}
+            self.drop_warm()
+        why = _why_not_warm(self.mode, python, env, uid)
+        if why:
+            return {"warm": False, "note": why}
+        import socket  # only here: every import costs startup time under gVisor
+
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            proc = subprocess.Popen(
+                [python, WARM_SCRIPT, str(theirs.fileno()), str(uid)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                cwd=os.path.dirname(WARM_SCRIPT),
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            ours.close()
+            return {"warm": False, "note": f"cannot start {python!r}: {exc}"}
+        finally:
+            theirs.close()
+        self.warm = WarmPytest(proc, ours, python, env, uid)
+        return {"warm": True, "note": ""}
+
+    def drop_warm(self) -> None:
+        """Kill the warm interpreter; its death is reaped with the rest."""
+        if self.warm is not None:
+            try:
+                os.kill(self.warm.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.warm.close()
+            self.warm = None
+
+    def _start_warm(self, req: dict, rlimits: dict[str, int], deadline: float) -> tuple[int, int, int] | None:
+        """Start the test run `req` in the warm interpreter: its pid and output pipes, or None to
+        run it cold (no interpreter for it, or the interpreter is gone)."""
+        warm, argv = self.warm, req["argv"]
+        if warm is None or argv[1:3] != ["-m", "pytest"] or not warm.matches(argv[0], req["env"], req.get("uid")):
+            return None
+        import select
+        import socket
+
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        request = {"args": argv[3:], "cwd": req.get("cwd") or "/", "env": req["env"], "rlimits": rlimits, "uid": warm.uid}
+        reply = None
+        try:
+            socket.send_fds(warm.sock, [json.dumps(request).encode()], [out_w, err_w])
+            os.close(out_w)
+            os.close(err_w)
+            out_w = err_w = -1
+            # It may still be importing pytest: wait for it until the command's deadline.
+            if select.select([warm.sock], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                data = warm.sock.recv(4096)
+                reply = json.loads(data) if data else None
+        except (OSError, ValueError):
+            reply = None
+        finally:
+            for fd in (out_w, err_w):
+                if fd >= 0:
+                    os.close(fd)
+        pid = reply.get("pid") if isinstance(reply, dict) else None
+        if not isinstance(pid, int):
+            os.close(out_r)
+            os.close(err_r)
+            self.drop_warm()
+            return None
+        self.reap(pid)  # it may have ended already, before it became our child
+        return pid, out_r, err_r
+
+
+class WarmPytest:
+    """The supervisor's handle on its warm pytest interpreter (`warm_pytest.py`)."""
+
+    def __init__(self, proc: subprocess.Popen, sock: object, python: str, env: dict, uid: int) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+        self.sock = sock
+        self.python = python
+        self.env = dict(env)
+        self.uid = uid
+
+    def matches(self, python: str, env: dict, uid: int | None) -> bool:
+        return python == self.python and env == self.env and uid == self.uid
+
+    def close(self) -> None:
+        self.proc.returncode = 0  # reaped by the supervisor's own wait; Popen must not wait too
+        self.sock.close()
+
+
+# Interpreter variables a warm interpreter may start with; any other PYTHON* variable could make
+# root import something of the payload's (PYTHONPATH, PYTHONHOME, PYTHONUSERBASE, ...).
+_WARM_SAFE_PYTHON_ENV = {"PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONIOENCODING", "PYTHONUTF8"}
+
+
+def _why_not_warm(mode: str, python: str, env: dict, uid: int | None) -> str:
+    """Why a warm interpreter of `python` may not be started as root, or "" when it may."""
+    if mode != "init" or not uid:
+        return "warm test runs need the gVisor sandbox, with commands run as the payload user"
+    unsafe = sorted(k for k in env if k.startswith("PYTHON") and k not in _WARM_SAFE_PYTHON_ENV)
+    if unsafe:
+        return f"the environment sets {', '.join(unsafe)}"
+    if not os.path.isabs(python):
+        return f"{python!r} is not an absolute path"
+    # Only a virtualenv without system (and so without user) site-packages: root must import
+    # nothing from /tmp, where a payload's ~/.local would be (HOME is /tmp).
+    config = os.path.join(os.path.dirname(os.path.dirname(python)), "pyvenv.cfg")
+    try:
+        with open(config, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return f"{python!r} is not a virtualenv's interpreter"
+    settings = {k.strip().lower(): v.strip().lower() for k, _, v in (line.partition("=") for line in lines)}
+    if settings.get("include-system-site-packages", "false") != "false":
+        return f"{python!r} includes system site-packages"
+    return ""
+
+
+def _kill_all_of(uid: int) -> bool:
+    """`kill(-1, SIGKILL)` as `uid`: every process of that user but none of root's. False when
+    the helper could not take that identity (nothing was killed)."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            code = 0
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        except BaseException:
+            pass
+        os._exit(code)
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:
+        return True
+    return os.waitstatus_to_exitcode(status) == 0
 
 
 def _processes_of(uid: int) -> int:
@@ -386,9 +584,15 @@ def main() -> None:
     # The channel is read unbuffered (not through sys.stdin), so what the supervisor has read is
     # exactly what `pending` holds when it watches the channel during a command.
     while (request := supervisor.read_request()) is not None:
-        reply = supervisor.run(request)
+        if request.get("op") == "warm":
+            reply = supervisor.keep_warm(request)
+        else:
+            reply = supervisor.run(request)
         out.write(json.dumps(reply) + "\n")
         out.flush()
+        if request.get("warm") and supervisor.warm is None:
+            # After the reply, so the host goes on meanwhile: the next test run starts warm.
+            supervisor.keep_warm({"python": request["argv"][0], "env": request["env"], "uid": request.get("uid")})
 
 
 if __name__ == "__main__":

@@ -64,6 +64,7 @@ def write_bundle(
     supervisor = rootfs / SUPERVISOR.lstrip("/")
     supervisor.parent.mkdir(parents=True)
     shutil.copyfile(Path(__file__).with_name("_supervisor.py"), supervisor)
+    shutil.copyfile(Path(__file__).with_name("_warm_pytest.py"), supervisor.with_name("warm_pytest.py"))
 
     mounts = [
         {"destination": "/proc", "type": "proc", "source": "proc"},

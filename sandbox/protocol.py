@@ -1,7 +1,7 @@
 """The line protocol between the host and the in-sandbox supervisor (`sandbox/_supervisor.py`).
 
 One JSON object per line each way: the supervisor says `{"ready": true}` once, then answers every
-`CommandRequest` with one `CommandReply`. The supervisor is standard-library only and builds
+`CommandRequest` with one `CommandReply` (and a `WarmRequest` with a `WarmReply`). The supervisor is standard-library only and builds
 plain dicts; the host validates what comes back, because the channel ends inside the sandbox.
 """
 
@@ -33,6 +33,29 @@ class CommandRequest(BaseModel):
     """CPU seconds of the command's processes together; measured by the supervisor as PID 1."""
     uid: int | None
     """Run the command as this user (and group); None keeps the supervisor's."""
+    warm: bool = False
+    """The command is `PYTHON -m pytest ...`: run it in the warm interpreter of PYTHON when one
+    was started for this environment (see `WarmRequest`), and keep one ready after it."""
+
+
+class WarmRequest(BaseModel):
+    """Start a pytest interpreter now, for later `warm` test runs with this interpreter and env."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    op: Literal["warm"] = "warm"
+    python: str
+    env: dict[str, str]
+    uid: int | None
+
+
+class WarmReply(BaseModel):
+    """Whether a warm interpreter is (being) started, and why not."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    warm: bool
+    note: str = ""
 
 
 class CommandReply(BaseModel):
@@ -46,6 +69,7 @@ class CommandReply(BaseModel):
     truncated: bool
     killed_by: KilledBy | None
     duration_s: float = 0.0
+    warm: bool = False
 
 
 class Ready(BaseModel):

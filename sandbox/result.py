@@ -3,7 +3,7 @@
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 Backend = Literal["gvisor", "process"]
 
@@ -30,6 +30,10 @@ class ExecResult(BaseModel):
     seen by the caller; starting the sandbox and syncing the workspace are not included."""
     truncated: bool
     """True when stdout or stderr was cut to the output cap."""
+    warm: bool = Field(default=False, exclude=True)
+    """True when a test run started in a pytest interpreter the sandbox had kept ready
+    (`Sandbox.keep_warm`) instead of a fresh one. For callers in this process only: not part of
+    the JSON (`codeloop sandbox exec --json`, the exec server's results)."""
     warning: str | None = None
     """Set whenever the weaker `process` backend ran the command: why (gVisor unusable and
     `auto` fell back, or `process` was chosen) and what that means. None under gVisor."""

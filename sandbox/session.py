@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from sandbox.errors import SandboxClosed, SandboxCrashed
 from sandbox.limits import SandboxLimits
-from sandbox.protocol import CommandReply, CommandRequest, KilledBy, Ready
+from sandbox.protocol import CommandReply, CommandRequest, KilledBy, Ready, WarmReply, WarmRequest
 from sandbox.result import Backend, ExecResult
 
 START_TIMEOUT_S = 30.0
@@ -62,7 +62,7 @@ class _Channel:
         self.reader = BufferedByteReceiveStream(process.stdout)
         self.max_line = max_line
 
-    async def send(self, request: CommandRequest) -> None:
+    async def send(self, request: CommandRequest | WarmRequest) -> None:
         assert self.process.stdin is not None
         await self.process.stdin.send(request.model_dump_json().encode() + b"\n")
 
@@ -137,11 +137,15 @@ class Sandbox:
         timeout_s: float | None = None,
         env: dict[str, str] | None = None,
         cwd: str | None = None,
+        warm: bool = False,
     ) -> ExecResult:
         """Runs one command and returns what it did; a failure or limit of the command is a result.
 
         `env` is added to a minimal fixed environment (PATH, HOME, TMPDIR, LANG); nothing of the
         caller's environment leaks in. `cwd` is relative to /workspace unless absolute.
+        `warm`: the command is `PYTHON -m pytest ...`; it runs in the interpreter `keep_warm`
+        prepared for PYTHON and this `env` when there is one (else as usual), and one is kept
+        ready for the next run with the same interpreter and environment.
 
         Raises:
             SandboxClosed: the sandbox was closed.
@@ -155,7 +159,7 @@ class Sandbox:
             if self._closed:
                 raise SandboxClosed("this sandbox is closed; open a new one with open_sandbox()")
             try:
-                reply, duration_s = await self._exec_locked(argv, timeout, env, cwd)
+                reply, duration_s = await self._exec_locked(argv, timeout, env, cwd, warm)
             except BaseException:
                 # Cancelled mid-command (or broken): the command may still run; end it all.
                 with anyio.CancelScope(shield=True):
@@ -163,8 +167,40 @@ class Sandbox:
                 raise
         return self._result(reply, timeout, duration_s)
 
+    async def keep_warm(self, python: str, env: dict[str, str] | None = None) -> WarmReply:
+        """Starts a pytest interpreter of `python` in the sandbox now (it imports pytest and its
+        plugins while other commands run), for later `exec(..., warm=True)` test runs with the
+        same `env`. Only under gVisor, for a virtualenv's interpreter; the reply says why not.
+
+        Raises:
+            SandboxClosed, SandboxUnavailable, SandboxCrashed: as `exec`.
+        """
+        async with self._lock:
+            if self._closed:
+                raise SandboxClosed("this sandbox is closed; open a new one with open_sandbox()")
+            if self.launcher.payload_uid is None:
+                return WarmReply(warm=False, note=f"the {self.backend} backend keeps no warm interpreter")
+            if self._channel is None:
+                self._channel = await self._start()
+            channel = self._channel
+            request = WarmRequest(
+                python=python, env={**self.launcher.base_env(), **(env or {})}, uid=self.launcher.payload_uid
+            )
+            try:
+                await channel.send(request)
+                with anyio.fail_after(START_TIMEOUT_S):
+                    reply = await channel.receive(WarmReply)
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await self._discard()
+                raise
+            if reply is None:
+                await self._discard()
+                raise SandboxCrashed(f"the sandbox exited: {self.launcher.log_tail()}")
+            return reply
+
     async def _exec_locked(
-        self, argv: list[str], limit_s: float, env: dict[str, str] | None, cwd: str | None
+        self, argv: list[str], limit_s: float, env: dict[str, str] | None, cwd: str | None, warm: bool
     ) -> tuple[CommandReply, float]:
         """The reply and the seconds from sending the command to its end (reply or kill);
         restarting the sandbox and copying results back come after and are not counted."""
@@ -181,6 +217,7 @@ class Sandbox:
             rlimits=self.launcher.rlimits(),
             cpu_time_s=self.limits.cpu_time_s,
             uid=self.launcher.payload_uid,
+            warm=warm,
         )
         started = time.monotonic()
         await channel.send(request)
@@ -225,6 +262,7 @@ class Sandbox:
             backend=self.backend,
             duration_s=round(duration_s, 4),
             truncated=reply.truncated,
+            warm=reply.warm,
             warning=self.warning,
         )
 

@@ -172,7 +172,7 @@ class ExecTools:
         await warm_pytest_cache(tools.test_python)
         counts, failures, found, report_error = None, [], False, None
         try:
-            result = await self.box.exec(argv, timeout_s=args.timeout_s, cwd=".", env=env)
+            result = await self.box.exec(argv, timeout_s=args.timeout_s, cwd=".", env=env, warm=tools.warm_tests)
             # The report is the tested code's output: read and parsed as hostile (`pytest_report`).
             xml = await anyio.to_thread.run_sync(read_junit_file, report)
             if xml is not None:
@@ -209,6 +209,10 @@ class ExecTools:
         runs: list[CheckRun] = []
         ruff_findings = []
         duration = 0.0
+        if tools.warm_tests:
+            # Test runs usually follow the checks: the sandbox imports pytest while they run.
+            await warm_pytest_cache(tools.test_python)
+            await self.box.keep_warm(tools.test_python, env)
         if tools.ruff is None:
             runs.append(CheckRun(tool="ruff", exit_code=None, timed_out=False, note="ruff is not installed"))
         else:

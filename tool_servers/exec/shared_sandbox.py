@@ -42,6 +42,9 @@ class Toolchain:
     """Interpreter for py_compile and the like: the workspace's virtualenv, else codeloop's."""
     test_python: str
     """Interpreter for pytest: the workspace's virtualenv when pytest is installed there."""
+    warm_tests: bool
+    """Test runs may start in a pytest interpreter the sandbox keeps ready: only for codeloop's
+    own interpreter, whose code the host runs anyway (the sandbox imports it as root)."""
     ruff: str | None
     """The ruff binary (workspace virtualenv first), or None when there is none."""
     path: str
@@ -69,7 +72,13 @@ def find_toolchain(root: Path) -> Toolchain:
     ruff = next((str(p) for p in ruff_candidates if p.is_file()), None)
     python = str(venv / "bin" / "python") if venv else own_python
     test_python = python if venv and _has_module(venv, "pytest") else own_python
-    return Toolchain(python=python, test_python=test_python, ruff=ruff, path=":".join([*bins, *SYSTEM_PATH]))
+    return Toolchain(
+        python=python,
+        test_python=test_python,
+        warm_tests=test_python == own_python,
+        ruff=ruff,
+        path=":".join([*bins, *SYSTEM_PATH]),
+    )
 
 
 def codeloop_runtime(root: Path) -> tuple[Path, ...]:
@@ -123,15 +132,31 @@ class SharedSandbox:
             if self._users == 0:
                 await self.aclose()
 
-    async def exec(self, argv: list[str], *, timeout_s: float, cwd: str, env: dict[str, str]) -> ExecResult:
-        """Run one command; a failing or timed-out command is a result.
+    async def exec(
+        self, argv: list[str], *, timeout_s: float, cwd: str, env: dict[str, str], warm: bool = False
+    ) -> ExecResult:
+        """Run one command; a failing or timed-out command is a result. `warm`: a pytest run that
+        may start in the interpreter `keep_warm` prepared (see `Sandbox.exec`).
 
         Raises:
             SandboxError: the sandbox could not start or died for a reason not of the command.
         """
         box = await self._open()
         with sandbox_errors_as_tool_errors():
-            return await box.exec(argv, timeout_s=timeout_s, cwd=cwd, env=env)
+            return await box.exec(argv, timeout_s=timeout_s, cwd=cwd, env=env, warm=warm)
+
+    async def keep_warm(self, python: str, env: dict[str, str]) -> None:
+        """Have the sandbox import pytest for `python` now, ahead of a test run (`Sandbox.keep_warm`);
+        where it cannot (another backend, not a virtualenv), test runs simply start cold.
+
+        Raises:
+            SandboxError: the sandbox could not start or died.
+        """
+        box = await self._open()
+        with sandbox_errors_as_tool_errors():
+            reply = await box.keep_warm(python, env)
+        if not reply.warm:
+            log.debug("no warm pytest in the sandbox on %s: %s", self.root, reply.note)
 
     async def _open(self) -> Sandbox:
         async with self._lock:

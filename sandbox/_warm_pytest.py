@@ -1,0 +1,217 @@
+"""A pytest interpreter kept ready inside a gVisor sandbox: imported once, forked for every test run.
+
+Under gVisor's ptrace platform a cold `python -m pytest` spends over a second importing pytest and
+its plugins before it looks at a test; this process pays that once per sandbox. The supervisor
+starts it as root with the command environment the test runs will have, then hands it one request
+per run over a Unix socket (the run's argv, working directory, limits, and its stdout and stderr
+pipes as passed descriptors). For each request it forks a child that forks the command and exits,
+so the command is re-parented to the supervisor, which reaps it, times it and cleans up after it
+exactly as it does a cold command. The command process, before it runs any code that is not the
+interpreter's own:
+
+- closes this process's socket (a payload holding it could ask for a root command) and every other
+  descriptor but its own stdin (/dev/null), stdout and stderr;
+- drops to the payload user and group, with no supplementary groups, which clears its capabilities;
+- takes the command's resource limits, its own session, the working directory and environment;
+- then runs `pytest` the way `python -m pytest` does (`runpy`, the working directory first on
+  sys.path).
+
+Why root: a payload process of the same user could otherwise ptrace or signal this interpreter and
+plant code in every later test run, and the supervisor's clean-up (`kill(-1)` as the payload user)
+must spare it. Root here runs only the interpreter's own code: the supervisor starts it only for a
+virtualenv that excludes system and user site-packages, with no PYTHONPATH-like variables, and the
+warm-up session below looks only at this read-only directory.
+
+What differs from a cold run: the hash seed is shared by the runs of one sandbox (`random` is
+reseeded at each fork), modules that pytest and its plugins import are already imported (whether or
+not a repository's configuration disables a plugin), and /proc/self/cmdline names this file.
+
+It must not import anything from codeloop. Standard library and pytest only.
+"""
+
+import atexit
+import ctypes
+import importlib
+import json
+import os
+import resource
+import runpy
+import socket
+import sys
+import threading
+
+_PR_SET_DUMPABLE = 4
+# Variables that would make the warm-up session import or configure something of someone else's.
+_WARMUP_DROPPED_ENV = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+_RLIMITS = {
+    "NPROC": resource.RLIMIT_NPROC,
+    "FSIZE": resource.RLIMIT_FSIZE,
+    "CPU": resource.RLIMIT_CPU,
+    "NOFILE": resource.RLIMIT_NOFILE,
+    "AS": resource.RLIMIT_AS,
+    "CORE": resource.RLIMIT_CORE,
+}
+_MAX_REQUEST = 1 << 20
+
+
+def warm_up(here: str) -> None:
+    """Imports pytest and every plugin the environment registers, through one real session.
+
+    A session on this directory (read-only, root's, no test files, no configuration above it)
+    goes through the same plugin loading and assertion-rewrite marking as a real run, so the
+    plugins' modules are imported the way pytest imports them and a later session does not warn
+    that they were imported before it could rewrite them.
+    """
+    import pytest
+
+    saved_path = list(sys.path)
+    saved_env = {name: os.environ.pop(name) for name in _WARMUP_DROPPED_ENV if name in os.environ}
+    try:
+        pytest.main(["-q", "-p", "no:cacheprovider", "--collect-only", f"--rootdir={here}", here])
+    finally:
+        sys.path[:] = saved_path
+        os.environ.update(saved_env)
+        sys.stdout.flush()
+        sys.stderr.flush()
+
+
+def _become_command(request: dict, control: socket.socket, out_fd: int, err_fd: int, libc: ctypes.CDLL) -> None:
+    control.close()
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(out_fd, 1)
+    os.dup2(err_fd, 2)
+    keep = {0, 1, 2}
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    uid = int(request["uid"])
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    # Changing identity makes a process undumpable; a cold command (exec'd after the change)
+    # is dumpable, and tests may read their own /proc entries or attach a debugger to children.
+    libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
+    for name, value in request["rlimits"].items():
+        resource.setrlimit(_RLIMITS[name], (int(value), int(value)))
+    os.setsid()
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    sys.path[0] = os.getcwd()  # what `-m` puts first
+    args = list(request["args"])
+    sys.argv = ["-m", *args]  # runpy puts pytest/__main__.py in place of the first
+    sys.orig_argv = [sys.executable, "-m", "pytest", *args]
+    importlib.invalidate_caches()
+
+
+def _run_command(request: dict, control: socket.socket, fds: list[int], libc: ctypes.CDLL) -> None:
+    """In the command process: set it up, then run pytest; pytest's SystemExit ends the process."""
+    try:
+        _become_command(request, control, fds[0], fds[1], libc)
+    except BaseException as exc:  # the command could not be set up: say so, as a shell would
+        os.write(2, f"codeloop sandbox: cannot start the test run: {exc!r}\n".encode())
+        os._exit(127)
+    try:
+        runpy._run_module_as_main("pytest", alter_argv=True)
+        code = 0
+    except SystemExit as exc:
+        code = _exit_status(exc)
+    _finish(code)
+
+
+def _exit_status(exc: SystemExit) -> int:
+    """The exit status the interpreter would give for `exc` (printing a message, as it does)."""
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code & 0xFF
+    try:
+        sys.stderr.write(f"{exc.code}\n")
+    except Exception:
+        pass
+    return 1
+
+
+def _finish(code: int) -> None:
+    """End the command as interpreter shutdown would, up to what a test can observe: wait for its
+    non-daemon threads, run its atexit callbacks (weakref finalizers included), flush the standard
+    streams. Tearing down the hundreds of modules imported here (which a cold run pays for too)
+    would only cost time."""
+    try:
+        threading._shutdown()
+    except Exception:
+        pass
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            code = code or 120  # what the interpreter exits with when it cannot flush
+    os._exit(code)
+
+
+def _spawn(request: dict, control: socket.socket, fds: list[int], libc: ctypes.CDLL) -> None:
+    """Fork the command through an intermediate child, so the command's parent is the supervisor."""
+    read_pid, write_pid = os.pipe()
+    middle = os.fork()
+    if middle == 0:
+        command = -1
+        try:
+            os.close(read_pid)
+            command = os.fork()
+        except BaseException:
+            os._exit(1)
+        if command == 0:
+            os.close(write_pid)
+            _run_command(request, control, fds, libc)
+        try:
+            os.write(write_pid, str(command).encode())
+        finally:
+            os._exit(0)
+    os.close(write_pid)
+    data = b""
+    while chunk := os.read(read_pid, 64):
+        data += chunk
+    os.close(read_pid)
+    os.waitpid(middle, 0)  # the command is the supervisor's child from here on
+    for fd in fds:
+        os.close(fd)
+    control.sendall(json.dumps({"pid": int(data) if data else None}).encode())
+
+
+def serve(control: socket.socket, payload_uid: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    while True:
+        message, fds, _, _ = socket.recv_fds(control, _MAX_REQUEST, 2)
+        if not message:
+            return
+        request = json.loads(message)
+        if len(fds) != 2 or int(request.get("uid", 0)) != payload_uid or payload_uid == 0:
+            for fd in fds:
+                os.close(fd)
+            control.sendall(json.dumps({"pid": None, "error": "bad request"}).encode())
+            continue
+        if threading.active_count() != 1:  # a fork would copy a half-held lock
+            for fd in fds:
+                os.close(fd)
+            control.sendall(json.dumps({"pid": None, "error": "threads are running"}).encode())
+            continue
+        sys.stdout.flush()
+        sys.stderr.flush()
+        _spawn(request, control, fds, libc)
+
+
+def main() -> None:
+    control = socket.socket(fileno=int(sys.argv[1]))
+    payload_uid = int(sys.argv[2])
+    warm_up(os.path.dirname(os.path.abspath(__file__)))
+    serve(control, payload_uid)
+
+
+if __name__ == "__main__":
+    main()
