@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -26,6 +26,9 @@ from bus.actor import ActorSpec, Delivery, DeliveryPolicy, Reply
 from bus.connection import Bus
 from bus.errors import MalformedMessage
 from bus.messages import Event, Message
+
+if TYPE_CHECKING:  # the verifier imports this module
+    from agents.verifier.spares import VerifierSpares
 
 log = logging.getLogger("codeloop.agents")
 
@@ -62,6 +65,9 @@ class RoleDeps:
     """Capabilities added to every LLM role's run (see `RunObserver`)."""
     model_base_dir: Path | None = None
     """Relative `function:` model paths resolve against it (the submitting client's directory)."""
+    verifier_spares: "VerifierSpares | None" = None
+    """Where the verifier takes its workspaces from, their sandboxes started ahead; None: it opens
+    one per verification."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -79,6 +85,13 @@ async def scratch_workspace(
     deps: RoleDeps, task_id: str, task: TaskSubmitted, label: str
 ) -> AsyncIterator[Path]:
     """A fresh scratch copy of the task's starting tree (a git repository whose HEAD is it)."""
+    async with open_scratch(deps.scratch_dir, task_id, label) as root:
+        await materialize_start(deps, task, root)
+        yield root
+
+
+async def materialize_start(deps: RoleDeps, task: TaskSubmitted, root: Path) -> None:
+    """Write the task's starting tree into the empty directory `root`, as a git repository."""
     ref = task.snapshot
     if ref is None:
         # A submission from a client that did not capture (any NATS client may submit): capture
@@ -86,9 +99,7 @@ async def scratch_workspace(
         if not await anyio.Path(task.repo).is_dir():
             raise StepError("env.setup", f"the task has no snapshot and {task.repo} is not a directory here")
         ref = await capture_snapshot(deps.bus, Path(task.repo))
-    async with open_scratch(deps.scratch_dir, task_id, label) as root:
-        await materialize(deps.bus, SnapshotRef.model_validate(ref.model_dump()), root)
-        yield root
+    await materialize(deps.bus, SnapshotRef.model_validate(ref.model_dump()), root)
 
 
 def observer_capabilities(deps: RoleDeps, info: RunInfo) -> list[Any]:

@@ -2,22 +2,29 @@
 tests each, one module with a bug its test shows), each in a fresh exec server session on gVisor:
 
 1. the plain suite: `run_tests` of the whole suite, sandbox start included — the unit of cost;
-2. `verify_patch` of a correct one-file fix, no baseline given (baseline work included): static
+2. a one-test `run_tests` call: pytest's own start-up in this setup;
+3. the suite in a sandbox another command started, pytest starting cold: "running the suite
+   directly in the same sandbox";
+4. the suite after a first test run in the same session: the sandbox started and its pytest
+   interpreter warm (`Sandbox.keep_warm`);
+5. `verify_patch` of a correct one-file fix, no baseline given (baseline work included): static
    checks, targeted tests, the whole suite;
-3. `verify_patch` of a one-file patch that leaves the targeted test failing: time to the report
+6. `verify_patch` of a one-file patch that leaves the targeted test failing: time to the report
    (the verifier returns after the targeted tests);
-4. `verify_patch` of a one-file fix that breaks a test in another module: the suite, then the
+7. `verify_patch` of a one-file fix that breaks a test in another module: the suite, then the
    failing tests re-run without the patch's source changes (the baseline's price for a failure);
-5. a one-test `run_tests` call: pytest's own start-up in this setup;
-6. the suite again after a first run in the same session (sandbox started, caches warm): the
-   first run's cold start is part of (1), as it is part of every verification.
+8. (5) and (6) in the workspace a verifier worker prepares ahead (`VerifierSpares`: sandbox started,
+   pytest warm), as `codeloop serve` runs them: copying the repository in is timed, waiting for the
+   spare to be ready is not (a worker prepares it while idle or while the model works).
 
-Beside each verification: its steps' wall times (the last run's), from the report's checks; the
-first step with a sandbox command (`static`, or `targeted_tests` when no Python file changed)
-includes the sandbox's start.
+Before every timed action the next spare is awaited untimed, so its preparation never shares the
+CPU with a measurement. Beside each verification: its steps' wall times (the last run's), from the
+report's checks; the first step with a sandbox command (`static`, or `targeted_tests` when no Python
+file changed) includes the sandbox's start.
 
-Each figure is the median of `--repeat` runs, printed beside the plain suite. Targets: (2) at most
-1.5x (1), (3) under a third of (1). Two setups: the repository's pytest loading every plugin of
+Each figure is the median of `--repeat` runs, printed beside the plain suite (1) and beside the
+suite in a started sandbox (3). Targets: verification at most 1.5x a plain suite run, the first
+failure report under a third of one. Two setups: the repository's pytest loading every plugin of
 codeloop's interpreter (it has no virtualenv of its own, so that interpreter runs its tests), and
 the repository's own `pytest.ini` disabling the two plugins it does not use (hypothesis, anyio).
 
@@ -26,6 +33,7 @@ Run: .venv/bin/python benchmarks/verify_bench.py [--repeat 3] [--work-ms 10] [--
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -40,6 +48,7 @@ import anyio
 from mcp import Client
 
 from agents.verifier import verify_patch
+from agents.verifier.spares import VerifierSpares
 from tool_servers.protocol.scopes import Scope
 from tool_servers.protocol.spec import ServerOptions
 from tool_servers.serve import server_builder
@@ -108,20 +117,24 @@ def patch_of(root: Path, path: str, text: str) -> str:
     return patch
 
 
-async def timed(actions: list[Callable[[], Awaitable[Any]]], repeat: int) -> list[tuple[float, Any]]:
+async def timed(
+    actions: list[Callable[[], Awaitable[Any]]], repeat: int, settle: Callable[[], Awaitable[Any]]
+) -> list[tuple[float, Any]]:
     """Median wall time and last result of each action; the actions take turns, so a change in
-    the machine's load during the run affects them all alike."""
+    the machine's load during the run affects them all alike. `settle` runs untimed before each
+    (the spare being prepared must not share the CPU with a timed action)."""
     times: list[list[float]] = [[] for _ in actions]
     results: list[Any] = [None] * len(actions)
     for _ in range(repeat):
         for i, action in enumerate(actions):
+            await settle()
             started = time.perf_counter()
             results[i] = await action()
             times[i].append(time.perf_counter() - started)
     return [(statistics.median(t), r) for t, r in zip(times, results, strict=True)]
 
 
-async def setup_figures(root: Path, tools: Tools, repeat: int) -> list[tuple[str, float, str]]:
+async def setup_figures(root: Path, tools: Tools, repeat: int, spares: VerifierSpares) -> list[tuple[str, float, str]]:
     async def plain(paths: list[str]) -> dict[str, Any]:
         async with Client(tools.servers(root, frozenset({"read", "execute"}))["exec"]) as client:
             result = await client.call_tool("run_tests", {"paths": paths, "timeout_s": 600})
@@ -136,6 +149,44 @@ async def setup_figures(root: Path, tools: Tools, repeat: int) -> list[tuple[str
             started = time.perf_counter()
             await client.call_tool("run_tests", {"paths": [], "timeout_s": 600})
             warm_times.append(time.perf_counter() - started)
+
+    started_times: list[float] = []
+
+    async def plain_started() -> None:
+        """The suite in a sandbox already started by another command: pytest starts cold."""
+        async with Client(tools.servers(root, frozenset({"read", "execute"}))["exec"]) as client:
+            await client.call_tool("run_command", {"argv": ["true"], "timeout_s": 60})
+            started = time.perf_counter()
+            await client.call_tool("run_tests", {"paths": [], "timeout_s": 600})
+            started_times.append(time.perf_counter() - started)
+
+    def in_spare(patch: str) -> Callable[[], Awaitable[Any]]:
+        """`verify_patch` in the workspace a verifier worker prepared ahead (`VerifierSpares`):
+        waiting for it to be ready is not timed (a worker's idle time, or its model's); copying
+        the repository into it is."""
+
+        async def run() -> Any:
+            started = time.perf_counter()
+            async with spares.take() as spare:
+                assert spare is not None
+                await anyio.to_thread.run_sync(lambda: shutil.copytree(root, spare.root, dirs_exist_ok=True))
+                report, _ = await verify_patch(
+                    workspace=spare.root,
+                    patch=patch,
+                    plan_files=[f"pkg/m{BUGGY}.py"],
+                    test_targets=[f"tests/test_m{BUGGY}.py"],
+                    mode="execute",
+                    tools=tools,
+                    deadline=datetime.now(UTC) + timedelta(seconds=600),
+                    baseline=None,
+                    session=spare.session,
+                )
+                spare_times.setdefault(id(patch), []).append(time.perf_counter() - started)
+            return report
+
+        return run
+
+    spare_times: dict[int, list[float]] = {}
 
     def verify(patch: str) -> Callable[[], Awaitable[Any]]:
         async def run() -> Any:
@@ -164,13 +215,20 @@ async def setup_figures(root: Path, tools: Tools, repeat: int) -> list[tuple[str
             lambda: plain([]),
             lambda: plain(["tests/test_m0.py::test_combine_0"]),
             plain_warm,
+            plain_started,
             verify(fix),
             verify(wrong),
             verify(breaks_other),
+            in_spare(fix),
+            in_spare(wrong),
         ],
         repeat,
+        settle=spares.wait_ready,
     )
-    (suite_s, suite), (one_s, _), _, (pass_s, passed), (fail_s, failed), (regress_s, regressed) = measured
+    (suite_s, suite), (one_s, _), _, _, (pass_s, passed), (fail_s, failed), (regress_s, regressed) = measured[:7]
+    (_, spare_passed), (_, spare_failed) = measured[7:]
+    spare_pass_s = statistics.median(spare_times[id(fix)])
+    spare_fail_s = statistics.median(spare_times[id(wrong)])
     counts = f"{suite.get('passed')} passed, {suite.get('failed')} failed"
 
     def steps(report: Any) -> str:
@@ -179,7 +237,8 @@ async def setup_figures(root: Path, tools: Tools, repeat: int) -> list[tuple[str
     return [
         ("plain suite run (run_tests, whole suite)", suite_s, counts),
         ("pytest start-up (run_tests, one test)", one_s, ""),
-        ("plain suite run, warm sandbox (second in a session)", statistics.median(warm_times), ""),
+        ("plain suite run, sandbox started, cold pytest", statistics.median(started_times), ""),
+        ("plain suite run, sandbox started, pytest warm", statistics.median(warm_times), ""),
         (
             "verify: correct one-file fix",
             pass_s,
@@ -195,6 +254,16 @@ async def setup_figures(root: Path, tools: Tools, repeat: int) -> list[tuple[str
             regress_s,
             f"{regressed.verdict}, regressions={len(regressed.regressions)}; {steps(regressed)}",
         ),
+        (
+            "verify in a spare: correct one-file fix",
+            spare_pass_s,
+            f"{spare_passed.verdict}, {spare_passed.tests_run} outcomes; {steps(spare_passed)}",
+        ),
+        (
+            "verify in a spare: targeted test still failing",
+            spare_fail_s,
+            f"{spare_failed.verdict}, {len(spare_failed.failures)} failure(s); {steps(spare_failed)}",
+        ),
     ]
 
 
@@ -208,16 +277,19 @@ async def main(args: argparse.Namespace) -> None:
         with tempfile.TemporaryDirectory(prefix="verify-bench-") as tmp:
             root = Path(tmp) / "repo"
             make_repo(root, work_ms=args.work_ms, lean=lean)
-            figures = await setup_figures(root, tools, args.repeat)
+            (Path(tmp) / "scratch").mkdir()
+            async with VerifierSpares(tools, Path(tmp) / "scratch") as spares:
+                figures = await setup_figures(root, tools, args.repeat, spares)
         label = (
             "repository pytest.ini disables hypothesis and anyio plugins"
             if lean
             else "every plugin of codeloop's interpreter"
         )
         print(f"\n[{label}]")
-        suite_s = figures[0][1]
+        suite_s, started_s = figures[0][1], figures[2][1]
+        print(f"  {'':<52} {'':>9}  {'(1)':>11}  {'(3)':>9}")
         for name, seconds, note in figures:
-            print(f"  {name:<52} {seconds:7.2f} s  {seconds / suite_s:5.2f}x suite  {note}")
+            print(f"  {name:<52} {seconds:7.2f} s  {seconds / suite_s:5.2f}x suite  {seconds / started_s:5.2f}x (3)  {note}")
     print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
 
 

@@ -38,6 +38,7 @@ from agents.role import RoleDeps, RunObserver
 from agents.tools import ToolProvider
 from agents.tracing import traced
 from agents.verifier.role import verifier_spec
+from agents.verifier.spares import VerifierSpares
 from bus import subjects
 from bus.actor import Actor, ActorSpec, DeliveryPolicy
 from bus.config import BusConfig
@@ -206,6 +207,9 @@ async def serve(
             )  # fmt: skip
         else:
             deps = role_deps(bus, home or config.state_dir, tools=tools, observers=observers, record=record)
+        if "verifier" in roles:
+            spares = await stack.enter_async_context(VerifierSpares(deps.tools, deps.scratch_dir))
+            deps = replace(deps, verifier_spares=spares)
         specs = await role_specs(bus, roles, actor_policy, pipeline=pipeline, deps=deps)
         if observe:
             specs = [spec if spec.address.role == subjects.ORCHESTRATOR else bind_step(spec) for spec in specs]

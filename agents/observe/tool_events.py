@@ -208,3 +208,11 @@ class ObservedTools:
                 # Outermost: it sees the gate's refusals as well as the tools' answers.
                 chain.insert(0, _ToolCallTimer(self.bus, name, publish_for))
         return servers
+
+    def adopt(self, target: Any) -> None:
+        """Report the calls of `target` (a server of `servers()` made outside any step, such as a
+        verifier's spare) as calls of the step running now."""
+        step = current_step.get()
+        for timer in getattr(target, "middleware", None) or []:
+            if isinstance(timer, _ToolCallTimer):
+                timer.step = step if step is not None and step.role not in self.hooked_roles else None

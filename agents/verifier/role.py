@@ -7,11 +7,12 @@ the report (the tree is judged, nothing is blamed).
 """
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from agents.messages import VerifyRequest, VerifyResult
-from agents.role import RoleDeps, StepError, role_spec, scratch_workspace, typed_handler
-from agents.verifier.exec_session import ExecUnavailable, open_exec_session
+from agents.role import RoleDeps, StepError, materialize_start, role_spec, scratch_workspace, typed_handler
+from agents.verifier.exec_session import ExecSession, ExecUnavailable, open_exec_session
 from agents.verifier.report import Check, Failure, VerificationReport
 from agents.verifier.verify import verify_answer, verify_patch
 from bus.actor import ActorSpec, Delivery, DeliveryPolicy
@@ -23,6 +24,11 @@ DIAGNOSE_SUITE_CAP_S = 600.0
 
 async def verify(deps: RoleDeps, task_id: str, request: VerifyRequest) -> VerifyResult:
     task = request.task
+    if request.patch is not None and request.answer is None and deps.verifier_spares is not None:
+        async with deps.verifier_spares.take() as spare:
+            if spare is not None:
+                await materialize_start(deps, task, spare.root)
+                return await _verify_patch(deps, request, spare.root, spare.session)
     async with scratch_workspace(deps, task_id, task, "verify") as root:
         if request.answer is not None:
             report = await verify_answer(workspace=root, answer=request.answer)
@@ -30,16 +36,24 @@ async def verify(deps: RoleDeps, task_id: str, request: VerifyRequest) -> Verify
         if request.patch is None:
             report = await diagnose_tree(deps, root, request)
             return VerifyResult(step_id=request.step_id, report=report, baseline=request.baseline)
-        report, baseline = await verify_patch(
-            workspace=root,
-            patch=request.patch,
-            plan_files=request.plan.files_of_interest,
-            test_targets=request.plan.test_targets,
-            mode=task.mode,
-            tools=deps.tools,
-            deadline=request.deadline_at,
-            baseline=request.baseline,
-        )
+        return await _verify_patch(deps, request, root, None)
+
+
+async def _verify_patch(
+    deps: RoleDeps, request: VerifyRequest, root: Path, session: ExecSession | None
+) -> VerifyResult:
+    assert request.patch is not None
+    report, baseline = await verify_patch(
+        workspace=root,
+        patch=request.patch,
+        plan_files=request.plan.files_of_interest,
+        test_targets=request.plan.test_targets,
+        mode=request.task.mode,
+        tools=deps.tools,
+        deadline=request.deadline_at,
+        baseline=request.baseline,
+        session=session,
+    )
     return VerifyResult(step_id=request.step_id, report=report, baseline=baseline)
 
 

@@ -24,6 +24,8 @@ targeted run.
 """
 
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -35,7 +37,7 @@ from agents.verifier.answer import check_answer
 from agents.verifier.baseline import Knowledge
 from agents.verifier.diff_review import ReviewLimits, review_patch
 from agents.verifier.errors import WorkspaceError
-from agents.verifier.exec_session import ExecUnavailable, open_exec_session
+from agents.verifier.exec_session import ExecSession, ExecUnavailable, open_exec_session
 from agents.verifier.patchset import FileChange, MalformedPatch, parse_patch
 from agents.verifier.report import MAX_FAILURES, Baseline, Check, Failure, VerificationReport
 from agents.verifier.selection import is_test_module, select_tests
@@ -110,8 +112,11 @@ async def verify_patch(
     baseline: Baseline | None,
     limits: ReviewLimits = ReviewLimits(),
     full_suite: bool = True,
+    session: ExecSession | None = None,
 ) -> tuple[VerificationReport, Baseline]:
     """Judge `patch` against the starting tree in `workspace`; see the package docstring.
+    `session`: an exec session already open on `workspace` (a spare's, see `spares`); else one is
+    opened through `tools` for this verification.
 
     Raises:
         WorkspaceError: the workspace is not a git repository with a commit, or git failed.
@@ -168,11 +173,10 @@ async def verify_patch(
     )
     try:
         with anyio.move_on_after(seconds_left(deadline)) as scope:
-            target = tools.servers(workspace, frozenset({"read", "execute"}))["exec"]
-            async with open_exec_session(target) as session:
-                if await check_static(run, session):
+            async with _exec_session(tools, workspace, session) as exec_session:
+                if await check_static(run, exec_session):
                     selection = select_tests(workspace, run.changes, test_targets, before=before)
-                    await run_tests(run, session, selection, full_suite=full_suite)
+                    await run_tests(run, exec_session, selection, full_suite=full_suite)
                 else:
                     run.add_check(
                         Check(name="targeted_tests", ok=False, summary="not run: the patch does not compile")
@@ -192,6 +196,15 @@ async def verify_patch(
             # A test run may have written to tracked files too; the next verification needs HEAD.
             await reset_tracked(workspace)
     return _report(run, started=started), run.known.to_baseline()
+
+
+@asynccontextmanager
+async def _exec_session(tools: ToolProvider, workspace: Path, session: ExecSession | None) -> AsyncIterator[ExecSession]:
+    if session is not None:
+        yield session
+        return
+    async with open_exec_session(tools.servers(workspace, frozenset({"read", "execute"}))["exec"]) as opened:
+        yield opened
 
 
 async def verify_answer(*, workspace: Path, answer: str) -> VerificationReport:
