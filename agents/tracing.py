@@ -24,11 +24,13 @@ instrumentation then records no messages, arguments or results, and our own span
 names and counts only.
 """
 
-from collections.abc import Awaitable, Callable
+import random
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from opentelemetry import trace
+from opentelemetry import context, trace
 
 from agents.role import RunInfo, RunObserver
 from bus.actor import ActorSpec, Delivery, Reply
@@ -54,6 +56,20 @@ def instrumentation_observer(*, include_content: bool = False, tracer_provider: 
         return Instrumentation(settings=settings)
 
     return observe
+
+
+@contextmanager
+def untraced() -> Iterator[None]:
+    """Work that is no task's (a verifier's spare being prepared): it runs under a parent that is
+    not sampled, so its spans (the mcp SDK's included, through `_meta`) are not recorded and a
+    trace holds only the spans of its task."""
+    ids = random.getrandbits(128) or 1, random.getrandbits(64) or 1
+    parent = trace.NonRecordingSpan(trace.SpanContext(*ids, is_remote=False, trace_flags=trace.TraceFlags(0)))
+    token = context.attach(trace.set_span_in_context(parent))
+    try:
+        yield
+    finally:
+        context.detach(token)
 
 
 def _replies_of(result: "Reply | list[Reply] | None") -> list[Reply]:

@@ -10,7 +10,9 @@ rounds so a noisy machine hurts both alike:
 
 The scripted model decides instantly (it reads a file, fixes `a - b`, ends), so every second
 printed is plumbing: snapshot, scratch workspaces, MCP sessions, indexing, the sandbox and the
-tests it runs. Per stage the script prints the pipeline's time (between the stage's transition
+tests it runs. Both paths verify in a workspace their verifier prepared ahead (`VerifierSpares`,
+as `codeloop serve` does); before each task the bench waits, untimed, until both are ready, as a
+worker's idle time or its model's thinking would. Per stage the script prints the pipeline's time (between the stage's transition
 events) beside the direct call's, and the difference, which is the bus's own share.
 
     .venv/bin/python benchmarks/pipeline_bench.py [--rounds 3] [--big-files 1000]
@@ -21,6 +23,7 @@ import statistics
 import subprocess
 import tempfile
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -37,10 +40,12 @@ from agents.messages import (
     TaskSubmitted,
     VerifyRequest,
 )
+from agents.verifier.spares import VerifierSpares
 from agents.workspace import capture_snapshot
 from bus.config import BusConfig
 from bus.connection import open_bus
 from codeloop.config import client_config_for
+from codeloop.tool_provider import InProcessTools
 from codeloop.wiring import role_deps, serve
 
 SCRIPT = '''
@@ -129,6 +134,22 @@ async def by_direct_calls(deps, task: TaskSubmitted) -> dict[str, float]:
     return times
 
 
+async def measure(bus, deps, repos: dict[str, Path], script: Path, rounds: int, settled) -> dict:
+    results: dict[str, dict[str, list[dict[str, float]]]] = {name: {"pipeline": [], "direct": []} for name in repos}
+    for name, repo in repos.items():
+        task = TaskSubmitted(text="add(2, 3) returns -1", repo=str(repo), mode="write",
+                             models=ModelNames(default=f"function:{script}:decide"))  # fmt: skip
+        # a first, untimed task of each kind builds the indexes and warms the model
+        await through_pipeline(bus, task)
+        await by_direct_calls(deps, task)
+        for _ in range(rounds):
+            await settled()
+            results[name]["pipeline"].append(await through_pipeline(bus, task))
+            await settled()
+            results[name]["direct"].append(await by_direct_calls(deps, task))
+    return results
+
+
 async def main(rounds: int, big_files: int) -> None:
     with tempfile.TemporaryDirectory(prefix="codeloop-pipeline-bench-") as tmp:
         base = Path(tmp)
@@ -138,24 +159,29 @@ async def main(rounds: int, big_files: int) -> None:
                  f"big ({big_files + 2} files)": make_repo(base / "big", big_files)}  # fmt: skip
         config = BusConfig(state_dir=base / "state")
         stop = anyio.Event()
-        async with anyio.create_task_group() as tg:
-            note = await tg.start(lambda task_status: serve(config, stop=stop, task_status=task_status))
-            client = client_config_for(config, note)
-            async with open_bus(client) as bus:
-                deps = role_deps(bus, base / "direct-home")
-                results: dict[str, dict[str, list[dict[str, float]]]] = {
-                    name: {"pipeline": [], "direct": []} for name in repos
-                }
-                for name, repo in repos.items():
-                    task = TaskSubmitted(text="add(2, 3) returns -1", repo=str(repo), mode="write",
-                                         models=ModelNames(default=f"function:{script}:decide"))  # fmt: skip
-                    # a first, untimed task of each kind builds the indexes and warms the model
-                    await through_pipeline(bus, task)
-                    await by_direct_calls(deps, task)
-                    for _ in range(rounds):
-                        results[name]["pipeline"].append(await through_pipeline(bus, task))
-                        results[name]["direct"].append(await by_direct_calls(deps, task))
-            stop.set()
+        (base / "spares").mkdir()
+        # Both paths verify in a workspace prepared ahead, as `serve` does; the bench owns both
+        # spare pools so that it can wait, untimed, until they are ready before each task (a
+        # worker prepares its next spare while idle or while its model works).
+        async with VerifierSpares(InProcessTools(), base / "spares") as pipeline_spares:
+            async with anyio.create_task_group() as tg:
+                note = await tg.start(
+                    lambda task_status: serve(
+                        config, stop=stop, verifier_spares=pipeline_spares, task_status=task_status
+                    )
+                )
+                client = client_config_for(config, note)
+                async with open_bus(client) as bus:
+                    home = role_deps(bus, base / "direct-home")
+                    async with VerifierSpares(home.tools, home.scratch_dir) as direct_spares:
+                        deps = replace(home, verifier_spares=direct_spares)
+
+                        async def settled() -> None:
+                            await pipeline_spares.wait_ready()
+                            await direct_spares.wait_ready()
+
+                        results = await measure(bus, deps, repos, script, rounds, settled)
+                stop.set()
     print(f"pipeline overhead per task, scripted zero-latency model, median of {rounds} rounds (s)")
     for name, runs in results.items():
         print(f"\n{name}")

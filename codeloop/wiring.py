@@ -159,6 +159,7 @@ async def serve(
     on_ready: Callable[[ServeNote], None] = lambda note: None,
     observe: bool = True,
     metrics: MetricsServing | None = MetricsServing(),
+    verifier_spares: VerifierSpares | None = None,
     task_status: TaskStatus[ServeNote] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run NATS (embedded unless `config.servers`) and the actors of `roles` until `stop` is set;
@@ -167,7 +168,9 @@ async def serve(
     every tool call of the roles is a `tool_call` event and every event names its step; with
     `metrics`, Prometheus metrics are served (see `codeloop.metrics`). `tool_config` (the
     environment's sandbox policy and cache directory, `codeloop.config.tool_server_config`) goes to
-    the default tool provider and the hosted servers.
+    the default tool provider and the hosted servers. The verifier takes its workspaces from
+    `verifier_spares` (entered by the caller, e.g. a benchmark that waits for them), else from
+    spares `serve` prepares itself (`agents.verifier.spares`).
 
     Raises:
         StateDirBusy: another `codeloop serve` runs on this state directory.
@@ -208,8 +211,9 @@ async def serve(
         else:
             deps = role_deps(bus, home or config.state_dir, tools=tools, observers=observers, record=record)
         if "verifier" in roles:
-            spares = await stack.enter_async_context(VerifierSpares(deps.tools, deps.scratch_dir))
-            deps = replace(deps, verifier_spares=spares)
+            if verifier_spares is None:
+                verifier_spares = await stack.enter_async_context(VerifierSpares(deps.tools, deps.scratch_dir))
+            deps = replace(deps, verifier_spares=verifier_spares)
         specs = await role_specs(bus, roles, actor_policy, pipeline=pipeline, deps=deps)
         if observe:
             specs = [spec if spec.address.role == subjects.ORCHESTRATOR else bind_step(spec) for spec in specs]

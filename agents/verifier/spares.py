@@ -30,6 +30,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from agents.tools import ToolProvider
+from agents.tracing import untraced
 from agents.verifier.exec_session import ExecSession, open_exec_session
 from agents.workspace.scratch import open_scratch
 
@@ -99,7 +100,12 @@ class VerifierSpares:
             self._ready = anyio.Event()
 
     async def _hold_spare(self, *, task_status: anyio.abc.TaskStatus[Spare]) -> None:
-        """Opens a spare and keeps it open until its verification is done."""
+        """Opens a spare and keeps it open until its verification is done. Its preparation is no
+        task's work: untraced (the verification's own calls carry the task's trace context)."""
+        with untraced():
+            await self._prepare_and_hold(task_status)
+
+    async def _prepare_and_hold(self, task_status: anyio.abc.TaskStatus[Spare]) -> None:
         async with open_scratch(self.scratch_dir, "spare", "verify") as root:
             target = self.tools.servers(root, SCOPES)["exec"]
             async with open_exec_session(target) as session:

@@ -57,20 +57,38 @@ def build_server(
     return server
 
 
+_TOOL_TEMPLATES: dict[tuple[Any, ...], Tool] = {}
+"""Tool definitions by everything but their handler. Building one makes pydantic models and JSON
+schemas from the signature (about 8 ms a tool), and a server is built for every root a task step
+opens, each time with the same specs bound to another root: only the function differs."""
+
+
 def _tool(spec: ToolSpec) -> Tool:
     if CONFIRMATION_PARAM in spec.input_model.model_fields:
         raise ValueError(f"tool {spec.name}: '{CONFIRMATION_PARAM}' is reserved")
-    tool = Tool.from_function(
-        _tool_function(spec),
-        name=spec.name,
-        description=spec.description,
-        annotations=spec.annotations(),
-        meta={"codeloop/scope": spec.scope.value, "codeloop/risk": spec.risk.value},
-        structured_output=True,
-    )
-    # The gate validates against the spec's own model (field docstrings, constraints,
-    # extra="forbid"), so that model's schema is the one clients see.
-    return tool.model_copy(update={"parameters": spec.input_model.model_json_schema()})
+    annotations = spec.annotations()
+    key = (
+        spec.name, spec.description, spec.input_model, spec.output_model, spec.may_need_confirmation,
+        spec.scope, spec.risk, annotations.model_dump_json() if annotations is not None else None,
+    )  # fmt: skip
+    function = _tool_function(spec)
+    template = _TOOL_TEMPLATES.get(key)
+    if template is None:
+        tool = Tool.from_function(
+            function,
+            name=spec.name,
+            description=spec.description,
+            annotations=annotations,
+            meta={"codeloop/scope": spec.scope.value, "codeloop/risk": spec.risk.value},
+            structured_output=True,
+        )
+        # The gate validates against the spec's own model (field docstrings, constraints,
+        # extra="forbid"), so that model's schema is the one clients see.
+        template = _TOOL_TEMPLATES[key] = tool.model_copy(
+            update={"parameters": spec.input_model.model_json_schema()}
+        )
+    # Everything else derives from the signature, which the key determines (`_tool_function`).
+    return template.model_copy(update={"fn": function})
 
 
 def _tool_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
