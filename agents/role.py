@@ -111,7 +111,7 @@ def index_dir_for(deps: RoleDeps, task: TaskSubmitted) -> Path:
     return deps.index_dir / subjects.token(task.repo.replace("/", "_").strip("_") or "root")
 
 
-def _leaf(exc: BaseException) -> BaseException:
+def innermost_exception(exc: BaseException) -> BaseException:
     """The one exception inside nested single-member exception groups (else `exc` itself)."""
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
@@ -165,11 +165,11 @@ def role_spec(
             result = failed(request, exc.failure_class, str(exc))
         except Exception as exc:
             # A failure inside an MCP session arrives wrapped in the session's exception group.
-            failure_class = getattr(_leaf(exc), "failure_class", None)
-            if isinstance(_leaf(exc), StepError):
+            failure_class = getattr(innermost_exception(exc), "failure_class", None)
+            if isinstance(innermost_exception(exc), StepError):
                 return Reply(
                     subjects.task_result(role),
-                    failed(request, failure_class, str(_leaf(exc))),
+                    failed(request, failure_class, str(innermost_exception(exc))),
                     label="result",
                 )
             if failure_class is None and delivery.num_delivered < policy.max_deliver:

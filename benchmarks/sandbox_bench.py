@@ -260,7 +260,8 @@ async def warm_runs(base: Path, rounds: int) -> None:
     env = {"PYTHONDONTWRITEBYTECODE": "1"}
     runs: dict[bool, list[float]] = {False: [], True: []}
     trues: dict[bool, list[float]] = {False: [], True: []}
-    print(f"\n8. pytest in a warm interpreter (median of {max(rounds, 5)}, alternating):")
+    rounds = max(rounds, 5)
+    print(f"\n8. pytest in a warm interpreter (median of {rounds}, alternating):")
     async with AsyncExitStack() as stack:
         plain_box = await stack.enter_async_context(
             open_sandbox(base, limits=LIMITS, backend="gvisor", ro_paths=RUNTIME)
@@ -274,7 +275,7 @@ async def warm_runs(base: Path, rounds: int) -> None:
             return
         await box.exec(PYTEST, env=env, warm=True)  # waits for its imports
         await plain_box.exec(["true"])
-        for index in range(max(rounds, 5)):
+        for index in range(rounds):
             for warm in (True, False) if index % 2 else (False, True):
                 started = time.perf_counter()
                 result = await box.exec(PYTEST, env=env, warm=warm)

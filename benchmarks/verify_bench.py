@@ -140,58 +140,33 @@ async def setup_figures(root: Path, tools: Tools, repeat: int, spares: VerifierS
             result = await client.call_tool("run_tests", {"paths": paths, "timeout_s": 600})
             return result.structured_content or {}
 
-    warm_times: list[float] = []
+    def suite_after(first: tuple[str, dict[str, Any]], times: list[float]) -> Callable[[], Awaitable[None]]:
+        """The whole suite in a session whose sandbox the call `first` started (timed: the suite)."""
 
-    async def plain_warm() -> None:
-        """The suite a second time in one session: the sandbox started and its caches warm."""
-        async with Client(tools.servers(root, frozenset({"read", "execute"}))["exec"]) as client:
-            await client.call_tool("run_tests", {"paths": ["tests/test_m0.py"], "timeout_s": 600})
-            started = time.perf_counter()
-            await client.call_tool("run_tests", {"paths": [], "timeout_s": 600})
-            warm_times.append(time.perf_counter() - started)
-
-    started_times: list[float] = []
-
-    async def plain_started() -> None:
-        """The suite in a sandbox already started by another command: pytest starts cold."""
-        async with Client(tools.servers(root, frozenset({"read", "execute"}))["exec"]) as client:
-            await client.call_tool("run_command", {"argv": ["true"], "timeout_s": 60})
-            started = time.perf_counter()
-            await client.call_tool("run_tests", {"paths": [], "timeout_s": 600})
-            started_times.append(time.perf_counter() - started)
-
-    def in_spare(patch: str) -> Callable[[], Awaitable[Any]]:
-        """`verify_patch` in the workspace a verifier worker prepared ahead (`VerifierSpares`):
-        waiting for it to be ready is not timed (a worker's idle time, or its model's); copying
-        the repository into it is."""
-
-        async def run() -> Any:
-            started = time.perf_counter()
-            async with spares.take() as spare:
-                assert spare is not None
-                await anyio.to_thread.run_sync(lambda: shutil.copytree(root, spare.root, dirs_exist_ok=True))
-                report, _ = await verify_patch(
-                    workspace=spare.root,
-                    patch=patch,
-                    plan_files=[f"pkg/m{BUGGY}.py"],
-                    test_targets=[f"tests/test_m{BUGGY}.py"],
-                    mode="execute",
-                    tools=tools,
-                    deadline=datetime.now(UTC) + timedelta(seconds=600),
-                    baseline=None,
-                    session=spare.session,
-                )
-                spare_times.setdefault(id(patch), []).append(time.perf_counter() - started)
-            return report
+        async def run() -> None:
+            async with Client(tools.servers(root, frozenset({"read", "execute"}))["exec"]) as client:
+                await client.call_tool(*first)
+                started = time.perf_counter()
+                await client.call_tool("run_tests", {"paths": [], "timeout_s": 600})
+                times.append(time.perf_counter() - started)
 
         return run
 
-    spare_times: dict[int, list[float]] = {}
+    warm_times: list[float] = []
+    # After a first test run the sandbox is started and its pytest interpreter warm.
+    plain_warm = suite_after(("run_tests", {"paths": ["tests/test_m0.py"], "timeout_s": 600}), warm_times)
+    started_times: list[float] = []
+    # After another command the sandbox is started, and pytest starts cold.
+    plain_started = suite_after(("run_command", {"argv": ["true"], "timeout_s": 60}), started_times)
 
-    def verify(patch: str) -> Callable[[], Awaitable[Any]]:
-        async def run() -> Any:
+    def verify(patch: str, *, in_spare: bool = False) -> Callable[[], Awaitable[Any]]:
+        """`verify_patch` on the repository, or (`in_spare`) in the workspace a verifier worker
+        prepared ahead (`VerifierSpares`): copying the repository into it is timed, waiting for it
+        to be ready is not (`timed`'s settle: a worker's idle time, or its model's)."""
+
+        async def check(workspace: Path, session: Any = None) -> Any:
             report, _ = await verify_patch(
-                workspace=root,
+                workspace=workspace,
                 patch=patch,
                 plan_files=[f"pkg/m{BUGGY}.py"],
                 test_targets=[f"tests/test_m{BUGGY}.py"],
@@ -199,8 +174,17 @@ async def setup_figures(root: Path, tools: Tools, repeat: int, spares: VerifierS
                 tools=tools,
                 deadline=datetime.now(UTC) + timedelta(seconds=600),
                 baseline=None,
+                session=session,
             )
             return report
+
+        async def run() -> Any:
+            if not in_spare:
+                return await check(root)
+            async with spares.take() as spare:
+                assert spare is not None
+                await anyio.to_thread.run_sync(lambda: shutil.copytree(root, spare.root, dirs_exist_ok=True))
+                return await check(spare.root, spare.session)
 
         return run
 
@@ -219,16 +203,14 @@ async def setup_figures(root: Path, tools: Tools, repeat: int, spares: VerifierS
             verify(fix),
             verify(wrong),
             verify(breaks_other),
-            in_spare(fix),
-            in_spare(wrong),
+            verify(fix, in_spare=True),
+            verify(wrong, in_spare=True),
         ],
         repeat,
         settle=spares.wait_ready,
     )
     (suite_s, suite), (one_s, _), _, _, (pass_s, passed), (fail_s, failed), (regress_s, regressed) = measured[:7]
-    (_, spare_passed), (_, spare_failed) = measured[7:]
-    spare_pass_s = statistics.median(spare_times[id(fix)])
-    spare_fail_s = statistics.median(spare_times[id(wrong)])
+    (spare_pass_s, spare_passed), (spare_fail_s, spare_failed) = measured[7:]
     counts = f"{suite.get('passed')} passed, {suite.get('failed')} failed"
 
     def steps(report: Any) -> str:

@@ -173,8 +173,9 @@ class Supervisor:
         self.warm: WarmPytest | None = None
         """The pytest interpreter kept ready for the next test run (gVisor only), if any."""
         self.idle_cpu = 0.0
-        self.last_kill = 0.0
         """CPU seconds of reaped warm interpreters, which `os.times()` counts as our children's."""
+        self.last_kill = 0.0
+        """When `kill_all` last ran (monotonic): kills as the payload user are forks, rationed."""
 
     def read_request(self) -> dict | None:
         """The next request line from the host; None when the channel has closed."""
@@ -461,13 +462,12 @@ class Supervisor:
 
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        request = {"args": argv[3:], "cwd": req.get("cwd") or "/", "env": req["env"], "rlimits": rlimits, "uid": warm.uid}
+        # Limits by resource number: the interpreter then needs no table of its own.
+        limits = [[_RLIMITS[name], value] for name, value in rlimits.items()]
+        request = {"args": argv[3:], "cwd": req.get("cwd") or "/", "env": req["env"], "rlimits": limits}
         reply = None
         try:
             socket.send_fds(warm.sock, [json.dumps(request).encode()], [out_w, err_w])
-            os.close(out_w)
-            os.close(err_w)
-            out_w = err_w = -1
             # It may still be importing pytest: wait for it until the command's deadline.
             if select.select([warm.sock], [], [], max(0.0, deadline - time.monotonic()))[0]:
                 data = warm.sock.recv(4096)
@@ -475,9 +475,8 @@ class Supervisor:
         except (OSError, ValueError):
             reply = None
         finally:
-            for fd in (out_w, err_w):
-                if fd >= 0:
-                    os.close(fd)
+            os.close(out_w)  # the message carried copies; only the command may hold the write ends
+            os.close(err_w)
         pid = reply.get("pid") if isinstance(reply, dict) else None
         if not isinstance(pid, int):
             os.close(out_r)
@@ -548,10 +547,9 @@ def _kill_all_of(uid: int) -> bool:
             code = 0
             os.kill(-1, signal.SIGKILL)
         except ProcessLookupError:
-            pass
-        except BaseException:
-            pass
-        os._exit(code)
+            pass  # no process of that user was left
+        finally:
+            os._exit(code)  # whatever happened: this copy of the supervisor must not go on
     try:
         _, status = os.waitpid(pid, 0)
     except ChildProcessError:

@@ -45,14 +45,6 @@ import threading
 _PR_SET_DUMPABLE = 4
 # Variables that would make the warm-up session import or configure something of someone else's.
 _WARMUP_DROPPED_ENV = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD")
-_RLIMITS = {
-    "NPROC": resource.RLIMIT_NPROC,
-    "FSIZE": resource.RLIMIT_FSIZE,
-    "CPU": resource.RLIMIT_CPU,
-    "NOFILE": resource.RLIMIT_NOFILE,
-    "AS": resource.RLIMIT_AS,
-    "CORE": resource.RLIMIT_CORE,
-}
 _MAX_REQUEST = 1 << 20
 
 
@@ -80,32 +72,32 @@ def warm_up(here: str) -> None:
     # caches that per module, so doing it once here leaves each run only its own modules to map.
     import inspect
 
-    inspect.getmodule(compile("", os.path.join(here, "warm.py"), "exec"), os.path.join(here, "warm.py"))
+    nowhere = os.path.join(here, "warm.py")
+    inspect.getmodule(compile("", nowhere, "exec"), nowhere)
 
 
-def _become_command(request: dict, control: socket.socket, out_fd: int, err_fd: int, libc: ctypes.CDLL) -> None:
+def _become_command(
+    request: dict, control: socket.socket, out_fd: int, err_fd: int, uid: int, libc: ctypes.CDLL
+) -> None:
     control.close()
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(out_fd, 1)
     os.dup2(err_fd, 2)
-    keep = {0, 1, 2}
     for name in os.listdir("/proc/self/fd"):
-        fd = int(name)
-        if fd not in keep:
+        if int(name) > 2:
             try:
-                os.close(fd)
-            except OSError:
+                os.close(int(name))
+            except OSError:  # the listing's own descriptor, closed by now
                 pass
-    uid = int(request["uid"])
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
     # Changing identity makes a process undumpable; a cold command (exec'd after the change)
     # is dumpable, and tests may read their own /proc entries or attach a debugger to children.
     libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
-    for name, value in request["rlimits"].items():
-        resource.setrlimit(_RLIMITS[name], (int(value), int(value)))
+    for limit, value in request["rlimits"]:
+        resource.setrlimit(int(limit), (int(value), int(value)))
     os.setsid()
     os.chdir(request["cwd"])
     os.environ.clear()
@@ -117,10 +109,10 @@ def _become_command(request: dict, control: socket.socket, out_fd: int, err_fd: 
     importlib.invalidate_caches()
 
 
-def _run_command(request: dict, control: socket.socket, fds: list[int], libc: ctypes.CDLL) -> None:
+def _run_command(request: dict, control: socket.socket, fds: list[int], uid: int, libc: ctypes.CDLL) -> None:
     """In the command process: set it up, then run pytest; pytest's SystemExit ends the process."""
     try:
-        _become_command(request, control, fds[0], fds[1], libc)
+        _become_command(request, control, fds[0], fds[1], uid, libc)
     except BaseException as exc:  # the command could not be set up: say so, as a shell would
         os.write(2, f"codeloop sandbox: cannot start the test run: {exc!r}\n".encode())
         os._exit(127)
@@ -163,7 +155,7 @@ def _finish(code: int) -> None:
     os._exit(code)
 
 
-def _spawn(request: dict, control: socket.socket, fds: list[int], libc: ctypes.CDLL) -> None:
+def _spawn(request: dict, control: socket.socket, fds: list[int], uid: int, libc: ctypes.CDLL) -> None:
     """Fork the command through an intermediate child, so the command's parent is the supervisor."""
     read_pid, write_pid = os.pipe()
     middle = os.fork()
@@ -176,7 +168,7 @@ def _spawn(request: dict, control: socket.socket, fds: list[int], libc: ctypes.C
             os._exit(1)
         if command == 0:
             os.close(write_pid)
-            _run_command(request, control, fds, libc)
+            _run_command(request, control, fds, uid, libc)
         try:
             os.write(write_pid, str(command).encode())
         finally:
@@ -193,25 +185,25 @@ def _spawn(request: dict, control: socket.socket, fds: list[int], libc: ctypes.C
 
 
 def serve(control: socket.socket, payload_uid: int) -> None:
+    """Start a command per request, as `payload_uid` (fixed when the supervisor started us)."""
     libc = ctypes.CDLL(None, use_errno=True)
     while True:
         message, fds, _, _ = socket.recv_fds(control, _MAX_REQUEST, 2)
         if not message:
             return
-        request = json.loads(message)
-        if len(fds) != 2 or int(request.get("uid", 0)) != payload_uid or payload_uid == 0:
+        why = ""
+        if len(fds) != 2 or payload_uid == 0:
+            why = "bad request"
+        elif threading.active_count() != 1:  # a fork would copy a half-held lock
+            why = "threads are running"
+        if why:
             for fd in fds:
                 os.close(fd)
-            control.sendall(json.dumps({"pid": None, "error": "bad request"}).encode())
-            continue
-        if threading.active_count() != 1:  # a fork would copy a half-held lock
-            for fd in fds:
-                os.close(fd)
-            control.sendall(json.dumps({"pid": None, "error": "threads are running"}).encode())
+            control.sendall(json.dumps({"pid": None, "error": why}).encode())
             continue
         sys.stdout.flush()
         sys.stderr.flush()
-        _spawn(request, control, fds, libc)
+        _spawn(json.loads(message), control, fds, payload_uid, libc)
 
 
 def main() -> None:

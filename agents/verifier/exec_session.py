@@ -25,6 +25,10 @@ TRANSPORT_GRACE_S = 15.0
 """Beyond a call's `timeout_s`: the sandbox's kill and report; past it the call itself is abandoned."""
 
 
+EXEC_SCOPES = frozenset({"read", "execute"})
+"""The grant of every exec server the verifier opens: it reads and runs, never writes."""
+
+
 class ExecUnavailable(VerifierError):
     """The exec server could not run the call (sandbox error, refused arguments, lost session)."""
 

@@ -11,8 +11,16 @@ from pathlib import Path
 from typing import Any
 
 from agents.messages import VerifyRequest, VerifyResult
-from agents.role import RoleDeps, StepError, materialize_start, role_spec, scratch_workspace, typed_handler
-from agents.verifier.exec_session import ExecSession, ExecUnavailable, open_exec_session
+from agents.role import (
+    RoleDeps,
+    StepError,
+    innermost_exception,
+    materialize_start,
+    role_spec,
+    scratch_workspace,
+    typed_handler,
+)
+from agents.verifier.exec_session import EXEC_SCOPES, ExecSession, ExecUnavailable, open_exec_session
 from agents.verifier.report import Check, Failure, VerificationReport
 from agents.verifier.verify import verify_answer, verify_patch
 from bus.actor import ActorSpec, Delivery, DeliveryPolicy
@@ -62,16 +70,14 @@ async def diagnose_tree(deps: RoleDeps, root: Any, request: VerifyRequest) -> Ve
     left = (request.deadline_at - datetime.now(UTC)).total_seconds()
     if left <= 1:
         raise StepError("budget.wall", "the deadline passed before the tests could run")
-    target = deps.tools.servers(root, frozenset({"read", "execute"}))["exec"]
+    target = deps.tools.servers(root, EXEC_SCOPES)["exec"]
     try:
         async with open_exec_session(target) as session:
             run = await session.run_tests([], timeout_s=min(left - 1, DIAGNOSE_SUITE_CAP_S))
     except ExecUnavailable as exc:
         raise StepError("env.infra", str(exc)) from exc
     except BaseExceptionGroup as group:  # the MCP session wraps what failed inside it
-        leaf = group
-        while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
-            leaf = leaf.exceptions[0]
+        leaf = innermost_exception(group)
         if isinstance(leaf, ExecUnavailable):
             raise StepError("env.infra", str(leaf)) from group
         raise

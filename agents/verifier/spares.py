@@ -29,13 +29,13 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from agents.role import innermost_exception
 from agents.tools import ToolProvider
 from agents.tracing import untraced
-from agents.verifier.exec_session import ExecSession, open_exec_session
+from agents.verifier.exec_session import EXEC_SCOPES, ExecSession, open_exec_session
 from agents.workspace.scratch import open_scratch
 
 log = logging.getLogger(__name__)
-SCOPES = frozenset({"read", "execute"})
 PREPARE_TIMEOUT_S = 120.0
 
 
@@ -75,14 +75,9 @@ class VerifierSpares:
 
     async def wait_ready(self) -> bool:
         """Wait until a spare waits to be taken (True) or none can be made (False)."""
-        while not self._broken:
-            ready = self._ready
-            assert ready is not None, "use VerifierSpares as an async context manager"
-            if ready.is_set():
-                return True
-            with anyio.move_on_after(0.5):
-                await ready.wait()
-        return False
+        assert self._ready is not None, "use VerifierSpares as an async context manager"
+        await self._ready.wait()
+        return not self._broken
 
     async def _keep_one_ready(self) -> None:
         """Prepares a spare, offers it until taken, and starts the next one as soon as it is."""
@@ -91,13 +86,16 @@ class VerifierSpares:
             try:
                 spare = await self._group.start(self._hold_spare)
             except Exception as exc:  # the session's failures arrive wrapped by its task group
-                log.warning("the verifier keeps no spare sandbox (each verification starts its own): %s", _leaf(exc))
+                log.warning(
+                    "the verifier keeps no spare sandbox (each verification starts its own): %s",
+                    innermost_exception(exc),
+                )
                 self._broken = True
                 self._send.close()
+                self._ready.set()  # nobody waits for a spare that will not come
                 return
             self._ready.set()
             await self._send.send(spare)
-            self._ready = anyio.Event()
 
     async def _hold_spare(self, *, task_status: anyio.abc.TaskStatus[Spare]) -> None:
         """Opens a spare and keeps it open until its verification is done. Its preparation is no
@@ -107,7 +105,7 @@ class VerifierSpares:
 
     async def _prepare_and_hold(self, task_status: anyio.abc.TaskStatus[Spare]) -> None:
         async with open_scratch(self.scratch_dir, "spare", "verify") as root:
-            target = self.tools.servers(root, SCOPES)["exec"]
+            target = self.tools.servers(root, EXEC_SCOPES)["exec"]
             async with open_exec_session(target) as session:
                 with anyio.fail_after(PREPARE_TIMEOUT_S):
                     # Starts the sandbox and has it import pytest (see `run_static_checks`).
@@ -127,6 +125,7 @@ class VerifierSpares:
             self._waiting += 1
             try:
                 spare = await self._receive.receive()
+                self._ready = anyio.Event()  # here, before anyone else runs: the spare is gone
             except (anyio.EndOfStream, anyio.ClosedResourceError):
                 spare = None
             finally:
@@ -141,10 +140,3 @@ class VerifierSpares:
             yield spare
         finally:
             spare.done.set()
-
-
-def _leaf(exc: BaseException) -> BaseException:
-    """The one exception inside nested single-member exception groups (else `exc` itself)."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc

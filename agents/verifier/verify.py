@@ -37,7 +37,7 @@ from agents.verifier.answer import check_answer
 from agents.verifier.baseline import Knowledge
 from agents.verifier.diff_review import ReviewLimits, review_patch
 from agents.verifier.errors import WorkspaceError
-from agents.verifier.exec_session import ExecSession, ExecUnavailable, open_exec_session
+from agents.verifier.exec_session import EXEC_SCOPES, ExecSession, ExecUnavailable, open_exec_session
 from agents.verifier.patchset import FileChange, MalformedPatch, parse_patch
 from agents.verifier.report import MAX_FAILURES, Baseline, Check, Failure, VerificationReport
 from agents.verifier.selection import is_test_module, select_tests
@@ -203,7 +203,7 @@ async def _exec_session(tools: ToolProvider, workspace: Path, session: ExecSessi
     if session is not None:
         yield session
         return
-    async with open_exec_session(tools.servers(workspace, frozenset({"read", "execute"}))["exec"]) as opened:
+    async with open_exec_session(tools.servers(workspace, EXEC_SCOPES)["exec"]) as opened:
         yield opened
 
 

@@ -69,7 +69,7 @@ def _tool(spec: ToolSpec) -> Tool:
     annotations = spec.annotations()
     key = (
         spec.name, spec.description, spec.input_model, spec.output_model, spec.may_need_confirmation,
-        spec.scope, spec.risk, annotations.model_dump_json() if annotations is not None else None,
+        spec.scope, spec.risk, annotations.model_dump_json(),
     )  # fmt: skip
     function = _tool_function(spec)
     template = _TOOL_TEMPLATES.get(key)

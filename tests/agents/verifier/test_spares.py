@@ -30,11 +30,10 @@ def scratch(tmp_path: Path) -> Path:
     return path
 
 
-async def _verify_in(spare: Any, repo: Path, patch: str, tools: InProcessTools):
-    await anyio.to_thread.run_sync(lambda: shutil.copytree(repo, spare.root, dirs_exist_ok=True))
+async def _verify(workspace: Path, patch: str, tools: InProcessTools, session: Any = None):
     with anyio.fail_after(240):
         return await verify_patch(
-            workspace=spare.root,
+            workspace=workspace,
             patch=patch,
             plan_files=["calc.py"],
             test_targets=["tests/test_calc.py::test_mul"],
@@ -42,8 +41,13 @@ async def _verify_in(spare: Any, repo: Path, patch: str, tools: InProcessTools):
             tools=tools,
             deadline=deadline(),
             baseline=None,
-            session=spare.session,
+            session=session,
         )
+
+
+async def _verify_in(spare: Any, repo: Path, patch: str, tools: InProcessTools):
+    await anyio.to_thread.run_sync(lambda: shutil.copytree(repo, spare.root, dirs_exist_ok=True))
+    return await _verify(spare.root, patch, tools, spare.session)
 
 
 @pytest.mark.gvisor
@@ -77,25 +81,11 @@ async def test_a_spare_verifies_as_a_fresh_workspace_does_and_serves_one_verific
         async with spares.take() as second:
             assert second is not None and second.root != first_root
             again, _ = await _verify_in(second, calc_repo, marker, tools)
-            fixed, _ = await _verify_in_fresh(calc_repo, fix, tools)
+            fixed, _ = await _verify(calc_repo, fix, tools)
         assert not first_root.exists()
     assert again.verdict == "passed", again  # no mark from the first verification's sandbox
     assert fixed.verdict == "passed"
     assert [p async for p in anyio.Path(scratch).iterdir()] == []  # spares and their marks gone
-
-
-async def _verify_in_fresh(repo: Path, patch: str, tools: InProcessTools):
-    with anyio.fail_after(240):
-        return await verify_patch(
-            workspace=repo,
-            patch=patch,
-            plan_files=["calc.py"],
-            test_targets=["tests/test_calc.py::test_mul"],
-            mode="execute",
-            tools=tools,
-            deadline=deadline(),
-            baseline=None,
-        )
 
 
 async def test_the_next_spare_is_prepared_while_one_is_in_use(
