@@ -110,6 +110,10 @@ class VerifierSpares:
                 with anyio.fail_after(PREPARE_TIMEOUT_S):
                     # Starts the sandbox and has it import pytest (see `run_static_checks`).
                     await session.run_static_checks(["."], timeout_s=60.0)
+                    # The interpreter imports in the background, and a warm run is forked only
+                    # once it is done: an empty run here waits for that, so the spare is offered
+                    # ready and its verification's first test run does not wait instead.
+                    await session.run_tests([], timeout_s=60.0)
                 spare = Spare(root, session, target)
                 task_status.started(spare)
                 await spare.done.wait()

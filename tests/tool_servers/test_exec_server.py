@@ -15,6 +15,7 @@ from tests.processes import processes_mentioning
 from tests.tool_servers.ts_conformance import assert_valid
 from tests.tool_servers.ts_helpers import Elicitor, stdio_params
 from tool_servers.exec.server import build_exec_server
+from tool_servers.exec.static_checks import split_checks
 from tool_servers.protocol.scopes import Scope
 from tool_servers.protocol.spec import ServerOptions
 
@@ -207,6 +208,16 @@ async def test_py_compile_catches_what_the_interpreter_rejects_and_clean_code_is
     assert clean.structured_content["ok"] and clean.structured_content["findings"] == []
     compiled = [f for f in scoping.structured_content["findings"] if f["tool"] == "py_compile"]
     assert [(f["path"], f["line"], f["code"]) for f in compiled] == [("pkg/scoping.py", 3, "syntax-error")]
+
+
+def test_the_checks_output_is_cut_after_the_compile_pass_and_a_cut_short_pass_means_ruff_never_ran() -> None:
+    """One command runs both checkers: ruff's JSON starts after the compile pass's last line."""
+    compile_lines = '{"path": "a.py", "line": 1, "column": 2, "message": "SyntaxError: x"}\n{"checked": 2}\n'
+    ruff_json = '[\n  {"code": "F821", "filename": "b.py"}\n]\n'
+    assert split_checks(compile_lines + ruff_json) == (compile_lines, ruff_json)
+    assert split_checks(compile_lines) == (compile_lines, "")
+    cut = '{"path": "a.py", "line": 1, "column": 2, "message": "SyntaxError: x"}\n'
+    assert split_checks(cut) == (cut, None)
 
 
 async def test_without_the_execute_scope_exec_tools_are_hidden_and_refused(project: Path) -> None:

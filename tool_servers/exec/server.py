@@ -39,7 +39,7 @@ from tool_servers.exec.pytest_report import (
 from tool_servers.exec.pytest_warmup import warm_pytest_cache
 from tool_servers.exec.shared_sandbox import SharedSandbox, find_toolchain
 from tool_servers.exec.static_checks import (
-    COMPILE_SCRIPT,
+    CHECKS_SCRIPT,
     DEFAULT_SELECT,
     RULE_SELECTOR,
     CheckRun,
@@ -47,6 +47,7 @@ from tool_servers.exec.static_checks import (
     merge,
     parse_compile,
     parse_ruff,
+    split_checks,
 )
 from tool_servers.protocol.errors import InvalidArguments, NotFound
 from tool_servers.protocol.scopes import Risk, Scope
@@ -207,41 +208,47 @@ class ExecTools:
         tools = find_toolchain(self.root.path)
         env = {"PATH": tools.path, **_QUIET_ENV}
         runs: list[CheckRun] = []
-        ruff_findings = []
-        duration = 0.0
         if tools.warm_tests:
             # Test runs usually follow the checks: the sandbox imports pytest while they run.
             await warm_pytest_cache(tools.test_python)
             await self.box.keep_warm(tools.test_python, env)
+        ruff_argv = []
+        if tools.ruff is not None:
+            ruff_argv = [
+                tools.ruff, "check", "--output-format=json", "--no-cache", "--force-exclude",
+                f"--select={','.join(args.select)}",
+            ]  # fmt: skip
+        # No "--" here: after -c every word is the script's argument (paths never start with "-").
+        argv = [tools.python, "-I", "-S", "-c", CHECKS_SCRIPT, str(len(ruff_argv)), *ruff_argv, *paths]
+        result = await self.box.exec(argv, timeout_s=args.timeout_s, cwd=".", env=env)
+        compile_out, ruff_out = split_checks(result.stdout)
+        compiled, checked = parse_compile(compile_out, self.prefixes)
+        note = "" if checked is not None else output_tail(result.stdout, result.stderr, lines=10)
+        compile_run = CheckRun(
+            tool="py_compile",
+            exit_code=0 if checked is not None else result.exit_code,
+            timed_out=result.timed_out and checked is None,
+            note=note,
+        )
+        ruff_findings = []
         if tools.ruff is None:
             runs.append(CheckRun(tool="ruff", exit_code=None, timed_out=False, note="ruff is not installed"))
+        elif ruff_out is None:
+            note = "not run: the compile pass did not finish"
+            runs.append(CheckRun(tool="ruff", exit_code=None, timed_out=result.timed_out, note=note))
         else:
-            argv = [
-                tools.ruff, "check", "--output-format=json", "--no-cache", "--force-exclude",
-                f"--select={','.join(args.select)}", "--", *paths,
-            ]  # fmt: skip
-            result = await self.box.exec(argv, timeout_s=args.timeout_s, cwd=".", env=env)
-            duration += result.duration_s
             note = ""
             try:
                 if not result.timed_out:
-                    ruff_findings = parse_ruff(result.stdout, self.prefixes)
+                    ruff_findings = parse_ruff(ruff_out, self.prefixes)
             except (ValueError, TypeError, AttributeError):
-                note = f"unreadable ruff output: {output_tail(result.stdout, result.stderr, lines=10)}"
+                note = f"unreadable ruff output: {output_tail(ruff_out, result.stderr, lines=10)}"
             if result.exit_code not in (0, 1) and not note:
-                note = output_tail(result.stdout, result.stderr, lines=10)
+                note = output_tail(ruff_out, result.stderr, lines=10)
             runs.append(
                 CheckRun(tool="ruff", exit_code=result.exit_code, timed_out=result.timed_out, note=note)
             )
-        # No "--" here: after -c every word is the script's argument (paths never start with "-").
-        argv = [tools.python, "-I", "-c", COMPILE_SCRIPT, *paths]
-        result = await self.box.exec(argv, timeout_s=args.timeout_s, cwd=".", env=env)
-        duration += result.duration_s
-        compiled, checked = parse_compile(result.stdout, self.prefixes)
-        note = "" if checked is not None else output_tail(result.stdout, result.stderr, lines=10)
-        runs.append(
-            CheckRun(tool="py_compile", exit_code=result.exit_code, timed_out=result.timed_out, note=note)
-        )
+        runs.append(compile_run)
         findings = merge(ruff_findings, compiled)
         complete = all(r.exit_code in (0, 1) and not r.timed_out and not r.note for r in runs)
         return StaticChecksOutput(
@@ -251,7 +258,7 @@ class ExecTools:
             runs=runs,
             backend=result.backend,
             warning=result.warning,
-            duration_s=round(duration, 4),
+            duration_s=round(result.duration_s, 4),
         )
 
 
