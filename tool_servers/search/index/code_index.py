@@ -325,7 +325,7 @@ class CodeIndex:
         if await anyio.to_thread.run_sync(table.count_rows) == 0:
             return SearchResult(query=query, hits=[])
         if per_file and mode == "hybrid":
-            evidence = await self.file_evidence(query)
+            evidence = await self.file_evidence(query, parsed=parsed)
             ranked = filerank.rank_files(evidence, keep_tests=keep_tests)[:k]
             missing = [f.best["id"] for f in ranked if f.best is not None and "text" not in f.best]
             texts = await anyio.to_thread.run_sync(lambda: texts_by_id(table, missing))
@@ -374,16 +374,17 @@ class CodeIndex:
         inner = getattr(self.embedder, "inner", self.embedder)
         return np.asarray(inner.embed(texts), dtype=np.float32)
 
-    async def file_evidence(self, query: str) -> filerank.Evidence:
+    async def file_evidence(self, query: str, *, parsed: q.ParsedQuery | None = None) -> filerank.Evidence:
         """Everything `filerank.rank_files` needs for `query`: the keyword leg over chunks, one
         vector search per embedding piece, the definitions of the names the query uses, and the
-        imports of the files those name.
+        imports of the files those name. `parsed`: `query` already parsed (a long issue takes
+        tens of milliseconds to parse).
 
         Raises:
             InvalidQuery: empty query or only stop words.
             IndexUnavailable: the index could not be read.
         """
-        parsed = q.parse_query(query)
+        parsed = parsed or q.parse_query(query)
         issue = decompose(query)
         table = self._store.chunks
         evidence = filerank.Evidence(issue=issue, paths=sorted(self._store.files))
