@@ -12,8 +12,9 @@ The scripted model decides instantly (it reads a file, fixes `a - b`, ends), so 
 printed is plumbing: snapshot, scratch workspaces, MCP sessions, indexing, the sandbox and the
 tests it runs. Both paths verify in a workspace their verifier prepared ahead (`VerifierSpares`,
 as `codeloop serve` does); before each task the bench waits, untimed, until both are ready, as a
-worker's idle time or its model's thinking would. Per stage the script prints the pipeline's time (between the stage's transition
-events) beside the direct call's, and the difference, which is the bus's own share.
+worker's idle time or its model's thinking would. Per stage the script prints the pipeline's time
+(between the stage's transition events) beside the direct call's, and the difference, which is the
+bus's own share.
 
     .venv/bin/python benchmarks/pipeline_bench.py [--rounds 3] [--big-files 1000]
 """

@@ -43,6 +43,7 @@ from tool_servers.exec.static_checks import (
     DEFAULT_SELECT,
     RULE_SELECTOR,
     CheckRun,
+    Finding,
     StaticChecksOutput,
     merge,
     parse_compile,
@@ -207,7 +208,6 @@ class ExecTools:
         paths = self._relative_paths(args.paths)
         tools = find_toolchain(self.root.path)
         env = {"PATH": tools.path, **_QUIET_ENV}
-        runs: list[CheckRun] = []
         if tools.warm_tests:
             # Test runs usually follow the checks: the sandbox imports pytest while they run.
             await warm_pytest_cache(tools.test_python)
@@ -223,32 +223,18 @@ class ExecTools:
         result = await self.box.exec(argv, timeout_s=args.timeout_s, cwd=".", env=env)
         compile_out, ruff_out = split_checks(result.stdout)
         compiled, checked = parse_compile(compile_out, self.prefixes)
-        note = "" if checked is not None else output_tail(result.stdout, result.stderr, lines=10)
         compile_run = CheckRun(
             tool="py_compile",
             exit_code=0 if checked is not None else result.exit_code,
             timed_out=result.timed_out and checked is None,
-            note=note,
+            note="" if checked is not None else output_tail(result.stdout, result.stderr, lines=10),
         )
-        ruff_findings = []
         if tools.ruff is None:
-            runs.append(CheckRun(tool="ruff", exit_code=None, timed_out=False, note="ruff is not installed"))
-        elif ruff_out is None:
-            note = "not run: the compile pass did not finish"
-            runs.append(CheckRun(tool="ruff", exit_code=None, timed_out=result.timed_out, note=note))
+            ruff_run = CheckRun(tool="ruff", exit_code=None, timed_out=False, note="ruff is not installed")
+            ruff_findings: list[Finding] = []
         else:
-            note = ""
-            try:
-                if not result.timed_out:
-                    ruff_findings = parse_ruff(ruff_out, self.prefixes)
-            except (ValueError, TypeError, AttributeError):
-                note = f"unreadable ruff output: {output_tail(ruff_out, result.stderr, lines=10)}"
-            if result.exit_code not in (0, 1) and not note:
-                note = output_tail(ruff_out, result.stderr, lines=10)
-            runs.append(
-                CheckRun(tool="ruff", exit_code=result.exit_code, timed_out=result.timed_out, note=note)
-            )
-        runs.append(compile_run)
+            ruff_run, ruff_findings = self._ruff_run(result, ruff_out)
+        runs = [ruff_run, compile_run]
         findings = merge(ruff_findings, compiled)
         complete = all(r.exit_code in (0, 1) and not r.timed_out and not r.note for r in runs)
         return StaticChecksOutput(
@@ -260,6 +246,22 @@ class ExecTools:
             warning=result.warning,
             duration_s=round(result.duration_s, 4),
         )
+
+    def _ruff_run(self, result: ExecResult, ruff_out: str | None) -> tuple[CheckRun, list[Finding]]:
+        """Ruff's part of the checks command: its run and findings (`ruff_out` None: the compile
+        pass before it did not finish, so ruff never started)."""
+        if ruff_out is None:
+            note = "not run: the compile pass did not finish"
+            return CheckRun(tool="ruff", exit_code=None, timed_out=result.timed_out, note=note), []
+        findings, note = [], ""
+        try:
+            if not result.timed_out:
+                findings = parse_ruff(ruff_out, self.prefixes)
+        except (ValueError, TypeError, AttributeError):
+            note = f"unreadable ruff output: {output_tail(ruff_out, result.stderr, lines=10)}"
+        if result.exit_code not in (0, 1) and not note:
+            note = output_tail(ruff_out, result.stderr, lines=10)
+        return CheckRun(tool="ruff", exit_code=result.exit_code, timed_out=result.timed_out, note=note), findings
 
 
 _OUTBOX_IGNORE = "# codeloop tool reports: not part of the project\n*\n"
