@@ -27,6 +27,7 @@ def row(
     name: str | None = None,
     symbol: str | None = None,
     kind: str = "function",
+    text: str = "...",
 ) -> dict[str, Any]:
     return {
         "id": f"{path}:{name}:{score}",
@@ -36,7 +37,7 @@ def row(
         "symbol": symbol or name,
         "name": name,
         "kind": kind,
-        "text": "...",
+        "text": text,
         "_score": score,
     }
 
@@ -74,6 +75,20 @@ def test_the_innermost_traceback_frame_in_the_repository_weighs_most() -> None:
     assert order[:2] == ["pkg/core/basic.py", "pkg/core/expr.py"]
 
 
+def test_a_file_in_a_traceback_counts_as_a_frame_not_also_as_a_path_the_writer_named() -> None:
+    """A relative path printed in a frame is found as a path too; it is weighed once, by depth, so
+    the file a traceback ends in does not outweigh a definition the title names."""
+    issue = decompose(
+        "Contains.as_set returns Contains\n\nTraceback (most recent call last):\n"
+        '  File "./pkg/core/expr.py", line 10, in run\n'
+        "AttributeError: 'Contains' object has no attribute 'as_relational'\n"
+    )
+    assert "./pkg/core/expr.py" in issue.paths
+    assert filerank.mentioned_files(issue, PATHS) == {"pkg/core/expr.py": filerank.FRAME_BOOST}
+    named = decompose("See pkg/core/expr.py")
+    assert filerank.mentioned_files(named, PATHS) == {"pkg/core/expr.py": filerank.PATH_BOOST}
+
+
 def test_a_dotted_module_path_resolves_to_its_file() -> None:
     """`from pkg.printing.latex import latex` names pkg/printing/latex.py, not other/latex.py."""
     issue = decompose("Bad output\n\n>>> from pkg.printing.latex import latex\n>>> latex(x)\n")
@@ -92,6 +107,33 @@ def test_definitions_of_a_rare_name_count_and_a_name_defined_everywhere_does_not
         Evidence(issue=issue, paths=[*PATHS, *(f"gen/m{i}.py" for i in range(8))], definitions=definitions)
     )
     assert order == ["pkg/printing/str.py"]
+
+
+def test_a_file_named_like_a_name_the_issue_uses_gains_unless_many_files_share_the_name() -> None:
+    """`expr` in backticks lifts `expr.py` over a file one keyword rank ahead; a document of that
+    name gains nothing, and neither does a name three files share."""
+    paths = [*PATHS, "docs/expr.md", "a/misc.py", "b/misc.py"]
+    keyword = [row("pkg/core/basic.py", 5.0), row("pkg/core/expr.py", 4.9), row("docs/expr.md", 4.8)]
+    issue = decompose("`expr` drops terms")
+    assert ranked(Evidence(issue=issue, paths=paths, keyword=keyword))[:3] == [
+        "pkg/core/expr.py", "pkg/core/basic.py", "docs/expr.md",
+    ]  # fmt: skip
+    assert filerank.named_files(issue, paths) == {"pkg/core/expr.py": filerank.NAMED_FILE_BOOST * 2.0}
+    assert filerank.named_files(decompose("`misc` is slow"), paths) == {}
+
+
+def test_a_module_imported_inside_a_deliberately_named_definition_gains() -> None:
+    """`render_matrix` in backticks: the module its body imports lifts over a file one keyword rank
+    ahead. The same name seen only in pasted code (a call among others) lends nothing."""
+    body = "def render_matrix(m):\n    from pkg.utils.misc import join\n    return join(m)\n"
+    definitions = [row("pkg/printing/str.py", name="render_matrix", text=body)]
+    keyword = [row("pkg/core/basic.py", 5.0), row("pkg/utils/misc.py", 4.9)]
+    named = decompose("`render_matrix` breaks on empty input")
+    order = ranked(Evidence(issue=named, paths=PATHS, keyword=keyword, definitions=definitions))
+    assert order.index("pkg/utils/misc.py") < order.index("pkg/core/basic.py")
+    in_passing = decompose("Empty input breaks\n\n```\nm = make()\nrender_matrix(m)\n```\n")
+    order = ranked(Evidence(issue=in_passing, paths=PATHS, keyword=keyword, definitions=definitions))
+    assert order.index("pkg/core/basic.py") < order.index("pkg/utils/misc.py")
 
 
 def test_test_files_rank_after_the_source_they_test_unless_tests_are_wanted() -> None:

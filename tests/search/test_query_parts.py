@@ -45,6 +45,47 @@ Avec `pretty_print(Symbol("ω₀"))` j'obtiens « ω0 » au lieu de « ω₀ » 
 """
 
 
+BANNER_ISSUE = """\
+Wrong result with apart
+```
+Python 3.6.0 |Continuum Analytics, Inc.| (default, Dec 23 2016, 12:22:00)
+Type "copyright", "credits" or "license" for more information.
+
+IPython 5.1.0 -- An enhanced Interactive Python.
+?         -> Introduction and overview of IPython's features.
+%quickref -> Quick reference.
+help      -> Python's own help system.
+object?   -> Details about 'object', use 'object??' for extra details.
+
+In [1]: from sympy import symbols
+
+In [2]: bug = a * (-t + (-t + 1) * (2 * t - 1)) / (2 * t - 1)
+
+In [3]: bug.apart(t)
+Traceback (most recent call last):
+  File "C:\\Users\\Me\\AppData\\Local\\Programs\\Python\\Python36\\lib\\site-packages\\sympy\\polys\\partfrac.py", line 131, in apart_undetermined_coeffs
+    P, Q = P.div(Q)
+  File "/Users/me/Documents/sympy/sympy/polys/polytools.py", line 1227, in div
+    q, r = F.div(G)
+ZeroDivisionError: polynomial division
+```
+"""
+
+
+def test_an_interpreter_banner_and_the_directories_of_pasted_paths_are_not_names() -> None:
+    """The start-up lines of Python and IPython and the directories of a traceback's paths
+    (`Users`, `AppData`, `Documents`) would read as CamelCase names; the file names, the frames'
+    functions and the session's code stay."""
+    issue = decompose(BANNER_ISSUE)
+    names = set(issue.identifiers)
+    for noise in ("Continuum", "Analytics", "IPython", "Python", "Users", "AppData", "Local", "Documents"):
+        assert noise not in names, noise
+    assert {"bug.apart", "apart_undetermined_coeffs", "partfrac.py", "polytools.py"} <= names
+    assert issue.frames[0].path == "/Users/me/Documents/sympy/sympy/polys/polytools.py"  # still whole
+    assert issue.frames[1].function == "apart_undetermined_coeffs"
+    assert "Continuum" not in " ".join(issue.pieces)
+
+
 def test_a_traceback_gives_frames_innermost_first_and_its_error_line() -> None:
     """The innermost frame is where the failure is: it comes first (depth 0), its caller next."""
     parsed = decompose(TRACEBACK_ISSUE)

@@ -56,6 +56,18 @@ _BACKTICK = re.compile(r"`([^`\n]{1,200})`")
 _CAMEL = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]+")
 _URL = re.compile(r"https?://\S+")
+_PATH_SEPARATOR = re.compile(r"[/\\]")
+_BANNER = re.compile(
+    r"^[ \t]*(?:Python [23]\.\d+[\w.+]*[ \t]+.*\(.*\d{4}.*\).*"  # Python 3.6.0 |Anaconda| (default, Dec 23 2016, ...)
+    r"|\[(?:GCC|Clang|MSC|PyPy) [^\]\n]*\](?: on \w+)?"  # [GCC 7.3.0] on linux
+    r"|Type [\"'](?:help|copyright)[\"'].*"  # Type "help", "copyright", "credits" or "license" ...
+    r"|IPython \d[\w.]* -- An enhanced Interactive Python.*"
+    r"|(?:\?|%quickref|help|object\?)[ \t]+-> .*"  # IPython's help lines
+    r")[ \t]*$",
+    re.M,
+)
+"""The start-up lines of an interactive interpreter pasted with a session: they name the
+interpreter, the distribution and the date, never the code the issue is about."""
 _KEYWORDS = frozenset(
     """False None True and as assert async await break class continue def del elif else except
     finally for from global if import in is lambda nonlocal not or pass raise return try while
@@ -107,6 +119,7 @@ FRAME_WEIGHT = 1.0
 def decompose(query: str) -> IssueQuery:
     """The parts of `query` (see the module docstring). Never raises; empty text gives empty parts."""
     text = query[:MAX_QUERY_CHARS].replace("\r\n", "\n").replace("\r", "\n")
+    text = _BANNER.sub("", text)
     title = next((line.strip() for line in text.split("\n") if line.strip()), "")
     code: list[str] = []
     spans: list[tuple[int, int]] = []
@@ -237,6 +250,7 @@ def _identifiers(title: str, prose: str, code: list[str], frames: list[Frame], t
         token = m.group(0)
         add(token.rstrip("("), PROSE_WEIGHT, require_shape=not token.endswith("("))
     for block in code:
+        block = _file_names_only(block)
         for m in re.finditer(r"[A-Za-z_][\w.]*\(?", block):
             token = m.group(0)
             # In code, a call or a dotted/CamelCase/snake name is code; a bare lower word may be a
@@ -249,6 +263,18 @@ def _identifiers(title: str, prose: str, code: list[str], frames: list[Frame], t
             add(frame.function, FRAME_WEIGHT / (1 + frame.depth), require_shape=False)
     ranked = sorted(weights.items(), key=lambda item: -item[1])[:MAX_IDENTIFIERS]
     return dict(ranked)
+
+
+def _file_names_only(code: str) -> str:
+    """`code` with each file path in it cut to its file name: a traceback's directories
+    (`C:\\Users\\me\\AppData\\...`, `/Users/me/Documents/...`) would read as CamelCase names, and
+    the file name is what says which file it is."""
+    code = _FRAME.sub(lambda m: m.group(0).replace(m.group(1), _file_name(m.group(1)), 1), code)
+    return _PATH.sub(lambda m: _file_name(m.group(1)), code)
+
+
+def _file_name(path: str) -> str:
+    return _PATH_SEPARATOR.split(path)[-1]
 
 
 def _pieces(parsed: IssueQuery) -> list[str]:
