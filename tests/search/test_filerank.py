@@ -109,6 +109,23 @@ def test_definitions_of_a_rare_name_count_and_a_name_defined_everywhere_does_not
     assert order == ["pkg/printing/str.py"]
 
 
+def test_a_name_written_in_one_case_means_the_definition_of_that_case_when_there_is_one() -> None:
+    """`e.subs(...)` is the method `subs`, not the class `Subs`; `Subs` is the class; a name no
+    definition spells as written (a capitalised word) still finds its definitions in any case."""
+    definitions = [
+        row("pkg/core/basic.py", name="subs", symbol="Basic.subs", kind="method"),
+        row("pkg/printing/str.py", name="subs", symbol="Subs", kind="class"),
+        row("pkg/utils/misc.py", name="render", symbol="render"),
+    ]
+
+    def boosted(text: str) -> list[str]:
+        return ranked(Evidence(issue=decompose(text), paths=PATHS, definitions=definitions))
+
+    assert boosted("Wrong result\n\n`e.subs(x, 1)` gives 2") == ["pkg/core/basic.py"]
+    assert boosted("Wrong result\n\n`Subs(x, x, 1)` prints badly") == ["pkg/printing/str.py"]
+    assert boosted("Wrong result\n\n`Render` drops the last line") == ["pkg/utils/misc.py"]
+
+
 def test_a_file_named_like_a_name_the_issue_uses_gains_unless_many_files_share_the_name() -> None:
     """`expr` in backticks lifts `expr.py` over a file one keyword rank ahead; a document of that
     name gains nothing, and neither does a name three files share."""

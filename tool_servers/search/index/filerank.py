@@ -277,26 +277,38 @@ def _definition_boosts(
     issue: IssueQuery, rows: list[dict[str, Any]], best: dict[str, dict[str, Any]]
 ) -> dict[str, float]:
     wanted: dict[str, float] = defaultdict(float)
+    written: dict[str, set[str]] = defaultdict(set)
     qualified: dict[str, float] = {}
     for ident, weight in issue.identifiers.items():
-        last = ident.rsplit(".", 1)[-1].lower()
-        wanted[last] += weight
+        last = ident.rsplit(".", 1)[-1]
+        wanted[last.lower()] += weight
+        written[last.lower()].add(last)
         if "." in ident:
             qualified[ident.lower()] = weight
     defining: dict[str, set[str]] = defaultdict(set)
+    same_case: dict[str, set[str]] = defaultdict(set)
     for row in rows:
         name = (row.get("name") or "").lower()
         if name in wanted:
             defining[name].add(row["path"])
+            if (row.get("symbol") or "").rsplit(".", 1)[-1] in written[name]:
+                same_case[name].add(row["path"])
     boosts: dict[str, float] = defaultdict(float)
     for name, files in defining.items():
+        # `x.subs(...)` means the method `subs`, not the class `Subs`: where the name is defined
+        # as written, those definitions are the ones meant; else any case (a capitalised title).
+        files = same_case.get(name) or files
         if len(files) > MAX_DEFINING_FILES:
             continue
         share = DEFINITION_BOOST * wanted[name] / len(files)
         for p in files:
             boosts[p] += share
     for row in rows:
-        symbol = (row.get("symbol") or "").lower()
+        symbol = row.get("symbol") or ""
+        name = symbol.rsplit(".", 1)[-1]
+        if same_case.get(name.lower()) and name not in written[name.lower()]:
+            continue  # another case of a name defined as written
+        symbol = symbol.lower()
         for q, weight in qualified.items():
             if symbol and (symbol == q or q.endswith("." + symbol) or symbol.endswith("." + q)):
                 boosts[row["path"]] += DEFINITION_BOOST * weight
