@@ -84,6 +84,8 @@ def test_an_interpreter_banner_and_the_directories_of_pasted_paths_are_not_names
     assert issue.frames[0].path == "/Users/me/Documents/sympy/sympy/polys/polytools.py"  # still whole
     assert issue.frames[1].function == "apart_undetermined_coeffs"
     assert "Continuum" not in " ".join(issue.pieces)
+    # A sentence about a Python version is prose, not a banner.
+    assert "released 2020" in decompose("Slow import\n\nPython 3.9.1 (released 2020) broke it").prose
 
 
 def test_a_traceback_gives_frames_innermost_first_and_its_error_line() -> None:

@@ -77,19 +77,20 @@ NAMED_FILE_BOOST = 0.01
 """A file named like a name the issue uses (`sqrtdenest` -> `sqrtdenest.py`, `ConditionSet` ->
 `conditionset.py`), per unit of identifier weight, divided among the files of that name; capped
 per file by `NAMED_FILE_CAP`. A module is often named for what it defines, and the name may be
-written where no definition of it matches (a plural, another case). Tune half (65 cases, with
-`BODY_IMPORT_BOOST` at 0.01): 0 0.708/0.805, 0.01 and 0.02 0.723/0.813, 0.04 0.708/0.806."""
+written where no definition of it matches (a plural, another case). Tune half (65 cases): 0
+0.708/0.805, 0.005 to 0.02 0.738/0.820, 0.04 0.723/0.813."""
 NAMED_FILE_CAP = 0.1
-"""Tune half: caps 0.03, 0.06 and 0.1 alike."""
+"""Tune half: caps 0.03 to 0.2 alike."""
 MAX_NAMED_FILES = 2
-"""A name shared by more files (`utils`, `base`) says nothing about which."""
+"""A name shared by more files (`utils`, `base`) says nothing about which. Tune half: 1, 2 and 4
+alike."""
 BODY_IMPORT_BOOST = 0.01
 """A module imported inside the definition of a name the issue names deliberately (in the title
 or in backticks: weight >= `BODY_IMPORT_MIN_WEIGHT`), per unit of that weight, divided among the
 definition's imports. A function-level import is how a large codebase reaches the code that does
 the work (`lambdify` imports its printers inside), and the fix is often there rather than in the
-entry point the issue names. Tune half (with `NAMED_FILE_BOOST` at 0.01): 0 0.708/0.806, 0.01
-and 0.02 0.723/0.813, 0.04 0.708/0.809 (without it: 0.02 0.708/0.805)."""
+entry point the issue names. Tune half: 0 0.723/0.813, 0.005 to 0.02 0.738/0.820, 0.04
+0.708/0.809."""
 BODY_IMPORT_MIN_WEIGHT = 2.0
 """Tune half: minimum weights 1, 2 and 3 alike; 2 keeps names mentioned in passing out."""
 NEIGHBOUR_SHARE = 0.0

@@ -58,7 +58,8 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]+")
 _URL = re.compile(r"https?://\S+")
 _PATH_SEPARATOR = re.compile(r"[/\\]")
 _BANNER = re.compile(
-    r"^[ \t]*(?:Python [23]\.\d+[\w.+]*[ \t]+.*\(.*\d{4}.*\).*"  # Python 3.6.0 |Anaconda| (default, Dec 23 2016, ...)
+    # Python 3.6.0 |Anaconda| (default, Dec 23 2016, 12:22:00): a version, then a build date and time
+    r"^[ \t]*(?:Python [23]\.\d+\.\d+\S*[ \t].*\(.*\d{4},? +\d{1,2}:\d{2}.*\).*"
     r"|\[(?:GCC|Clang|MSC|PyPy) [^\]\n]*\](?: on \w+)?"  # [GCC 7.3.0] on linux
     r"|Type [\"'](?:help|copyright)[\"'].*"  # Type "help", "copyright", "credits" or "license" ...
     r"|IPython \d[\w.]* -- An enhanced Interactive Python.*"
