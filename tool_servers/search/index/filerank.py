@@ -156,11 +156,12 @@ def rank_files(evidence: Evidence, *, keep_tests: bool = False) -> list[RankedFi
 
     for path, boost in mentioned_files(evidence.issue, evidence.paths).items():
         scores[path] += boost
-    for path, boost in _definition_boosts(evidence.issue, evidence.definitions, best).items():
+    names = _names_used(evidence.issue, evidence.definitions)
+    for path, boost in _definition_boosts(evidence.issue, names, evidence.definitions, best).items():
         scores[path] += boost
     for path, boost in named_files(evidence.issue, evidence.paths).items():
         scores[path] += boost
-    for path, boost in _body_import_boosts(evidence.issue, evidence.definitions, known).items():
+    for path, boost in _body_import_boosts(names, evidence.definitions, known).items():
         scores[path] += boost
 
     if NEIGHBOUR_SHARE and evidence.imports:
@@ -290,44 +291,68 @@ def _module_files(index: dict[str, list[str]], dotted: str) -> list[str]:
     return []
 
 
-def _definition_boosts(
-    issue: IssueQuery, rows: list[dict[str, Any]], best: dict[str, dict[str, Any]]
-) -> dict[str, float]:
-    wanted: dict[str, float] = defaultdict(float)
-    written: dict[str, set[str]] = defaultdict(set)
-    qualified: dict[str, float] = {}
+@dataclass(slots=True)
+class _NamesUsed:
+    """The identifiers of an issue by bare lower-cased name, with the definitions found for them."""
+
+    weight: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    """Summed over every place the name is written."""
+    strongest: dict[str, float] = field(default_factory=dict)
+    """The weight of the most deliberate place it is written (title, backticks, ...)."""
+    written: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    """The name as written, case kept (`subs`, `Subs`)."""
+    defining: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    """Files defining the name, in any case."""
+    same_case: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    """Files defining it spelt as written."""
+
+    def meant(self, name: str) -> set[str]:
+        """The files whose definitions of `name` are the ones the issue means: `x.subs(...)` is the
+        method `subs`, not the class `Subs`, so where the name is defined as written only those
+        count; else any case (a capitalised title word)."""
+        return self.same_case.get(name) or self.defining.get(name, set())
+
+    def other_case(self, symbol: str) -> bool:
+        """A definition spelt otherwise than the issue writes its name, when another is spelt so."""
+        name = symbol.rsplit(".", 1)[-1]
+        return bool(self.same_case.get(name.lower())) and name not in self.written.get(name.lower(), ())
+
+
+def _names_used(issue: IssueQuery, rows: list[dict[str, Any]]) -> _NamesUsed:
+    names = _NamesUsed()
     for ident, weight in issue.identifiers.items():
         last = ident.rsplit(".", 1)[-1]
-        wanted[last.lower()] += weight
-        written[last.lower()].add(last)
-        if "." in ident:
-            qualified[ident.lower()] = weight
-    defining: dict[str, set[str]] = defaultdict(set)
-    same_case: dict[str, set[str]] = defaultdict(set)
+        names.weight[last.lower()] += weight
+        names.strongest[last.lower()] = max(weight, names.strongest.get(last.lower(), 0.0))
+        names.written[last.lower()].add(last)
     for row in rows:
         name = (row.get("name") or "").lower()
-        if name in wanted:
-            defining[name].add(row["path"])
-            if (row.get("symbol") or "").rsplit(".", 1)[-1] in written[name]:
-                same_case[name].add(row["path"])
+        if name in names.weight:
+            names.defining[name].add(row["path"])
+            if (row.get("symbol") or "").rsplit(".", 1)[-1] in names.written[name]:
+                names.same_case[name].add(row["path"])
+    return names
+
+
+def _definition_boosts(
+    issue: IssueQuery, names: _NamesUsed, rows: list[dict[str, Any]], best: dict[str, dict[str, Any]]
+) -> dict[str, float]:
+    qualified = {ident.lower(): weight for ident, weight in issue.identifiers.items() if "." in ident}
     boosts: dict[str, float] = defaultdict(float)
-    for name, files in defining.items():
-        # `x.subs(...)` means the method `subs`, not the class `Subs`: where the name is defined
-        # as written, those definitions are the ones meant; else any case (a capitalised title).
-        files = same_case.get(name) or files
+    for name in names.defining:
+        files = names.meant(name)
         if len(files) > MAX_DEFINING_FILES:
             continue
-        share = DEFINITION_BOOST * wanted[name] / len(files)
+        share = DEFINITION_BOOST * names.weight[name] / len(files)
         for p in files:
             boosts[p] += share
     for row in rows:
         symbol = row.get("symbol") or ""
-        name = symbol.rsplit(".", 1)[-1]
-        if same_case.get(name.lower()) and name not in written[name.lower()]:
-            continue  # another case of a name defined as written
+        if not symbol or names.other_case(symbol):
+            continue
         symbol = symbol.lower()
         for q, weight in qualified.items():
-            if symbol and (symbol == q or q.endswith("." + symbol) or symbol.endswith("." + q)):
+            if symbol == q or q.endswith("." + symbol) or symbol.endswith("." + q):
                 boosts[row["path"]] += DEFINITION_BOOST * weight
                 best.setdefault(row["path"], row)
     return {p: min(b, DEFINITION_CAP) for p, b in boosts.items()}
@@ -347,22 +372,15 @@ def named_files(issue: IssueQuery, paths: Sequence[str]) -> dict[str, float]:
     return {p: min(b, NAMED_FILE_CAP) for p, b in boosts.items()}
 
 
-def _body_import_boosts(issue: IssueQuery, rows: list[dict[str, Any]], known: set[str]) -> dict[str, float]:
+def _body_import_boosts(names: _NamesUsed, rows: list[dict[str, Any]], known: set[str]) -> dict[str, float]:
     """The modules that definitions of deliberately named names import in their bodies."""
-    weight_of: dict[str, float] = {}
-    for ident, weight in issue.identifiers.items():
-        name = ident.rsplit(".", 1)[-1].lower()
-        weight_of[name] = max(weight, weight_of.get(name, 0.0))
-    defining: dict[str, set[str]] = defaultdict(set)
-    for row in rows:
-        defining[(row.get("name") or "").lower()].add(row["path"])
     share: dict[str, float] = defaultdict(float)
     for row in rows:
         name = (row.get("name") or "").lower()
-        weight = weight_of.get(name, 0.0)
+        weight = names.strongest.get(name, 0.0)
         if weight < BODY_IMPORT_MIN_WEIGHT or "import" not in (row.get("text") or ""):
             continue
-        if len(defining[name]) > MAX_DEFINING_FILES:
+        if len(names.defining.get(name, ())) > MAX_DEFINING_FILES:
             continue  # a name defined everywhere names no entry point
         imported = [p for p in imports_of(row["path"], row["text"], known) if p != row["path"]]
         for p in imported:
@@ -380,7 +398,7 @@ def _demote_tests(scores: dict[str, float]) -> None:
     by_stem: dict[str, list[str]] = defaultdict(list)
     for p in scores:
         if not is_test_path(p):
-            by_stem[posixpath.splitext(posixpath.basename(p))[0].lstrip("_")].append(p)
+            by_stem[_stem(p)].append(p)
     for p in list(scores):
         if not is_test_path(p):
             continue
