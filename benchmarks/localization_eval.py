@@ -12,7 +12,13 @@ once, keeps the ranking, and scores it twice (all files, then `--exclude-tests`,
 files before cutting at k); then the BM25 baseline on the same cases, and prints one table.
 
     .venv/bin/python benchmarks/localization_eval.py DEVSET --trees TREES \\
-        [--index-root DIR] [--halves odd even] [--bm25-python PY] [--sample N]
+        [--index-root DIR] [--halves odd even] [--bm25-python PY] [--sample N] \\
+        [--examples --example-setup FILE --example-python PY]
+
+`--examples` also ranks every case with `--run-examples` (the issue's example code run in the
+sandbox, executed files filling ranks 6-10) and prints it as its own row; `--example-setup` is
+the file of Python an interactive session of the project starts with, `--example-python` the
+interpreter the project's code runs on.
 
 `--bm25-python` is an interpreter with `bm25s` and `PyStemmer` (the baseline's needs; codeloop
 does not depend on them). Odd lines are the tuning half, even lines the report half.
@@ -30,13 +36,15 @@ METRICS = ["recall@1", "recall@5", "recall@10", "mrr", "acc@1", "acc@3", "acc@5"
 LABELS = ["R@1", "R@5", "R@10", "MRR", "Acc@1", "Acc@3", "Acc@5", "Acc@10"]
 
 
-def codeloop_template(work: Path, *, index_root: Path | None, k: int) -> str:
+def codeloop_template(work: Path, *, index_root: Path | None, k: int, extra: list[str] = ()) -> str:
     """A `score.py --cmd` template that runs codeloop once per case and replays the saved ranking
-    on later runs of the same case (the `--exclude-tests` pass scores the same ranking)."""
+    on later runs of the same case (the `--exclude-tests` pass scores the same ranking). `extra`:
+    more `codeloop search` arguments."""
     codeloop = f"{shlex.quote(sys.executable)} -m codeloop"
     index = f" --index-dir {shlex.quote(str(index_root))}/{{base_commit}}" if index_root else ""
+    more = "".join(f" {shlex.quote(arg)}" for arg in extra)
     saved = f"{shlex.quote(str(work))}/{{id}}.json"
-    search = f"{codeloop} search @{{query_file}} --repo {{repo_dir}} --per-file -k {k} --json{index}"
+    search = f"{codeloop} search @{{query_file}} --repo {{repo_dir}} --per-file -k {k} --json{index}{more}"
     return (
         f'f={saved}; if [ ! -s "$f" ]; then {search} > "$f.tmp" && mv "$f.tmp" "$f" || exit 1; fi; cat "$f"'
     )
@@ -74,19 +82,31 @@ def main() -> None:
     ap.add_argument("--ids", nargs="+", metavar="ID", help="only these cases (each scored in its own half)")
     ap.add_argument("-k", type=int, default=50)
     ap.add_argument("--no-bm25", action="store_true", help="codeloop only")
+    ap.add_argument("--examples", action="store_true", help="also rank with --run-examples")
+    ap.add_argument("--example-setup", type=Path, help="file of Python the examples start with")
+    ap.add_argument("--example-python", help="interpreter for the examples")
     a = ap.parse_args()
     score_py = a.devset / "score.py"
     if not score_py.is_file() or not (a.devset / "cases.jsonl").is_file():
         sys.exit(f"{a.devset} holds no score.py and cases.jsonl: pass the development set's directory")
     common = ["--cache", str(a.trees), "-k", str(a.k)]
+    rankers = {"codeloop": []}
+    if a.examples:
+        rankers["codeloop + examples"] = ["--run-examples"]
+        if a.example_setup:
+            rankers["codeloop + examples"] += ["--example-setup", f"@{a.example_setup.resolve()}"]
+        if a.example_python:
+            rankers["codeloop + examples"] += ["--example-python", a.example_python]
     if a.sample:
         common += ["--sample", str(a.sample), "--seed", "0"]
     rows: list[tuple[str, str, str, dict]] = []
     with tempfile.TemporaryDirectory(prefix="localization-") as work:
         for half in a.halves:
-            saved = Path(work) / half
-            saved.mkdir()
-            template = codeloop_template(saved, index_root=a.index_root, k=a.k)
+            templates = {}
+            for number, (ranker, extra) in enumerate(rankers.items()):
+                saved = Path(work) / f"{half}-{number}"
+                saved.mkdir()
+                templates[ranker] = codeloop_template(saved, index_root=a.index_root, k=a.k, extra=extra)
             only = []
             if a.ids:
                 picked = half_ids(a.devset / "cases.jsonl", half, set(a.ids))
@@ -96,8 +116,9 @@ def main() -> None:
             for exclude in (False, True):
                 flags = [*common, "--lines", half, *only, *(["--exclude-tests"] if exclude else [])]
                 mode = "non-test files" if exclude else "all files"
-                got = run_score(score_py, [*flags, "--cmd", template], python=sys.executable)
-                rows.append((half, mode, "codeloop", got))
+                for ranker, template in templates.items():
+                    got = run_score(score_py, [*flags, "--cmd", template], python=sys.executable)
+                    rows.append((half, mode, ranker, got))
                 if not a.no_bm25:
                     base = run_score(score_py, [*flags, "--baseline", "bm25"], python=a.bm25_python)
                     rows.append((half, mode, "bm25", base))

@@ -16,7 +16,7 @@ from codeloop.commands._common import fail, usage_error
 
 if TYPE_CHECKING:
     from tool_servers.search.index.code_index import CodeIndex
-    from tool_servers.search.models import IndexReport
+    from tool_servers.search.models import ExampleRun, IndexReport
 
 IndexDirOption = Annotated[
     str | None,
@@ -78,6 +78,37 @@ def search_command(
     as_json: JsonOption = False,
     index_dir: IndexDirOption = None,
     model: ModelOption = None,
+    run_examples: Annotated[
+        bool,
+        typer.Option(
+            "--run-examples",
+            help="With --per-file: run the query's example code (interpreter sessions, code blocks) "
+            "in the sandbox on a scratch copy of the indexed files, and give ranks 6-10 to the files "
+            "it executed. The checkout is never written.",
+        ),
+    ] = False,
+    example_setup: Annotated[
+        str,
+        typer.Option(
+            "--example-setup",
+            metavar="CODE",
+            help="Python run before the examples, untraced: what an interactive session of the "
+            "project starts with (e.g. 'from sympy import *'). @FILE reads it from a file.",
+        ),
+    ] = "",
+    example_python: Annotated[
+        str | None,
+        typer.Option(
+            "--example-python",
+            metavar="PATH",
+            help="Interpreter for the examples. Default: the repository's virtualenv "
+            "(.venv, venv, env, .env), else codeloop's own.",
+        ),
+    ] = None,
+    example_timeout: Annotated[
+        float,
+        typer.Option("--example-timeout", min=1, help="Seconds for the example statements, after the setup."),
+    ] = 20.0,
 ) -> None:
     """Search a repository's code by meaning and keywords (hybrid: vector + full-text, fused).
 
@@ -85,6 +116,13 @@ def search_command(
     A long query (an issue text) can be passed as @FILE.
     """
     text = _query_text(query)
+    if run_examples and not per_file:
+        raise usage_error("--run-examples ranks files: add --per-file")
+    setup = _query_text(example_setup) if example_setup.startswith("@") else example_setup
+    if example_python is not None and not Path(example_python).is_file():
+        raise usage_error(
+            f"--example-python {example_python!r} is not a file: name the interpreter to run examples with"
+        )
 
     async def run() -> Any:
         from tool_servers.search.index.query import parse_query
@@ -93,11 +131,15 @@ def search_command(
         index, report = await _open_and_update(repo, index_dir, model, quiet=as_json)
         for message in report.messages:
             typer.echo(f"note: {message}", err=True)
-        return await index.search(text, k=k, per_file=per_file, keep_tests=keep_tests)
+        if not run_examples:
+            return await index.search(text, k=k, per_file=per_file, keep_tests=keep_tests)
+        examples = await _run_examples(index, text, setup, example_python, example_timeout)
+        result = await index.search(text, k=k, per_file=True, keep_tests=keep_tests, executed=examples.files)
+        return result.model_copy(update={"examples": examples})
 
     result = _run(run)
     if as_json:
-        typer.echo(result.model_dump_json())
+        typer.echo(result.model_dump_json(exclude=None if result.examples else {"examples"}))
         return
     if not result.hits:
         typer.echo("no hits")
@@ -109,6 +151,33 @@ def search_command(
             typer.echo(f"    {line}")
         if len(lines) > 6:
             typer.echo(f"    ... {len(lines) - 6} more lines")
+
+
+async def _run_examples(
+    index: "CodeIndex", text: str, setup: str, python: str | None, timeout_s: float
+) -> "ExampleRun":
+    from codeloop.config import tool_server_config
+    from tool_servers.search.examples.extract import example_blocks
+    from tool_servers.search.examples.run import trace_examples
+
+    run = await trace_examples(
+        index.repo, index.indexed_paths(), example_blocks(text), setup=setup, python=python,
+        timeout_s=timeout_s, policy=tool_server_config().sandbox_policy,
+    )  # fmt: skip
+    typer.echo(f"note: examples: {_examples_summary(run)}", err=True)
+    return run
+
+
+def _examples_summary(run: "ExampleRun") -> str:
+    if run.backend is None or run.note:
+        return run.note or "nothing ran"
+    parts = [f"{run.statements} statements ran ({run.failed} raised) in {run.backend}"]
+    parts.append(f"{len(run.files)} repository files executed")
+    if run.timed_out:
+        parts.append("stopped at the time limit")
+    if run.setup_error:
+        parts.append(f"the setup raised {run.setup_error}")
+    return ", ".join(parts)
 
 
 def _query_text(query: str) -> str:
@@ -202,11 +271,19 @@ def _run(main: Callable[[], Awaitable[Any]]) -> Any:
     failed (its storage, a lock held too long)."""
     import anyio
 
-    from tool_servers.search.errors import IndexDirUnusable, InvalidQuery, RepoNotFound, SearchError
+    from tool_servers.search.errors import (
+        ExamplesForbidden,
+        IndexDirUnusable,
+        InvalidQuery,
+        RepoNotFound,
+        SearchError,
+    )
 
     try:
         return anyio.run(main)
     except (RepoNotFound, InvalidQuery, IndexDirUnusable) as exc:
         raise usage_error(str(exc)) from None
+    except ExamplesForbidden as exc:
+        raise fail(str(exc)) from None
     except SearchError as exc:
         raise fail(str(exc)) from None

@@ -58,6 +58,20 @@ def _codeloop(*args: str) -> subprocess.CompletedProcess[str]:
         (["index", "{tmp}/afile.txt"], "not a directory"),
         (["search", "the of and", "--repo", "{tmp}"], "only common words"),
         (["search", "", "--repo", "{tmp}"], "query is empty"),
+        (["search", "x = f(1)", "--repo", "{tmp}", "--run-examples"], "add --per-file"),
+        (
+            [
+                "search",
+                "x",
+                "--repo",
+                "{tmp}",
+                "--per-file",
+                "--run-examples",
+                "--example-python",
+                "{tmp}/nope",
+            ],
+            "--example-python",
+        ),
     ],
 )
 def test_bad_input_exits_non_zero_with_a_message_and_no_traceback(
@@ -68,3 +82,52 @@ def test_bad_input_exits_non_zero_with_a_message_and_no_traceback(
     done = _codeloop(*[a.format(tmp=tmp_path) for a in args])
     assert done.returncode == 2
     assert message in done.stderr and "Traceback" not in done.stderr
+
+
+ISSUE = """show() prints the wrong brackets
+```
+>>> from calc import show
+>>> show(2)
+'<2>'
+```
+It should print [2].
+"""
+
+
+def test_run_examples_adds_what_the_example_executed_to_the_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Our CLI contract, extended: with --run-examples the result carries `examples`, and a file
+    reached only by running the example (core.py, which the issue never names) is ranked."""
+    monkeypatch.setenv("CODELOOP_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("CODELOOP_SANDBOX", "process")
+    repo = tmp_path / "repo"
+    files = {
+        "calc/__init__.py": "from calc.printer import show\n",
+        "calc/printer.py": "from calc import core\n\n\ndef show(a):\n    return core.wrap(a)\n",
+        "calc/core.py": "def wrap(a):\n    return f'<{a}>'\n",
+    }
+    # Files that match the issue's words better than core.py, which it never names.
+    files.update(
+        {
+            f"calc/show{i}.py": f"def show_brackets{i}(wrong):\n    return print(wrong, 'brackets')\n"
+            for i in range(16)
+        }
+    )
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    (tmp_path / "issue.md").write_text(ISSUE)
+    args = ["search", f"@{tmp_path / 'issue.md'}", "--repo", str(repo), "--per-file", "-k", "10", "--json"]
+
+    plain = CliRunner().invoke(app, args)
+    with_examples = CliRunner().invoke(app, [*args, "--run-examples"])
+
+    assert plain.exit_code == 0 and with_examples.exit_code == 0, with_examples.output
+    assert set(json.loads(plain.stdout)) == {"query", "hits"}
+    result = json.loads(with_examples.stdout)
+    assert result["examples"]["backend"] == "process" and result["examples"]["statements"] == 2
+    assert result["examples"]["files"] == {"calc/printer.py": 1, "calc/core.py": 1}
+    assert "calc/core.py" not in [h["path"] for h in json.loads(plain.stdout)["hits"]]
+    assert "calc/core.py" in [h["path"] for h in result["hits"]]
+    assert (repo / "calc" / "__pycache__").exists() is False

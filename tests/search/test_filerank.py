@@ -173,3 +173,57 @@ def test_imports_resolve_absolute_and_relative_module_paths_to_indexed_files() -
     text = "from .expr import Expr\nfrom pkg.printing import latex\nimport pkg.utils.misc\nimport os\n"
     found = imports_of("pkg/core/basic.py", text, set(PATHS))
     assert found == ["pkg/core/expr.py", "pkg/printing/latex.py", "pkg/utils/misc.py"]
+
+
+MANY = [f"pkg/m{i:02d}.py" for i in range(20)] + ["pkg/tests/test_m15.py", "pkg/only_run.py"]
+
+
+def _static(n: int = 20) -> Evidence:
+    """Keyword evidence ranking pkg/m00.py first, pkg/m01.py second, ..."""
+    keyword = [row(f"pkg/m{i:02d}.py", 100.0 - i) for i in range(n)]
+    return Evidence(issue=decompose("a long story about numbers"), paths=MANY, keyword=keyword)
+
+
+def test_files_the_examples_executed_take_the_ranks_after_the_static_head() -> None:
+    """Our choice: the static ranking keeps its first EXECUTED_AFTER ranks; the next EXECUTED_SLOTS
+    go to executed files, best static rank first; the rest follow in static order."""
+    evidence = _static()
+    evidence.executed = {"pkg/m02.py": 3, "pkg/m12.py": 1, "pkg/m17.py": 9, "pkg/m19.py": 2}
+    order = ranked(evidence)
+    head, after = filerank.EXECUTED_AFTER, filerank.EXECUTED_SLOTS
+    assert order[:head] == [f"pkg/m{i:02d}.py" for i in range(head)]
+    assert order[head : head + 3] == ["pkg/m12.py", "pkg/m17.py", "pkg/m19.py"]
+    assert after >= 3 and order[head + 3 :][:2] == ["pkg/m05.py", "pkg/m06.py"]
+    assert sorted(order) == sorted(ranked(_static()))  # nothing lost, nothing added
+
+
+def test_an_executed_file_without_static_evidence_fills_a_slot_after_those_with_some() -> None:
+    evidence = _static(8)
+    evidence.executed = {"pkg/only_run.py": 4, "pkg/m07.py": 1}
+    order = ranked(evidence)
+    assert order[filerank.EXECUTED_AFTER : filerank.EXECUTED_AFTER + 2] == ["pkg/m07.py", "pkg/only_run.py"]
+
+
+def test_executed_test_files_get_no_slot_unless_tests_are_wanted() -> None:
+    """The tests an example happens to import are not what a fix changes."""
+    evidence = _static()
+    evidence.keyword.append(row("pkg/tests/test_m15.py", 50.0))
+    evidence.executed = {"pkg/tests/test_m15.py": 5}
+    assert ranked(evidence).index("pkg/tests/test_m15.py") > filerank.EXECUTED_AFTER + filerank.EXECUTED_SLOTS
+    assert ranked(evidence, keep_tests=True).index("pkg/tests/test_m15.py") == filerank.EXECUTED_AFTER
+
+
+def test_scores_stay_sorted_when_execution_moves_files_up() -> None:
+    """A consumer may sort hits by score: a moved file shows the score of its slot."""
+    evidence = _static()
+    evidence.executed = {"pkg/m18.py": 1}
+    files = rank_files(evidence)
+    scores = [f.score for f in files]
+    assert scores == sorted(scores, reverse=True)
+    assert files[filerank.EXECUTED_AFTER].path == "pkg/m18.py"
+
+
+def test_without_executed_files_the_ranking_is_the_static_one() -> None:
+    evidence = _static()
+    evidence.executed = {"pkg/m00.py": 1, "pkg/m01.py": 1}  # already in the head: nothing moves
+    assert ranked(evidence) == ranked(_static())

@@ -9,6 +9,8 @@
                                 out; the index was left as it is
         └── IndexDirUnusable    no index can be kept where asked: a file where a directory must be,
                                 /proc, a read-only path (the caller must name another place)
+    └── ExamplesForbidden       the deployment's sandbox policy forbids running a query's examples
+                                here (gVisor required and unusable, or a bad policy value)
 
 A corrupt or version-mismatched index is not an error for the caller: `CodeIndex.update` rebuilds
 it and says so in `IndexReport.messages`. A storage failure is never taken for damage
@@ -39,3 +41,7 @@ class IndexUnavailable(SearchError):
 
 class IndexDirUnusable(IndexUnavailable):
     """The index directory cannot be made or written at all; the message names the path."""
+
+
+class ExamplesForbidden(SearchError):
+    """A query's examples cannot run: the sandbox policy allows no backend here."""

@@ -30,6 +30,30 @@ class SearchHit(BaseModel):
     """The chunk's source text, whole lines."""
 
 
+class ExampleRun(BaseModel):
+    """What running the query's example code in the sandbox did (`search --run-examples`)."""
+
+    model_config = _FROZEN
+
+    statements: int
+    """Statements run (each top-level statement of the examples on its own)."""
+    failed: int
+    """Statements that raised (often the very error the issue reports)."""
+    timed_out: bool
+    """The examples ran out of time; `files` holds what ran before."""
+    files: dict[str, int]
+    """Repository file -> distinct functions of it that ran."""
+    backend: Literal["gvisor", "process"] | None
+    """Where they ran; None when nothing ran (no example code)."""
+    python: str | None
+    """The interpreter: the repository's virtualenv's, else codeloop's own."""
+    setup_error: str | None = None
+    """The setup code raised this (the examples still ran)."""
+    note: str | None = None
+    """Why nothing ran or what went wrong, for a person."""
+    duration_s: float = 0.0
+
+
 class SearchResult(BaseModel):
     """Hits for one query, best first."""
 
@@ -39,6 +63,9 @@ class SearchResult(BaseModel):
     """The query as given."""
     hits: list[SearchHit]
     """Best first. With per-file aggregation, one hit per file (its best chunk, the file's score)."""
+    examples: ExampleRun | None = None
+    """With `--run-examples`: what the query's example code executed (it fills ranks of the file
+    ranking); None otherwise."""
 
 
 class SkippedFile(BaseModel):

@@ -306,12 +306,14 @@ class CodeIndex:
         per_file: bool = False,
         mode: q.SearchMode = "hybrid",
         keep_tests: bool = False,
+        executed: dict[str, int] | None = None,
     ) -> SearchResult:
         """Best chunks (or, with `per_file`, best files) for `query`.
 
         `per_file` ranks files from all the evidence of `filerank` (the query taken apart into
         paths, frames, identifiers and embedding pieces); test files rank after source files
-        unless `keep_tests`. `mode` "vector" or "keyword" runs one chunk leg alone, without
+        unless `keep_tests`. `executed`: the files the query's examples ran (path -> functions,
+        `examples.run.trace_examples`), which fill ranks of the file ranking. `mode` "vector" or "keyword" runs one chunk leg alone, without
         boosts (for evaluation).
 
         Raises:
@@ -326,6 +328,7 @@ class CodeIndex:
             return SearchResult(query=query, hits=[])
         if per_file and mode == "hybrid":
             evidence = await self.file_evidence(query, parsed=parsed)
+            evidence.executed = dict(executed or {})
             ranked = filerank.rank_files(evidence, keep_tests=keep_tests)[:k]
             missing = [f.best["id"] for f in ranked if f.best is not None and "text" not in f.best]
             texts = await anyio.to_thread.run_sync(lambda: texts_by_id(table, missing))
@@ -358,6 +361,10 @@ class CodeIndex:
             parsed, rankings, legs.get("named", []), k=k, per_file=per_file, boosts=mode == "hybrid"
         )
         return SearchResult(query=query, hits=hits)
+
+    def indexed_paths(self) -> list[str]:
+        """The files the index holds, relative to the repository, sorted."""
+        return sorted(self._store.files)
 
     def _vector_matrix(self) -> VectorMatrix:
         """The chunk vectors of the current index version (read once per version)."""

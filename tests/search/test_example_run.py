@@ -1,0 +1,146 @@
+"""Running an issue's examples in a real sandbox: which files' functions ran, what failed, what
+ran out of time, and that the checkout is never written."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from sandbox.gvisor import probe_runsc
+from sandbox.limits import GvisorOptions
+from tool_servers.search.examples.run import interpreter_paths, repository_python, trace_examples
+
+pytestmark = pytest.mark.anyio
+
+PACKAGE = {
+    "calc/__init__.py": "from calc.printer import show\n",
+    "calc/core.py": "def add(a, b):\n    return a + b\n\n\ndef negate(a):\n    return -a\n",
+    "calc/printer.py": (
+        "from calc import core\n\n\ndef show(a):\n    return f'<{core.add(a, 0)}>'\n\n\n"
+        "def explode(a):\n    return 1 / a\n"
+    ),
+    "calc/unused.py": "def never():\n    return 0\n",
+    "calc/tests/test_core.py": "from calc.core import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+}
+
+
+def _repo(root: Path) -> tuple[Path, list[str]]:
+    for rel, text in PACKAGE.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root, sorted(PACKAGE)
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(params=["process", "gvisor"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, GvisorOptions | None]:
+    if request.param == "process":
+        return "process", None
+    status = probe_runsc()
+    if not status.works:
+        pytest.skip(f"runsc does not work here: {status.detail}")
+    return "gvisor", GvisorOptions(state_dir=tmp_path / "runsc-state", work_dir=tmp_path / "sandboxes")
+
+
+async def test_the_files_whose_functions_ran_are_counted_and_the_rest_left_out(
+    tmp_path: Path, backend: tuple[str, GvisorOptions | None]
+) -> None:
+    """The evidence `search --run-examples` ranks with: per file, the distinct functions that ran."""
+    root, paths = _repo(tmp_path / "repo")
+    run = await trace_examples(
+        root, paths, ["show(2)"], setup="from calc import *", backend=backend[0], gvisor=backend[1]
+    )
+    assert run.backend == backend[0] and run.note is None and run.setup_error is None
+    assert run.statements == 1 and run.failed == 0 and not run.timed_out
+    assert run.files == {"calc/printer.py": 1, "calc/core.py": 1}  # the setup's imports are not traced
+
+
+async def test_a_failing_statement_is_counted_and_the_next_ones_still_run(
+    tmp_path: Path, backend: tuple[str, GvisorOptions | None]
+) -> None:
+    """Our choice: the error an issue reports is often what its example raises; what follows it
+    must still run."""
+    root, paths = _repo(tmp_path / "repo")
+    blocks = [
+        "from calc.printer import explode\nexplode(0)\nundefined_name\nfrom calc.core import negate\nnegate(1)"
+    ]
+    run = await trace_examples(root, paths, blocks, backend=backend[0], gvisor=backend[1])
+    assert run.statements == 5 and run.failed == 2
+    assert set(run.files) == {"calc/printer.py", "calc/core.py"}
+
+
+async def test_an_example_that_hangs_is_stopped_and_what_ran_before_is_kept(
+    tmp_path: Path, backend: tuple[str, GvisorOptions | None]
+) -> None:
+    root, paths = _repo(tmp_path / "repo")
+    blocks = [
+        "from calc.core import add\nadd(1, 2)",
+        "while True:\n    pass",
+        "from calc.core import negate\nnegate(1)",
+    ]
+    run = await trace_examples(root, paths, blocks, timeout_s=1.5, backend=backend[0], gvisor=backend[1])
+    assert run.timed_out and run.files == {"calc/core.py": 1}
+
+
+async def test_the_checkout_is_never_written(
+    tmp_path: Path, backend: tuple[str, GvisorOptions | None]
+) -> None:
+    """A search has a read grant: whatever the example does runs on a scratch copy."""
+    root, paths = _repo(tmp_path / "repo")
+    before = _tree(root)
+    blocks = [
+        "import os, shutil\nopen('calc/core.py', 'w').write('broken')\nopen('new.txt', 'w').write('x')\n"
+        "shutil.rmtree('calc/tests')\nos.makedirs('__pycache__/x')"
+    ]
+    run = await trace_examples(root, paths, blocks, backend=backend[0], gvisor=backend[1])
+    assert run.failed == 0
+    assert _tree(root) == before  # no edit, no new file, no deletion, no __pycache__
+
+
+async def test_only_indexed_files_are_copied_for_the_examples(tmp_path: Path) -> None:
+    """Files the index leaves out (secrets, ignored files) are not given to the issue's code."""
+    root, paths = _repo(tmp_path / "repo")
+    (root / ".env.local").write_text("TOKEN=secret\n")
+    blocks = ["import os\nassert not os.path.exists('.env.local')\nassert os.path.exists('calc/core.py')"]
+    run = await trace_examples(root, paths, blocks, backend="process")
+    assert run.statements == 3 and run.failed == 0
+
+
+async def test_a_setup_that_raises_is_reported_and_the_examples_still_run(tmp_path: Path) -> None:
+    root, paths = _repo(tmp_path / "repo")
+    run = await trace_examples(
+        root, paths, ["from calc.core import add\nadd(1, 1)"], setup="import nothere", backend="process"
+    )
+    assert run.setup_error is not None and "nothere" in run.setup_error
+    assert run.files == {"calc/core.py": 1}
+
+
+async def test_no_example_code_means_nothing_runs(tmp_path: Path) -> None:
+    root, paths = _repo(tmp_path / "repo")
+    run = await trace_examples(root, paths, [], backend="process")
+    assert run.backend is None and run.files == {} and run.note and "no example code" in run.note
+
+
+async def test_an_interpreter_that_cannot_start_is_a_note_not_an_error(tmp_path: Path) -> None:
+    root, paths = _repo(tmp_path / "repo")
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho 'no such interpreter' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    run = await trace_examples(root, paths, ["print(1)"], python=str(fake), backend="process")
+    assert run.files == {} and run.note and "exited with 3" in run.note and "no such interpreter" in run.note
+
+
+def test_the_repository_virtualenv_is_preferred_and_shown_to_the_sandbox(tmp_path: Path) -> None:
+    """The examples run on the project's own interpreter when it has a virtualenv."""
+    assert repository_python(tmp_path) == sys.executable
+    venv = tmp_path / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text(f"home = {Path(sys.executable).resolve().parent}\n")
+    (venv / "bin" / "python").symlink_to(Path(sys.executable).resolve())
+    python = repository_python(tmp_path)
+    assert python == str(venv / "bin" / "python")
+    assert venv.resolve() in interpreter_paths(python)
+    assert Path(sys.executable).resolve().parent.parent in interpreter_paths(python)

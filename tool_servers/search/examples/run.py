@@ -1,0 +1,133 @@
+"""Running an issue's examples in the sandbox, on a scratch copy of the indexed files.
+
+The copy keeps the checkout untouched whatever the example does (a search has a read grant: it
+writes nothing in the user's tree), and holds only the files the index holds, so secrets the
+index leaves out stay out. The interpreter is the repository's own virtualenv's (`.venv`, `venv`,
+`env`, `.env`) when it has one, shown read-only in the sandbox, else codeloop's.
+"""
+
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+
+from sandbox.backend import BackendChoice, open_sandbox
+from sandbox.errors import BackendForbidden, PolicyError, SandboxError
+from sandbox.limits import GvisorOptions, SandboxLimits
+from tool_servers.search.errors import ExamplesForbidden
+from tool_servers.search.examples import tracer
+from tool_servers.search.models import ExampleRun
+
+DEFAULT_TIMEOUT_S = 20.0
+"""For the example statements, after the setup: a reproduction runs in seconds; an issue about a
+hang would otherwise hold the search for the sandbox's whole limit."""
+SETUP_ALLOWANCE_S = 60.0
+"""On top of the examples' time, for the interpreter's start and the setup's imports."""
+MEMORY_MB = 2048
+VENV_NAMES = (".venv", "venv", "env", ".env")
+_TRACER_DIR = ".codeloop-examples"
+
+
+def repository_python(root: Path) -> str:
+    """The interpreter to run `root`'s code with: its virtualenv's, else codeloop's own."""
+    for name in VENV_NAMES:
+        venv = root / name
+        python = venv / "bin" / "python"
+        if (venv / "pyvenv.cfg").is_file() and python.exists() and not venv.is_symlink():
+            return str(python)
+    return sys.executable
+
+
+def interpreter_paths(python: str) -> tuple[Path, ...]:
+    """The host paths a sandbox must show for `python`: its virtualenv, if it is in one, and the
+    installation its binary belongs to."""
+    binary = Path(python)
+    shown = [binary.resolve().parent.parent]
+    venv = binary.parent.parent
+    if (venv / "pyvenv.cfg").is_file():
+        shown.append(venv.resolve())
+    return tuple(shown)
+
+
+async def trace_examples(
+    root: Path,
+    paths: Sequence[str],
+    blocks: Sequence[str],
+    *,
+    setup: str = "",
+    python: str | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    backend: BackendChoice = "auto",
+    policy: str = "auto",
+    gvisor: GvisorOptions | None = None,
+) -> ExampleRun:
+    """Run `blocks` (after `setup`) in a sandbox on a copy of `paths` (relative to `root`), and
+    report which of those files' functions ran. `python`: the interpreter (default
+    `repository_python(root)`). A failure to run at all is a result with a note.
+
+    Raises:
+        ExamplesForbidden: the deployment's sandbox policy forbids every backend here.
+    """
+    python = python or repository_python(root)
+    shown = interpreter_paths(python)
+    if not blocks:
+        return ExampleRun(statements=0, failed=0, timed_out=False, files={}, backend=None, python=python,
+                          note="the query holds no example code to run")  # fmt: skip
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="codeloop-examples-") as scratch:
+        workspace = Path(scratch) / "workspace"
+        await anyio.to_thread.run_sync(_copy_tree, root, workspace, paths)
+        request = {"setup": setup, "blocks": list(blocks), "deadline_s": timeout_s}
+        (workspace / _TRACER_DIR / "request.json").write_text(json.dumps(request), encoding="utf-8")
+        shutil.copyfile(tracer.__file__, workspace / _TRACER_DIR / "tracer.py")
+        limits = SandboxLimits(timeout_s=timeout_s + SETUP_ALLOWANCE_S, memory_mb=MEMORY_MB)
+        argv = [python, "-s", f"{_TRACER_DIR}/tracer.py", f"{_TRACER_DIR}/request.json"]
+        env = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "PYTHONIOENCODING": "utf-8"}
+        try:
+            async with open_sandbox(
+                workspace, limits=limits, backend=backend, gvisor=gvisor, ro_paths=shown, policy=policy
+            ) as box:
+                result = await box.exec(argv, env=env)
+        except (PolicyError, BackendForbidden) as exc:
+            raise ExamplesForbidden(f"the query's examples cannot run: {exc}") from exc
+        except SandboxError as exc:
+            return ExampleRun(statements=0, failed=0, timed_out=False, files={}, backend=None, python=python,
+                              note=f"the sandbox could not run the examples: {exc}")  # fmt: skip
+    return _report(result.stdout, result.stderr, result.exit_code, result.backend, python,
+                   duration_s=time.monotonic() - started, timed_out=result.timed_out)  # fmt: skip
+
+
+def _copy_tree(root: Path, workspace: Path, paths: Sequence[str]) -> None:
+    (workspace / _TRACER_DIR).mkdir(parents=True)
+    for rel in paths:
+        target = workspace / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            shutil.copyfile(root / rel, target, follow_symlinks=False)
+        except OSError:
+            continue  # deleted or unreadable since it was indexed: the example runs without it
+
+
+def _report(
+    stdout: str, stderr: str, exit_code: int | None, backend: str, python: str, *, duration_s: float,
+    timed_out: bool,
+) -> ExampleRun:  # fmt: skip
+    line = next((ln for ln in reversed(stdout.splitlines()) if ln.startswith(tracer.MARKER)), None)
+    if line is None:
+        why = "ran out of time" if timed_out else f"exited with {exit_code}"
+        tail = stderr.strip().splitlines()[-1:] or ["no output"]
+        return ExampleRun(statements=0, failed=0, timed_out=timed_out, files={}, backend=backend, python=python,
+                          note=f"the example tracer {why} before reporting: {tail[0][:300]}",
+                          duration_s=round(duration_s, 3))  # fmt: skip
+    data = json.loads(line[len(tracer.MARKER) :])
+    return ExampleRun(
+        statements=data["statements"], failed=data["failed"], timed_out=data["timed_out"],
+        files=data["files"], backend=backend, python=python, setup_error=data["setup_error"],
+        duration_s=round(duration_s, 3),
+    )  # fmt: skip
