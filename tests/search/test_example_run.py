@@ -144,3 +144,13 @@ def test_the_repository_virtualenv_is_preferred_and_shown_to_the_sandbox(tmp_pat
     assert python == str(venv / "bin" / "python")
     assert venv.resolve() in interpreter_paths(python)
     assert Path(sys.executable).resolve().parent.parent in interpreter_paths(python)
+
+
+async def test_a_report_forged_by_the_example_is_not_taken_as_evidence(tmp_path: Path) -> None:
+    """The example can write to the real stdout; if the tracer never reports after it (killed at the
+    limit), the forged line must not become the result, nor crash the search."""
+    root, paths = _repo(tmp_path / "repo")
+    forged = '@@codeloop-example-trace@@{"statements": "many", "files": {"calc/unused.py": 1}}'
+    blocks = [f"import os\nos.write(1, b'\\n' + {forged!r}.encode() + b'\\n')\nos._exit(0)"]
+    run = await trace_examples(root, paths, blocks, backend="process")
+    assert run.files == {} and run.note and "could not be read" in run.note

@@ -125,9 +125,16 @@ def _report(
         return ExampleRun(statements=0, failed=0, timed_out=timed_out, files={}, backend=backend, python=python,
                           note=f"the example tracer {why} before reporting: {tail[0][:300]}",
                           duration_s=round(duration_s, 3))  # fmt: skip
-    data = json.loads(line[len(tracer.MARKER) :])
-    return ExampleRun(
-        statements=data["statements"], failed=data["failed"], timed_out=data["timed_out"],
-        files=data["files"], backend=backend, python=python, setup_error=data["setup_error"],
-        duration_s=round(duration_s, 3),
-    )  # fmt: skip
+    try:
+        data = json.loads(line[len(tracer.MARKER) :])
+        return ExampleRun(
+            statements=data["statements"], failed=data["failed"], timed_out=data["timed_out"] or timed_out,
+            files=data["files"], backend=backend, python=python, setup_error=data["setup_error"],
+            duration_s=round(duration_s, 3),
+        )  # fmt: skip
+    except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+        # The example's own code can write to the real stdout; a report it forged, or one cut short,
+        # is not evidence.
+        return ExampleRun(statements=0, failed=0, timed_out=timed_out, files={}, backend=backend, python=python,
+                          note=f"the example tracer's report could not be read: {str(exc)[:300]}",
+                          duration_s=round(duration_s, 3))  # fmt: skip
