@@ -1,11 +1,16 @@
 """The retriever (no LLM): the code a task is about, ranked and packed into a token budget.
 
 Everything goes through the `search` MCP server, read-only, on a scratch copy of the task's tree:
-`search_code` with the task text (the server takes long, issue-shaped queries apart itself) and
-with each hypothesis of the plan, `find_symbol` for the identifiers the task or the plan name, and
-`repo_map` for the shape of the repository. Files are ranked by fused evidence (reciprocal rank
-over the result lists, plus the plan's files of interest), and the best snippets are packed with
-`agents.context.build_context`, which never cuts a snippet mid-line.
+`search_code` with the task text, per file (the server takes long, issue-shaped queries apart and
+ranks files from all their evidence) and per chunk (for snippets), and with each hypothesis of the
+plan, `find_symbol` for the identifiers the task or the plan name, and `repo_map` for the shape of
+the repository. The files come in the server's file ranking of the task text; files only the other
+evidence found (the hypotheses, the named symbols, the plan's files of interest) follow it, fused
+by reciprocal rank. Mixing that evidence into the file ranking instead cost far more than it
+brought: on the tune half of a development set of real bug reports (39 cases with an exact index),
+file Acc@1 / MRR were 0.744 / 0.821 for the file ranking alone, 0.359 / 0.541 for the former fusion
+of chunk hits, symbols and plan, and 0.564 / 0.700 with the symbols at a quarter weight. The best
+snippets are packed with `agents.context.build_context`, which never cuts a snippet mid-line.
 """
 
 import re
@@ -23,6 +28,8 @@ from bus.messages import Message
 ROLE = "retriever"
 RRF_K = 60
 """Reciprocal-rank constant, as in the search index's own fusion."""
+FILE_K = 20
+"""Files taken from the server's file ranking of the task text."""
 MAX_SYMBOLS = 8
 REPO_MAP_SHARE = 0.2
 """Part of the token budget the repository map may take."""
@@ -46,13 +53,14 @@ async def retrieve(deps: RoleDeps, task_id: str, request: ContextRequest) -> Con
     async with scratch_workspace(deps, task_id, task, "retrieve") as root:
         target = deps.tools.servers(root, frozenset({"read"}), index_dir=index_dir_for(deps, task))["search"]
         async with Client(target) as search:
+            ranked = await _search(search, task.text, k=FILE_K, per_file=True)
             lists: list[list[SearchHit]] = [await _search(search, task.text, k=20)]
             for hypothesis in plan.hypotheses[:4]:
                 lists.append(await _search(search, hypothesis, k=8))
             symbols = await _symbols(search, identifiers(task.text + "\n" + "\n".join(plan.hypotheses)))
             repo_map = await _repo_map(search, int(request.token_budget * REPO_MAP_SHARE))
-    files = _rank(lists, symbols, plan.files_of_interest)
-    hits = [hit for hits in lists for hit in hits]
+    files = _rank([hit.path for hit in ranked], lists, symbols, plan.files_of_interest)
+    hits = [*ranked, *(hit for hits in lists for hit in hits)]
     hits.sort(key=lambda h: -_file_score(files, h.path))
     pack = build_context(
         goal=task.text,
@@ -78,10 +86,10 @@ async def _call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, An
     return result.structured_content
 
 
-async def _search(client: Client, query: str, *, k: int) -> list[SearchHit]:
+async def _search(client: Client, query: str, *, k: int, per_file: bool = False) -> list[SearchHit]:
     if not query.strip():
         return []
-    data = await _call(client, "search_code", {"query": query[:20_000], "k": k})
+    data = await _call(client, "search_code", {"query": query[:20_000], "k": k, "per_file": per_file})
     hits = (data or {}).get("hits", [])
     return [
         SearchHit(
@@ -107,6 +115,24 @@ async def _repo_map(client: Client, budget: int) -> str:
 
 
 def _rank(
+    ranked: list[str], lists: list[list[SearchHit]], symbols: dict[str, list[str]], planned: list[str]
+) -> list[RankedFile]:
+    """The server's file ranking `ranked` first, then the files only the other evidence found, in
+    their fused order; scores fall along the list."""
+    fused = _fuse(lists, symbols, planned)
+    order = [*dict.fromkeys(ranked), *(f.path for f in fused if f.path not in ranked)][:30]
+    why = {f.path: f.why for f in fused}
+    return [
+        RankedFile(
+            path=p,
+            score=round(1.0 / (RRF_K + rank + 1), 6),
+            why="; ".join(filter(None, ["file ranking" if p in ranked else "", why.get(p, "")])),
+        )
+        for rank, p in enumerate(order)
+    ]
+
+
+def _fuse(
     lists: list[list[SearchHit]], symbols: dict[str, list[str]], planned: list[str]
 ) -> list[RankedFile]:
     score: dict[str, float] = defaultdict(float)
@@ -126,7 +152,7 @@ def _rank(
         score[path] += 1.0 / (RRF_K + 1)
         why[path].append("plan")
     ranked = sorted(score, key=lambda p: (-score[p], p))
-    return [RankedFile(path=p, score=round(score[p], 6), why="; ".join(why[p])) for p in ranked[:30]]
+    return [RankedFile(path=p, score=round(score[p], 6), why="; ".join(why[p])) for p in ranked]
 
 
 def _file_score(files: list[RankedFile], path: str) -> float:
