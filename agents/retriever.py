@@ -4,7 +4,9 @@ Everything goes through the `search` MCP server, read-only, on a scratch copy of
 `search_code` with the task text, per file (the server takes long, issue-shaped queries apart and
 ranks files from all their evidence) and per chunk (for snippets), and with each hypothesis of the
 plan, `find_symbol` for the identifiers the task or the plan name, and `repo_map` for the shape of
-the repository. The files come in the server's file ranking of the task text; files only the other
+the repository. In execute mode the file ranking comes from `search_files_running_examples`
+instead: the code the task shows is also run in the sandbox, and files it executed fill ranks
+6-10 (the search server's notes say why there). The files come in the server's file ranking of the task text; files only the other
 evidence found (the hypotheses, the named symbols, the plan's files of interest) follow it, fused
 by reciprocal rank. Mixing that evidence into the file ranking instead cost far more than it
 brought: on the tune half of a development set of real bug reports (65 cases, exact indexes),
@@ -51,9 +53,13 @@ def identifiers(text: str) -> list[str]:
 async def retrieve(deps: RoleDeps, task_id: str, request: ContextRequest) -> Context:
     task, plan = request.task, request.plan
     async with scratch_workspace(deps, task_id, task, "retrieve") as root:
-        target = deps.tools.servers(root, frozenset({"read"}), index_dir=index_dir_for(deps, task))["search"]
+        scopes = frozenset({"read", "execute"} if task.mode == "execute" else {"read"})
+        target = deps.tools.servers(root, scopes, index_dir=index_dir_for(deps, task))["search"]
         async with Client(target) as search:
-            ranked = await _search(search, task.text, k=FILE_K, per_file=True)
+            if task.mode == "execute":
+                ranked = await _search(search, task.text, k=FILE_K, tool="search_files_running_examples")
+            else:
+                ranked = await _search(search, task.text, k=FILE_K, per_file=True)
             lists: list[list[SearchHit]] = [await _search(search, task.text, k=20)]
             for hypothesis in plan.hypotheses[:4]:
                 lists.append(await _search(search, hypothesis, k=8))
@@ -86,10 +92,15 @@ async def _call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, An
     return result.structured_content
 
 
-async def _search(client: Client, query: str, *, k: int, per_file: bool = False) -> list[SearchHit]:
+async def _search(
+    client: Client, query: str, *, k: int, per_file: bool = False, tool: str = "search_code"
+) -> list[SearchHit]:
     if not query.strip():
         return []
-    data = await _call(client, "search_code", {"query": query[:20_000], "k": k, "per_file": per_file})
+    args: dict[str, Any] = {"query": query[:20_000], "k": k}
+    if tool == "search_code":
+        args["per_file"] = per_file
+    data = await _call(client, tool, args)
     hits = (data or {}).get("hits", [])
     return [
         SearchHit(

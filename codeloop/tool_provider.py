@@ -76,7 +76,12 @@ class InProcessTools:
     def servers(self, root: Path, scopes: frozenset[str], *, index_dir: Path | None = None) -> dict[str, Any]:
         options = ServerOptions(scopes=frozenset(Scope(s) for s in scopes), principal="agent")
         extra: dict[str, dict[str, Any]] = {
-            "search": {"index_dir": index_dir, "embedder": self._embedder},
+            "search": {
+                "index_dir": index_dir,
+                "embedder": self._embedder,
+                "backend": self.sandbox_backend,
+                "policy": self.config.sandbox_policy,
+            },
             "exec": {
                 "backend": self.sandbox_backend,
                 "limits": self.limits,

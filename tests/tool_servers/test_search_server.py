@@ -246,8 +246,16 @@ async def test_every_search_tool_result_validates_against_its_output_schema(
             result = await _call(client, tool, args)
             assert not result.is_error, (tool, result.content)
             assert_valid(result.structured_content, tools[tool].output_schema)
-    assert set(tools) == {"search_code", "find_symbol", "repo_map", "index_status"}
-    assert all(t.annotations.read_only_hint and t.meta["codeloop/scope"] == "read" for t in tools.values())
+    assert set(tools) == {
+        "search_code",
+        "find_symbol",
+        "repo_map",
+        "index_status",
+        "search_files_running_examples",
+    }
+    assert all(t.annotations.read_only_hint for t in tools.values())
+    scopes = {name: t.meta["codeloop/scope"] for name, t in tools.items()}
+    assert scopes.pop("search_files_running_examples") == "execute" and set(scopes.values()) == {"read"}
 
 
 async def test_codeloop_mcp_search_over_stdio_lists_its_tools_and_answers_a_search(tmp_path: Path) -> None:
@@ -258,7 +266,11 @@ async def test_codeloop_mcp_search_over_stdio_lists_its_tools_and_answers_a_sear
     params = StdioServerParameters(
         command=CODELOOP,
         args=["mcp", "search", "--root", str(repo), "--scopes", "read"],
-        env={"PATH": os.environ["PATH"], "CODELOOP_CACHE_DIR": str(tmp_path / "cache"), "CODELOOP_HOME": str(home)},
+        env={
+            "PATH": os.environ["PATH"],
+            "CODELOOP_CACHE_DIR": str(tmp_path / "cache"),
+            "CODELOOP_HOME": str(home),
+        },
     )
     with anyio.fail_after(240):
         async with Client(params) as client:
@@ -270,3 +282,48 @@ async def test_codeloop_mcp_search_over_stdio_lists_its_tools_and_answers_a_sear
     assert (top["path"], top["symbol"]) == ("_core/_resources.py", "aclose_forcefully")
     assert (root_home(repo, home) / "index").is_dir()
     assert not (repo / ".codeloop").exists()
+
+
+async def test_running_an_issues_examples_needs_the_execute_scope_and_reports_what_ran(
+    tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """Our tool contract: `search_files_running_examples` runs code, so only an execute grant lists
+    it; its result is the file ranking plus what the example executed, and the root stays as it was."""
+    from tool_servers.protocol.scopes import Scope
+    from tool_servers.protocol.spec import ServerOptions
+
+    repo = copy_corpus(tmp_path / "repo", ["_core/_signals.py", "to_thread.py"])
+    (repo / "calc").mkdir()
+    (repo / "calc" / "__init__.py").write_text("")
+    (repo / "calc" / "shapes.py").write_text(
+        "from calc import units\n\n\ndef area(w, h):\n    return units.cm2(w * h)\n"
+    )
+    (repo / "calc" / "units.py").write_text("def cm2(value):\n    return f'{value} cm2'\n")
+    issue = (
+        "area() gives the wrong unit\n\n```\n>>> from calc.shapes import area\n>>> area(2, 3)\n'6 cm2'\n```\n"
+    )
+    read_only = build_search_server(repo, ServerOptions(scopes=frozenset({Scope.READ})), embedder=embedder)
+    granted = build_search_server(
+        repo,
+        ServerOptions(scopes=frozenset({Scope.READ, Scope.EXECUTE})),
+        embedder=embedder,
+        backend="process",
+        index_dir=tmp_path / "index",
+    )
+    async with Client(read_only) as client:
+        hidden = {tool.name for tool in (await client.list_tools()).tools}
+    async with Client(granted) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        result = await _call(client, "search_files_running_examples", {"query": issue, "k": 3})
+    assert "search_files_running_examples" not in hidden
+    spec = tools["search_files_running_examples"]
+    assert spec.meta["codeloop/scope"] == "execute" and spec.annotations.read_only_hint
+    assert not result.is_error, result.content
+    assert_valid(result.structured_content, spec.output_schema)
+    examples = result.structured_content["examples"]
+    assert examples["backend"] == "process" and examples["statements"] == 2
+    assert examples["files"] == {"calc/shapes.py": 1, "calc/units.py": 1}
+    assert result.structured_content["hits"][0]["path"] == "calc/shapes.py"
+    assert sorted(p.name for p in repo.rglob("*")) == sorted(
+        ["_core", "_signals.py", "to_thread.py", "calc", "__init__.py", "shapes.py", "units.py"]
+    )

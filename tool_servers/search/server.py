@@ -1,7 +1,9 @@
 """The `search` MCP server: semantic and keyword code search over one root's code index.
 
-Tools (all in scope `read`): `search_code` (hybrid retrieval), `find_symbol` (definitions and
-references), `repo_map` (ranked outline within a token budget), `index_status`.
+Tools in scope `read`: `search_code` (hybrid retrieval), `find_symbol` (definitions and
+references), `repo_map` (ranked outline within a token budget), `index_status`. In scope `execute`:
+`search_files_running_examples`, the per-file ranking plus what the query's example code executes
+when run in the sandbox (on a scratch copy of the indexed files: the root is never written).
 
 Building the server is cheap: nothing heavy is imported and no model is loaded until the first
 call that needs the index (`LiveIndex`). Then the embedding model loads once per server, in a
@@ -28,9 +30,10 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, ConfigDict, Field
 
 from tool_servers.protocol.errors import InternalError, InvalidArguments, NotFound, ToolTimeout
+from tool_servers.protocol.scopes import Risk, Scope
 from tool_servers.protocol.sdk import build_server
 from tool_servers.protocol.spec import CallContext, ServerOptions, ToolSpec, read_tool
-from tool_servers.search.errors import IndexLocked, InvalidQuery, RepoNotFound, SearchError
+from tool_servers.search.errors import ExamplesForbidden, IndexLocked, InvalidQuery, RepoNotFound, SearchError
 from tool_servers.search.index.freshness import Fingerprint, tree_fingerprint
 from tool_servers.search.models import IndexReport, IndexStatus, RepoMap, SearchResult, SymbolResult
 from tool_servers.secret_files import DEFAULT_RULES, SecretRules
@@ -62,6 +65,21 @@ class SearchCodeInput(BaseModel):
     keep_tests: bool = False
     """With `per_file`: rank test files like source files (a task about tests). By default they
     rank after the source files they test."""
+
+
+class SearchFilesRunningExamplesInput(BaseModel):
+    model_config = _CONFIG
+    query: str = Field(max_length=MAX_QUERY_CHARS)
+    """The whole issue text: its interpreter sessions and code blocks are the examples run."""
+    k: int = Field(default=10, ge=1, le=MAX_K)
+    """How many files to return."""
+    keep_tests: bool = False
+    """Rank test files like source files (a task about tests)."""
+    setup: str = Field(default="", max_length=20_000)
+    """Python run before the examples, untraced: what an interactive session of the project starts
+    with (its imports), since issues rarely repeat it."""
+    timeout_s: float = Field(default=20.0, gt=0, le=120)
+    """Seconds for the example statements, after the setup."""
 
 
 class FindSymbolInput(BaseModel):
@@ -130,6 +148,8 @@ class LiveIndex:
         self.embedder = embedder
         self.progress: IndexProgress | None = None
         self.last_update: IndexReport | None = None
+        self.sandbox: dict[str, Any] = {}
+        """`backend` and `policy` for running a query's examples (`trace_examples`)."""
         self._index: CodeIndex | None = None
         self._fingerprint: Fingerprint | None = None
         self._open_lock = anyio.Lock()
@@ -228,6 +248,28 @@ class SearchTools:
                 args.query, k=args.k, per_file=args.per_file, keep_tests=args.keep_tests
             )
 
+    async def search_files_running_examples(
+        self, args: SearchFilesRunningExamplesInput, call: CallContext
+    ) -> SearchResult:
+        from tool_servers.search.examples.extract import example_blocks
+        from tool_servers.search.examples.run import trace_examples
+        from tool_servers.search.index.query import parse_query
+
+        with _as_tool_errors():
+            parse_query(args.query)
+            index = await self.live.fresh()
+            try:
+                run = await trace_examples(
+                    index.repo, index.indexed_paths(), example_blocks(args.query), setup=args.setup,
+                    timeout_s=args.timeout_s, **self.live.sandbox,
+                )  # fmt: skip
+            except ExamplesForbidden as exc:
+                raise InternalError(str(exc), error=type(exc).__name__) from exc
+            result = await index.search(
+                args.query, k=args.k, per_file=True, keep_tests=args.keep_tests, executed=run.files
+            )
+        return result.model_copy(update={"examples": run})
+
     async def find_symbol(self, args: FindSymbolInput, call: CallContext) -> SymbolResult:
         with _as_tool_errors():
             index = await self.live.fresh()
@@ -272,6 +314,21 @@ def search_tools(live: LiveIndex) -> list[ToolSpec]:
             SearchResult,
             tools.search_code,
         ),
+        ToolSpec(
+            name="search_files_running_examples",
+            description=(
+                "Rank the files an issue is about, like search_code per file, and also run the code the "
+                "issue shows (interpreter sessions, code blocks) in the sandbox on a scratch copy of the "
+                "indexed files: ranks 6-10 go to files it executed. Returns the files and what ran."
+            ),
+            scope=Scope.EXECUTE,
+            input_model=SearchFilesRunningExamplesInput,
+            output_model=SearchResult,
+            handler=tools.search_files_running_examples,
+            risk=Risk.MEDIUM,
+            read_only=True,
+            idempotent=False,
+        ),
         read_tool(
             "find_symbol",
             (
@@ -312,6 +369,8 @@ def build_search_server(
     index_dir: Path | str | None = None,
     embedder: "Embedder | None" = None,
     cache_root: Path | None = None,
+    backend: str = "auto",
+    policy: str = "auto",
     **_: Any,
 ) -> MCPServer[Any]:
     """The `search` MCP server over the code under `root`.
@@ -319,7 +378,8 @@ def build_search_server(
     `index_dir` is where the index lives (a directory or LanceDB URI; default
     `<root>/.codeloop/index`); `embedder` is an already loaded model to share (default: the
     bundled model, loaded on first use, with its caches under `cache_root`, default the
-    platform's cache directory).
+    platform's cache directory). `backend` and `policy` (the deployment's CODELOOP_SANDBOX) choose
+    the sandbox `search_files_running_examples` runs examples in.
     """
     options = options or ServerOptions()
     live = LiveIndex(
@@ -329,6 +389,7 @@ def build_search_server(
         secrets=options.secrets,
         cache_root=cache_root,
     )
+    live.sandbox = {"backend": backend, "policy": policy}
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[Any]) -> AsyncIterator[LiveIndex]:
