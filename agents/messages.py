@@ -225,8 +225,8 @@ class RankedFile(Message):
     path: str
     """Relative to the repository root."""
     score: float = 0.0
-    """Fused relevance: reciprocal-rank fusion over the search results, plus credit for symbols the
-    task names and files the plan lists. Only the order matters; higher is better."""
+    """Falls along the retriever's order: the search server's file ranking of the task text, then
+    files only the hypotheses, named symbols or plan found. Only the order matters; higher is better."""
     why: str = ""
     """What brought it in: a search hit, a symbol the task names, the plan."""
 

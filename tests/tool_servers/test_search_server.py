@@ -253,7 +253,7 @@ async def test_every_search_tool_result_validates_against_its_output_schema(
         "index_status",
         "search_files_running_examples",
     }
-    assert all(t.annotations.read_only_hint for t in tools.values())
+    assert all(t.annotations.read_only_hint for n, t in tools.items() if n != "search_files_running_examples")
     scopes = {name: t.meta["codeloop/scope"] for name, t in tools.items()}
     assert scopes.pop("search_files_running_examples") == "execute" and set(scopes.values()) == {"read"}
 
@@ -317,7 +317,7 @@ async def test_running_an_issues_examples_needs_the_execute_scope_and_reports_wh
         result = await _call(client, "search_files_running_examples", {"query": issue, "k": 3})
     assert "search_files_running_examples" not in hidden
     spec = tools["search_files_running_examples"]
-    assert spec.meta["codeloop/scope"] == "execute" and spec.annotations.read_only_hint
+    assert spec.meta["codeloop/scope"] == "execute" and not spec.annotations.destructive_hint
     assert not result.is_error, result.content
     assert_valid(result.structured_content, spec.output_schema)
     examples = result.structured_content["examples"]

@@ -326,7 +326,7 @@ def search_tools(live: LiveIndex) -> list[ToolSpec]:
             output_model=SearchResult,
             handler=tools.search_files_running_examples,
             risk=Risk.MEDIUM,
-            read_only=True,
+            read_only=False,  # it runs the code (in the sandbox, on a copy: the root is never written)
             idempotent=False,
         ),
         read_tool(

@@ -309,6 +309,9 @@ def load_model(
     Raises:
         ModelUnavailable: the model is not on this machine or is not a sentence-transformers model.
     """
+    # Also on the converted model's path, which imports no Hugging Face code itself: a tokenizer or a
+    # later fallback in this process must not reach the network either.
+    _force_offline()
     source, name = _locate(model)
     cache_root = cache_root if cache_root is not None else default_cache_root()
     if max_tokens == "auto":
@@ -386,13 +389,18 @@ def _directory_model_name(path: Path) -> str:
     return f"local-model@{digest.hexdigest()[:16]}"
 
 
-def _import_sentence_transformers() -> Any:
-    """Import SentenceTransformer with the Hugging Face stack forced offline and quiet."""
+def _force_offline() -> None:
+    """Put the Hugging Face stack offline for this process, whichever path loads the model."""
     os.environ.update(_OFFLINE_ENV)
     hub_constants = sys.modules.get("huggingface_hub.constants")
     if hub_constants is not None:
         # Imported earlier without the variables: the hub reads this module attribute per call.
         hub_constants.HF_HUB_OFFLINE = True
+
+
+def _import_sentence_transformers() -> Any:
+    """Import SentenceTransformer with the Hugging Face stack forced offline and quiet."""
+    _force_offline()
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as transformers_logging
 
