@@ -131,13 +131,14 @@ def _rank(
     """The server's file ranking `ranked` first, then the files only the other evidence found, in
     their fused order; scores fall along the list."""
     fused = _fuse(lists, symbols, planned)
-    order = [*dict.fromkeys(ranked), *(f.path for f in fused if f.path not in ranked)][:30]
+    first = dict.fromkeys(ranked)
+    order = [*first, *(f.path for f in fused if f.path not in first)][:30]
     why = {f.path: f.why for f in fused}
     return [
         RankedFile(
             path=p,
             score=round(1.0 / (RRF_K + rank + 1), 6),
-            why="; ".join(filter(None, ["file ranking" if p in ranked else "", why.get(p, "")])),
+            why="; ".join(filter(None, ["file ranking" if p in first else "", why.get(p, "")])),
         )
         for rank, p in enumerate(order)
     ]

@@ -30,13 +30,14 @@ import shlex
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 METRICS = ["recall@1", "recall@5", "recall@10", "mrr", "acc@1", "acc@3", "acc@5", "acc@10"]
 LABELS = ["R@1", "R@5", "R@10", "MRR", "Acc@1", "Acc@3", "Acc@5", "Acc@10"]
 
 
-def codeloop_template(work: Path, *, index_root: Path | None, k: int, extra: list[str] = ()) -> str:
+def codeloop_template(work: Path, *, index_root: Path | None, k: int, extra: Sequence[str] = ()) -> str:
     """A `score.py --cmd` template that runs codeloop once per case and replays the saved ranking
     on later runs of the same case (the `--exclude-tests` pass scores the same ranking). `extra`:
     more `codeloop search` arguments."""

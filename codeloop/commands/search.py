@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from codeloop.commands._common import fail, usage_error
+from tool_servers.search.models import EXAMPLE_TIMEOUT_S
 
 if TYPE_CHECKING:
     from tool_servers.search.index.code_index import CodeIndex
@@ -108,7 +109,7 @@ def search_command(
     example_timeout: Annotated[
         float,
         typer.Option("--example-timeout", min=1, help="Seconds for the example statements, after the setup."),
-    ] = 20.0,
+    ] = EXAMPLE_TIMEOUT_S,
 ) -> None:
     """Search a repository's code by meaning and keywords (hybrid: vector + full-text, fused).
 
@@ -133,9 +134,15 @@ def search_command(
             typer.echo(f"note: {message}", err=True)
         if not run_examples:
             return await index.search(text, k=k, per_file=per_file, keep_tests=keep_tests)
-        examples = await _run_examples(index, text, setup, example_python, example_timeout)
-        result = await index.search(text, k=k, per_file=True, keep_tests=keep_tests, executed=examples.files)
-        return result.model_copy(update={"examples": examples})
+        from codeloop.config import tool_server_config
+        from tool_servers.search.examples.run import search_running_examples
+
+        result = await search_running_examples(
+            index, text, k=k, keep_tests=keep_tests, setup=setup, python=example_python,
+            timeout_s=example_timeout, policy=tool_server_config().sandbox_policy,
+        )  # fmt: skip
+        typer.echo(f"note: examples: {_examples_summary(result.examples)}", err=True)
+        return result
 
     result = _run(run)
     if as_json:
@@ -151,21 +158,6 @@ def search_command(
             typer.echo(f"    {line}")
         if len(lines) > 6:
             typer.echo(f"    ... {len(lines) - 6} more lines")
-
-
-async def _run_examples(
-    index: "CodeIndex", text: str, setup: str, python: str | None, timeout_s: float
-) -> "ExampleRun":
-    from codeloop.config import tool_server_config
-    from tool_servers.search.examples.extract import example_blocks
-    from tool_servers.search.examples.run import trace_examples
-
-    run = await trace_examples(
-        index.repo, index.indexed_paths(), example_blocks(text), setup=setup, python=python,
-        timeout_s=timeout_s, policy=tool_server_config().sandbox_policy,
-    )  # fmt: skip
-    typer.echo(f"note: examples: {_examples_summary(run)}", err=True)
-    return run
 
 
 def _examples_summary(run: "ExampleRun") -> str:

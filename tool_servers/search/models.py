@@ -30,20 +30,26 @@ class SearchHit(BaseModel):
     """The chunk's source text, whole lines."""
 
 
+EXAMPLE_TIMEOUT_S = 20.0
+"""For a query's example statements, after the setup: a reproduction runs in seconds; an issue
+about a hang would otherwise hold the search for the sandbox's whole limit."""
+
+
 class ExampleRun(BaseModel):
-    """What running the query's example code in the sandbox did (`search --run-examples`)."""
+    """What running the query's example code in the sandbox did (`search --run-examples`). The
+    defaults describe a run that did not happen; `note` then says why."""
 
     model_config = _FROZEN
 
-    statements: int
+    statements: int = 0
     """Statements run (each top-level statement of the examples on its own)."""
-    failed: int
+    failed: int = 0
     """Statements that raised (often the very error the issue reports)."""
-    timed_out: bool
+    timed_out: bool = False
     """The examples ran out of time; `files` holds what ran before."""
-    files: dict[str, int]
+    files: dict[str, int] = {}
     """Repository file -> distinct functions of it that ran."""
-    backend: Literal["gvisor", "process"] | None
+    backend: Literal["gvisor", "process"] | None = None
     """Where they ran; None when nothing ran (no example code)."""
     python: str | None
     """The interpreter: the repository's virtualenv's, else codeloop's own."""

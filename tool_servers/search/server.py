@@ -35,7 +35,14 @@ from tool_servers.protocol.sdk import build_server
 from tool_servers.protocol.spec import CallContext, ServerOptions, ToolSpec, read_tool
 from tool_servers.search.errors import ExamplesForbidden, IndexLocked, InvalidQuery, RepoNotFound, SearchError
 from tool_servers.search.index.freshness import Fingerprint, tree_fingerprint
-from tool_servers.search.models import IndexReport, IndexStatus, RepoMap, SearchResult, SymbolResult
+from tool_servers.search.models import (
+    EXAMPLE_TIMEOUT_S,
+    IndexReport,
+    IndexStatus,
+    RepoMap,
+    SearchResult,
+    SymbolResult,
+)
 from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 
 if TYPE_CHECKING:
@@ -78,7 +85,7 @@ class SearchFilesRunningExamplesInput(BaseModel):
     setup: str = Field(default="", max_length=20_000)
     """Python run before the examples, untraced: what an interactive session of the project starts
     with (its imports), since issues rarely repeat it."""
-    timeout_s: float = Field(default=20.0, gt=0, le=120)
+    timeout_s: float = Field(default=EXAMPLE_TIMEOUT_S, gt=0, le=120)
     """Seconds for the example statements, after the setup."""
 
 
@@ -148,8 +155,6 @@ class LiveIndex:
         self.embedder = embedder
         self.progress: IndexProgress | None = None
         self.last_update: IndexReport | None = None
-        self.sandbox: dict[str, Any] = {}
-        """`backend` and `policy` for running a query's examples (`trace_examples`)."""
         self._index: CodeIndex | None = None
         self._fingerprint: Fingerprint | None = None
         self._open_lock = anyio.Lock()
@@ -233,10 +238,13 @@ def _as_tool_errors() -> Iterator[None]:
 
 
 class SearchTools:
-    """Handlers of the `search` server over one `LiveIndex`."""
+    """Handlers of the `search` server over one `LiveIndex`; `backend` and `policy` choose the
+    sandbox a query's examples run in."""
 
-    def __init__(self, live: LiveIndex) -> None:
+    def __init__(self, live: LiveIndex, *, backend: str = "auto", policy: str = "auto") -> None:
         self.live = live
+        self.backend = backend
+        self.policy = policy
 
     async def search_code(self, args: SearchCodeInput, call: CallContext) -> SearchResult:
         from tool_servers.search.index.query import parse_query
@@ -251,24 +259,19 @@ class SearchTools:
     async def search_files_running_examples(
         self, args: SearchFilesRunningExamplesInput, call: CallContext
     ) -> SearchResult:
-        from tool_servers.search.examples.extract import example_blocks
-        from tool_servers.search.examples.run import trace_examples
+        from tool_servers.search.examples.run import search_running_examples
         from tool_servers.search.index.query import parse_query
 
         with _as_tool_errors():
             parse_query(args.query)
             index = await self.live.fresh()
             try:
-                run = await trace_examples(
-                    index.repo, index.indexed_paths(), example_blocks(args.query), setup=args.setup,
-                    timeout_s=args.timeout_s, **self.live.sandbox,
+                return await search_running_examples(
+                    index, args.query, k=args.k, keep_tests=args.keep_tests, setup=args.setup,
+                    timeout_s=args.timeout_s, backend=self.backend, policy=self.policy,
                 )  # fmt: skip
             except ExamplesForbidden as exc:
                 raise InternalError(str(exc), error=type(exc).__name__) from exc
-            result = await index.search(
-                args.query, k=args.k, per_file=True, keep_tests=args.keep_tests, executed=run.files
-            )
-        return result.model_copy(update={"examples": run})
 
     async def find_symbol(self, args: FindSymbolInput, call: CallContext) -> SymbolResult:
         with _as_tool_errors():
@@ -299,9 +302,9 @@ class SearchTools:
             )
 
 
-def search_tools(live: LiveIndex) -> list[ToolSpec]:
+def search_tools(live: LiveIndex, *, backend: str = "auto", policy: str = "auto") -> list[ToolSpec]:
     """The `search` tool specs over `live`."""
-    tools = SearchTools(live)
+    tools = SearchTools(live, backend=backend, policy=policy)
     return [
         read_tool(
             "search_code",
@@ -389,7 +392,6 @@ def build_search_server(
         secrets=options.secrets,
         cache_root=cache_root,
     )
-    live.sandbox = {"backend": backend, "policy": policy}
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[Any]) -> AsyncIterator[LiveIndex]:
@@ -398,7 +400,7 @@ def build_search_server(
 
     return build_server(
         "search",
-        search_tools(live),
+        search_tools(live, backend=backend, policy=policy),
         options,
         instructions=(
             "Code search over one repository: search_code for code by meaning or name, find_symbol "

@@ -13,6 +13,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
@@ -20,28 +21,26 @@ import anyio.to_thread
 from sandbox.backend import BackendChoice, open_sandbox
 from sandbox.errors import BackendForbidden, PolicyError, SandboxError
 from sandbox.limits import GvisorOptions, SandboxLimits
+from sandbox.runtime import mounted_venvs
 from tool_servers.search.errors import ExamplesForbidden
 from tool_servers.search.examples import tracer
-from tool_servers.search.models import ExampleRun
+from tool_servers.search.examples.extract import example_blocks
+from tool_servers.search.models import EXAMPLE_TIMEOUT_S, ExampleRun, SearchResult
 
-DEFAULT_TIMEOUT_S = 20.0
-"""For the example statements, after the setup: a reproduction runs in seconds; an issue about a
-hang would otherwise hold the search for the sandbox's whole limit."""
+if TYPE_CHECKING:
+    from tool_servers.search.index.code_index import CodeIndex
+
 SETUP_ALLOWANCE_S = 60.0
 """On top of the examples' time, for the interpreter's start and the setup's imports."""
 MEMORY_MB = 2048
-VENV_NAMES = (".venv", "venv", "env", ".env")
 _TRACER_DIR = ".codeloop-examples"
 
 
 def repository_python(root: Path) -> str:
-    """The interpreter to run `root`'s code with: its virtualenv's, else codeloop's own."""
-    for name in VENV_NAMES:
-        venv = root / name
-        python = venv / "bin" / "python"
-        if (venv / "pyvenv.cfg").is_file() and python.exists() and not venv.is_symlink():
-            return str(python)
-    return sys.executable
+    """The interpreter to run `root`'s code with: its virtualenv's (a real directory, as the
+    sandbox mounts them), else codeloop's own."""
+    pythons = [venv / "bin" / "python" for venv in mounted_venvs(root)]
+    return next((str(p) for p in pythons if p.exists()), sys.executable)
 
 
 def interpreter_paths(python: str) -> tuple[Path, ...]:
@@ -55,6 +54,33 @@ def interpreter_paths(python: str) -> tuple[Path, ...]:
     return tuple(shown)
 
 
+async def search_running_examples(
+    index: "CodeIndex",
+    query: str,
+    *,
+    k: int,
+    keep_tests: bool = False,
+    setup: str = "",
+    python: str | None = None,
+    timeout_s: float = EXAMPLE_TIMEOUT_S,
+    backend: BackendChoice = "auto",
+    policy: str = "auto",
+) -> SearchResult:
+    """`index`'s file ranking for `query`, with the files its example code executed (run as in
+    `trace_examples`) filling ranks, and what ran under `examples`.
+
+    Raises:
+        ExamplesForbidden: the deployment's sandbox policy forbids every backend here.
+        InvalidQuery, IndexUnavailable: see `CodeIndex.search`.
+    """
+    run = await trace_examples(
+        index.repo, index.indexed_paths(), example_blocks(query), setup=setup, python=python,
+        timeout_s=timeout_s, backend=backend, policy=policy,
+    )  # fmt: skip
+    result = await index.search(query, k=k, per_file=True, keep_tests=keep_tests, executed=run.files)
+    return result.model_copy(update={"examples": run})
+
+
 async def trace_examples(
     root: Path,
     paths: Sequence[str],
@@ -62,7 +88,7 @@ async def trace_examples(
     *,
     setup: str = "",
     python: str | None = None,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
+    timeout_s: float = EXAMPLE_TIMEOUT_S,
     backend: BackendChoice = "auto",
     policy: str = "auto",
     gvisor: GvisorOptions | None = None,
@@ -77,8 +103,7 @@ async def trace_examples(
     python = python or repository_python(root)
     shown = interpreter_paths(python)
     if not blocks:
-        return ExampleRun(statements=0, failed=0, timed_out=False, files={}, backend=None, python=python,
-                          note="the query holds no example code to run")  # fmt: skip
+        return ExampleRun(python=python, note="the query holds no example code to run")
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="codeloop-examples-") as scratch:
         workspace = Path(scratch) / "workspace"
@@ -97,8 +122,7 @@ async def trace_examples(
         except (PolicyError, BackendForbidden) as exc:
             raise ExamplesForbidden(f"the query's examples cannot run: {exc}") from exc
         except SandboxError as exc:
-            return ExampleRun(statements=0, failed=0, timed_out=False, files={}, backend=None, python=python,
-                              note=f"the sandbox could not run the examples: {exc}")  # fmt: skip
+            return ExampleRun(python=python, note=f"the sandbox could not run the examples: {exc}")
     return _report(result.stdout, result.stderr, result.exit_code, result.backend, python,
                    duration_s=time.monotonic() - started, timed_out=result.timed_out)  # fmt: skip
 
@@ -122,9 +146,8 @@ def _report(
     if line is None:
         why = "ran out of time" if timed_out else f"exited with {exit_code}"
         tail = stderr.strip().splitlines()[-1:] or ["no output"]
-        return ExampleRun(statements=0, failed=0, timed_out=timed_out, files={}, backend=backend, python=python,
-                          note=f"the example tracer {why} before reporting: {tail[0][:300]}",
-                          duration_s=round(duration_s, 3))  # fmt: skip
+        return ExampleRun(timed_out=timed_out, backend=backend, python=python, duration_s=round(duration_s, 3),
+                          note=f"the example tracer {why} before reporting: {tail[0][:300]}")  # fmt: skip
     try:
         data = json.loads(line[len(tracer.MARKER) :])
         return ExampleRun(
@@ -135,6 +158,5 @@ def _report(
     except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
         # The example's own code can write to the real stdout; a report it forged, or one cut short,
         # is not evidence.
-        return ExampleRun(statements=0, failed=0, timed_out=timed_out, files={}, backend=backend, python=python,
-                          note=f"the example tracer's report could not be read: {str(exc)[:300]}",
-                          duration_s=round(duration_s, 3))  # fmt: skip
+        return ExampleRun(timed_out=timed_out, backend=backend, python=python, duration_s=round(duration_s, 3),
+                          note=f"the example tracer's report could not be read: {str(exc)[:300]}")  # fmt: skip

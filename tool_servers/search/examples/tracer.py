@@ -13,10 +13,10 @@ does not parse runs the lines of it that do. The example's own output is discard
 of stdout is the report, after the marker:
 
     {"files": {"pkg/mod.py": 3, ...}, "statements": 9, "failed": 2, "timed_out": false,
-     "setup_error": null, "errors": [{"type": "ValueError", "frames": [["pkg/mod.py", 12, "f"]]}]}
+     "setup_error": null}
 
 `files` counts the distinct functions (code objects of functions, not of module or class bodies)
-that ran in each file under the working directory; `errors` gives, for failed statements, the innermost frames inside it.
+that ran in each file under the working directory.
 """
 
 import ast
@@ -26,14 +26,11 @@ import os
 import signal
 import sys
 import time
-import traceback
 
 MARKER = "@@codeloop-example-trace@@"
 CO_OPTIMIZED = 0x0001
 """Set on functions' code objects only: a module's or class's body runs when it is imported, which
 says the example imported it, not that it used it."""
-MAX_ERRORS = 20
-FRAMES_PER_ERROR = 5
 
 
 class _Deadline(BaseException):
@@ -70,7 +67,6 @@ def main(request_path):
         "failed": 0,
         "timed_out": False,
         "setup_error": None,
-        "errors": [],
     }
     counted = set()
     files = report["files"]
@@ -100,7 +96,7 @@ def main(request_path):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise _Deadline()
-                _run(module, namespace, left, profile, report, root)
+                _run(module, namespace, left, profile, report)
                 sys.stdout = sys.stderr = io.StringIO()  # the example's output, discarded
     except _Deadline:
         report["timed_out"] = True
@@ -111,7 +107,7 @@ def main(request_path):
     real_stdout.flush()
 
 
-def _run(module, namespace, left, profile, report, root):
+def _run(module, namespace, left, profile, report):
     try:
         code = compile(module, "<example>", "exec")
     except (SyntaxError, ValueError):
@@ -123,16 +119,9 @@ def _run(module, namespace, left, profile, report, root):
         report["statements"] += 1
     except _Deadline:
         raise
-    except BaseException as exc:  # SystemExit and KeyboardInterrupt of the example included
+    except BaseException:  # SystemExit and KeyboardInterrupt of the example included
         report["statements"] += 1
         report["failed"] += 1
-        if len(report["errors"]) < MAX_ERRORS:
-            frames = [
-                [f.filename[len(root) :], f.lineno, f.name]
-                for f in traceback.extract_tb(exc.__traceback__)
-                if f.filename.startswith(root)
-            ]
-            report["errors"].append({"type": type(exc).__name__, "frames": frames[-FRAMES_PER_ERROR:]})
     finally:
         sys.setprofile(None)
         signal.setitimer(signal.ITIMER_REAL, 0)

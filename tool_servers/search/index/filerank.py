@@ -201,8 +201,8 @@ def _with_executed_slots(
     """`order` with ranks `EXECUTED_AFTER`+1 to +`EXECUTED_SLOTS` given to the best-ranked files
     the examples executed that are not above them (a file only executed, with no static evidence,
     comes after those that have some)."""
-    head = order[:EXECUTED_AFTER]
-    candidates = [*order[EXECUTED_AFTER:], *sorted(p for p in executed if p in known and p not in order)]
+    head, ranked = order[:EXECUTED_AFTER], set(order)
+    candidates = [*order[EXECUTED_AFTER:], *sorted(p for p in executed if p in known and p not in ranked)]
     slots = [p for p in candidates if p in executed and (keep_tests or not is_test_path(p))][:EXECUTED_SLOTS]
     taken = set(slots)
     return [*head, *slots, *(p for p in order[EXECUTED_AFTER:] if p not in taken)]
