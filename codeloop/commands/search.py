@@ -94,7 +94,8 @@ def search_command(
             "--example-setup",
             metavar="CODE",
             help="Python run before the examples, untraced: what an interactive session of the "
-            "project starts with (e.g. 'from sympy import *'). @FILE reads it from a file.",
+            "project starts with (e.g. 'from sympy import *'). @FILE reads it from a file. Without it, "
+            "a name the examples never define is still taken from the repository's top-level packages.",
         ),
     ] = "",
     example_python: Annotated[
@@ -167,6 +168,9 @@ def _examples_summary(run: "ExampleRun") -> str:
     parts.append(f"{len(run.files)} repository files executed")
     if run.timed_out:
         parts.append("stopped at the time limit")
+    if run.resolved:
+        shown = ", ".join(run.resolved[:5]) + (", ..." if len(run.resolved) > 5 else "")
+        parts.append(f"{len(run.resolved)} undefined names taken from the repository's packages ({shown})")
     if run.setup_error:
         parts.append(f"the setup raised {run.setup_error}")
     return ", ".join(parts)

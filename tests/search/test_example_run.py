@@ -72,6 +72,50 @@ async def test_a_failing_statement_is_counted_and_the_next_ones_still_run(
     assert set(run.files) == {"calc/printer.py", "calc/core.py"}
 
 
+async def test_names_the_example_never_defined_come_from_the_repository_packages(
+    tmp_path: Path, backend: tuple[str, GvisorOptions | None]
+) -> None:
+    """Issue writers leave out the import of the very library the issue is about: the example
+    still runs, without a setup, and says which names it borrowed."""
+    root, paths = _repo(tmp_path / "repo")
+    extra = {"tests/__init__.py": "def show(a):\n    return 'the test helper'\n"}  # not the project's
+    for rel, text in extra.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    run = await trace_examples(
+        root, [*paths, *extra], ["assert show(3) == '<3>'\nnot_defined_anywhere"],
+        backend=backend[0], gvisor=backend[1],
+    )  # fmt: skip
+    assert run.statements == 2 and run.failed == 1  # the assert held; the unknown name still fails
+    assert run.resolved == ["show"]
+    assert run.files == {"calc/printer.py": 1, "calc/core.py": 1}  # importing calc is not traced
+
+
+async def test_borrowed_names_never_shadow_builtins_and_a_src_layout_is_found(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    files = {
+        "src/shadow/__init__.py": "def len(x):\n    raise RuntimeError('shadowed')\n\n\ndef area(w, h):\n    return w * h\n",
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    run = await trace_examples(root, list(files), ["assert len([area(2, 3)]) == 1"], backend="process")
+    assert run.failed == 0 and run.resolved == ["area"]
+    assert run.files == {"src/shadow/__init__.py": 1}
+
+
+async def test_the_examples_imports_are_not_traced(tmp_path: Path) -> None:
+    """Importing a module runs what its body calls; that says the example imported it, not that
+    the issue is about it."""
+    root, paths = _repo(tmp_path / "repo")
+    extra = {"calc/registry.py": "def register():\n    return 1\n\n\nREGISTERED = register()\n"}
+    (root / "calc/registry.py").write_text(extra["calc/registry.py"])
+    blocks = ["import calc.registry\nfrom calc.core import add\nadd(1, 2)"]
+    run = await trace_examples(root, [*paths, *extra], blocks, backend="process")
+    assert run.statements == 3 and run.failed == 0
+    assert run.files == {"calc/core.py": 1}
+
+
 async def test_an_example_that_hangs_is_stopped_and_what_ran_before_is_kept(
     tmp_path: Path, backend: tuple[str, GvisorOptions | None]
 ) -> None:

@@ -55,6 +55,8 @@ class ExampleRun(BaseModel):
     """The interpreter: the repository's virtualenv's, else codeloop's own."""
     setup_error: str | None = None
     """The setup code raised this (the examples still ran)."""
+    resolved: list[str] = []
+    """Names the examples used without defining them, taken from the repository's packages."""
     note: str | None = None
     """Why nothing ran or what went wrong, for a person."""
     duration_s: float = 0.0

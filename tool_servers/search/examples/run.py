@@ -153,7 +153,7 @@ def _report(
         return ExampleRun(
             statements=data["statements"], failed=data["failed"], timed_out=data["timed_out"] or timed_out,
             files=data["files"], backend=backend, python=python, setup_error=data["setup_error"],
-            duration_s=round(duration_s, 3),
+            resolved=data["resolved"], duration_s=round(duration_s, 3),
         )  # fmt: skip
     except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
         # The example's own code can write to the real stdout; a report it forged, or one cut short,

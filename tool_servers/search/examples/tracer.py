@@ -6,20 +6,26 @@ standard library only and the Python 3.8 language: it imports nothing of codeloo
     python tracer.py REQUEST.json
 
 REQUEST: {"setup": str, "blocks": [str, ...], "deadline_s": float}. The setup runs first and is
-not traced (a session's imports execute half the package and say nothing about the issue). Each
-top-level statement of each block then runs on its own, so a statement that fails (a name the
-writer defined off-screen, the very error the issue reports) does not stop the rest; a block that
-does not parse runs the lines of it that do. The example's own output is discarded. The last line
-of stdout is the report, after the marker:
+not traced (a session's imports execute half the package and say nothing about the issue); nor
+are the example's own import statements, for the same reason. Each other top-level statement of
+each block then runs on its own, so a statement that fails (a name the writer defined off-screen,
+the very error the issue reports) does not stop the rest; a block that does not parse runs the
+lines of it that do. A name the example uses but never defines is looked up in the repository's
+own top-level packages (imported untraced, on the first such name): issue writers leave out the
+`from pkg import ...` of the very library the issue is about. The example's own output is
+discarded. The last line of stdout is the report, after the marker:
 
     {"files": {"pkg/mod.py": 3, ...}, "statements": 9, "failed": 2, "timed_out": false,
-     "setup_error": null}
+     "setup_error": null, "resolved": ["Symbol", ...]}
 
 `files` counts the distinct functions (code objects of functions, not of module or class bodies)
-that ran in each file under the working directory.
+that ran in each file under the working directory; `resolved` lists the names taken from the
+repository's packages.
 """
 
 import ast
+import builtins
+import importlib
 import io
 import json
 import os
@@ -28,6 +34,8 @@ import sys
 import time
 
 MARKER = "@@codeloop-example-trace@@"
+SKIPPED_PACKAGES = ("test", "doc", "bench", "example")
+"""Top-level directories by these prefixes are not where an example's names come from."""
 CO_OPTIMIZED = 0x0001
 """Set on functions' code objects only: a module's or class's body runs when it is imported, which
 says the example imported it, not that it used it."""
@@ -40,6 +48,68 @@ class _Deadline(BaseException):
 
 def _on_alarm(signum, frame):
     raise _Deadline()
+
+
+class _Namespace(dict):
+    """The example's globals: a name it never defined comes from the repository's packages.
+
+    Top-level statements look names up with LOAD_NAME, which calls `__missing__` on a dict
+    subclass before it tries the builtins, so builtins are passed over here explicitly."""
+
+    def __init__(self, roots):
+        dict.__init__(self)
+        self.roots = roots
+        self.packages = None
+        self.resolved = []
+
+    def __missing__(self, name):
+        if name.startswith("__") or hasattr(builtins, name):
+            raise KeyError(name)
+        if self.packages is None:
+            self.packages = _import_untraced(_packages(self.roots))
+        for package in self.packages:
+            try:
+                value = getattr(package, name)
+            except Exception:  # a lazy attribute may raise anything
+                continue
+            self[name] = value
+            self.resolved.append(name)
+            return value
+        raise KeyError(name)
+
+
+def _packages(roots):
+    names = []
+    for root in roots:
+        try:
+            entries = sorted(os.listdir(root))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.startswith(".") or entry.lower().startswith(SKIPPED_PACKAGES):
+                continue
+            if os.path.isfile(os.path.join(root, entry, "__init__.py")) and entry.isidentifier():
+                names.append(entry)
+    return names
+
+
+def _import_untraced(names):
+    saved = sys.getprofile()
+    sys.setprofile(None)  # importing runs half the package: no evidence of what the example used
+    try:
+        packages = []
+        for name in names:
+            try:
+                packages.append(importlib.import_module(name))
+            except Exception:  # a package that does not import offers no names
+                continue
+        return packages
+    finally:
+        sys.setprofile(saved)
+
+
+def _is_import(module):
+    return all(isinstance(node, (ast.Import, ast.ImportFrom)) for node in module.body)
 
 
 def _statements(source):
@@ -60,13 +130,16 @@ def main(request_path):
         request = json.load(f)
     root = os.path.realpath(os.getcwd()) + os.sep
     own_dir = os.path.dirname(os.path.realpath(__file__)) + os.sep  # the tracer is no example code
-    sys.path.insert(0, root)
+    roots = [root[:-1]] + ([os.path.join(root, "src")] if os.path.isdir(os.path.join(root, "src")) else [])
+    for path in reversed(roots):
+        sys.path.insert(0, path)
     report = {
         "files": {},
         "statements": 0,
         "failed": 0,
         "timed_out": False,
         "setup_error": None,
+        "resolved": [],
     }
     counted = set()
     files = report["files"]
@@ -83,7 +156,8 @@ def main(request_path):
 
     real_stdout = sys.stdout
     sys.stdout = sys.stderr = io.StringIO()
-    namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+    namespace = _Namespace(roots)
+    namespace.update({"__name__": "__main__", "__builtins__": __builtins__})
     signal.signal(signal.SIGALRM, _on_alarm)
     try:
         try:
@@ -103,6 +177,7 @@ def main(request_path):
     finally:
         sys.setprofile(None)
         signal.setitimer(signal.ITIMER_REAL, 0)
+    report["resolved"] = namespace.resolved
     real_stdout.write("\n" + MARKER + json.dumps(report) + "\n")
     real_stdout.flush()
 
@@ -113,7 +188,7 @@ def _run(module, namespace, left, profile, report):
     except (SyntaxError, ValueError):
         return
     signal.setitimer(signal.ITIMER_REAL, left)
-    sys.setprofile(profile)
+    sys.setprofile(None if _is_import(module) else profile)
     try:
         exec(code, namespace)
         report["statements"] += 1
