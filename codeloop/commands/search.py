@@ -120,7 +120,7 @@ def search_command(
     text = _query_text(query)
     if run_examples and not per_file:
         raise usage_error("--run-examples ranks files: add --per-file")
-    setup = _query_text(example_setup) if example_setup.startswith("@") else example_setup
+    setup = _query_text(example_setup)
     if example_python is not None and not Path(example_python).is_file():
         raise usage_error(
             f"--example-python {example_python!r} is not a file: name the interpreter to run examples with"
@@ -267,19 +267,11 @@ def _run(main: Callable[[], Awaitable[Any]]) -> Any:
     failed (its storage, a lock held too long)."""
     import anyio
 
-    from tool_servers.search.errors import (
-        ExamplesForbidden,
-        IndexDirUnusable,
-        InvalidQuery,
-        RepoNotFound,
-        SearchError,
-    )
+    from tool_servers.search.errors import IndexDirUnusable, InvalidQuery, RepoNotFound, SearchError
 
     try:
         return anyio.run(main)
     except (RepoNotFound, InvalidQuery, IndexDirUnusable) as exc:
         raise usage_error(str(exc)) from None
-    except ExamplesForbidden as exc:
-        raise fail(str(exc)) from None
     except SearchError as exc:
         raise fail(str(exc)) from None

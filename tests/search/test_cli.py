@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from codeloop.cli import app
+from codeloop.commands._common import EXIT_FAILURE
 
 HIT_KEYS = {"path", "start_line", "end_line", "symbol", "score", "snippet"}
 
@@ -131,3 +132,11 @@ def test_run_examples_adds_what_the_example_executed_to_the_json(
     assert "calc/core.py" not in [h["path"] for h in json.loads(plain.stdout)["hits"]]
     assert "calc/core.py" in [h["path"] for h in result["hits"]]
     assert (repo / "calc" / "__pycache__").exists() is False
+
+    monkeypatch.setenv("CODELOOP_SANDBOX", "bogus")  # a deployment's policy that allows no backend
+    refused = CliRunner().invoke(app, [*args, "--run-examples"])
+    assert refused.exit_code == EXIT_FAILURE and refused.stdout == ""
+    assert (
+        refused.stderr.startswith("error: the query's examples cannot run")
+        and "CODELOOP_SANDBOX" in refused.stderr
+    )

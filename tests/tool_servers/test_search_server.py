@@ -327,3 +327,18 @@ async def test_running_an_issues_examples_needs_the_execute_scope_and_reports_wh
     assert sorted(p.name for p in repo.rglob("*")) == sorted(
         ["_core", "_signals.py", "to_thread.py", "calc", "__init__.py", "shapes.py", "units.py"]
     )
+
+    # The deployment allows gVisor only and the server was given the process backend: refused, typed.
+    pinned = build_search_server(
+        repo,
+        ServerOptions(scopes=frozenset({Scope.READ, Scope.EXECUTE})),
+        embedder=embedder,
+        backend="process",
+        policy="gvisor",
+        index_dir=tmp_path / "index",
+    )
+    async with Client(pinned) as client:
+        refused = await _call(client, "search_files_running_examples", {"query": issue, "k": 3})
+    assert refused.is_error and refused.structured_content["type"] == "internal_error"
+    assert refused.structured_content["details"] == {"error": "ExamplesForbidden"}
+    assert refused.structured_content["message"].startswith("the query's examples cannot run")

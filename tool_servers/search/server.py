@@ -234,6 +234,8 @@ def _as_tool_errors() -> Iterator[None]:
         raise NotFound(str(exc)) from exc
     except IndexLocked as exc:
         raise ToolTimeout(str(exc), waited_s=LOCK_WAIT_S) from exc
+    except ExamplesForbidden as exc:  # the sandbox policy, not the index
+        raise InternalError(str(exc), error=type(exc).__name__) from exc
     except SearchError as exc:  # model missing, storage failure, embedding cache unusable
         raise InternalError(f"the code index failed: {exc}", error=type(exc).__name__) from exc
 
@@ -266,13 +268,10 @@ class SearchTools:
         with _as_tool_errors():
             parse_query(args.query)
             index = await self.live.fresh()
-            try:
-                return await search_running_examples(
-                    index, args.query, k=args.k, keep_tests=args.keep_tests, setup=args.setup,
-                    timeout_s=args.timeout_s, backend=self.backend, policy=self.policy,
-                )  # fmt: skip
-            except ExamplesForbidden as exc:
-                raise InternalError(str(exc), error=type(exc).__name__) from exc
+            return await search_running_examples(
+                index, args.query, k=args.k, keep_tests=args.keep_tests, setup=args.setup,
+                timeout_s=args.timeout_s, backend=self.backend, policy=self.policy,
+            )  # fmt: skip
 
     async def find_symbol(self, args: FindSymbolInput, call: CallContext) -> SymbolResult:
         with _as_tool_errors():

@@ -101,9 +101,9 @@ async def trace_examples(
         ExamplesForbidden: the deployment's sandbox policy forbids every backend here.
     """
     python = python or repository_python(root)
-    shown = interpreter_paths(python)
     if not blocks:
         return ExampleRun(python=python, note="the query holds no example code to run")
+    shown = interpreter_paths(python)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="codeloop-examples-") as scratch:
         workspace = Path(scratch) / "workspace"
@@ -142,21 +142,25 @@ def _report(
     stdout: str, stderr: str, exit_code: int | None, backend: str, python: str, *, duration_s: float,
     timed_out: bool,
 ) -> ExampleRun:  # fmt: skip
+    ran = {"backend": backend, "python": python, "duration_s": round(duration_s, 3)}
     line = next((ln for ln in reversed(stdout.splitlines()) if ln.startswith(tracer.MARKER)), None)
     if line is None:
         why = "ran out of time" if timed_out else f"exited with {exit_code}"
         tail = stderr.strip().splitlines()[-1:] or ["no output"]
-        return ExampleRun(timed_out=timed_out, backend=backend, python=python, duration_s=round(duration_s, 3),
-                          note=f"the example tracer {why} before reporting: {tail[0][:300]}")  # fmt: skip
+        return ExampleRun(
+            **ran, timed_out=timed_out, note=f"the example tracer {why} before reporting: {tail[0][:300]}"
+        )
     try:
         data = json.loads(line[len(tracer.MARKER) :])
         return ExampleRun(
-            statements=data["statements"], failed=data["failed"], timed_out=data["timed_out"] or timed_out,
-            files=data["files"], backend=backend, python=python, setup_error=data["setup_error"],
-            resolved=data["resolved"], duration_s=round(duration_s, 3),
+            **ran, statements=data["statements"], failed=data["failed"], timed_out=data["timed_out"] or timed_out,
+            files=data["files"], setup_error=data["setup_error"], resolved=data["resolved"],
         )  # fmt: skip
     except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
         # The example's own code can write to the real stdout; a report it forged, or one cut short,
         # is not evidence.
-        return ExampleRun(timed_out=timed_out, backend=backend, python=python, duration_s=round(duration_s, 3),
-                          note=f"the example tracer's report could not be read: {str(exc)[:300]}")  # fmt: skip
+        return ExampleRun(
+            **ran,
+            timed_out=timed_out,
+            note=f"the example tracer's report could not be read: {str(exc)[:300]}",
+        )

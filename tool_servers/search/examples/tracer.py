@@ -133,13 +133,15 @@ def main(request_path):
     roots = [root[:-1]] + ([os.path.join(root, "src")] if os.path.isdir(os.path.join(root, "src")) else [])
     for path in reversed(roots):
         sys.path.insert(0, path)
+    namespace = _Namespace(roots)
+    namespace.update({"__name__": "__main__", "__builtins__": __builtins__})
     report = {
         "files": {},
         "statements": 0,
         "failed": 0,
         "timed_out": False,
         "setup_error": None,
-        "resolved": [],
+        "resolved": namespace.resolved,
     }
     counted = set()
     files = report["files"]
@@ -156,8 +158,6 @@ def main(request_path):
 
     real_stdout = sys.stdout
     sys.stdout = sys.stderr = io.StringIO()
-    namespace = _Namespace(roots)
-    namespace.update({"__name__": "__main__", "__builtins__": __builtins__})
     signal.signal(signal.SIGALRM, _on_alarm)
     try:
         try:
@@ -177,7 +177,6 @@ def main(request_path):
     finally:
         sys.setprofile(None)
         signal.setitimer(signal.ITIMER_REAL, 0)
-    report["resolved"] = namespace.resolved
     real_stdout.write("\n" + MARKER + json.dumps(report) + "\n")
     real_stdout.flush()
 
