@@ -126,6 +126,20 @@ def test_a_name_written_in_one_case_means_the_definition_of_that_case_when_there
     assert boosted("Wrong result\n\n`Render` drops the last line") == ["pkg/utils/misc.py"]
 
 
+def test_a_module_path_is_a_mention_of_its_file_not_a_name_of_what_it_defines() -> None:
+    """`from pkg.printing.latex import render` mentions latex.py, which gains the module boost and
+    nothing more: `pkg.printing.latex` is not a name the issue uses, so the function `latex`
+    defined there is no definition the issue names. A package names no one file: its name stays."""
+    issue = decompose("Wrong output\n\n```\n>>> from pkg.printing.latex import render\n```\n")
+    definitions = [row("pkg/printing/latex.py", name="latex", text=f"part {i}") for i in range(3)]
+    assert "pkg.printing.latex" in issue.identifiers
+    assert "pkg.printing.latex" not in filerank.symbol_names(issue, PATHS)
+    package = decompose("Bad output\n\nI saw it among others in pkg.printing, I think")
+    assert "pkg.printing" in filerank.symbol_names(package, [*PATHS, "pkg/printing/__init__.py"])
+    files = rank_files(Evidence(issue=issue, paths=PATHS, definitions=definitions))
+    assert [(f.path, f.score) for f in files] == [("pkg/printing/latex.py", filerank.MODULE_BOOST)]
+
+
 def test_a_file_named_like_a_name_the_issue_uses_gains_unless_many_files_share_the_name() -> None:
     """`expr` in backticks lifts `expr.py` over a file one keyword rank ahead; a document of that
     name gains nothing, and neither does a name three files share."""
@@ -135,8 +149,10 @@ def test_a_file_named_like_a_name_the_issue_uses_gains_unless_many_files_share_t
     assert ranked(Evidence(issue=issue, paths=paths, keyword=keyword))[:3] == [
         "pkg/core/expr.py", "pkg/core/basic.py", "docs/expr.md",
     ]  # fmt: skip
-    assert filerank.named_files(issue, paths) == {"pkg/core/expr.py": filerank.NAMED_FILE_BOOST * 2.0}
-    assert filerank.named_files(decompose("`misc` is slow"), paths) == {}
+    assert filerank.named_files(issue.identifiers, paths) == {
+        "pkg/core/expr.py": filerank.NAMED_FILE_BOOST * 2.0
+    }
+    assert filerank.named_files(decompose("`misc` is slow").identifiers, paths) == {}
 
 
 def test_a_module_imported_inside_a_deliberately_named_definition_gains() -> None:

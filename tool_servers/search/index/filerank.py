@@ -69,7 +69,10 @@ DEFINITION_BOOST = 0.03
 files defining the name; capped per file by `DEFINITION_CAP`."""
 DEFINITION_CAP = 0.15
 """Tune half: DEFINITION_BOOST 0 0.672/0.768, 0.02 0.703/0.798, 0.03 0.719/0.805, 0.06 0.703/0.797;
-cap 0.05 0.703/0.797, 0.15 0.703/0.798, 0.3 0.688/0.790."""
+cap 0.05 0.703/0.797, 0.15 0.703/0.798, 0.3 0.688/0.790. A qualified name (`Class.method`,
+`pkg.func`) gains its boost once per chunk of the definition it matches, so a long definition
+counts more than a short one of the same name; counting each definition once cost two tune cases
+(0.738/0.820 -> 0.708/0.805): the long function is where more of the behaviour lives."""
 MAX_DEFINING_FILES = 8
 """Tune half: 2 0.641/0.764, 8 0.656/0.771, 16 0.656/0.772."""
 """A name defined in more files than this (`__init__`, `_print`, `doit`) says nothing about which."""
@@ -174,10 +177,11 @@ def rank_files(evidence: Evidence, *, keep_tests: bool = False) -> list[RankedFi
 
     for path, boost in mentioned_files(evidence.issue, evidence.paths).items():
         scores[path] += boost
-    names = _names_used(evidence.issue, evidence.definitions)
-    for path, boost in _definition_boosts(evidence.issue, names, evidence.definitions, best).items():
+    symbols = symbol_names(evidence.issue, evidence.paths)
+    names = _names_used(symbols, evidence.definitions)
+    for path, boost in _definition_boosts(symbols, names, evidence.definitions, best).items():
         scores[path] += boost
-    for path, boost in named_files(evidence.issue, evidence.paths).items():
+    for path, boost in named_files(symbols, evidence.paths).items():
         scores[path] += boost
     for path, boost in _body_import_boosts(names, evidence.definitions, known).items():
         scores[path] += boost
@@ -335,6 +339,21 @@ def _module_files(index: dict[str, list[str]], dotted: str) -> list[str]:
     return []
 
 
+def symbol_names(issue: IssueQuery, paths: Sequence[str]) -> dict[str, float]:
+    """The issue's identifiers without the dotted names that are module files of the repository
+    (`pkg.utils.lambdify` is `pkg/utils/lambdify.py`): such a path is a mention of the file, which
+    `mentioned_files` weighs; read as a name it would count again, as a definition of whatever the
+    module defines under its own name (`lambdify` in `lambdify.py`). A package (`pkg.printing.pretty`)
+    names no one file, so its name stays: what is named like it inside (`pretty/pretty.py`) is
+    where it leads."""
+    by_suffix = _path_index(tuple(paths)).by_suffix
+    return {
+        ident: weight
+        for ident, weight in issue.identifiers.items()
+        if "." not in ident or ident.replace(".", "/") + ".py" not in by_suffix
+    }
+
+
 @dataclass(slots=True)
 class _NamesUsed:
     """The identifiers of an issue by bare lower-cased name, with the definitions found for them."""
@@ -362,9 +381,9 @@ class _NamesUsed:
         return bool(self.same_case.get(name.lower())) and name not in self.written.get(name.lower(), ())
 
 
-def _names_used(issue: IssueQuery, rows: list[dict[str, Any]]) -> _NamesUsed:
+def _names_used(identifiers: dict[str, float], rows: list[dict[str, Any]]) -> _NamesUsed:
     names = _NamesUsed()
-    for ident, weight in issue.identifiers.items():
+    for ident, weight in identifiers.items():
         last = ident.rsplit(".", 1)[-1]
         names.weight[last.lower()] += weight
         names.strongest[last.lower()] = max(weight, names.strongest.get(last.lower(), 0.0))
@@ -379,9 +398,12 @@ def _names_used(issue: IssueQuery, rows: list[dict[str, Any]]) -> _NamesUsed:
 
 
 def _definition_boosts(
-    issue: IssueQuery, names: _NamesUsed, rows: list[dict[str, Any]], best: dict[str, dict[str, Any]]
+    identifiers: dict[str, float],
+    names: _NamesUsed,
+    rows: list[dict[str, Any]],
+    best: dict[str, dict[str, Any]],
 ) -> dict[str, float]:
-    qualified = {ident.lower(): weight for ident, weight in issue.identifiers.items() if "." in ident}
+    qualified = {ident.lower(): weight for ident, weight in identifiers.items() if "." in ident}
     boosts: dict[str, float] = defaultdict(float)
     for name in names.defining:
         files = names.meant(name)
@@ -390,7 +412,7 @@ def _definition_boosts(
         share = DEFINITION_BOOST * names.weight[name] / len(files)
         for p in files:
             boosts[p] += share
-    for row in rows:
+    for row in rows:  # per chunk: a long definition, several chunks, counts more (see the note)
         symbol = row.get("symbol") or ""
         if not symbol or names.other_case(symbol):
             continue
@@ -402,12 +424,12 @@ def _definition_boosts(
     return {p: min(b, DEFINITION_CAP) for p, b in boosts.items()}
 
 
-def named_files(issue: IssueQuery, paths: Sequence[str]) -> dict[str, float]:
-    """Files whose name (without extension and leading underscores) is a name the issue uses,
-    case aside. Values are boosts in fused-score units."""
+def named_files(identifiers: dict[str, float], paths: Sequence[str]) -> dict[str, float]:
+    """Files whose name (without extension and leading underscores) is one of `identifiers`
+    (an issue's, with their weights), case aside. Values are boosts in fused-score units."""
     by_stem = _path_index(tuple(paths)).by_stem
     boosts: dict[str, float] = defaultdict(float)
-    for ident, weight in issue.identifiers.items():
+    for ident, weight in identifiers.items():
         files = by_stem.get(ident.rsplit(".", 1)[-1].lstrip("_").lower(), [])
         if not files or len(files) > MAX_NAMED_FILES:
             continue
