@@ -95,7 +95,8 @@ def search_command(
             metavar="CODE",
             help="Python run before the examples, untraced: what an interactive session of the "
             "project starts with (e.g. 'from sympy import *'). @FILE reads it from a file. Without it, "
-            "a name the examples never define is still taken from the repository's top-level packages.",
+            "a name the examples never define is still taken from the repository's top-level packages, "
+            "or from where its doctests import it.",
         ),
     ] = "",
     example_python: Annotated[
@@ -170,7 +171,7 @@ def _examples_summary(run: "ExampleRun") -> str:
         parts.append("stopped at the time limit")
     if run.resolved:
         shown = ", ".join(run.resolved[:5]) + (", ..." if len(run.resolved) > 5 else "")
-        parts.append(f"{len(run.resolved)} undefined names taken from the repository's packages ({shown})")
+        parts.append(f"{len(run.resolved)} undefined names taken from the repository ({shown})")
     if run.setup_error:
         parts.append(f"the setup raised {run.setup_error}")
     return ", ".join(parts)

@@ -104,6 +104,33 @@ async def test_borrowed_names_never_shadow_builtins_and_a_src_layout_is_found(tm
     assert run.files == {"src/shadow/__init__.py": 1}
 
 
+async def test_names_the_projects_own_doctests_import_are_found_where_they_import_them(
+    tmp_path: Path, backend: tuple[str, GvisorOptions | None]
+) -> None:
+    """`x` is in no package's top level, but the project's doctests take it from `calc.abc` more
+    often than from anywhere else (`>>> from calc.abc import x`); an alias (`import calc.core as
+    cc`) is found the same way, and an import written in ordinary code is no doctest."""
+    root, paths = _repo(tmp_path / "repo")
+    extra = {
+        "calc/abc.py": "x = 2\n",
+        "calc/other.py": "x = 'the wrong x'\n",
+        "calc/docs.py": (
+            'def f():\n    """\n    >>> from calc.abc import x\n    >>> from calc.abc import x, y\n'
+            '    >>> from calc.other import x\n    >>> import calc.core as cc\n    """\n'
+        ),
+        "calc/code.py": "from calc.other import x\nfrom calc.other import x\nimport calc.printer as cc\n",
+    }
+    for rel, text in extra.items():
+        (root / rel).write_text(text)
+    run = await trace_examples(
+        root, [*paths, *extra], ["assert show(x) == '<2>'\nassert cc.negate(x) == -2"],
+        backend=backend[0], gvisor=backend[1],
+    )  # fmt: skip
+    assert run.statements == 2 and run.failed == 0
+    assert run.resolved == ["show", "x", "cc"]
+    assert run.files == {"calc/printer.py": 1, "calc/core.py": 2}
+
+
 async def test_the_examples_imports_are_not_traced(tmp_path: Path) -> None:
     """Importing a module runs what its body calls; that says the example imported it, not that
     the issue is about it."""

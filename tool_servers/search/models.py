@@ -56,7 +56,8 @@ class ExampleRun(BaseModel):
     setup_error: str | None = None
     """The setup code raised this (the examples still ran)."""
     resolved: list[str] = []
-    """Names the examples used without defining them, taken from the repository's packages."""
+    """Names the examples used without defining them, taken from the repository's packages or from
+    where its doctests import them."""
     note: str | None = None
     """Why nothing ran or what went wrong, for a person."""
     duration_s: float = 0.0

@@ -85,7 +85,7 @@ class SearchFilesRunningExamplesInput(BaseModel):
     setup: str = Field(default="", max_length=20_000)
     """Python run before the examples, untraced: what an interactive session of the project starts
     with (its imports and variables). Without it, a name the examples never define is still taken
-    from the repository's top-level packages."""
+    from the repository's top-level packages, or from where its doctests import it."""
     timeout_s: float = Field(default=EXAMPLE_TIMEOUT_S, gt=0, le=120)
     """Seconds for the example statements, after the setup."""
 

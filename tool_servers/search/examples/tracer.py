@@ -12,15 +12,18 @@ each block then runs on its own, so a statement that fails (a name the writer de
 the very error the issue reports) does not stop the rest; a block that does not parse runs the
 lines of it that do. A name the example uses but never defines is looked up in the repository's
 own top-level packages (imported untraced, on the first such name): issue writers leave out the
-`from pkg import ...` of the very library the issue is about. The example's own output is
-discarded. The last line of stdout is the report, after the marker:
+`from pkg import ...` of the very library the issue is about. Failing that, it comes from the
+module the repository's own doctests most often import it from (`>>> from pkg.abc import x`,
+`>>> import numpy as np`, read on the first name the packages lack): writers leave out what every
+example of the project starts with too. The example's own output is discarded. The last line of
+stdout is the report, after the marker:
 
     {"files": {"pkg/mod.py": 3, ...}, "statements": 9, "failed": 2, "timed_out": false,
      "setup_error": null, "resolved": ["Symbol", ...]}
 
 `files` counts the distinct functions (code objects of functions, not of module or class bodies)
 that ran in each file under the working directory; `resolved` lists the names taken from the
-repository's packages.
+repository's packages or its doctests' imports.
 """
 
 import ast
@@ -29,6 +32,7 @@ import importlib
 import io
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -60,6 +64,7 @@ class _Namespace(dict):
         dict.__init__(self)
         self.roots = roots
         self.packages = None
+        self.doctest_imports = None
         self.resolved = []
 
     def __missing__(self, name):
@@ -72,10 +77,24 @@ class _Namespace(dict):
                 value = getattr(package, name)
             except Exception:  # a lazy attribute may raise anything
                 continue
-            self[name] = value
-            self.resolved.append(name)
-            return value
+            return self._resolved(name, value)
+        if self.doctest_imports is None:
+            self.doctest_imports = _doctest_imports(self.roots)
+        source = self.doctest_imports.get(name)
+        if source is not None:
+            module, attribute = source
+            imported = _import_untraced([module])
+            if imported:
+                try:
+                    return self._resolved(name, getattr(imported[0], attribute) if attribute else imported[0])
+                except Exception:  # a lazy attribute may raise anything
+                    pass
         raise KeyError(name)
+
+    def _resolved(self, name, value):
+        self[name] = value
+        self.resolved.append(name)
+        return value
 
 
 def _packages(roots):
@@ -91,6 +110,54 @@ def _packages(roots):
             if os.path.isfile(os.path.join(root, entry, "__init__.py")) and entry.isidentifier():
                 names.append(entry)
     return names
+
+
+_DOCTEST_IMPORT = re.compile(
+    r"^[ \t]*>>>[ \t]+(?:from[ \t]+([\w.]+)[ \t]+import[ \t]+([\w, \t]+?)|import[ \t]+([\w.]+)(?:[ \t]+as[ \t]+(\w+))?)[ \t]*$",
+    re.M,
+)
+
+
+def _doctest_imports(roots):
+    """name -> (module, attribute or None): where the repository's own doctests most often import
+    each name from (`>>> from pkg.abc import x`, `>>> import numpy as np`)."""
+    counts = {}
+    for directory, subdirectories, files in os.walk(roots[0]):
+        subdirectories[:] = sorted(d for d in subdirectories if not d.startswith("."))
+        for file_name in files:
+            if not file_name.endswith(".py"):
+                continue
+            try:
+                with open(os.path.join(directory, file_name), encoding="utf-8", errors="replace") as f:
+                    text = f.read()
+            except OSError:
+                continue
+            if ">>>" in text:
+                for m in _DOCTEST_IMPORT.finditer(text):
+                    for imported in _imported_names(m):
+                        counts[imported] = counts.get(imported, 0) + 1
+    best = {}
+    for (name, source), _ in sorted(counts.items(), key=lambda item: (-item[1], item[0][1][0])):
+        best.setdefault(name, source)
+    return best
+
+
+def _imported_names(match):
+    """(name, (module, attribute or None)) for each name a doctest import line binds."""
+    module, names, imported, alias = match.groups()
+    if imported:
+        if alias:
+            return [(alias, (imported, None))]
+        top = imported.split(".")[0]  # `import a.b` binds `a`
+        return [(top, (top, None))]
+    out = []
+    for part in names.split(","):
+        words = part.split()
+        if len(words) == 1:
+            out.append((words[0], (module, words[0])))
+        elif len(words) == 3 and words[1] == "as":
+            out.append((words[2], (module, words[0])))
+    return out
 
 
 def _import_untraced(names):
