@@ -55,7 +55,8 @@ def _on_alarm(signum, frame):
 
 
 class _Namespace(dict):
-    """The example's globals: a name it never defined comes from the repository's packages.
+    """The example's globals: a name it never defined comes from the repository's packages, else
+    from where its doctests import it.
 
     Top-level statements look names up with LOAD_NAME, which calls `__missing__` on a dict
     subclass before it tries the builtins, so builtins are passed over here explicitly."""
@@ -70,31 +71,34 @@ class _Namespace(dict):
     def __missing__(self, name):
         if name.startswith("__") or hasattr(builtins, name):
             raise KeyError(name)
+        for lookup in (self._from_packages, self._from_doctests):
+            found, value = lookup(name)
+            if found:
+                self[name] = value
+                self.resolved.append(name)
+                return value
+        raise KeyError(name)
+
+    def _from_packages(self, name):
         if self.packages is None:
             self.packages = _import_untraced(_packages(self.roots))
         for package in self.packages:
             try:
-                value = getattr(package, name)
+                return True, getattr(package, name)
             except Exception:  # a lazy attribute may raise anything
                 continue
-            return self._resolved(name, value)
-        if self.doctest_imports is None:
-            self.doctest_imports = _doctest_imports(self.roots)
-        source = self.doctest_imports.get(name)
-        if source is not None:
-            module, attribute = source
-            imported = _import_untraced([module])
-            if imported:
-                try:
-                    return self._resolved(name, getattr(imported[0], attribute) if attribute else imported[0])
-                except Exception:  # a lazy attribute may raise anything
-                    pass
-        raise KeyError(name)
+        return False, None
 
-    def _resolved(self, name, value):
-        self[name] = value
-        self.resolved.append(name)
-        return value
+    def _from_doctests(self, name):
+        if self.doctest_imports is None:
+            self.doctest_imports = _doctest_imports(self.roots[0])
+        module, attribute = self.doctest_imports.get(name, (None, None))
+        for imported in _import_untraced([module] if module else []):
+            try:
+                return True, getattr(imported, attribute) if attribute else imported
+            except Exception:  # a lazy attribute may raise anything
+                pass
+        return False, None
 
 
 def _packages(roots):
@@ -118,11 +122,11 @@ _DOCTEST_IMPORT = re.compile(
 )
 
 
-def _doctest_imports(roots):
-    """name -> (module, attribute or None): where the repository's own doctests most often import
-    each name from (`>>> from pkg.abc import x`, `>>> import numpy as np`)."""
+def _doctest_imports(root):
+    """name -> (module, attribute or None): where the doctests under `root` most often import each
+    name from (`>>> from pkg.abc import x`, `>>> import numpy as np`)."""
     counts = {}
-    for directory, subdirectories, files in os.walk(roots[0]):
+    for directory, subdirectories, files in os.walk(root):
         subdirectories[:] = sorted(d for d in subdirectories if not d.startswith("."))
         for file_name in files:
             if not file_name.endswith(".py"):
@@ -137,7 +141,8 @@ def _doctest_imports(roots):
                     for imported in _imported_names(m):
                         counts[imported] = counts.get(imported, 0) + 1
     best = {}
-    for (name, source), _ in sorted(counts.items(), key=lambda item: (-item[1], item[0][1][0])):
+    by_frequency = sorted(counts.items(), key=lambda item: (-item[1], item[0][1][0]))  # ties: by module
+    for (name, source), _ in by_frequency:
         best.setdefault(name, source)
     return best
 
