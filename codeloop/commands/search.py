@@ -169,6 +169,9 @@ def _examples_summary(run: "ExampleRun") -> str:
     parts.append(f"{len(run.files)} repository files executed")
     if run.timed_out:
         parts.append("stopped at the time limit")
+    for error in run.raised[:3]:
+        frame = error.frames[0]
+        parts.append(f"{error.error} raised at {frame.path}:{frame.line} in {frame.function}")
     if run.resolved:
         shown = ", ".join(run.resolved[:5]) + (", ..." if len(run.resolved) > 5 else "")
         parts.append(f"{len(run.resolved)} undefined names taken from the repository ({shown})")

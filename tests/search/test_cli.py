@@ -140,3 +140,55 @@ def test_run_examples_adds_what_the_example_executed_to_the_json(
         refused.stderr.startswith("error: the query's examples cannot run")
         and "CODELOOP_SANDBOX" in refused.stderr
     )
+
+
+RAISING_ISSUE = """scale() crashes on an empty list of values
+```
+>>> from calc import scale
+>>> scale([], 2)
+```
+It should return an empty list, not crash.
+"""
+
+
+def test_the_file_an_example_raises_in_is_ranked_and_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The error an issue describes, reproduced: the innermost repository frame of what the example
+    raised (stats.py, which the issue never names, one call below the function it does name) is
+    evidence like a pasted traceback's, and the summary says where it was raised."""
+    monkeypatch.setenv("CODELOOP_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("CODELOOP_SANDBOX", "process")
+    repo = tmp_path / "repo"
+    files = {
+        "calc/__init__.py": "from calc.api import scale\n",
+        "calc/api.py": "from calc import stats\n\n\ndef scale(values, factor):\n    return stats.spread(values, factor)\n",
+        "calc/stats.py": "def spread(values, factor):\n    top = max(values)\n    return [v * factor / top for v in values]\n",
+    }
+    files.update(
+        {
+            f"calc/lists{i}.py": f"def empty_values{i}(crash):\n    return print(crash, 'empty list of values')\n"
+            for i in range(16)
+        }
+    )
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    (tmp_path / "issue.md").write_text(RAISING_ISSUE)
+    args = ["search", f"@{tmp_path / 'issue.md'}", "--repo", str(repo), "--per-file", "-k", "20"]
+
+    plain = CliRunner().invoke(app, [*args, "--json"])
+    with_examples = CliRunner().invoke(app, [*args, "--json", "--run-examples"])
+    shown = CliRunner().invoke(app, [*args, "--run-examples"])
+
+    assert plain.exit_code == 0 and with_examples.exit_code == 0 and shown.exit_code == 0, shown.output
+    result = json.loads(with_examples.stdout)
+    assert [(e["error"], [f["path"] for f in e["frames"]]) for e in result["examples"]["raised"]] == [
+        ("ValueError", ["calc/stats.py", "calc/api.py"])
+    ]
+    plain_paths = [h["path"] for h in json.loads(plain.stdout)["hits"]]
+    paths = [h["path"] for h in result["hits"]]
+    assert paths.index("calc/stats.py") < plain_paths.index("calc/stats.py")
+    # Right after the function the issue names, above every file that only matches its words.
+    assert paths[:2] == ["calc/api.py", "calc/stats.py"]
+    assert "ValueError raised at calc/stats.py:2 in spread" in shown.stderr

@@ -14,10 +14,13 @@ pytestmark = pytest.mark.anyio
 
 PACKAGE = {
     "calc/__init__.py": "from calc.printer import show\n",
-    "calc/core.py": "def add(a, b):\n    return a + b\n\n\ndef negate(a):\n    return -a\n",
+    "calc/core.py": (
+        "def add(a, b):\n    return a + b\n\n\ndef negate(a):\n    return -a\n\n\n"
+        "def inverse(a):\n    return 1 / a\n"
+    ),
     "calc/printer.py": (
         "from calc import core\n\n\ndef show(a):\n    return f'<{core.add(a, 0)}>'\n\n\n"
-        "def explode(a):\n    return 1 / a\n"
+        "def explode(a):\n    return core.inverse(a)\n"
     ),
     "calc/unused.py": "def never():\n    return 0\n",
     "calc/tests/test_core.py": "from calc.core import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
@@ -70,6 +73,11 @@ async def test_a_failing_statement_is_counted_and_the_next_ones_still_run(
     run = await trace_examples(root, paths, blocks, backend=backend[0], gvisor=backend[1])
     assert run.statements == 5 and run.failed == 2
     assert set(run.files) == {"calc/printer.py", "calc/core.py"}
+    # Where the error came from, innermost frame first; the undefined name raised in the example's
+    # own code, so it has no repository frame and is not listed.
+    assert [(e.error, [(f.path, f.line, f.function) for f in e.frames]) for e in run.raised] == [
+        ("ZeroDivisionError", [("calc/core.py", 10, "inverse"), ("calc/printer.py", 9, "explode")])
+    ]
 
 
 async def test_names_the_example_never_defined_come_from_the_repository_packages(

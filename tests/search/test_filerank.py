@@ -75,6 +75,27 @@ def test_the_innermost_traceback_frame_in_the_repository_weighs_most() -> None:
     assert order[:2] == ["pkg/core/basic.py", "pkg/core/expr.py"]
 
 
+def test_the_files_of_what_the_examples_raised_gain_as_traceback_frames_do() -> None:
+    """The innermost repository frame of an exception an example raised gains the most, its caller
+    less, a file in two tracebacks only its larger boost, and a file no longer indexed nothing."""
+    raised = [
+        ["pkg/core/basic.py", "pkg/core/expr.py", "gone/old.py"],
+        ["pkg/core/expr.py"],
+        ["pkg/printing/str.py", "pkg/core/expr.py", "pkg/utils/misc.py"],
+    ]
+    boosts = filerank.raised_files(raised, set(PATHS))
+    assert boosts == {
+        "pkg/core/basic.py": filerank.RAISED_BOOST,
+        "pkg/core/expr.py": filerank.RAISED_BOOST,
+        "pkg/printing/str.py": filerank.RAISED_BOOST,
+        "pkg/utils/misc.py": filerank.RAISED_BOOST * filerank.FRAME_DECAY**2,
+    }
+    # The innermost frame outranks the best keyword match; a caller two frames out does not.
+    keyword = [row("pkg/printing/latex.py", 5.0)]
+    order = ranked(Evidence(issue=decompose("Crash"), paths=PATHS, keyword=keyword, raised=raised[2:]))
+    assert order == ["pkg/printing/str.py", "pkg/printing/latex.py", "pkg/core/expr.py", "pkg/utils/misc.py"]
+
+
 def test_a_file_in_a_traceback_counts_as_a_frame_not_also_as_a_path_the_writer_named() -> None:
     """A relative path printed in a frame is found as a path too; it is weighed once, by depth, so
     the file a traceback ends in does not outweigh a definition the title names."""

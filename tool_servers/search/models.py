@@ -35,6 +35,27 @@ EXAMPLE_TIMEOUT_S = 20.0
 about a hang would otherwise hold the search for the sandbox's whole limit."""
 
 
+class ExampleFrame(BaseModel):
+    """One frame of a traceback, in a repository file."""
+
+    model_config = _FROZEN
+
+    path: str
+    line: int
+    function: str
+
+
+class RaisedError(BaseModel):
+    """An exception an example statement raised out of the repository's code."""
+
+    model_config = _FROZEN
+
+    error: str
+    """The exception's type name."""
+    frames: list[ExampleFrame]
+    """Its traceback's frames in repository files, innermost first."""
+
+
 class ExampleRun(BaseModel):
     """What running the query's example code in the sandbox did (`search --run-examples`). The
     defaults describe a run that did not happen; `note` then says why."""
@@ -55,6 +76,9 @@ class ExampleRun(BaseModel):
     """The interpreter: the repository's virtualenv's, else codeloop's own."""
     setup_error: str | None = None
     """The setup code raised this (the examples still ran)."""
+    raised: list[RaisedError] = []
+    """Exceptions example statements raised inside the repository's code, in the order they ran
+    (the first ten); a statement failing on a name of its own is not here."""
     resolved: list[str] = []
     """Names the examples used without defining them, taken from the repository's packages or from
     where its doctests import them."""

@@ -322,7 +322,8 @@ def search_tools(live: LiveIndex, *, backend: str = "auto", policy: str = "auto"
             description=(
                 "Rank the files an issue is about, like search_code per file, and also run the code the "
                 "issue shows (interpreter sessions, code blocks) in the sandbox on a scratch copy of the "
-                "indexed files: ranks 6-10 go to files it executed. Returns the files and what ran."
+                "indexed files: ranks 6-10 go to files it executed, and the files of the tracebacks it raised gain "
+                "as a pasted traceback's do. Returns the files and what ran (and raised)."
             ),
             scope=Scope.EXECUTE,
             input_model=SearchFilesRunningExamplesInput,

@@ -25,7 +25,7 @@ from sandbox.runtime import mounted_venvs
 from tool_servers.search.errors import ExamplesForbidden
 from tool_servers.search.examples import tracer
 from tool_servers.search.examples.extract import example_blocks
-from tool_servers.search.models import EXAMPLE_TIMEOUT_S, ExampleRun, SearchResult
+from tool_servers.search.models import EXAMPLE_TIMEOUT_S, ExampleRun, RaisedError, SearchResult
 
 if TYPE_CHECKING:
     from tool_servers.search.index.code_index import CodeIndex
@@ -67,7 +67,8 @@ async def search_running_examples(
     policy: str = "auto",
 ) -> SearchResult:
     """`index`'s file ranking for `query`, with the files its example code executed (run as in
-    `trace_examples`) filling ranks, and what ran under `examples`.
+    `trace_examples`) filling ranks, the files of the tracebacks it raised boosted as a pasted
+    traceback's are, and what ran under `examples`.
 
     Raises:
         ExamplesForbidden: the deployment's sandbox policy forbids every backend here.
@@ -77,7 +78,10 @@ async def search_running_examples(
         index.repo, index.indexed_paths(), example_blocks(query), setup=setup, python=python,
         timeout_s=timeout_s, backend=backend, policy=policy,
     )  # fmt: skip
-    result = await index.search(query, k=k, per_file=True, keep_tests=keep_tests, executed=run.files)
+    raised = [[frame.path for frame in error.frames] for error in run.raised]
+    result = await index.search(
+        query, k=k, per_file=True, keep_tests=keep_tests, executed=run.files, raised=raised
+    )
     return result.model_copy(update={"examples": run})
 
 
@@ -155,6 +159,7 @@ def _report(
         return ExampleRun(
             **ran, statements=data["statements"], failed=data["failed"], timed_out=data["timed_out"] or timed_out,
             files=data["files"], setup_error=data["setup_error"], resolved=data["resolved"],
+            raised=[RaisedError.model_validate(r) for r in data["raised"]],
         )  # fmt: skip
     except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
         # The example's own code can write to the real stdout; a report it forged, or one cut short,

@@ -19,11 +19,14 @@ example of the project starts with too. The example's own output is discarded. T
 stdout is the report, after the marker:
 
     {"files": {"pkg/mod.py": 3, ...}, "statements": 9, "failed": 2, "timed_out": false,
-     "setup_error": null, "resolved": ["Symbol", ...]}
+     "setup_error": null, "resolved": ["Symbol", ...],
+     "raised": [{"error": "ValueError", "frames": [{"path": "pkg/mod.py", "line": 7,
+                 "function": "spread"}, ...]}, ...]}
 
 `files` counts the distinct functions (code objects of functions, not of module or class bodies)
 that ran in each file under the working directory; `resolved` lists the names taken from the
-repository's packages or its doctests' imports.
+repository's packages or its doctests' imports; `raised` holds, for each failing statement whose
+traceback passes through files under the working directory, those frames, innermost first.
 """
 
 import ast
@@ -40,6 +43,10 @@ import time
 MARKER = "@@codeloop-example-trace@@"
 SKIPPED_PACKAGES = ("test", "doc", "bench", "example")
 """Top-level directories by these prefixes are not where an example's names come from."""
+MAX_RAISED = 10
+"""Failing statements whose traceback is reported."""
+MAX_FRAMES = 8
+"""Repository frames reported per traceback, innermost first."""
 CO_OPTIMIZED = 0x0001
 """Set on functions' code objects only: a module's or class's body runs when it is imported, which
 says the example imported it, not that it used it."""
@@ -214,6 +221,7 @@ def main(request_path):
         "timed_out": False,
         "setup_error": None,
         "resolved": namespace.resolved,
+        "raised": [],
     }
     counted = set()
     files = report["files"]
@@ -242,7 +250,7 @@ def main(request_path):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise _Deadline()
-                _run(module, namespace, left, profile, report)
+                _run(module, namespace, left, profile, report, root, own_dir)
                 sys.stdout = sys.stderr = io.StringIO()  # the example's output, discarded
     except _Deadline:
         report["timed_out"] = True
@@ -253,7 +261,7 @@ def main(request_path):
     real_stdout.flush()
 
 
-def _run(module, namespace, left, profile, report):
+def _run(module, namespace, left, profile, report, root, own_dir):
     try:
         code = compile(module, "<example>", "exec")
     except (SyntaxError, ValueError):
@@ -265,12 +273,27 @@ def _run(module, namespace, left, profile, report):
         report["statements"] += 1
     except _Deadline:
         raise
-    except BaseException:  # SystemExit and KeyboardInterrupt of the example included
+    except BaseException as exc:  # SystemExit and KeyboardInterrupt of the example included
         report["statements"] += 1
         report["failed"] += 1
+        frames = _repository_frames(exc.__traceback__, root, own_dir)
+        if frames and len(report["raised"]) < MAX_RAISED:
+            report["raised"].append({"error": type(exc).__name__, "frames": frames})
     finally:
         sys.setprofile(None)
         signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _repository_frames(tb, root, own_dir):
+    """The traceback's frames in files under `root`, innermost first, at most `MAX_FRAMES`."""
+    frames = []
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        name = code.co_filename
+        if name.startswith(root) and not name.startswith(own_dir):
+            frames.append({"path": name[len(root) :], "line": tb.tb_lineno, "function": code.co_name})
+        tb = tb.tb_next
+    return frames[::-1][:MAX_FRAMES]
 
 
 if __name__ == "__main__":

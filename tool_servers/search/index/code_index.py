@@ -12,7 +12,7 @@ import functools
 import hashlib
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -307,13 +307,15 @@ class CodeIndex:
         mode: q.SearchMode = "hybrid",
         keep_tests: bool = False,
         executed: dict[str, int] | None = None,
+        raised: Sequence[Sequence[str]] = (),
     ) -> SearchResult:
         """Best chunks (or, with `per_file`, best files) for `query`.
 
         `per_file` ranks files from all the evidence of `filerank` (the query taken apart into
         paths, frames, identifiers and embedding pieces); test files rank after source files
         unless `keep_tests`. `executed`: the files the query's examples ran (path -> functions,
-        `examples.run.trace_examples`), which fill ranks of the file ranking. `mode` "vector" or "keyword" runs one chunk leg alone, without
+        `examples.run.trace_examples`), which fill ranks of the file ranking; `raised`: for each
+        exception they raised in the repository, its traceback's files, innermost first. `mode` "vector" or "keyword" runs one chunk leg alone, without
         boosts (for evaluation).
 
         Raises:
@@ -329,6 +331,7 @@ class CodeIndex:
         if per_file and mode == "hybrid":
             evidence = await self.file_evidence(query, parsed=parsed)
             evidence.executed = dict(executed or {})
+            evidence.raised = [list(frames) for frames in raised]
             ranked = filerank.rank_files(evidence, keep_tests=keep_tests)[:k]
             missing = [f.best["id"] for f in ranked if f.best is not None and "text" not in f.best]
             texts = await anyio.to_thread.run_sync(lambda: texts_by_id(table, missing))
