@@ -23,6 +23,7 @@ PACKAGE = {
         "def explode(a):\n    return core.inverse(a)\n"
     ),
     "calc/unused.py": "def never():\n    return 0\n",
+    "calc/optional.py": "import a_dependency_not_installed\n",
     "calc/tests/test_core.py": "from calc.core import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
 }
 
@@ -68,13 +69,14 @@ async def test_a_failing_statement_is_counted_and_the_next_ones_still_run(
     must still run."""
     root, paths = _repo(tmp_path / "repo")
     blocks = [
-        "from calc.printer import explode\nexplode(0)\nundefined_name\nfrom calc.core import negate\nnegate(1)"
+        "from calc.printer import explode\nexplode(0)\nundefined_name\nfrom calc import optional\n"
+        "from calc.core import negate\nnegate(1)"
     ]
     run = await trace_examples(root, paths, blocks, backend=backend[0], gvisor=backend[1])
-    assert run.statements == 5 and run.failed == 2
+    assert run.statements == 6 and run.failed == 3
     assert set(run.files) == {"calc/printer.py", "calc/core.py"}
-    # Where the error came from, innermost frame first; the undefined name raised in the example's
-    # own code, so it has no repository frame and is not listed.
+    # Where the error came from, innermost frame first. The undefined name raised in the example's
+    # own code, so it has no repository frame; the failed import is the environment's, not a bug's.
     assert [(e.error, [(f.path, f.line, f.function) for f in e.frames]) for e in run.raised] == [
         ("ZeroDivisionError", [("calc/core.py", 10, "inverse"), ("calc/printer.py", 9, "explode")])
     ]

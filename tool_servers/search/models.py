@@ -78,7 +78,8 @@ class ExampleRun(BaseModel):
     """The setup code raised this (the examples still ran)."""
     raised: list[RaisedError] = []
     """Exceptions example statements raised inside the repository's code, in the order they ran
-    (the first ten); a statement failing on a name of its own is not here."""
+    (the first ten). Not here: a statement failing on a name of its own (no repository frame), or on
+an import (a missing dependency is the environment's, not the bug's)."""
     resolved: list[str] = []
     """Names the examples used without defining them, taken from the repository's packages or from
     where its doctests import them."""

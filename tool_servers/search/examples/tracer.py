@@ -26,7 +26,8 @@ stdout is the report, after the marker:
 `files` counts the distinct functions (code objects of functions, not of module or class bodies)
 that ran in each file under the working directory; `resolved` lists the names taken from the
 repository's packages or its doctests' imports; `raised` holds, for each failing statement whose
-traceback passes through files under the working directory, those frames, innermost first.
+traceback passes through files under the working directory, those frames, innermost first (not for
+an ImportError: a missing dependency is the environment's).
 """
 
 import ast
@@ -277,7 +278,8 @@ def _run(module, namespace, left, profile, report, root, own_dir):
         report["statements"] += 1
         report["failed"] += 1
         frames = _repository_frames(exc.__traceback__, root, own_dir)
-        if frames and len(report["raised"]) < MAX_RAISED:
+        # An import that fails says the environment lacks a dependency, not where the bug is.
+        if frames and not isinstance(exc, ImportError) and len(report["raised"]) < MAX_RAISED:
             report["raised"].append({"error": type(exc).__name__, "frames": frames})
     finally:
         sys.setprofile(None)
