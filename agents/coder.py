@@ -208,6 +208,11 @@ def _prompt(request: CodeRequest) -> str:
         parts.append("## Tests that should pass\n" + "\n".join(f"- {t}" for t in plan.test_targets))
     if context.files:
         parts.append("## Relevant files\n" + "\n".join(f"- {f.path}" for f in context.files[:15]))
+    if context.raised:
+        parts.append(
+            "## The task's example, run in the sandbox, raised\n"
+            + "\n".join(f"- {r}" for r in context.raised)
+        )
     for snippet in context.snippets:
         parts.append(f"### {snippet.path}:{snippet.start_line}-{snippet.end_line}\n```\n{snippet.text}\n```")
     return "\n\n".join(parts)

@@ -278,6 +278,10 @@ class Context(Message):
     file are merged."""
     repo_map: str = ""
     """Outline of the repository (files and their definitions' signatures); empty when unavailable."""
+    raised: list[str] = []
+    """Execute mode: what the task's example code raised inside the repository when the retriever
+    ran it in the sandbox, one line per error (its type, where, the repository callers), so the
+    coder starts where the reported error happens; empty when nothing raised or nothing ran."""
     tokens: int = 0
     """Estimated tokens (about 4 characters each) of the packed context: the task text, `snippets`
     and `repo_map`."""

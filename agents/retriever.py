@@ -5,8 +5,9 @@ Everything goes through the `search` MCP server, read-only, on a scratch copy of
 ranks files from all their evidence) and per chunk (for snippets), and with each hypothesis of the
 plan, `find_symbol` for the identifiers the task or the plan name, and `repo_map` for the shape of
 the repository. In execute mode the file ranking comes from `search_files_running_examples`
-instead: the code the task shows is also run in the sandbox, and files it executed fill ranks
-6-10 (the search server's notes say why there). The files come in the server's file ranking of the task text; files only the other
+instead: the code the task shows is also run in the sandbox, files it executed fill ranks 6-10
+(the search server's notes say why there), and what it raised inside the repository is passed on
+(`Context.raised`): the reported error reproduced, where it happens. The files come in the server's file ranking of the task text; files only the other
 evidence found (the hypotheses, the named symbols, the plan's files of interest) follow it, fused
 by reciprocal rank. Mixing that evidence into the file ranking instead cost far more than it
 brought: on the tune half of a development set of real bug reports (65 cases, exact indexes),
@@ -56,8 +57,12 @@ async def retrieve(deps: RoleDeps, task_id: str, request: ContextRequest) -> Con
         scopes = frozenset({"read", "execute"} if task.mode == "execute" else {"read"})
         target = deps.tools.servers(root, scopes, index_dir=index_dir_for(deps, task))["search"]
         async with Client(target) as search:
+            raised: list[str] = []
             if task.mode == "execute":
-                ranked = await _search(search, task.text, k=FILE_K, tool="search_files_running_examples")
+                data = await _call(
+                    search, "search_files_running_examples", {"query": task.text[:20_000], "k": FILE_K}
+                )
+                ranked, raised = _hits(data), raised_lines((data or {}).get("examples") or {})
             else:
                 ranked = await _search(search, task.text, k=FILE_K, per_file=True)
             lists: list[list[SearchHit]] = [await _search(search, task.text, k=20)]
@@ -78,7 +83,8 @@ async def retrieve(deps: RoleDeps, task_id: str, request: ContextRequest) -> Con
         files=files,
         snippets=list(pack.snippets),
         repo_map=repo_map,
-        tokens=pack.tokens + _estimate(repo_map),
+        raised=raised,
+        tokens=pack.tokens + _estimate(repo_map) + sum(_estimate(line) for line in raised),
     )
 
 
@@ -92,22 +98,36 @@ async def _call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, An
     return result.structured_content
 
 
-async def _search(
-    client: Client, query: str, *, k: int, per_file: bool = False, tool: str = "search_code"
-) -> list[SearchHit]:
+async def _search(client: Client, query: str, *, k: int, per_file: bool = False) -> list[SearchHit]:
     if not query.strip():
         return []
-    args: dict[str, Any] = {"query": query[:20_000], "k": k}
-    if tool == "search_code":
-        args["per_file"] = per_file
-    data = await _call(client, tool, args)
-    hits = (data or {}).get("hits", [])
+    return _hits(await _call(client, "search_code", {"query": query[:20_000], "k": k, "per_file": per_file}))
+
+
+def _hits(data: dict[str, Any] | None) -> list[SearchHit]:
     return [
         SearchHit(
             h["path"], h["start_line"], h["end_line"], h.get("symbol"), h.get("score", 0.0), h["snippet"]
         )
-        for h in hits
+        for h in (data or {}).get("hits", [])
     ]
+
+
+def raised_lines(examples: dict[str, Any], *, callers: int = 3) -> list[str]:
+    """One line per distinct error the examples raised in the repository (a search result's
+    `examples`): `ValueError raised at pkg/stats.py:2 in spread, called from pkg/api.py:5 in
+    scale`, with up to `callers` repository callers."""
+    lines: list[str] = []
+    for error in examples.get("raised", []):
+        frames = [f"{f['path']}:{f['line']} in {f['function']}" for f in error.get("frames", [])]
+        if not frames:
+            continue
+        line = f"{error['error']} raised at {frames[0]}"
+        if len(frames) > 1:
+            line += ", called from " + ", ".join(frames[1 : 1 + callers])
+        if line not in lines:
+            lines.append(line)
+    return lines
 
 
 async def _symbols(client: Client, names: list[str]) -> dict[str, list[str]]:

@@ -2,7 +2,7 @@
 only the other evidence (hypotheses, named symbols, the plan) found."""
 
 from agents.context import SearchHit
-from agents.retriever import _rank
+from agents.retriever import _rank, raised_lines
 
 
 def _hits(*paths: str) -> list[SearchHit]:
@@ -35,3 +35,22 @@ def test_without_a_file_ranking_the_other_evidence_is_fused_as_before() -> None:
 def test_at_most_thirty_files_are_kept() -> None:
     files = _rank([f"r{i}.py" for i in range(25)], [_hits(*(f"c{i}.py" for i in range(25)))], {}, [])
     assert len(files) == 30 and files[24].path == "r24.py" and files[25].path == "c0.py"
+
+
+def test_what_the_examples_raised_is_one_line_per_distinct_error_innermost_first() -> None:
+    """The coder reads where the error happens first, then up to three repository callers; the
+    same error raised by two statements is one line."""
+    frames = [{"path": f"pkg/m{i}.py", "line": i, "function": f"f{i}"} for i in range(1, 6)]
+    examples = {
+        "raised": [
+            {"error": "ValueError", "frames": frames},
+            {"error": "ValueError", "frames": frames},
+            {"error": "KeyError", "frames": frames[3:4]},
+        ]
+    }
+    assert raised_lines(examples) == [
+        "ValueError raised at pkg/m1.py:1 in f1, called from pkg/m2.py:2 in f2, pkg/m3.py:3 in f3, "
+        "pkg/m4.py:4 in f4",
+        "KeyError raised at pkg/m4.py:4 in f4",
+    ]
+    assert raised_lines({}) == [] and raised_lines({"raised": [{"error": "E", "frames": []}]}) == []

@@ -199,3 +199,28 @@ def fix_quoting_secrets(messages, info) -> ModelResponse:
     if isinstance(part, TextPart):
         return ModelResponse(parts=[TextPart(f"{part.content}; {planted.IN_TEXT['anthropic']}")])
     return response
+
+
+def fix_where_it_raised(messages, info) -> ModelResponse:
+    """Starts where the context says the task's example raised: reads that file, guards the line
+    that raised against an empty input, runs the tests. Without that section it gives up."""
+    if _is_planner(info):
+        return _plan(messages, info)
+    _record(messages, info)
+    returns = _returns(messages)
+    section = _prompt(messages).split("## The task's example, run in the sandbox, raised")
+    where = re.search(r"^- (\w+) raised at (\S+?):(\d+) in (\w+)", section[-1], re.M) if len(section) > 1 else None
+    if where is None:
+        return ModelResponse(parts=[TextPart("no reproduction to start from")])
+    path, line = where.group(2), int(where.group(3))
+    read = [_content(p) for p in returns if p.tool_name == "read_file"]
+    if not read:
+        return ModelResponse(parts=[ToolCallPart("read_file", {"path": path})])
+    if not any(p.tool_name == "write_file" for p in returns):
+        lines = read[0]["content"].splitlines(keepends=True)
+        indent = lines[line - 1][: len(lines[line - 1]) - len(lines[line - 1].lstrip())]
+        lines.insert(line - 1, f"{indent}if not values:\n{indent}    return 0\n")
+        return ModelResponse(parts=[ToolCallPart("write_file", {"path": path, "content": "".join(lines)})])
+    if not any(p.tool_name == "run_tests" for p in returns):
+        return ModelResponse(parts=[ToolCallPart("run_tests", {})])
+    return ModelResponse(parts=[TextPart(f"{where.group(1)} in {where.group(4)}: guarded against no values")])

@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from agents.messages import Budgets, ModelNames, TaskSubmitted
-from tests.e2e.conftest import make_repo, model, tree_digest
+from tests.e2e.conftest import CALC, make_repo, model, tree_digest
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -37,6 +37,26 @@ async def test_a_bug_is_fixed_end_to_end_and_the_checkout_is_untouched(pipeline,
     assert tests.returncode == 0, tests.stdout
     assert result.steps >= 2 and set(result.usage["by_role"]) >= {"planner", "coder", "retriever", "verifier"}
     assert "calc/__init__.py" in result.context["files"]
+
+
+async def test_the_error_the_tasks_example_raises_leads_the_coder_to_where_it_happens(
+    pipeline, tmp_path: Path
+) -> None:
+    """Execute mode: the retriever runs the task's example in the sandbox and hands the coder the
+    error it raised and where (a file the task never names); a coder starting there fixes it."""
+    files = {**CALC, "calc/__init__.py": CALC["calc/__init__.py"].replace("a - b", "a + b")}
+    files["tests/test_stats.py"] += "\n\ndef test_mean_of_nothing():\n    assert mean([]) == 0\n"
+    repo = make_repo(tmp_path / "repo", files)
+    record = tmp_path / "seen.jsonl"
+    text = (
+        "mean() crashes on no values\n\n```\n>>> from calc.stats import mean\n>>> mean([])\n```\n"
+        f"It should give 0.\nrecord: {record}"
+    )
+    result = await pipeline(_task(repo, text, "fix_where_it_raised", mode="execute"))
+    assert result.status == "done", result.report
+    assert result.files_changed == ["calc/stats.py"] and result.verification.verdict == "passed"
+    prompt = json.loads(record.read_text().splitlines()[0])["prompt"]
+    assert "- ZeroDivisionError raised at calc/stats.py:10 in mean" in prompt
 
 
 async def test_a_read_mode_explanation_offers_no_write_tool_and_cites_real_files(pipeline, tmp_path: Path) -> None:
