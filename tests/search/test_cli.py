@@ -85,6 +85,23 @@ def test_bad_input_exits_non_zero_with_a_message_and_no_traceback(
     assert message in done.stderr and "Traceback" not in done.stderr
 
 
+def _issue_and_repo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, issue: str, files: dict[str, str], decoy: str
+) -> tuple[Path, list[str]]:
+    """A repository of `files` plus 16 decoys (`decoy` formatted with `i`: files matching the
+    issue's words better than the file only running its example finds), the issue in a file, and
+    the `search` arguments for it; examples run in the process backend."""
+    monkeypatch.setenv("CODELOOP_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("CODELOOP_SANDBOX", "process")
+    repo = tmp_path / "repo"
+    files = {**files, **{f"calc/decoy{i}.py": decoy.format(i=i) for i in range(16)}}
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    (tmp_path / "issue.md").write_text(issue)
+    return repo, ["search", f"@{tmp_path / 'issue.md'}", "--repo", str(repo), "--per-file"]
+
+
 ISSUE = """show() prints the wrong brackets
 ```
 >>> from calc import show
@@ -100,26 +117,15 @@ def test_run_examples_adds_what_the_example_executed_to_the_json(
 ) -> None:
     """Our CLI contract, extended: with --run-examples the result carries `examples`, and a file
     reached only by running the example (core.py, which the issue never names) is ranked."""
-    monkeypatch.setenv("CODELOOP_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("CODELOOP_SANDBOX", "process")
-    repo = tmp_path / "repo"
     files = {
         "calc/__init__.py": "from calc.printer import show\n",
         "calc/printer.py": "from calc import core\n\n\ndef show(a):\n    return core.wrap(a)\n",
         "calc/core.py": "def wrap(a):\n    return f'<{a}>'\n",
     }
     # Files that match the issue's words better than core.py, which it never names.
-    files.update(
-        {
-            f"calc/show{i}.py": f"def show_brackets{i}(wrong):\n    return print(wrong, 'brackets')\n"
-            for i in range(16)
-        }
-    )
-    for rel, text in files.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
-    (tmp_path / "issue.md").write_text(ISSUE)
-    args = ["search", f"@{tmp_path / 'issue.md'}", "--repo", str(repo), "--per-file", "-k", "10", "--json"]
+    decoy = "def show_brackets{i}(wrong):\n    return print(wrong, 'brackets')\n"
+    repo, args = _issue_and_repo(tmp_path, monkeypatch, ISSUE, files, decoy)
+    args = [*args, "-k", "10", "--json"]
 
     plain = CliRunner().invoke(app, args)
     with_examples = CliRunner().invoke(app, [*args, "--run-examples"])
@@ -157,25 +163,14 @@ def test_the_file_an_example_raises_in_is_ranked_and_named(
     """The error an issue describes, reproduced: the innermost repository frame of what the example
     raised (stats.py, which the issue never names, one call below the function it does name) is
     evidence like a pasted traceback's, and the summary says where it was raised."""
-    monkeypatch.setenv("CODELOOP_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("CODELOOP_SANDBOX", "process")
-    repo = tmp_path / "repo"
     files = {
         "calc/__init__.py": "from calc.api import scale\n",
         "calc/api.py": "from calc import stats\n\n\ndef scale(values, factor):\n    return stats.spread(values, factor)\n",
         "calc/stats.py": "def spread(values, factor):\n    top = max(values)\n    return [v * factor / top for v in values]\n",
     }
-    files.update(
-        {
-            f"calc/lists{i}.py": f"def empty_values{i}(crash):\n    return print(crash, 'empty list of values')\n"
-            for i in range(16)
-        }
-    )
-    for rel, text in files.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
-    (tmp_path / "issue.md").write_text(RAISING_ISSUE)
-    args = ["search", f"@{tmp_path / 'issue.md'}", "--repo", str(repo), "--per-file", "-k", "20"]
+    decoy = "def empty_values{i}(crash):\n    return print(crash, 'empty list of values')\n"
+    _, args = _issue_and_repo(tmp_path, monkeypatch, RAISING_ISSUE, files, decoy)
+    args = [*args, "-k", "20"]
 
     plain = CliRunner().invoke(app, [*args, "--json"])
     with_examples = CliRunner().invoke(app, [*args, "--json", "--run-examples"])
