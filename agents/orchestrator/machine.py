@@ -518,6 +518,8 @@ def _diagnosis(state: TaskState) -> str:
     lines = [f"Diagnosis (no model configured) of: {state.task.text.strip()[:300]}"]
     if files:
         lines.append("Most relevant files: " + ", ".join(files) + ".")
+    if state.context and state.context.raised:
+        lines.append("The task's example, run in the sandbox, raised: " + "; ".join(state.context.raised[:3]) + ".")
     if report is not None:
         failing = [f for f in report.failures if f.test_id]
         if failing:

@@ -223,11 +223,14 @@ def test_read_mode_answers_then_checks_the_answer_and_no_model_diagnoses() -> No
     quiet = _task().model_copy(update={"models": ModelNames()})
     state = transition(_state(quiet), Start(), pipeline=DIAGNOSE, now=T0).state
     state = _step(state, PlanResult(step_id=state.expected_step, plan=Plan(fixed=True)), pipeline=DIAGNOSE).state
-    state = _step(state, Context(step_id=state.expected_step), pipeline=DIAGNOSE).state
+    raised = ["ZeroDivisionError raised at a.py:3 in mean"]
+    state = _step(state, Context(step_id=state.expected_step, raised=raised), pipeline=DIAGNOSE).state
     (verify,) = [c for c in [state] if c.status == "verifying"]
     final = _step(verify, VerifyResult(step_id=verify.expected_step, report=_report("failed", _fail())),
                   pipeline=DIAGNOSE).state  # fmt: skip
     assert final.status == "diagnosed" and "tests/test_a.py::test_x" in final.result.answer
+    # Without a model, what the example raised and where is the diagnosis's lead.
+    assert "raised: ZeroDivisionError raised at a.py:3 in mean." in final.result.answer
 
 
 def test_the_transition_is_pure() -> None:
