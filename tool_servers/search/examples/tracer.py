@@ -210,6 +210,13 @@ def main(request_path):
         request = json.load(f)
     root = os.path.realpath(os.getcwd()) + os.sep
     own_dir = os.path.dirname(os.path.realpath(__file__)) + os.sep  # the tracer is no example code
+
+    def repository_path(file_name):
+        """`file_name` relative to the repository, or None for a file outside it (or the tracer)."""
+        if file_name.startswith(root) and not file_name.startswith(own_dir):
+            return file_name[len(root) :]
+        return None
+
     roots = [root[:-1]] + ([os.path.join(root, "src")] if os.path.isdir(os.path.join(root, "src")) else [])
     for path in reversed(roots):
         sys.path.insert(0, path)
@@ -232,9 +239,8 @@ def main(request_path):
             code = frame.f_code
             if code not in counted and code.co_flags & CO_OPTIMIZED:
                 counted.add(code)
-                name = code.co_filename
-                if name.startswith(root) and not name.startswith(own_dir):
-                    rel = name[len(root) :]
+                rel = repository_path(code.co_filename)
+                if rel is not None:
                     files[rel] = files.get(rel, 0) + 1
 
     real_stdout = sys.stdout
@@ -251,7 +257,7 @@ def main(request_path):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise _Deadline()
-                _run(module, namespace, left, profile, report, root, own_dir)
+                _run(module, namespace, left, profile, report, repository_path)
                 sys.stdout = sys.stderr = io.StringIO()  # the example's output, discarded
     except _Deadline:
         report["timed_out"] = True
@@ -262,7 +268,7 @@ def main(request_path):
     real_stdout.flush()
 
 
-def _run(module, namespace, left, profile, report, root, own_dir):
+def _run(module, namespace, left, profile, report, repository_path):
     try:
         code = compile(module, "<example>", "exec")
     except (SyntaxError, ValueError):
@@ -277,7 +283,7 @@ def _run(module, namespace, left, profile, report, root, own_dir):
     except BaseException as exc:  # SystemExit and KeyboardInterrupt of the example included
         report["statements"] += 1
         report["failed"] += 1
-        frames = _repository_frames(exc.__traceback__, root, own_dir)
+        frames = _repository_frames(exc.__traceback__, repository_path)
         # An import that fails says the environment lacks a dependency, not where the bug is.
         if frames and not isinstance(exc, ImportError) and len(report["raised"]) < MAX_RAISED:
             report["raised"].append({"error": type(exc).__name__, "frames": frames})
@@ -286,14 +292,14 @@ def _run(module, namespace, left, profile, report, root, own_dir):
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-def _repository_frames(tb, root, own_dir):
-    """The traceback's frames in files under `root`, innermost first, at most `MAX_FRAMES`."""
+def _repository_frames(tb, repository_path):
+    """The traceback's frames in repository files, innermost first, at most `MAX_FRAMES`."""
     frames = []
     while tb is not None:
         code = tb.tb_frame.f_code
-        name = code.co_filename
-        if name.startswith(root) and not name.startswith(own_dir):
-            frames.append({"path": name[len(root) :], "line": tb.tb_lineno, "function": code.co_name})
+        rel = repository_path(code.co_filename)
+        if rel is not None:
+            frames.append({"path": rel, "line": tb.tb_lineno, "function": code.co_name})
         tb = tb.tb_next
     return frames[::-1][:MAX_FRAMES]
 
