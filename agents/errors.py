@@ -11,6 +11,8 @@
     │                                               exhausted quota, malformed request): retrying cannot help
     ├── ModelMisbehaved               agent.format  the model's own output could not be used (unparseable,
     │                                               tool retries exhausted)
+    ├── CostBudgetExceeded            budget.cost   the step's share of the task's spend limit is used
+    │                                               up: refused before the next model request
     ├── LoopDetected (agents.coder)   agent.loop    the coder repeated the same tool calls
     ├── StepError (agents.role)       its own       a step that cannot succeed, with the class it names
     ├── WorkspaceError                (agents.workspace.errors) capture, scratch workspaces, patches
@@ -73,3 +75,9 @@ class ModelMisbehaved(AgentError):
     """The model answered, but not in a form the agent could use, even after its retries."""
 
     failure_class = "agent.format"
+
+
+class CostBudgetExceeded(AgentError):
+    """The next model request would start with the task's spend limit already reached."""
+
+    failure_class = "budget.cost"

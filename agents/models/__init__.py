@@ -51,15 +51,18 @@ def build_model(
     on_call: OnCall | None = None,
     retry: RetryPolicy | None = None,
     base_dir: Path | None = None,
+    cost_limit_usd: float | None = None,
 ) -> MeteredModel:
-    """The metered model for `role` named `name`; see the module docstring.
+    """The metered model for `role` named `name`; see the module docstring. `cost_limit_usd`: the
+    spend after which it refuses further requests (`CostBudgetExceeded`); None for no limit.
 
     Raises:
         ModelSpecError: `name` cannot be resolved (checked now; API keys are checked at the first call).
     """
     return MeteredModel(
-        model_factory(name, base_dir=base_dir), name=name.strip(), role=role, on_call=on_call, retry=retry
-    )
+        model_factory(name, base_dir=base_dir), name=name.strip(), role=role, on_call=on_call, retry=retry,
+        cost_limit_usd=cost_limit_usd,
+    )  # fmt: skip
 
 
 def build_role_models(

@@ -3,13 +3,17 @@
 It wraps the real model (built lazily, see `names`), and for each request:
 - retries infrastructure failures under a `RetryPolicy` and turns what is left into the agents'
   typed errors (`ProviderUnavailable`, `ProviderRejected`, `ModelMisbehaved`);
-- meters it: tokens in/out, latency, attempts, cost where genai-prices knows the model;
+- meters it: tokens in/out, latency, attempts, cost where genai-prices knows the model, and adds
+  the cost to what the model has spent (`spent_usd`, the role's `Usage.cost_usd`);
+- refuses a request once that spend reached the step's share of the task's cost budget
+  (`cost_limit_usd`), so the budget is checked before every model call, not only between steps;
 - reports it as a `ModelCall` to the role's `on_call` (so the role can publish an event) and as
   one log line on the `codeloop.agents` logger.
 
 Nothing leaves in full: errors and the output preview are redacted and trimmed to ~200 chars.
 """
 
+import dataclasses
 import inspect
 import logging
 import time
@@ -28,6 +32,7 @@ from pydantic_ai.settings import ModelSettings
 
 from agents.errors import (
     AgentError,
+    CostBudgetExceeded,
     ModelMisbehaved,
     ModelNotConfigured,
     ProviderRejected,
@@ -88,6 +93,7 @@ class MeteredModel(WrapperModel):
         role: str,
         on_call: OnCall | None = None,
         retry: RetryPolicy | None = None,
+        cost_limit_usd: float | None = None,
     ) -> None:
         # WrapperModel.__init__ would build the wrapped model now, reading API keys; see `names`.
         Model.__init__(self)
@@ -97,6 +103,9 @@ class MeteredModel(WrapperModel):
         self.role = role
         self.on_call = on_call
         self.retry = retry or RetryPolicy()
+        self.cost_limit_usd = cost_limit_usd
+        self.spent_usd: float | None = None
+        """US dollars of this model's successful requests; None while none had a known price."""
 
     @property
     def wrapped(self) -> Model:  # type: ignore[override]
@@ -115,12 +124,24 @@ class MeteredModel(WrapperModel):
     def __repr__(self) -> str:
         return f"MeteredModel(name={self.name!r}, role={self.role!r})"
 
+    def _check_cost(self) -> None:
+        if self.cost_limit_usd is not None and (self.spent_usd or 0.0) >= self.cost_limit_usd:
+            raise CostBudgetExceeded(
+                f"the cost budget is used up: ${self.spent_usd or 0.0:.4f} spent of the "
+                f"${self.cost_limit_usd:.4f} this step had left"
+            )
+
+    def _spend(self, cost_usd: float | None) -> None:
+        if cost_usd is not None:
+            self.spent_usd = (self.spent_usd or 0.0) + cost_usd
+
     async def request(
         self,
         messages: list[ModelMessage],
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
+        self._check_cost()
         meter = _Meter(self)
         settings = _without_sdk_retries(model_settings)
         while True:
@@ -145,6 +166,7 @@ class MeteredModel(WrapperModel):
         # replayed without the caller seeing them twice, so it fails as classified. No attempt
         # deadline here: a cancel scope closed while the stream it opened is still open breaks
         # anyio's nesting; streams take pydantic-ai's `first_event_timeout` setting instead.
+        self._check_cost()
         meter = _Meter(self)
         settings = _without_sdk_retries(model_settings)
         while True:
@@ -229,11 +251,14 @@ class _Meter:
             latency_s=round(time.perf_counter() - self.started, 6),
             attempts=self.attempts,
             backoff_s=round(self.backoff_s, 6),
-            cost_usd=_cost_usd(response) if response is not None else None,
+            cost_usd=_cost_usd(response, priced_as=getattr(self.model._built, "priced_as", None))
+            if response is not None
+            else None,
             failure_class=error.failure_class if isinstance(error, AgentError) else None,
             error=trim(_redact(str(error))) if error is not None else None,
             output_preview=_preview(response) if response is not None else None,
         )
+        self.model._spend(call.cost_usd)
         _log(call)
         if self.model.on_call is not None:
             result = self.model.on_call(call)
@@ -262,7 +287,11 @@ def _deadline(timeout_s: float | None) -> AbstractContextManager[object]:
     return anyio.fail_after(timeout_s) if timeout_s is not None else nullcontext()
 
 
-def _cost_usd(response: ModelResponse) -> float | None:
+def _cost_usd(response: ModelResponse, *, priced_as: str | None = None) -> float | None:
+    """The response's price from genai-prices' table; `priced_as` prices a scripted model's
+    reported usage as that model's (a `function:` callable's `priced_as` attribute)."""
+    if priced_as is not None:
+        response = dataclasses.replace(response, model_name=priced_as, provider_name=None)
     try:
         return float(response.cost().total_price)
     except (LookupError, ValueError, AssertionError):
