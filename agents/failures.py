@@ -69,7 +69,7 @@ DEFINITIONS: dict[FailureClass, str] = {
     FailureClass.TEST_REGRESSION: "A test that passed on the starting tree fails with the patch.",
     FailureClass.TEST_TIMEOUT: "A test run did not finish within its time limit or the task's deadline.",
     FailureClass.TEST_WEAKENED: "The patch deletes, skips or xfails tests, or removes assertions, instead of fixing the code.",
-    FailureClass.TEST_NO_REPRODUCTION: "The tests the patch adds pass without its fix too, and nothing else shows the fix works.",
+    FailureClass.TEST_NO_REPRODUCTION: "Nothing shows the task's problem gone: no test the task is about failed before the patch and passes with it (the tests the patch adds pass without its fix too, or it adds none).",
     FailureClass.AGENT_LOOP: "The model repeated the same tool call or made no progress.",
     FailureClass.AGENT_FORMAT: "The model's output stayed unparseable after the retries.",
     FailureClass.BUDGET_STEPS: "The task used up its model requests.",
@@ -88,11 +88,12 @@ BLAME: dict[FailureClass, Blame] = {
     FailureClass.TEST_TIMEOUT: "ambiguous",
     FailureClass.VERIFY_UNVERIFIABLE: "ambiguous",
     FailureClass.BUDGET_WALL: "ambiguous",
+    FailureClass.TEST_NO_REPRODUCTION: "ambiguous",
     **{
         cls: "model"
         for cls in FailureClass
         if cls.value.split(".")[0] in ("patch", "static", "test", "agent", "answer")
-        and cls is not FailureClass.TEST_TIMEOUT
+        and cls not in (FailureClass.TEST_TIMEOUT, FailureClass.TEST_NO_REPRODUCTION)
     },
     FailureClass.BUDGET_STEPS: "model",
     FailureClass.BUDGET_TOKENS: "model",
@@ -100,7 +101,8 @@ BLAME: dict[FailureClass, Blame] = {
     FailureClass.BUDGET_REVISIONS: "model",
 }
 """Whose failure each class is: `environment` (retry; never counted against the model), `model`,
-or `ambiguous` (a timeout or an exhausted clock can be a slow machine or a looping patch)."""
+or `ambiguous` (a timeout or an exhausted clock can be a slow machine or a looping patch; a patch
+with no evidence either way may be right or wrong)."""
 
 
 def blame(failure_class: FailureClass | str) -> Blame:

@@ -357,6 +357,10 @@ class VerifyRequest(Message):
     deadline_at: datetime
     """The task's wall-clock deadline (UTC): verification still running then is cut off and reported
     as not finished."""
+    raised_before: list[str] = []
+    """Execute mode: what the task's example code raised in the repository on the starting tree
+    (the retriever's `Context.raised`); the example no longer raising with the patch is evidence
+    the problem is gone when no test shows it."""
 
 
 class VerifyResult(Message):
@@ -411,6 +415,10 @@ class Verification(Message):
     """The last verification's checks in the order run: `{name, ok, summary, duration_s}` each."""
     failures: list[Failure] = []
     """What the last verification found wrong: errors first, then warnings."""
+    evidence: list[str] = []
+    """Tests the task is about that failed before the patch and pass with it (what `passed` rests on)."""
+    preexisting: list[str] = []
+    """Tests failing before the patch and still failing, unrelated to the task: listed, not blamed."""
 
 
 class TaskResult(Message):

@@ -381,6 +381,7 @@ def _request(state: TaskState, stage: Stage, step_id: str) -> Message:
             step_id=step_id, task=task, plan=plan, patch=state.patch,
             answer=state.answer if task.mode == "read" else None,
             baseline=state.baseline, deadline_at=_deadline(state),
+            raised_before=list(state.context.raised) if state.context and task.mode == "execute" else [],
         )  # fmt: skip
     return EchoRequest(text=task.text)
 
@@ -469,6 +470,8 @@ def build_result(state: TaskState, *, failure_class: str | None, report: str, no
         verdict=last.verdict if last else None,
         checks=[c.model_dump(mode="json") for c in last.checks] if last else [],
         failures=list(last.failures) if last else [],
+        evidence=list(last.evidence) if last else [],
+        preexisting=list(last.preexisting) if last else [],
     )
     usage: dict[str, Any] = state.usage.model_dump(mode="json")
     usage["wall_s"] = round((now - state.created_at).total_seconds(), 3)

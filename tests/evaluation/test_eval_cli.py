@@ -79,6 +79,10 @@ def test_a_scripted_run_writes_four_files_whose_figures_agree(scripted_run: Eval
     assert all(r["trace_id"] and r["steps"] > 0 and r["tokens"] > 0 for r in rows.values())
     assert all(r["patch"] for r in rows.values() if r["kind"] in ("fix", "add_test") and r["resolved"])
     assert scripted_run.summary["environment_failures"] == 0
+    # Priced usage flows from the roles into each row and the summary's cost figures.
+    assert all(r["cost_usd"] and r["cost_usd"] > 0 for r in rows.values())
+    cost = scripted_run.summary["cost_usd"]
+    assert cost["total"] == pytest.approx(sum(r["cost_usd"] for r in scripted_run.rows), abs=1e-5)
 
 
 def test_diagnose_mode_tests_the_shipped_tree_and_min_resolved_fails_the_run(diagnose_run: EvalRun) -> None:
