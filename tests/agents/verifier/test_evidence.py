@@ -12,7 +12,8 @@ import pytest
 
 from agents.failures import FailureClass
 from agents.verifier import revision_feedback, verify_patch
-from tests.agents.verifier.conftest import FAST_PYTEST, InProcessTools, deadline, make_patch, make_repo
+from agents.verifier.report import Baseline
+from tests.agents.verifier.conftest import FAST_PYTEST, InProcessTools, deadline, git, make_patch, make_repo
 
 pytestmark = pytest.mark.anyio
 
@@ -47,11 +48,11 @@ def ops_repo(tmp_path: Path) -> Path:
     )  # fmt: skip
 
 
-async def _verify(repo: Path, patch: str, tools: InProcessTools, task_text: str):
+async def _verify(repo: Path, patch: str, tools: InProcessTools, task_text: str, baseline=None):
     with anyio.fail_after(240):
         report, _ = await verify_patch(
             workspace=repo, patch=patch, plan_files=["ops.py"], test_targets=[], mode="execute",
-            tools=tools, deadline=deadline(), baseline=None, task_text=task_text,
+            tools=tools, deadline=deadline(), baseline=baseline, task_text=task_text,
         )  # fmt: skip
     return report
 
@@ -127,3 +128,14 @@ async def test_a_reproducing_test_is_evidence_in_a_repository_with_no_failing_te
     alone = await _verify(repo, make_patch(repo, {"rng.py": fixed}), tools, "clamp() ignores the upper bound")
     assert alone.verdict == "unverified"
     assert _classes(alone) == {FailureClass.TEST_NO_REPRODUCTION}
+
+
+async def test_a_fix_whose_whole_suite_cannot_run_before_the_deadline_is_not_passed(ops_repo: Path, tools) -> None:
+    """The named test is fixed, but the suite (known from an earlier verification to take far longer
+    than the time left) is skipped: regressions went unchecked, so `unverified`, not `passed`."""
+    slow = Baseline(commit=git(ops_repo, "rev-parse", "HEAD").strip(), suite_duration_s=10_000.0)
+    right = make_patch(ops_repo, {"ops.py": OPS.replace("len(xs) - 1", "len(xs)")})
+    report = await _verify(ops_repo, right, tools, "test_mean fails", baseline=slow)
+    assert report.verdict == "unverified"
+    assert _classes(report) == {FailureClass.VERIFY_UNVERIFIABLE}
+    assert "the whole suite was not run" in report.failures[0].message
