@@ -287,9 +287,12 @@ def _summary(result: Any) -> None:
         typer.echo(f"verification: {verification.verdict}")
         for check in verification.checks:
             typer.echo(f"  {'ok  ' if check.get('ok') else 'FAIL'} {check.get('name')}: {check.get('summary', '')}")
+        if verification.preexisting:
+            typer.echo("  failing before the patch too, not blamed: " + ", ".join(verification.preexisting[:10]))
     usage = result.usage
+    cost = f", ${usage['cost_usd']:.4f}" if usage.get("cost_usd") is not None else ""
     typer.echo(f"usage: {usage.get('requests', 0)} model requests, {usage.get('input_tokens', 0)}+"
-               f"{usage.get('output_tokens', 0)} tokens, {usage.get('wall_s', 0):.1f} s")  # fmt: skip
+               f"{usage.get('output_tokens', 0)} tokens{cost}, {usage.get('wall_s', 0):.1f} s")  # fmt: skip
     if result.report:
         typer.echo("")
         typer.echo(result.report)
