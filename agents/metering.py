@@ -51,7 +51,7 @@ def usage_of(run_usage: Any, model: MeteredModel) -> Usage:
         input_tokens=run_usage.input_tokens or 0,
         output_tokens=run_usage.output_tokens or 0,
         tool_calls=run_usage.tool_calls or 0,
-        cost_usd=model.spent_usd,
+        cost_usd=model.spend.spent_usd,
     )
 
 

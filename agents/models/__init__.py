@@ -23,7 +23,7 @@ from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior
 from agents.errors import ModelMisbehaved
 from agents.models._redact import _redact, trim
 from agents.models.choice import LLM_ROLES, LlmRole, ModelChoice, merge_choices
-from agents.models.metered import MeteredModel, ModelCall, OnCall
+from agents.models.metered import MeteredModel, ModelCall, OnCall, Spend
 from agents.models.names import load_function_model, model_factory
 from agents.models.retry import RetryPolicy, is_retryable, rejected, unavailable
 
@@ -35,6 +35,7 @@ __all__ = [
     "ModelChoice",
     "OnCall",
     "RetryPolicy",
+    "Spend",
     "build_model",
     "build_role_models",
     "load_function_model",
@@ -61,7 +62,7 @@ def build_model(
     """
     return MeteredModel(
         model_factory(name, base_dir=base_dir), name=name.strip(), role=role, on_call=on_call, retry=retry,
-        cost_limit_usd=cost_limit_usd,
+        spend=Spend(limit_usd=cost_limit_usd),
     )  # fmt: skip
 
 

@@ -4,9 +4,9 @@ It wraps the real model (built lazily, see `names`), and for each request:
 - retries infrastructure failures under a `RetryPolicy` and turns what is left into the agents'
   typed errors (`ProviderUnavailable`, `ProviderRejected`, `ModelMisbehaved`);
 - meters it: tokens in/out, latency, attempts, cost where genai-prices knows the model, and adds
-  the cost to what the model has spent (`spent_usd`, the role's `Usage.cost_usd`);
+  the cost to what the model has spent (`Spend`, the role's `Usage.cost_usd`);
 - refuses a request once that spend reached the step's share of the task's cost budget
-  (`cost_limit_usd`), so the budget is checked before every model call, not only between steps;
+  (`Spend.limit_usd`), so the budget is checked before every model call, not only between steps;
 - reports it as a `ModelCall` to the role's `on_call` (so the role can publish an event) and as
   one log line on the `codeloop.agents` logger.
 
@@ -19,6 +19,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager, nullcontext
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import anyio
@@ -82,6 +83,28 @@ OnCall = Callable[[ModelCall], Awaitable[None] | None]
 """Receives every `ModelCall`; may be async (to publish an event). Its errors propagate."""
 
 
+@dataclass
+class Spend:
+    """What a role's model has cost in one step, and the limit after which it refuses requests."""
+
+    limit_usd: float | None = None
+    """The step's share of the task's cost budget; None for no limit."""
+    spent_usd: float | None = None
+    """US dollars of the successful requests; None while none had a known price."""
+
+    def add(self, cost_usd: float | None) -> None:
+        if cost_usd is not None:
+            self.spent_usd = (self.spent_usd or 0.0) + cost_usd
+
+    def check(self) -> None:
+        """Before a request. Raises `CostBudgetExceeded` once the spend reached the limit."""
+        if self.limit_usd is not None and (self.spent_usd or 0.0) >= self.limit_usd:
+            raise CostBudgetExceeded(
+                f"the cost budget is used up: ${self.spent_usd or 0.0:.4f} spent of the "
+                f"${self.limit_usd:.4f} this step had left"
+            )
+
+
 class MeteredModel(WrapperModel):
     """A pydantic-ai model that retries, meters and reports every request of one role."""
 
@@ -93,7 +116,7 @@ class MeteredModel(WrapperModel):
         role: str,
         on_call: OnCall | None = None,
         retry: RetryPolicy | None = None,
-        cost_limit_usd: float | None = None,
+        spend: "Spend | None" = None,
     ) -> None:
         # WrapperModel.__init__ would build the wrapped model now, reading API keys; see `names`.
         Model.__init__(self)
@@ -103,9 +126,8 @@ class MeteredModel(WrapperModel):
         self.role = role
         self.on_call = on_call
         self.retry = retry or RetryPolicy()
-        self.cost_limit_usd = cost_limit_usd
-        self.spent_usd: float | None = None
-        """US dollars of this model's successful requests; None while none had a known price."""
+        self.spend = spend or Spend()
+        """What this model's requests cost, shared with the other models of a fallback chain."""
 
     @property
     def wrapped(self) -> Model:  # type: ignore[override]
@@ -124,16 +146,6 @@ class MeteredModel(WrapperModel):
     def __repr__(self) -> str:
         return f"MeteredModel(name={self.name!r}, role={self.role!r})"
 
-    def _check_cost(self) -> None:
-        if self.cost_limit_usd is not None and (self.spent_usd or 0.0) >= self.cost_limit_usd:
-            raise CostBudgetExceeded(
-                f"the cost budget is used up: ${self.spent_usd or 0.0:.4f} spent of the "
-                f"${self.cost_limit_usd:.4f} this step had left"
-            )
-
-    def _spend(self, cost_usd: float | None) -> None:
-        if cost_usd is not None:
-            self.spent_usd = (self.spent_usd or 0.0) + cost_usd
 
     async def request(
         self,
@@ -141,7 +153,7 @@ class MeteredModel(WrapperModel):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
-        self._check_cost()
+        self.spend.check()
         meter = _Meter(self)
         settings = _without_sdk_retries(model_settings)
         while True:
@@ -166,7 +178,7 @@ class MeteredModel(WrapperModel):
         # replayed without the caller seeing them twice, so it fails as classified. No attempt
         # deadline here: a cancel scope closed while the stream it opened is still open breaks
         # anyio's nesting; streams take pydantic-ai's `first_event_timeout` setting instead.
-        self._check_cost()
+        self.spend.check()
         meter = _Meter(self)
         settings = _without_sdk_retries(model_settings)
         while True:
@@ -258,7 +270,7 @@ class _Meter:
             error=trim(_redact(str(error))) if error is not None else None,
             output_preview=_preview(response) if response is not None else None,
         )
-        self.model._spend(call.cost_usd)
+        self.model.spend.add(call.cost_usd)
         _log(call)
         if self.model.on_call is not None:
             result = self.model.on_call(call)
