@@ -152,7 +152,7 @@ async def code(
             max_repeated=request.budget.max_repeated_calls, max_failures=request.budget.max_tool_failures
         )
         agent = Agent(
-            model_for(deps, name, role=ROLE, task_id=task_id), output_type=str, name=ROLE,
+            model_for(deps, task.models.chain_for(ROLE), role=ROLE, task_id=task_id), output_type=str, name=ROLE,
             instructions=INSTRUCTIONS[task.mode], toolsets=_toolsets(deps, root, request, task_id),
             capabilities=[guard.hooks(), *observer_capabilities(deps, run_info)], retries=2,
         )  # fmt: skip
