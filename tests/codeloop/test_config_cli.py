@@ -71,7 +71,7 @@ async def test_a_bad_name_is_a_usage_error_before_anything_starts(tmp_path: Path
 async def test_config_show_reports_each_source_and_the_task_record_carries_the_result(tmp_path: Path) -> None:
     """Issue acceptance: the project file sets the coder, the user file the default; `config show
     --json` says where each came from; a flag overrides both; the task's record carries the models
-    and budgets it ran with."""
+    and budgets it ran with, and `trace` shows them."""
     repo = make_repo(tmp_path / "repo")
     (tmp_path / "xdg" / "codeloop").mkdir(parents=True)
     user = tmp_path / "xdg" / "codeloop" / "config.toml"
@@ -112,6 +112,11 @@ async def test_config_show_reports_each_source_and_the_task_record_carries_the_r
                 await _codeloop(serve_env, "watch", task_id)
             status = await _codeloop(serve_env, "status", task_id, "--json")
             records.append(json.loads(status.stdout)["task"])
+            traced = await _codeloop(serve_env, "trace", task_id, "--json")
+            assert json.loads(traced.stdout)["configuration"]["models"] == records[-1]["models"]
+            assert json.loads(traced.stdout)["configuration"]["budgets"] == records[-1]["budgets"]
+        shown_tree = await _codeloop(serve_env, "trace", task_id)
+        assert f"coder: {f'function:{SCRIPTED.resolve()}:wrong_then_right'}" in shown_tree.stdout.decode().replace("\n", "")
     plain, flagged = records
     assert (plain["models"]["default"], plain["models"]["planner"], plain["models"]["coder"]) == (explain, explain, fix)
     assert plain["models"]["fallbacks"] == {"coder": ["openai-chat:gpt-4o"]}
