@@ -293,8 +293,10 @@ def _merge(layers: list[_Layer]) -> Settings:
             values[key] = value
             origins[key] = layer.origin(key)
     models = _model_names(chains, values)
-    origins = {k: v for k, v in origins.items() if not k.startswith("model_settings.") or
-               k.rpartition(".")[0].removeprefix("model_settings.") in models.options}  # fmt: skip
+    # Settings of models no role uses are not part of the effective configuration.
+    unused = [k for k in origins if k.startswith("model_settings.") and _model_of(k) not in models.options]
+    for key in unused:
+        del origins[key]
     sections: dict[str, Any] = {}
     for section, model in (("budgets", Budgets), ("sandbox", SandboxSettings), ("tools", ToolSettings),
                            ("telemetry", TelemetrySettings)):  # fmt: skip
@@ -311,12 +313,16 @@ def _merge(layers: list[_Layer]) -> Settings:
     return Settings(models=models, pipelines=pipelines, origins=origins, **sections)
 
 
+def _model_of(key: str) -> str:
+    """The model name of a `model_settings.NAME.OPTION` key (NAME may hold dots)."""
+    return key.removeprefix("model_settings.").rpartition(".")[0]
+
+
 def _model_names(chains: dict[str, list[str]], values: dict[str, Any]) -> ModelNames:
     options: dict[str, dict[str, Any]] = {}
     for key, value in values.items():
         if key.startswith("model_settings."):
-            name, _, option = key.removeprefix("model_settings.").rpartition(".")
-            options.setdefault(name, {})[option] = value
+            options.setdefault(_model_of(key), {})[key.rpartition(".")[2]] = value
     builtin = {role: chain[0] for role, chain in chains.items() if role in BUILTIN_MODEL_ROLES}
     models = ModelNames(
         **builtin,
