@@ -53,8 +53,11 @@ def show(
     repo: RepoOpt = Path("."),
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
 ) -> None:
-    """Print every effective value and where it came from: default, user file, project file,
-    environment or flag. Secrets are masked; credentials are shown only as set or not set."""
+    """Print every effective value and where it came from.
+
+    Sources: default, user file, project file, environment, flag. Secrets are masked;
+    credentials are shown only as set or not set.
+    """
     settings = _load(repo)
     values = settings.values()
     report = {
@@ -78,8 +81,11 @@ def show(
 
 @config_app.command()
 def check(repo: RepoOpt = Path(".")) -> None:
-    """Check the configuration as `run` would: the files, every model name (provider, function
-    file and name, credentials in this environment), prices for a cost budget. Exit 2 on a problem."""
+    """Check the configuration as run, submit and eval would; exit 2 on a problem.
+
+    Checks the files, every model name (provider, function file and name, credentials in this
+    environment) and, with a cost budget, that every model has a price.
+    """
     from agents.messages import TaskSubmitted
     from codeloop.settings import submission_problems
 
