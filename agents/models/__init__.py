@@ -3,7 +3,8 @@
     choice = merge_choices(task_override, cli_flags, env_choice, config_file)   # highest first
     name = choice.for_role("coder")                 # None: diagnose mode, no model
     model = build_model(name, role="coder", on_call=publish_model_call)
-    model = build_model(task.models.chain_for("coder"), role="coder", ...)   # fallbacks, settings
+    # or, with the task's fallbacks and per-model settings (`ModelNames.chain_for`):
+    model = build_model(task.models.chain_for("coder"), role="coder", on_call=publish_model_call)
     agent = Agent(model, output_type=...)           # no API key needed until the first request
     with model_errors_as_agent_errors():
         result = await agent.run(...)
@@ -34,11 +35,11 @@ from agents.models.names import load_function_model, model_factory
 from agents.models.retry import RetryPolicy, is_retryable, rejected, unavailable
 
 __all__ = [
+    "FallbackChain",
     "LLM_ROLES",
     "LlmRole",
     "MeteredModel",
     "ModelCall",
-    "FallbackChain",
     "ModelChoice",
     "OnCall",
     "RetryPolicy",
