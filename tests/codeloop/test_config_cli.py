@@ -43,8 +43,9 @@ BAD = [
 
 @pytest.mark.parametrize("command", ["run", "submit", "eval"])
 async def test_a_bad_name_is_a_usage_error_before_anything_starts(tmp_path: Path, command: str) -> None:
-    """Issue acceptance: each bad name exits 2 with one `error:` line naming the value and the fix;
-    no NATS process, store, snapshot or home state is left (nothing was started)."""
+    """Issue acceptance: each bad name, and a malformed project file, exits 2 with one `error:` line
+    naming the value and the fix; no NATS process, store, snapshot or home state is left (nothing
+    was started)."""
     repo = make_repo(tmp_path / "repo")
     env = _env(tmp_path)
     head = {"run": ["run", "fix add", "--repo", str(repo)], "submit": ["submit", "fix add", "--repo", str(repo)],
@@ -60,6 +61,13 @@ async def test_a_bad_name_is_a_usage_error_before_anything_starts(tmp_path: Path
         assert result.returncode == 2, message
         assert len(message.splitlines()) == 1 and message.startswith("error: "), message
         assert fragment.format(tmp=tmp_path) in message
+    (repo / "codeloop.toml").write_text("[budgets]\nmax_stepz = 3\n")
+    result = await _codeloop(env, *head, cwd=repo)  # eval reads the current directory's file
+    assert result.returncode == 2
+    assert result.stderr.decode().strip() == (
+        f"error: {repo / 'codeloop.toml'} line 2: unknown key 'budgets.max_stepz'; allowed here: max_steps, "
+        "max_revisions, max_tool_failures, max_repeated_calls, deadline_s, max_tokens, max_cost_usd"
+    )
     assert processes_mentioning(tmp_path) == []
     assert list((tmp_path / "tmp").iterdir()) == []  # an embedded bus would have its store here
     assert not (tmp_path / "home").exists() or list((tmp_path / "home").rglob("*")) == []
