@@ -3,6 +3,8 @@
     AgentError                      failure_class
     ├── ModelSpecError (ValueError)   env.setup     a model name that cannot be resolved: bad syntax,
     │                                               unknown provider, a `function:` file or callable missing
+    ├── ModelNameProblem (ValueError) env.setup     the same found before anything starts, from names and
+    │   (agents.model_check)                        files alone (no import of pydantic-ai), or credentials unset
     ├── ModelNotConfigured            env.credentials  the provider needs a variable that is not set (API
     │                                               key, base URL) in the worker that runs the step; raised
     │                                               at the first call, not at construction

@@ -23,6 +23,8 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from agents.errors import AgentError
+
 # The provider names pydantic-ai's `infer_provider_class` accepts (its `match` cases).
 PROVIDERS = frozenset({
     "openai", "openai-chat", "openai-responses", "openai-decisions", "openai-codex", "openai-chatgpt",
@@ -61,8 +63,10 @@ Providers not listed (cloud SDKs with their own credential chains) are not check
 _REPLAY = re.compile(r"replay:[A-Za-z0-9_-]{1,128}")
 
 
-class ModelNameProblem(ValueError):
+class ModelNameProblem(AgentError, ValueError):
     """A model name that cannot be resolved; the message names the value and the fix."""
+
+    failure_class = "env.setup"
 
 
 def check_model_name(
