@@ -32,6 +32,15 @@ MaxRevisionsOpt = Annotated[
 TimeoutOpt = Annotated[
     float | None, typer.Option("--timeout", min=1, help="Wall-clock deadline in seconds, from submission.")
 ]
+PipelineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--pipeline",
+        help="Run the task through this named pipeline: a built-in one (fix, explain, diagnose, echo) or "
+        "one the repository's codeloop.toml declares under [pipelines] as a list of KIND:ROLE stages. "
+        "Default: by the task (diagnose without a model, explain in read mode, else fix).",
+    ),
+]
 TokenBudgetOpt = Annotated[
     int | None, typer.Option("--token-budget", min=1, help="Input + output tokens, all roles together.")
 ]
@@ -50,12 +59,14 @@ def build_task(
     timeout: float | None,
     token_budget: int | None,
     task_id: str | None = None,
+    pipeline: str | None = None,
 ) -> Any:
     """The `TaskSubmitted` these options describe (no snapshot yet).
 
     Raises:
         typer.Exit: (2) after saying what is wrong: an unreadable or oversized text, a missing
-            repository, an unknown mode, a model file that does not exist, a bad budget.
+            repository, an unknown mode, a model file that does not exist, a bad budget, a
+            pipeline that is not declared or cannot run (unknown kind, impossible order).
     """
     from pydantic import ValidationError
 
@@ -69,6 +80,15 @@ def build_task(
     problems = submission_problems(task_id=task_id, text=text, repo=str(repo.resolve()), mode=mode)
     if problems:
         raise usage_error("; ".join(problems))
+    chosen = None
+    if pipeline is not None:
+        from agents.orchestrator.pipeline import PipelineError, choice_of
+        from codeloop.pipelines import PipelineConfigError, resolve_pipeline
+
+        try:
+            chosen = choice_of(resolve_pipeline(pipeline, repo.resolve(), mode=mode))
+        except (PipelineError, PipelineConfigError) as exc:
+            raise usage_error(f"--pipeline: {exc}") from None
     limits = {"max_steps": max_steps, "max_revisions": max_revisions, "deadline_s": timeout,
               "max_tokens": token_budget}  # fmt: skip
     try:
@@ -76,7 +96,7 @@ def build_task(
             text=text, repo=str(repo.resolve()), mode=mode,  # type: ignore[arg-type]
             budgets=Budgets(**{k: v for k, v in limits.items() if v is not None}),
             models=model_names(model=model, planner=planner_model, coder=coder_model),
-            interactive=sys.stdin.isatty(),
+            interactive=sys.stdin.isatty(), pipeline=chosen,
         )  # fmt: skip
     except ConfigError as exc:
         raise usage_error(str(exc)) from None
