@@ -89,10 +89,23 @@ class RoleContext:
         return observer_capabilities(self.deps, info)
 
     @asynccontextmanager
-    async def workspace(self, label: str | None = None) -> AsyncIterator[Path]:
-        """A scratch copy of the task's starting tree (removed afterwards); the user's checkout
-        is never touched."""
+    async def workspace(self, label: str | None = None, *, patch: str | None = None) -> AsyncIterator[Path]:
+        """A scratch copy of the task's starting tree (removed afterwards), with `patch` applied
+        when given (e.g. a review's `request.patch`); the user's checkout is never touched.
+
+        Raises:
+            StepError: (`patch.apply_failed`) the patch does not apply to the starting tree.
+        """
+        from agents.workspace.errors import GitFailed
+        from agents.workspace.git import run_git
+
         async with scratch_workspace(self.deps, self.task_id, self.task, label or self.role) as root:
+            if patch:
+                try:
+                    await run_git(root, "apply", "--whitespace=nowarn", "-", scratch=True,
+                                  input=patch.encode("utf-8", "surrogateescape"))  # fmt: skip
+                except GitFailed as exc:
+                    raise StepError("patch.apply_failed", f"the patch does not apply: {exc}") from None
             yield root
 
     def tools(self, root: Path) -> dict[str, Any]:
@@ -251,3 +264,8 @@ def _SEMVER(version: str) -> bool:
     import re
 
     return bool(re.fullmatch(r"\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?", version))
+
+
+__all__ = [
+    "ENTRY_POINT_GROUP", "RoleContext", "RoleDefinition", "StepError", "check_handler", "define_role", "result_of",
+]  # fmt: skip

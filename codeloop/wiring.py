@@ -172,6 +172,7 @@ async def serve(
     observe: bool = True,
     metrics: MetricsServing | None = MetricsServing(),
     verifier_spares: VerifierSpares | None = None,
+    registry: RoleRegistry | None = None,
     task_status: TaskStatus[ServeNote] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run NATS (embedded unless `config.servers`) and the actors of `roles` until `stop` is set;
@@ -182,7 +183,8 @@ async def serve(
     environment's sandbox policy and cache directory, `codeloop.config.tool_server_config`) goes to
     the default tool provider and the hosted servers. The verifier takes its workspaces from
     `verifier_spares` (entered by the caller, e.g. a benchmark that waits for them), else from
-    spares `serve` prepares itself (`agents.verifier.spares`).
+    spares `serve` prepares itself (`agents.verifier.spares`). Roles come from `registry` (default:
+    the installed `codeloop.roles` entry points, broken ones logged and left out).
 
     Raises:
         StateDirBusy: another `codeloop serve` runs on this state directory.
@@ -226,7 +228,7 @@ async def serve(
             if verifier_spares is None:
                 verifier_spares = await stack.enter_async_context(VerifierSpares(deps.tools, deps.scratch_dir))
             deps = replace(deps, verifier_spares=verifier_spares)
-        registry = load_roles()
+        registry = registry or load_roles()
         for broken in registry.broken:
             log.warning("installed role %s is broken and not available (%s): %s", broken.name,
                         broken.distribution, broken.reason)  # fmt: skip
