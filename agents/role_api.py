@@ -21,7 +21,7 @@ on another delivery and, at the last one, fails the step as `env.infra`.
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +139,9 @@ class RoleDefinition:
     description: str = ""
     actor: Callable[[RoleDeps, DeliveryPolicy | None], ActorSpec] | None = field(default=None, repr=False)
     """Builds the worker's actor itself instead of from `handler` (the `echo` test role does)."""
+    concurrency: int | None = None
+    """Requests one worker handles at once (default: the runtime's, 64); 1 for a role that uses a
+    whole machine per request, so that more workers share the work instead of one taking it all."""
 
     @property
     def stage_kind(self) -> StageKind:
@@ -146,6 +149,8 @@ class RoleDefinition:
 
     def spec(self, deps: RoleDeps, policy: DeliveryPolicy | None = None) -> ActorSpec:
         """The worker's actor on the bus runtime."""
+        if self.concurrency is not None:
+            policy = replace(policy or DeliveryPolicy(), concurrency=self.concurrency)
         if self.actor is not None:
             return self.actor(deps, policy)
         assert self.handler is not None  # define_role checks that one of the two is given
@@ -211,6 +216,7 @@ def define_role(
     grant: frozenset[ScopeName] | set[ScopeName] = frozenset({"read"}),
     description: str = "",
     actor: Callable[[RoleDeps, DeliveryPolicy | None], ActorSpec] | None = None,
+    concurrency: int | None = None,
 ) -> RoleDefinition:
     """A role serving stages of `kind` with `async handler(request, ctx) -> result`.
 
@@ -224,13 +230,15 @@ def define_role(
         raise ValueError(f"role {name!r}: unknown stage kind {kind!r}; known kinds: {', '.join(KINDS)}")
     if not _SEMVER(version):
         raise ValueError(f"role {name!r}: version {version!r} is not a semantic version such as 1.0.0")
+    if concurrency is not None and concurrency < 1:
+        raise ValueError(f"role {name!r}: concurrency must be at least 1")
     if (handler is None) == (actor is None):
         raise TypeError(f"role {name!r}: give a handler (or, for a hand-built actor, `actor`), not both")
     if handler is not None:
         check_handler(name, handler)
     return RoleDefinition(
         name=name, kind=kind, handler=handler, version=version, grant=frozenset(grant),
-        description=description, actor=actor,
+        description=description, actor=actor, concurrency=concurrency,
     )  # fmt: skip
 
 

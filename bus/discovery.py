@@ -6,6 +6,7 @@ named R (`$SRV.PING`, `$SRV.INFO`, `$SRV.STATS` answer for it) whose metadata sa
     codeloop_role            R
     codeloop_stage_kind      the stage kind it serves (plan, retrieve, code, review, verify, ...)
     codeloop_schema_version  the message schema version it speaks (`codeloop schema`)
+    codeloop_host, codeloop_pid   where the worker runs (optional for foreign workers)
 
 and one endpoint, `status`, on `codeloop.workers.<R>.<service id>`, whose stats `data` carry
 `{"requests": N, "errors": N, "in_flight": N}`: the work messages it took, those that failed
@@ -19,6 +20,8 @@ task says so while it waits); envelopes of another version are dead-lettered by 
 
 import json
 import logging
+import os
+import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
@@ -37,6 +40,8 @@ log = logging.getLogger("codeloop.bus")
 META_ROLE = "codeloop_role"
 META_KIND = "codeloop_stage_kind"
 META_SCHEMA = "codeloop_schema_version"
+META_HOST = "codeloop_host"
+META_PID = "codeloop_pid"
 ORCHESTRATOR_KIND = "orchestrator"
 DISCOVER_WAIT_S = 0.5
 """How long `discover` collects answers: every live service answers within milliseconds."""
@@ -82,6 +87,7 @@ class WorkerInfo:
             "id": self.id, "role": self.role, "stage_kind": self.kind, "version": self.version,
             "schema_version": self.schema_version, "compatible": self.compatible, "requests": self.requests,
             "errors": self.errors, "in_flight": self.in_flight, "started": self.started,
+            "host": self.metadata.get(META_HOST), "pid": _int(self.metadata.get(META_PID)),
         }  # fmt: skip
 
 
@@ -120,7 +126,8 @@ async def advertise(
     with nats_errors():
         service = await add_service(
             bus.nc, name=role, version=version, description=description or f"codeloop {kind} role {role}",
-            metadata={META_ROLE: role, META_KIND: kind, META_SCHEMA: str(SCHEMA_VERSION)},
+            metadata={META_ROLE: role, META_KIND: kind, META_SCHEMA: str(SCHEMA_VERSION),
+                      META_HOST: socket.gethostname(), META_PID: str(os.getpid())},
             stats_handler=lambda _endpoint: counts.as_data(),
         )  # fmt: skip
         try:
@@ -189,6 +196,13 @@ def _worker(data: bytes) -> WorkerInfo | None:
         )  # fmt: skip
     except (ValueError, TypeError, AttributeError):
         return None  # an answer we cannot read is not a worker we can count on
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
 
 
 def live_roles(workers: list[WorkerInfo]) -> set[str]:

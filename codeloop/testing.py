@@ -115,10 +115,12 @@ async def running_pipeline(
     roles: Sequence[str] | None = None,
     registry: RoleRegistry | None = None,
     ack_wait_s: float = 10.0,
+    policy: DeliveryPolicy | None = None,
     **serve_options: Any,
 ) -> AsyncIterator[PipelineRunner]:
     """A serve in this process on `state_dir` running `roles` (default: the orchestrator, the
-    built-ins and every installed plug-in role), and a client to it."""
+    built-ins and every installed plug-in role), and a client to it; `policy` replaces the
+    delivery policy of every role (default: the runtime's, with `ack_wait_s`)."""
     from codeloop.config import client_config_for
 
     registry = registry or load_roles()
@@ -128,7 +130,7 @@ async def running_pipeline(
     async with anyio.create_task_group() as tg:
         note = await tg.start(
             lambda task_status: serve(
-                config, roles=chosen, stop=stop, actor_policy=DeliveryPolicy(ack_wait_s=ack_wait_s),
+                config, roles=chosen, stop=stop, actor_policy=policy or DeliveryPolicy(ack_wait_s=ack_wait_s),
                 registry=registry, task_status=task_status, **serve_options,
             )  # fmt: skip
         )

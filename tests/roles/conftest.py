@@ -13,23 +13,33 @@ from tests.processes import processes_mentioning
 
 ROOT = Path(__file__).resolve().parents[2]
 SECURITY_REVIEWER = ROOT / "examples" / "roles" / "security_reviewer"
+FIXTURE_ROLES = Path(__file__).resolve().parent / "fixture_roles"
 SECURE = ["plan:planner", "retrieve:retriever", "code:coder", "review:security-reviewer", "verify:verifier"]
 
 
-@pytest.fixture(scope="session")
-def security_reviewer_installed() -> None:
-    """`pip install -e examples/roles/security_reviewer`, as a user would, unless it is already."""
-    if not any(ep.name == "security-reviewer" for ep in entry_points(group="codeloop.roles")):
+def _installed(name: str, project: Path) -> None:
+    """`pip install -e PROJECT`, as a user would, unless its role `name` is installed already."""
+    if not any(ep.name == name for ep in entry_points(group="codeloop.roles")):
         subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "-e",
-             str(SECURITY_REVIEWER)],
+            [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "-e", str(project)],
             check=True, capture_output=True,
         )  # fmt: skip
         # An editable install's path hook is read at interpreter start; this process needs the
         # package on its path now (its entry point is found from the new metadata at once).
-        sys.path.insert(0, str(SECURITY_REVIEWER))
+        sys.path.insert(0, str(project))
         importlib.invalidate_caches()
-    assert any(ep.name == "security-reviewer" for ep in entry_points(group="codeloop.roles"))
+    assert any(ep.name == name for ep in entry_points(group="codeloop.roles"))
+
+
+@pytest.fixture(scope="session")
+def security_reviewer_installed() -> None:
+    _installed("security-reviewer", SECURITY_REVIEWER)
+
+
+@pytest.fixture(scope="session")
+def fixture_roles_installed() -> None:
+    """The tests' own plug-in package (`scripted-coder`, `slow-reviewer`)."""
+    _installed("slow-reviewer", FIXTURE_ROLES)
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,7 @@ def point(name: str, value: str) -> EntryPoint:
 
 
 GOOD = [
-    point("scripted-coder", f"{SAMPLES}:SCRIPTED_CODER"),
+    point("sample-coder", f"{SAMPLES}:SAMPLE_CODER"),
     point("malformed-reviewer", f"{SAMPLES}:MALFORMED_REVIEWER"),
     point("raising-reviewer", f"{SAMPLES}:RAISING_REVIEWER"),
     point("approver", f"{SAMPLES}:APPROVER"),

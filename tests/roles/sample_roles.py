@@ -31,7 +31,7 @@ async def _approve(request: ReviewRequest, ctx: RoleContext) -> dict:
     return {"verdict": "approve"}
 
 
-SCRIPTED_CODER = define_role("scripted-coder", "code", _code, description="a coder without a model")
+SAMPLE_CODER = define_role("sample-coder", "code", _code, description="a coder without a model")
 MALFORMED_REVIEWER = define_role("malformed-reviewer", "review", _malformed)
 RAISING_REVIEWER = define_role("raising-reviewer", "review", _raises)
 APPROVER = define_role("approver", "review", _approve)

@@ -46,7 +46,7 @@ def test_broken_plug_ins_are_reported_by_name_with_the_reason_and_the_others_loa
     assert "clashes with the built-in role 'verifier'" in reasons["verifier"]
     # The built-in verifier is the one that stays; the good plug-ins load beside it.
     assert registry.roles["verifier"].builtin
-    assert {"scripted-coder", "malformed-reviewer", "raising-reviewer", "approver"} <= set(registry.roles)
+    assert {"sample-coder", "malformed-reviewer", "raising-reviewer", "approver"} <= set(registry.roles)
     assert "installed but broken" in registry.why_missing("import-fails")
 
 
@@ -125,3 +125,22 @@ def test_a_stage_naming_a_role_of_another_kind_is_refused() -> None:
     assert role_problems(pipeline, load_roles()) == [
         "stage review:verifier: the role 'verifier' serves verify stages, not review"
     ]
+
+
+def test_codeloop_roles_names_each_broken_plug_in_with_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    import agents.plugins
+    from codeloop.cli import app
+
+    monkeypatch.setattr(agents.plugins, "load_roles", with_samples)
+    shown = CliRunner().invoke(app, ["roles", "--json"])
+    assert shown.exit_code == 0, shown.output
+    listed = json.loads(shown.stdout)
+    broken = {b["name"]: b["reason"] for b in listed["broken"]}
+    assert "No module named 'leftpad'" in broken["import-fails"] and "not an async function" in broken["wrong-signature"]
+    assert "approver" in {r["name"] for r in listed["installed"]} and listed["bus"] is False
+    text = CliRunner().invoke(app, ["roles"])
+    assert "broken: import-fails (" in text.stdout
