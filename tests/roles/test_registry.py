@@ -144,3 +144,20 @@ def test_codeloop_roles_names_each_broken_plug_in_with_its_reason(monkeypatch: p
     assert "approver" in {r["name"] for r in listed["installed"]} and listed["bus"] is False
     text = CliRunner().invoke(app, ["roles"])
     assert "broken: import-fails (" in text.stdout
+
+
+def test_run_submit_and_eval_refuse_an_unknown_pipeline_before_anything_starts(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from codeloop.cli import app
+
+    root = Path(__file__).resolve().parents[2]
+    for args in (
+        ["run", "x", "--repo", str(tmp_path), "--pipeline", "nope"],
+        ["submit", "x", "--repo", str(tmp_path), "--pipeline", "nope"],
+        ["eval", str(root / "examples" / "eval"), "--pipeline", "nope", "--out", str(tmp_path / "out")],
+    ):
+        shown = CliRunner().invoke(app, args)
+        assert shown.exit_code == 2, (args, shown.output)
+        assert "--pipeline: no pipeline named 'nope'; known: diagnose, echo, explain, fix" in shown.output, shown.output
+    assert not (tmp_path / "out").exists()
