@@ -230,9 +230,11 @@ def orchestrator_spec(
     pipeline: Pipeline | None = None,
     choose_pipeline: Callable[[TaskSubmitted], Pipeline] = pipeline_for,
 ) -> ActorSpec:
-    """The orchestrator's actor; `pipeline` fixes one pipeline for every task (else `choose_pipeline`)."""
+    """The orchestrator's actor; `pipeline` is the pipeline of every task submitted without one of
+    its own (else `choose_pipeline` picks); a task's own pipeline (`TaskSubmitted.pipeline`) wins."""
     if pipeline is not None:
-        choose_pipeline = lambda _task: pipeline  # noqa: E731
+        fixed = pipeline
+        choose_pipeline = lambda task: pipeline_for(task) if task.pipeline is not None else fixed  # noqa: E731
     orchestrator = Orchestrator(records, choose_pipeline=choose_pipeline)
     return ActorSpec(
         address=subjects.RoleAddress.orchestrator(),
