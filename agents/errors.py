@@ -18,6 +18,9 @@
     │                                               up: refused before the next model request
     ├── LoopDetected (agents.coder)   agent.loop    the coder repeated the same tool calls
     ├── StepError (agents.role)       its own       a step that cannot succeed, with the class it names
+    ├── PipelineError (ValueError)    env.setup     a pipeline with an unknown kind or role, or stages in
+    │   (agents.orchestrator.pipeline)              an impossible order: refused at submission
+    ├── _Unusable (agents.plugins)    env.setup     why an installed role cannot load (reported by name)
     ├── WorkspaceError                (agents.workspace.errors) capture, scratch workspaces, patches
     ├── ReplayError                   (agents.replay.errors) a recording missing or diverged from
     └── VerifierError                 (agents.verifier.errors) a workspace the verifier cannot use

@@ -47,6 +47,8 @@ class FailureClass(StrEnum):
     BUDGET_REVISIONS = "budget.revisions"
     VERIFY_UNVERIFIABLE = "verify.unverifiable"
     ANSWER_UNSUPPORTED = "answer.unsupported"
+    REVIEW_REJECTED = "review.rejected"
+    ROLE_MALFORMED = "role.malformed"
 
 
 Blame = Literal["environment", "model", "ambiguous"]
@@ -81,6 +83,8 @@ DEFINITIONS: dict[FailureClass, str] = {
     FailureClass.BUDGET_REVISIONS: "The task used up its revisions without a passing verification.",
     FailureClass.VERIFY_UNVERIFIABLE: "Nothing could check the patch: no tests to run and nothing else to judge by.",
     FailureClass.ANSWER_UNSUPPORTED: "A read-mode answer cites files, lines or symbols that do not exist.",
+    FailureClass.REVIEW_REJECTED: "A review stage rejected the change; its findings are in the report.",
+    FailureClass.ROLE_MALFORMED: "A role answered with a result that does not fit its stage kind's message (a broken plug-in).",
 }
 """One line per class; the documentation and the evaluation's tables use these words."""
 
@@ -92,10 +96,11 @@ BLAME: dict[FailureClass, Blame] = {
     FailureClass.VERIFY_UNVERIFIABLE: "ambiguous",
     FailureClass.BUDGET_WALL: "ambiguous",
     FailureClass.TEST_NO_REPRODUCTION: "ambiguous",
+    FailureClass.ROLE_MALFORMED: "environment",
     **{
         cls: "model"
         for cls in FailureClass
-        if cls.value.split(".")[0] in ("patch", "static", "test", "agent", "answer")
+        if cls.value.split(".")[0] in ("patch", "static", "test", "agent", "answer", "review")
         and cls not in (FailureClass.TEST_TIMEOUT, FailureClass.TEST_NO_REPRODUCTION)
     },
     FailureClass.BUDGET_STEPS: "model",

@@ -388,20 +388,14 @@ def submission_problems(
                     "or drop the cost budget"
                 )
     if pipeline is not None:
-        known = known_pipelines(settings)
-        if pipeline not in known:
-            problems.append(
-                f"unknown pipeline {pipeline!r}; known: {', '.join(sorted(known))} "
-                "(name more in the [pipelines] table of codeloop.toml)"
-            )
+        from agents.orchestrator.pipeline import PipelineError
+        from codeloop.pipelines import resolve_pipeline
+
+        try:
+            resolve_pipeline(pipeline, Path(task.repo), mode=task.mode, settings=settings or Settings())
+        except PipelineError as exc:
+            problems.append(str(exc))
     return problems
-
-
-def known_pipelines(settings: Settings | None) -> set[str]:
-    """The built-in pipelines' names and those the configuration names."""
-    from agents.orchestrator.pipeline import NAMED
-
-    return set(NAMED) | set(settings.pipelines if settings else ())
 
 
 def _set_by(settings: Settings | None, name: str) -> str:

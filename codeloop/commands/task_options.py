@@ -41,6 +41,15 @@ MaxRevisionsOpt = Annotated[
 TimeoutOpt = Annotated[
     float | None, typer.Option("--timeout", help="Wall-clock deadline in seconds, from submission.")
 ]
+PipelineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--pipeline",
+        help="Run the task through this named pipeline: a built-in one (fix, explain, diagnose, echo) or "
+        "one the repository's codeloop.toml declares under [pipelines] as a list of KIND:ROLE stages. "
+        "Default: by the task (diagnose without a model, explain in read mode, else fix).",
+    ),
+]
 TokenBudgetOpt = Annotated[
     int | None, typer.Option("--token-budget", help="Input + output tokens, all roles together (at least 1).")
 ]
@@ -68,6 +77,7 @@ def build_task(
     token_budget: int | None,
     cost_budget: float | None = None,
     task_id: str | None = None,
+    pipeline: str | None = None,
 ) -> Any:
     """The `TaskSubmitted` these options and the configuration describe (no snapshot yet), checked
     by `codeloop.settings.check_submission`: nothing has started when this fails.
@@ -75,7 +85,8 @@ def build_task(
     Raises:
         typer.Exit: (2) after saying what is wrong: an unreadable or oversized text, a missing
             repository, an unknown mode, a malformed configuration file, a model that cannot be
-            resolved or called from here, a bad budget.
+            resolved or called from here, a bad budget, a pipeline that is not declared or cannot
+            run (unknown kind, impossible order).
     """
     from pydantic import ValidationError
 
@@ -99,6 +110,7 @@ def build_task(
         submitted = TaskSubmitted(
             text=text, repo=str(repo.resolve()), mode=mode,  # type: ignore[arg-type]
             budgets=settings.budgets, models=settings.models, interactive=sys.stdin.isatty(),
+            pipeline=_pipeline_choice(pipeline, repo, mode=mode, settings=settings),
         )  # fmt: skip
         check_submission(submitted, settings=settings)
     except ConfigError as exc:
@@ -107,3 +119,20 @@ def build_task(
         first = exc.errors(include_url=False)[0]
         raise usage_error(f"invalid task: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
     return submitted
+
+
+def _pipeline_choice(name: str | None, repo: Path, *, mode: str, settings: Any) -> Any:
+    """The checked `PipelineChoice` of `--pipeline` (None without one).
+
+    Raises:
+        typer.Exit: (2) an unknown name, an unknown kind or an impossible order.
+    """
+    if name is None:
+        return None
+    from agents.orchestrator.pipeline import PipelineError, choice_of
+    from codeloop.pipelines import resolve_pipeline
+
+    try:
+        return choice_of(resolve_pipeline(name, repo.resolve(), mode=mode, settings=settings))
+    except PipelineError as exc:
+        raise usage_error(f"--pipeline: {exc}") from None

@@ -110,5 +110,5 @@ def test_a_submission_naming_an_unknown_pipeline_or_an_unpriced_cost_budget_is_r
     task = TaskSubmitted(text="t", repo=str(repo), models=settings.models, budgets=settings.budgets)
     check_submission(task, settings=settings, pipeline="secure")
     check_submission(task, settings=settings, pipeline="fix")
-    with pytest.raises(ConfigError, match="unknown pipeline 'securre'; known: .*secure"):
+    with pytest.raises(ConfigError, match="no pipeline named 'securre'; known: .*secure"):
         check_submission(task, settings=settings, pipeline="securre")
