@@ -168,10 +168,8 @@ def status(
             else json.dumps([s.model_dump(mode="json") for s in states])
         )
         for s in states:
-            if s.waiting_for and s.status not in TERMINAL_STATUSES:
-                typer.echo(f"{s.task_id}: waiting for a worker of role {s.waiting_for}", err=True)
-            elif s.task_id in unacked and s.status not in TERMINAL_STATUSES:
-                typer.echo(f"{s.task_id}: {_waiting_note(unacked[s.task_id])}", err=True)
+            for note in _notes(s, unacked):
+                typer.echo(f"{s.task_id}: {note}", err=True)
         return
     from rich.console import Console
     from rich.table import Column, Table
@@ -181,16 +179,23 @@ def status(
     task_column = Column("task", no_wrap=True, min_width=longest)
     table = Table(task_column, "status", "mode", "step", "updated", "text", "answer")
     for s in states:
-        answer = ((s.result.answer or "") if s.result else (s.error or ""))[:60]
-        if s.task_id in unacked and s.status not in TERMINAL_STATUSES:
-            answer = _waiting_note(unacked[s.task_id])
-        if s.waiting_for and s.status not in TERMINAL_STATUSES:
-            answer = f"waiting for a worker of role {s.waiting_for}"
+        answer = "; ".join(_notes(s, unacked)) or ((s.result.answer or "") if s.result else (s.error or ""))[:60]
         table.add_row(
             s.task_id, s.status, s.task.mode, str(s.step_seq), s.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
             s.task.text[:60], answer,
         )  # fmt: skip
     Console().print(table if states else "no tasks yet")
+
+
+def _notes(state: Any, unacked: dict[str, Any]) -> list[str]:
+    """Why an unfinished task makes no progress: its message is held by a worker that has not
+    acknowledged it (redelivered if that worker died), and/or no live worker serves its role."""
+    if state.status in TERMINAL_STATUSES:
+        return []
+    notes = [_waiting_note(unacked[state.task_id])] if state.task_id in unacked else []
+    if state.waiting_for:
+        notes.append(f"waiting for a worker of role {state.waiting_for}")
+    return notes
 
 
 def _waiting_note(unacked: Any) -> str:
