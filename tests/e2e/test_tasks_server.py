@@ -7,62 +7,20 @@ would. All three share one principal (stdio), so they see the same tasks.
 """
 
 import json
-import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 from agents.messages import TaskResult
 from tests.e2e.conftest import CALC, make_repo, model, tree_digest
-from tests.tool_servers.ts_helpers import CODELOOP, Elicitor
+from tests.e2e.tasks_support import TASKS_MODEL, TOOLS, call, refused, tasks_server, wait_until_ended
+from tests.tool_servers.ts_helpers import Elicitor
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
-
-TASKS_MODEL = f"function:{Path(__file__).with_name('tasks_scripted.py')}"
-TOOLS = {"submit_task", "get_task", "wait_task", "cancel_task", "list_tasks", "answer_confirmation"}
-
-
-def tasks_server(root: Path, home: Path, scopes: str) -> StdioServerParameters:
-    env = {name: os.environ[name] for name in ("PATH", "CODELOOP_CACHE_DIR") if name in os.environ}
-    env["PYTHONPATH"] = str(Path(__file__).parents[2])  # the scripted models import tests.e2e.scripted
-    return StdioServerParameters(
-        command=CODELOOP, args=["mcp", "tasks", "--root", str(root), "--scopes", scopes],
-        env={**env, "CODELOOP_HOME": str(home), "CODELOOP_SANDBOX": os.environ.get("CODELOOP_SANDBOX", "auto")},
-    )  # fmt: skip
-
-
-async def call(client: Client, name: str, **arguments: Any) -> dict[str, Any]:
-    result = await client.call_tool(name, arguments, read_timeout_seconds=240)
-    assert not result.is_error, result.content
-    return result.structured_content or {}
-
-
-async def refused(client: Client, name: str, **arguments: Any) -> dict[str, Any]:
-    result = await client.call_tool(name, arguments)
-    assert result.is_error, result.structured_content
-    return result.structured_content or {}
-
-
-async def wait_until_ended(client: Client, task_id: str, progress: list[str] | None = None) -> dict[str, Any]:
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        if progress is not None:
-            progress.append(message or "")
-
-    with anyio.fail_after(240):
-        while True:
-            result = await client.call_tool(
-                "wait_task", {"task_id": task_id, "timeout_s": 60}, read_timeout_seconds=120,
-                progress_callback=on_progress,
-            )  # fmt: skip
-            assert not result.is_error, result.content
-            view = result.structured_content or {}
-            if view["result"] is not None:
-                return view
 
 
 async def test_a_stdio_client_runs_a_task_to_a_patch_it_can_apply(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.elicitation import AcceptedElicitation
+from mcp.server.extension import Extension
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.subscriptions import SubscriptionBus
@@ -57,9 +58,11 @@ def build_server(
     instructions: str | None = None,
     lifespan: Callable[[MCPServer[Any]], AbstractAsyncContextManager[Any]] | None = None,
     subscriptions: SubscriptionBus | None = None,
+    extensions: Sequence[Extension] = (),
 ) -> MCPServer[Any]:
     """An `MCPServer` exposing the granted `specs` through the gate; `subscriptions` is the bus
-    its `subscriptions/listen` streams are fed from (default: the SDK's in-memory one)."""
+    its `subscriptions/listen` streams are fed from (default: the SDK's in-memory one);
+    `extensions` are MCP extensions (SEP-2133) it serves beside the tools."""
     catalog = {spec.name: spec for spec in specs}
     tools = [_tool(spec) for spec in specs if spec.scope in options.scopes]
     auth = None
@@ -75,6 +78,7 @@ def build_server(
         lifespan=lifespan,
         log_level="WARNING",
         subscriptions=subscriptions,
+        extensions=list(extensions),
     )
     server.middleware.append(Gate(name, catalog, options))
     return server

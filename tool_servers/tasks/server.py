@@ -12,7 +12,8 @@ Six tools behind the tool protocol's gate (scopes, validation, trace ids, audit)
     answer_confirmation   approve or refuse a high-risk tool call inside the task
 
 and the resource `codeloop://tasks/{task_id}` (the view as JSON), announced to
-`subscriptions/listen` streams on every change of the task (fed from the task's events).
+`subscriptions/listen` streams on every change of the task (fed from the task's events). A client
+that declares the MCP tasks extension gets `submit_task` as a protocol task (`mcp_tasks`).
 
 Tenancy: every call runs as the caller's principal (its bearer token over HTTP, the server's
 own principal over stdio); a task another principal submitted is "not found".
@@ -40,6 +41,7 @@ from tool_servers.protocol.scopes import Scope, format_scopes
 from tool_servers.protocol.sdk import build_server, current_reply, current_request
 from tool_servers.protocol.spec import CallContext, ServerOptions, ToolSpec, read_tool
 from tool_servers.tasks.backend import Submission, SubmissionRefused, TasksBackend, TooManyTasks
+from tool_servers.tasks.mcp_tasks import TasksExtension
 from tool_servers.tasks.views import (
     AnswerConfirmationArgs,
     Answered,
@@ -263,6 +265,7 @@ def build_tasks_server(root: Path, options: ServerOptions, backend: TasksBackend
         "patch or answer: submit_task, then wait_task until the view has a result.",
         lifespan=announce_changes,
         subscriptions=subscriptions,
+        extensions=[TasksExtension(backend, options)],
     )
 
     @server.resource(

@@ -129,7 +129,10 @@ class Submitted(BaseModel):
     task_id: str
     """Follow it with `wait_task`, `get_task` or the resource codeloop://tasks/{task_id}."""
     status: str
-    """`submitted`: the orchestrator has not taken it yet."""
+    """`submitted`: the orchestrator has not taken it yet (with the MCP tasks extension, once the
+    task ended: how it ended)."""
+    task: TaskView | None = None
+    """Only in the final result of a `submit_task` run as an MCP task: the task's last view."""
 
 
 class TaskList(BaseModel):
