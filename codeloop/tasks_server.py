@@ -7,7 +7,10 @@ this process, on the state directory's own store, so a desktop client that launc
 over stdio gets a working agent with no other set-up, and its tasks outlive a restart.
 """
 
+import signal
 from typing import Any
+
+import anyio
 
 from bus.connection import open_bus
 from codeloop.tasks_backend import DEFAULT_MAX_RUNNING, BusTasks
@@ -43,4 +46,15 @@ async def run_tasks_server(
             backend = await BusTasks.open(bus, max_running=max_running)
             await serve_over(build_tasks_server(config.root.resolve(), options, backend), config)
 
-    await on_pipeline(connection, body, keep_store=True)
+    async with anyio.create_task_group() as tg:
+
+        async def stop_on_signal() -> None:
+            # SIGTERM would end the process on the spot, leaving an embedded nats-server behind:
+            # cancel instead, so the bus and the roles stop as they do at the end of stdin.
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for _ in signals:
+                    tg.cancel_scope.cancel()
+
+        tg.start_soon(stop_on_signal)
+        await on_pipeline(connection, body, keep_store=True)
+        tg.cancel_scope.cancel()

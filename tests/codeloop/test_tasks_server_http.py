@@ -19,32 +19,14 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from tests.codeloop.serve_support import CODELOOP, codeloop_env, running_serve
+from tests.codeloop.serve_support import running_serve
 from tests.e2e.conftest import make_repo, model
-from tests.processes import processes_mentioning, stop_process
+from tests.e2e.tasks_support import tasks_over_http
+from tests.processes import processes_mentioning
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 ALICE, BOB = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
 SERVE_ARGS = ("--pipeline", "auto", "--mcp-scopes", "read,write,execute", "--ack-wait", "2", "--no-metrics")
-
-
-@asynccontextmanager
-async def tasks_over_http(home: Path, root: Path, token_file: Path) -> AsyncIterator[str]:
-    """`codeloop mcp tasks --transport http` on the local serve's bus; yields its URL."""
-    args = ["mcp", "tasks", "--root", str(root), "--scopes", "read,write,execute", "--transport", "http"]
-    process = await anyio.open_process(
-        [*CODELOOP, *args, "--port", "0", "--token-file", str(token_file)], env=codeloop_env(home)
-    )
-    try:
-        assert process.stdout is not None
-        buffer = b""
-        with anyio.fail_after(60):
-            while b"\n" not in buffer:
-                buffer += await process.stdout.receive()
-        yield buffer.decode().split("\n", 1)[0].strip()
-    finally:
-        await stop_process(process)
-        await process.aclose()
 
 
 @asynccontextmanager

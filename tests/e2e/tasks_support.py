@@ -1,12 +1,17 @@
 """Helpers for the tasks-server tests: `codeloop mcp tasks` over stdio, and calls that must succeed or fail."""
 
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 from mcp import Client, StdioServerParameters
 
+from tests.codeloop.serve_support import CODELOOP as CODELOOP_MODULE
+from tests.codeloop.serve_support import codeloop_env
+from tests.processes import stop_process
 from tests.tool_servers.ts_helpers import CODELOOP
 
 TASKS_MODEL = f"function:{Path(__file__).with_name('tasks_scripted.py')}"
@@ -49,3 +54,22 @@ async def wait_until_ended(client: Client, task_id: str, progress: list[str] | N
             view = result.structured_content or {}
             if view["result"] is not None:
                 return view
+
+
+@asynccontextmanager
+async def tasks_over_http(home: Path, root: Path, token_file: Path) -> AsyncIterator[str]:
+    """`codeloop mcp tasks --transport http` (on the local serve's bus, else its own); yields its URL."""
+    args = ["mcp", "tasks", "--root", str(root), "--scopes", "read,write,execute", "--transport", "http"]
+    process = await anyio.open_process(
+        [*CODELOOP_MODULE, *args, "--port", "0", "--token-file", str(token_file)], env=codeloop_env(home)
+    )
+    try:
+        assert process.stdout is not None
+        buffer = b""
+        with anyio.fail_after(60):
+            while b"\n" not in buffer:
+                buffer += await process.stdout.receive()
+        yield buffer.decode().split("\n", 1)[0].strip()
+    finally:
+        await stop_process(process)
+        await process.aclose()
