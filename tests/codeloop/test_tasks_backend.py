@@ -1,0 +1,97 @@
+"""The tasks server's bus backend: the per-principal cap, a wait that times out, listing, and the
+one submission check. A real nats-server with only the orchestrator running, so tasks stay
+unfinished until cancelled; the client is the SDK's in-memory MCP session."""
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from bus.config import BusConfig
+from bus.connection import open_bus
+from codeloop.config import client_config_for
+from codeloop.tasks_backend import BusTasks, check_submission
+from codeloop.wiring import serve
+from tests.e2e.conftest import make_repo
+from tool_servers.protocol.spec import ServerOptions
+from tool_servers.tasks.backend import Submission, SubmissionRefused
+from tool_servers.tasks.server import build_tasks_server
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def client(tmp_path: Path) -> AsyncIterator[Client]:
+    make_repo(tmp_path / "root" / "calc")
+    config = BusConfig(state_dir=tmp_path / "state")
+    stop = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        note = await tg.start(
+            lambda task_status: serve(
+                config, roles=("orchestrator",), stop=stop, metrics=None, task_status=task_status
+            )
+        )
+        async with open_bus(client_config_for(config, note)) as bus:
+            backend = await BusTasks.open(bus, max_running=2)
+            async with Client(build_tasks_server(tmp_path / "root", ServerOptions(), backend)) as mcp:
+                yield mcp
+        stop.set()
+
+
+async def call(client: Client, name: str, **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool(name, arguments)
+    assert not result.is_error, result.content
+    return result.structured_content or {}
+
+
+async def test_a_principal_past_its_cap_is_refused_until_one_of_its_tasks_ends(client: Client) -> None:
+    first = (await call(client, "submit_task", task="what does add do?", repo="calc"))["task_id"]
+    second = (await call(client, "submit_task", task="what does mul do?", repo="calc"))["task_id"]
+    refused = await client.call_tool("submit_task", {"task": "a third", "repo": "calc"})
+    assert refused.is_error
+    body = refused.structured_content or {}
+    assert body["type"] == "conflict" and body["details"]["cap"] == 2
+    assert set(body["details"]["running"]) == {first, second} and "cancel one" in body["message"]
+
+    # A wait that times out returns the view, not an error.
+    with anyio.fail_after(30):
+        waited = await call(client, "wait_task", task_id=second, timeout_s=0.5)
+    assert waited["task_id"] == second and waited["result"] is None
+
+    listed = await call(client, "list_tasks")
+    assert [t["task_id"] for t in listed["tasks"]] == [second, first]  # newest first
+    assert [t["task_id"] for t in (await call(client, "list_tasks", limit=1))["tasks"]] == [second]
+
+    cancelled = await call(client, "cancel_task", task_id=first)
+    assert cancelled["task_id"] == first
+    with anyio.fail_after(30):
+        ended = await call(client, "wait_task", task_id=first, timeout_s=25)
+    assert ended["status"] == "cancelled" and ended["result"]["status"] == "cancelled"
+    assert [t["task_id"] for t in (await call(client, "list_tasks", status="cancelled"))["tasks"]] == [first]
+    assert not (await client.call_tool("submit_task", {"task": "a third", "repo": "calc"})).is_error
+
+
+def test_the_submission_check_names_what_is_wrong(tmp_path: Path) -> None:
+    def submission(**changes: Any) -> Submission:
+        return Submission(principal="p", text="t", repo=tmp_path, mode="read", **changes)
+
+    for changes, field in [
+        ({"models": {"default": "nosuch:model"}}, "model"),
+        ({"models": {"coder": "noprefix"}}, "coder_model"),
+        ({"models": {"planner": f"function:{tmp_path}/missing.py:decide"}}, None),
+        ({"budgets": {"max_revisions": -1}}, "max_revisions"),
+        ({"budgets": {"timeout_s": 0}}, "timeout_s"),
+        ({"budgets": {"token_budget": 0}}, "token_budget"),
+        ({"pipeline": "nosuch"}, "pipeline"),
+    ]:
+        with pytest.raises(SubmissionRefused) as refused:
+            check_submission(submission(**changes))
+        if field is not None:
+            assert refused.value.details.get("field") == field and field in str(refused.value)
+    names, budgets, pipeline = check_submission(
+        submission(budgets={"max_steps": 3, "timeout_s": 60}, pipeline="explain")
+    )
+    assert (budgets.max_steps, budgets.deadline_s, pipeline) == (3, 60, "explain")
