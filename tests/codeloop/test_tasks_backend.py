@@ -9,6 +9,8 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp_types import ResourceUpdatedNotification
 
 from bus.config import BusConfig
 from bus.connection import open_bus
@@ -24,7 +26,7 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-async def client(tmp_path: Path) -> AsyncIterator[Client]:
+async def server(tmp_path: Path) -> AsyncIterator[Any]:
     make_repo(tmp_path / "root" / "calc")
     config = BusConfig(state_dir=tmp_path / "state")
     stop = anyio.Event()
@@ -36,9 +38,14 @@ async def client(tmp_path: Path) -> AsyncIterator[Client]:
         )
         async with open_bus(client_config_for(config, note)) as bus:
             backend = await BusTasks.open(bus, max_running=2)
-            async with Client(build_tasks_server(tmp_path / "root", ServerOptions(), backend)) as mcp:
-                yield mcp
+            yield build_tasks_server(tmp_path / "root", ServerOptions(), backend)
         stop.set()
+
+
+@pytest.fixture
+async def client(server: Any) -> AsyncIterator[Client]:
+    async with Client(server) as mcp:
+        yield mcp
 
 
 async def call(client: Client, name: str, **arguments: Any) -> dict[str, Any]:
@@ -95,3 +102,25 @@ def test_the_submission_check_names_what_is_wrong(tmp_path: Path) -> None:
         submission(budgets={"max_steps": 3, "timeout_s": 60}, pipeline="explain")
     )
     assert (budgets.max_steps, budgets.deadline_s, pipeline) == (3, 60, "explain")
+
+
+@pytest.mark.filterwarnings("ignore:resources/subscribe is removed")  # still what 2025-11-25 clients send
+async def test_a_2025_client_subscribed_to_a_task_hears_of_its_changes(server: Any) -> None:
+    updated: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, ResourceUpdatedNotification):
+            updated.append(message.params.uri)
+
+    async with Client(server, mode="legacy", message_handler=on_message) as legacy:
+        task_id = (await call(legacy, "submit_task", task="what does add do?", repo="calc"))["task_id"]
+        uri = f"codeloop://tasks/{task_id}"
+        with pytest.raises(MCPError, match="of yours"):
+            await legacy.session.subscribe_resource("codeloop://tasks/someone-elses")
+        await legacy.session.subscribe_resource(uri)
+        await call(legacy, "cancel_task", task_id=task_id)
+        with anyio.fail_after(30):
+            assert (await call(legacy, "wait_task", task_id=task_id, timeout_s=25))["status"] == "cancelled"
+            while not updated:  # noqa: ASYNC110 - the notification arrives on its own
+                await anyio.sleep(0.05)
+        assert set(updated) == {uri}

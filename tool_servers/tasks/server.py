@@ -12,7 +12,8 @@ Six tools behind the tool protocol's gate (scopes, validation, trace ids, audit)
     answer_confirmation   approve or refuse a high-risk tool call inside the task
 
 and the resource `codeloop://tasks/{task_id}` (the view as JSON), announced to
-`subscriptions/listen` streams on every change of the task (fed from the task's events). A client
+`subscriptions/listen` streams (2026-07-28) and to `resources/subscribe` subscribers (2025-11-25)
+on every change of the task (fed from the task's events). A client
 that declares the MCP tasks extension gets `submit_task` as a protocol task (`mcp_tasks`).
 
 Tenancy: every call runs as the caller's principal (its bearer token over HTTP, the server's
@@ -33,6 +34,8 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, EmptyResult, SubscribeRequestParams, UnsubscribeRequestParams
 
 from tool_servers.confinement import Root
 from tool_servers.protocol.errors import Conflict, InvalidArguments, NotFound, PermissionDenied
@@ -250,10 +253,12 @@ def build_tasks_server(root: Path, options: ServerOptions, backend: TasksBackend
     tools = TaskTools(Root(root), backend)
     subscriptions = InMemorySubscriptionBus()
 
+    legacy = LegacySubscribers()
+
     @asynccontextmanager
     async def announce_changes(_: MCPServer[Any]) -> AsyncIterator[None]:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_announce, backend, subscriptions)
+            tg.start_soon(_announce, backend, subscriptions, legacy)
             yield None
             tg.cancel_scope.cancel()
 
@@ -281,11 +286,54 @@ def build_tasks_server(root: Path, options: ServerOptions, backend: TasksBackend
             raise ResourceError(f"no task {task_id!r} of yours")
         return json.dumps(view.model_dump(mode="json"))
 
+    async def subscribe(ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
+        task_id = str(params.uri).removeprefix(RESOURCE_PREFIX)
+        principal, _ = caller(options)
+        if not str(params.uri).startswith(RESOURCE_PREFIX) or await backend.get(principal, task_id) is None:
+            raise MCPError(code=INVALID_PARAMS, message=f"no task resource {params.uri} of yours")
+        legacy.add(str(params.uri), ctx.session)
+        return EmptyResult()
+
+    async def unsubscribe(ctx: Any, params: UnsubscribeRequestParams) -> EmptyResult:
+        legacy.remove(str(params.uri), ctx.session)
+        return EmptyResult()
+
+    # 2025-11-25 sessions subscribe per URI (2026-07-28 ones listen instead, see `_announce`).
+    lowlevel = server._lowlevel_server
+    lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
+    lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
     return server
 
 
-async def _announce(backend: TasksBackend, subscriptions: InMemorySubscriptionBus) -> None:
+class LegacySubscribers:
+    """The sessions of 2025-11-25 clients subscribed to each task resource."""
+
+    def __init__(self) -> None:
+        self.by_uri: dict[str, list[Any]] = {}
+
+    def add(self, uri: str, session: Any) -> None:
+        sessions = self.by_uri.setdefault(uri, [])
+        if session not in sessions:
+            sessions.append(session)
+
+    def remove(self, uri: str, session: Any) -> None:
+        sessions = self.by_uri.get(uri, [])
+        if session in sessions:
+            sessions.remove(session)
+
+    async def notify(self, uri: str) -> None:
+        for session in list(self.by_uri.get(uri, ())):
+            try:
+                await session.send_resource_updated(uri)
+            except Exception:  # the client went away: forget its subscription
+                self.remove(uri, session)
+
+
+async def _announce(
+    backend: TasksBackend, subscriptions: InMemorySubscriptionBus, legacy: LegacySubscribers
+) -> None:
     # Every listen stream filters by URI, so a stream hears only the tasks it asked for.
     async with backend.changes() as changed:
         async for task_id in changed:
             await subscriptions.publish(ResourceUpdated(uri=task_uri(task_id)))
+            await legacy.notify(task_uri(task_id))
