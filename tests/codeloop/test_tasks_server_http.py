@@ -92,6 +92,9 @@ async def test_principals_are_apart_a_cancel_is_followed_and_a_task_outlives_a_k
                 ) == "not_found"  # fmt: skip
                 with pytest.raises(Exception, match="no task"):
                     await bob.read_resource(uri)
+                with pytest.raises(Exception, match="of yours"):
+                    async with bob.listen(resource_subscriptions=[uri]):
+                        pass
                 assert (await call(bob, "list_tasks"))["tasks"] == []
                 assert [t["task_id"] for t in (await call(alice, "list_tasks"))["tasks"]] == [task_id]
 

@@ -298,6 +298,20 @@ def build_tasks_server(root: Path, options: ServerOptions, backend: TasksBackend
         legacy.remove(str(params.uri), ctx.session)
         return EmptyResult()
 
+    async def own_tasks_only(ctx: Any, call_next: Any) -> Any:
+        # A listen stream for another principal's task would tell when it changes: refuse it.
+        if ctx.method == "subscriptions/listen":
+            params = ctx.params if isinstance(ctx.params, dict) else {}
+            uris = (params.get("notifications") or {}).get("resourceSubscriptions") or []
+            principal, _ = caller(options)
+            for uri in uris:
+                theirs = str(uri).startswith(RESOURCE_PREFIX)
+                if theirs and await backend.get(principal, str(uri).removeprefix(RESOURCE_PREFIX)) is None:
+                    raise MCPError(code=INVALID_PARAMS, message=f"no task resource {uri} of yours")
+        return await call_next(ctx)
+
+    server.middleware.append(own_tasks_only)
+
     # 2025-11-25 sessions subscribe per URI (2026-07-28 ones listen instead, see `_announce`).
     lowlevel = server._lowlevel_server
     lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
