@@ -12,6 +12,7 @@ follows it with
     tasks/update  `inputResponses` answer those elicitations (accept with approve=true approves;
                   anything else refuses)
     tasks/cancel  the codeloop task is cancelled
+    tasks/result  blocks until the task ended, then the same result (the earlier draft's method)
 
 The server decides: only `submit_task` becomes a task, only for a client that declared the
 extension on a 2026-07-28 session. The plain tools stay as they are for everyone else. Every
@@ -41,7 +42,7 @@ from tool_servers.protocol.confirm import Confirm
 from tool_servers.protocol.gate import caller
 from tool_servers.protocol.spec import ServerOptions
 from tool_servers.tasks.backend import TasksBackend
-from tool_servers.tasks.views import Submitted, TaskView
+from tool_servers.tasks.views import MAX_WAIT_S, Submitted, TaskView
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 TASK_TOOLS = frozenset({"submit_task"})
@@ -80,6 +81,7 @@ class TasksExtension(Extension):
             MethodBinding("tasks/get", TaskParams, self._get, protocol_versions=versions),
             MethodBinding("tasks/update", UpdateTaskParams, self._update, protocol_versions=versions),
             MethodBinding("tasks/cancel", TaskParams, self._cancel, protocol_versions=versions),
+            MethodBinding("tasks/result", TaskParams, self._result, protocol_versions=versions),
         ]
 
     async def intercept_tool_call(
@@ -100,11 +102,7 @@ class TasksExtension(Extension):
         view = await self._view(params.task_id)
         fields = _task_fields(view)
         if fields["status"] == "completed":
-            final = Submitted(task_id=view.task_id, status=view.status, task=view)
-            fields["result"] = CallToolResult(
-                content=[TextContent(type="text", text=final.model_dump_json())],
-                structured_content=final.model_dump(mode="json"),
-            ).model_dump(by_alias=True, mode="json", exclude_none=True)
+            fields["result"] = _final_result(view)
         elif fields["status"] == "input_required" and view.pending_confirmation is not None:
             pending = view.pending_confirmation
             ask = ElicitRequest(
@@ -140,6 +138,23 @@ class TasksExtension(Extension):
             raise _not_found(params.task_id)
         return {"resultType": "complete"}
 
+    async def _result(self, ctx: ServerRequestContext[Any, Any], params: TaskParams) -> dict[str, Any]:
+        """Blocks until the task ended, then its `submit_task` result (for clients of the earlier
+        draft, SEP-1686, which fetch the result apart from the status)."""
+        _require(ctx)
+        principal, _ = caller(self.options)
+
+        async def quiet(view: TaskView, message: str) -> None:
+            pass
+
+        view = await self._view(params.task_id)
+        while not view.ended:
+            waited = await self.backend.wait(
+                principal, params.task_id, timeout_s=MAX_WAIT_S, on_progress=quiet, until_question=False
+            )
+            view = waited if waited is not None else view
+        return {"resultType": "complete", **_final_result(view)}
+
     async def _view(self, task_id: str) -> TaskView:
         principal, _ = caller(self.options)
         view = await self.backend.get(principal, task_id)
@@ -159,6 +174,14 @@ def _require(ctx: ServerRequestContext[Any, Any]) -> None:
 
 def _not_found(task_id: str) -> MCPError:
     return MCPError(code=INVALID_PARAMS, message=f"Task not found: {task_id!r}")
+
+
+def _final_result(view: TaskView) -> dict[str, Any]:
+    final = Submitted(task_id=view.task_id, status=view.status, task=view)
+    return CallToolResult(
+        content=[TextContent(type="text", text=final.model_dump_json())],
+        structured_content=final.model_dump(mode="json"),
+    ).model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
 def _task_fields(view: TaskView) -> dict[str, Any]:
