@@ -15,6 +15,7 @@ answers for the tasks submitted before:
   every task's events: nothing polls the bucket.
 """
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -169,9 +170,16 @@ class BusTasks:
         )  # fmt: skip
         task_id = new_task_id()
         owner = json.dumps({"principal": submission.principal, "submitted_at": time.time()}).encode()
+        owner_key = self._owner_key(submission.principal, task_id)
         with nats_errors():
-            await self.kv.put(self._owner_key(submission.principal, task_id), owner)
-        await submit_task(self.bus, task, task_id=task_id)
+            await self.kv.put(owner_key, owner)
+        try:
+            await submit_task(self.bus, task, task_id=task_id)
+        except BaseException:
+            # Not submitted: no owner record may claim a task that does not exist.
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await self.kv.delete(owner_key)
+            raise
         return task_id
 
     async def get(self, principal: str, task_id: str) -> TaskView | None:
