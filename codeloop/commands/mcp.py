@@ -87,6 +87,10 @@ def mcp(
 
     Over HTTP the URL is printed on stdout once the server listens; every request needs a
     bearer token from --token-file. Tools outside --scopes are neither listed nor callable.
+
+    `tasks` submits coding tasks and follows them (submit_task, wait_task, ...): on --nats, else
+    on the local `codeloop serve`, else on a bus of its own with every role in this process; the
+    grant bounds the mode of the tasks it accepts.
     """
     import anyio
 
