@@ -22,12 +22,12 @@ from pydantic_ai import Agent
 from pydantic_ai.capabilities import Hooks
 from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.mcp import MCPToolset
-from pydantic_ai.usage import UsageLimits
+from pydantic_ai.usage import RunUsage, UsageLimits
 
 from agents.confirmations import elicitation_handler
-from agents.errors import AgentError
-from agents.messages import CodeRequest, CodeResult, Usage
-from agents.metering import model_for, run_timeout_s
+from agents.errors import AgentError, CostBudgetExceeded
+from agents.messages import CodeRequest, CodeResult
+from agents.metering import model_for, run_timeout_s, usage_of
 from agents.models import model_errors_as_agent_errors
 from agents.role import (
     RoleDeps,
@@ -151,31 +151,35 @@ async def code(
         guard = _Guard(
             max_repeated=request.budget.max_repeated_calls, max_failures=request.budget.max_tool_failures
         )
+        model = model_for(deps, task.models.chain_for(ROLE), role=ROLE, task_id=task_id, budget=request.budget)
         agent = Agent(
-            model_for(deps, name, role=ROLE, task_id=task_id), output_type=str, name=ROLE,
+            model, output_type=str, name=ROLE,
             instructions=INSTRUCTIONS[task.mode], toolsets=_toolsets(deps, root, request, task_id),
             capabilities=[guard.hooks(), *observer_capabilities(deps, run_info)], retries=2,
         )  # fmt: skip
         limits = UsageLimits(
             request_limit=max(1, request.budget.requests), total_tokens_limit=max(1, request.budget.tokens)
         )
-        stopped_by, message, answer, usage = None, "", None, Usage()
+        stopped_by, message, answer = None, "", None
+        used = RunUsage()  # filled as the run goes, so a stopped run still reports what it used
         try:
             with model_errors_as_agent_errors(model=name):
                 result = await agent.run(
-                    _prompt(request), usage_limits=limits, timeout=run_timeout_s(request.budget)
+                    _prompt(request), usage_limits=limits, usage=used, timeout=run_timeout_s(request.budget)
                 )
             answer = result.output
-            usage = _usage(result.usage)
         except UsageLimitExceeded as exc:
             stopped_by = "budget.tokens" if "token" in str(exc) else "budget.steps"
             message = str(exc)
-            usage = Usage(requests=request.budget.requests)
+            used.requests = max(used.requests, request.budget.requests)
+        except CostBudgetExceeded as exc:
+            stopped_by, message = exc.failure_class, str(exc)
         except TimeoutError:
             stopped_by, message = "budget.wall", "the task's deadline passed while coding"
         except LoopDetected as exc:
             stopped_by, message = exc.failure_class, str(exc)
         patch = await workspace_patch(root)
+    usage = usage_of(used, model)
     usage = usage.model_copy(update={"tool_calls": max(usage.tool_calls, guard.calls)})
     return CodeResult(
         step_id=request.step_id,
@@ -187,13 +191,6 @@ async def code(
         usage=usage,
         tool_failures=guard.failures,
     )
-
-
-def _usage(usage: Any) -> Usage:
-    return Usage(
-        requests=usage.requests, input_tokens=usage.input_tokens or 0,
-        output_tokens=usage.output_tokens or 0, tool_calls=usage.tool_calls or 0,
-    )  # fmt: skip
 
 
 def _prompt(request: CodeRequest) -> str:

@@ -3,16 +3,24 @@
     AgentError                      failure_class
     ├── ModelSpecError (ValueError)   env.setup     a model name that cannot be resolved: bad syntax,
     │                                               unknown provider, a `function:` file or callable missing
-    ├── ModelNotConfigured            env.setup     the provider needs a variable that is not set (API key,
-    │                                               base URL); raised at the first call, not at construction
+    ├── ModelNameProblem (ValueError) env.setup     the same found before anything starts, from names and
+    │   (agents.model_check)                        files alone (no import of pydantic-ai), or credentials unset
+    ├── ModelNotConfigured            env.credentials  the provider needs a variable that is not set (API
+    │                                               key, base URL) in the worker that runs the step; raised
+    │                                               at the first call, not at construction
     ├── ProviderUnavailable           env.infra     rate limit, 5xx, timeout or connection failure that
     │                                               outlasted the retries: not the model's fault
     ├── ProviderRejected              env.setup     the provider refused the request (bad key, unknown model,
     │                                               exhausted quota, malformed request): retrying cannot help
     ├── ModelMisbehaved               agent.format  the model's own output could not be used (unparseable,
     │                                               tool retries exhausted)
+    ├── CostBudgetExceeded            budget.cost   the step's share of the task's spend limit is used
+    │                                               up: refused before the next model request
     ├── LoopDetected (agents.coder)   agent.loop    the coder repeated the same tool calls
     ├── StepError (agents.role)       its own       a step that cannot succeed, with the class it names
+    ├── PipelineError (ValueError)    env.setup     a pipeline with an unknown kind or role, or stages in
+    │   (agents.orchestrator.pipeline)              an impossible order: refused at submission
+    ├── _Unusable (agents.plugins)    env.setup     why an installed role cannot load (reported by name)
     ├── WorkspaceError                (agents.workspace.errors) capture, scratch workspaces, patches
     ├── ReplayError                   (agents.replay.errors) a recording missing or diverged from
     └── VerifierError                 (agents.verifier.errors) a workspace the verifier cannot use
@@ -39,7 +47,7 @@ class ModelSpecError(AgentError, ValueError):
 class ModelNotConfigured(AgentError):
     """The provider needs an environment variable that is unset; `variable` names it when known."""
 
-    failure_class = "env.setup"
+    failure_class = "env.credentials"
 
     def __init__(self, message: str, *, variable: str | None = None) -> None:
         super().__init__(message)
@@ -73,3 +81,9 @@ class ModelMisbehaved(AgentError):
     """The model answered, but not in a form the agent could use, even after its retries."""
 
     failure_class = "agent.format"
+
+
+class CostBudgetExceeded(AgentError):
+    """The next model request would start with the task's spend limit already reached."""
+
+    failure_class = "budget.cost"

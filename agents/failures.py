@@ -20,6 +20,7 @@ class FailureClass(StrEnum):
 
     ENV_INFRA = "env.infra"
     ENV_SETUP = "env.setup"
+    ENV_CREDENTIALS = "env.credentials"
     PATCH_MALFORMED = "patch.malformed"
     PATCH_APPLY_FAILED = "patch.apply_failed"
     PATCH_EMPTY = "patch.empty"
@@ -46,6 +47,8 @@ class FailureClass(StrEnum):
     BUDGET_REVISIONS = "budget.revisions"
     VERIFY_UNVERIFIABLE = "verify.unverifiable"
     ANSWER_UNSUPPORTED = "answer.unsupported"
+    REVIEW_REJECTED = "review.rejected"
+    ROLE_MALFORMED = "role.malformed"
 
 
 Blame = Literal["environment", "model", "ambiguous"]
@@ -53,6 +56,7 @@ Blame = Literal["environment", "model", "ambiguous"]
 DEFINITIONS: dict[FailureClass, str] = {
     FailureClass.ENV_INFRA: "The sandbox, the bus, a tool server or the model provider failed; retried, not the model's fault.",
     FailureClass.ENV_SETUP: "The repository cannot be tested as it is: dependencies missing, no tests collected, pytest itself broken.",
+    FailureClass.ENV_CREDENTIALS: "The worker that ran a step lacks a variable its model needs (an API key, a base URL); the message names it.",
     FailureClass.PATCH_MALFORMED: "The patch is not a readable unified diff.",
     FailureClass.PATCH_APPLY_FAILED: "The patch is a diff but does not apply to the tree the task started from.",
     FailureClass.PATCH_EMPTY: "The patch changes nothing.",
@@ -69,7 +73,7 @@ DEFINITIONS: dict[FailureClass, str] = {
     FailureClass.TEST_REGRESSION: "A test that passed on the starting tree fails with the patch.",
     FailureClass.TEST_TIMEOUT: "A test run did not finish within its time limit or the task's deadline.",
     FailureClass.TEST_WEAKENED: "The patch deletes, skips or xfails tests, or removes assertions, instead of fixing the code.",
-    FailureClass.TEST_NO_REPRODUCTION: "The tests the patch adds pass without its fix too, and nothing else shows the fix works.",
+    FailureClass.TEST_NO_REPRODUCTION: "Nothing shows the task's problem gone: no test the task is about failed before the patch and passes with it (the tests the patch adds pass without its fix too, or it adds none).",
     FailureClass.AGENT_LOOP: "The model repeated the same tool call or made no progress.",
     FailureClass.AGENT_FORMAT: "The model's output stayed unparseable after the retries.",
     FailureClass.BUDGET_STEPS: "The task used up its model requests.",
@@ -79,20 +83,25 @@ DEFINITIONS: dict[FailureClass, str] = {
     FailureClass.BUDGET_REVISIONS: "The task used up its revisions without a passing verification.",
     FailureClass.VERIFY_UNVERIFIABLE: "Nothing could check the patch: no tests to run and nothing else to judge by.",
     FailureClass.ANSWER_UNSUPPORTED: "A read-mode answer cites files, lines or symbols that do not exist.",
+    FailureClass.REVIEW_REJECTED: "A review stage rejected the change; its findings are in the report.",
+    FailureClass.ROLE_MALFORMED: "A role answered with a result that does not fit its stage kind's message (a broken plug-in).",
 }
 """One line per class; the documentation and the evaluation's tables use these words."""
 
 BLAME: dict[FailureClass, Blame] = {
     FailureClass.ENV_INFRA: "environment",
     FailureClass.ENV_SETUP: "environment",
+    FailureClass.ENV_CREDENTIALS: "environment",
     FailureClass.TEST_TIMEOUT: "ambiguous",
     FailureClass.VERIFY_UNVERIFIABLE: "ambiguous",
     FailureClass.BUDGET_WALL: "ambiguous",
+    FailureClass.TEST_NO_REPRODUCTION: "ambiguous",
+    FailureClass.ROLE_MALFORMED: "environment",
     **{
         cls: "model"
         for cls in FailureClass
-        if cls.value.split(".")[0] in ("patch", "static", "test", "agent", "answer")
-        and cls is not FailureClass.TEST_TIMEOUT
+        if cls.value.split(".")[0] in ("patch", "static", "test", "agent", "answer", "review")
+        and cls not in (FailureClass.TEST_TIMEOUT, FailureClass.TEST_NO_REPRODUCTION)
     },
     FailureClass.BUDGET_STEPS: "model",
     FailureClass.BUDGET_TOKENS: "model",
@@ -100,7 +109,8 @@ BLAME: dict[FailureClass, Blame] = {
     FailureClass.BUDGET_REVISIONS: "model",
 }
 """Whose failure each class is: `environment` (retry; never counted against the model), `model`,
-or `ambiguous` (a timeout or an exhausted clock can be a slow machine or a looping patch)."""
+or `ambiguous` (a timeout or an exhausted clock can be a slow machine or a looping patch; a patch
+with no evidence either way may be right or wrong)."""
 
 
 def blame(failure_class: FailureClass | str) -> Blame:

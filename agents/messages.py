@@ -32,6 +32,7 @@ TaskStatus = Literal[
     "retrieving",
     "coding",
     "answering",
+    "reviewing",
     "verifying",
     "revising",
     "done",
@@ -68,6 +69,44 @@ class Budgets(Message):
     """Spend limit where the model's prices are known; None for no limit."""
 
 
+class ModelOptions(Message):
+    """Settings of one model, wherever it is used (configuration: `[model_settings."NAME"]`)."""
+
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    """Sampling temperature; None: the provider's default."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Most tokens one response may have; None: the provider's default."""
+    timeout_s: float | None = Field(default=None, gt=0)
+    """Deadline of one request attempt in seconds (a passed one is retried); None: the SDK's own."""
+    max_attempts: int | None = Field(default=None, ge=1)
+    """Attempts per request on infrastructure failures, the first included; None: 4. In a fallback
+    list, 1 moves on to the next model at the first provider error."""
+    input_usd_per_mtok: float | None = Field(default=None, ge=0)
+    """Price of a million input tokens in US dollars, used where genai-prices does not know the model."""
+    output_usd_per_mtok: float | None = Field(default=None, ge=0)
+    """Price of a million output tokens in US dollars, used where genai-prices does not know the model."""
+
+    @property
+    def priced(self) -> bool:
+        return self.input_usd_per_mtok is not None and self.output_usd_per_mtok is not None
+
+
+class ModelChain(Message):
+    """What one role runs: its model, the models tried in order after a provider error, their settings."""
+
+    names: list[str] = Field(min_length=1)
+    """The role's model first, then its fallbacks."""
+    options: dict[str, ModelOptions] = {}
+    """Model name -> its settings; a model without an entry takes the defaults."""
+
+    @property
+    def name(self) -> str:
+        return self.names[0]
+
+
+BUILTIN_MODEL_ROLES = ("default", "planner", "coder")
+
+
 class ModelNames(Message):
     """Which model each LLM role uses: pydantic-ai names or `function:PATH.py:NAME`."""
 
@@ -77,13 +116,46 @@ class ModelNames(Message):
     """The planner's model; None uses `default`."""
     coder: str | None = None
     """The coder's model; None uses `default`."""
+    roles: dict[str, str] = {}
+    """Models of other (plug-in) roles by role name; a role not named uses `default`."""
+    fallbacks: dict[str, list[str]] = {}
+    """Role name (or `default`) -> the models tried in order when that role's model fails with a
+    provider error (unavailable after its retries, or refused)."""
+    options: dict[str, ModelOptions] = {}
+    """Model name -> its settings (temperature, max tokens, timeout, attempts, price)."""
 
     def for_role(self, role: str) -> str | None:
-        return getattr(self, role, None) or self.default
+        own = getattr(self, role) if role in BUILTIN_MODEL_ROLES else self.roles.get(role)
+        return own or self.default
+
+    def chain_for(self, role: str) -> ModelChain | None:
+        """The role's model with its fallbacks and their settings; None: no model (diagnose mode)."""
+        name = self.for_role(role)
+        if name is None:
+            return None
+        own = getattr(self, role) if role in BUILTIN_MODEL_ROLES else self.roles.get(role)
+        names = [name, *self.fallbacks.get(role if own else "default", [])]
+        return ModelChain(names=names, options={n: self.options[n] for n in names if n in self.options})
+
+    def all_names(self) -> list[str]:
+        """Every model name this choice mentions, once each, in a stable order."""
+        found = [self.default, self.planner, self.coder, *self.roles.values()]
+        found += [name for chain in self.fallbacks.values() for name in chain]
+        return list(dict.fromkeys(name for name in found if name))
 
     @property
     def any(self) -> bool:
         return bool(self.default or self.planner or self.coder)
+
+
+class PipelineChoice(Message):
+    """A named pipeline as submitted: its stages, each `KIND:ROLE` (e.g. `review:security-reviewer`)."""
+
+    name: str = Field(min_length=1, max_length=128)
+    """The pipeline's name in the configuration (`[pipelines]`), or a built-in one's."""
+    stages: list[str] = Field(min_length=1, max_length=32)
+    """`KIND:ROLE` of each stage in order; kinds are `plan`, `retrieve`, `code`, `review`, `verify`
+    (and `echo`)."""
 
 
 class TaskSubmitted(Message):
@@ -107,6 +179,9 @@ class TaskSubmitted(Message):
     """A person is at a terminal answering confirmations (`codeloop run`)."""
     confirm_timeout_s: float = Field(default=300.0, gt=0)
     """How long a high-risk tool call waits for a person's answer before it is refused."""
+    pipeline: PipelineChoice | None = None
+    """The stages the task goes through, resolved from a named pipeline at submission; None: the
+    standard pipeline for its mode (see `agents/orchestrator/pipeline.py`)."""
 
 
 class Usage(Message):
@@ -357,6 +432,10 @@ class VerifyRequest(Message):
     deadline_at: datetime
     """The task's wall-clock deadline (UTC): verification still running then is cut off and reported
     as not finished."""
+    raised_before: list[str] = []
+    """Execute mode: what the task's example code raised in the repository on the starting tree
+    (the retriever's `Context.raised`); the example no longer raising with the patch is evidence
+    the problem is gone when no test shows it."""
 
 
 class VerifyResult(Message):
@@ -373,6 +452,82 @@ class VerifyResult(Message):
     none was computed."""
     usage: Usage = Usage()
     """What this step consumed; the orchestrator adds it to the task's and the role's totals."""
+
+
+class Finding(Message):
+    """One thing a review found in a patch."""
+
+    message: str
+    """What is wrong and why, for the coder and for people."""
+    path: str | None = None
+    """Repository-relative path of the file, when the finding is about one."""
+    line: int | None = None
+    """Line in the patched file (1-based), when known."""
+    rule: str | None = None
+    """The reviewer's name for the kind of problem, e.g. `hardcoded-secret`."""
+    severity: Literal["error", "warning", "info"] = "error"
+    """How much it matters; the verdict, not the severity, decides what happens."""
+
+
+class ReviewRequest(Message):
+    """Work for a review role: judge the patch so far (a `review` stage of the pipeline)."""
+
+    kind: Literal["review_request"] = "review_request"
+    """Always `review_request`; equals the envelope's `kind`."""
+    step_id: str
+    """The step this message belongs to, named by the orchestrator (`<seq>-review`); a result
+    whose step is not the one the task waits for is ignored."""
+    task: TaskSubmitted
+    """The whole task as submitted, so the role needs nothing but this message."""
+    plan: Plan
+    """The task's current plan."""
+    context: Context
+    """What the retriever packed for this task (empty when the pipeline has no retrieve stage)."""
+    patch: str | None = None
+    """The coder's latest patch (unified diff, a/ b/ prefixes); None when it changed nothing."""
+    files_changed: list[str] = []
+    """Repository-relative paths the patch touches."""
+    answer: str | None = None
+    """The coder's answer or summary."""
+    report: VerificationReport | None = None
+    """The latest verification report, when a verify stage ran before this review; else None."""
+    round: int = Field(default=1, ge=1)
+    """1 for this stage's first review of the task, 2 after one revision, ..."""
+    budget: StepBudget
+    """What the step may still spend of the task's budgets."""
+
+
+class ReviewResult(Message):
+    """A review role's answer: approve, request changes (a revision) or reject (the task fails)."""
+
+    kind: Literal["review_result"] = "review_result"
+    """Always `review_result`; equals the envelope's `kind`."""
+    step_id: str
+    """The `step_id` of the request this answers, copied unchanged."""
+    verdict: Literal["approve", "request_changes", "reject"]
+    """approve: go on; request_changes: the coder revises with `feedback` (counted against
+    `budgets.max_revisions`); reject: the task fails with class `review.rejected`."""
+    findings: list[Finding] = []
+    """What the review found; shown in the result and, with `feedback`, to the coder."""
+    feedback: str = ""
+    """What the coder should change, in words; required in substance for `request_changes`."""
+    usage: Usage = Usage()
+    """What this step consumed; the orchestrator adds it to the task's and the role's totals."""
+
+
+class ReviewRound(Message):
+    """One review's outcome, kept on the task record and shown in the result (`reviews`)."""
+
+    step_id: str
+    """The review step."""
+    role: str
+    """The review role that answered."""
+    verdict: Literal["approve", "request_changes", "reject"]
+    """Its verdict."""
+    findings: list[Finding] = []
+    """What it found."""
+    feedback: str = ""
+    """What it asked the coder to change."""
 
 
 class StepFailed(Message):
@@ -411,6 +566,10 @@ class Verification(Message):
     """The last verification's checks in the order run: `{name, ok, summary, duration_s}` each."""
     failures: list[Failure] = []
     """What the last verification found wrong: errors first, then warnings."""
+    evidence: list[str] = []
+    """Tests the task is about that failed before the patch and pass with it (what `passed` rests on)."""
+    preexisting: list[str] = []
+    """Tests failing before the patch and still failing, unrelated to the task: listed, not blamed."""
 
 
 class TaskResult(Message):
@@ -446,7 +605,9 @@ class TaskResult(Message):
     steps: int = 0
     """Model requests, all roles together."""
     revisions: int = 0
-    """Times the verifier sent the patch back for revision."""
+    """Times the verifier or a review sent the patch back for revision."""
+    reviews: list[ReviewRound] = []
+    """Every review of the task, in order (empty without review stages)."""
     usage: dict[str, Any] = {}
     """`requests`, `input_tokens`, `output_tokens`, `tool_calls`, `cost_usd` (as in `Usage`),
     `wall_s` (seconds from submission to the end) and `by_role` (a `Usage` per role name)."""
@@ -512,6 +673,16 @@ class TaskState(Message):
     """One signature of each failed verification's failure set, to stop identical retries."""
     revisions: int = 0
     """Times the verifier sent the patch back for revision."""
+    reviews: list[ReviewRound] = []
+    """Every review so far, in order."""
+    review_feedback: str | None = None
+    """A review's request for changes, for the coder's next revision; cleared once it answered."""
+    stage_index: int | None = None
+    """The position of that stage in the task's pipeline (a pipeline may have several review stages)."""
+    stage_role: str | None = None
+    """The role whose step the task waits for (the stage's `ROLE`)."""
+    waiting_for: str | None = None
+    """Set while no live worker of `stage_role` is known: the task says what it waits for."""
     failed_revisions_since_plan: int = 0
     """Failed revisions since the last (re)plan; past a threshold the task is planned again."""
     tool_failures: int = 0
@@ -535,5 +706,5 @@ class TaskState(Message):
 
 register_payloads(
     TaskSubmitted, PlanRequest, PlanResult, ContextRequest, Context, CodeRequest, CodeResult,
-    VerifyRequest, VerifyResult, StepFailed, CancelTask, TaskResult, TaskState, VerificationReport,
+    VerifyRequest, VerifyResult, ReviewRequest, ReviewResult, StepFailed, CancelTask, TaskResult, TaskState, VerificationReport,
 )  # fmt: skip

@@ -3,7 +3,9 @@
 from datetime import UTC, datetime
 from typing import Any
 
-from agents.messages import StepBudget, Usage
+from pydantic_ai.models import Model
+
+from agents.messages import ModelChain, StepBudget, Usage
 from agents.models import ModelCall, build_model
 from agents.observe.events import current_step
 from agents.role import RoleDeps
@@ -13,9 +15,12 @@ from bus.errors import BusError
 from bus.messages import Event
 
 
-def model_for(deps: RoleDeps, name: str, *, role: str, task_id: str) -> Any:
+def model_for(
+    deps: RoleDeps, name: str | ModelChain, *, role: str, task_id: str, budget: StepBudget | None = None
+) -> Model:
     """The role's model, each call published as a `model_call` event of the task (content only
-    as a trimmed, redacted preview)."""
+    as a trimmed, redacted preview); with `budget`, it refuses a request once the step has spent
+    what the task's cost budget had left (`CostBudgetExceeded`, class `budget.cost`)."""
 
     async def publish(call: ModelCall) -> None:
         # The step running this model (set around every role handler) names the step and trace.
@@ -34,16 +39,21 @@ def model_for(deps: RoleDeps, name: str, *, role: str, task_id: str) -> Any:
         except BusError:
             pass  # an event lost to a bus hiccup must not fail the model call it describes
 
-    return build_model(name, role=role, on_call=publish, base_dir=deps.model_base_dir)
+    return build_model(
+        name, role=role, on_call=publish, base_dir=deps.model_base_dir,
+        cost_limit_usd=budget.cost_usd if budget is not None else None,
+    )  # fmt: skip
 
 
-def usage_of(result: Any) -> Usage:
-    usage = result.usage
+def usage_of(run_usage: Any, model: Model) -> Usage:
+    """A run's usage (pydantic-ai's `RunUsage`) with what its model spent: the cost is the sum of
+    the metered calls' prices, the same figures the `model_call` events carry."""
     return Usage(
-        requests=usage.requests,
-        input_tokens=usage.input_tokens or 0,
-        output_tokens=usage.output_tokens or 0,
-        tool_calls=usage.tool_calls or 0,
+        requests=run_usage.requests,
+        input_tokens=run_usage.input_tokens or 0,
+        output_tokens=run_usage.output_tokens or 0,
+        tool_calls=run_usage.tool_calls or 0,
+        cost_usd=model.spend.spent_usd,  # type: ignore[attr-defined]  # build_model's models carry it
     )
 
 

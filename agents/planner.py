@@ -10,8 +10,9 @@ the plan is fixed: find the relevant code, run the tests, report.
 from mcp import Client
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import UsageLimitExceeded
-from pydantic_ai.usage import UsageLimits
+from pydantic_ai.usage import RunUsage, UsageLimits
 
+from agents.errors import CostBudgetExceeded
 from agents.messages import Plan, PlanRequest, PlanResult, PlanStep, TaskSubmitted
 from agents.metering import model_for, run_timeout_s, usage_of
 from agents.models import model_errors_as_agent_errors
@@ -75,7 +76,7 @@ async def plan(
     name = task.models.for_role(ROLE)
     if not name:
         return PlanResult(step_id=request.step_id, plan=fixed_plan(task, files))
-    model = model_for(deps, name, role=ROLE, task_id=task_id)
+    model = model_for(deps, task.models.chain_for(ROLE), role=ROLE, task_id=task_id, budget=request.budget)
     run_info = RunInfo(task_id=task_id, role=ROLE, step_id=request.step_id, trace_id=trace_id)
     agent = Agent(
         model, output_type=Plan, instructions=INSTRUCTIONS, retries=2, name=ROLE,
@@ -85,11 +86,16 @@ async def plan(
     limits = UsageLimits(
         request_limit=max(1, request.budget.requests), total_tokens_limit=max(1, request.budget.tokens)
     )
+    used = RunUsage()  # filled as the run goes, so a budget stop still charges what it used
     try:
         with model_errors_as_agent_errors(model=name):
-            result = await agent.run(prompt, usage_limits=limits, timeout=run_timeout_s(request.budget))
+            result = await agent.run(
+                prompt, usage_limits=limits, usage=used, timeout=run_timeout_s(request.budget)
+            )
     except UsageLimitExceeded as exc:
         raise StepError("budget.tokens" if "token" in str(exc) else "budget.steps", str(exc)) from exc
+    except CostBudgetExceeded as exc:
+        raise StepError("budget.cost", str(exc), usage=usage_of(used, model)) from exc
     except TimeoutError as exc:
         raise StepError("budget.wall", "the deadline passed while planning") from exc
     new_plan = result.output
@@ -97,7 +103,7 @@ async def plan(
         new_plan = new_plan.model_copy(
             update={"revision_reason": request.feedback or "revised after failed attempts"}
         )
-    return PlanResult(step_id=request.step_id, plan=new_plan, usage=usage_of(result))
+    return PlanResult(step_id=request.step_id, plan=new_plan, usage=usage_of(result.usage, model))
 
 
 def _prompt(task: TaskSubmitted, repo_map: str, files: list[str], request: PlanRequest) -> str:

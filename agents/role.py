@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from agents.errors import AgentError
-from agents.messages import TaskSubmitted
+from agents.messages import TaskSubmitted, Usage
 from agents.tools import ToolProvider
 from agents.workspace import SnapshotRef, capture_snapshot, materialize, open_scratch
 from bus import subjects
@@ -74,10 +74,12 @@ class RoleDeps:
 class StepError(AgentError):
     """A step that cannot succeed, with its failure class (see `agents/failures.py`)."""
 
-    def __init__(self, failure_class: str, message: str) -> None:
+    def __init__(self, failure_class: str, message: str, *, usage: "Usage | None" = None) -> None:
         super().__init__(message)
         # Per instance, shadowing AgentError's class-level default: the raiser names the class.
         self.failure_class = failure_class  # type: ignore[misc]
+        self.usage = usage
+        """What the step consumed before it failed (a budget hit mid-step), charged to the task."""
 
 
 @asynccontextmanager
@@ -163,6 +165,8 @@ def role_spec(
             raise
         except StepError as exc:
             result = failed(request, exc.failure_class, str(exc))
+            if exc.usage is not None and "usage" in type(result).model_fields:
+                result = result.model_copy(update={"usage": exc.usage})
         except Exception as exc:
             # A failure inside an MCP session arrives wrapped in the session's exception group.
             failure_class = getattr(innermost_exception(exc), "failure_class", None)

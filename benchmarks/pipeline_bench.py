@@ -1,12 +1,15 @@
 """What the agent pipeline itself costs per task, with a model that answers instantly.
 
-For a small repository and a generated 1,000-file one, each task is run two ways, interleaved over
-rounds so a noisy machine hurts both alike:
+For a small repository and a generated 1,000-file one, each task is run three ways, interleaved
+over rounds so a noisy machine hurts all alike:
 
 1. through the pipeline: snapshot, submission, the orchestrator and the four roles as actors on
    an embedded nats-server, every step a bus hop with KV writes;
 2. by direct calls: the same role functions called one after the other in this process on the same
-   snapshot, with no orchestrator, no hops, no records.
+   snapshot, with no orchestrator, no hops, no records;
+3. through the pipeline with one more stage, `review:noop-reviewer` before verification: a plug-in
+   review role (defined with the role API, as any plug-in is) that approves at once, so what it
+   adds per task is the stage's own cost — a dispatch, a bus hop each way, the record's writes.
 
 The scripted model decides instantly (it reads a file, fixes `a - b`, ends), so every second
 printed is plumbing: snapshot, scratch workspaces, MCP sessions, indexing, the sandbox and the
@@ -35,19 +38,22 @@ from agents.messages import (
     CodeRequest,
     ContextRequest,
     ModelNames,
+    PipelineChoice,
     PlanRequest,
     StepBudget,
     TaskResult,
     TaskSubmitted,
     VerifyRequest,
 )
+from agents.plugins import InstalledRole, RoleRegistry, load_roles
+from agents.role_api import define_role
 from agents.verifier.spares import VerifierSpares
 from agents.workspace import capture_snapshot
 from bus.config import BusConfig
 from bus.connection import open_bus
 from codeloop.config import client_config_for
 from codeloop.tool_provider import InProcessTools
-from codeloop.wiring import role_deps, serve
+from codeloop.wiring import DEFAULT_ROLES, role_deps, serve
 
 SCRIPT = '''
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
@@ -70,7 +76,22 @@ CALC = {
     "tests/test_calc.py": "from calc import add, mul\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
     "def test_mul():\n    assert mul(2, 3) == 6\n",
 }
-STAGES = ("plan", "retrieve", "code", "verify")
+STAGES = ("plan", "retrieve", "code", "review", "verify")
+REVIEWED = ["plan:planner", "retrieve:retriever", "code:coder", "review:noop-reviewer", "verify:verifier"]
+
+
+async def _approve(request, ctx) -> dict:
+    return {"verdict": "approve"}
+
+
+NOOP_REVIEWER = define_role("noop-reviewer", "review", _approve, description="approves at once (benchmark)")
+
+
+def with_noop_reviewer() -> RoleRegistry:
+    """The installed roles plus the no-op reviewer, registered as an entry point would register it."""
+    installed = load_roles()
+    roles = {**installed.roles, "noop-reviewer": InstalledRole(NOOP_REVIEWER, "pipeline_bench:NOOP_REVIEWER", "bench")}
+    return RoleRegistry(roles, installed.broken)
 
 
 def make_repo(root: Path, extra_files: int) -> Path:
@@ -136,18 +157,24 @@ async def by_direct_calls(deps, task: TaskSubmitted) -> dict[str, float]:
 
 
 async def measure(bus, deps, repos: dict[str, Path], script: Path, rounds: int, settled) -> dict:
-    results: dict[str, dict[str, list[dict[str, float]]]] = {name: {"pipeline": [], "direct": []} for name in repos}
+    results: dict[str, dict[str, list[dict[str, float]]]] = {
+        name: {"pipeline": [], "direct": [], "review": []} for name in repos
+    }
     for name, repo in repos.items():
         task = TaskSubmitted(text="add(2, 3) returns -1", repo=str(repo), mode="write",
                              models=ModelNames(default=f"function:{script}:decide"))  # fmt: skip
+        reviewed = task.model_copy(update={"pipeline": PipelineChoice(name="reviewed", stages=REVIEWED)})
         # a first, untimed task of each kind builds the indexes and warms the model
         await through_pipeline(bus, task)
         await by_direct_calls(deps, task)
+        await through_pipeline(bus, reviewed)
         for _ in range(rounds):
             await settled()
             results[name]["pipeline"].append(await through_pipeline(bus, task))
             await settled()
             results[name]["direct"].append(await by_direct_calls(deps, task))
+            await settled()
+            results[name]["review"].append(await through_pipeline(bus, reviewed))
     return results
 
 
@@ -168,7 +195,8 @@ async def main(rounds: int, big_files: int) -> None:
             async with anyio.create_task_group() as tg:
                 note = await tg.start(
                     lambda task_status: serve(
-                        config, stop=stop, verifier_spares=pipeline_spares, task_status=task_status
+                        config, stop=stop, verifier_spares=pipeline_spares, task_status=task_status,
+                        roles=(*DEFAULT_ROLES, "noop-reviewer"), registry=with_noop_reviewer(),
                     )
                 )
                 client = client_config_for(config, note)
@@ -186,11 +214,18 @@ async def main(rounds: int, big_files: int) -> None:
     print(f"pipeline overhead per task, scripted zero-latency model, median of {rounds} rounds (s)")
     for name, runs in results.items():
         print(f"\n{name}")
-        print(f"  {'stage':<10} {'pipeline':>9} {'direct':>9} {'bus share':>10}")
+        print(f"  {'stage':<10} {'pipeline':>9} {'direct':>9} {'bus share':>10} {'+review':>9}")
         for stage in ("snapshot", *STAGES, "total"):
             p = statistics.median(r.get(stage, 0.0) for r in runs["pipeline"])
             d = statistics.median(r.get(stage, 0.0) for r in runs["direct"])
-            print(f"  {stage:<10} {p:9.3f} {d:9.3f} {p - d:10.3f}")
+            v = statistics.median(r.get(stage, 0.0) for r in runs["review"])
+            print(f"  {stage:<10} {p:9.3f} {d:9.3f} {p - d:10.3f} {v:9.3f}")
+        stage_cost = statistics.median(r.get("review", 0.0) for r in runs["review"])
+        added = statistics.median(r["total"] for r in runs["review"]) - statistics.median(
+            r["total"] for r in runs["pipeline"]
+        )
+        print(f"  no-op review stage: {1000 * stage_cost:.1f} ms from its dispatch to the next stage's "
+              f"(target under 50 ms); task totals differ by {1000 * added:+.1f} ms")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -31,10 +31,7 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 from agents.client import cancel_task, is_final, new_task_id, submit_task
 from agents.confirmations import PENDING
 from agents.confirmations import answer as answer_confirmation
-from agents.errors import ModelSpecError
-from agents.messages import TERMINAL_STATUSES, Budgets, ModelNames, TaskState, TaskSubmitted
-from agents.models.names import model_factory
-from agents.orchestrator.pipeline import NAMED
+from agents.messages import TERMINAL_STATUSES, Budgets, ModelNames, PipelineChoice, TaskState, TaskSubmitted
 from agents.records import TaskRecords
 from agents.workspace import WorkspaceError, capture_snapshot
 from bus import subjects
@@ -54,61 +51,56 @@ timeout (often 60 s) does not expire during a long quiet step."""
 _RECONNECT_CHECK_S = 2.0
 
 
-def check_submission(submission: Submission) -> tuple[ModelNames, Budgets, str | None]:
+_FIELDS = {
+    "default": ("models.default", "model"),
+    "planner": ("models.planner", "planner_model"),
+    "coder": ("models.coder", "coder_model"),
+    "max_steps": ("budgets.max_steps", "max_steps"),
+    "max_revisions": ("budgets.max_revisions", "max_revisions"),
+    "timeout_s": ("budgets.deadline_s", "timeout_s"),
+    "token_budget": ("budgets.max_tokens", "token_budget"),
+}
+"""A submission's model and budget names -> the settings key and the `submit_task` argument."""
+
+
+def check_submission(submission: Submission) -> tuple[ModelNames, Budgets, PipelineChoice | None]:
     """The submission's models, budgets and pipeline, checked the way `codeloop run` checks them.
 
-    The one place the tasks server validates what a client asks for beyond the tool's schema.
+    What the client gives is the top layer of the configuration, as a command line is for
+    `codeloop run`; the environment, the repository's `codeloop.toml` and the user's file give the
+    rest. The one place the tasks server validates what a client asks for beyond the tool's schema.
 
     Raises:
-        SubmissionRefused: an unknown model or provider, a missing `function:` file, a budget out
-            of range, an unknown pipeline.
+        SubmissionRefused: an unknown model or provider, a missing `function:` file or credentials,
+            a budget out of range, an unknown pipeline or one that cannot run; `field` names the
+            `submit_task` argument when one is to blame.
     """
-    from pydantic import ValidationError
+    from agents.orchestrator.pipeline import PipelineError, choice_of
+    from codeloop.config import ConfigError
+    from codeloop.pipelines import PipelineConfigError, resolve_pipeline
+    from codeloop.settings import check_submission as check_settings
+    from codeloop.settings import load_settings
 
-    from codeloop.config import ConfigError, model_names
-
-    models = submission.models
+    given = {**submission.models, **submission.budgets}
+    flags = {_FIELDS[k][0]: (v, _FIELDS[k][1]) for k, v in given.items() if k in _FIELDS and v is not None}
     try:
-        names = model_names(
-            model=models.get("default"), planner=models.get("planner"), coder=models.get("coder")
-        )
-        for role, name in (
-            ("model", names.default),
-            ("planner_model", names.planner),
-            ("coder_model", names.coder),
-        ):
-            if name:
-                try:
-                    model_factory(name)
-                except ModelSpecError as exc:
-                    raise SubmissionRefused(f"{role}: {exc}", field=role) from None
+        settings = load_settings(repo=submission.repo, flags=flags)
+        task = TaskSubmitted(
+            text=submission.text, repo=str(submission.repo), mode=submission.mode,
+            models=settings.models, budgets=settings.budgets,
+        )  # fmt: skip
+        check_settings(task, settings=settings)
     except ConfigError as exc:
-        raise SubmissionRefused(str(exc)) from None
-    limits = submission.budgets
-    renamed = {"max_steps": "max_steps", "max_revisions": "max_revisions", "timeout_s": "deadline_s",
-               "token_budget": "max_tokens"}  # fmt: skip
+        message = str(exc)
+        field = next((f for _, f in _FIELDS.values() if message.startswith(f"{f}:") or f"(from {f})" in message), None)
+        raise SubmissionRefused(message, **({"field": field} if field else {})) from None
+    if submission.pipeline is None:
+        return settings.models, settings.budgets, None
     try:
-        budgets = Budgets(**{renamed[k]: v for k, v in limits.items() if k in renamed})
-    except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        back = {v: k for k, v in renamed.items()}
-        field = back.get(str(first["loc"][0]), str(first["loc"][0]))
-        raise SubmissionRefused(f"{field}: {first['msg']}", field=field) from None
-    return names, budgets, check_pipeline(submission.pipeline)
-
-
-def check_pipeline(name: str | None) -> str | None:
-    """The pipeline name a submission asked for, if it is one this installation runs.
-
-    Raises:
-        SubmissionRefused: not a named pipeline.
-    """
-    if name is None or name in NAMED:
-        return name
-    raise SubmissionRefused(
-        f"pipeline {name!r} is not known; choose one of {', '.join(NAMED)} (or leave it out)",
-        field="pipeline",
-    )
+        pipeline = resolve_pipeline(submission.pipeline, submission.repo, mode=submission.mode, settings=settings)
+    except (PipelineError, PipelineConfigError) as exc:
+        raise SubmissionRefused(f"pipeline: {exc}", field="pipeline") from None
+    return settings.models, settings.budgets, choice_of(pipeline)
 
 
 def _principal_key(principal: str) -> str:
@@ -150,8 +142,7 @@ class BusTasks:
     # TasksBackend
 
     async def submit(self, submission: Submission) -> str:
-        models, budgets, _pipeline = check_submission(submission)
-        # `_pipeline` is checked but not yet carried: TaskSubmitted has no field for it here.
+        models, budgets, pipeline = check_submission(submission)
         running = [v for v in await self.list(submission.principal, status=None, limit=10_000) if not v.ended]
         if len(running) >= self.max_running:
             raise TooManyTasks(
@@ -160,13 +151,21 @@ class BusTasks:
                 running=[v.task_id for v in running],
                 cap=self.max_running,
             )
+        if pipeline is not None:  # before the snapshot: a role nothing serves is refused at once
+            from agents.orchestrator.pipeline import PipelineError, parse_pipeline
+            from codeloop.pipelines import check_served
+
+            try:
+                await check_served(self.bus, parse_pipeline(pipeline.name, pipeline.stages, mode=submission.mode))
+            except PipelineError as exc:
+                raise SubmissionRefused(f"pipeline: {exc}", field="pipeline") from None
         try:
             snapshot = await capture_snapshot(self.bus, submission.repo)
         except WorkspaceError as exc:
             raise SubmissionRefused(f"cannot capture {submission.repo}: {exc}") from None
         task = TaskSubmitted(
             text=submission.text, repo=str(submission.repo), mode=submission.mode, budgets=budgets,
-            models=models, snapshot=snapshot, interactive=False,
+            models=models, snapshot=snapshot, interactive=False, pipeline=pipeline,
         )  # fmt: skip
         task_id = new_task_id()
         owner = json.dumps({"principal": submission.principal, "submitted_at": time.time()}).encode()
@@ -325,7 +324,7 @@ def _view_of(state: TaskState, submitted_at: float, pending: PendingConfirmation
     return TaskView(
         task_id=state.task_id, status=state.status, stage=state.stage, step=state.step_seq,
         tokens=state.usage.tokens, elapsed_s=round(max(elapsed, 0.0), 3), mode=state.task.mode,
-        pending_confirmation=pending, result=result,
+        pending_confirmation=pending, waiting_for=state.waiting_for, result=result,
     )  # fmt: skip
 
 

@@ -3,7 +3,8 @@
 With `--nats URL`, or when a `codeloop serve` is running (its note in the state directory),
 the server submits to that bus and the work happens wherever that bus's workers are. Otherwise
 it starts what `codeloop run` starts: an embedded bus with the orchestrator and every role in
-this process, on the state directory's own store, so a desktop client that launches the server
+this process (the installed plug-in roles too, since any client's task may name a pipeline that
+needs one), on the state directory's own store, so a desktop client that launches the server
 over stdio gets a working agent with no other set-up, and its tasks outlive a restart.
 """
 
@@ -33,6 +34,15 @@ def tasks_options(config: ServeConfig) -> ServerOptions:
     )
 
 
+def embedded_roles() -> tuple[str, ...]:
+    """What an embedded bus runs for the tasks server: the standard roles and every usable plug-in."""
+    from agents.plugins import load_roles
+    from codeloop.wiring import DEFAULT_ROLES
+
+    plugins = [name for name in load_roles().roles if name not in DEFAULT_ROLES and name != "echo"]
+    return (*DEFAULT_ROLES, *plugins)
+
+
 async def run_tasks_server(
     config: ServeConfig, connection: dict[str, Any], *, max_running: int = DEFAULT_MAX_RUNNING
 ) -> None:
@@ -56,5 +66,5 @@ async def run_tasks_server(
                     tg.cancel_scope.cancel()
 
         tg.start_soon(stop_on_signal)
-        await on_pipeline(connection, body, keep_store=True)
+        await on_pipeline(connection, body, keep_store=True, roles=embedded_roles())
         tg.cancel_scope.cancel()

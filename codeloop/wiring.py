@@ -24,20 +24,17 @@ from pathlib import Path
 import anyio
 from anyio.abc import TaskStatus
 
-from agents.coder import coder_spec
-from agents.echo import echo_spec
 from agents.observe.events import bind_step
 from agents.observe.tool_events import ObservedTools, tool_call_observer
 from agents.orchestrator import Pipeline, orchestrator_spec
 from agents.orchestrator.rejections import watch_rejections
-from agents.planner import planner_spec
+from agents.orchestrator.waiting import watch_waiting
+from agents.plugins import RoleRegistry, load_roles
 from agents.records import TaskRecords
 from agents.replay.observer import recording_observer
-from agents.retriever import retriever_spec
 from agents.role import RoleDeps, RunObserver
 from agents.tools import ToolProvider
 from agents.tracing import traced
-from agents.verifier.role import verifier_spec
 from agents.verifier.spares import VerifierSpares
 from bus import subjects
 from bus.actor import Actor, ActorSpec, DeliveryPolicy
@@ -45,6 +42,7 @@ from bus.config import BusConfig
 from bus.connection import Bus, open_bus
 from bus.credentials import CREDENTIALS_FILE, CredentialsError, ensure_credentials, server_auth_args
 from bus.dead_letters import watch_max_deliveries
+from bus.discovery import ORCHESTRATOR_KIND, WorkCounts, advertise, check_schema, counted
 from bus.server import keep_server_running, open_nats_server
 from bus.state_lock import hold_state_dir
 from bus.streams import ensure_streams
@@ -68,12 +66,21 @@ from layout import INDEX_DIR, NATS_DIR, WORK_DIR
 log = logging.getLogger("codeloop")
 DEFAULT_ROLES = ("orchestrator", "planner", "retriever", "coder", "verifier")
 KNOWN_ROLES = (*DEFAULT_ROLES, "echo")
-"""Every role `role_specs` can run."""
+"""The roles codeloop itself installs (the orchestrator and the built-ins of `codeloop.roles`);
+`role_specs` also runs every installed plug-in role."""
 DRAIN_GRACE_S = 10.0
 
 
 class UnknownRole(CodeloopError, ValueError):
-    """A role name `role_specs` cannot run; the message lists the known ones."""
+    """A role name `role_specs` cannot run; the message says why (not installed, or broken)."""
+
+
+def unknown_role_problem(roles: Sequence[str], registry: RoleRegistry) -> str | None:
+    """Why one of `roles` cannot run in this process, or None when all can."""
+    for role in roles:
+        if role != "orchestrator" and registry.get(role) is None:
+            return registry.why_missing(role)
+    return None
 
 
 @dataclass(frozen=True)
@@ -120,27 +127,32 @@ async def role_specs(
     *,
     pipeline: Pipeline | None = None,
     deps: RoleDeps | None = None,
+    registry: RoleRegistry | None = None,
 ) -> list[ActorSpec]:
     """The actor of each role name; a role may appear twice to run two workers of it.
 
     `policy` replaces every actor's delivery policy (e.g. a short `ack_wait_s` in tests);
     `pipeline` fixes the orchestrator's pipeline for every task (default: chosen per task);
-    `deps` are the worker roles' dependencies (required when `roles` has one).
+    `deps` are the worker roles' dependencies (required when `roles` has one); `registry` the
+    installed roles (default: the `codeloop.roles` entry points).
+
+    Raises:
+        UnknownRole: a role that is not installed, or is installed but broken (the reason).
     """
-    unknown = [r for r in roles if r not in KNOWN_ROLES]
-    if unknown:
-        raise UnknownRole(f"unknown role {unknown[0]!r}; known roles: {', '.join(KNOWN_ROLES)}")
-    workers = {"planner": planner_spec, "retriever": retriever_spec, "coder": coder_spec, "verifier": verifier_spec}
+    registry = registry or load_roles()
+    problem = unknown_role_problem(roles, registry)
+    if problem is not None:
+        raise UnknownRole(problem)
     specs = []
     for role in roles:
         if role == "orchestrator":
             specs.append(orchestrator_spec(await TaskRecords.open(bus), policy=policy, pipeline=pipeline))
-        elif role == "echo":
-            specs.append(echo_spec(policy))
-        elif role in workers:
-            if deps is None:
-                raise ValueError(f"role {role} needs RoleDeps")
-            specs.append(workers[role](deps, policy=policy))
+            continue
+        definition = registry.get(role)
+        assert definition is not None  # checked above
+        if deps is None and definition.actor is None:
+            raise ValueError(f"role {role} needs RoleDeps")
+        specs.append(definition.spec(deps, policy))  # type: ignore[arg-type]
     return [traced(spec) for spec in specs]  # spans are non-recording unless telemetry is set up
 
 
@@ -160,6 +172,7 @@ async def serve(
     observe: bool = True,
     metrics: MetricsServing | None = MetricsServing(),
     verifier_spares: VerifierSpares | None = None,
+    registry: RoleRegistry | None = None,
     task_status: TaskStatus[ServeNote] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run NATS (embedded unless `config.servers`) and the actors of `roles` until `stop` is set;
@@ -170,7 +183,8 @@ async def serve(
     environment's sandbox policy and cache directory, `codeloop.config.tool_server_config`) goes to
     the default tool provider and the hosted servers. The verifier takes its workspaces from
     `verifier_spares` (entered by the caller, e.g. a benchmark that waits for them), else from
-    spares `serve` prepares itself (`agents.verifier.spares`).
+    spares `serve` prepares itself (`agents.verifier.spares`). Roles come from `registry` (default:
+    the installed `codeloop.roles` entry points, broken ones logged and left out).
 
     Raises:
         StateDirBusy: another `codeloop serve` runs on this state directory.
@@ -214,12 +228,21 @@ async def serve(
             if verifier_spares is None:
                 verifier_spares = await stack.enter_async_context(VerifierSpares(deps.tools, deps.scratch_dir))
             deps = replace(deps, verifier_spares=verifier_spares)
-        specs = await role_specs(bus, roles, actor_policy, pipeline=pipeline, deps=deps)
+        registry = registry or load_roles()
+        for broken in registry.broken:
+            log.warning("installed role %s is broken and not available (%s): %s", broken.name,
+                        broken.distribution, broken.reason)  # fmt: skip
+        specs = await role_specs(bus, roles, actor_policy, pipeline=pipeline, deps=deps, registry=registry)
+        if "orchestrator" not in roles:
+            # A worker joining another process's orchestrator: refuse a bus that speaks another version.
+            await check_schema(bus, ", ".join(roles))
         if observe:
             specs = [spec if spec.address.role == subjects.ORCHESTRATOR else bind_step(spec) for spec in specs]
         meter = Metrics() if metrics is not None else None
         if meter is not None:
             specs = [replace(spec, on_settled=meter.on_settled(spec.address.role)) for spec in specs]
+        counts = [WorkCounts() for _ in specs]
+        specs = [counted(spec, n, failed=_is_failure) for spec, n in zip(specs, counts, strict=True)]
         actors = [Actor(bus, spec) for spec in specs]
         async with anyio.create_task_group() as tg:
             if server is not None:
@@ -233,8 +256,14 @@ async def serve(
             await tg.start(Supervisor("dead-letter watcher", partial(watch_max_deliveries, bus)).run)
             if "orchestrator" in roles:
                 await tg.start(Supervisor("rejections", partial(watch_rejections, bus)).run)
-            for actor in actors:
+                await tg.start(Supervisor("waiting", partial(watch_waiting, bus)).run)
+            for actor, n in zip(actors, counts, strict=True):
                 await tg.start(Supervisor(f"actor {actor.role}", actor.run).run)
+                # Discoverable once it consumes: `codeloop roles` and the waiting check see it.
+                definition = registry.get(actor.role)
+                kind = definition.kind if definition else ORCHESTRATOR_KIND
+                version = definition.version if definition else _version()
+                await stack.enter_async_context(advertise(bus, role=actor.role, kind=kind, version=version, counts=n))
             hosted: McpNote | None = None
             if mcp is not None:
                 hosted = await tg.start(
@@ -267,6 +296,18 @@ async def serve(
             if grace.cancelled_caught:
                 log.warning("in-flight work did not finish within %.0f s; handing it back", DRAIN_GRACE_S)
             tg.cancel_scope.cancel()
+
+
+def _is_failure(payload: object) -> bool:
+    from agents.messages import StepFailed
+
+    return isinstance(payload, StepFailed)
+
+
+def _version() -> str:
+    from codeloop import __version__
+
+    return __version__
 
 
 def _remove_note(path: Path, pid: int) -> None:

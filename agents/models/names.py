@@ -130,8 +130,17 @@ def load_function_model(name: str, *, base_dir: Path | None = None) -> FunctionM
     model_name = f"function:{path.name}:{attr}"
     if inspect.isasyncgenfunction(function):
         # An async generator yields pieces of a streamed response: FunctionModel's stream_function.
-        return FunctionModel(stream_function=function, model_name=model_name)
-    return FunctionModel(function, model_name=model_name)
+        model = FunctionModel(stream_function=function, model_name=model_name)
+    else:
+        model = FunctionModel(function, model_name=model_name)
+    priced_as = getattr(function, "priced_as", None)
+    if priced_as is not None:
+        if not isinstance(priced_as, str) or not priced_as.strip():
+            raise ModelSpecError(f"model {name!r}: {attr}.priced_as must be a model name, e.g. 'gpt-4o'")
+        # A scripted stand-in priced like the model it stands in for: what cost budgets and eval
+        # cost figures are tested with (see `agents.models.metered`).
+        model.priced_as = priced_as.strip()  # type: ignore[attr-defined]
+    return model
 
 
 def _load_module(path: Path, name: str) -> ModuleType:

@@ -12,6 +12,9 @@ States (`TaskState.status`):
                     └──── (after two failed  └─revising◄─┤ failed verdict
                            revisions)                    ├─► handed_off  (a limit, or the same
                                                          │                failures twice)
+    review stages (any number, after coding):  coding ─► reviewing ─► (next stage)
+                    approve: on; request_changes: revising (counted like a failed verdict);
+                    reject: failed (review.rejected)
     read mode:  planning ─► retrieving ─► answering ─► verifying ─► done
     no model:   planning ─► retrieving ─► verifying ─► diagnosed
     any state ─► cancelled (cancel) | failed (a step failed for good) | handed_off (a budget)
@@ -27,6 +30,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from agents.echo import EchoRequest, EchoResult
+from agents.kinds import kind_of_result
 from agents.messages import (
     TERMINAL_STATUSES,
     CodeRequest,
@@ -37,6 +41,9 @@ from agents.messages import (
     PlanRequest,
     PlanResult,
     PlanRevision,
+    ReviewRequest,
+    ReviewResult,
+    ReviewRound,
     StepBudget,
     TaskResult,
     TaskState,
@@ -186,12 +193,16 @@ def _on_failure(state: TaskState, event: StepFailure, pipeline: Pipeline, now: d
 def _on_done(state: TaskState, event: StepDone, pipeline: Pipeline, now: datetime) -> Outcome:
     if event.step_id != state.expected_step:
         return Outcome(state, ignored=f"stale result of step {event.step_id}")
-    index = next((i for i, s in enumerate(pipeline.stages) if s.kind == state.stage), None)
+    index = state.stage_index
+    if index is None or index >= len(pipeline.stages) or pipeline.stages[index].kind != state.stage:
+        # A record written before stages were numbered: the first stage of its kind.
+        index = next((i for i, s in enumerate(pipeline.stages) if s.kind == state.stage), None)
     if index is None:
         return Outcome(state, ignored=f"stage {state.stage!r} is not in pipeline {pipeline.name}")
     stage = pipeline.stages[index]
     apply = _APPLY.get(type(event.payload))
-    if apply is None or _KIND_OF_RESULT[type(event.payload)] != stage.kind:
+    answered = kind_of_result(type(event.payload))
+    if apply is None or answered is None or answered.name != stage.kind:
         return Outcome(state, ignored=f"a {type(event.payload).__name__} does not answer stage {stage.kind}")
     usage = getattr(event.payload, "usage", Usage())
     state = _charge(state, event.role, usage, event.step_id)
@@ -207,7 +218,7 @@ def _of_step(command: Command, event: StepDone) -> Command:
     return command
 
 
-STAGE_EVENTS = frozenset({"plan", "retrieval", "code", "verification"})
+STAGE_EVENTS = frozenset({"plan", "retrieval", "code", "review", "verification"})
 
 
 _HANDLERS: dict[type, Callable[..., Outcome]] = {
@@ -254,6 +265,7 @@ def _after_code(
             "files_changed": list(result.files_changed),
             "answer": result.answer,
             "tool_failures": result.tool_failures,
+            "review_feedback": None,  # answered: the next revision's feedback is a new one
         }
     )
     events = [
@@ -309,6 +321,53 @@ def _after_verify(
     return _enter(state, pipeline, pipeline.index("code") or 0, now, events)
 
 
+def _after_review(
+    state: TaskState, result: ReviewResult, pipeline: Pipeline, index: int, now: datetime
+) -> Outcome:
+    role = pipeline.stages[index].role
+    review = ReviewRound(
+        step_id=result.step_id, role=role, verdict=result.verdict, findings=list(result.findings),
+        feedback=result.feedback,
+    )  # fmt: skip
+    state = state.model_copy(update={"reviews": [*state.reviews, review]})
+    findings = [f.model_dump(mode="json", exclude_none=True) for f in result.findings]
+    events: list[Command] = [
+        Emit("review", f"{role}: {result.verdict}, {len(result.findings)} findings",
+             {"verdict": result.verdict, "findings": findings, "feedback": result.feedback})
+    ]  # fmt: skip
+    if result.verdict == "approve":
+        return _enter(state, pipeline, index + 1, now, events)
+    if result.verdict == "reject":
+        lines = [f"The {role} rejected the change: {result.feedback or 'no reason given'}"]
+        lines += [f"  - {_finding_line(f)}" for f in result.findings[:20]]
+        return _end(state, "failed", "review.rejected", "\n".join(lines), now, events)
+    code = pipeline.index("code")
+    if code is None or code > index:  # unreachable for a checked pipeline: review needs a code stage
+        return _end(state, "failed", "review.rejected", f"The {role} requested changes, but nothing codes.", now, events)
+    if state.revisions >= state.task.budgets.max_revisions:
+        return _end(state, "handed_off", "budget.revisions", "The revision budget is used up.", now, events)
+    state = state.model_copy(
+        update={"revisions": state.revisions + 1, "review_feedback": _review_feedback(role, result)}
+    )
+    events.append(Emit("transition", f"revising ({state.revisions}): {role} requested changes",
+                       {"status": "revising", "role": "orchestrator", "requested_by": role}))  # fmt: skip
+    return _enter(state, pipeline, code, now, events)
+
+
+def _review_feedback(role: str, result: ReviewResult) -> str:
+    lines = [f"The {role} reviewed the patch and requested changes."]
+    if result.feedback:
+        lines.append(result.feedback)
+    lines += [f"- {_finding_line(f)}" for f in result.findings[:20]]
+    return "\n".join(lines)
+
+
+def _finding_line(finding: Any) -> str:
+    where = finding.path + (f":{finding.line}" if finding.line else "") + ": " if finding.path else ""
+    rule = f" [{finding.rule}]" if finding.rule else ""
+    return f"{where}{finding.message}{rule}"
+
+
 def _after_echo(
     state: TaskState, result: EchoResult, pipeline: Pipeline, index: int, now: datetime
 ) -> Outcome:
@@ -321,15 +380,10 @@ _APPLY: dict[type, Callable[..., Outcome]] = {
     Context: _after_context,
     CodeResult: _after_code,
     VerifyResult: _after_verify,
+    ReviewResult: _after_review,
     EchoResult: _after_echo,
 }
-_KIND_OF_RESULT: dict[type, str] = {
-    PlanResult: "plan",
-    Context: "retrieve",
-    CodeResult: "code",
-    VerifyResult: "verify",
-    EchoResult: "echo",
-}
+"""How the task moves on from each kind's result (`agents/kinds.py` says which kind answers with it)."""
 
 
 # ── entering a stage ────────────────────────────────────────────────────────────────────────────
@@ -346,6 +400,9 @@ def _enter(state: TaskState, pipeline: Pipeline, index: int, now: datetime, even
             "status": stage.status,
             "stage": stage.kind,
             "expected_step": step_id,
+            "stage_index": index,
+            "stage_role": stage.role,
+            "waiting_for": None,
             "step_seq": state.step_seq + 1,
             "updated_at": now,
         }
@@ -374,13 +431,21 @@ def _request(state: TaskState, stage: Stage, step_id: str) -> Message:
         return CodeRequest(
             step_id=step_id, task=task, plan=plan, context=state.context or Context(step_id=""),
             budget=_budget(state), previous_patch=state.patch if state.revisions else None,
-            feedback=_feedback(state) if state.revisions else None,
+            feedback=(state.review_feedback or _feedback(state)) if state.revisions else None,
+        )  # fmt: skip
+    if stage.kind == "review":
+        done = sum(1 for r in state.reviews if r.role == stage.role)
+        return ReviewRequest(
+            step_id=step_id, task=task, plan=plan, context=state.context or Context(step_id=""),
+            patch=state.patch, files_changed=list(state.files_changed), answer=state.answer,
+            report=state.last_report, round=done + 1, budget=_budget(state),
         )  # fmt: skip
     if stage.kind == "verify":
         return VerifyRequest(
             step_id=step_id, task=task, plan=plan, patch=state.patch,
             answer=state.answer if task.mode == "read" else None,
             baseline=state.baseline, deadline_at=_deadline(state),
+            raised_before=list(state.context.raised) if state.context and task.mode == "execute" else [],
         )  # fmt: skip
     return EchoRequest(text=task.text)
 
@@ -469,6 +534,8 @@ def build_result(state: TaskState, *, failure_class: str | None, report: str, no
         verdict=last.verdict if last else None,
         checks=[c.model_dump(mode="json") for c in last.checks] if last else [],
         failures=list(last.failures) if last else [],
+        evidence=list(last.evidence) if last else [],
+        preexisting=list(last.preexisting) if last else [],
     )
     usage: dict[str, Any] = state.usage.model_dump(mode="json")
     usage["wall_s"] = round((now - state.created_at).total_seconds(), 3)
@@ -489,6 +556,7 @@ def build_result(state: TaskState, *, failure_class: str | None, report: str, no
         failure_class=failure_class,
         steps=state.usage.requests,
         revisions=state.revisions,
+        reviews=list(state.reviews),
         usage=usage,
         report=report,
         trace_id=state.trace_id,

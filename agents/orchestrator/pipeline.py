@@ -2,18 +2,23 @@
 
 A `Pipeline` is a tuple of `Stage`s; the orchestrator's transition function walks it. Each stage
 names its *kind* (what the orchestrator sends and how it reads the answer: `plan`, `retrieve`,
-`code`, `verify`, `echo`), the *role* whose workers do it (so a different coder, or a custom role
-speaking the same messages, is one `Stage(kind="code", role="my-coder")` away), and the status
-the task shows meanwhile. `pipeline_for` picks the standard pipeline for a task; `codeloop serve
---pipeline` and custom-role authors pass their own.
+`code`, `review`, `verify`, `echo`; see `agents/kinds.py`), the *role* whose workers do it (so a
+different coder, or a security reviewer, is one `Stage(kind="review", role="security-reviewer")`
+away), and the status the task shows meanwhile. `pipeline_for` picks a task's pipeline: the one
+it was submitted with (`TaskSubmitted.pipeline`, `KIND:ROLE` stages from the configuration's
+`[pipelines]`), else the standard one for its mode.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
-from agents.messages import TaskStatus, TaskSubmitted
+from agents.errors import AgentError
+from agents.kinds import KINDS, parse_stage, pipeline_problems
+from agents.messages import PipelineChoice, TaskStatus, TaskSubmitted
 
 StageKind = str
-KNOWN_KINDS = ("plan", "retrieve", "code", "verify", "echo")
+KNOWN_KINDS = tuple(KINDS)
 
 
 @dataclass(frozen=True)
@@ -61,8 +66,53 @@ ECHO = Pipeline("echo", (Stage("echo", "echo", "coding"),))
 NAMED: dict[str, Pipeline] = {p.name: p for p in (FIX, EXPLAIN, DIAGNOSE, ECHO)}
 
 
+class PipelineError(AgentError, ValueError):
+    """A pipeline that cannot run: the message says which stage and why."""
+
+    failure_class: ClassVar[str] = "env.setup"
+
+
+def parse_pipeline(name: str, stages: Sequence[str], *, mode: str = "write") -> Pipeline:
+    """The pipeline of `KIND:ROLE` stages; in read mode a code stage answers instead of patching.
+
+    Raises:
+        PipelineError: a stage not of that form, an unknown kind, or stages in an impossible order.
+    """
+    try:
+        parsed = [parse_stage(text) for text in stages]
+    except ValueError as exc:
+        raise PipelineError(f"pipeline {name!r}: {exc}") from None
+    problems = pipeline_problems(parsed)
+    if problems:
+        raise PipelineError(f"pipeline {name!r}: " + "; ".join(problems))
+    return Pipeline(name, tuple(_stage(kind, role, mode) for kind, role in parsed))
+
+
+def _stage(kind: str, role: str, mode: str) -> Stage:
+    status = KINDS[kind].status
+    if kind == "code" and mode == "read":
+        status = "answering"
+    return Stage(kind, role, status)
+
+
+def stages_of(pipeline: Pipeline) -> list[str]:
+    """`KIND:ROLE` of each stage, as a configuration names them."""
+    return [f"{stage.kind}:{stage.role}" for stage in pipeline.stages]
+
+
+def choice_of(pipeline: Pipeline) -> PipelineChoice:
+    return PipelineChoice(name=pipeline.name, stages=stages_of(pipeline))
+
+
 def pipeline_for(task: TaskSubmitted) -> Pipeline:
-    """The standard pipeline: diagnose without a model, explain in read mode, else fix."""
+    """The task's own pipeline when it was submitted with one; else the standard pipeline:
+    diagnose without a model, explain in read mode, else fix.
+
+    Raises:
+        PipelineError: the submitted pipeline cannot run (the orchestrator rejects the task).
+    """
+    if task.pipeline is not None:
+        return parse_pipeline(task.pipeline.name, task.pipeline.stages, mode=task.mode)
     if not task.models.any:
         return DIAGNOSE
     return EXPLAIN if task.mode == "read" else FIX

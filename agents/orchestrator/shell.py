@@ -19,6 +19,7 @@ from agents.messages import (
     CodeResult,
     Context,
     PlanResult,
+    ReviewResult,
     StepFailed,
     TaskResult,
     TaskState,
@@ -36,7 +37,7 @@ from agents.orchestrator.machine import (
     StepFailure,
     transition,
 )
-from agents.orchestrator.pipeline import Pipeline, pipeline_for
+from agents.orchestrator.pipeline import Pipeline, PipelineError, pipeline_for
 from agents.records import TaskRecords
 from bus import subjects
 from bus.actor import ActorSpec, Delivery, DeliveryPolicy, Reply
@@ -45,7 +46,7 @@ from bus.messages import Event, Message
 from bus.validation import submission_problems
 
 log = logging.getLogger("codeloop.orchestrator")
-_RESULTS = (PlanResult, Context, CodeResult, VerifyResult, EchoResult)
+_RESULTS = (PlanResult, Context, CodeResult, VerifyResult, ReviewResult, EchoResult)
 
 
 
@@ -92,6 +93,10 @@ class Orchestrator:
         problems = submission_problems(
             task_id=envelope.task_id, text=task.text, repo=task.repo, mode=task.mode
         )
+        try:
+            self.choose_pipeline(task)
+        except PipelineError as exc:  # a client that did not check (any NATS client may submit)
+            problems.append(str(exc))
 
         def claim(state: TaskState | None) -> TaskState | None:
             if state is not None:
@@ -225,9 +230,11 @@ def orchestrator_spec(
     pipeline: Pipeline | None = None,
     choose_pipeline: Callable[[TaskSubmitted], Pipeline] = pipeline_for,
 ) -> ActorSpec:
-    """The orchestrator's actor; `pipeline` fixes one pipeline for every task (else `choose_pipeline`)."""
+    """The orchestrator's actor; `pipeline` is the pipeline of every task submitted without one of
+    its own (else `choose_pipeline` picks); a task's own pipeline (`TaskSubmitted.pipeline`) wins."""
     if pipeline is not None:
-        choose_pipeline = lambda _task: pipeline  # noqa: E731
+        fixed = pipeline
+        choose_pipeline = lambda task: pipeline_for(task) if task.pipeline is not None else fixed  # noqa: E731
     orchestrator = Orchestrator(records, choose_pipeline=choose_pipeline)
     return ActorSpec(
         address=subjects.RoleAddress.orchestrator(),

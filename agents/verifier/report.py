@@ -74,7 +74,7 @@ class Check(BaseModel):
 
     name: str
     """`patch`, `diff_review`, `static`, `targeted_tests`, `full_suite`, `baseline`,
-    `reproduction`, `answer` or (diagnose mode) `tests`."""
+    `reproduction`, `evidence`, `answer` or (diagnose mode) `tests`."""
     ok: bool
     """True when the step found nothing wrong; a failed step's findings are in the report's `failures`."""
     summary: OneLine
@@ -141,9 +141,10 @@ class VerificationReport(BaseModel):
     kind: Literal["verification_report"] = "verification_report"
     """Always `verification_report`."""
     verdict: Verdict
-    """`passed`: checks ran and nothing is wrong; `failed`: `failures` says what (fed back to the
-    coder); `unverified`: nothing could judge the work (no tests, infrastructure failure). An
-    unverified patch is never reported as verified."""
+    """`passed`: checks ran, nothing is wrong, and `evidence` shows the task's problem gone;
+    `failed`: `failures` says what (fed back to the coder); `unverified`: nothing could judge the
+    work (no tests, infrastructure failure, no evidence either way). An unverified patch is never
+    reported as verified."""
     checks: list[Check] = Field(default_factory=list)
     """The verification steps in the order they ran."""
     failures: list[Failure] = Field(default_factory=list, max_length=MAX_FAILURES)
@@ -153,7 +154,11 @@ class VerificationReport(BaseModel):
     regressions: list[str] = Field(default_factory=list)
     """Tests that passed on the starting tree and fail with the patch."""
     still_failing: list[str] = Field(default_factory=list)
-    """Tests the task is about (plan targets, tests the patch adds) that still fail."""
+    """Tests the task is about (plan targets, tests the task names, tests of the test files the
+    patch changes, tests failing in the code it changed) that still fail."""
+    evidence: list[str] = Field(default_factory=list)
+    """Tests the task is about that failed before the patch and pass with it: what a `passed`
+    verdict of a patch rests on."""
     preexisting: list[str] = Field(default_factory=list)
     """Tests that failed on the starting tree and still fail, unrelated to the task: not blamed."""
     files_changed: list[str] = Field(default_factory=list)

@@ -14,12 +14,14 @@ from agents.messages import VerifyRequest, VerifyResult
 from agents.role import (
     RoleDeps,
     StepError,
+    index_dir_for,
     innermost_exception,
     materialize_start,
     role_spec,
     scratch_workspace,
     typed_handler,
 )
+from agents.verifier.example import TaskExample
 from agents.verifier.exec_session import EXEC_SCOPES, ExecSession, ExecUnavailable, open_exec_session
 from agents.verifier.report import Check, Failure, VerificationReport
 from agents.verifier.verify import verify_answer, verify_patch
@@ -61,6 +63,14 @@ async def _verify_patch(
         deadline=request.deadline_at,
         baseline=request.baseline,
         session=session,
+        task_text=request.task.text,
+        example=TaskExample(
+            text=request.task.text,
+            raised_before=tuple(request.raised_before),
+            index_dir=index_dir_for(deps, request.task),
+        )
+        if request.raised_before
+        else None,
     )
     return VerifyResult(step_id=request.step_id, report=report, baseline=baseline)
 

@@ -1,16 +1,17 @@
 """Which tests to run first: the ones the task is about, and the ones near the code the patch changed.
 
-Targeted tests are, in order: the plan's test targets, the test files the patch adds or changes,
-and test files related to the changed modules — by name (`test_calc.py`, `calc_test.py` for
-`calc.py`) or by import (`from pkg.calc import ...`, `import pkg.calc`, `from pkg import calc`).
-They run as whole files, so a target the patch renamed still runs and a node id that no longer
-exists does not make pytest refuse the whole selection.
+Targeted tests are, in order: the plan's test targets, the tests the task's text names, the test
+files the patch adds or changes, and test files related to the changed modules — by name
+(`test_calc.py`, `calc_test.py` for `calc.py`) or by import (`from pkg.calc import ...`, `import
+pkg.calc`, `from pkg import calc`). They run as whole files, so a target the patch renamed still
+runs and a node id that no longer exists does not make pytest refuse the whole selection.
 
 A failure is blamed on the patch whatever the starting tree did when it is in a *task test*: a
-plan target (a node id, or every test of a target file) or a test the patch adds or edits. Only
-the test functions the patch touched count, not the rest of their file: a patch adding one test
-beside a test that already failed must not be blamed for that old failure. Other failing tests
-fail the patch only when they passed before (a regression).
+plan target (a node id, or every test of a target file), a test the task's text names (a node id
+`tests/test_ops.py::test_mean`, a test file, or a test function `test_mean`), or a test the patch
+adds or edits. The verifier also holds the patch to the other tests of a test file it changed
+(see `agents.verifier.testing`). Other failing tests fail the patch only when they passed before
+(a regression).
 """
 
 import ast
@@ -49,6 +50,8 @@ class Selection:
     edited_tests: dict[str, frozenset[str] | None] = field(default_factory=dict)
     """Per changed test file, the tests (`test_x`, `TestC::test_y`) the patch adds or edits; None
     when the file cannot be read as Python, and then every test in it counts as edited."""
+    named: "NamedTests" = field(default_factory=lambda: NamedTests())
+    """The tests the task's text names."""
 
     def is_task_test(self, test_id: str) -> bool:
         """Whether a failure of `test_id` is the patch's whatever the starting tree did."""
@@ -57,10 +60,80 @@ class Selection:
             edited = self.edited_tests.get(file)
             if edited is None or not name or name.split("[")[0] in edited:
                 return True
+        if self.named.names(test_id):
+            return True
         # A target file that cannot be collected reports the file itself as the failing test.
         return any(
             _matches(test_id, target) or test_id == target.split("::")[0] for target in self.target_ids
         )
+
+    @property
+    def target_files(self) -> list[str]:
+        """The files of the plan's targets and of the tests the task names."""
+        return list(dict.fromkeys([t.split("::")[0] for t in self.target_ids] + self.named.files))
+
+
+@dataclass(frozen=True)
+class NamedTests:
+    """The tests a task's text names: whole test files, node ids, and bare test function names
+    (`test_mean`), each resolved against the repository's test files."""
+
+    whole_files: tuple[str, ...] = ()
+    node_ids: tuple[str, ...] = ()
+    functions: frozenset[str] = frozenset()
+    files: list[str] = field(default_factory=list)
+    """Every test file holding a named test, to run with the targeted tests."""
+
+    def names(self, test_id: str) -> bool:
+        file, _, name = test_id.partition("::")
+        if file in self.whole_files or any(_matches(test_id, n) for n in self.node_ids):
+            return True
+        return bool(name) and name.split("::")[-1].split("[")[0] in self.functions
+
+
+_NAMED_PATH = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*[\w.-]+\.py)(::[\w:\[\]./-]*\w\]?)?")
+_NAMED_FUNCTION = re.compile(r"(?<![\w.:/])(test_\w+)\b(?!\.\w)")
+
+
+def named_tests(text: str, every: list[str], root: Path) -> NamedTests:
+    """The tests `text` names among the repository's test modules `every` (see `NamedTests`). A
+    path matches a test file by its repository path or, when it is a bare name, by file name."""
+    by_name: dict[str, list[str]] = {}
+    for path in every:
+        by_name.setdefault(PurePosixPath(path).name, []).append(path)
+    whole, ids = [], []
+    for match in _NAMED_PATH.finditer(text[:MAX_SCANNED_BYTES]):
+        path, node = match.group(1).removeprefix("./"), match.group(2)
+        files = [path] if path in every else by_name.get(path, []) if "/" not in path else []
+        for file in files:
+            (ids.append(file + node) if node else whole.append(file))
+    functions = frozenset(_NAMED_FUNCTION.findall(text[:MAX_SCANNED_BYTES]))
+    files = [*whole, *(i.split("::")[0] for i in ids)]
+    if functions:
+        files += _defining(root, [f for f in every if f not in files], functions)
+    return NamedTests(
+        whole_files=tuple(dict.fromkeys(whole)),
+        node_ids=tuple(dict.fromkeys(ids)),
+        functions=functions,
+        files=list(dict.fromkeys(files)),
+    )
+
+
+def _defining(root: Path, candidates: list[str], functions: frozenset[str]) -> list[str]:
+    """The test files among `candidates` that define one of `functions`."""
+    pattern = re.compile(rf"^\s*(?:async\s+)?def\s+(?:{'|'.join(map(re.escape, sorted(functions)))})\b", re.M)
+    found = []
+    for path in candidates:
+        try:
+            with open(root / path, encoding="utf-8", errors="replace") as handle:
+                text = handle.read(MAX_SCANNED_BYTES)
+        except OSError:
+            continue
+        if pattern.search(text):
+            found.append(path)
+            if len(found) >= MAX_RELATED_FILES:
+                break
+    return found
 
 
 def _matches(test_id: str, target: str) -> bool:
@@ -166,11 +239,13 @@ def select_tests(
     test_targets: list[str],
     *,
     before: dict[str, str] | None = None,
+    task_text: str = "",
 ) -> Selection:
     """The targeted tests for `changes` on the patched tree at `root` (see the module docstring).
 
     `before` holds the starting text of the changed test files by path (absent: an added file);
-    without it every test of a changed test file counts as edited."""
+    without it every test of a changed test file counts as edited. `task_text`: the task's words,
+    for the tests it names."""
     target_ids, missing = [], []
     files: list[str] = []
     for target in test_targets:
@@ -186,9 +261,11 @@ def select_tests(
         for c in changes
         if c.kind != "deleted" and is_test_module(c.path) and (root / c.path).is_file()
     ]
+    every = test_files(root)
+    named = named_tests(task_text, every, root) if task_text else NamedTests()
+    files += named.files
     files += changed_tests
     modules = [_module_names(c.path) for c in changes if c.is_python and not c.is_test]
-    every = test_files(root)
     if modules:
         files += _related(root, [f for f in every if f not in files], modules)
     files = list(dict.fromkeys(files))
@@ -201,6 +278,7 @@ def select_tests(
                 continue  # unreadable: every test of it counts as edited
             edited[path] = edited_tests(before.get(path, ""), after)
     return Selection(
+        named=named,
         edited_tests=edited,
         files=files,
         target_ids=target_ids,

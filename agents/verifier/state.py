@@ -31,6 +31,13 @@ class Verification:
     failing: dict[str, TestFailure] = field(default_factory=dict)
     """Tests failing on the patched tree, by id."""
     tests_run: int = 0
+    ran_files: set[str] = field(default_factory=set)
+    """Test files run whole on the patched tree (the targeted run)."""
+    suite_ran: bool = False
+    """The whole suite ran on the patched tree: every test not failing there passed (or skipped)."""
+    evidence: list[str] = field(default_factory=list)
+    """What shows the task's problem gone: tests that failed on the starting tree (or on the
+    reproduction tree) and pass with the patch, or the task's example no longer raising."""
     fixed: list[str] = field(default_factory=list)
     regressions: list[str] = field(default_factory=list)
     still_failing: list[str] = field(default_factory=list)
@@ -63,6 +70,11 @@ class Verification:
     @property
     def changed_paths(self) -> set[str]:
         return {p for c in self.changes for p in (c.path, c.old_path) if p}
+
+    def passes_now(self, test_id: str) -> bool:
+        """`test_id` ran on the patched tree and did not fail there."""
+        ran = self.suite_ran or test_id.split("::")[0] in self.ran_files
+        return ran and test_id not in self.failing
 
     def starting_outcome(self, test_id: str) -> TestOutcome | None:
         return self.known.starting_outcome(test_id, changed_paths=self.changed_paths)

@@ -1,12 +1,25 @@
-"""The test steps: the targeted tests, the whole suite, and the comparison with the starting tree.
+"""The test steps: the targeted tests, the whole suite, the comparison with the starting tree, and
+the evidence that the task's problem is gone.
 
 The targeted tests run first (`selection`); when one fails the verifier stops there and reports,
 so the coder hears of it after one short run. Otherwise the whole suite runs, if the deadline
-allows. Then each failure on the patched tree is sorted: a test the task is about that fails is
-the patch's failure whatever it did before; any other failing test is compared with its outcome
-on the starting tree — known from the baseline, or found by running its file on the reproduction
-tree (see `agents.verifier.verify`).
+allows. Then each failure on the patched tree is sorted. A *target* that fails is the patch's
+failure whatever it did before (`test.still_failing`, or `test.regression` when it passed): a
+task test (`Selection.is_task_test`), any other test of a test file the patch changed, or a test
+whose traceback runs through the source the patch changed. Any other failing test is compared
+with its outcome on the starting tree — known from the baseline, or found by running its file on
+the reproduction tree (see `agents.verifier.verify`) — and listed as pre-existing, unblamed, when
+it failed there too.
+
+A clean run is not enough to pass: something must show the problem gone. That is a target that
+failed on the starting tree (or, for a test the patch adds or edits, on the reproduction tree)
+and passes with the patch; the targets' files whose starting outcome is unknown are run on the
+reproduction tree to find out. Without it the report carries `test.no_reproduction`, saying what
+was missing, and the verdict is `unverified`.
 """
+
+import re
+from collections.abc import Awaitable, Callable
 
 from agents.failures import FailureClass
 from agents.verifier.exec_session import ExecSession, TestFailure, TestRun
@@ -70,16 +83,27 @@ def _missing(selection: Selection) -> str:
     return f"; plan targets not found: {', '.join(selection.missing_targets[:5])}"
 
 
+ExampleEvidence = Callable[[], Awaitable[str | None]]
+"""Runs the task's example on the patched tree: a line of evidence when it raised before and no
+longer does, else None (`agents.verifier.example`)."""
+
+
 async def run_tests(
-    run: Verification, session: ExecSession, selection: Selection, *, full_suite: bool
+    run: Verification,
+    session: ExecSession,
+    selection: Selection,
+    *,
+    full_suite: bool,
+    example: ExampleEvidence | None = None,
 ) -> None:
     """The targeted tests, then (unless they showed the patch wrong) the whole suite; each run's
-    new failures sorted at once, the reproduction check last."""
+    new failures sorted at once, the evidence last (the task's `example` only when no test is)."""
     if selection.files:
         result = await session.run_tests(selection.files, timeout_s=run.timeout_s())
         if _timed_out(run, "targeted_tests", result) or _pytest_broken(run, "targeted_tests", result):
             return
         run.tests_run += result.total
+        run.ran_files.update(selection.files)
         summary = f"{len(selection.files)} file(s): {_counts(result)}{_missing(selection)}"
         run.add_check(Check(name="targeted_tests", ok=not result.failures, summary=summary))
         await _sort_failures(run, session, selection, result.failures, reproduce=selection.changed_test_files)
@@ -97,12 +121,11 @@ async def run_tests(
         run.known.suite_duration_s is not None
         and run.timeout_s() < run.known.suite_duration_s * SUITE_ESTIMATE_FACTOR
     ):
-        run.add_check(
-            Check(
-                name="full_suite",
-                ok=False,
-                summary=f"not run: {run.timeout_s():.0f} s left, the suite takes {run.known.suite_duration_s:.0f} s",
-            )
+        why = f"not run: {run.timeout_s():.0f} s left, the suite takes {run.known.suite_duration_s:.0f} s"
+        run.add_check(Check(name="full_suite", ok=False, summary=why))
+        # Whatever the targeted tests showed, regressions elsewhere went unchecked: not a pass.
+        run.failures.append(
+            Failure(failure_class=FailureClass.VERIFY_UNVERIFIABLE, message=f"the whole suite was {why}")
         )
     else:
         result = await session.run_tests([], timeout_s=run.timeout_s())
@@ -110,12 +133,29 @@ async def run_tests(
             return
         run.known.suite_duration_s = run.known.suite_duration_s or result.duration_s
         run.tests_run = max(run.tests_run, result.total)
+        run.suite_ran = True
         run.add_check(Check(name="full_suite", ok=not result.failures, summary=_counts(result)))
         new = [f for f in result.failures if f.test_id not in run.failing]
         await _sort_failures(run, session, selection, new, reproduce=[])
-    _fixed_and_reproduction(run, selection)
+    await _evidence(run, session, selection, example)
     if run.preexisting and not (run.regressions or run.still_failing):
         _clear_test_checks(run)
+
+
+def _is_target(run: Verification, selection: Selection, failure: TestFailure) -> bool:
+    """A failure that is the patch's whatever the starting tree did (see the module docstring);
+    the tests the patch left alone in a test file it changed are sorted apart, on the starting tree."""
+    return selection.is_task_test(failure.test_id) or _through_changed_source(run, failure)
+
+
+def _through_changed_source(run: Verification, failure: TestFailure) -> bool:
+    """The failure's traceback runs through a source file the patch changed: the patch worked on
+    the code this test fails in."""
+    text = f"{failure.file}\n{failure.traceback}"
+    return any(
+        re.search(rf"(?:^|[\s/\"']){re.escape(c.path)}(?:[\":]|\s+line\b)", text, re.M)
+        for c in run.src_changes
+    )
 
 
 async def _sort_failures(
@@ -130,11 +170,8 @@ async def _sort_failures(
     running on the reproduction tree what the baseline does not know, and the test files in
     `reproduce` (see `agents.verifier.verify`)."""
     run.failing.update({f.test_id: f for f in failures})
-    unknown = {
-        f.test_id
-        for f in failures
-        if run.starting_outcome(f.test_id) is None and not selection.is_task_test(f.test_id)
-    }
+    targets = {f.test_id for f in failures if _is_target(run, selection, f)}
+    unknown = {f.test_id for f in failures if run.starting_outcome(f.test_id) is None and f.test_id not in targets}
     # A test the patch left alone in a file it edited: only the starting tree itself says what it did.
     untouched = {tid for tid in unknown if tid.split("::")[0] in selection.changed_test_files}
     unknown -= untouched
@@ -149,7 +186,9 @@ async def _sort_failures(
     for failure in sorted(failures, key=lambda f: f.test_id):
         tid = failure.test_id
         known = run.starting_outcome(tid)
-        if selection.is_task_test(tid):
+        if tid in untouched:
+            known = run.started.get(tid)
+        if tid in targets or (tid in untouched and known is not None):
             if known == "passed":
                 run.regressions.append(tid)
                 run.failures.append(
@@ -159,9 +198,7 @@ async def _sort_failures(
                 run.still_failing.append(tid)
                 run.failures.append(_test_failure(FailureClass.TEST_STILL_FAILING, failure))
             continue
-        if tid in untouched:
-            known = run.started.get(tid)
-        elif known is None and tid.split("::")[0] in run.reproduced_files and run.reproduction_resolved:
+        if known is None and tid.split("::")[0] in run.reproduced_files and run.reproduction_resolved:
             known = "failed" if tid in run.reproduction else "passed"
         if known in ("failed", "error"):
             run.preexisting.append(tid)
@@ -228,36 +265,74 @@ def _remember(run: Verification, files: list[str], before: dict[str, TestFailure
     run.known.remember_tests(files, before, changed_paths=run.changed_paths)
 
 
-def _fixed_and_reproduction(run: Verification, selection: Selection) -> None:
-    # Every file run on the reproduction tree ran on the patched tree too (targeted or failing there).
-    run.fixed += [tid for tid in run.reproduction if tid not in run.failing]
-    for tid, outcome in run.known.outcomes.items():
-        if (
-            outcome != "passed"
-            and tid not in run.failing
-            and selection.is_task_test(tid)
-            and tid not in run.fixed
-        ):
-            run.fixed.append(tid)
-    if not (run.src_changes and selection.changed_test_files) or not run.reproduction_resolved:
+async def _evidence(
+    run: Verification, session: ExecSession, selection: Selection, example: ExampleEvidence | None
+) -> None:
+    """Find what shows the task's problem gone (see the module docstring), running the targets'
+    files on the reproduction tree when their starting outcome is unknown."""
+    _collect_evidence(run, selection)
+    if _found_wrong(run) or run.tests_run == 0:  # no tests at all: `verify.unverifiable` says so
         return
-    changed = set(selection.changed_test_files)
-    if not changed <= run.reproduced_files:
+    unknown = [
+        f
+        for f in selection.target_files
+        if f not in run.reproduced_files and f not in run.known.complete_files and f not in run.changed_paths
+    ]
+    if not run.evidence and unknown and run.src_changes:
+        await _run_reproduction(run, session, unknown)
+        _collect_evidence(run, selection)
+    run.fixed += [t for t in run.reproduction if run.passes_now(t) and t not in run.fixed]
+    if not run.evidence and example is not None and (shown := await example()):
+        run.evidence.append(shown)
+        run.add_check(Check(name="evidence", ok=True, summary=shown))
         return
-    reproducing = [t for t in run.reproduction if t.split("::")[0] in changed and selection.is_task_test(t)]
-    ok = bool(reproducing) or bool(run.fixed)
-    run.add_check(
-        Check(
-            name="reproduction",
-            ok=ok,
-            summary=f"{len(reproducing)} test(s) the patch adds or changes fail without its source changes",
+    if run.evidence:
+        shown = ", ".join(run.evidence[:5]) + (f" and {len(run.evidence) - 5} more" if len(run.evidence) > 5 else "")
+        run.add_check(Check(name="evidence", ok=True, summary=f"failed before the patch, pass with it: {shown}"))
+        return
+    why = _missing_evidence(run, selection)
+    run.add_check(Check(name="evidence", ok=False, summary=why))
+    run.failures.append(
+        Failure(
+            failure_class=FailureClass.TEST_NO_REPRODUCTION,
+            path=selection.changed_test_files[0] if selection.changed_test_files else None,
+            message=why,
         )
     )
-    if not ok:
-        run.failures.append(
-            Failure(
-                failure_class=FailureClass.TEST_NO_REPRODUCTION,
-                path=selection.changed_test_files[0],
-                message="the tests the patch adds or changes pass without its source changes too",
-            )
+
+
+def _found_wrong(run: Verification) -> bool:
+    return any(f.severity == "error" for f in run.failures)
+
+
+def _collect_evidence(run: Verification, selection: Selection) -> None:
+    """Targets that failed before the patch (on the starting tree, or on the reproduction tree for
+    the tests the patch adds or edits) and pass with it."""
+    changed = set(selection.changed_test_files)
+    before = {t: "failed" for t in run.reproduction if t.split("::")[0] in changed}
+    if run.reproduction_resolved:
+        before |= {t: "failed" for t in run.reproduction}
+    before |= {t: o for t, o in run.known.outcomes.items() if o != "passed"}
+    before |= {t: o for t, o in run.started.items() if o != "passed"}
+    for tid in sorted(before):
+        if run.passes_now(tid) and (selection.is_task_test(tid) or tid.split("::")[0] in changed):
+            if tid not in run.evidence:
+                run.evidence.append(tid)
+            if tid not in run.fixed:
+                run.fixed.append(tid)
+
+
+def _missing_evidence(run: Verification, selection: Selection) -> str:
+    if selection.changed_test_files and run.src_changes:
+        return (
+            "the tests the patch adds or changes pass without its source changes too, and no test the "
+            "task is about went from failing to passing: nothing shows the problem is gone"
         )
+    if selection.changed_test_files:
+        return "the patch changes only tests, and no test the task is about went from failing to passing"
+    targets = ", ".join(selection.target_files[:3])
+    named = f" ({targets} passed before the patch too)" if targets else ""
+    return (
+        f"no test the task is about failed before the patch{named}, and the patch adds none that fails "
+        "without its fix: add a test that reproduces the problem"
+    )

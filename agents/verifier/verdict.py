@@ -2,8 +2,10 @@
 
 `failed` wins over `unverified`: a secret or a regression is wrong whether or not everything else
 could be checked. `unverified` means the verifier could not judge (an environment failure, no
-tests, nothing to cite) and is never shown as a pass. `passed` needs at least one test outcome on
-the patched tree or, for an answer, every citation found.
+tests, nothing to cite, nothing showing the task's problem gone: `test.no_reproduction`) and is
+never shown as a pass. `passed` needs, for a patch, evidence that the task's problem is gone (a
+target test that failed before and passes with it, see `agents.verifier.testing`) or, for an
+answer, every citation found.
 """
 
 from agents.failures import FailureClass, blame
@@ -34,7 +36,8 @@ def order_failures(failures: list[Failure]) -> list[Failure]:
 def decide(failures: list[Failure], *, judged: bool) -> Verdict:
     """`judged`: something could check the work (tests ran, or citations were checked)."""
     errors = [f for f in failures if f.severity == "error"]
-    cannot_judge = (FailureClass.VERIFY_UNVERIFIABLE, FailureClass.BUDGET_WALL)
+    # Nothing wrong was found, but nothing showed the work right either.
+    cannot_judge = (FailureClass.VERIFY_UNVERIFIABLE, FailureClass.BUDGET_WALL, FailureClass.TEST_NO_REPRODUCTION)
     if any(blame(f.failure_class) != "environment" and f.failure_class not in cannot_judge for f in errors):
         return "failed"
     if errors or not judged:

@@ -37,13 +37,14 @@ from agents.verifier.answer import check_answer
 from agents.verifier.baseline import Knowledge
 from agents.verifier.diff_review import ReviewLimits, review_patch
 from agents.verifier.errors import WorkspaceError
+from agents.verifier.example import TaskExample, example_evidence
 from agents.verifier.exec_session import EXEC_SCOPES, ExecSession, ExecUnavailable, open_exec_session
 from agents.verifier.patchset import FileChange, MalformedPatch, parse_patch
 from agents.verifier.report import MAX_FAILURES, Baseline, Check, Failure, VerificationReport
 from agents.verifier.selection import is_test_module, select_tests
 from agents.verifier.state import DEADLINE_MARGIN_S, Verification, seconds_left
 from agents.verifier.static import check_static
-from agents.verifier.testing import run_tests
+from agents.verifier.testing import ExampleEvidence, run_tests
 from agents.verifier.tree import (
     apply_patch,
     changed_tracked_files,
@@ -78,6 +79,7 @@ def _report(run: Verification, *, started: float, judged: bool | None = None) ->
         regressions=run.regressions,
         still_failing=run.still_failing,
         preexisting=run.preexisting,
+        evidence=run.evidence,
         files_changed=[c.path for c in run.changes],
         tests_run=run.tests_run,
         duration_s=round(time.monotonic() - started, 3),
@@ -113,10 +115,14 @@ async def verify_patch(
     limits: ReviewLimits = ReviewLimits(),
     full_suite: bool = True,
     session: ExecSession | None = None,
+    task_text: str = "",
+    example: TaskExample | None = None,
 ) -> tuple[VerificationReport, Baseline]:
     """Judge `patch` against the starting tree in `workspace`; see the package docstring.
     `session`: an exec session already open on `workspace` (a spare's, see `spares`); else one is
-    opened through `tools` for this verification.
+    opened through `tools` for this verification. `task_text`: the task's words, whose named tests
+    are targets (`agents.verifier.selection`). `example`: the task's example code and what it
+    raised on the starting tree, run again when no test shows the problem gone.
 
     Raises:
         WorkspaceError: the workspace is not a git repository with a commit, or git failed.
@@ -175,8 +181,13 @@ async def verify_patch(
         with anyio.move_on_after(seconds_left(deadline)) as scope:
             async with _exec_session(tools, workspace, session) as exec_session:
                 if await check_static(run, exec_session):
-                    selection = select_tests(workspace, run.changes, test_targets, before=before)
-                    await run_tests(run, exec_session, selection, full_suite=full_suite)
+                    selection = select_tests(
+                        workspace, run.changes, test_targets, before=before, task_text=task_text
+                    )
+                    await run_tests(
+                        run, exec_session, selection, full_suite=full_suite,
+                        example=_example_runner(tools, workspace, example),
+                    )  # fmt: skip
                 else:
                     run.add_check(
                         Check(name="targeted_tests", ok=False, summary="not run: the patch does not compile")
@@ -196,6 +207,12 @@ async def verify_patch(
             # A test run may have written to tracked files too; the next verification needs HEAD.
             await reset_tracked(workspace)
     return _report(run, started=started), run.known.to_baseline()
+
+
+def _example_runner(tools: ToolProvider, workspace: Path, example: TaskExample | None) -> ExampleEvidence | None:
+    if example is None or not example.raised_before:
+        return None
+    return lambda: example_evidence(tools, workspace, example)
 
 
 @asynccontextmanager

@@ -25,29 +25,45 @@ def eval(  # the command's name is the contract's
     model: Annotated[str | None, typer.Option("--model", help="Model of every LLM role (env CODELOOP_MODEL); none: diagnose mode.")] = None,
     planner_model: Annotated[str | None, typer.Option("--planner-model", help="The planner's model.")] = None,
     coder_model: Annotated[str | None, typer.Option("--coder-model", help="The coder's model.")] = None,
+    cost_budget: Annotated[float | None, typer.Option("--cost-budget", help="US dollars each task may spend on models; every model must be priced.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Where to write the results (default: codeloop-eval/<UTC time>).")] = None,
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="Tasks run at once.")] = 1,
     rerun_failed: Annotated[Path | None, typer.Option("--rerun-failed", help="Run only the tasks unresolved in this earlier out dir.")] = None,
     min_resolved: Annotated[float | None, typer.Option("--min-resolved", min=0.0, max=1.0, help="Exit 1 when the resolved rate is below this (0..1).")] = None,
     save_failures: Annotated[Path | None, typer.Option("--save-failures", help="Append the unresolved tasks to this task file.")] = None,
+    pipeline: Annotated[str | None, typer.Option("--pipeline", help="Run every task through this named pipeline: a built-in one or one the codeloop.toml here declares under [pipelines] (KIND:ROLE stages).")] = None,
     connection: Connection = None,  # type: ignore[assignment]
 ) -> None:  # fmt: skip
     """Run every task of TASKSET (each on a copy of its repository) and measure the outcome.
 
+    Models and budgets not given here come from the configuration (the environment, the current
+    directory's codeloop.toml, the user's config.toml), the same for every task; summary.json
+    records them with where each came from.
+
     Exit codes: 0 when no task failed for environment reasons and the resolved rate is at least
     --min-resolved; 1 otherwise; 2 usage errors.
     """
-    from codeloop.config import ConfigError, model_names
+    from agents.messages import TaskSubmitted
+    from codeloop.config import ConfigError
     from codeloop.evaluation.errors import EvalError
     from codeloop.evaluation.taskset import load_tasks
+    from codeloop.settings import check_submission, flag_values, load_settings
 
     try:
+        flags = flag_values(model=model, planner_model=planner_model, coder_model=coder_model, cost_budget=cost_budget)
+        settings = load_settings(flags=flags)
+        models = settings.models
+        # Every task of the run names the same models and budgets: one check covers them all.
+        check_submission(
+            TaskSubmitted(text="eval", repo=str(Path.cwd()), models=models, budgets=settings.budgets),
+            settings=settings,
+        )
         tasks = load_tasks(taskset)
         if rerun_failed is not None:
             tasks = _failed_only(tasks, rerun_failed)
-        models = model_names(model=model, planner=planner_model, coder=coder_model)
     except (EvalError, ConfigError) as exc:
         raise usage_error(str(exc)) from None
+    chosen = _pipeline(pipeline, settings)
     out = out or Path("codeloop-eval") / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     if rerun_failed is not None and out.resolve() == rerun_failed.resolve():
         raise usage_error("--out must differ from --rerun-failed (the earlier results are kept)")
@@ -55,8 +71,8 @@ def eval(  # the command's name is the contract's
         raise usage_error(f"--out {out} is not empty; name a new directory")
 
     started = time.monotonic()
-    rows = _run(lambda: _evaluate(tasks, models, connection, jobs=jobs))
-    summary = _summary(tasks, rows, models, jobs=jobs, wall_s=time.monotonic() - started)
+    rows = _run(lambda: _evaluate(tasks, settings, connection, jobs=jobs, pipeline=chosen))
+    summary = _summary(tasks, rows, settings, jobs=jobs, wall_s=time.monotonic() - started, pipeline=chosen)
     _write(out, rows, summary)
     if save_failures is not None:
         added = _save_failures(tasks, rows, save_failures)
@@ -78,8 +94,26 @@ def eval(  # the command's name is the contract's
         raise fail("; ".join(problems))
 
 
+def _pipeline(name: str | None, settings: Any) -> Any:
+    """The `PipelineChoice` of `--pipeline` (checked: its kinds, order and installed roles), or None."""
+    if name is None:
+        return None
+    from agents.orchestrator.pipeline import PipelineError, choice_of
+    from agents.plugins import load_roles
+    from codeloop.pipelines import PipelineConfigError, resolve_pipeline, role_problems
+
+    try:
+        chosen = resolve_pipeline(name, Path.cwd(), settings=settings)
+    except (PipelineError, PipelineConfigError) as exc:
+        raise usage_error(f"--pipeline: {exc}") from None
+    missing = role_problems(chosen, load_roles())
+    if missing:  # a worker elsewhere may serve it; the tasks say so while they wait
+        typer.echo(f"note: {'; '.join(missing)}", err=True)
+    return choice_of(chosen)
+
+
 async def _evaluate(
-    tasks: list[Any], models: Any, connection: Connection, *, jobs: int
+    tasks: list[Any], settings: Any, connection: Connection, *, jobs: int, pipeline: Any = None
 ) -> list[dict[str, Any]]:
     import anyio
 
@@ -90,7 +124,10 @@ async def _evaluate(
     rows: dict[str, dict[str, Any]] = {}
 
     def submit(task: Any, repo: Path) -> TaskSubmitted:
-        return TaskSubmitted(text=task.text, repo=str(repo), mode=task.mode, models=models, interactive=False)
+        return TaskSubmitted(
+            text=task.text, repo=str(repo), mode=task.mode, models=settings.models, budgets=settings.budgets,
+            interactive=False, pipeline=pipeline,
+        )  # fmt: skip
 
     with tempfile.TemporaryDirectory(prefix="codeloop-eval-") as scratch:
 
@@ -102,36 +139,44 @@ async def _evaluate(
                 f"[{len(rows)}/{len(tasks)}] {row['id']}: {row['status']}, {mark} ({row['wall_s']:.1f} s)\n"
             )
 
+        from codeloop.commands.run import _roles_for
+        from codeloop.wiring import DEFAULT_ROLES
+
         await run_tasks(
-            tasks, submit=submit, connection=connection, scratch=Path(scratch), jobs=jobs, on_done=on_done
-        )
+            tasks, submit=submit, connection=connection, scratch=Path(scratch), jobs=jobs, on_done=on_done,
+            roles=_roles_for(DEFAULT_ROLES, pipeline),
+        )  # fmt: skip
     return [rows[task.id] for task in tasks]
 
 
 def _summary(
-    tasks: list[Any], rows: list[dict[str, Any]], models: Any, *, jobs: int, wall_s: float
+    tasks: list[Any], rows: list[dict[str, Any]], settings: Any, *, jobs: int, wall_s: float, pipeline: Any = None
 ) -> dict[str, Any]:
-    from agents.messages import Budgets
     from codeloop import __version__
     from codeloop.config import tool_server_config
     from codeloop.evaluation.checks import LOCALIZE_K
     from codeloop.evaluation.summary import digest, summarise
     from codeloop.evaluation.taskset import fingerprint
 
+    models = settings.models
     config = {
         "models": models.model_dump(),
         "diagnose": not models.any,
-        "budgets": Budgets().model_dump(),
+        "budgets": settings.budgets.model_dump(),
         "jobs": jobs,
         "localize_k": LOCALIZE_K,
         "sandbox": tool_server_config().sandbox_policy,
         "codeloop": __version__,
         "task_ids": [t.id for t in tasks],
+        # Every effective value and its source, so two reports can be compared knowing what differed.
+        "configuration": settings.values(),
     }
+    if pipeline is not None:  # only then: the configuration's fingerprint of a standard run stays as it was
+        config["pipeline"] = pipeline.model_dump()
     fingerprints = {
         "taskset": fingerprint(tasks),
         "models": digest(config["models"]),
-        "config": digest({k: v for k, v in config.items() if k not in ("models", "task_ids")}),
+        "config": digest({k: v for k, v in config.items() if k not in ("models", "task_ids", "configuration")}),
     }
     summary = summarise(rows, fingerprints=fingerprints, config=config)
     summary["run_wall_s"] = round(wall_s, 3)

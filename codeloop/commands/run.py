@@ -18,10 +18,12 @@ from codeloop.commands._common import fail
 from codeloop.commands.connection import Connection, _run, _telemetry, with_connection_options
 from codeloop.commands.task_options import (
     CoderModelOpt,
+    CostBudgetOpt,
     MaxRevisionsOpt,
     MaxStepsOpt,
     ModelOpt,
     ModeOpt,
+    PipelineOpt,
     PlannerModelOpt,
     RepoOpt,
     TaskArg,
@@ -45,6 +47,8 @@ def run(
     max_revisions: MaxRevisionsOpt = None,
     timeout: TimeoutOpt = None,
     token_budget: TokenBudgetOpt = None,
+    cost_budget: CostBudgetOpt = None,
+    pipeline: PipelineOpt = None,
     apply: Annotated[bool, typer.Option("--apply", help="Apply the finished patch to the checkout (only if it is unchanged).")] = False,
     connection: Connection = None,  # type: ignore[assignment]
     as_json: Annotated[bool, typer.Option("--json", help="Print the result object as JSON on stdout.")] = False,
@@ -58,6 +62,7 @@ def run(
     submitted = build_task(
         task, repo, mode=mode, model=model, planner_model=planner_model, coder_model=coder_model,
         max_steps=max_steps, max_revisions=max_revisions, timeout=timeout, token_budget=token_budget,
+        cost_budget=cost_budget, pipeline=pipeline,
     )  # fmt: skip
     _telemetry("run")
     result, snapshot = _run(lambda: _run_task(submitted, connection, quiet=as_json))
@@ -71,12 +76,18 @@ def run(
 
 
 async def _run_task(task: Any, connection: Connection, *, quiet: bool) -> Any:
-    return await on_pipeline(connection, lambda config: _submit_and_follow(config, task, quiet=quiet))
+    return await on_pipeline(
+        connection, lambda config: _submit_and_follow(config, task, quiet=quiet), pipeline=task.pipeline
+    )
 
 
-async def on_pipeline(connection: Connection, body: Any, *, keep_store: bool = False) -> Any:
+async def on_pipeline(
+    connection: Connection, body: Any, *, keep_store: bool = False, pipeline: Any = None, roles: tuple[str, ...] | None = None
+) -> Any:
     """`await body(client_bus_config)` against the local serve (or `--nats URL`) when there is one,
-    else on an embedded bus with every role in this process, stopped when `body` returns.
+    else on an embedded bus with every role in this process, stopped when `body` returns; with
+    `pipeline` (a `PipelineChoice`), the embedded bus also runs the installed roles it names;
+    `roles` replaces that choice with its own list.
 
     The embedded bus keeps its store in a temporary directory unless `keep_store`: then it opens
     the state directory's own store, the one `codeloop serve` uses, with its task records."""
@@ -89,7 +100,7 @@ async def on_pipeline(connection: Connection, body: Any, *, keep_store: bool = F
         client_config_for,
         tool_server_config,
     )
-    from codeloop.wiring import serve
+    from codeloop.wiring import DEFAULT_ROLES, serve
 
     try:
         config = client_bus_config(**connection)
@@ -106,7 +117,8 @@ async def on_pipeline(connection: Connection, body: Any, *, keep_store: bool = F
         async with anyio.create_task_group() as tg:
             note = await tg.start(
                 lambda task_status: serve(
-                    embedded, stop=stop, home=home, tool_config=tool_server_config(), task_status=task_status
+                    embedded, stop=stop, home=home, tool_config=tool_server_config(), task_status=task_status,
+                    roles=roles or _roles_for(DEFAULT_ROLES, pipeline),
                 )
             )
             client = client_config_for(embedded, note)
@@ -116,6 +128,29 @@ async def on_pipeline(connection: Connection, body: Any, *, keep_store: bool = F
                 stop.set()
 
 
+def _roles_for(base: tuple[str, ...], choice: Any) -> tuple[str, ...]:
+    if choice is None:
+        return base
+    from agents.orchestrator.pipeline import parse_pipeline
+    from agents.plugins import load_roles
+    from codeloop.pipelines import serving_roles
+
+    return serving_roles(base, parse_pipeline(choice.name, choice.stages), load_roles())
+
+
+async def refuse_unserved(bus: Any, task: Any) -> None:
+    """A usage error (exit 2) when the task's pipeline names a role nothing serves."""
+    if task.pipeline is None:
+        return
+    from agents.orchestrator.pipeline import PipelineError, pipeline_for
+    from codeloop.pipelines import check_served
+
+    try:
+        await check_served(bus, pipeline_for(task))
+    except PipelineError as exc:
+        raise fail(f"--pipeline: {exc}", 2) from None
+
+
 async def _submit_and_follow(config: Any, task: Any, *, quiet: bool) -> Any:
     from agents.client import submit_task, watch_task
     from agents.messages import TaskResult
@@ -123,6 +158,7 @@ async def _submit_and_follow(config: Any, task: Any, *, quiet: bool) -> Any:
     from bus.connection import open_bus
 
     async with open_bus(config) as bus:
+        await refuse_unserved(bus, task)
         view = _LiveView(enabled=not quiet, bus=bus, ask=task.interactive and not quiet)
         snapshot = task.snapshot
         if snapshot is None:  # a replay resubmits a task with the snapshot it was captured with
@@ -287,9 +323,12 @@ def _summary(result: Any) -> None:
         typer.echo(f"verification: {verification.verdict}")
         for check in verification.checks:
             typer.echo(f"  {'ok  ' if check.get('ok') else 'FAIL'} {check.get('name')}: {check.get('summary', '')}")
+        if verification.preexisting:
+            typer.echo("  failing before the patch too, not blamed: " + ", ".join(verification.preexisting[:10]))
     usage = result.usage
+    cost = f", ${usage['cost_usd']:.4f}" if usage.get("cost_usd") is not None else ""
     typer.echo(f"usage: {usage.get('requests', 0)} model requests, {usage.get('input_tokens', 0)}+"
-               f"{usage.get('output_tokens', 0)} tokens, {usage.get('wall_s', 0):.1f} s")  # fmt: skip
+               f"{usage.get('output_tokens', 0)} tokens{cost}, {usage.get('wall_s', 0):.1f} s")  # fmt: skip
     if result.report:
         typer.echo("")
         typer.echo(result.report)

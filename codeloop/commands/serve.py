@@ -22,16 +22,18 @@ def serve(
         list[str] | None,
         typer.Option(
             "--role",
-            help="Role to run in this process (repeatable). Default: orchestrator, planner, retriever, "
-            "coder, verifier (with --pipeline echo: orchestrator, echo).",
+            help="Role to run in this process (repeatable): a built-in one or any installed plug-in role "
+            "(`codeloop roles` lists them). Default: orchestrator, planner, retriever, coder, verifier, "
+            "plus the installed roles --pipeline names (with --pipeline echo: orchestrator, echo).",
         ),
     ] = None,
     pipeline: Annotated[
         str | None,
         typer.Option(
             "--pipeline",
-            help="Run every task through this pipeline (fix, explain, diagnose, echo). Default (auto): by the "
-            "task (diagnose without a model, explain in read mode, else fix).",
+            help="Run every task that names no pipeline of its own through this one: a built-in one (fix, "
+            "explain, diagnose, echo) or one codeloop.toml here declares under [pipelines]. Default (auto): "
+            "by the task (diagnose without a model, explain in read mode, else fix).",
         ),
     ] = None,
     ack_wait: Annotated[
@@ -109,8 +111,9 @@ def serve(
     """
     import anyio
 
+    from bus.discovery import SchemaMismatch
     from codeloop.config import ConfigError, bus_config, secret_rules, tool_server_config
-    from codeloop.wiring import DEFAULT_ROLES, KNOWN_ROLES, McpHosting, MetricsServing, UnknownRole
+    from codeloop.wiring import DEFAULT_ROLES, McpHosting, MetricsServing, UnknownRole
     from codeloop.wiring import serve as run_serve
     from tool_servers.protocol.scopes import parse_scopes
 
@@ -121,18 +124,36 @@ def serve(
         )
     except ConfigError as exc:
         raise fail(str(exc), 2) from None
-    from agents.orchestrator import NAMED
+    from agents.orchestrator.pipeline import PipelineError
+    from agents.plugins import load_roles
     from bus.actor import DeliveryPolicy
+    from codeloop.pipelines import PipelineConfigError, resolve_pipeline, role_problems, serving_roles
+    from codeloop.wiring import unknown_role_problem
 
-    if pipeline is not None and pipeline != "auto" and pipeline not in NAMED:
-        raise fail(f"--pipeline {pipeline!r}: choose auto or one of {', '.join(NAMED)}", 2)
-    chosen = NAMED[pipeline] if pipeline and pipeline != "auto" else None
-    roles = tuple(role or (("orchestrator", "echo") if pipeline == "echo" else DEFAULT_ROLES))
+    registry = load_roles()
+    chosen = None
+    if pipeline is not None and pipeline != "auto":
+        try:
+            chosen = resolve_pipeline(pipeline, Path.cwd())
+        except (PipelineError, PipelineConfigError) as exc:
+            raise fail(f"--pipeline: {exc}", 2) from None
+    if role:
+        roles = tuple(role)
+    elif pipeline == "echo":
+        roles = ("orchestrator", "echo")
+    else:
+        roles = serving_roles(DEFAULT_ROLES, chosen, registry)
     # Checked before anything starts: a bad role or replica count used to surface only after
     # the embedded server was up and its state directory written.
-    unknown = [name for name in roles if name not in KNOWN_ROLES]
-    if unknown:
-        raise fail(f"--role: unknown role {unknown[0]!r}; known roles: {', '.join(KNOWN_ROLES)}", 2)
+    problem = unknown_role_problem(roles, registry)
+    if problem is not None:
+        raise fail(f"--role: {problem}", 2)
+    if chosen is not None and not role:
+        missing = role_problems(chosen, registry)
+        if missing:  # a foreign worker may still join: say so, do not refuse
+            typer.echo(f"note: {'; '.join(missing)}; tasks wait for such a worker", err=True)
+    for broken in registry.broken:
+        typer.echo(f"warning: installed role {broken.name!r} ({broken.distribution}) is broken: {broken.reason}", err=True)
     if config.embedded and replicas > 1:
         raise fail(
             f"--replicas {replicas} needs a cluster of at least {replicas} servers: the embedded "
@@ -200,7 +221,7 @@ def serve(
 
     try:
         _run(main)
-    except UnknownRole as exc:
+    except (UnknownRole, SchemaMismatch) as exc:
         raise fail(str(exc), 2) from None
     except OSError as exc:
         if exc.filename is None and hosting is not None:  # a tool server or the metrics could not listen

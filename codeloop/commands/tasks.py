@@ -14,10 +14,12 @@ from codeloop.commands._common import fail, os_error_message
 from codeloop.commands.connection import Connection, JsonOpt, _run, with_connection_options
 from codeloop.commands.task_options import (
     CoderModelOpt,
+    CostBudgetOpt,
     MaxRevisionsOpt,
     MaxStepsOpt,
     ModelOpt,
     ModeOpt,
+    PipelineOpt,
     PlannerModelOpt,
     RepoOpt,
     TaskArg,
@@ -38,9 +40,11 @@ def submit(
     max_revisions: MaxRevisionsOpt = None,
     timeout: TimeoutOpt = None,
     token_budget: TokenBudgetOpt = None,
+    cost_budget: CostBudgetOpt = None,
     task_id: Annotated[
         str | None, typer.Option("--task-id", help="Your own task id (resubmits are ignored).")
     ] = None,
+    pipeline: PipelineOpt = None,
     connection: Connection = None,  # type: ignore[assignment]
     as_json: JsonOpt = False,
 ) -> None:
@@ -54,12 +58,16 @@ def submit(
     payload = build_task(
         task, repo, mode=mode, model=model, planner_model=planner_model, coder_model=coder_model,
         max_steps=max_steps, max_revisions=max_revisions, timeout=timeout, token_budget=token_budget,
-        task_id=task_id,
+        cost_budget=cost_budget,
+        task_id=task_id, pipeline=pipeline,
     ).model_copy(update={"interactive": False})  # fmt: skip
 
     async def main() -> None:
         config = client_bus_config(**connection)
         async with open_bus(config) as bus:
+            from codeloop.commands.run import refuse_unserved
+
+            await refuse_unserved(bus, payload)
             try:
                 snapshot = await capture_snapshot(bus, Path(payload.repo))
             except WorkspaceError as exc:
@@ -160,7 +168,9 @@ def status(
             else json.dumps([s.model_dump(mode="json") for s in states])
         )
         for s in states:
-            if s.task_id in unacked and s.status not in TERMINAL_STATUSES:
+            if s.waiting_for and s.status not in TERMINAL_STATUSES:
+                typer.echo(f"{s.task_id}: waiting for a worker of role {s.waiting_for}", err=True)
+            elif s.task_id in unacked and s.status not in TERMINAL_STATUSES:
                 typer.echo(f"{s.task_id}: {_waiting_note(unacked[s.task_id])}", err=True)
         return
     from rich.console import Console
@@ -174,6 +184,8 @@ def status(
         answer = ((s.result.answer or "") if s.result else (s.error or ""))[:60]
         if s.task_id in unacked and s.status not in TERMINAL_STATUSES:
             answer = _waiting_note(unacked[s.task_id])
+        if s.waiting_for and s.status not in TERMINAL_STATUSES:
+            answer = f"waiting for a worker of role {s.waiting_for}"
         table.add_row(
             s.task_id, s.status, s.task.mode, str(s.step_seq), s.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
             s.task.text[:60], answer,

@@ -38,10 +38,12 @@ async def run_tasks(
     scratch: Path,
     jobs: int,
     on_done: Callable[[Outcome], Awaitable[None]],
+    roles: tuple[str, ...] | None = None,
 ) -> None:
     """Run every task, `jobs` at once, calling `on_done` as each ends (in completion order).
 
-    `submit(task, repo_copy)` builds the `TaskSubmitted`.
+    `submit(task, repo_copy)` builds the `TaskSubmitted`; `roles` are the roles an embedded bus
+    runs when no serve is reachable (default: the standard ones).
     """
     from codeloop.config import (
         ConfigError,
@@ -50,7 +52,7 @@ async def run_tasks(
         client_config_for,
         tool_server_config,
     )
-    from codeloop.wiring import serve
+    from codeloop.wiring import DEFAULT_ROLES, serve
 
     try:
         config = client_bus_config(**connection)
@@ -66,7 +68,8 @@ async def run_tasks(
         async with anyio.create_task_group() as tg:
             note = await tg.start(
                 lambda task_status: serve(
-                    embedded, stop=stop, home=home, tool_config=tool_server_config(), task_status=task_status
+                    embedded, stop=stop, home=home, tool_config=tool_server_config(), task_status=task_status,
+                    roles=roles or DEFAULT_ROLES,
                 )
             )
             client = client_config_for(embedded, note)

@@ -18,6 +18,8 @@ on the prompt and the observations, never on hidden state, and a replayed run de
   failing tests pass without breaking the others. Without `run_tests` it applies the best ranked
   mutation unverified. In read mode it answers like `explain`. It can fix single-token bugs, the
   kind the shipped examples have; it does not understand code.
+- `fix_priced`: `fix`, with its usage priced as gpt-4o's (the callable's `priced_as`): cost
+  budgets and the cost figures of `eval` without an LLM.
 - `explain`: read mode. Reads the files the context names (or whose path matches the task's
   words) and answers quoting, as `path:line: code`, the functions the task names in backquotes
   and the lines that share most words with the task.
@@ -696,6 +698,8 @@ fix = _role(_fix)
 explain = _role(_explain)
 loop = _role(_loop)
 wrong_fix = _role(_wrong_fix)
+fix_priced = _role(_fix)
+fix_priced.priced_as = "gpt-4o"  # type: ignore[attr-defined]
 
 
 async def slow(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -704,4 +708,4 @@ async def slow(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     return fix(messages, info)
 
 
-__all__ = ["MARKER", "explain", "fix", "loop", "slow", "wrong_fix"]
+__all__ = ["MARKER", "explain", "fix", "fix_priced", "loop", "slow", "wrong_fix"]

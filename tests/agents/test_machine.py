@@ -162,12 +162,38 @@ def test_the_revision_budget_ends_the_loop_and_two_failed_revisions_bring_a_new_
     assert state.result.plan["revisions"][0]["reason"] == "tests fail"
 
 
+def _priced_planner_usage() -> Usage:
+    """The usage a planner step reports after one request through the metered model, its reported
+    tokens (1000 in, 500 out) priced as gpt-4o's: the cost a real role produces."""
+    import anyio
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+    from pydantic_ai.usage import RequestUsage
+
+    from agents.metering import usage_of
+    from agents.models import MeteredModel
+
+    def plan(messages, info) -> ModelResponse:
+        call = ToolCallPart(info.output_tools[0].name, {"steps": []})
+        return ModelResponse(parts=[call], usage=RequestUsage(input_tokens=1000, output_tokens=500))
+
+    function = FunctionModel(plan)
+    function.priced_as = "gpt-4o"  # type: ignore[attr-defined]
+    model = MeteredModel(function, name="function:plan.py:plan", role="planner")
+    result = anyio.run(Agent(model, output_type=Plan).run, "plan")
+    return usage_of(result.usage, model)
+
+
 @pytest.mark.parametrize(
     ("budgets", "usage", "limit"),
     [({"max_steps": 3}, Usage(requests=3), "budget.steps"), ({"max_tokens": 100}, Usage(input_tokens=100), "budget.tokens"),
-     ({"max_cost_usd": 0.5}, Usage(cost_usd=0.5), "budget.cost")],
+     ({"max_cost_usd": 0.0075}, _priced_planner_usage, "budget.cost")],
 )  # fmt: skip
-def test_a_spent_budget_hands_off_before_the_next_model_step(budgets: dict, usage: Usage, limit: str) -> None:
+def test_a_spent_budget_hands_off_before_the_next_model_step(budgets: dict, usage, limit: str) -> None:
+    if callable(usage):
+        usage = usage()
+        assert usage.cost_usd == pytest.approx(0.0075)  # $2.50 in, $10 out per million tokens
     state = transition(_state(_task(**budgets)), Start(), pipeline=FIX, now=T0).state
     state = _step(state, PlanResult(step_id=state.expected_step, plan=Plan(), usage=usage)).state
     outcome = _step(state, Context(step_id=state.expected_step))  # the coder would be next

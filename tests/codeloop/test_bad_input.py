@@ -99,7 +99,7 @@ async def test_audit_verify_of_a_non_utf8_file_reports_damage_instead_of_crashin
         (
             ["--role", "bogus"],
             2,
-            "error: --role: unknown role 'bogus'; known roles: orchestrator, planner, retriever, coder, verifier, echo",
+            "error: --role: role 'bogus' is not installed; installed roles: coder, echo, planner, retriever, verifier",
         ),
         (["--replicas", "3"], 2, "error: --replicas 3 needs a cluster of at least 3 servers"),
     ],

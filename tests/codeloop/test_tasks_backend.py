@@ -83,7 +83,7 @@ async def test_a_principal_past_its_cap_is_refused_until_one_of_its_tasks_ends(c
 
 def test_the_submission_check_names_what_is_wrong(tmp_path: Path) -> None:
     def submission(**changes: Any) -> Submission:
-        return Submission(principal="p", text="t", repo=tmp_path, mode="read", **changes)
+        return Submission(**{"principal": "p", "text": "t", "repo": tmp_path, "mode": "read", **changes})
 
     for changes, field in [
         ({"models": {"default": "nosuch:model"}}, "model"),
@@ -101,7 +101,32 @@ def test_the_submission_check_names_what_is_wrong(tmp_path: Path) -> None:
     names, budgets, pipeline = check_submission(
         submission(budgets={"max_steps": 3, "timeout_s": 60}, pipeline="explain")
     )
-    assert (budgets.max_steps, budgets.deadline_s, pipeline) == (3, 60, "explain")
+    assert (budgets.max_steps, budgets.deadline_s, pipeline.name) == (3, 60, "explain")
+    # The repository's configuration gives what the client left out, and declares its pipelines.
+    (tmp_path / "codeloop.toml").write_text('[budgets]\nmax_steps = 7\n[pipelines]\nquick = ["code:coder"]\n')
+    names, budgets, pipeline = check_submission(submission(mode="write", pipeline="quick"))
+    assert (budgets.max_steps, pipeline.stages) == (7, ["code:coder"])
+    with pytest.raises(SubmissionRefused, match="no pipeline named 'quik'; known: .*quick") as refused:
+        check_submission(submission(pipeline="quik"))
+    assert refused.value.details["field"] == "pipeline"
+
+
+async def test_a_configured_pipeline_is_carried_and_one_nothing_serves_is_refused(client: Client, tmp_path: Path) -> None:
+    (tmp_path / "root" / "calc" / "codeloop.toml").write_text(
+        '[pipelines]\nquick = ["code:coder"]\nodd = ["code:coder", "review:nobody"]\n'
+    )
+    refused = await client.call_tool("submit_task", {"task": "fix add", "repo": "calc", "mode": "write", "pipeline": "odd"})
+    assert refused.is_error
+    body = refused.structured_content or {}
+    assert body["details"]["field"] == "pipeline" and "review:nobody" in body["message"]
+    assert (await call(client, "list_tasks"))["tasks"] == []  # nothing was submitted
+
+    task_id = (await call(client, "submit_task", task="fix add", repo="calc", mode="write", pipeline="quick"))["task_id"]
+    with anyio.fail_after(30):  # only an orchestrator runs: the task's one stage waits for a coder
+        while (view := await call(client, "get_task", task_id=task_id))["waiting_for"] is None:
+            await anyio.sleep(0.2)
+    assert (view["waiting_for"], view["stage"]) == ("coder", "code")  # not the planner: the pipeline was carried
+    await call(client, "cancel_task", task_id=task_id)
 
 
 @pytest.mark.filterwarnings("ignore:resources/subscribe is removed")  # still what 2025-11-25 clients send

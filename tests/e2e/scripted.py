@@ -224,3 +224,26 @@ def fix_where_it_raised(messages, info) -> ModelResponse:
     if not any(p.tool_name == "run_tests" for p in returns):
         return ModelResponse(parts=[ToolCallPart("run_tests", {})])
     return ModelResponse(parts=[TextPart(f"{where.group(1)} in {where.group(4)}: guarded against no values")])
+
+
+PLANTED_KEY = "sk_live_" + "4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
+"""A made-up credential the first attempt of `secret_then_clean` hard-codes (built in two parts
+so no secret scanner flags this file)."""
+
+
+def secret_then_clean(messages, info) -> ModelResponse:
+    """Fixes `add`, but the first attempt also hard-codes an API key in calc/__init__.py; when a
+    review sends it back (its feedback in the prompt), the revision removes the key."""
+    if _is_planner(info):
+        return _plan(messages, info)
+    returns = _returns(messages)
+    sent_back = "requested changes" in _prompt(messages)
+    if not any(p.tool_name == "read_file" for p in returns):
+        return ModelResponse(parts=[ToolCallPart("read_file", {"path": "calc/__init__.py"})])
+    if not any(p.tool_name == "write_file" for p in returns):
+        text = next(_content(p) for p in returns if p.tool_name == "read_file")["content"]
+        lines = [line for line in text.replace("a - b", "a + b").splitlines() if "API_KEY" not in line]
+        if not sent_back:
+            lines.insert(1, f'API_KEY = "{PLANTED_KEY}"')
+        return ModelResponse(parts=[ToolCallPart("write_file", {"path": "calc/__init__.py", "content": "\n".join(lines) + "\n"})])
+    return ModelResponse(parts=[TextPart("removed the hard-coded key" if sent_back else "fixed add")])

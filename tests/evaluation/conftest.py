@@ -67,9 +67,9 @@ def subset(dest: Path) -> Path:
 @pytest.fixture(scope="session")
 def eval_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, EvalRun]:
     """Both runs of the subset, started together (each mostly waits on its tests and the bus):
-    `scripted` with `--model function:examples/models/scripted.py:fix`, and `diagnose` with no
-    model, asking for a resolved rate it cannot reach."""
-    extra = {"scripted": ["--model", f"function:{SCRIPTED}:fix"], "diagnose": ["--min-resolved", "0.9"]}
+    `scripted` with `--model function:examples/models/scripted.py:fix_priced` (`fix`, its usage
+    priced as gpt-4o's), and `diagnose` with no model, asking for a resolved rate it cannot reach."""
+    extra = {"scripted": ["--model", f"function:{SCRIPTED}:fix_priced"], "diagnose": ["--min-resolved", "0.9"]}
     started = {}
     for name, args in extra.items():
         base = tmp_path_factory.mktemp(f"eval-{name}")

@@ -40,7 +40,8 @@ class SubmitTaskArgs(BaseModel):
     coder_model: str | None = None
     """The coder's model, overriding `model`."""
     pipeline: str | None = None
-    """A named pipeline (fix, explain, diagnose, echo); None: chosen by the task."""
+    """A named pipeline: a built-in one (fix, explain, diagnose, echo) or one the configuration
+    declares under [pipelines]; None: chosen by the task."""
     max_steps: int | None = Field(default=None, ge=1)
     """Model requests, all roles together."""
     max_revisions: int | None = Field(default=None, ge=0)
@@ -115,6 +116,8 @@ class TaskView(BaseModel):
     """The mode it was submitted in."""
     pending_confirmation: PendingConfirmation | None = None
     """A high-risk action waiting for an answer (`answer_confirmation`), or None."""
+    waiting_for: str | None = None
+    """A role of the task's pipeline that no live worker serves: the task waits for one."""
     result: dict[str, Any] | None = None
     """The `codeloop run --json` object once the task ended; None until then."""
 

@@ -128,7 +128,12 @@ async def test_a_preexisting_failure_is_not_blamed_on_the_patch(tmp_path: Path, 
     assert report.verdict == "passed", report.failures
     assert report.preexisting == ["tests/test_legacy.py::test_legacy_format"]
     assert report.regressions == []
-    assert baseline.tests.outcomes == {"tests/test_legacy.py::test_legacy_format": "failed"}
+    # What the pass rests on: the target failed on the starting tree and passes with the patch.
+    assert report.evidence == [TARGET]
+    assert baseline.tests.outcomes == {
+        "tests/test_legacy.py::test_legacy_format": "failed",
+        TARGET: "failed",
+    }
 
 
 async def test_the_returned_baseline_spares_the_rerun_on_a_revision(tmp_path: Path, tools) -> None:
@@ -201,16 +206,20 @@ async def test_a_test_the_patch_adds_must_fail_without_its_fix(calc_repo: Path, 
     report, _ = await _verify(calc_repo, patch, tools)
     assert report.verdict == "passed", report.failures
     assert report.fixed == ["tests/test_zero.py::test_mul_by_zero"]
-    assert next(c for c in report.checks if c.name == "reproduction").ok
+    assert report.evidence == ["tests/test_zero.py::test_mul_by_zero"]
+    assert next(c for c in report.checks if c.name == "evidence").ok
 
 
 async def test_an_added_test_that_passes_without_the_fix_proves_nothing(calc_repo: Path, tools) -> None:
-    """`test.no_reproduction`: the only test the patch adds passes on the old code too, and nothing is fixed."""
+    """`test.no_reproduction`: the only test the patch adds passes on the old code too, and nothing
+    is fixed: not evidence, so `unverified` (never `passed`), saying what was missing."""
     new_test = "from calc import add\n\n\ndef test_add_zero():\n    assert add(5, 0) == 5\n"
     patch = make_patch(calc_repo, {"calc.py": CALC_FIXED, "tests/test_zero.py": new_test})
     report, _ = await _verify(calc_repo, patch, tools, test_targets=[])
-    assert report.verdict == "failed"
-    assert FailureClass.TEST_NO_REPRODUCTION in _classes(report)
+    assert report.verdict == "unverified"
+    assert _classes(report) == {FailureClass.TEST_NO_REPRODUCTION}
+    assert "pass without its source changes too" in report.failures[0].message
+    assert report.evidence == []
 
 
 async def test_a_target_that_still_fails_fails_at_once_without_the_suite(calc_repo: Path, tools) -> None:
@@ -261,7 +270,8 @@ async def test_the_workspace_is_back_at_its_starting_tree_even_when_tests_write_
         },
     )
     report, _ = await _verify(repo, make_patch(repo, {"calc.py": CALC_FIXED}), tools, test_targets=[])
-    assert report.verdict == "passed", report.failures
+    # Nothing failed and nothing showed a problem fixed: judged, with no evidence either way.
+    assert report.verdict == "unverified" and _classes(report) == {FailureClass.TEST_NO_REPRODUCTION}
     assert (repo / "data.txt").read_text() == "original\n"
     assert git(repo, "status", "--porcelain", "--untracked-files=no") == ""
 
@@ -306,9 +316,10 @@ async def test_a_patch_in_read_mode_is_out_of_scope_and_not_run(calc_repo: Path,
     assert tools.opened == []
 
 
-async def test_adding_a_test_beside_an_old_failure_is_not_blamed_for_it(calc_repo: Path, tools) -> None:
-    """A test-only patch that adds a test to a file where another test already failed: the old
-    failure is pre-existing (checked on the starting tree), the new test is judged, and it passes."""
+async def test_adding_a_test_beside_an_old_failure_holds_the_patch_to_it(calc_repo: Path, tools) -> None:
+    """A test-only patch that adds a test to a file where another test already failed: a test of a
+    file the patch touches that failed at the start is the task's (checked on the starting tree
+    to tell it from a regression), so it still failing fails the patch."""
     added = TEST_CALC + "\n\ndef test_add_zero():\n    assert add(5, 0) == 5\n"
     patch = make_patch(calc_repo, {"tests/test_calc.py": added})
     report, _ = await _verify(
@@ -318,9 +329,9 @@ async def test_adding_a_test_beside_an_old_failure_is_not_blamed_for_it(calc_rep
         plan_files=["tests/test_calc.py"],
         test_targets=["tests/test_calc.py::test_add_zero"],
     )
-    assert report.verdict == "passed", report.failures
-    assert report.preexisting == [TARGET]
-    assert report.still_failing == [] and report.regressions == []
+    assert report.verdict == "failed", report.failures
+    assert report.still_failing == [TARGET] and report.regressions == [] and report.preexisting == []
+    assert _classes(report) == {FailureClass.TEST_STILL_FAILING}
     assert any(c.name == "baseline" and "left alone" in c.summary for c in report.checks), report.checks
     assert git(calc_repo, "status", "--porcelain", "--untracked-files=no") == ""
 

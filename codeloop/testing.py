@@ -1,0 +1,162 @@
+"""Testing a role: one task through a pipeline on a real bus, with a scripted model.
+
+For role authors (docs/custom-roles.md, "Testing a role"). In a test module or `conftest.py`:
+
+    pytest_plugins = ["codeloop.testing"]
+
+    @pytest.mark.anyio
+    async def test_my_reviewer_requests_changes(codeloop_pipeline, tmp_path):
+        repo = codeloop_pipeline.make_repo(tmp_path / "repo", {"app.py": "...", "tests/test_app.py": "..."})
+        result = await codeloop_pipeline.run(
+            "fix the bug", repo, mode="write",
+            stages=["plan:planner", "retrieve:retriever", "code:coder", "review:my-reviewer", "verify:verifier"],
+            model="function:tests/scripted.py:coder",
+        )
+        assert [r.verdict for r in result.reviews] == ["request_changes", "approve"]
+
+The fixture runs a `codeloop serve` in the test's process — an embedded nats-server, the
+orchestrator, the built-in roles and every installed plug-in role — on a private state directory,
+and stops it after the test. Nothing is mocked: only the model's decisions are scripted (a
+`function:PATH.py:NAME` model file, see `examples/models/scripted.py`).
+"""
+
+import subprocess
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from agents.messages import Budgets, ModelNames, PipelineChoice, TaskResult, TaskSubmitted
+from agents.orchestrator.pipeline import parse_pipeline
+from agents.plugins import RoleRegistry, load_roles
+from bus.actor import DeliveryPolicy
+from bus.config import BusConfig
+from bus.connection import Bus, open_bus
+from codeloop.wiring import DEFAULT_ROLES, serve
+
+
+@dataclass
+class PipelineRunner:
+    """A running serve and a client bus to it; `run` submits one task and waits for its result."""
+
+    bus: Bus
+    nats_url: str
+    auth_env: dict[str, str]
+    """The embedded server's generated credentials as environment variables, for `codeloop ...`
+    subprocesses of the test (with `--nats nats_url`)."""
+    roles: tuple[str, ...]
+    results: list[TaskResult] = field(default_factory=list)
+
+    async def run(
+        self,
+        text: str,
+        repo: Path,
+        *,
+        stages: Sequence[str] | None = None,
+        pipeline: str = "test",
+        mode: str = "write",
+        model: str | None = None,
+        budgets: Budgets | None = None,
+        timeout_s: float = 300,
+    ) -> TaskResult:
+        """Submit `text` on `repo` through `stages` (`KIND:ROLE`; default: the standard pipeline
+        of `mode`) with `model` for every LLM role, and return the task's result."""
+        choice = None
+        if stages is not None:
+            parse_pipeline(pipeline, stages, mode=mode)  # a bad pipeline fails here, with the reason
+            choice = PipelineChoice(name=pipeline, stages=list(stages))
+        task = TaskSubmitted(
+            text=text, repo=str(repo), mode=mode, models=ModelNames(default=model),  # type: ignore[arg-type]
+            budgets=budgets or Budgets(), pipeline=choice,
+        )  # fmt: skip
+        return await self.submit(task, timeout_s=timeout_s)
+
+    async def submit(self, task: TaskSubmitted, *, timeout_s: float = 300) -> TaskResult:
+        """Submit `task` as it is (its working tree captured unless it has a snapshot) and wait."""
+        from agents.client import submit_task, watch_task
+        from agents.workspace import capture_snapshot
+
+        if task.snapshot is None:
+            task = task.model_copy(update={"snapshot": await capture_snapshot(self.bus, Path(task.repo))})
+        envelope, _ = await submit_task(self.bus, task)
+        with anyio.fail_after(timeout_s):
+            final = await watch_task(self.bus, envelope.task_id, lambda e: None)
+        assert final is not None
+        result = TaskResult.model_validate(final.payload)
+        self.results.append(result)
+        return result
+
+    @staticmethod
+    def make_repo(root: Path, files: dict[str, str]) -> Path:
+        """A git repository at `root` with `files` committed (what a task starts from)."""
+        root.mkdir(parents=True)
+        for rel, text in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text)
+        git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+        subprocess.run([*git, "init", "-q"], cwd=root, check=True)
+        subprocess.run([*git, "add", "-A"], cwd=root, check=True)
+        subprocess.run([*git, "commit", "-qm", "init"], cwd=root, check=True)
+        return root
+
+
+def plugin_roles(registry: RoleRegistry) -> tuple[str, ...]:
+    """The installed roles that are not codeloop's own."""
+    return tuple(name for name, role in sorted(registry.roles.items()) if not role.builtin)
+
+
+@asynccontextmanager
+async def running_pipeline(
+    state_dir: Path,
+    *,
+    roles: Sequence[str] | None = None,
+    registry: RoleRegistry | None = None,
+    ack_wait_s: float = 10.0,
+    policy: DeliveryPolicy | None = None,
+    **serve_options: Any,
+) -> AsyncIterator[PipelineRunner]:
+    """A serve in this process on `state_dir` running `roles` (default: the orchestrator, the
+    built-ins and every installed plug-in role), and a client to it; `policy` replaces the
+    delivery policy of every role (default: the runtime's, with `ack_wait_s`)."""
+    from codeloop.config import client_config_for
+
+    registry = registry or load_roles()
+    chosen = tuple(roles) if roles is not None else (*DEFAULT_ROLES, *plugin_roles(registry))
+    config = BusConfig(state_dir=state_dir)
+    stop = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        note = await tg.start(
+            lambda task_status: serve(
+                config, roles=chosen, stop=stop, actor_policy=policy or DeliveryPolicy(ack_wait_s=ack_wait_s),
+                registry=registry, task_status=task_status, **serve_options,
+            )  # fmt: skip
+        )
+        client = client_config_for(config, note)
+        try:
+            async with open_bus(client) as bus:
+                auth = {"CODELOOP_NATS_USER": client.user or "", "CODELOOP_NATS_PASSWORD": client.password or ""}
+                yield PipelineRunner(bus=bus, nats_url=note.nats_url, auth_env=auth, roles=chosen)
+        finally:
+            stop.set()
+
+
+try:
+    import pytest
+except ImportError:  # pragma: no cover - only tests import this module
+    pytest = None  # type: ignore[assignment]
+
+if pytest is not None:
+
+    @pytest.fixture
+    def anyio_backend() -> str:
+        """nats-py and pydantic-ai run on asyncio only (a project conftest may override this)."""
+        return "asyncio"
+
+    @pytest.fixture
+    async def codeloop_pipeline(tmp_path: Path) -> AsyncIterator[PipelineRunner]:
+        """A running codeloop (every installed role) for this test; see the module docstring."""
+        async with running_pipeline(tmp_path / "codeloop-state") as runner:
+            yield runner
