@@ -123,8 +123,8 @@ async def test_a_configured_pipeline_is_carried_and_one_nothing_serves_is_refuse
 
     task_id = (await call(client, "submit_task", task="fix add", repo="calc", mode="write", pipeline="quick"))["task_id"]
     with anyio.fail_after(30):  # only an orchestrator runs: the task's one stage waits for a coder
-        while (view := await call(client, "get_task", task_id=task_id))["waiting_for"] is None:
-            await anyio.sleep(0.2)  # noqa: ASYNC110 - get_task is what a polling client calls
+        while (view := await call(client, "get_task", task_id=task_id))["waiting_for"] is None:  # noqa: ASYNC110 - get_task is what a polling client calls
+            await anyio.sleep(0.2)
     assert (view["waiting_for"], view["stage"]) == ("coder", "code")  # not the planner: the pipeline was carried
     await call(client, "cancel_task", task_id=task_id)
 
