@@ -1,8 +1,9 @@
 """The tool servers `codeloop serve` hosts over streamable HTTP, with a generated bearer token.
 
-Each server of `tool_servers.serve.SERVERS` (fs, git, search, exec) runs in serve's task group on
-a free port of `--mcp-host`, confined to `--mcp-root`, granted `--mcp-scopes` (read unless told
-otherwise: least privilege). One token, principal `serve`, with the same scopes, is written to a
+Each server of `tool_servers.serve.SERVERS` (fs, git, search, exec) and the tasks server (on
+serve's own bus, `codeloop.tasks_backend`) runs in serve's task group on a free port of
+`--mcp-host`, confined to `--mcp-root`, granted `--mcp-scopes` (read unless told otherwise: least
+privilege; the grant bounds the mode of the tasks a client submits). One token, principal `serve`, with the same scopes, is written to a
 0600 token file in the state directory and removed again when serve stops; a new token is made on
 every start, so a leaked one dies with the process that issued it.
 
@@ -18,21 +19,29 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
 
+from bus.connection import Bus
 from bus.credentials import write_private
 from codeloop.config import McpNote, ToolServerConfig, root_home
+from codeloop.tasks_backend import BusTasks
 from layout import INDEX_DIR, MCP_AUDIT, MCP_TOKENS
-from tool_servers.protocol.audit import AuditSink
+from tool_servers.protocol.audit import AuditLog, AuditSink
 from tool_servers.protocol.http import TokenGrant, TokenTable, new_token, serve_http
 from tool_servers.protocol.scopes import Scope, format_scopes
+from tool_servers.protocol.spec import ServerOptions
 from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 from tool_servers.serve import SERVERS, ServeConfig, UnknownServer, build_named_server
+from tool_servers.tasks.server import build_tasks_server
 
 log = logging.getLogger(__name__)
 PRINCIPAL = "serve"
+TASKS = "tasks"
+HOSTED = (*SERVERS, TASKS)
+"""Every server serve hosts by default: the tool servers and the tasks server."""
 
 
 @dataclass(frozen=True)
@@ -42,7 +51,7 @@ class McpHosting:
     root: Path
     scopes: frozenset[Scope] = frozenset({Scope.READ})
     host: str = "127.0.0.1"
-    servers: Sequence[str] = field(default_factory=lambda: tuple(SERVERS))
+    servers: Sequence[str] = field(default_factory=lambda: HOSTED)
     secrets: SecretRules = DEFAULT_RULES
     """Files the hosted servers never read, list or index."""
 
@@ -74,11 +83,13 @@ async def host_tool_servers(
     state_dir: Path,
     sink: AuditSink | None = None,
     tool_config: ToolServerConfig | None = None,
+    bus: Bus | None = None,
     task_status: TaskStatus[McpNote] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve every server of `hosting` over HTTP until cancelled; `task_status.started(McpNote)` once all listen.
 
-    `tool_config` is the environment's sandbox policy and cache directory (default: neither set).
+    `tool_config` is the environment's sandbox policy and cache directory (default: neither set);
+    `bus` is where the tasks server submits (without one it is not hosted).
 
     A server whose module is missing is skipped and named in `McpNote.unavailable`.
 
@@ -108,7 +119,10 @@ async def host_tool_servers(
                     cache_root=tool_config.cache_dir,
                 )
                 try:
-                    server = build_named_server(config, sink=sink)
+                    if name == TASKS:
+                        server = await _tasks_server(config, bus, sink)
+                    else:
+                        server = build_named_server(config, sink=sink)
                 except UnknownServer as exc:
                     log.warning("not hosting the %s tool server: %s", name, exc)
                     unavailable[name] = str(exc)
@@ -129,4 +143,16 @@ async def host_tool_servers(
         _remove_if_ours(token_file, token)
 
 
-__all__ = ["PRINCIPAL", "McpHosting", "host_tool_servers", "write_token_file"]
+async def _tasks_server(config: ServeConfig, bus: Bus | None, sink: AuditSink | None) -> Any:
+    if bus is None:
+        raise UnknownServer("the tasks server needs serve's bus")
+    options = ServerOptions(
+        scopes=config.scopes,
+        audit=AuditLog(config.audit_log, sink=sink),
+        token_verifier=TokenTable.from_file(config.token_file) if config.token_file else None,
+        secrets=config.secrets,
+    )
+    return build_tasks_server(config.root.resolve(), options, await BusTasks.open(bus))
+
+
+__all__ = ["HOSTED", "PRINCIPAL", "McpHosting", "host_tool_servers", "write_token_file"]

@@ -269,7 +269,7 @@ async def serve(
                 hosted = await tg.start(
                     partial(
                         host_tool_servers, mcp, state_dir=config.state_dir, sink=bus_audit_sink(bus),
-                        tool_config=tool_config,
+                        tool_config=tool_config, bus=bus,
                     )
                 )  # fmt: skip
             note = ServeNote(

@@ -106,7 +106,13 @@ async def run_server(
     config: ServeConfig, *, on_ready: Callable[[str], None] | None = None, sink: AuditSink | None = None
 ) -> None:
     """Serve until cancelled (HTTP) or until stdin closes (stdio); `on_ready(url)` once HTTP listens."""
-    server = build_named_server(config, sink=sink)
+    await serve_over(build_named_server(config, sink=sink), config, on_ready=on_ready)
+
+
+async def serve_over(
+    server: MCPServer[Any], config: ServeConfig, *, on_ready: Callable[[str], None] | None = None
+) -> None:
+    """Serve an already built `server` over `config`'s transport (see `run_server`)."""
     if config.transport == "stdio":
         await server.run_stdio_async()
         return

@@ -3,7 +3,8 @@
 The `mcp` command line is a contract other tools depend on:
 `codeloop mcp SERVER --root DIR [--scopes read,write,execute] [--transport stdio|http]
 [--host 127.0.0.1] [--port N] [--token-file FILE] [--audit-log FILE] [--index-dir DIR]
-[--allow-path GLOB]... [--deny-path GLOB]...`.
+[--allow-path GLOB]... [--deny-path GLOB]...`; the `tasks` server also takes `--nats URL` and
+`--max-running N` (see `codeloop.tasks_server`).
 
 Without `--scopes` the grant is `read` (least privilege), and what is granted is said on stderr
 (stdout belongs to the MCP protocol over stdio). The audit log and the search index live in the
@@ -18,11 +19,14 @@ import typer
 from codeloop.commands._common import fail, os_error_message, usage_error
 from layout import INDEX_DIR, ROOT_AUDIT
 
+TASKS = "tasks"
 audit_app = typer.Typer(no_args_is_help=True, help="Inspect the tool servers' hash-chained audit log.")
 
 
 def mcp(
-    server: Annotated[str, typer.Argument(help="Server to run: fs, git (search, exec when installed).")],
+    server: Annotated[
+        str, typer.Argument(help="Server to run: fs, git, search, exec, or tasks (submit and follow tasks).")
+    ],
     root: Annotated[Path, typer.Option("--root", help="Directory the server is confined to.")],
     scopes: Annotated[
         str | None,
@@ -64,11 +68,29 @@ def mcp(
         list[str] | None,
         typer.Option("--deny-path", help="Also treat files matching this glob as secrets (repeatable)."),
     ] = None,
+    nats: Annotated[
+        str | None,
+        typer.Option(
+            "--nats",
+            help="tasks: NATS URL(s) to submit to (env CODELOOP_NATS_URL). Omitted: the local `codeloop "
+            "serve`, else an embedded bus with every role in this process.",
+        ),
+    ] = None,
+    max_running: Annotated[
+        int,
+        typer.Option(
+            "--max-running", min=1, help="tasks: unfinished tasks one principal may have at a time."
+        ),
+    ] = 4,
 ) -> None:
     """Run one MCP tool server confined to ROOT, over stdio or streamable HTTP (at /mcp).
 
     Over HTTP the URL is printed on stdout once the server listens; every request needs a
     bearer token from --token-file. Tools outside --scopes are neither listed nor callable.
+
+    `tasks` submits coding tasks and follows them (submit_task, wait_task, ...): on --nats, else
+    on the local `codeloop serve`, else on a bus of its own with every role in this process; the
+    grant bounds the mode of the tasks it accepts.
     """
     import anyio
 
@@ -77,8 +99,11 @@ def mcp(
     from tool_servers.protocol.scopes import format_scopes, parse_scopes
     from tool_servers.serve import SERVERS, ServeConfig, UnknownServer, run_server
 
-    if server not in SERVERS:
-        raise usage_error(f"unknown server {server!r}; choose one of: {', '.join(sorted(SERVERS))}")
+    names = sorted([*SERVERS, TASKS])
+    if server not in names:
+        raise usage_error(f"unknown server {server!r}; choose one of: {', '.join(names)}")
+    if server != TASKS and (nats is not None or max_running != 4):
+        raise usage_error("--nats and --max-running belong to the tasks server only")
     if not root.is_dir():
         raise usage_error(f"--root {root} is not a directory")
     try:
@@ -120,7 +145,10 @@ def mcp(
 
     setup_telemetry(telemetry_config(), process=f"mcp {server}")
     try:
-        anyio.run(run_server, config)
+        if server == TASKS:
+            _run_tasks(config, nats, max_running)
+        else:
+            anyio.run(run_server, config)
     except TokenFileError as exc:  # the file --token-file names
         raise usage_error(str(exc)) from None
     except UnknownServer as exc:  # a known name whose module this installation lacks
@@ -134,6 +162,13 @@ def mcp(
         if rest is not None or oserrors is None:
             raise
         raise fail("; ".join(os_error_message(e) for e in _leaves(oserrors))) from None  # type: ignore[arg-type]
+
+
+def _run_tasks(config: object, nats: str | None, max_running: int) -> None:
+    from codeloop.commands.connection import _run
+    from codeloop.tasks_server import run_tasks_server
+
+    _run(lambda: run_tasks_server(config, {"nats_url": nats}, max_running=max_running))  # type: ignore[arg-type]
 
 
 def _leaves(group: BaseExceptionGroup) -> list[BaseException]:

@@ -81,10 +81,13 @@ async def _run_task(task: Any, connection: Connection, *, quiet: bool) -> Any:
     )
 
 
-async def on_pipeline(connection: Connection, body: Any, *, keep_store: bool = False, pipeline: Any = None) -> Any:
+async def on_pipeline(
+    connection: Connection, body: Any, *, keep_store: bool = False, pipeline: Any = None, roles: tuple[str, ...] | None = None
+) -> Any:
     """`await body(client_bus_config)` against the local serve (or `--nats URL`) when there is one,
     else on an embedded bus with every role in this process, stopped when `body` returns; with
-    `pipeline` (a `PipelineChoice`), the embedded bus also runs the installed roles it names.
+    `pipeline` (a `PipelineChoice`), the embedded bus also runs the installed roles it names;
+    `roles` replaces that choice with its own list.
 
     The embedded bus keeps its store in a temporary directory unless `keep_store`: then it opens
     the state directory's own store, the one `codeloop serve` uses, with its task records."""
@@ -115,7 +118,7 @@ async def on_pipeline(connection: Connection, body: Any, *, keep_store: bool = F
             note = await tg.start(
                 lambda task_status: serve(
                     embedded, stop=stop, home=home, tool_config=tool_server_config(), task_status=task_status,
-                    roles=_roles_for(DEFAULT_ROLES, pipeline),
+                    roles=roles or _roles_for(DEFAULT_ROLES, pipeline),
                 )
             )
             client = client_config_for(embedded, note)

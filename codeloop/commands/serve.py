@@ -51,7 +51,10 @@ def serve(
     ] = 1,
     mcp: Annotated[
         bool,
-        typer.Option("--mcp/--no-mcp", help="Also host the fs, git, search and exec tool servers over HTTP."),
+        typer.Option(
+            "--mcp/--no-mcp",
+            help="Also host the fs, git, search and exec tool servers and the tasks server over HTTP.",
+        ),
     ] = True,
     mcp_root: Annotated[
         Path | None,
@@ -93,7 +96,8 @@ def serve(
 ) -> None:
     """Run NATS (embedded unless --nats), the actors of this process and the MCP tool servers until Ctrl-C.
 
-    Tool servers fs, git, search, exec: streamable HTTP at http://HOST:PORT/mcp (free ports).
+    Tool servers fs, git, search, exec and the tasks server (MCP clients submit and follow
+    tasks on this bus): streamable HTTP at http://HOST:PORT/mcp (free ports).
 
     They are confined to --mcp-root and granted --mcp-scopes (default read).
 

@@ -49,14 +49,14 @@ async def _tool_call_event(home: Path, state_dir: Path, task_id: str, trace_id: 
 async def test_serve_hosts_the_tool_servers_with_a_generated_token_and_publishes_each_call_as_an_event(
     tmp_path: Path, repo: Path
 ) -> None:
-    """serve prints and notes four /mcp URLs and a 0600 token file; the token admits, no token gets 401;
+    """serve prints and notes five /mcp URLs and a 0600 token file; the token admits, no token gets 401;
     each call arrives as a `tool_call` event; SIGINT stops it all and removes the token."""
     home = tmp_path / "home"
     with anyio.fail_after(60):
         async with running_serve(home, "--mcp-root", str(repo)) as (serve, note):
             mcp = note["mcp"]
             assert json.loads((home / "serve.json").read_text()) == note
-            assert set(mcp["urls"]) == {"fs", "git", "search", "exec"}
+            assert set(mcp["urls"]) == {"fs", "git", "search", "exec", "tasks"}
             assert all(
                 url.startswith("http://127.0.0.1:") and url.endswith("/mcp") for url in mcp["urls"].values()
             )

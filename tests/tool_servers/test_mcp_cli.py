@@ -31,6 +31,13 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
             "bad:1: expected",
         ),
         (["audit", "verify", "{root}/none.jsonl"], "is not a file"),
+        (["mcp", "tasks", "--root", "{root}/missing"], "is not a directory"),
+        (["mcp", "tasks", "--root", "{root}", "--transport", "http"], "needs --token-file"),
+        (
+            ["mcp", "tasks", "--root", "{root}", "--transport", "http", "--token-file", "{root}/bad"],
+            "bad:1: expected",
+        ),
+        (["mcp", "fs", "--root", "{root}", "--nats", "nats://127.0.0.1:4222"], "tasks server only"),
     ],
     ids=[
         "server",
@@ -41,6 +48,10 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
         "missing-token-file",
         "bad-token-line",
         "audit-file",
+        "tasks-root",
+        "tasks-no-token-file",
+        "tasks-bad-token-line",
+        "nats-for-a-tool-server",
     ],
 )
 def test_bad_input_is_refused_with_a_clear_message(tmp_path: Path, args: list[str], message: str) -> None:

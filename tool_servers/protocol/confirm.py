@@ -48,13 +48,34 @@ async def confirmation_resolver(ctx: Context) -> Elicit[Confirm] | NotNeeded | C
     action = call.spec.confirmation_needed(call.args)
     if action is None:
         return NotNeeded()
-    capabilities = ctx.client_capabilities
-    elicitation = capabilities.elicitation if capabilities is not None else None
-    # A bare `elicitation: {}` means form support (spec 2025-06-18); url-only does not.
-    if elicitation is None or (elicitation.form is None and elicitation.url is not None):
+    if not can_elicit(ctx):
         return CannotAsk(action)
     return Elicit(f"{call.context.server}.{call.spec.name} wants to: {action}. Allow?", Confirm)
 
 
+def can_elicit(ctx: Context) -> bool:
+    """Whether the client declared form elicitation (so its user can be asked)."""
+    capabilities = ctx.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    # A bare `elicitation: {}` means form support (spec 2025-06-18); url-only does not.
+    return not (elicitation is None or (elicitation.form is None and elicitation.url is not None))
+
+
+async def question_resolver(ctx: Context) -> Elicit[Confirm] | NotNeeded | CannotAsk:
+    """Ask the user the current call's own question (`ToolSpec.ask`), when it has one."""
+    from tool_servers.protocol.gate import current_call
+
+    call = current_call()
+    question = await call.spec.ask(call.args, call.context) if call.spec.ask is not None else None
+    if question is None:
+        return NotNeeded()
+    if not can_elicit(ctx):
+        return CannotAsk(question)
+    return Elicit(question, Confirm)
+
+
 ConfirmationParam = Annotated[ElicitationResult[Confirm], Resolve(confirmation_resolver)]
 """The annotation of the hidden parameter that carries the user's answer into a tool call."""
+
+ReplyParam = Annotated[ElicitationResult[Confirm], Resolve(question_resolver)]
+"""The annotation of the hidden parameter that carries the user's reply to `ToolSpec.ask`."""

@@ -78,6 +78,15 @@ def check_confirmation(outcome: Any, call: _CallState) -> None:
     )
 
 
+def caller(options: ServerOptions) -> tuple[str, frozenset[Scope]]:
+    """Who is calling and with which scopes: the bearer token's principal and its scopes within
+    the server's grant, or the server's own principal and grant without a token (stdio)."""
+    token = get_access_token()
+    if token is None:
+        return options.principal, options.scopes
+    return token.client_id, options.scopes & parse_scopes(token.scopes)
+
+
 class Gate:
     """Middleware: scopes, validation, trace id and audit around every `tools/call`."""
 
@@ -94,10 +103,7 @@ class Gate:
         return await call_next(ctx)
 
     def _caller(self) -> tuple[str, frozenset[Scope]]:
-        token = get_access_token()
-        if token is None:
-            return self.options.principal, self.options.scopes
-        return token.client_id, self.options.scopes & parse_scopes(token.scopes)
+        return caller(self.options)
 
     def _filter_listing(self, result: Any) -> Any:
         _, scopes = self._caller()

@@ -8,6 +8,7 @@ its JSON text) or an error result.
 Adding a server is a module that builds its specs and calls `build_server` (see `fs/server.py`).
 """
 
+import contextvars
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Sequence
@@ -15,11 +16,14 @@ from contextlib import AbstractAsyncContextManager
 from typing import Annotated, Any
 
 from mcp.server.auth.settings import AuthSettings
-from mcp.server.mcpserver import MCPServer
+from mcp.server.elicitation import AcceptedElicitation
+from mcp.server.extension import Extension
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
+from mcp.server.subscriptions import SubscriptionBus
 from mcp_types import CallToolResult, TextContent
 
-from tool_servers.protocol.confirm import ConfirmationParam
+from tool_servers.protocol.confirm import Confirm, ConfirmationParam, ReplyParam
 from tool_servers.protocol.errors import TRACE_META_KEY, InternalError, ToolServerError, error_result
 from tool_servers.protocol.gate import Gate, check_confirmation, current_call
 from tool_servers.protocol.spec import ServerOptions, ToolSpec
@@ -27,6 +31,23 @@ from tool_servers.protocol.spec import ServerOptions, ToolSpec
 logger = logging.getLogger(__name__)
 
 CONFIRMATION_PARAM = "confirmation"
+REQUEST_PARAM = "mcp_request"
+REPLY_PARAM = "reply"
+_RESERVED = (CONFIRMATION_PARAM, REQUEST_PARAM, REPLY_PARAM)
+
+_REQUEST: contextvars.ContextVar[Context] = contextvars.ContextVar("codeloop_mcp_request")
+_REPLY: contextvars.ContextVar[bool | None] = contextvars.ContextVar("codeloop_tool_reply", default=None)
+
+
+def current_request() -> Context:
+    """The MCP request of the running handler; only for specs with `uses_request`."""
+    return _REQUEST.get()
+
+
+def current_reply() -> bool | None:
+    """The user's reply to the running call's `ToolSpec.ask`: True (approved), False (declined,
+    cancelled, or approve unticked), None (nothing was asked, or the client cannot be asked)."""
+    return _REPLY.get()
 
 
 def build_server(
@@ -36,8 +57,12 @@ def build_server(
     *,
     instructions: str | None = None,
     lifespan: Callable[[MCPServer[Any]], AbstractAsyncContextManager[Any]] | None = None,
+    subscriptions: SubscriptionBus | None = None,
+    extensions: Sequence[Extension] = (),
 ) -> MCPServer[Any]:
-    """An `MCPServer` exposing the granted `specs` through the gate."""
+    """An `MCPServer` exposing the granted `specs` through the gate; `subscriptions` is the bus
+    its `subscriptions/listen` streams are fed from (default: the SDK's in-memory one);
+    `extensions` are MCP extensions (SEP-2133) it serves beside the tools."""
     catalog = {spec.name: spec for spec in specs}
     tools = [_tool(spec) for spec in specs if spec.scope in options.scopes]
     auth = None
@@ -52,6 +77,8 @@ def build_server(
         auth=auth,
         lifespan=lifespan,
         log_level="WARNING",
+        subscriptions=subscriptions,
+        extensions=list(extensions),
     )
     server.middleware.append(Gate(name, catalog, options))
     return server
@@ -64,12 +91,13 @@ opens, each time with the same specs bound to another root: only the function di
 
 
 def _tool(spec: ToolSpec) -> Tool:
-    if CONFIRMATION_PARAM in spec.input_model.model_fields:
-        raise ValueError(f"tool {spec.name}: '{CONFIRMATION_PARAM}' is reserved")
+    for reserved in _RESERVED:
+        if reserved in spec.input_model.model_fields:
+            raise ValueError(f"tool {spec.name}: '{reserved}' is reserved")
     annotations = spec.annotations()
     key = (
         spec.name, spec.description, spec.input_model, spec.output_model, spec.may_need_confirmation,
-        spec.scope, spec.risk, annotations.model_dump_json(),
+        spec.scope, spec.risk, annotations.model_dump_json(), spec.uses_request, spec.ask is not None,
     )  # fmt: skip
     function = _tool_function(spec)
     template = _TOOL_TEMPLATES.get(key)
@@ -94,6 +122,11 @@ def _tool(spec: ToolSpec) -> Tool:
 def _tool_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
     async def call_tool(**kwargs: Any) -> CallToolResult:
         call = current_call()
+        tokens = []
+        if spec.uses_request:
+            tokens.append((_REQUEST, _REQUEST.set(kwargs[REQUEST_PARAM])))
+        if spec.ask is not None:
+            tokens.append((_REPLY, _REPLY.set(_reply(kwargs[REPLY_PARAM]))))
         try:
             if spec.may_need_confirmation:
                 check_confirmation(kwargs[CONFIRMATION_PARAM], call)
@@ -106,6 +139,9 @@ def _tool_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
                 f"{spec.name} failed unexpectedly ({type(exc).__name__}); see the server log"
             )
             return error_result(crash, call.context.trace_id)
+        finally:
+            for var, token in reversed(tokens):
+                var.reset(token)
         return CallToolResult(
             content=[TextContent(type="text", text=output.model_dump_json())],
             structured_content=output.model_dump(mode="json"),
@@ -124,8 +160,18 @@ def _tool_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
                 CONFIRMATION_PARAM, inspect.Parameter.KEYWORD_ONLY, annotation=ConfirmationParam
             )
         )
+    if spec.uses_request:
+        params.append(inspect.Parameter(REQUEST_PARAM, inspect.Parameter.KEYWORD_ONLY, annotation=Context))
+    if spec.ask is not None:
+        params.append(inspect.Parameter(REPLY_PARAM, inspect.Parameter.KEYWORD_ONLY, annotation=ReplyParam))
     returns = Annotated[CallToolResult, spec.output_model]
     call_tool.__signature__ = inspect.Signature(params, return_annotation=returns)  # type: ignore[attr-defined]
     call_tool.__annotations__ = {p.name: p.annotation for p in params} | {"return": returns}
     call_tool.__name__ = call_tool.__qualname__ = spec.name
     return call_tool
+
+
+def _reply(outcome: Any) -> bool | None:
+    if isinstance(outcome, AcceptedElicitation):
+        return outcome.data.approve if isinstance(outcome.data, Confirm) else None
+    return False  # declined or cancelled

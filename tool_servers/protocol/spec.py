@@ -47,6 +47,13 @@ class ToolSpec:
     idempotent: bool = True
     confirm: Callable[[Any], str | None] | None = None
     """Given the validated arguments, what a high-risk call would do (asked to a human), or None."""
+    uses_request: bool = False
+    """The handler reaches the MCP request (progress notifications, the client's capabilities)
+    through `sdk.current_request()`."""
+    ask: Callable[[Any, CallContext], Awaitable[str | None]] | None = None
+    """A question for the client's user before the handler runs, or None for none. Unlike
+    `confirm` it is not a gate: the handler reads the reply through `sdk.current_reply()` and
+    decides (used where the answer belongs to someone else, e.g. a task's pending confirmation)."""
 
     def confirmation_needed(self, args: BaseModel) -> str | None:
         """The action a human must approve for this call, or None when the call may just run."""

@@ -1,0 +1,151 @@
+"""The tasks server's bus backend: the per-principal cap, a wait that times out, listing, and the
+one submission check. A real nats-server with only the orchestrator running, so tasks stay
+unfinished until cancelled; the client is the SDK's in-memory MCP session."""
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp_types import ResourceUpdatedNotification
+
+from bus.config import BusConfig
+from bus.connection import open_bus
+from codeloop.config import client_config_for
+from codeloop.tasks_backend import BusTasks, check_submission
+from codeloop.wiring import serve
+from tests.e2e.conftest import make_repo
+from tool_servers.protocol.spec import ServerOptions
+from tool_servers.tasks.backend import Submission, SubmissionRefused
+from tool_servers.tasks.server import build_tasks_server
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def server(tmp_path: Path) -> AsyncIterator[Any]:
+    make_repo(tmp_path / "root" / "calc")
+    config = BusConfig(state_dir=tmp_path / "state")
+    stop = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        note = await tg.start(
+            lambda task_status: serve(
+                config, roles=("orchestrator",), stop=stop, metrics=None, task_status=task_status
+            )
+        )
+        async with open_bus(client_config_for(config, note)) as bus:
+            backend = await BusTasks.open(bus, max_running=2)
+            yield build_tasks_server(tmp_path / "root", ServerOptions(), backend)
+        stop.set()
+
+
+@pytest.fixture
+async def client(server: Any) -> AsyncIterator[Client]:
+    async with Client(server) as mcp:
+        yield mcp
+
+
+async def call(client: Client, name: str, **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool(name, arguments)
+    assert not result.is_error, result.content
+    return result.structured_content or {}
+
+
+async def test_a_principal_past_its_cap_is_refused_until_one_of_its_tasks_ends(client: Client) -> None:
+    first = (await call(client, "submit_task", task="what does add do?", repo="calc"))["task_id"]
+    second = (await call(client, "submit_task", task="what does mul do?", repo="calc"))["task_id"]
+    refused = await client.call_tool("submit_task", {"task": "a third", "repo": "calc"})
+    assert refused.is_error
+    body = refused.structured_content or {}
+    assert body["type"] == "conflict" and body["details"]["cap"] == 2
+    assert set(body["details"]["running"]) == {first, second} and "cancel one" in body["message"]
+
+    # A wait that times out returns the view, not an error.
+    with anyio.fail_after(30):
+        waited = await call(client, "wait_task", task_id=second, timeout_s=0.5)
+    assert waited["task_id"] == second and waited["result"] is None
+
+    listed = await call(client, "list_tasks")
+    assert [t["task_id"] for t in listed["tasks"]] == [second, first]  # newest first
+    assert [t["task_id"] for t in (await call(client, "list_tasks", limit=1))["tasks"]] == [second]
+
+    cancelled = await call(client, "cancel_task", task_id=first)
+    assert cancelled["task_id"] == first
+    with anyio.fail_after(30):
+        ended = await call(client, "wait_task", task_id=first, timeout_s=25)
+    assert ended["status"] == "cancelled" and ended["result"]["status"] == "cancelled"
+    assert [t["task_id"] for t in (await call(client, "list_tasks", status="cancelled"))["tasks"]] == [first]
+    assert not (await client.call_tool("submit_task", {"task": "a third", "repo": "calc"})).is_error
+
+
+def test_the_submission_check_names_what_is_wrong(tmp_path: Path) -> None:
+    def submission(**changes: Any) -> Submission:
+        return Submission(**{"principal": "p", "text": "t", "repo": tmp_path, "mode": "read", **changes})
+
+    for changes, field in [
+        ({"models": {"default": "nosuch:model"}}, "model"),
+        ({"models": {"coder": "noprefix"}}, "coder_model"),
+        ({"models": {"planner": f"function:{tmp_path}/missing.py:decide"}}, None),
+        ({"budgets": {"max_revisions": -1}}, "max_revisions"),
+        ({"budgets": {"timeout_s": 0}}, "timeout_s"),
+        ({"budgets": {"token_budget": 0}}, "token_budget"),
+        ({"pipeline": "nosuch"}, "pipeline"),
+    ]:
+        with pytest.raises(SubmissionRefused) as refused:
+            check_submission(submission(**changes))
+        if field is not None:
+            assert refused.value.details.get("field") == field and field in str(refused.value)
+    names, budgets, pipeline = check_submission(
+        submission(budgets={"max_steps": 3, "timeout_s": 60}, pipeline="explain")
+    )
+    assert (budgets.max_steps, budgets.deadline_s, pipeline.name) == (3, 60, "explain")
+    # The repository's configuration gives what the client left out, and declares its pipelines.
+    (tmp_path / "codeloop.toml").write_text('[budgets]\nmax_steps = 7\n[pipelines]\nquick = ["code:coder"]\n')
+    names, budgets, pipeline = check_submission(submission(mode="write", pipeline="quick"))
+    assert (budgets.max_steps, pipeline.stages) == (7, ["code:coder"])
+    with pytest.raises(SubmissionRefused, match="no pipeline named 'quik'; known: .*quick") as refused:
+        check_submission(submission(pipeline="quik"))
+    assert refused.value.details["field"] == "pipeline"
+
+
+async def test_a_configured_pipeline_is_carried_and_one_nothing_serves_is_refused(client: Client, tmp_path: Path) -> None:
+    (tmp_path / "root" / "calc" / "codeloop.toml").write_text(
+        '[pipelines]\nquick = ["code:coder"]\nodd = ["code:coder", "review:nobody"]\n'
+    )
+    refused = await client.call_tool("submit_task", {"task": "fix add", "repo": "calc", "mode": "write", "pipeline": "odd"})
+    assert refused.is_error
+    body = refused.structured_content or {}
+    assert body["details"]["field"] == "pipeline" and "review:nobody" in body["message"]
+    assert (await call(client, "list_tasks"))["tasks"] == []  # nothing was submitted
+
+    task_id = (await call(client, "submit_task", task="fix add", repo="calc", mode="write", pipeline="quick"))["task_id"]
+    with anyio.fail_after(30):  # only an orchestrator runs: the task's one stage waits for a coder
+        while (view := await call(client, "get_task", task_id=task_id))["waiting_for"] is None:  # noqa: ASYNC110 - get_task is what a polling client calls
+            await anyio.sleep(0.2)
+    assert (view["waiting_for"], view["stage"]) == ("coder", "code")  # not the planner: the pipeline was carried
+    await call(client, "cancel_task", task_id=task_id)
+
+
+@pytest.mark.filterwarnings("ignore:resources/subscribe is removed")  # still what 2025-11-25 clients send
+async def test_a_2025_client_subscribed_to_a_task_hears_of_its_changes(server: Any) -> None:
+    updated: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, ResourceUpdatedNotification):
+            updated.append(message.params.uri)
+
+    async with Client(server, mode="legacy", message_handler=on_message) as legacy:
+        task_id = (await call(legacy, "submit_task", task="what does add do?", repo="calc"))["task_id"]
+        uri = f"codeloop://tasks/{task_id}"
+        with pytest.raises(MCPError, match="of yours"):
+            await legacy.session.subscribe_resource("codeloop://tasks/someone-elses")
+        await legacy.session.subscribe_resource(uri)
+        await call(legacy, "cancel_task", task_id=task_id)
+        with anyio.fail_after(30):
+            assert (await call(legacy, "wait_task", task_id=task_id, timeout_s=25))["status"] == "cancelled"
+            while not updated:  # noqa: ASYNC110 - the notification arrives on its own
+                await anyio.sleep(0.05)
+        assert set(updated) == {uri}

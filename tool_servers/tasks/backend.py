@@ -1,0 +1,87 @@
+"""The backend the tasks server is written against: where tasks go and where their state comes from.
+
+The server owns the MCP side (tools, schemas, scopes, who is calling, confinement of `repo`);
+the backend owns the tasks. codeloop's backend (`codeloop.tasks_backend`) keeps everything on
+the bus: the submission, the owner of each task, its record, its events. The server keeps no
+state, so a restarted server (or another replica) sees the same tasks.
+
+Every method takes the caller's principal: a task another principal submitted does not exist
+for this one (None, never "forbidden": no oracle for other people's task ids).
+"""
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from tool_servers.tasks.views import Mode, TaskView
+
+OnProgress = Callable[[TaskView, str], Awaitable[None]]
+"""Called by `wait` on every event of the task: the fresh view and the event's message."""
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A checked request to run a task, as the server hands it to the backend."""
+
+    principal: str
+    text: str
+    repo: Path
+    """Absolute, inside the server's root; captured as the task's snapshot at submission."""
+    mode: Mode
+    models: dict[str, str | None] = field(default_factory=dict)
+    """`default`, `planner`, `coder`: names as the client gave them (None: not given)."""
+    budgets: dict[str, Any] = field(default_factory=dict)
+    """`max_steps`, `max_revisions`, `timeout_s`, `token_budget`: only those the client gave."""
+    pipeline: str | None = None
+
+
+class SubmissionRefused(ValueError):
+    """The submission cannot run as given (unknown model, bad budget, unknown pipeline, a tree
+    too large to capture); nothing was submitted. The message says what to change."""
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.details = details
+
+
+class TooManyTasks(SubmissionRefused):
+    """The principal already has its cap of unfinished tasks; nothing was submitted."""
+
+
+class TasksBackend(Protocol):
+    async def submit(self, submission: Submission) -> str:
+        """Submit and return the task id at once (the task runs elsewhere).
+
+        Raises:
+            SubmissionRefused: see the class; `TooManyTasks` for the per-principal cap.
+        """
+        ...
+
+    async def get(self, principal: str, task_id: str) -> TaskView | None: ...
+
+    async def wait(
+        self, principal: str, task_id: str, *, timeout_s: float, on_progress: OnProgress, until_question: bool
+    ) -> TaskView | None:
+        """The view once the task ended or `timeout_s` passed; with `until_question`, also as
+        soon as a confirmation is pending (someone has to answer it before the task goes on)."""
+        ...
+
+    async def cancel(self, principal: str, task_id: str) -> TaskView | None: ...
+
+    async def list(self, principal: str, *, status: str | None, limit: int) -> list[TaskView]: ...
+
+    async def answer(self, principal: str, task_id: str, request_id: str, *, approve: bool) -> bool | None:
+        """Record the answer; True when it was recorded, False when that request is not pending
+        (answered, timed out, unknown), None when the task is not the principal's."""
+        ...
+
+    def changes(self) -> "AsyncIteratorContext":
+        """An async context manager yielding the ids of tasks as they change (each event)."""
+        ...
+
+
+class AsyncIteratorContext(Protocol):
+    async def __aenter__(self) -> AsyncIterator[str]: ...
+
+    async def __aexit__(self, *exc: object) -> bool | None: ...

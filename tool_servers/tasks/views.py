@@ -1,0 +1,156 @@
+"""What the tasks server's tools take and return: the arguments of each tool and the task view.
+
+These models are the tools' `inputSchema`/`outputSchema` (field docstrings become the
+descriptions a client shows). The view is what `get_task`, `wait_task`, `cancel_task`,
+`list_tasks` and the resource `codeloop://tasks/{task_id}` return; its `result`, once the task
+ended, is exactly the object `codeloop run --json` prints.
+"""
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Mode = Literal["read", "write", "execute"]
+MAX_TASK_TEXT_CHARS = 96 * 1024
+"""The bus's own limit on a task's text; longer texts are refused before anything is captured."""
+MAX_WAIT_S = 3600.0
+ENDED = frozenset({"done", "diagnosed", "handed_off", "failed", "cancelled", "rejected"})
+"""The statuses a task ends with; it never leaves one."""
+
+_ARGS = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+_OUT = ConfigDict(use_attribute_docstrings=True)
+
+
+class SubmitTaskArgs(BaseModel):
+    model_config = _ARGS
+
+    task: str = Field(min_length=1, max_length=MAX_TASK_TEXT_CHARS)
+    """What to do, in words: a question (read mode) or a change to make (write, execute)."""
+    repo: str = "."
+    """The repository, relative to the server's root (the root itself by default)."""
+    mode: Mode = "read"
+    """read: an answer only; write: a patch; execute: a patch checked by running the tests. May
+    not exceed the grant: write needs the `write` scope, execute the `execute` scope."""
+    model: str | None = None
+    """Model of every LLM role: a pydantic-ai name (`openai-chat:...`, `anthropic:...`) or
+    `function:PATH.py:NAME`. None: the server's default (CODELOOP_MODEL); no model at all runs
+    the task in diagnose mode."""
+    planner_model: str | None = None
+    """The planner's model, overriding `model`."""
+    coder_model: str | None = None
+    """The coder's model, overriding `model`."""
+    pipeline: str | None = None
+    """A named pipeline: a built-in one (fix, explain, diagnose, echo) or one the configuration
+    declares under [pipelines]; None: chosen by the task."""
+    max_steps: int | None = Field(default=None, ge=1)
+    """Model requests, all roles together."""
+    max_revisions: int | None = Field(default=None, ge=0)
+    """Revisions after failed verification."""
+    timeout_s: float | None = Field(default=None, gt=0)
+    """The task's wall-clock deadline in seconds, from submission."""
+    token_budget: int | None = Field(default=None, ge=1)
+    """Input + output tokens, all roles together."""
+
+
+class TaskIdArgs(BaseModel):
+    model_config = _ARGS
+
+    task_id: str = Field(min_length=1, max_length=128)
+    """The id `submit_task` returned."""
+
+
+class WaitTaskArgs(TaskIdArgs):
+    timeout_s: float = Field(default=60.0, ge=0, le=MAX_WAIT_S)
+    """How long to wait for the task's end; when it passes, the view is returned as it is (not
+    an error). Progress notifications keep a client's own request timeout from expiring."""
+
+
+class ListTasksArgs(BaseModel):
+    model_config = _ARGS
+
+    status: str | None = None
+    """Only tasks with this status (e.g. `done`, `coding`); None: every status."""
+    limit: int = Field(default=50, ge=1, le=500)
+    """At most this many tasks, the newest first."""
+
+
+class AnswerConfirmationArgs(TaskIdArgs):
+    request_id: str = Field(min_length=1, max_length=128)
+    """The `pending_confirmation.request_id` of the task's view."""
+    approve: bool
+    """True allows the high-risk action; False refuses it."""
+
+
+class PendingConfirmation(BaseModel):
+    """A high-risk tool call inside the task waits for a person's answer."""
+
+    model_config = _OUT
+
+    request_id: str
+    """Pass it to `answer_confirmation`."""
+    question: str
+    """What the tool call would do."""
+    timeout_s: float
+    """No answer within this many seconds (from the request) is a refusal."""
+
+
+class TaskView(BaseModel):
+    """Where a task is, and its result once it ended."""
+
+    model_config = _OUT
+
+    task_id: str
+    status: str
+    """`submitted` until the orchestrator takes it; then its stage (`planning`, `retrieving`,
+    `coding`, `verifying`, ...) and finally `done`, `diagnosed`, `handed_off`, `failed`,
+    `cancelled` or `rejected`."""
+    stage: str | None = None
+    """The pipeline stage in progress (`plan`, `retrieve`, `code`, `verify`, ...)."""
+    step: int = 0
+    """Steps dispatched so far."""
+    tokens: int = 0
+    """Model tokens used so far, input and output."""
+    elapsed_s: float = 0.0
+    """Seconds since the task was submitted (until its end, once it ended)."""
+    mode: Mode | None = None
+    """The mode it was submitted in."""
+    pending_confirmation: PendingConfirmation | None = None
+    """A high-risk action waiting for an answer (`answer_confirmation`), or None."""
+    waiting_for: str | None = None
+    """A role of the task's pipeline that no live worker serves: the task waits for one."""
+    result: dict[str, Any] | None = None
+    """The `codeloop run --json` object once the task ended; None until then."""
+
+    @property
+    def ended(self) -> bool:
+        return self.result is not None or self.status in ENDED
+
+
+class Submitted(BaseModel):
+    model_config = _OUT
+
+    task_id: str
+    """Follow it with `wait_task`, `get_task` or the resource codeloop://tasks/{task_id}."""
+    status: str
+    """`submitted`: the orchestrator has not taken it yet (with the MCP tasks extension, once the
+    task ended: how it ended)."""
+    task: TaskView | None = None
+    """Only in the final result of a `submit_task` run as an MCP task: the task's last view."""
+
+
+class TaskList(BaseModel):
+    model_config = _OUT
+
+    tasks: list[TaskView]
+    """The caller's own tasks, the newest first."""
+
+
+class Answered(BaseModel):
+    model_config = _OUT
+
+    task_id: str
+    request_id: str
+    approved: bool
+    """The answer that was recorded."""
+    task: TaskView
+    """The task's view after the answer."""
