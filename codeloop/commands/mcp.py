@@ -3,7 +3,7 @@
 The `mcp` command line is a contract other tools depend on:
 `codeloop mcp SERVER --root DIR [--scopes read,write,execute] [--transport stdio|http]
 [--host 127.0.0.1] [--port N] [--token-file FILE] [--audit-log FILE] [--index-dir DIR]
-[--allow-path GLOB]... [--deny-path GLOB]...`.
+[--allow-path GLOB]... [--deny-path GLOB]... [--health-port N] [--health-host ADDR]`.
 
 Without `--scopes` the grant is `read` (least privilege), and what is granted is said on stderr
 (stdout belongs to the MCP protocol over stdio). The audit log and the search index live in the
@@ -64,6 +64,16 @@ def mcp(
         list[str] | None,
         typer.Option("--deny-path", help="Also treat files matching this glob as secrets (repeatable)."),
     ] = None,
+    health_port: Annotated[
+        int,
+        typer.Option(
+            "--health-port",
+            help="http: serve liveness (/healthz) and readiness (/readyz: listening) on this port. Default 0: off.",
+        ),
+    ] = 0,
+    health_host: Annotated[
+        str, typer.Option("--health-host", help="Address the health endpoint listens on.")
+    ] = "127.0.0.1",
 ) -> None:
     """Run one MCP tool server confined to ROOT, over stdio or streamable HTTP (at /mcp).
 
@@ -93,6 +103,10 @@ def mcp(
         )
     if not 0 <= port <= 65535:
         raise usage_error(f"--port must be between 0 and 65535, not {port}")
+    if not 0 <= health_port <= 65535:
+        raise usage_error(f"--health-port must be between 0 and 65535, not {health_port}")
+    if health_port and transport != "http":
+        raise usage_error("--health-port needs --transport http: a stdio server lives and dies with its client")
     home = root_home(root)
     tools = tool_server_config()
     config = ServeConfig(
@@ -120,7 +134,10 @@ def mcp(
 
     setup_telemetry(telemetry_config(), process=f"mcp {server}")
     try:
-        anyio.run(run_server, config)
+        if health_port:
+            anyio.run(_run_with_health, config, health_host, health_port)
+        else:
+            anyio.run(run_server, config)
     except TokenFileError as exc:  # the file --token-file names
         raise usage_error(str(exc)) from None
     except UnknownServer as exc:  # a known name whose module this installation lacks
@@ -134,6 +151,34 @@ def mcp(
         if rest is not None or oserrors is None:
             raise
         raise fail("; ".join(os_error_message(e) for e in _leaves(oserrors))) from None  # type: ignore[arg-type]
+
+
+async def _run_with_health(config: object, host: str, port: int) -> None:
+    """The HTTP server beside its health endpoint; ready once the server listens."""
+    import sys
+    from functools import partial
+
+    import anyio
+
+    from codeloop.health import Readiness, serve_health
+    from tool_servers.serve import run_server
+
+    readiness = Readiness()
+
+    def listening(url: str) -> None:
+        print(url, flush=True)
+        print(f"serving at {url}", file=sys.stderr, flush=True)
+        readiness.mark("listening")
+
+    try:
+        async with anyio.create_task_group() as tg:
+            await tg.start(partial(serve_health, readiness, host=host, port=port))
+            await run_server(config, on_ready=listening)  # type: ignore[arg-type]
+    except BaseExceptionGroup as group:
+        # One cause (a bad token file, a taken port) is reported as it is without the endpoint.
+        if len(group.exceptions) == 1 and not isinstance(group.exceptions[0], BaseExceptionGroup):
+            raise group.exceptions[0] from None
+        raise
 
 
 def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
