@@ -151,7 +151,7 @@ async def code(
         guard = _Guard(
             max_repeated=request.budget.max_repeated_calls, max_failures=request.budget.max_tool_failures
         )
-        model = model_for(deps, name, role=ROLE, task_id=task_id, budget=request.budget)
+        model = model_for(deps, task.models.chain_for(ROLE), role=ROLE, task_id=task_id, budget=request.budget)
         agent = Agent(
             model, output_type=str, name=ROLE,
             instructions=INSTRUCTIONS[task.mode], toolsets=_toolsets(deps, root, request, task_id),

@@ -3,8 +3,11 @@
     AgentError                      failure_class
     ├── ModelSpecError (ValueError)   env.setup     a model name that cannot be resolved: bad syntax,
     │                                               unknown provider, a `function:` file or callable missing
-    ├── ModelNotConfigured            env.setup     the provider needs a variable that is not set (API key,
-    │                                               base URL); raised at the first call, not at construction
+    ├── ModelNameProblem (ValueError) env.setup     the same found before anything starts, from names and
+    │   (agents.model_check)                        files alone (no import of pydantic-ai), or credentials unset
+    ├── ModelNotConfigured            env.credentials  the provider needs a variable that is not set (API
+    │                                               key, base URL) in the worker that runs the step; raised
+    │                                               at the first call, not at construction
     ├── ProviderUnavailable           env.infra     rate limit, 5xx, timeout or connection failure that
     │                                               outlasted the retries: not the model's fault
     ├── ProviderRejected              env.setup     the provider refused the request (bad key, unknown model,
@@ -41,7 +44,7 @@ class ModelSpecError(AgentError, ValueError):
 class ModelNotConfigured(AgentError):
     """The provider needs an environment variable that is unset; `variable` names it when known."""
 
-    failure_class = "env.setup"
+    failure_class = "env.credentials"
 
     def __init__(self, message: str, *, variable: str | None = None) -> None:
         super().__init__(message)

@@ -20,6 +20,7 @@ class FailureClass(StrEnum):
 
     ENV_INFRA = "env.infra"
     ENV_SETUP = "env.setup"
+    ENV_CREDENTIALS = "env.credentials"
     PATCH_MALFORMED = "patch.malformed"
     PATCH_APPLY_FAILED = "patch.apply_failed"
     PATCH_EMPTY = "patch.empty"
@@ -53,6 +54,7 @@ Blame = Literal["environment", "model", "ambiguous"]
 DEFINITIONS: dict[FailureClass, str] = {
     FailureClass.ENV_INFRA: "The sandbox, the bus, a tool server or the model provider failed; retried, not the model's fault.",
     FailureClass.ENV_SETUP: "The repository cannot be tested as it is: dependencies missing, no tests collected, pytest itself broken.",
+    FailureClass.ENV_CREDENTIALS: "The worker that ran a step lacks a variable its model needs (an API key, a base URL); the message names it.",
     FailureClass.PATCH_MALFORMED: "The patch is not a readable unified diff.",
     FailureClass.PATCH_APPLY_FAILED: "The patch is a diff but does not apply to the tree the task started from.",
     FailureClass.PATCH_EMPTY: "The patch changes nothing.",
@@ -85,6 +87,7 @@ DEFINITIONS: dict[FailureClass, str] = {
 BLAME: dict[FailureClass, Blame] = {
     FailureClass.ENV_INFRA: "environment",
     FailureClass.ENV_SETUP: "environment",
+    FailureClass.ENV_CREDENTIALS: "environment",
     FailureClass.TEST_TIMEOUT: "ambiguous",
     FailureClass.VERIFY_UNVERIFIABLE: "ambiguous",
     FailureClass.BUDGET_WALL: "ambiguous",

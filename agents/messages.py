@@ -68,6 +68,44 @@ class Budgets(Message):
     """Spend limit where the model's prices are known; None for no limit."""
 
 
+class ModelOptions(Message):
+    """Settings of one model, wherever it is used (configuration: `[model_settings."NAME"]`)."""
+
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    """Sampling temperature; None: the provider's default."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Most tokens one response may have; None: the provider's default."""
+    timeout_s: float | None = Field(default=None, gt=0)
+    """Deadline of one request attempt in seconds (a passed one is retried); None: the SDK's own."""
+    max_attempts: int | None = Field(default=None, ge=1)
+    """Attempts per request on infrastructure failures, the first included; None: 4. In a fallback
+    list, 1 moves on to the next model at the first provider error."""
+    input_usd_per_mtok: float | None = Field(default=None, ge=0)
+    """Price of a million input tokens in US dollars, used where genai-prices does not know the model."""
+    output_usd_per_mtok: float | None = Field(default=None, ge=0)
+    """Price of a million output tokens in US dollars, used where genai-prices does not know the model."""
+
+    @property
+    def priced(self) -> bool:
+        return self.input_usd_per_mtok is not None and self.output_usd_per_mtok is not None
+
+
+class ModelChain(Message):
+    """What one role runs: its model, the models tried in order after a provider error, their settings."""
+
+    names: list[str] = Field(min_length=1)
+    """The role's model first, then its fallbacks."""
+    options: dict[str, ModelOptions] = {}
+    """Model name -> its settings; a model without an entry takes the defaults."""
+
+    @property
+    def name(self) -> str:
+        return self.names[0]
+
+
+BUILTIN_MODEL_ROLES = ("default", "planner", "coder")
+
+
 class ModelNames(Message):
     """Which model each LLM role uses: pydantic-ai names or `function:PATH.py:NAME`."""
 
@@ -77,9 +115,32 @@ class ModelNames(Message):
     """The planner's model; None uses `default`."""
     coder: str | None = None
     """The coder's model; None uses `default`."""
+    roles: dict[str, str] = {}
+    """Models of other (plug-in) roles by role name; a role not named uses `default`."""
+    fallbacks: dict[str, list[str]] = {}
+    """Role name (or `default`) -> the models tried in order when that role's model fails with a
+    provider error (unavailable after its retries, or refused)."""
+    options: dict[str, ModelOptions] = {}
+    """Model name -> its settings (temperature, max tokens, timeout, attempts, price)."""
 
     def for_role(self, role: str) -> str | None:
-        return getattr(self, role, None) or self.default
+        own = getattr(self, role) if role in BUILTIN_MODEL_ROLES else self.roles.get(role)
+        return own or self.default
+
+    def chain_for(self, role: str) -> ModelChain | None:
+        """The role's model with its fallbacks and their settings; None: no model (diagnose mode)."""
+        name = self.for_role(role)
+        if name is None:
+            return None
+        own = getattr(self, role) if role in BUILTIN_MODEL_ROLES else self.roles.get(role)
+        names = [name, *self.fallbacks.get(role if own else "default", [])]
+        return ModelChain(names=names, options={n: self.options[n] for n in names if n in self.options})
+
+    def all_names(self) -> list[str]:
+        """Every model name this choice mentions, once each, in a stable order."""
+        found = [self.default, self.planner, self.coder, *self.roles.values()]
+        found += [name for chain in self.fallbacks.values() for name in chain]
+        return list(dict.fromkeys(name for name in found if name))
 
     @property
     def any(self) -> bool:

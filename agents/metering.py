@@ -3,8 +3,10 @@
 from datetime import UTC, datetime
 from typing import Any
 
-from agents.messages import StepBudget, Usage
-from agents.models import MeteredModel, ModelCall, build_model
+from pydantic_ai.models import Model
+
+from agents.messages import ModelChain, StepBudget, Usage
+from agents.models import ModelCall, build_model
 from agents.observe.events import current_step
 from agents.role import RoleDeps
 from bus import subjects
@@ -14,8 +16,8 @@ from bus.messages import Event
 
 
 def model_for(
-    deps: RoleDeps, name: str, *, role: str, task_id: str, budget: StepBudget | None = None
-) -> MeteredModel:
+    deps: RoleDeps, name: str | ModelChain, *, role: str, task_id: str, budget: StepBudget | None = None
+) -> Model:
     """The role's model, each call published as a `model_call` event of the task (content only
     as a trimmed, redacted preview); with `budget`, it refuses a request once the step has spent
     what the task's cost budget had left (`CostBudgetExceeded`, class `budget.cost`)."""
@@ -43,7 +45,7 @@ def model_for(
     )  # fmt: skip
 
 
-def usage_of(run_usage: Any, model: MeteredModel) -> Usage:
+def usage_of(run_usage: Any, model: Model) -> Usage:
     """A run's usage (pydantic-ai's `RunUsage`) with what its model spent: the cost is the sum of
     the metered calls' prices, the same figures the `model_call` events carry."""
     return Usage(
@@ -51,7 +53,7 @@ def usage_of(run_usage: Any, model: MeteredModel) -> Usage:
         input_tokens=run_usage.input_tokens or 0,
         output_tokens=run_usage.output_tokens or 0,
         tool_calls=run_usage.tool_calls or 0,
-        cost_usd=model.spent_usd,
+        cost_usd=model.spend.spent_usd,  # type: ignore[attr-defined]  # build_model's models carry it
     )
 
 

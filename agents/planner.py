@@ -76,7 +76,7 @@ async def plan(
     name = task.models.for_role(ROLE)
     if not name:
         return PlanResult(step_id=request.step_id, plan=fixed_plan(task, files))
-    model = model_for(deps, name, role=ROLE, task_id=task_id, budget=request.budget)
+    model = model_for(deps, task.models.chain_for(ROLE), role=ROLE, task_id=task_id, budget=request.budget)
     run_info = RunInfo(task_id=task_id, role=ROLE, step_id=request.step_id, trace_id=trace_id)
     agent = Agent(
         model, output_type=Plan, instructions=INSTRUCTIONS, retries=2, name=ROLE,

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from codeloop.commands import doctor, eval, mcp, replay, run, sandbox, search, serve, tasks, trace
+from codeloop.commands import config, doctor, eval, mcp, replay, run, sandbox, search, serve, tasks, trace
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -48,7 +48,7 @@ def version() -> None:
     typer.echo(__version__)
 
 
-for _area in (serve, tasks, run, replay, trace, eval, sandbox, search, mcp, doctor):
+for _area in (serve, tasks, run, replay, trace, eval, sandbox, search, mcp, doctor, config):
     _area.register(app)
 
 

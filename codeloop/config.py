@@ -14,7 +14,9 @@ Environment variables (each overridden by its command-line option):
     CODELOOP_CACHE_DIR   the shared caches (embeddings, converted models); default the platform's
                          user cache directory, `~/.cache/codeloop` on Linux
 
-Only this module reads them; the packages get what they need as arguments.
+Only this module and `codeloop.settings` (the configuration files, the models and budgets of a
+task: CODELOOP_MODEL, CODELOOP_PLANNER_MODEL, CODELOOP_CODER_MODEL) read them; the packages get
+what they need as arguments.
 
 State that is not the user's work lives in the home, never in the repository a tool server is
 confined to: each served root gets `HOME/roots/<name>-<hash>/` (its audit log, its index), so a
@@ -35,7 +37,6 @@ from codeloop.errors import CodeloopError
 from layout import DEFAULT_HOME, HOME_ENV, ROOTS_DIR, SERVE_NOTE
 
 if TYPE_CHECKING:
-    from agents.messages import ModelNames
     from tool_servers.secret_files import SecretRules
 
 
@@ -278,31 +279,3 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def model_names(
-    *, model: str | None = None, planner: str | None = None, coder: str | None = None, base_dir: Path | None = None
-) -> "ModelNames":
-    """The task's models: flags first, then `CODELOOP_MODEL` for every role; `function:` paths made
-    absolute against `base_dir` (default: here), because a worker elsewhere resolves them.
-
-    Raises:
-        ConfigError: a `function:` file that does not exist.
-    """
-    from agents.messages import ModelNames
-
-    default = model or os.environ.get("CODELOOP_MODEL") or None
-    names = {"default": default, "planner": planner, "coder": coder}
-    for role, name in names.items():
-        if name and name.startswith("function:"):
-            spec = name.removeprefix("function:")
-            path, sep, attr = spec.rpartition(":")
-            if not sep or not path:
-                raise ConfigError(f"--{role}-model {name!r}: write function:PATH.py:NAME")
-            file = Path(path).expanduser()
-            if not file.is_absolute():
-                file = (base_dir or Path.cwd()) / file
-            if not file.is_file():
-                raise ConfigError(f"model file {file} does not exist (from {name!r})")
-            names[role] = f"function:{file.resolve()}:{attr}"
-    return ModelNames(**names)

@@ -15,8 +15,9 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="session", autouse=True)
 def _private_codeloop_dirs(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Keep the suite off the user's ~/.codeloop and ~/.cache/codeloop (state, embedding cache);
-    tests that need their own directories still set these variables themselves.
+    """Keep the suite off the user's ~/.codeloop, ~/.cache/codeloop (state, embedding cache) and
+    ~/.config/codeloop/config.toml (a developer's own models and budgets); tests that need their
+    own directories still set these variables themselves.
 
     CODELOOP_CACHE_DIR reaches the CLI's subprocesses (`codeloop.config` reads it); XDG_CACHE_HOME
     moves the platform cache directory that library calls in this process fall back to. Both
@@ -27,3 +28,4 @@ def _private_codeloop_dirs(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["CODELOOP_HOME"] = str(base / "home")
     os.environ["XDG_CACHE_HOME"] = str(base / "xdg-cache")
     os.environ["CODELOOP_CACHE_DIR"] = str(base / "xdg-cache" / "codeloop")
+    os.environ["XDG_CONFIG_HOME"] = str(base / "xdg-config")

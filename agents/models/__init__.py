@@ -3,6 +3,8 @@
     choice = merge_choices(task_override, cli_flags, env_choice, config_file)   # highest first
     name = choice.for_role("coder")                 # None: diagnose mode, no model
     model = build_model(name, role="coder", on_call=publish_model_call)
+    # or, with the task's fallbacks and per-model settings (`ModelNames.chain_for`):
+    model = build_model(task.models.chain_for("coder"), role="coder", on_call=publish_model_call)
     agent = Agent(model, output_type=...)           # no API key needed until the first request
     with model_errors_as_agent_errors():
         result = await agent.run(...)
@@ -11,7 +13,9 @@ A name is a pydantic-ai model name (`openai:…` for the Responses API, `openai-
 Completions and OpenAI-compatible servers through `OPENAI_BASE_URL`, `anthropic:…`, `ollama:…`
 through `OLLAMA_BASE_URL`) or `function:PATH.py:NAME`, a scripted model with FunctionModel's
 signature. Every request goes through `MeteredModel`: retried on infrastructure failures, metered,
-logged on `codeloop.agents`, and reported as a `ModelCall`.
+logged on `codeloop.agents`, and reported as a `ModelCall`. A `ModelChain` of several names
+becomes a `FallbackChain` of metered models: the next is tried after a provider error of the one
+before (`agents.models.fallback`).
 """
 
 from collections.abc import Iterator
@@ -19,15 +23,19 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior
+from pydantic_ai.models import Model
 
 from agents.errors import ModelMisbehaved
+from agents.messages import ModelChain, ModelOptions
 from agents.models._redact import _redact, trim
 from agents.models.choice import LLM_ROLES, LlmRole, ModelChoice, merge_choices
-from agents.models.metered import MeteredModel, ModelCall, OnCall
+from agents.models.fallback import FallbackChain
+from agents.models.metered import MeteredModel, ModelCall, OnCall, Spend
 from agents.models.names import load_function_model, model_factory
 from agents.models.retry import RetryPolicy, is_retryable, rejected, unavailable
 
 __all__ = [
+    "FallbackChain",
     "LLM_ROLES",
     "LlmRole",
     "MeteredModel",
@@ -35,6 +43,7 @@ __all__ = [
     "ModelChoice",
     "OnCall",
     "RetryPolicy",
+    "Spend",
     "build_model",
     "build_role_models",
     "load_function_model",
@@ -45,24 +54,44 @@ __all__ = [
 
 
 def build_model(
-    name: str,
+    name: str | ModelChain,
     *,
     role: str,
     on_call: OnCall | None = None,
     retry: RetryPolicy | None = None,
     base_dir: Path | None = None,
     cost_limit_usd: float | None = None,
-) -> MeteredModel:
-    """The metered model for `role` named `name`; see the module docstring. `cost_limit_usd`: the
-    spend after which it refuses further requests (`CostBudgetExceeded`); None for no limit.
+) -> Model:
+    """The metered model for `role` named `name` (a `FallbackChain` of metered models when `name`
+    is a chain with fallbacks); see the module docstring. `cost_limit_usd`: the spend after which
+    it refuses further requests (`CostBudgetExceeded`); None for no limit. Every model of a chain
+    shares one `Spend`, which the returned model carries as `spend`.
 
     Raises:
-        ModelSpecError: `name` cannot be resolved (checked now; API keys are checked at the first call).
+        ModelSpecError: a name cannot be resolved (checked now; API keys are checked at the first call).
     """
-    return MeteredModel(
-        model_factory(name, base_dir=base_dir), name=name.strip(), role=role, on_call=on_call, retry=retry,
-        cost_limit_usd=cost_limit_usd,
-    )  # fmt: skip
+    chain = name if isinstance(name, ModelChain) else ModelChain(names=[name])
+    spend = Spend(limit_usd=cost_limit_usd)
+    models = [
+        MeteredModel(
+            model_factory(one, base_dir=base_dir), name=one.strip(), role=role, on_call=on_call,
+            retry=_retry_for(retry, options), options=options, spend=spend,
+        )  # fmt: skip
+        for one in chain.names
+        for options in [chain.options.get(one, ModelOptions())]
+    ]
+    return models[0] if len(models) == 1 else FallbackChain(*models)
+
+
+def _retry_for(retry: RetryPolicy | None, options: ModelOptions) -> RetryPolicy:
+    """`retry` (or the default policy) with the attempts and attempt deadline `options` configure."""
+    policy = retry or RetryPolicy()
+    update = {
+        key: value
+        for key, value in (("max_attempts", options.max_attempts), ("attempt_timeout_s", options.timeout_s))
+        if value is not None
+    }
+    return policy.model_copy(update=update) if update else policy
 
 
 def build_role_models(
@@ -71,7 +100,7 @@ def build_role_models(
     on_call: OnCall | None = None,
     retry: RetryPolicy | None = None,
     base_dir: Path | None = None,
-) -> dict[LlmRole, MeteredModel]:
+) -> dict[LlmRole, Model]:
     """A metered model for every LLM role `choice` names; a role left out runs in diagnose mode.
 
     Raises:

@@ -3,10 +3,12 @@
 It wraps the real model (built lazily, see `names`), and for each request:
 - retries infrastructure failures under a `RetryPolicy` and turns what is left into the agents'
   typed errors (`ProviderUnavailable`, `ProviderRejected`, `ModelMisbehaved`);
-- meters it: tokens in/out, latency, attempts, cost where genai-prices knows the model, and adds
-  the cost to what the model has spent (`spent_usd`, the role's `Usage.cost_usd`);
+- meters it: tokens in/out, latency, attempts, cost where genai-prices knows the model, else at
+  the price configured for it (`ModelOptions.input_usd_per_mtok` / `output_usd_per_mtok`), and
+  adds the cost to what the role's model has spent (`Spend`, the role's `Usage.cost_usd`);
 - refuses a request once that spend reached the step's share of the task's cost budget
-  (`cost_limit_usd`), so the budget is checked before every model call, not only between steps;
+  (`Spend.limit_usd`), so the budget is checked before every model call, not only between steps;
+- applies the model's configured settings (temperature, max tokens, timeout) under the run's own;
 - reports it as a `ModelCall` to the role's `on_call` (so the role can publish an event) and as
   one log line on the `codeloop.agents` logger.
 
@@ -19,6 +21,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager, nullcontext
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import anyio
@@ -38,6 +41,7 @@ from agents.errors import (
     ProviderRejected,
     ProviderUnavailable,
 )
+from agents.messages import ModelOptions
 from agents.models._redact import _redact, trim
 from agents.models.names import ModelFactory
 from agents.models.retry import RetryPolicy, describe, is_retryable, rejected, unavailable
@@ -69,7 +73,8 @@ class ModelCall(BaseModel):
     backoff_s: float = 0.0
     """Time spent waiting between attempts."""
     cost_usd: float | None = None
-    """Price of the request in US dollars; None when genai-prices does not know the model."""
+    """Price of the request in US dollars; None when neither genai-prices nor the configuration
+    prices the model."""
     failure_class: str | None = None
     """The failure class of a request that did not succeed (env.infra, env.setup, agent.format)."""
     error: str | None = None
@@ -80,6 +85,28 @@ class ModelCall(BaseModel):
 
 OnCall = Callable[[ModelCall], Awaitable[None] | None]
 """Receives every `ModelCall`; may be async (to publish an event). Its errors propagate."""
+
+
+@dataclass
+class Spend:
+    """What a role's model has cost in one step, and the limit after which it refuses requests."""
+
+    limit_usd: float | None = None
+    """The step's share of the task's cost budget; None for no limit."""
+    spent_usd: float | None = None
+    """US dollars of the successful requests; None while none had a known price."""
+
+    def add(self, cost_usd: float | None) -> None:
+        if cost_usd is not None:
+            self.spent_usd = (self.spent_usd or 0.0) + cost_usd
+
+    def check(self) -> None:
+        """Before a request. Raises `CostBudgetExceeded` once the spend reached the limit."""
+        if self.limit_usd is not None and (self.spent_usd or 0.0) >= self.limit_usd:
+            raise CostBudgetExceeded(
+                f"the cost budget is used up: ${self.spent_usd or 0.0:.4f} spent of the "
+                f"${self.limit_usd:.4f} this step had left"
+            )
 
 
 class MeteredModel(WrapperModel):
@@ -93,7 +120,8 @@ class MeteredModel(WrapperModel):
         role: str,
         on_call: OnCall | None = None,
         retry: RetryPolicy | None = None,
-        cost_limit_usd: float | None = None,
+        options: ModelOptions | None = None,
+        spend: "Spend | None" = None,
     ) -> None:
         # WrapperModel.__init__ would build the wrapped model now, reading API keys; see `names`.
         Model.__init__(self)
@@ -103,9 +131,9 @@ class MeteredModel(WrapperModel):
         self.role = role
         self.on_call = on_call
         self.retry = retry or RetryPolicy()
-        self.cost_limit_usd = cost_limit_usd
-        self.spent_usd: float | None = None
-        """US dollars of this model's successful requests; None while none had a known price."""
+        self.options = options or ModelOptions()
+        self.spend = spend or Spend()
+        """What this model's requests cost, shared with the other models of a fallback chain."""
 
     @property
     def wrapped(self) -> Model:  # type: ignore[override]
@@ -124,16 +152,6 @@ class MeteredModel(WrapperModel):
     def __repr__(self) -> str:
         return f"MeteredModel(name={self.name!r}, role={self.role!r})"
 
-    def _check_cost(self) -> None:
-        if self.cost_limit_usd is not None and (self.spent_usd or 0.0) >= self.cost_limit_usd:
-            raise CostBudgetExceeded(
-                f"the cost budget is used up: ${self.spent_usd or 0.0:.4f} spent of the "
-                f"${self.cost_limit_usd:.4f} this step had left"
-            )
-
-    def _spend(self, cost_usd: float | None) -> None:
-        if cost_usd is not None:
-            self.spent_usd = (self.spent_usd or 0.0) + cost_usd
 
     async def request(
         self,
@@ -141,9 +159,9 @@ class MeteredModel(WrapperModel):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
-        self._check_cost()
+        self.spend.check()
         meter = _Meter(self)
-        settings = _without_sdk_retries(model_settings)
+        settings = _without_sdk_retries(model_settings, self.options)
         while True:
             try:
                 with _deadline(self.retry.attempt_timeout_s):
@@ -166,9 +184,9 @@ class MeteredModel(WrapperModel):
         # replayed without the caller seeing them twice, so it fails as classified. No attempt
         # deadline here: a cancel scope closed while the stream it opened is still open breaks
         # anyio's nesting; streams take pydantic-ai's `first_event_timeout` setting instead.
-        self._check_cost()
+        self.spend.check()
         meter = _Meter(self)
-        settings = _without_sdk_retries(model_settings)
+        settings = _without_sdk_retries(model_settings, self.options)
         while True:
             stack = AsyncExitStack()
             try:
@@ -251,14 +269,16 @@ class _Meter:
             latency_s=round(time.perf_counter() - self.started, 6),
             attempts=self.attempts,
             backoff_s=round(self.backoff_s, 6),
-            cost_usd=_cost_usd(response, priced_as=getattr(self.model._built, "priced_as", None))
+            cost_usd=_cost_usd(
+                response, self.model.options, priced_as=getattr(self.model._built, "priced_as", None)
+            )
             if response is not None
             else None,
             failure_class=error.failure_class if isinstance(error, AgentError) else None,
             error=trim(_redact(str(error))) if error is not None else None,
             output_preview=_preview(response) if response is not None else None,
         )
-        self.model._spend(call.cost_usd)
+        self.model.spend.add(call.cost_usd)
         _log(call)
         if self.model.on_call is not None:
             result = self.model.on_call(call)
@@ -278,24 +298,39 @@ def _outcome(error: AgentError) -> Outcome:
     return "error"
 
 
-def _without_sdk_retries(settings: ModelSettings | None) -> ModelSettings:
-    # Ours is the only retry loop (see `retry`); models that ignore the setting (FunctionModel) are unaffected.
-    return {**(settings or {}), "max_retries": 0}
+def _without_sdk_retries(settings: ModelSettings | None, options: ModelOptions) -> ModelSettings:
+    # The configured settings apply per model (each model of a fallback chain has its own), under
+    # what the run sets. Ours is the only retry loop (see `retry`); models that ignore the setting
+    # (FunctionModel) are unaffected.
+    configured: ModelSettings = {}
+    if options.temperature is not None:
+        configured["temperature"] = options.temperature
+    if options.max_tokens is not None:
+        configured["max_tokens"] = options.max_tokens
+    if options.timeout_s is not None:
+        configured["timeout"] = options.timeout_s
+    return {**configured, **(settings or {}), "max_retries": 0}
 
 
 def _deadline(timeout_s: float | None) -> AbstractContextManager[object]:
     return anyio.fail_after(timeout_s) if timeout_s is not None else nullcontext()
 
 
-def _cost_usd(response: ModelResponse, *, priced_as: str | None = None) -> float | None:
-    """The response's price from genai-prices' table; `priced_as` prices a scripted model's
-    reported usage as that model's (a `function:` callable's `priced_as` attribute)."""
+def _cost_usd(response: ModelResponse, options: ModelOptions, *, priced_as: str | None = None) -> float | None:
+    """The response's price from genai-prices' table, else at the configured price; `priced_as`
+    prices a scripted model's reported usage as that model's (a `function:` callable's attribute)."""
     if priced_as is not None:
         response = dataclasses.replace(response, model_name=priced_as, provider_name=None)
     try:
         return float(response.cost().total_price)
     except (LookupError, ValueError, AssertionError):
-        return None  # genai-prices does not know this model (function:, local servers) or its usage
+        pass  # genai-prices does not know this model (function:, local servers) or its usage
+    if not options.priced:
+        return None
+    usage = response.usage
+    per_token_in = (options.input_usd_per_mtok or 0.0) / 1e6
+    per_token_out = (options.output_usd_per_mtok or 0.0) / 1e6
+    return (usage.input_tokens or 0) * per_token_in + (usage.output_tokens or 0) * per_token_out
 
 
 def _preview(response: ModelResponse) -> str:

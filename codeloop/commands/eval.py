@@ -25,6 +25,7 @@ def eval(  # the command's name is the contract's
     model: Annotated[str | None, typer.Option("--model", help="Model of every LLM role (env CODELOOP_MODEL); none: diagnose mode.")] = None,
     planner_model: Annotated[str | None, typer.Option("--planner-model", help="The planner's model.")] = None,
     coder_model: Annotated[str | None, typer.Option("--coder-model", help="The coder's model.")] = None,
+    cost_budget: Annotated[float | None, typer.Option("--cost-budget", help="US dollars each task may spend on models; every model must be priced.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Where to write the results (default: codeloop-eval/<UTC time>).")] = None,
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="Tasks run at once.")] = 1,
     rerun_failed: Annotated[Path | None, typer.Option("--rerun-failed", help="Run only the tasks unresolved in this earlier out dir.")] = None,
@@ -34,18 +35,31 @@ def eval(  # the command's name is the contract's
 ) -> None:  # fmt: skip
     """Run every task of TASKSET (each on a copy of its repository) and measure the outcome.
 
+    Models and budgets not given here come from the configuration (the environment, the current
+    directory's codeloop.toml, the user's config.toml), the same for every task; summary.json
+    records them with where each came from.
+
     Exit codes: 0 when no task failed for environment reasons and the resolved rate is at least
     --min-resolved; 1 otherwise; 2 usage errors.
     """
-    from codeloop.config import ConfigError, model_names
+    from agents.messages import TaskSubmitted
+    from codeloop.config import ConfigError
     from codeloop.evaluation.errors import EvalError
     from codeloop.evaluation.taskset import load_tasks
+    from codeloop.settings import check_submission, flag_values, load_settings
 
     try:
+        flags = flag_values(model=model, planner_model=planner_model, coder_model=coder_model, cost_budget=cost_budget)
+        settings = load_settings(flags=flags)
+        models = settings.models
+        # Every task of the run names the same models and budgets: one check covers them all.
+        check_submission(
+            TaskSubmitted(text="eval", repo=str(Path.cwd()), models=models, budgets=settings.budgets),
+            settings=settings,
+        )
         tasks = load_tasks(taskset)
         if rerun_failed is not None:
             tasks = _failed_only(tasks, rerun_failed)
-        models = model_names(model=model, planner=planner_model, coder=coder_model)
     except (EvalError, ConfigError) as exc:
         raise usage_error(str(exc)) from None
     out = out or Path("codeloop-eval") / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -55,8 +69,8 @@ def eval(  # the command's name is the contract's
         raise usage_error(f"--out {out} is not empty; name a new directory")
 
     started = time.monotonic()
-    rows = _run(lambda: _evaluate(tasks, models, connection, jobs=jobs))
-    summary = _summary(tasks, rows, models, jobs=jobs, wall_s=time.monotonic() - started)
+    rows = _run(lambda: _evaluate(tasks, settings, connection, jobs=jobs))
+    summary = _summary(tasks, rows, settings, jobs=jobs, wall_s=time.monotonic() - started)
     _write(out, rows, summary)
     if save_failures is not None:
         added = _save_failures(tasks, rows, save_failures)
@@ -79,7 +93,7 @@ def eval(  # the command's name is the contract's
 
 
 async def _evaluate(
-    tasks: list[Any], models: Any, connection: Connection, *, jobs: int
+    tasks: list[Any], settings: Any, connection: Connection, *, jobs: int
 ) -> list[dict[str, Any]]:
     import anyio
 
@@ -90,7 +104,10 @@ async def _evaluate(
     rows: dict[str, dict[str, Any]] = {}
 
     def submit(task: Any, repo: Path) -> TaskSubmitted:
-        return TaskSubmitted(text=task.text, repo=str(repo), mode=task.mode, models=models, interactive=False)
+        return TaskSubmitted(
+            text=task.text, repo=str(repo), mode=task.mode, models=settings.models, budgets=settings.budgets,
+            interactive=False,
+        )  # fmt: skip
 
     with tempfile.TemporaryDirectory(prefix="codeloop-eval-") as scratch:
 
@@ -109,29 +126,31 @@ async def _evaluate(
 
 
 def _summary(
-    tasks: list[Any], rows: list[dict[str, Any]], models: Any, *, jobs: int, wall_s: float
+    tasks: list[Any], rows: list[dict[str, Any]], settings: Any, *, jobs: int, wall_s: float
 ) -> dict[str, Any]:
-    from agents.messages import Budgets
     from codeloop import __version__
     from codeloop.config import tool_server_config
     from codeloop.evaluation.checks import LOCALIZE_K
     from codeloop.evaluation.summary import digest, summarise
     from codeloop.evaluation.taskset import fingerprint
 
+    models = settings.models
     config = {
         "models": models.model_dump(),
         "diagnose": not models.any,
-        "budgets": Budgets().model_dump(),
+        "budgets": settings.budgets.model_dump(),
         "jobs": jobs,
         "localize_k": LOCALIZE_K,
         "sandbox": tool_server_config().sandbox_policy,
         "codeloop": __version__,
         "task_ids": [t.id for t in tasks],
+        # Every effective value and its source, so two reports can be compared knowing what differed.
+        "configuration": settings.values(),
     }
     fingerprints = {
         "taskset": fingerprint(tasks),
         "models": digest(config["models"]),
-        "config": digest({k: v for k, v in config.items() if k not in ("models", "task_ids")}),
+        "config": digest({k: v for k, v in config.items() if k not in ("models", "task_ids", "configuration")}),
     }
     summary = summarise(rows, fingerprints=fingerprints, config=config)
     summary["run_wall_s"] = round(wall_s, 3)

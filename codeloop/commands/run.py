@@ -18,6 +18,7 @@ from codeloop.commands._common import fail
 from codeloop.commands.connection import Connection, _run, _telemetry, with_connection_options
 from codeloop.commands.task_options import (
     CoderModelOpt,
+    CostBudgetOpt,
     MaxRevisionsOpt,
     MaxStepsOpt,
     ModelOpt,
@@ -45,6 +46,7 @@ def run(
     max_revisions: MaxRevisionsOpt = None,
     timeout: TimeoutOpt = None,
     token_budget: TokenBudgetOpt = None,
+    cost_budget: CostBudgetOpt = None,
     apply: Annotated[bool, typer.Option("--apply", help="Apply the finished patch to the checkout (only if it is unchanged).")] = False,
     connection: Connection = None,  # type: ignore[assignment]
     as_json: Annotated[bool, typer.Option("--json", help="Print the result object as JSON on stdout.")] = False,
@@ -58,6 +60,7 @@ def run(
     submitted = build_task(
         task, repo, mode=mode, model=model, planner_model=planner_model, coder_model=coder_model,
         max_steps=max_steps, max_revisions=max_revisions, timeout=timeout, token_budget=token_budget,
+        cost_budget=cost_budget,
     )  # fmt: skip
     _telemetry("run")
     result, snapshot = _run(lambda: _run_task(submitted, connection, quiet=as_json))

@@ -1,5 +1,10 @@
 """The options that describe a task, shared by `codeloop run` and `codeloop submit`, and the one
-function that turns them into a checked `TaskSubmitted` (or a usage error saying what is wrong)."""
+function that turns them into a checked `TaskSubmitted` (or a usage error saying what is wrong).
+
+The options are the top layer of the configuration (`codeloop.settings`): what they leave out
+comes from the environment, the repository's `codeloop.toml` and the user's `config.toml`. Budgets
+are range-checked there, not by the option parser, so a bad one is the same one `error:` line
+whichever layer set it."""
 
 import sys
 from pathlib import Path
@@ -21,19 +26,31 @@ ModelOpt = Annotated[
         help="Model of every LLM role (env CODELOOP_MODEL): a pydantic-ai name or function:PATH.py:NAME.",
     ),
 ]
-PlannerModelOpt = Annotated[str | None, typer.Option("--planner-model", help="The planner's model.")]
-CoderModelOpt = Annotated[str | None, typer.Option("--coder-model", help="The coder's model.")]
+PlannerModelOpt = Annotated[
+    str | None, typer.Option("--planner-model", help="The planner's model (env CODELOOP_PLANNER_MODEL).")
+]
+CoderModelOpt = Annotated[
+    str | None, typer.Option("--coder-model", help="The coder's model (env CODELOOP_CODER_MODEL).")
+]
 MaxStepsOpt = Annotated[
-    int | None, typer.Option("--max-steps", min=1, help="Model requests, all roles together.")
+    int | None, typer.Option("--max-steps", help="Model requests, all roles together (at least 1).")
 ]
 MaxRevisionsOpt = Annotated[
-    int | None, typer.Option("--max-revisions", min=0, help="Revisions after failed verification.")
+    int | None, typer.Option("--max-revisions", help="Revisions after failed verification (0 or more).")
 ]
 TimeoutOpt = Annotated[
-    float | None, typer.Option("--timeout", min=1, help="Wall-clock deadline in seconds, from submission.")
+    float | None, typer.Option("--timeout", help="Wall-clock deadline in seconds, from submission.")
 ]
 TokenBudgetOpt = Annotated[
-    int | None, typer.Option("--token-budget", min=1, help="Input + output tokens, all roles together.")
+    int | None, typer.Option("--token-budget", help="Input + output tokens, all roles together (at least 1).")
+]
+CostBudgetOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--cost-budget",
+        help="US dollars the task may spend on models, all roles together; every model must be priced "
+        "(genai-prices, or a price in the configuration).",
+    ),
 ]
 
 
@@ -49,19 +66,23 @@ def build_task(
     max_revisions: int | None,
     timeout: float | None,
     token_budget: int | None,
+    cost_budget: float | None = None,
     task_id: str | None = None,
 ) -> Any:
-    """The `TaskSubmitted` these options describe (no snapshot yet).
+    """The `TaskSubmitted` these options and the configuration describe (no snapshot yet), checked
+    by `codeloop.settings.check_submission`: nothing has started when this fails.
 
     Raises:
         typer.Exit: (2) after saying what is wrong: an unreadable or oversized text, a missing
-            repository, an unknown mode, a model file that does not exist, a bad budget.
+            repository, an unknown mode, a malformed configuration file, a model that cannot be
+            resolved or called from here, a bad budget.
     """
     from pydantic import ValidationError
 
-    from agents.messages import Budgets, TaskSubmitted
+    from agents.messages import TaskSubmitted
     from bus.validation import MAX_TASK_TEXT_BYTES, submission_problems
-    from codeloop.config import ConfigError, model_names
+    from codeloop.config import ConfigError
+    from codeloop.settings import check_submission, flag_values, load_settings
 
     text = read_text_argument(task, what="task text", max_bytes=MAX_TASK_TEXT_BYTES)
     if not repo.is_dir():
@@ -69,17 +90,20 @@ def build_task(
     problems = submission_problems(task_id=task_id, text=text, repo=str(repo.resolve()), mode=mode)
     if problems:
         raise usage_error("; ".join(problems))
-    limits = {"max_steps": max_steps, "max_revisions": max_revisions, "deadline_s": timeout,
-              "max_tokens": token_budget}  # fmt: skip
+    flags = flag_values(
+        model=model, planner_model=planner_model, coder_model=coder_model, max_steps=max_steps,
+        max_revisions=max_revisions, timeout=timeout, token_budget=token_budget, cost_budget=cost_budget,
+    )  # fmt: skip
     try:
-        return TaskSubmitted(
+        settings = load_settings(repo=repo, flags=flags)
+        submitted = TaskSubmitted(
             text=text, repo=str(repo.resolve()), mode=mode,  # type: ignore[arg-type]
-            budgets=Budgets(**{k: v for k, v in limits.items() if v is not None}),
-            models=model_names(model=model, planner=planner_model, coder=coder_model),
-            interactive=sys.stdin.isatty(),
+            budgets=settings.budgets, models=settings.models, interactive=sys.stdin.isatty(),
         )  # fmt: skip
+        check_submission(submitted, settings=settings)
     except ConfigError as exc:
         raise usage_error(str(exc)) from None
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         raise usage_error(f"invalid task: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    return submitted

@@ -14,6 +14,7 @@ from codeloop.commands._common import fail, os_error_message
 from codeloop.commands.connection import Connection, JsonOpt, _run, with_connection_options
 from codeloop.commands.task_options import (
     CoderModelOpt,
+    CostBudgetOpt,
     MaxRevisionsOpt,
     MaxStepsOpt,
     ModelOpt,
@@ -38,6 +39,7 @@ def submit(
     max_revisions: MaxRevisionsOpt = None,
     timeout: TimeoutOpt = None,
     token_budget: TokenBudgetOpt = None,
+    cost_budget: CostBudgetOpt = None,
     task_id: Annotated[
         str | None, typer.Option("--task-id", help="Your own task id (resubmits are ignored).")
     ] = None,
@@ -54,6 +56,7 @@ def submit(
     payload = build_task(
         task, repo, mode=mode, model=model, planner_model=planner_model, coder_model=coder_model,
         max_steps=max_steps, max_revisions=max_revisions, timeout=timeout, token_budget=token_budget,
+        cost_budget=cost_budget,
         task_id=task_id,
     ).model_copy(update={"interactive": False})  # fmt: skip
 

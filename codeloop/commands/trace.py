@@ -65,15 +65,25 @@ def trace(
     if not subjects.is_token(task_id):
         raise usage_error(f"task id {task_id[:80]!r} may only contain letters, digits, '-' and '_'")
 
-    async def main() -> list[Any]:
+    async def main() -> tuple[list[Any], Any]:
+        from agents.records import TaskRecords
+
         config = client_bus_config(**connection)
         async with open_bus(config) as bus:
-            return await read_task_events(bus, task_id)
+            envelopes = await read_task_events(bus, task_id)
+            state = await (await TaskRecords.open(bus)).get(task_id) if envelopes else None
+            return envelopes, state
 
-    envelopes = _run(main)
+    envelopes, state = _run(main)
     if not envelopes:
         raise fail(f"no events of task {task_id!r} (see `codeloop status` for the tasks there are)")
     timeline = build_timeline(task_id, envelopes)
+    if state is not None:
+        timeline.configuration = {
+            "mode": state.task.mode,
+            "models": state.task.models.model_dump(mode="json"),
+            "budgets": state.task.budgets.model_dump(mode="json"),
+        }
     if as_json:
         typer.echo(json.dumps(timeline.model_dump(mode="json")))
         return

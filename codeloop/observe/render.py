@@ -60,6 +60,21 @@ def _one_line(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _configuration_branch(branch: Tree, configuration: dict[str, Any]) -> None:
+    models = configuration.get("models") or {}
+    roles = {"default": models.get("default"), "planner": models.get("planner"), "coder": models.get("coder"),
+             **(models.get("roles") or {})}  # fmt: skip
+    for role, name in roles.items():
+        if name:
+            fallbacks = (models.get("fallbacks") or {}).get(role) or []
+            branch.add(escape(f"{role}: {' -> '.join([name, *fallbacks])}"))
+    for name, options in (models.get("options") or {}).items():
+        set_ = ", ".join(f"{k}={v}" for k, v in options.items() if v is not None)
+        branch.add(escape(f"{name}: {set_}"))
+    budgets = configuration.get("budgets") or {}
+    branch.add(", ".join(f"{k}={v}" for k, v in budgets.items() if v is not None))
+
+
 def timeline_tree(timeline: Timeline) -> Tree:
     """The timeline as a rich tree: the task, each step (role) with its calls, the plan's revisions."""
     duration = f", {timeline.duration_s:.2f} s" if timeline.duration_s is not None else ""
@@ -78,6 +93,8 @@ def timeline_tree(timeline: Timeline) -> Tree:
             )
     for note in timeline.outside_steps:
         root.add(escape(f"{note.name}: {_one_line(note.message, 160)}"))
+    if timeline.configuration:
+        _configuration_branch(root.add("configuration"), timeline.configuration)
     totals = root.add("by role")
     for role, s in timeline.roles.items():
         cost = f", ${s.cost_usd:.4f}" if s.cost_usd is not None else ""

@@ -4,7 +4,7 @@ Events name their step (`data.step_id`: transitions, model calls, tool calls); a
 not (the orchestrator's `plan`, `retrieval`, `code`, `verification`) belongs to the step running
 when it was published, whose result it reports. A step lasts from its dispatch (its `transition`)
 to the next transition of the task. This is what `codeloop trace` prints, and `--json` prints
-`Timeline.model_dump()`.
+`Timeline.model_dump()`; `trace` adds the configuration the task ran with from its record.
 """
 
 from datetime import datetime
@@ -98,6 +98,9 @@ class Timeline(_Model):
     outside_steps: list[NoteEntry] = []
     """Events before the first step or not tied to one (a rejection, a dead letter)."""
     events: int = 0
+    configuration: dict[str, Any] | None = None
+    """The task's effective configuration from its record: `mode`, `models` (every role's model,
+    fallbacks, per-model settings), `budgets`; None when the record is gone."""
 
 
 def build_timeline(task_id: str, envelopes: list[Envelope]) -> Timeline:

@@ -5,30 +5,12 @@ less than the count. A task text line `record: PATH` appends each coder prompt t
 import re
 from pathlib import Path
 
-from pydantic_ai.messages import (
-    ModelRequest,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.usage import RequestUsage
 
+from tests.e2e.scripted import _prompt, _returns
+
 FEEDBACK = "## Your previous attempt failed verification"
-
-
-def _prompt(messages) -> str:
-    for message in messages:
-        if isinstance(message, ModelRequest):
-            for part in message.parts:
-                if isinstance(part, UserPromptPart) and isinstance(part.content, str):
-                    return part.content
-    return ""
-
-
-def _returns(messages) -> list[ToolReturnPart]:
-    return [p for m in messages for p in getattr(m, "parts", []) if isinstance(p, ToolReturnPart)]
 
 
 def _plan(info) -> ModelResponse:

@@ -58,3 +58,33 @@ async def test_a_rate_limit_is_ridden_out_and_bad_output_is_the_models_fault(
     assert result.status == "failed" and result.failure_class == "agent.format", result.report
     calls = await _model_calls(pipeline, result.task_id)
     assert calls[0]["attempts"] == 3 and calls[0]["outcome"] == "ok"
+
+
+async def test_a_fallback_answers_after_a_500_and_a_worker_without_the_key_fails_as_credentials(
+    pipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Configuration contract: a role's list is tried in order on provider errors, and the events
+    say which model answered; a worker lacking a model's key fails the step `env.credentials`
+    naming the variable (workers run a task's models, not their own)."""
+    from agents.messages import ModelOptions
+    from tests.e2e.conftest import model
+
+    repo = make_repo(tmp_path / "repo")
+    first, second = "openai-chat:gpt-4o", model("explain")
+    async with serve_fake_llm(Reply(status=500, body=error(500, "upstream exploded"))) as fake:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        names = ModelNames(default=first, fallbacks={"default": [second]}, options={first: ModelOptions(max_attempts=1)})
+        result = await pipeline(TaskSubmitted(text="what does add do?", repo=str(repo), mode="read", models=names))
+    assert result.status == "done", result.report
+    calls = await _model_calls(pipeline, result.task_id)
+    planner = [(c["model"], c["outcome"]) for c in calls if c["role"] == "planner"]
+    assert planner == [(first, "unavailable"), (second, "ok")]
+    assert {c["model"] for c in calls if c["outcome"] == "ok"} == {second}
+    assert len(fake.requests) == len([c for c in calls if c["model"] == first])  # one attempt each: max_attempts = 1
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    missing = await pipeline(TaskSubmitted(text="what does add do?", repo=str(repo), mode="read",
+                                           models=ModelNames(default="anthropic:claude-sonnet-4-5")))  # fmt: skip
+    assert (missing.status, missing.failure_class) == ("failed", "env.credentials"), missing.report
+    assert "ANTHROPIC_API_KEY" in missing.report

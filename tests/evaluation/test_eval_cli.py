@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from codeloop.evaluation.taskset import load_tasks
-from tests.evaluation.conftest import FILES, EvalRun, run_eval
+from tests.evaluation.conftest import FILES, SCRIPTED, EvalRun, run_eval
 from tests.processes import processes_mentioning
 
 pytestmark = pytest.mark.slow
@@ -70,7 +70,8 @@ def assert_consistent(run: EvalRun) -> None:
 
 def test_a_scripted_run_writes_four_files_whose_figures_agree(scripted_run: EvalRun) -> None:
     """The contract's four files, one row per task; the scripted model names the gold file and
-    the facts, so the read tasks are resolved; no environment failure, so exit 0."""
+    the facts, so the read tasks are resolved; no environment failure, so exit 0; summary.json
+    records the configuration the run used and where each value came from."""
     assert scripted_run.done.returncode == 0, scripted_run.done.stderr[-3000:]
     assert_consistent(scripted_run)
     rows = {r["kind"]: r for r in scripted_run.rows}
@@ -83,6 +84,11 @@ def test_a_scripted_run_writes_four_files_whose_figures_agree(scripted_run: Eval
     assert all(r["cost_usd"] and r["cost_usd"] > 0 for r in rows.values())
     cost = scripted_run.summary["cost_usd"]
     assert cost["total"] == pytest.approx(sum(r["cost_usd"] for r in scripted_run.rows), abs=1e-5)
+    # The effective configuration, each value with its source, so two reports can be compared.
+    configuration = scripted_run.summary["config"]["configuration"]
+    assert configuration["models.coder"] == {"value": f"function:{SCRIPTED}:fix_priced", "source": "flag", "where": "--model"}
+    assert configuration["budgets.max_steps"] == {"value": 30, "source": "default", "where": None}
+    assert scripted_run.summary["config"]["budgets"]["max_steps"] == 30
 
 
 def test_diagnose_mode_tests_the_shipped_tree_and_min_resolved_fails_the_run(diagnose_run: EvalRun) -> None:
