@@ -21,6 +21,8 @@ from tests.infra.conftest import ROOT
 
 K8S = ROOT / manifests.K8S_ROOT
 UNTRUSTED = {"coder", "verifier"}
+SEARCHING = {"planner", "retriever", "coder"}
+"""The roles whose agents call the search server (the planner's first look, retrieval, the coder's tool)."""
 
 
 @pytest.fixture(scope="module")
@@ -215,3 +217,31 @@ def test_nats_is_a_three_node_jetstream_cluster_nats_server_accepts(
     to_nats = policies["codeloop-to-nats"]["spec"]["egress"]
     assert to_nats[0]["ports"] == [{"protocol": "TCP", "port": 4222}]
     assert {p["port"] for p in to_nats[1]["ports"]} == {53}
+
+
+def test_the_pods_fit_the_image_they_run(production: list[Resource]) -> None:
+    """The pods run as the image's user, and their writable volumes cover what codeloop writes
+    under a read-only root: CODELOOP_HOME (under HOME) always, the embedding cache where a role
+    searches, seeded from the image's converted model."""
+    from infra.checks.containerfile import CONTAINERFILE, parse
+
+    instructions = parse((ROOT / CONTAINERFILE).read_text())
+    uid = [i for i in instructions if i.keyword == "USER"][-1].value.split(":")[0]
+    env = dict(word.split("=", 1) for i in instructions if i.keyword == "ENV" for word in i.words())
+    assert Path(env["CODELOOP_HOME"]).is_relative_to(env["HOME"])
+    for name, doc in _by(production, "Deployment").items():
+        pod = doc["spec"]["template"]["spec"]
+        assert str(pod["securityContext"]["runAsUser"]) == uid, name
+        (container,) = pod["containers"]
+        mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+        assert env["HOME"] in mounts and "/tmp" in mounts, name
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        assert all("emptyDir" in volumes[n] for n in mounts.values()), name
+        role = name.removeprefix("codeloop-")
+        if role in SEARCHING:
+            cache = mounts[env["CODELOOP_CACHE_DIR"]]
+            (seed,) = pod["initContainers"]
+            assert seed["command"] == ["cp", "-a", f"{env['CODELOOP_CACHE_DIR']}/.", "/seed/"]
+            assert {m["name"]: m["mountPath"] for m in seed["volumeMounts"]} == {cache: "/seed"}
+        else:
+            assert env["CODELOOP_CACHE_DIR"] not in mounts and "initContainers" not in pod, name
