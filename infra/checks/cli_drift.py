@@ -83,7 +83,7 @@ def shell_invocations(script: str, program: str = "codeloop") -> list[list[str]]
     """The argument lists `program` is run with in a simple shell script (`a && b; c | d`).
 
     Enough for RUN lines and `sh -c` strings: words split as the shell would, commands split at
-    `&&`, `||`, `;` and `|`, leading `VAR=value` assignments skipped.
+    `&&`, `||`, `;` and `|`, leading `VAR=value` assignments, `exec` and `env` skipped.
     """
     lexer = shlex.shlex(script, posix=True, punctuation_chars=";&|")
     lexer.whitespace_split = True
@@ -95,7 +95,7 @@ def shell_invocations(script: str, program: str = "codeloop") -> list[list[str]]
             commands[-1].append(word)
     found = []
     for words in commands:
-        while words and "=" in words[0] and not words[0].startswith("-"):
+        while words and (words[0] in ("exec", "env") or ("=" in words[0] and not words[0].startswith("-"))):
             words = words[1:]
         if words and words[0].rsplit("/", 1)[-1] == program:
             found.append(words[1:])

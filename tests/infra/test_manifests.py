@@ -79,7 +79,7 @@ def test_a_typo_in_a_manifest_fails_the_check_naming_file_container_and_flag(tmp
     assert problems[0].startswith(f"{path}: Deployment/codeloop-coder container coder: codeloop serve: ")
     assert "--health-prot" in problems[0]
 
-    hook = {"name": "warm", "image": "codeloop", "command": ["sh", "-c", "codeloop idnex /tmp && true"]}
+    hook = {"name": "warm", "image": "codeloop", "command": ["sh", "-c", "set -e; exec codeloop idnex /tmp"]}
     deployment["spec"]["template"]["spec"]["initContainers"] = [hook]
     container["livenesProbe"] = container.pop("livenessProbe")
     del scaled["spec"]["triggers"][0]["metadata"]["consumer"]
@@ -245,3 +245,21 @@ def test_the_pods_fit_the_image_they_run(production: list[Resource]) -> None:
             assert {m["name"]: m["mountPath"] for m in seed["volumeMounts"]} == {cache: "/seed"}
         else:
             assert env["CODELOOP_CACHE_DIR"] not in mounts and "initContainers" not in pod, name
+
+
+def test_the_renderer_refuses_what_it_would_not_apply(tmp_path: Path) -> None:
+    """A kustomization field outside the supported subset, or a patch that matches nothing, is a
+    problem naming the file, never a silently different rendering."""
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    base = os.path.relpath(K8S / "base", overlay)
+    (overlay / "kustomization.yaml").write_text(f"resources: [{base}]\nnamePrefix: staging-\n")
+    assert manifests.check(overlay) == [
+        f"{overlay / 'kustomization.yaml'}: fields this renderer does not apply: namePrefix"
+    ]
+    (overlay / "kustomization.yaml").write_text(
+        f"resources: [{base}]\npatches:\n- target: {{kind: Deployment, name: codeloop-reviewer}}\n"
+        "  patch: '[{op: replace, path: /spec/paused, value: true}]'\n"
+    )
+    (problem,) = manifests.check(overlay)
+    assert "matches no resource" in problem and "codeloop-reviewer" in problem
