@@ -93,6 +93,11 @@ class Bus:
         self.config = config
 
     @property
+    def connected(self) -> bool:
+        """True while the connection is up (False while it reconnects, drains or after close)."""
+        return self.nc.is_connected
+
+    @property
     def connected_url(self) -> str:
         url = self.nc.connected_url
         return url.geturl() if url else ""

@@ -57,6 +57,7 @@ from codeloop.config import (
     write_serve_note,
 )
 from codeloop.errors import CodeloopError
+from codeloop.health import Readiness
 from codeloop.hosted_mcp import McpHosting, host_tool_servers
 from codeloop.metrics import Metrics, follow_events, poll_queues, serve_metrics
 from codeloop.telemetry import tracing_observers
@@ -173,6 +174,7 @@ async def serve(
     metrics: MetricsServing | None = MetricsServing(),
     verifier_spares: VerifierSpares | None = None,
     registry: RoleRegistry | None = None,
+    readiness: Readiness | None = None,
     task_status: TaskStatus[ServeNote] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run NATS (embedded unless `config.servers`) and the actors of `roles` until `stop` is set;
@@ -184,7 +186,9 @@ async def serve(
     the default tool provider and the hosted servers. The verifier takes its workspaces from
     `verifier_spares` (entered by the caller, e.g. a benchmark that waits for them), else from
     spares `serve` prepares itself (`agents.verifier.spares`). Roles come from `registry` (default:
-    the installed `codeloop.roles` entry points, broken ones logged and left out).
+    the installed `codeloop.roles` entry points, broken ones logged and left out). `readiness`
+    (the health endpoint's, `codeloop.health`) passes once the actors run and while the NATS
+    connection is up; it fails again when `stop` starts the drain.
 
     Raises:
         StateDirBusy: another `codeloop serve` runs on this state directory.
@@ -285,8 +289,13 @@ async def serve(
             note_path = write_serve_note(config.state_dir, note)
             stack.callback(_remove_note, note_path, os.getpid())
             on_ready(note)
+            if readiness is not None:
+                readiness.add("nats", lambda: bus.connected)
+                readiness.mark("actors")
             task_status.started(note)
             await stop.wait()
+            if readiness is not None:
+                readiness.add("actors", lambda: False)  # draining: take no new traffic
             for actor in actors:
                 actor.stop()
             with anyio.move_on_after(DRAIN_GRACE_S) as grace:

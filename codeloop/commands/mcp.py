@@ -3,8 +3,8 @@
 The `mcp` command line is a contract other tools depend on:
 `codeloop mcp SERVER --root DIR [--scopes read,write,execute] [--transport stdio|http]
 [--host 127.0.0.1] [--port N] [--token-file FILE] [--audit-log FILE] [--index-dir DIR]
-[--allow-path GLOB]... [--deny-path GLOB]...`; the `tasks` server also takes `--nats URL` and
-`--max-running N` (see `codeloop.tasks_server`).
+[--allow-path GLOB]... [--deny-path GLOB]... [--health-port N] [--health-host ADDR]`; the `tasks`
+server also takes `--nats URL` and `--max-running N` (see `codeloop.tasks_server`).
 
 Without `--scopes` the grant is `read` (least privilege), and what is granted is said on stderr
 (stdout belongs to the MCP protocol over stdio). The audit log and the search index live in the
@@ -82,6 +82,16 @@ def mcp(
             "--max-running", min=1, help="tasks: unfinished tasks one principal may have at a time."
         ),
     ] = 4,
+    health_port: Annotated[
+        int,
+        typer.Option(
+            "--health-port",
+            help="http: serve liveness (/healthz) and readiness (/readyz: listening) on this port. Default 0: off.",
+        ),
+    ] = 0,
+    health_host: Annotated[
+        str, typer.Option("--health-host", help="Address the health endpoint listens on.")
+    ] = "127.0.0.1",
 ) -> None:
     """Run one MCP tool server confined to ROOT, over stdio or streamable HTTP (at /mcp).
 
@@ -118,6 +128,14 @@ def mcp(
         )
     if not 0 <= port <= 65535:
         raise usage_error(f"--port must be between 0 and 65535, not {port}")
+    if not 0 <= health_port <= 65535:
+        raise usage_error(f"--health-port must be between 0 and 65535, not {health_port}")
+    if health_port and transport != "http":
+        raise usage_error("--health-port needs --transport http: a stdio server lives and dies with its client")
+    if health_port and server == TASKS:
+        raise usage_error(
+            "--health-port is not offered by the tasks server; its liveness is its HTTP port, its readiness the bus's"
+        )
     home = root_home(root)
     tools = tool_server_config()
     config = ServeConfig(
@@ -147,6 +165,8 @@ def mcp(
     try:
         if server == TASKS:
             _run_tasks(config, nats, max_running)
+        elif health_port:
+            anyio.run(_run_with_health, config, health_host, health_port)
         else:
             anyio.run(run_server, config)
     except TokenFileError as exc:  # the file --token-file names
@@ -169,6 +189,34 @@ def _run_tasks(config: object, nats: str | None, max_running: int) -> None:
     from codeloop.tasks_server import run_tasks_server
 
     _run(lambda: run_tasks_server(config, {"nats_url": nats}, max_running=max_running))  # type: ignore[arg-type]
+
+
+async def _run_with_health(config: object, host: str, port: int) -> None:
+    """The HTTP server beside its health endpoint; ready once the server listens."""
+    import sys
+    from functools import partial
+
+    import anyio
+
+    from codeloop.health import Readiness, serve_health
+    from tool_servers.serve import run_server
+
+    readiness = Readiness()
+
+    def listening(url: str) -> None:
+        print(url, flush=True)
+        print(f"serving at {url}", file=sys.stderr, flush=True)
+        readiness.mark("listening")
+
+    try:
+        async with anyio.create_task_group() as tg:
+            await tg.start(partial(serve_health, readiness, host=host, port=port))
+            await run_server(config, on_ready=listening)  # type: ignore[arg-type]
+    except BaseExceptionGroup as group:
+        # One cause (a bad token file, a taken port) is reported as it is without the endpoint.
+        if len(group.exceptions) == 1 and not isinstance(group.exceptions[0], BaseExceptionGroup):
+            raise group.exceptions[0] from None
+        raise
 
 
 def _leaves(group: BaseExceptionGroup) -> list[BaseException]:

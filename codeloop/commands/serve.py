@@ -81,6 +81,19 @@ def serve(
     metrics_host: Annotated[
         str, typer.Option("--metrics-host", help="Address the metrics endpoint listens on.")
     ] = "127.0.0.1",
+    health_port: Annotated[
+        int,
+        typer.Option(
+            "--health-port",
+            min=0,
+            max=65535,
+            help="Serve liveness (/healthz) and readiness (/readyz: actors running, NATS connected) "
+            "over HTTP on this port, e.g. for Kubernetes probes. Default 0: off.",
+        ),
+    ] = 0,
+    health_host: Annotated[
+        str, typer.Option("--health-host", help="Address the health endpoint listens on (0.0.0.0 in a pod).")
+    ] = "127.0.0.1",
     as_json: Annotated[
         bool,
         typer.Option("--json", help="When ready, print what runs as one JSON line (serve.json's content)."),
@@ -108,11 +121,16 @@ def serve(
     Each tool call goes to STATE_DIR/mcp-audit.jsonl and is a `tool_call` event on the bus.
 
     Prometheus metrics: http://127.0.0.1:PORT/metrics (printed; also in serve.json).
+
+    With --health-port: GET /healthz (live) and /readyz (ready) on that port.
     """
+    from functools import partial
+
     import anyio
 
     from bus.discovery import SchemaMismatch
     from codeloop.config import ConfigError, bus_config, secret_rules, tool_server_config
+    from codeloop.health import Readiness, serve_health
     from codeloop.wiring import DEFAULT_ROLES, McpHosting, MetricsServing, UnknownRole
     from codeloop.wiring import serve as run_serve
     from tool_servers.protocol.scopes import parse_scopes
@@ -193,6 +211,8 @@ def serve(
             _show_mcp(note.mcp)
         if note.metrics_url:
             typer.echo(f"  metrics    {note.metrics_url}  (Prometheus)")
+        if health_port:
+            typer.echo(f"  health     http://{health_host}:{health_port}/healthz  and  /readyz")
         typer.echo("  try        codeloop submit 'hello' --repo .   then   codeloop watch TASK_ID")
         typer.echo("Press Ctrl-C to stop.")
         sys.stdout.flush()
@@ -210,11 +230,15 @@ def serve(
                         stop.set()
 
             tg.start_soon(on_signals)
+            readiness = Readiness()
+            if health_port:
+                # Before the bus: a probe finds the process live (not ready) while it connects.
+                await tg.start(partial(serve_health, readiness, host=health_host, port=health_port))
             policy = DeliveryPolicy(ack_wait_s=ack_wait) if ack_wait else None
             await run_serve(
                 config, roles=roles, pipeline=chosen, actor_policy=policy, stop=stop, mcp=hosting, on_ready=show,
                 metrics=MetricsServing(host=metrics_host, port=metrics_port) if metrics else None,
-                tools=tools, tool_config=tool_config,
+                tools=tools, tool_config=tool_config, readiness=readiness,
             )  # fmt: skip
             tg.cancel_scope.cancel()
         typer.echo("codeloop stopped", err=True)
@@ -224,9 +248,10 @@ def serve(
     except (UnknownRole, SchemaMismatch) as exc:
         raise fail(str(exc), 2) from None
     except OSError as exc:
-        if exc.filename is None and hosting is not None:  # a tool server or the metrics could not listen
+        if exc.filename is None and (hosting is not None or health_port):  # a server could not listen
+            health = f", health on {health_host}:{health_port}" if health_port else ""
             raise fail(
-                f"cannot listen (tool servers on {mcp_host}, metrics on {metrics_host}:{metrics_port}): {exc}"
+                f"cannot listen (tool servers on {mcp_host}, metrics on {metrics_host}:{metrics_port}{health}): {exc}"
             ) from None
         raise fail(f"cannot serve: {os_error_message(exc)}") from None
 

@@ -190,6 +190,8 @@ def status(
 def _notes(state: Any, unacked: dict[str, Any]) -> list[str]:
     """Why an unfinished task makes no progress: its message is held by a worker that has not
     acknowledged it (redelivered if that worker died), and/or no live worker serves its role."""
+    from agents.messages import TERMINAL_STATUSES
+
     if state.status in TERMINAL_STATUSES:
         return []
     notes = [_waiting_note(unacked[state.task_id])] if state.task_id in unacked else []

@@ -1,0 +1,265 @@
+"""The Kubernetes manifests, checked offline: every document of the base and of the rendered overlay
+against the Kubernetes schemas (strictly) and KEDA's, every `codeloop` command line in them against
+the CLI, and the deployment's promises (least privilege, gVisor for untrusted code, secrets only
+where used, scaling on the right consumers) read off the rendered objects."""
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from agents.models.choice import LLM_ROLES
+from bus.server import find_nats_server
+from bus.subjects import RoleAddress
+from codeloop.wiring import DEFAULT_ROLES
+from infra.checks import manifests
+from infra.checks.kustomize import Resource, build
+from tests.infra.conftest import ROOT
+
+K8S = ROOT / manifests.K8S_ROOT
+UNTRUSTED = {"coder", "verifier"}
+SEARCHING = {"planner", "retriever", "coder"}
+"""The roles whose agents call the search server (the planner's first look, retrieval, the coder's tool)."""
+
+
+@pytest.fixture(scope="module")
+def production() -> list[Resource]:
+    return build(K8S / "overlays" / "production")
+
+
+def _by(resources: list[Resource], kind: str) -> dict[str, dict[str, Any]]:
+    return {r.name: r.doc for r in resources if r.kind == kind}
+
+
+def _flag(args: list[str], name: str) -> str:
+    return args[args.index(name) + 1]
+
+
+def test_every_manifest_validates_and_every_codeloop_line_parses() -> None:
+    """The acceptance check itself: base and overlay render, validate and parse in the CLI, and no
+    YAML file under infra/k8s is left out of a kustomization."""
+    assert sorted(p.parent.name for p in K8S.rglob("kustomization.yaml")) == ["base", "production"]
+    assert manifests.check_tree(K8S) == []
+    rendered = build(K8S / "base")
+    assert {r.kind for r in rendered} >= {
+        "Deployment",
+        "StatefulSet",
+        "ScaledObject",
+        "NetworkPolicy",
+        "RuntimeClass",
+    }
+    lines = [
+        line
+        for r in rendered
+        for c in manifests.containers(r.doc)
+        for line in manifests.codeloop_command_lines(c)
+    ]
+    assert len(lines) == len(DEFAULT_ROLES)  # one `codeloop serve` per role, none skipped by the walk
+
+
+def test_a_typo_in_a_manifest_fails_the_check_naming_file_container_and_flag(tmp_path: Path) -> None:
+    """A misspelt flag, an unknown subcommand in an `sh -c` line, a misspelt field and a KEDA
+    trigger without its consumer each fail; the same manifest without them passes."""
+    good = build(K8S / "base")
+    deployment = next(r.doc for r in good if r.kind == "Deployment" and r.name == "codeloop-coder")
+    scaled = next(r.doc for r in good if r.kind == "ScaledObject" and r.name == "codeloop-coder")
+    path = tmp_path / "coder.yaml"
+    path.write_text(yaml.safe_dump_all([deployment, scaled]))
+    assert manifests.check(path) == []
+
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    args = container["args"]
+    args[args.index("--health-port")] = "--health-prot"
+    path.write_text(yaml.safe_dump_all([deployment]))
+    problems = manifests.check(path)
+    assert len(problems) == 1, problems
+    assert problems[0].startswith(f"{path}: Deployment/codeloop-coder container coder: codeloop serve: ")
+    assert "--health-prot" in problems[0]
+
+    hook = {"name": "warm", "image": "codeloop", "command": ["sh", "-c", "set -e; exec codeloop idnex /tmp"]}
+    deployment["spec"]["template"]["spec"]["initContainers"] = [hook]
+    container["livenesProbe"] = container.pop("livenessProbe")
+    del scaled["spec"]["triggers"][0]["metadata"]["consumer"]
+    path.write_text(yaml.safe_dump_all([deployment, scaled]))
+    text = "\n".join(manifests.check(path))
+    assert "container warm: codeloop: no such command 'idnex'" in text
+    assert "livenesProbe" in text and "(Kubernetes 1.30)" in text and "(Kubernetes 1.37)" in text
+    assert "ScaledObject/codeloop-coder: 'consumer' is a required property" in text
+
+
+def test_the_overlay_renders_image_patches_namespace_and_labels(production: list[Resource]) -> None:
+    """What the production overlay changes arrives in the rendered objects, and only there."""
+    deployments = _by(production, "Deployment")
+    for doc in deployments.values():
+        for container in manifests.containers(doc):
+            assert container["image"] == "registry.example.com/codeloop/codeloop:0.1.0"
+    coder = deployments["codeloop-coder"]["spec"]["template"]["spec"]
+    assert coder["containers"][0]["resources"]["limits"] == {"cpu": "4", "memory": "8Gi"}
+    assert coder["containers"][0]["args"][:3] == ["serve", "--role", "coder"]  # merged by name, not replaced
+    assert {v["name"]: v["emptyDir"]["sizeLimit"] for v in coder["volumes"]}["home"] == "20Gi"
+    nats = _by(production, "StatefulSet")["codeloop-nats"]
+    assert nats["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] == "100Gi"
+    scaled = _by(production, "ScaledObject")
+    assert scaled["codeloop-coder"]["spec"]["maxReplicaCount"] == 32
+    assert scaled["codeloop-orchestrator"]["spec"]["minReplicaCount"] == 2
+    for resource in production:
+        namespace = resource.doc["metadata"].get("namespace")
+        assert namespace == (None if resource.kind in ("Namespace", "RuntimeClass") else "codeloop"), (
+            resource.where()
+        )
+        assert resource.doc["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "kustomize"
+    base_coder = _by(build(K8S / "base"), "Deployment")["codeloop-coder"]
+    assert base_coder["spec"]["template"]["spec"]["containers"][0]["image"] == "codeloop"
+
+
+def test_each_role_runs_least_privileged_and_scales_on_its_own_consumer(production: list[Resource]) -> None:
+    """One Deployment per role serve runs by default, each: no API token, restricted security
+    context, limits, probes on the health endpoint it serves, streams at 3 replicas; gVisor and the
+    process sandbox for the roles that run code; the model key only where a model is called."""
+    deployments = _by(production, "Deployment")
+    scaled = _by(production, "ScaledObject")
+    assert set(deployments) == {f"codeloop-{role}" for role in DEFAULT_ROLES}
+    assert _by(production, "RuntimeClass")["gvisor"]["handler"] == "runsc"
+    nats_service = _by(production, "Service")["codeloop-nats"]
+    for role in DEFAULT_ROLES:
+        pod = deployments[f"codeloop-{role}"]["spec"]["template"]["spec"]
+        assert pod["automountServiceAccountToken"] is False
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        (container,) = pod["containers"]
+        for each in manifests.containers(deployments[f"codeloop-{role}"]):
+            context = each["securityContext"]
+            assert context["allowPrivilegeEscalation"] is False and context["capabilities"] == {
+                "drop": ["ALL"]
+            }
+            assert context["readOnlyRootFilesystem"] is True
+            assert set(each["resources"]["limits"]) == {"cpu", "memory"}
+        args = container["args"]
+        assert args[:3] == ["serve", "--role", role] and "--no-mcp" in args
+        assert _flag(args, "--replicas") == "3"
+        assert (
+            _flag(args, "--nats")
+            == f"nats://{nats_service['metadata']['name']}:{nats_service['spec']['ports'][0]['port']}"
+        )
+        assert _flag(args, "--health-host") == "0.0.0.0"
+        port = {p["name"]: p["containerPort"] for p in container["ports"]}["health"]
+        assert int(_flag(args, "--health-port")) == port
+        assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+        assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+        env = {e["name"]: e for e in container["env"]}
+        assert "value" not in env["CODELOOP_NATS_PASSWORD"]  # from the Secret, never in the manifest
+        if role in UNTRUSTED:
+            assert pod["runtimeClassName"] == "gvisor"
+            assert env["CODELOOP_SANDBOX"]["value"] == "process"
+        else:
+            assert "runtimeClassName" not in pod and "CODELOOP_SANDBOX" not in env
+        model_keys = [
+            s for s in container.get("envFrom", []) if s["secretRef"]["name"] == "codeloop-model-keys"
+        ]
+        assert bool(model_keys) == (role in LLM_ROLES), role
+        labels = deployments[f"codeloop-{role}"]["spec"]["template"]["metadata"]["labels"]
+        assert (labels.get("codeloop.dev/model-egress") == "true") == (role in LLM_ROLES)
+
+        address = RoleAddress.orchestrator() if role == "orchestrator" else RoleAddress.worker(role)
+        spec = scaled[f"codeloop-{role}"]["spec"]
+        assert spec["scaleTargetRef"]["name"] == f"codeloop-{role}"
+        (trigger,) = spec["triggers"]
+        assert trigger["type"] == "nats-jetstream"
+        assert (trigger["metadata"]["stream"], trigger["metadata"]["consumer"]) == (
+            address.stream,
+            address.durable,
+        )
+        assert trigger["metadata"]["natsServerMonitoringEndpoint"].startswith(
+            "codeloop-nats-headless.codeloop.svc"
+        )
+        assert spec["minReplicaCount"] >= 1  # the first worker creates the durable the scaler reads
+
+
+def test_nats_is_a_three_node_jetstream_cluster_nats_server_accepts(
+    production: list[Resource], tmp_path: Path
+) -> None:
+    """The StatefulSet, its headless Service and the routes agree, JetStream stores on the PVC, and
+    the real nats-server parses the ConfigMap's config; NATS and codeloop reach only each other."""
+    nats = _by(production, "StatefulSet")["codeloop-nats"]
+    assert nats["spec"]["replicas"] == 3 and nats["spec"]["serviceName"] == "codeloop-nats-headless"
+    assert _by(production, "Service")["codeloop-nats-headless"]["spec"]["clusterIP"] == "None"
+    (claim,) = nats["spec"]["volumeClaimTemplates"]
+    mounts = {
+        m["name"]: m["mountPath"] for m in nats["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
+    }
+    assert mounts[claim["metadata"]["name"]] == "/data"
+    config = _by(production, "ConfigMap")["codeloop-nats-config"]["data"]["nats.conf"]
+    for n in range(3):
+        assert f"nats://codeloop-nats-{n}.codeloop-nats-headless:6222" in config
+    assert "store_dir: /data" in config
+    (tmp_path / "nats.conf").write_text(config)
+    env = {
+        "PATH": os.environ["PATH"],
+        "SERVER_NAME": "codeloop-nats-0",
+        "CODELOOP_NATS_USER": "u",
+        "CODELOOP_NATS_PASSWORD": "p",
+    }
+    checked = subprocess.run(
+        [str(find_nats_server()), "-c", str(tmp_path / "nats.conf"), "-t"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert checked.returncode == 0, checked.stderr
+    assert "is valid" in checked.stdout + checked.stderr
+
+    policies = _by(production, "NetworkPolicy")
+    assert policies["default-deny"]["spec"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+    to_nats = policies["codeloop-to-nats"]["spec"]["egress"]
+    assert to_nats[0]["ports"] == [{"protocol": "TCP", "port": 4222}]
+    assert {p["port"] for p in to_nats[1]["ports"]} == {53}
+
+
+def test_the_pods_fit_the_image_they_run(production: list[Resource]) -> None:
+    """The pods run as the image's user, and their writable volumes cover what codeloop writes
+    under a read-only root: CODELOOP_HOME (under HOME) always, the embedding cache where a role
+    searches, seeded from the image's converted model."""
+    from infra.checks.containerfile import CONTAINERFILE, parse
+
+    instructions = parse((ROOT / CONTAINERFILE).read_text())
+    uid = [i for i in instructions if i.keyword == "USER"][-1].value.split(":")[0]
+    env = dict(word.split("=", 1) for i in instructions if i.keyword == "ENV" for word in i.words())
+    assert Path(env["CODELOOP_HOME"]).is_relative_to(env["HOME"])
+    for name, doc in _by(production, "Deployment").items():
+        pod = doc["spec"]["template"]["spec"]
+        assert str(pod["securityContext"]["runAsUser"]) == uid, name
+        (container,) = pod["containers"]
+        mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+        assert env["HOME"] in mounts and "/tmp" in mounts, name
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        assert all("emptyDir" in volumes[n] for n in mounts.values()), name
+        role = name.removeprefix("codeloop-")
+        if role in SEARCHING:
+            cache = mounts[env["CODELOOP_CACHE_DIR"]]
+            (seed,) = pod["initContainers"]
+            assert seed["command"] == ["cp", "-a", f"{env['CODELOOP_CACHE_DIR']}/.", "/seed/"]
+            assert {m["name"]: m["mountPath"] for m in seed["volumeMounts"]} == {cache: "/seed"}
+        else:
+            assert env["CODELOOP_CACHE_DIR"] not in mounts and "initContainers" not in pod, name
+
+
+def test_the_renderer_refuses_what_it_would_not_apply(tmp_path: Path) -> None:
+    """A kustomization field outside the supported subset, or a patch that matches nothing, is a
+    problem naming the file, never a silently different rendering."""
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    base = os.path.relpath(K8S / "base", overlay)
+    (overlay / "kustomization.yaml").write_text(f"resources: [{base}]\nnamePrefix: staging-\n")
+    assert manifests.check(overlay) == [
+        f"{overlay / 'kustomization.yaml'}: fields this renderer does not apply: namePrefix"
+    ]
+    (overlay / "kustomization.yaml").write_text(
+        f"resources: [{base}]\npatches:\n- target: {{kind: Deployment, name: codeloop-reviewer}}\n"
+        "  patch: '[{op: replace, path: /spec/paused, value: true}]'\n"
+    )
+    (problem,) = manifests.check(overlay)
+    assert "matches no resource" in problem and "codeloop-reviewer" in problem
