@@ -84,7 +84,9 @@ def check(repo: RepoOpt = Path(".")) -> None:
     """Check the configuration as run, submit and eval would; exit 2 on a problem.
 
     Checks the files, every model name (provider, function file and name, credentials in this
-    environment) and, with a cost budget, that every model has a price.
+    environment), with a cost budget that every model has a price, and that every configured
+    pipeline can run (known kinds, a possible order, each role installed here; a role served
+    only by workers elsewhere is reported, as it would be at submission without them).
     """
     from agents.messages import TaskSubmitted
     from codeloop.settings import submission_problems
@@ -93,7 +95,7 @@ def check(repo: RepoOpt = Path(".")) -> None:
     probe = TaskSubmitted(
         text="config check", repo=str(repo.resolve()), models=settings.models, budgets=settings.budgets
     )
-    problems = submission_problems(probe, settings=settings)
+    problems = submission_problems(probe, settings=settings) + _pipeline_problems(settings)
     if problems:
         from redaction import redact_text
 
@@ -112,3 +114,21 @@ def check(repo: RepoOpt = Path(".")) -> None:
 def register(app: typer.Typer) -> None:
     """Add `codeloop config ...` to the root app."""
     app.add_typer(config_app, name="config")
+
+
+def _pipeline_problems(settings: Any) -> list[str]:
+    """Each configured pipeline that a write-mode submission naming it would be refused for."""
+    from agents.orchestrator.pipeline import PipelineError, parse_pipeline
+    from agents.plugins import load_roles
+    from codeloop.pipelines import role_problems
+
+    registry = load_roles()
+    problems = []
+    for name, stages in settings.pipelines.items():
+        try:
+            pipeline = parse_pipeline(name, stages)
+        except PipelineError as exc:
+            problems.append(f"pipelines.{name}: {exc}")
+            continue
+        problems += [f"pipelines.{name}: {problem}" for problem in role_problems(pipeline, registry)]
+    return problems

@@ -133,3 +133,22 @@ async def test_config_show_reports_each_source_and_the_task_record_carries_the_r
     wrong = f"function:{SCRIPTED.resolve()}:wrong_then_right"
     assert (flagged["models"]["planner"], flagged["models"]["coder"], flagged["budgets"]["max_steps"]) == (wrong, wrong, 4)
     assert flagged["models"]["fallbacks"] == {}
+
+
+async def test_config_check_refuses_a_pipeline_that_cannot_run(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    make_repo(repo)
+    (repo / "codeloop.toml").write_text(
+        '[pipelines]\nbackwards = ["code:coder", "plan:planner"]\nlonely = ["code:coder", "review:nobody"]\n'
+        'fine = ["plan:planner", "code:coder", "verify:verifier"]\n'
+    )
+    env = codeloop_env(tmp_path / "home")
+    checked = await _codeloop(env, "config", "check", "--repo", str(repo))
+    errors = checked.stderr.decode()
+    assert checked.returncode == 2 and checked.stdout == b""
+    assert "pipelines.backwards: " in errors and "cannot come after a code stage" in errors
+    assert "pipelines.lonely: stage review:nobody: " in errors
+    assert "pipelines.fine" not in errors
+    (repo / "codeloop.toml").write_text('[pipelines]\nfine = ["plan:planner", "code:coder", "verify:verifier"]\n')
+    checked = await _codeloop(env, "config", "check", "--repo", str(repo))
+    assert checked.returncode == 0 and "1 pipeline(s)" in checked.stdout.decode(), checked.stderr
