@@ -1,9 +1,13 @@
 """Finding processes a test left behind: every test that starts servers, workers or sandboxes
 checks afterwards that none of them is still alive)."""
 
+import json
 import os
 import signal
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 from anyio.abc import Process
@@ -42,3 +46,24 @@ async def stop_process(process: Process, sig: int = signal.SIGTERM, *, grace_s: 
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+@asynccontextmanager
+async def ready_process(
+    command: Sequence[str], *, env: dict[str, str] | None = None, cwd: Path | str | None = None,
+    ready_s: float = 30.0, stop_signal: int = signal.SIGTERM,
+) -> AsyncIterator[tuple[Process, dict[str, Any]]]:
+    """Start `command`, wait up to `ready_s` for its first stdout line (a JSON object: a serve's
+    note, a worker's ready line) and yield the process with it; stopped and reaped on the way out."""
+    process = await anyio.open_process(list(command), env=env, cwd=cwd)
+    try:
+        assert process.stdout is not None
+        buffer = b""
+        with anyio.fail_after(ready_s):
+            while b"\n" not in buffer:
+                buffer += await process.stdout.receive()
+        yield process, json.loads(buffer.split(b"\n", 1)[0])
+    finally:
+        with anyio.CancelScope(shield=True):
+            await stop_process(process, stop_signal)
+            await process.aclose()

@@ -1,7 +1,6 @@
 """Helpers for the composition-root tests: `running_serve` starts `codeloop serve --json` the way
 tests/bus/test_cli.py does and always stops and reaps it."""
 
-import json
 import os
 import subprocess
 import sys
@@ -10,13 +9,12 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx2
 from anyio.abc import Process
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.processes import stop_process
+from tests.processes import ready_process
 
 CODELOOP = [sys.executable, "-m", "codeloop"]
 
@@ -39,18 +37,8 @@ async def running_serve(home: Path, *args: str) -> AsyncIterator[tuple[Process, 
     the serve process, not about what the agents do."""
     if "--pipeline" not in args:
         args = ("--pipeline", "echo", *args)
-    process = await anyio.open_process([*CODELOOP, "serve", "--json", *args], env=codeloop_env(home))
-    try:
-        assert process.stdout is not None
-        buffer = b""
-        with anyio.fail_after(30):
-            while b"\n" not in buffer:
-                buffer += await process.stdout.receive()
-        yield process, json.loads(buffer.split(b"\n", 1)[0])
-    finally:
-        with anyio.CancelScope(shield=True):
-            await stop_process(process)
-            await process.aclose()
+    async with ready_process([*CODELOOP, "serve", "--json", *args], env=codeloop_env(home)) as ready:
+        yield ready
 
 
 @asynccontextmanager

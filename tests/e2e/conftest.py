@@ -2,13 +2,13 @@
 decisions are scripted (`tests/e2e/scripted.py`, loaded as `function:` model files)."""
 
 import hashlib
-import subprocess
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import anyio
 import pytest
 
+from codeloop.testing import PipelineRunner
 from tests.processes import processes_mentioning
 
 SCRIPTED = Path(__file__).with_name("scripted.py")
@@ -25,15 +25,7 @@ CALC = {
 
 
 def make_repo(root: Path, files: dict[str, str] = CALC) -> Path:
-    root.mkdir(parents=True)
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
-    subprocess.run([*git, "init", "-q"], cwd=root, check=True)
-    subprocess.run([*git, "add", "-A"], cwd=root, check=True)
-    subprocess.run([*git, "commit", "-qm", "init"], cwd=root, check=True)
-    return root
+    return PipelineRunner.make_repo(root, files)
 
 
 def tree_digest(root: Path) -> dict[str, str]:

@@ -7,7 +7,6 @@ versions refuse each other, each saying so."""
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -19,7 +18,7 @@ import pytest
 
 from tests.e2e.conftest import CALC, make_repo, model
 from tests.e2e.scripted import PLANTED_KEY
-from tests.processes import stop_process
+from tests.processes import ready_process
 from tests.roles.conftest import ROOT
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -50,21 +49,9 @@ async def _codeloop(runner, home: Path, *args: str, bus: bool = True) -> tuple[i
 @asynccontextmanager
 async def _node_worker(where: Path, runner, schema: Path) -> AsyncIterator[tuple[anyio.abc.Process, dict]]:
     env = {**os.environ, **runner.auth_env}
-    process = await anyio.open_process(
-        ["node", "reviewer.mjs", "--nats", runner.nats_url, "--schema", str(schema), "--ack-wait", "10"],
-        cwd=where, env=env,
-    )  # fmt: skip
-    try:
-        assert process.stdout is not None
-        buffer = b""
-        with anyio.fail_after(30):
-            while b"\n" not in buffer:
-                buffer += await process.stdout.receive()
-        yield process, json.loads(buffer.split(b"\n", 1)[0])
-    finally:
-        with anyio.CancelScope(shield=True):
-            await stop_process(process, signal.SIGTERM)
-            await process.aclose()
+    command = ["node", "reviewer.mjs", "--nats", runner.nats_url, "--schema", str(schema), "--ack-wait", "10"]
+    async with ready_process(command, env=env, cwd=where) as ready:
+        yield ready
 
 
 async def test_the_js_reviewer_joins_a_serve_and_reviews_like_the_python_one(

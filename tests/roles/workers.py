@@ -9,10 +9,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio
 from anyio.abc import Process
 
-from tests.processes import stop_process
+from tests.processes import ready_process
 from tests.roles.conftest import ROOT
 
 
@@ -30,21 +29,9 @@ def auth_of(home: Path) -> dict[str, str]:
 @asynccontextmanager
 async def serving(home: Path, *args: str, auth: dict[str, str] | None = None) -> AsyncIterator[tuple[Process, dict[str, Any]]]:
     """`codeloop serve --json --no-mcp --no-metrics ARGS` until its ready line; yields it and its note."""
-    process = await anyio.open_process(
-        [sys.executable, "-m", "codeloop", "serve", "--json", "--no-mcp", "--no-metrics", *args],
-        env=env_for(home, auth), cwd=ROOT,
-    )  # fmt: skip
-    try:
-        assert process.stdout is not None
-        buffer = b""
-        with anyio.fail_after(60):
-            while b"\n" not in buffer:
-                buffer += await process.stdout.receive()
-        yield process, json.loads(buffer.split(b"\n", 1)[0])
-    finally:
-        with anyio.CancelScope(shield=True):
-            await stop_process(process)
-            await process.aclose()
+    command = [sys.executable, "-m", "codeloop", "serve", "--json", "--no-mcp", "--no-metrics", *args]
+    async with ready_process(command, env=env_for(home, auth), cwd=ROOT, ready_s=60) as ready:
+        yield ready
 
 
 @asynccontextmanager
