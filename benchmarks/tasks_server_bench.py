@@ -19,7 +19,6 @@ what the tasks server adds end to end (target: under 0.5 s).
 
 import argparse
 import statistics
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -28,6 +27,10 @@ import anyio
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+
+# The same task and scripted model as pipeline_bench.py, so the two benches' figures compare.
+from pipeline_bench import SCRIPT
+from pipeline_bench import make_repo as _make_repo
 
 from agents.client import submit_task, watch_task
 from agents.messages import ModelNames, TaskSubmitted
@@ -42,37 +45,11 @@ from tool_servers.protocol.scopes import ALL_SCOPES
 from tool_servers.protocol.spec import ServerOptions
 from tool_servers.tasks.server import build_tasks_server
 
-SCRIPT = """
-from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-
-def decide(messages, info):
-    if info.output_tools and not info.function_tools:
-        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {
-            "steps": [{"description": "fix add"}], "files_of_interest": ["calc/__init__.py"],
-            "test_targets": ["tests/test_calc.py"]})])
-    returns = [p for m in messages for p in getattr(m, "parts", []) if isinstance(p, ToolReturnPart)]
-    if not returns:
-        return ModelResponse(parts=[ToolCallPart("read_file", {"path": "calc/__init__.py"})])
-    if returns[-1].tool_name == "read_file":
-        text = returns[-1].content["content"].replace("a - b", "a + b")
-        return ModelResponse(parts=[ToolCallPart("write_file", {"path": "calc/__init__.py", "content": text})])
-    return ModelResponse(parts=[TextPart("fixed")])
-"""
-CALC = {
-    "calc/__init__.py": "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n",
-    "tests/test_calc.py": "from calc import add, mul\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
-    "def test_mul():\n    assert mul(2, 3) == 6\n",
-}
 TOKEN = "bench-token-0123456789abcdef"
 
 
 def make_repo(root: Path) -> Path:
-    for rel, text in CALC.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "init"]):
-        subprocess.run(["git", "-c", "user.email=b@e", "-c", "user.name=b", *command], cwd=root, check=True)
-    return root
+    return _make_repo(root, 0)
 
 
 async def like_run(bus, task: TaskSubmitted) -> float:
