@@ -349,15 +349,20 @@ def check_submission(
     settings: Settings | None = None,
     pipeline: str | None = None,
     environ: Mapping[str, str] | None = None,
+    credentials: bool = True,
 ) -> None:
     """Check everything `task` names before anything starts: every model resolves (provider known,
     `function:` file and name exist, credentials set in `environ`, default this process's), a cost
     budget can be priced, `pipeline` (if given) is known. `settings` names where each model came from.
+    `credentials=False` leaves the credentials to the workers: for a submitter on a remote bus
+    whose workers, not it, hold the model keys (a tasks server in its own pod).
 
     Raises:
         ConfigError: the first problem, naming the value and the fix.
     """
-    problems = submission_problems(task, settings=settings, pipeline=pipeline, environ=environ)
+    problems = submission_problems(
+        task, settings=settings, pipeline=pipeline, environ=environ, credentials=credentials
+    )
     if problems:
         raise ConfigError(problems[0])
 
@@ -368,6 +373,7 @@ def submission_problems(
     settings: Settings | None = None,
     pipeline: str | None = None,
     environ: Mapping[str, str] | None = None,
+    credentials: bool = True,
 ) -> list[str]:
     """Every problem `check_submission` would raise the first of, in order."""
     from agents.model_check import ModelNameProblem, check_model_name
@@ -376,7 +382,7 @@ def submission_problems(
     names = task.models.all_names()
     for name in names:
         try:
-            check_model_name(name, environ=environ)
+            check_model_name(name, environ=environ, credentials=credentials)
         except ModelNameProblem as exc:
             problems.append(f"{exc}{_set_by(settings, name)}")
     if task.budgets.max_cost_usd is not None:

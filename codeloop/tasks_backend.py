@@ -63,8 +63,14 @@ _FIELDS = {
 """A submission's model and budget names -> the settings key and the `submit_task` argument."""
 
 
-def check_submission(submission: Submission) -> tuple[ModelNames, Budgets, PipelineChoice | None]:
+def check_submission(
+    submission: Submission, *, credentials: bool = True
+) -> tuple[ModelNames, Budgets, PipelineChoice | None]:
     """The submission's models, budgets and pipeline, checked the way `codeloop run` checks them.
+
+    With `credentials=False` the model keys are not looked for in this process's environment: the
+    workers on a remote bus hold them, and a model whose key they lack fails there, at its first
+    call, as it would for `codeloop submit` from a machine that has the key.
 
     What the client gives is the top layer of the configuration, as a command line is for
     `codeloop run`; the environment, the repository's `codeloop.toml` and the user's file give the
@@ -89,7 +95,7 @@ def check_submission(submission: Submission) -> tuple[ModelNames, Budgets, Pipel
             text=submission.text, repo=str(submission.repo), mode=submission.mode,
             models=settings.models, budgets=settings.budgets,
         )  # fmt: skip
-        check_settings(task, settings=settings)
+        check_settings(task, settings=settings, credentials=credentials)
     except ConfigError as exc:
         message = str(exc)
         field = next((f for _, f in _FIELDS.values() if message.startswith(f"{f}:") or f"(from {f})" in message), None)
@@ -110,15 +116,22 @@ def _principal_key(principal: str) -> str:
 class BusTasks:
     """`TasksBackend` over an open bus."""
 
-    def __init__(self, bus: Bus, kv: Any, *, max_running: int = DEFAULT_MAX_RUNNING) -> None:
+    def __init__(
+        self, bus: Bus, kv: Any, *, max_running: int = DEFAULT_MAX_RUNNING, check_credentials: bool = True
+    ) -> None:
         self.bus = bus
         self.kv = kv
         self.records = TaskRecords(kv)
         self.max_running = max_running
+        self.check_credentials = check_credentials
 
     @classmethod
-    async def open(cls, bus: Bus, *, max_running: int = DEFAULT_MAX_RUNNING) -> "BusTasks":
-        return cls(bus, await bus.kv(subjects.TASKS_BUCKET), max_running=max_running)
+    async def open(
+        cls, bus: Bus, *, max_running: int = DEFAULT_MAX_RUNNING, check_credentials: bool = True
+    ) -> "BusTasks":
+        """The backend on `bus`; `check_credentials=False`: the workers hold the model keys (see `check_submission`)."""
+        kv = await bus.kv(subjects.TASKS_BUCKET)
+        return cls(bus, kv, max_running=max_running, check_credentials=check_credentials)
 
     # ownership
 
@@ -142,7 +155,7 @@ class BusTasks:
     # TasksBackend
 
     async def submit(self, submission: Submission) -> str:
-        models, budgets, pipeline = check_submission(submission)
+        models, budgets, pipeline = check_submission(submission, credentials=self.check_credentials)
         running = [v for v in await self.list(submission.principal, status=None, limit=10_000) if not v.ended]
         if len(running) >= self.max_running:
             raise TooManyTasks(

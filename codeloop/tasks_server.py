@@ -6,14 +6,21 @@ it starts what `codeloop run` starts: an embedded bus with the orchestrator and 
 this process (the installed plug-in roles too, since any client's task may name a pipeline that
 needs one), on the state directory's own store, so a desktop client that launches the server
 over stdio gets a working agent with no other set-up, and its tasks outlive a restart.
+
+Over HTTP it can serve a health endpoint beside it (`codeloop.health`): live while its loop
+runs, ready while it listens and its bus connection is up (not ready again while the bus is
+away, so a load balancer or Kubernetes sends no client to a server that cannot submit).
 """
 
 import signal
+import sys
+from functools import partial
 from typing import Any
 
 import anyio
 
 from bus.connection import open_bus
+from codeloop.health import Readiness, serve_health
 from codeloop.tasks_backend import DEFAULT_MAX_RUNNING, BusTasks
 from tool_servers.protocol.audit import AuditLog
 from tool_servers.protocol.http import TokenTable
@@ -44,19 +51,45 @@ def embedded_roles() -> tuple[str, ...]:
 
 
 async def run_tasks_server(
-    config: ServeConfig, connection: dict[str, Any], *, max_running: int = DEFAULT_MAX_RUNNING
+    config: ServeConfig,
+    connection: dict[str, Any],
+    *,
+    max_running: int = DEFAULT_MAX_RUNNING,
+    check_credentials: bool = True,
+    health: tuple[str, int] | None = None,
 ) -> None:
-    """Serve the tasks server over `config`'s transport until stdin closes or it is cancelled."""
+    """Serve the tasks server over `config`'s transport until stdin closes or it is cancelled.
+
+    `health` (host, port): serve `/healthz` and `/readyz` there, ready with checks "listening"
+    and "nats". `check_credentials=False`: submissions are not refused for a model key missing
+    here (the workers on the remote bus hold it).
+
+    Raises:
+        TokenFileError: the token file is unreadable or malformed.
+        OSError: a port is taken.
+    """
     from codeloop.commands.run import on_pipeline
 
     options = tasks_options(config)  # before any bus starts: a bad token file fails at once
+    readiness = Readiness()
+
+    def listening(url: str) -> None:
+        print(url, flush=True)
+        print(f"serving at {url}", file=sys.stderr, flush=True)
+        readiness.mark("listening")
 
     async def body(client_config: Any) -> None:
         async with open_bus(client_config) as bus:
-            backend = await BusTasks.open(bus, max_running=max_running)
-            await serve_over(build_tasks_server(config.root.resolve(), options, backend), config)
+            readiness.add("nats", lambda: bus.connected)
+            backend = await BusTasks.open(bus, max_running=max_running, check_credentials=check_credentials)
+            server = build_tasks_server(config.root.resolve(), options, backend)
+            await serve_over(server, config, on_ready=listening)
 
     async with anyio.create_task_group() as tg:
+        if health is not None:
+            # Up before the bus: a probe sees a live process that is not ready while it connects.
+            host, port = health
+            await tg.start(partial(serve_health, readiness, host=host, port=port))
 
         async def stop_on_signal() -> None:
             # SIGTERM would end the process on the spot, leaving an embedded nats-server behind:

@@ -4,13 +4,15 @@ The `mcp` command line is a contract other tools depend on:
 `codeloop mcp SERVER --root DIR [--scopes read,write,execute] [--transport stdio|http]
 [--host 127.0.0.1] [--port N] [--token-file FILE] [--audit-log FILE] [--index-dir DIR]
 [--allow-path GLOB]... [--deny-path GLOB]... [--health-port N] [--health-host ADDR]`; the `tasks`
-server also takes `--nats URL` and `--max-running N` (see `codeloop.tasks_server`).
+server also takes `--nats URL`, `--max-running N` and `--worker-credentials` (see
+`codeloop.tasks_server`).
 
 Without `--scopes` the grant is `read` (least privilege), and what is granted is said on stderr
 (stdout belongs to the MCP protocol over stdio). The audit log and the search index live in the
 codeloop home, per root, so nothing is written under the root a client may only read.
 """
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -82,11 +84,20 @@ def mcp(
             "--max-running", min=1, help="tasks: unfinished tasks one principal may have at a time."
         ),
     ] = 4,
+    worker_credentials: Annotated[
+        bool,
+        typer.Option(
+            "--worker-credentials",
+            help="tasks on a remote bus (--nats or CODELOOP_NATS_URL): the workers hold the model keys, so "
+            "a submission is not refused for a key missing here (model names and files are still checked).",
+        ),
+    ] = False,
     health_port: Annotated[
         int,
         typer.Option(
             "--health-port",
-            help="http: serve liveness (/healthz) and readiness (/readyz: listening) on this port. Default 0: off.",
+            help="http: serve liveness (/healthz) and readiness (/readyz: listening; tasks: and its bus "
+            "connected) on this port. Default 0: off.",
         ),
     ] = 0,
     health_host: Annotated[
@@ -112,8 +123,13 @@ def mcp(
     names = sorted([*SERVERS, TASKS])
     if server not in names:
         raise usage_error(f"unknown server {server!r}; choose one of: {', '.join(names)}")
-    if server != TASKS and (nats is not None or max_running != 4):
-        raise usage_error("--nats and --max-running belong to the tasks server only")
+    if server != TASKS and (nats is not None or max_running != 4 or worker_credentials):
+        raise usage_error("--nats, --max-running and --worker-credentials belong to the tasks server only")
+    if worker_credentials and nats is None and not os.environ.get("CODELOOP_NATS_URL"):
+        raise usage_error(
+            "--worker-credentials needs a remote bus (--nats URL or CODELOOP_NATS_URL): without one the "
+            "workers run in this process, and the model keys must be here"
+        )
     if not root.is_dir():
         raise usage_error(f"--root {root} is not a directory")
     try:
@@ -132,10 +148,6 @@ def mcp(
         raise usage_error(f"--health-port must be between 0 and 65535, not {health_port}")
     if health_port and transport != "http":
         raise usage_error("--health-port needs --transport http: a stdio server lives and dies with its client")
-    if health_port and server == TASKS:
-        raise usage_error(
-            "--health-port is not offered by the tasks server; its liveness is its HTTP port, its readiness the bus's"
-        )
     home = root_home(root)
     tools = tool_server_config()
     config = ServeConfig(
@@ -164,7 +176,8 @@ def mcp(
     setup_telemetry(telemetry_config(), process=f"mcp {server}")
     try:
         if server == TASKS:
-            _run_tasks(config, nats, max_running)
+            health = (health_host, health_port) if health_port else None
+            _run_tasks(config, nats, max_running, check_credentials=not worker_credentials, health=health)
         elif health_port:
             anyio.run(_run_with_health, config, health_host, health_port)
         else:
@@ -184,11 +197,21 @@ def mcp(
         raise fail("; ".join(os_error_message(e) for e in _leaves(oserrors))) from None  # type: ignore[arg-type]
 
 
-def _run_tasks(config: object, nats: str | None, max_running: int) -> None:
+def _run_tasks(
+    config: object, nats: str | None, max_running: int, *, check_credentials: bool, health: tuple[str, int] | None
+) -> None:
     from codeloop.commands.connection import _run
     from codeloop.tasks_server import run_tasks_server
 
-    _run(lambda: run_tasks_server(config, {"nats_url": nats}, max_running=max_running))  # type: ignore[arg-type]
+    _run(
+        lambda: run_tasks_server(
+            config,  # type: ignore[arg-type]
+            {"nats_url": nats},
+            max_running=max_running,
+            check_credentials=check_credentials,
+            health=health,
+        )
+    )
 
 
 async def _run_with_health(config: object, host: str, port: int) -> None:

@@ -93,3 +93,65 @@ async def test_http_tool_server_is_ready_once_listening_and_stdio_refuses_a_heal
     )
     assert stdio.returncode == 2
     assert b"--health-port needs --transport http" in stdio.stderr
+
+
+@pytest.mark.slow
+async def test_tasks_server_is_ready_while_its_bus_is_and_leaves_model_keys_to_the_workers(
+    tmp_path: Path, repo: Path
+) -> None:
+    """`codeloop mcp tasks --nats URL --transport http --health-port P --worker-credentials`, as its
+    Kubernetes pod runs it (no model key in its environment): /readyz names "listening" and "nats"
+    and is 200 while connected; a task for a provider whose key only the workers hold is submitted,
+    not refused; with NATS SIGKILLed /readyz turns 503 on "nats" while /healthz stays 200. Without
+    a remote bus the flag is a usage error."""
+    from tests.codeloop.test_tasks_server_http import call, http_client
+
+    token = "tasks-token-0123456789abcdef"
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{token} client read,write,execute\n")
+    tokens.chmod(0o600)
+    port = free_loopback_port()
+    base = f"http://127.0.0.1:{port}"
+    env = {k: v for k, v in codeloop_env(tmp_path / "tasks-home").items() if not k.endswith("_API_KEY")}
+    root = repo  # the server's root is the repository itself, named "." by the client
+    with anyio.fail_after(120):
+        async with open_nats_server(tmp_path / "nats") as nats:
+            # The orchestrator makes the streams and takes the task, as its own pod does.
+            serve_args = ("--nats", nats.url, "--role", "orchestrator", "--no-mcp", "--no-metrics")
+            async with running_serve(tmp_path / "home", *serve_args):
+                command = [*CODELOOP, "mcp", "tasks", "--root", str(root), "--scopes", "read,write,execute"]
+                process = await anyio.open_process(
+                    [*command, "--nats", nats.url, "--worker-credentials", "--transport", "http", "--port", "0",
+                     "--token-file", str(tokens), "--health-port", str(port)],
+                    env=env,
+                )  # fmt: skip
+                try:
+                    assert process.stdout is not None
+                    url = (await process.stdout.receive()).decode().strip().splitlines()[0]
+                    assert url.endswith("/mcp")
+                    assert await _until(f"{base}/readyz", 200) == {
+                        "status": "ready",
+                        "checks": {"listening": True, "nats": True},
+                    }
+                    async with http_client(url, token) as client:
+                        view = await call(
+                            client, "submit_task", task="explain the module", repo=".", mode="read",
+                            model="anthropic:claude-sonnet-4-5",
+                        )  # fmt: skip
+                        assert view["task_id"]
+                    nats.process.send_signal(signal.SIGKILL)
+                    assert await _until(f"{base}/readyz", 503) == {
+                        "status": "not ready",
+                        "checks": {"listening": True, "nats": False},
+                    }
+                    assert await _get(f"{base}/healthz") == (200, {"status": "ok"})
+                    assert process.returncode is None
+                finally:
+                    await stop_process(process)
+                    await process.aclose()
+
+    alone = await anyio.run_process(
+        [*CODELOOP, "mcp", "tasks", "--root", str(root), "--worker-credentials"], env=env, check=False
+    )
+    assert alone.returncode == 2
+    assert b"--worker-credentials needs a remote bus" in alone.stderr

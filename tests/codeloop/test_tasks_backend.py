@@ -111,6 +111,26 @@ def test_the_submission_check_names_what_is_wrong(tmp_path: Path) -> None:
     assert refused.value.details["field"] == "pipeline"
 
 
+def test_model_keys_are_checked_here_unless_the_workers_hold_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tasks server without the provider's key refuses the submission naming the variable; one
+    that leaves credentials to the workers (its own pod on a remote bus) accepts it, and still
+    refuses a provider that does not exist."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+    def submission(model: str) -> Submission:
+        return Submission(principal="p", text="t", repo=tmp_path, mode="read", models={"default": model})
+
+    with pytest.raises(SubmissionRefused, match="ANTHROPIC_API_KEY") as refused:
+        check_submission(submission("anthropic:claude-sonnet-4-5"))
+    assert refused.value.details.get("field") == "model"
+    names, _, _ = check_submission(submission("anthropic:claude-sonnet-4-5"), credentials=False)
+    assert names.default == "anthropic:claude-sonnet-4-5"
+    with pytest.raises(SubmissionRefused, match="unknown provider 'nosuch'"):
+        check_submission(submission("nosuch:model"), credentials=False)
+
+
 async def test_a_configured_pipeline_is_carried_and_one_nothing_serves_is_refused(client: Client, tmp_path: Path) -> None:
     (tmp_path / "root" / "calc" / "codeloop.toml").write_text(
         '[pipelines]\nquick = ["code:coder"]\nodd = ["code:coder", "review:nobody"]\n'

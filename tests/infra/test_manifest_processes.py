@@ -1,7 +1,7 @@
 """The manifests' command lines run for real: each role's container command, as the rendered
 overlay has it, started against a real three-node JetStream cluster with only the cluster's
 addresses and free local ports put in, answers the probes the manifest points at and leaves the
-streams at three replicas."""
+streams at three replicas; the tasks server's line gets ready on that cluster too."""
 
 from pathlib import Path
 from typing import Any
@@ -26,10 +26,11 @@ ROLES = ("orchestrator", "verifier")
 manifest pins the process sandbox; the others' lines differ only in the role's name."""
 
 
-def _local(container: dict[str, Any], nats_urls: str, health: int, metrics: int) -> list[str]:
-    """The container's args with the cluster's URLs and free loopback ports in place of the pod's."""
+def _local(container: dict[str, Any], nats_urls: str, health: int, **more: str) -> list[str]:
+    """The container's args with the cluster's URLs, free loopback ports and local paths in place of
+    the pod's (`more`: `--metrics-port` as `metrics_port`, ...); every flag replaced must be there."""
     replace = {"--nats": nats_urls, "--health-port": str(health), "--health-host": "127.0.0.1",
-               "--metrics-port": str(metrics), "--metrics-host": "127.0.0.1"}  # fmt: skip
+               **{f"--{k.replace('_', '-')}": v for k, v in more.items()}}  # fmt: skip
     args = list(container["args"])
     for flag, value in replace.items():
         args[args.index(flag) + 1] = value
@@ -65,12 +66,31 @@ async def test_the_role_containers_start_get_ready_and_make_the_streams_three_wa
                     health = free_loopback_port()
                     env = codeloop_env(tmp_path / role)
                     env.update({e["name"]: e["value"] for e in container.get("env", []) if "value" in e})
-                    argv = _local(container, urls, health, free_loopback_port())
+                    ports = {"metrics_port": str(free_loopback_port()), "metrics_host": "127.0.0.1"}
+                    argv = _local(container, urls, health, **ports)
                     processes.append((role, health, await anyio.open_process([*CODELOOP, *argv], env=env)))
                 for role, health, process in processes:
                     body = await _ready(f"http://127.0.0.1:{health}/readyz")
                     assert body == {"status": "ready", "checks": {"nats": True, "actors": True}}, role
                     assert process.returncode is None
+                # The tasks server's line, once the orchestrator has made the streams and buckets,
+                # with the token Secret and the repos volume as local files.
+                (container,) = deployments["codeloop-tasks"]["spec"]["template"]["spec"]["containers"]
+                repos, tokens = tmp_path / "repos", tmp_path / "tokens"
+                repos.mkdir()
+                tokens.write_text("k8s-client-token-0123456789abcdef client read\n")
+                tokens.chmod(0o440)
+                health = free_loopback_port()
+                argv = _local(
+                    container, urls, health, root=str(repos), token_file=str(tokens), host="127.0.0.1",
+                    port=str(free_loopback_port()),
+                )  # fmt: skip
+                env = {k: v for k, v in codeloop_env(tmp_path / "tasks").items() if not k.endswith("_API_KEY")}
+                process = await anyio.open_process([*CODELOOP, *argv], env=env)
+                processes.append(("tasks", health, process))
+                body = await _ready(f"http://127.0.0.1:{health}/readyz")
+                assert body == {"status": "ready", "checks": {"listening": True, "nats": True}}
+                assert process.returncode is None
                 async with open_bus(
                     BusConfig(servers=tuple(n.url for n in nodes), state_dir=tmp_path / "c")
                 ) as bus:

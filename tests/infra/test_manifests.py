@@ -21,6 +21,7 @@ from tests.infra.conftest import ROOT
 
 K8S = ROOT / manifests.K8S_ROOT
 UNTRUSTED = {"coder", "verifier"}
+TASKS = "codeloop-tasks"
 SEARCHING = {"planner", "retriever", "coder"}
 """The roles whose agents call the search server (the planner's first look, retrieval, the coder's tool)."""
 
@@ -57,7 +58,9 @@ def test_every_manifest_validates_and_every_codeloop_line_parses() -> None:
         for c in manifests.containers(r.doc)
         for line in manifests.codeloop_command_lines(c)
     ]
-    assert len(lines) == len(DEFAULT_ROLES)  # one `codeloop serve` per role, none skipped by the walk
+    # One `codeloop serve` per role and the tasks server, none skipped by the walk.
+    what = [line[2] if line[:2] == ["serve", "--role"] else " ".join(line[:2]) for line in lines]
+    assert sorted(what) == sorted([*DEFAULT_ROLES, "mcp tasks"])
 
 
 def test_a_typo_in_a_manifest_fails_the_check_naming_file_container_and_flag(tmp_path: Path) -> None:
@@ -121,7 +124,7 @@ def test_each_role_runs_least_privileged_and_scales_on_its_own_consumer(producti
     process sandbox for the roles that run code; the model key only where a model is called."""
     deployments = _by(production, "Deployment")
     scaled = _by(production, "ScaledObject")
-    assert set(deployments) == {f"codeloop-{role}" for role in DEFAULT_ROLES}
+    assert set(deployments) == {f"codeloop-{role}" for role in DEFAULT_ROLES} | {TASKS}
     assert _by(production, "RuntimeClass")["gvisor"]["handler"] == "runsc"
     nats_service = _by(production, "Service")["codeloop-nats"]
     for role in DEFAULT_ROLES:
@@ -176,6 +179,89 @@ def test_each_role_runs_least_privileged_and_scales_on_its_own_consumer(producti
             "codeloop-nats-headless.codeloop.svc"
         )
         assert spec["minReplicaCount"] >= 1  # the first worker creates the durable the scaler reads
+
+
+def _secrets(doc: dict[str, Any]) -> set[str]:
+    """The names of the Secrets a workload's pod reads: env, envFrom and volumes."""
+    pod = doc["spec"]["template"]["spec"]
+    names = {v["secret"]["secretName"] for v in pod.get("volumes", []) if "secret" in v}
+    for container in manifests.containers(doc):
+        names |= {s["secretRef"]["name"] for s in container.get("envFrom", []) if "secretRef" in s}
+        names |= {
+            e["valueFrom"]["secretKeyRef"]["name"]
+            for e in container.get("env", [])
+            if "secretKeyRef" in e.get("valueFrom", {})
+        }
+    return names
+
+
+def test_the_tasks_server_serves_clients_from_read_only_repos_with_no_model_key(
+    production: list[Resource],
+) -> None:
+    """The tasks Deployment runs `mcp tasks` on the cluster's NATS over HTTP with its token file,
+    least privileged like the roles; it reads only the NATS and token Secrets (no model key, and
+    no other pod reads its tokens), leaves credentials to the workers, mounts the repositories
+    read-only at its root, is probed on its health port, and is reachable on 8080 through its
+    Service and its NetworkPolicy, with no egress beyond NATS and DNS."""
+    deployments = _by(production, "Deployment")
+    doc = deployments[TASKS]
+    pod = doc["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    args = container["args"]
+    assert args[:2] == ["mcp", "tasks"] and "--worker-credentials" in args
+    assert (_flag(args, "--transport"), _flag(args, "--host"), _flag(args, "--nats")) == (
+        "http",
+        "0.0.0.0",
+        "nats://codeloop-nats:4222",
+    )
+    assert _flag(args, "--scopes") == "read,write,execute"
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert int(_flag(args, "--port")) == ports["http"] == 8080
+    assert int(_flag(args, "--health-port")) == ports["health"] == 8081
+    assert _flag(args, "--health-host") == "0.0.0.0"
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+
+    assert pod["automountServiceAccountToken"] is False and "runtimeClassName" not in pod
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    context = container["securityContext"]
+    assert context["readOnlyRootFilesystem"] is True and context["capabilities"] == {"drop": ["ALL"]}
+    assert set(container["resources"]["limits"]) == {"cpu", "memory"}
+    assert "codeloop.dev/model-egress" not in doc["spec"]["template"]["metadata"]["labels"]
+
+    assert _secrets(doc) == {"codeloop-nats", "codeloop-tasks-tokens"}
+    for name, other in deployments.items():
+        if name != TASKS:
+            assert "codeloop-tasks-tokens" not in _secrets(other), name
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    tokens = Path(_flag(args, "--token-file"))
+    token_mount = mounts[str(tokens.parent)]
+    assert token_mount["readOnly"] is True
+    assert volumes[token_mount["name"]]["secret"]["items"] == [{"key": "tokens", "path": tokens.name}]
+    repos = mounts[_flag(args, "--root")]
+    assert repos["readOnly"] is True
+    claim = volumes[repos["name"]]["persistentVolumeClaim"]
+    assert claim["readOnly"] is True
+    assert claim["claimName"] in _by(production, "PersistentVolumeClaim")
+
+    labels = doc["spec"]["template"]["metadata"]["labels"]
+    service = _by(production, "Service")[TASKS]["spec"]
+    assert service["selector"].items() <= labels.items()
+    assert service["ports"] == [{"name": "http", "port": 8080, "targetPort": "http"}]
+    policies = _by(production, "NetworkPolicy")
+    (ingress,) = policies["codeloop-tasks-clients"]["spec"]["ingress"]
+    assert policies["codeloop-tasks-clients"]["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
+    assert ingress["ports"] == [{"protocol": "TCP", "port": 8080}]
+    # Its egress: only the codeloop-wide policy (NATS, DNS) selects it, not the model-egress one.
+    egress = [
+        name
+        for name, policy in policies.items()
+        if "Egress" in policy["spec"]["policyTypes"]
+        and policy["spec"]["podSelector"].get("matchLabels", {}).items() <= labels.items()
+        and policy["spec"]["podSelector"] != {}
+    ]
+    assert egress == ["codeloop-to-nats"]
 
 
 def test_nats_is_a_three_node_jetstream_cluster_nats_server_accepts(
@@ -236,7 +322,8 @@ def test_the_pods_fit_the_image_they_run(production: list[Resource]) -> None:
         mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
         assert env["HOME"] in mounts and "/tmp" in mounts, name
         volumes = {v["name"]: v for v in pod["volumes"]}
-        assert all("emptyDir" in volumes[n] for n in mounts.values()), name
+        writable = [m["name"] for m in container["volumeMounts"] if not m.get("readOnly")]
+        assert all("emptyDir" in volumes[n] for n in writable), name
         role = name.removeprefix("codeloop-")
         if role in SEARCHING:
             cache = mounts[env["CODELOOP_CACHE_DIR"]]
