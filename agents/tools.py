@@ -9,6 +9,7 @@ transport (a remote worker). Keeping the choice in one object is what lets the s
 in-process in tests and against remote servers in a cluster.
 """
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -33,3 +34,17 @@ class ToolProvider(Protocol):
         neither listed nor callable); `index_dir` is where `search` keeps its index (default: the
         server's own choice). The caller owns the sessions it opens on them."""
         ...
+
+
+@dataclass(frozen=True)
+class HttpTarget:
+    """A server reached over streamable HTTP with a bearer token (a workspace service's)."""
+
+    url: str
+    token: str
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def __repr__(self) -> str:  # the token stays out of logs and tracebacks
+        return f"HttpTarget({self.url!r})"
