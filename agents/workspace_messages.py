@@ -19,7 +19,7 @@ SERVICE_QUEUE = "codeloop-workspaces"
 """Queue group of `OPEN_SUBJECT`: each open goes to one service instance."""
 
 
-def service_subject(service: str, verb: Literal["diff", "close"]) -> str:
+def service_subject(service: str, verb: Literal["diff", "sync", "close"]) -> str:
     """Where the instance `service` takes requests about the workspaces it holds."""
     return f"codeloop.workspaces.{service}.{verb}"
 
@@ -82,6 +82,17 @@ class WorkspacePatch(Message):
     files_changed: list[str]
 
 
+class WorkspaceSync(Message):
+    """Bring the workspace to its snapshot plus `patch` (tracked and untracked changes dropped
+    first), so a caller holding its own copy runs code on the same tree (the verifier)."""
+
+    kind: Literal["workspace_sync"] = "workspace_sync"
+    """Always `workspace_sync`."""
+    workspace: str
+    patch: str
+    """Empty: the snapshot itself. Answered with the resulting `WorkspacePatch`."""
+
+
 class WorkspaceClose(Message):
     """Delete the workspace and revoke its token."""
 
@@ -104,6 +115,7 @@ register_payloads(
     WorkspaceRefused,
     WorkspaceDiff,
     WorkspacePatch,
+    WorkspaceSync,
     WorkspaceClose,
     WorkspaceClosed,
 )

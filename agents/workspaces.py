@@ -30,6 +30,7 @@ from agents.workspace_messages import (
     WorkspaceOpened,
     WorkspacePatch,
     WorkspaceRefused,
+    WorkspaceSync,
     service_subject,
 )
 from bus.errors import BusError
@@ -110,14 +111,19 @@ class _RemoteWorkspace:
         return {name: HttpTarget(url, self.opened.token) for name, url in self.opened.urls.items()}
 
     async def patch(self) -> Patch:
-        subject = service_subject(self.opened.service, "diff")
-        reply = await request(
-            self.deps.bus, subject, WorkspaceDiff(workspace=self.opened.workspace), timeout_s=self.timeout_s
-        )
+        return await self._patch_reply("diff", WorkspaceDiff(workspace=self.opened.workspace))
+
+    async def sync(self, patch: str) -> Patch:
+        """Make the remote tree the snapshot plus `patch`; its resulting patch."""
+        return await self._patch_reply("sync", WorkspaceSync(workspace=self.opened.workspace, patch=patch))
+
+    async def _patch_reply(self, verb: Any, ask: Any) -> Patch:
+        subject = service_subject(self.opened.service, verb)
+        reply = await request(self.deps.bus, subject, ask, timeout_s=self.timeout_s)
         if isinstance(reply, WorkspaceRefused):
             raise StepError(reply.failure_class, f"the workspace service: {reply.message}")
         if not isinstance(reply, WorkspacePatch):
-            raise StepError("env.infra", f"the workspace service answered a diff with {reply.kind}")
+            raise StepError("env.infra", f"the workspace service answered a {verb} with {reply.kind}")
         return Patch(diff=reply.diff, files_changed=reply.files_changed)
 
 
@@ -127,6 +133,9 @@ class RemoteWorkspaces:
     `timeout_s` bounds each request (an open materializes the snapshot first);
     `idle_timeout_s` is how long the service keeps a workspace nobody uses (a worker that died
     never closes it)."""
+
+    remote = True
+    """Tells the verifier to run code only there (`agents.verifier.role`)."""
 
     def __init__(self, *, timeout_s: float = 120.0, idle_timeout_s: float = 3600.0) -> None:
         self.timeout_s = timeout_s

@@ -236,7 +236,7 @@ async def serve(
             deps = role_deps(bus, home or config.state_dir, tools=tools, observers=observers, record=record)
         if workspaces is not None:
             deps = replace(deps, workspaces=workspaces)
-        if "verifier" in roles:
+        if "verifier" in roles and workspaces is None:  # with the service, the verifier runs nothing here
             if verifier_spares is None:
                 verifier_spares = await stack.enter_async_context(VerifierSpares(deps.tools, deps.scratch_dir))
             deps = replace(deps, verifier_spares=verifier_spares)

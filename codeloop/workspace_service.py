@@ -32,6 +32,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from agents.workspace import materialize, open_scratch, workspace_patch
+from agents.workspace.git import run_git
 from agents.workspace_messages import (
     OPEN_SUBJECT,
     SERVICE_QUEUE,
@@ -42,6 +43,7 @@ from agents.workspace_messages import (
     WorkspaceOpened,
     WorkspacePatch,
     WorkspaceRefused,
+    WorkspaceSync,
     service_subject,
 )
 from agents.workspaces import apply_patch
@@ -107,6 +109,8 @@ class _Hosted:
     apps: dict[str, Any]
     idle_timeout_s: float
     closed: anyio.Event = field(default_factory=anyio.Event)
+    gone: anyio.Event = field(default_factory=anyio.Event)
+    """Set once its directory is deleted: a close is answered after that."""
     last_used: float = field(default_factory=time.monotonic)
 
     def touch(self) -> None:
@@ -173,7 +177,7 @@ class WorkspaceService:
             self.base_url = base
             await tg.start(lambda task_status: respond(self.bus, OPEN_SUBJECT, self._answer, queue=SERVICE_QUEUE,
                                                        task_status=task_status))  # fmt: skip
-            for verb in ("diff", "close"):
+            for verb in ("diff", "sync", "close"):
                 await tg.start(lambda task_status, verb=verb: respond(
                     self.bus, service_subject(self.id, verb), self._answer, task_status=task_status))  # fmt: skip
             tg.start_soon(self._sweep)
@@ -200,10 +204,24 @@ class WorkspaceService:
                 hosted.touch()
                 patch = await workspace_patch(hosted.root)
                 return WorkspacePatch(diff=patch.diff, files_changed=patch.files_changed)
+            if isinstance(request, WorkspaceSync):
+                hosted = self._hosted.get(request.workspace)
+                if hosted is None:
+                    return WorkspaceRefused(
+                        failure_class="env.infra", message=f"no open workspace {request.workspace}"
+                    )
+                hosted.touch()
+                await run_git(hosted.root, "reset", "-q", "--hard", "HEAD", scratch=True)
+                await run_git(hosted.root, "clean", "-fdq", scratch=True)
+                if request.patch:
+                    await apply_patch(hosted.root, request.patch)
+                patch = await workspace_patch(hosted.root)
+                return WorkspacePatch(diff=patch.diff, files_changed=patch.files_changed)
             if isinstance(request, WorkspaceClose):
                 hosted = self._hosted.pop(request.workspace, None)
                 if hosted is not None:
                     hosted.closed.set()
+                    await hosted.gone.wait()
                 return WorkspaceClosed(workspace=request.workspace, existed=hosted is not None)
             return WorkspaceRefused(
                 failure_class="agent.format", message=f"the workspace service takes no {request.kind}"
@@ -224,47 +242,63 @@ class WorkspaceService:
 
     async def _hold(self, request: WorkspaceOpen, *, task_status: TaskStatus[_Hosted]) -> None:
         """Own one workspace from materializing to deleting it (see `open_scratch`)."""
-        async with open_scratch(self.work_dir, request.task_id, request.label) as root:
-            await materialize(self.bus, request.snapshot, root)
-            if request.patch:
-                await apply_patch(root, request.patch)
-            workspace = root.name
-            token = new_token()
-            grant = frozenset(Scope(s) for s in request.scopes)
-            options = ServerOptions(
-                scopes=grant, principal=f"{request.label}:{request.task_id}", audit=self.audit,
-                token_verifier=TokenTable({token: TokenGrant(f"{request.label}:{request.task_id}", grant)}),
-            )  # fmt: skip
-            index_dir = self.home / INDEX_DIR / subjects.token(workspace)
-            servers = self.tools.servers(
-                root, frozenset(request.scopes), index_dir=index_dir, options=options
+        hosted: _Hosted | None = None
+        try:
+            async with open_scratch(self.work_dir, request.task_id, request.label) as root:
+                hosted = await self._serve_workspace(request, root, task_status)
+        finally:
+            if hosted is not None:
+                hosted.gone.set()
+
+    async def _serve_workspace(
+        self, request: WorkspaceOpen, root: Path, task_status: TaskStatus[_Hosted]
+    ) -> _Hosted:
+        """Materialize into `root`, serve it until closed; the workspace, its token revoked."""
+        await materialize(self.bus, request.snapshot, root)
+        if request.patch:
+            await apply_patch(root, request.patch)
+        workspace = root.name
+        token = new_token()
+        grant = frozenset(Scope(s) for s in request.scopes)
+        options = ServerOptions(
+            scopes=grant, principal=f"{request.label}:{request.task_id}", audit=self.audit,
+            token_verifier=TokenTable({token: TokenGrant(f"{request.label}:{request.task_id}", grant)}),
+        )  # fmt: skip
+        # One index per source tree, as a worker keeps one per repository: a task's later steps
+        # and tasks on the same code update it instead of embedding everything again.
+        index_dir = (
+            self.home
+            / INDEX_DIR
+            / subjects.token(request.snapshot.source_path.replace("/", "_").strip("_") or "root")
+        )
+        servers = self.tools.servers(root, frozenset(request.scopes), index_dir=index_dir, options=options)
+        apps = {
+            name: server.streamable_http_app(
+                streamable_http_path=f"/w/{workspace}/{name}/mcp", host=self.host
             )
-            apps = {
-                name: server.streamable_http_app(
-                    streamable_http_path=f"/w/{workspace}/{name}/mcp", host=self.host
+            for name, server in servers.items()
+        }
+        hosted = _Hosted(workspace, request.task_id, root, apps, request.idle_timeout_s)
+        try:
+            async with AsyncExitStack() as stack:
+                for app in apps.values():
+                    await stack.enter_async_context(_lifespan(app))
+                self._tokens[workspace] = token
+                self._hosted[workspace] = hosted
+                log.info(
+                    "opened workspace %s for task %s (%s)",
+                    workspace,
+                    request.task_id,
+                    ",".join(request.scopes),
                 )
-                for name, server in servers.items()
-            }
-            hosted = _Hosted(workspace, request.task_id, root, apps, request.idle_timeout_s)
-            try:
-                async with AsyncExitStack() as stack:
-                    for app in apps.values():
-                        await stack.enter_async_context(_lifespan(app))
-                    self._tokens[workspace] = token
-                    self._hosted[workspace] = hosted
-                    log.info(
-                        "opened workspace %s for task %s (%s)",
-                        workspace,
-                        request.task_id,
-                        ",".join(request.scopes),
-                    )
-                    task_status.started(hosted)
-                    await hosted.closed.wait()
-            finally:
-                # Revoked before the files go: no request reaches a half-deleted tree.
-                self._hosted.pop(workspace, None)
-                self._tokens.pop(workspace, None)
-                log.info("closed workspace %s", workspace)
+                task_status.started(hosted)
+                await hosted.closed.wait()
+        finally:
+            # Revoked before the files go: no request reaches a half-deleted tree.
+            self._hosted.pop(workspace, None)
+            self._tokens.pop(workspace, None)
+            log.info("closed workspace %s", workspace)
+        return hosted
 
     async def _sweep(self) -> None:
         while True:

@@ -1,5 +1,5 @@
-"""The workspace service in its own process: a coder worker holding a model key works in it over
-HTTP MCP only, the service holds no key, and each workspace's token opens that workspace alone."""
+"""The workspace service in its own process: a worker holding a model key codes and verifies through
+it over HTTP MCP only, the service holds no key, and each workspace's token opens that workspace alone."""
 
 import json
 import os
@@ -31,7 +31,7 @@ from tests.e2e.conftest import make_repo, model
 from tests.processes import stop_process
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
-ROLES_HERE = ("orchestrator", "planner", "retriever", "verifier")
+ROLES_HERE = ("orchestrator", "planner", "retriever")
 PLANTED = "sk-planted-0123456789abcdefghijklmnop"
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}  # fmt: skip
@@ -113,7 +113,7 @@ async def test_a_coder_works_only_through_the_workspace_service_which_holds_no_k
                 tmp_path / "service.log",
             )  # fmt: skip
             coder, _ = await _serve_json(
-                ["--nats", note.nats_url, "--role", "coder", "--no-mcp", "--workspace-service",
+                ["--nats", note.nats_url, "--role", "coder", "--role", "verifier", "--no-mcp", "--workspace-service",
                  "--state-dir", str(worker_home)], {**env, "CODELOOP_HOME": str(worker_home)},
                 tmp_path / "coder.log",
             )  # fmt: skip
@@ -133,6 +133,11 @@ async def test_a_coder_works_only_through_the_workspace_service_which_holds_no_k
                     audit = _records(Path(service_note["workspaces"]["audit_log"]))
                     coder_calls = [r["tool"] for r in audit if r["principal"] == f"code:{envelope.task_id}"]
                     assert {"read_file", "write_file", "run_tests"} <= set(coder_calls), coder_calls
+                    # The verifier's tests and static checks ran there too, on the patched tree.
+                    verifier_calls = [r["tool"] for r in audit if r["principal"] == f"verify:{envelope.task_id}"]
+                    assert {"run_static_checks", "run_tests"} <= set(verifier_calls), verifier_calls
+                    assert result.verification.verdict == "passed", result.verification
+                    assert any(c["name"] == "targeted_tests" and c["ok"] for c in result.verification.checks)
                     # ... and none was served in the worker: no scratch workspace, no tool audit there.
                     assert list((worker_home / "work").glob("*")) == []
                     assert not list(worker_home.glob("mcp-audit*"))
