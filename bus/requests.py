@@ -89,3 +89,23 @@ async def _answer(msg, answer: Responder) -> None:  # type: ignore[no-untyped-de
     reply = await answer(request_message)
     if msg.reply:
         await msg.respond(reply.model_dump_json().encode())
+
+
+async def watch_subjects(
+    bus: Bus,
+    subject: str,
+    seen: Callable[[str], Awaitable[None]],
+    *,
+    task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Call `seen(subject)` for every message on the wildcard `subject`, in order, until cancelled;
+    never replies (a JetStream publish's reply subject is its publisher's ack inbox)."""
+    with nats_errors():
+        subscription = await bus.nc.subscribe(subject)
+    try:
+        task_status.started()
+        async for msg in subscription.messages:
+            await seen(msg.subject)
+    finally:
+        with anyio.CancelScope(shield=True), nats_errors():
+            await subscription.unsubscribe()

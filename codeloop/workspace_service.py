@@ -11,7 +11,8 @@ One HTTP listener serves every workspace: `/w/<workspace>/<server>/mcp`. Each wo
 check their own bearer token (fresh, 256 bits, granting exactly the requested scopes): a missing,
 wrong or other workspace's token gets 401, an unknown or closed workspace 404. Every call is
 appended to one audit log in the home and published as a `tool_call` event. A workspace is deleted
-with its token on close, when idle longer than its request asked, and when the service stops.
+with its token on close, when its task ends (the final `task_result` event), when idle longer than
+its request asked, and when the service stops.
 
 The process holds no model credentials: `restart_without_provider_keys()` removes them from its
 environment at start (and so from every child: git, sandboxes), and it needs nothing but NATS and its listener.
@@ -50,7 +51,7 @@ from agents.workspaces import apply_patch
 from bus import subjects
 from bus.connection import Bus
 from bus.messages import Message
-from bus.requests import respond
+from bus.requests import respond, watch_subjects
 from codeloop.audit_events import bus_audit_sink
 from codeloop.config import WorkspacesNote
 from codeloop.tool_provider import InProcessTools
@@ -180,6 +181,9 @@ class WorkspaceService:
             for verb in ("diff", "sync", "close"):
                 await tg.start(lambda task_status, verb=verb: respond(
                     self.bus, service_subject(self.id, verb), self._answer, task_status=task_status))  # fmt: skip
+            # A task's end closes what its steps left open (a worker that died mid-step).
+            await tg.start(lambda task_status: watch_subjects(self.bus, "codeloop.events.*.result",
+                                                              self._task_ended, task_status=task_status))  # fmt: skip
             tg.start_soon(self._sweep)
             task_status.started(
                 WorkspacesNote(
@@ -299,6 +303,14 @@ class WorkspaceService:
             self._tokens.pop(workspace, None)
             log.info("closed workspace %s", workspace)
         return hosted
+
+    async def _task_ended(self, subject: str) -> None:
+        task = subject.split(".")[2]
+        for hosted in list(self._hosted.values()):
+            if subjects.token(hosted.task_id) == task:
+                log.info("task %s ended: closing its workspace %s", hosted.task_id, hosted.id)
+                self._hosted.pop(hosted.id, None)
+                hosted.closed.set()
 
     async def _sweep(self) -> None:
         while True:

@@ -123,6 +123,10 @@ async def test_a_coder_works_only_through_the_workspace_service_which_holds_no_k
                     task = TaskSubmitted(text="add(2, 3) returns -1", repo=str(repo), mode="execute",
                                          models=ModelNames(default=model("fix")), snapshot=snapshot)  # fmt: skip
                     envelope, _ = await submit_task(bus, task)
+                    # One left open by a step that never closes it: the task's end must close it.
+                    left = await request(bus, OPEN_SUBJECT, WorkspaceOpen(task_id=envelope.task_id, label="left",
+                                         snapshot=snapshot, scopes=["read"]), timeout_s=60)  # fmt: skip
+                    assert isinstance(left, WorkspaceOpened), left
                     final = await watch_task(bus, envelope.task_id, lambda e: None)
                     result = TaskResult.model_validate(final.payload)
                     assert result.status == "done", result.report
@@ -141,9 +145,10 @@ async def test_a_coder_works_only_through_the_workspace_service_which_holds_no_k
                     # ... and none was served in the worker: no scratch workspace, no tool audit there.
                     assert list((worker_home / "work").glob("*")) == []
                     assert not list(worker_home.glob("mcp-audit*"))
-                    assert (
-                        list((ws_home / "work").glob("*")) == []
-                    )  # the service closed what the coder opened
+                    with anyio.fail_after(30):  # the service closed what the steps and the task left
+                        while list((ws_home / "work").glob("*")):  # noqa: ASYNC110 - another process deletes
+                            await anyio.sleep(0.1)
+                    assert await _status(left.urls["fs"], left.token) == 404
 
                     # The key: gone from the service's environment and its children's, and its files.
                     assert {"OPENAI_API_KEY", "ANTHROPIC_API_KEY"} <= set(
