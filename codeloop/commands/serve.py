@@ -222,6 +222,12 @@ def serve(
             "server is one; pass --nats with the cluster's URLs, or --replicas 1",
             2,
         )
+    if not workspaces and (workspace_url is not None or workspace_port or workspace_host != "127.0.0.1"):
+        raise fail("--workspace-host, --workspace-port and --workspace-url configure --workspaces; add it", 2)
+    if workspace_url is not None and not workspace_url.startswith(("http://", "https://")):
+        raise fail(f"--workspace-url {workspace_url!r} is no http:// or https:// URL", 2)
+    if workspace_service and "coder" not in roles and "verifier" not in roles:
+        raise fail("--workspace-service is for a coder or verifier (--role coder or --role verifier)", 2)
     hosting = None
     if mcp and not workspaces:
         root = (mcp_root or Path.cwd()).expanduser()
