@@ -15,7 +15,6 @@ loop on repeated identical tool calls or too many consecutive tool failures.
 
 import json
 import warnings
-from pathlib import Path
 from typing import Any
 
 from pydantic_ai import Agent
@@ -36,12 +35,10 @@ from agents.role import (
     index_dir_for,
     observer_capabilities,
     role_spec,
-    scratch_workspace,
     typed_handler,
 )
-from agents.tools import MODE_SCOPES
-from agents.workspace import workspace_patch
-from agents.workspace.git import run_git
+from agents.tools import MODE_SCOPES, HttpTarget
+from agents.workspaces import LOCAL
 from bus.actor import ActorSpec, Delivery, DeliveryPolicy
 from bus.messages import Message
 
@@ -118,22 +115,24 @@ class _Guard:
         return Hooks(before_tool_execute=self.before, tool_execute=self.around)
 
 
-def _toolsets(deps: RoleDeps, root: Path, request: CodeRequest, task_id: str) -> list[MCPToolset]:
-    mode = request.task.mode
-    ask = elicitation_handler(deps.bus, task_id, timeout_s=request.task.confirm_timeout_s)
-    servers = deps.tools.servers(root, MODE_SCOPES[mode], index_dir=index_dir_for(deps, request.task))
-    names = ["fs", "search", "git"] + (["exec"] if mode == "execute" else [])
-    return [
-        MCPToolset(
-            servers[name],
-            id=name,
-            max_retries=request.budget.max_tool_failures,
-            read_timeout=MCP_READ_TIMEOUT_S,
-            init_timeout=MCP_INIT_TIMEOUT_S,
-            elicitation_handler=ask,
-        )  # fmt: skip
-        for name in names
-    ]
+def _toolsets(servers: dict[str, Any], request: CodeRequest, ask: Any) -> list[MCPToolset]:
+    names = ["fs", "search", "git"] + (["exec"] if request.task.mode == "execute" else [])
+    return [_toolset(servers[name], name, request, ask) for name in names]
+
+
+def _toolset(target: Any, name: str, request: CodeRequest, ask: Any) -> MCPToolset:
+    remote: dict[str, Any] = {}
+    if isinstance(target, HttpTarget):  # the workspace service's: a URL and its bearer token
+        target, remote = target.url, {"headers": target.headers()}
+    return MCPToolset(
+        target,
+        id=name,
+        max_retries=request.budget.max_tool_failures,
+        read_timeout=MCP_READ_TIMEOUT_S,
+        init_timeout=MCP_INIT_TIMEOUT_S,
+        elicitation_handler=ask,
+        **remote,
+    )
 
 
 async def code(
@@ -143,10 +142,13 @@ async def code(
     name = task.models.for_role(ROLE)
     if not name:
         raise StepError("env.setup", "no model is configured for the coder")
-    async with scratch_workspace(deps, task_id, task, "code") as root:
-        if request.previous_patch:
-            await run_git(root, "apply", "--whitespace=nowarn", "-", scratch=True,
-                          input=request.previous_patch.encode("utf-8", "surrogateescape"))  # fmt: skip
+    workspaces = deps.workspaces or LOCAL
+    opening = workspaces.open(
+        deps, task_id, task, "code", MODE_SCOPES[task.mode],
+        patch=request.previous_patch, index_dir=index_dir_for(deps, task),
+    )  # fmt: skip
+    async with opening as workspace:
+        ask = elicitation_handler(deps.bus, task_id, timeout_s=task.confirm_timeout_s)
         run_info = RunInfo(task_id=task_id, role=ROLE, step_id=request.step_id, trace_id=trace_id)
         guard = _Guard(
             max_repeated=request.budget.max_repeated_calls, max_failures=request.budget.max_tool_failures
@@ -154,7 +156,7 @@ async def code(
         model = model_for(deps, task.models.chain_for(ROLE), role=ROLE, task_id=task_id, budget=request.budget)
         agent = Agent(
             model, output_type=str, name=ROLE,
-            instructions=INSTRUCTIONS[task.mode], toolsets=_toolsets(deps, root, request, task_id),
+            instructions=INSTRUCTIONS[task.mode], toolsets=_toolsets(workspace.servers, request, ask),
             capabilities=[guard.hooks(), *observer_capabilities(deps, run_info)], retries=2,
         )  # fmt: skip
         limits = UsageLimits(
@@ -178,7 +180,7 @@ async def code(
             stopped_by, message = "budget.wall", "the task's deadline passed while coding"
         except LoopDetected as exc:
             stopped_by, message = exc.failure_class, str(exc)
-        patch = await workspace_patch(root)
+        patch = await workspace.patch()
     usage = usage_of(used, model)
     usage = usage.model_copy(update={"tool_calls": max(usage.tool_calls, guard.calls)})
     return CodeResult(

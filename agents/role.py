@@ -29,6 +29,7 @@ from bus.messages import Event, Message
 
 if TYPE_CHECKING:  # the verifier imports this module
     from agents.verifier.spares import VerifierSpares
+    from agents.workspaces import Workspaces
 
 log = logging.getLogger("codeloop.agents")
 
@@ -68,6 +69,8 @@ class RoleDeps:
     verifier_spares: "VerifierSpares | None" = None
     """Where the verifier takes its workspaces from, their sandboxes started ahead; None: it opens
     one per verification."""
+    workspaces: "Workspaces | None" = None
+    """Where the coder's workspaces are made and served (`agents.workspaces`); None: here, in process."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -94,6 +97,11 @@ async def scratch_workspace(
 
 async def materialize_start(deps: RoleDeps, task: TaskSubmitted, root: Path) -> None:
     """Write the task's starting tree into the empty directory `root`, as a git repository."""
+    await materialize(deps.bus, await task_snapshot(deps, task), root)
+
+
+async def task_snapshot(deps: RoleDeps, task: TaskSubmitted) -> SnapshotRef:
+    """The snapshot the task starts from."""
     ref = task.snapshot
     if ref is None:
         # A submission from a client that did not capture (any NATS client may submit): capture
@@ -101,7 +109,7 @@ async def materialize_start(deps: RoleDeps, task: TaskSubmitted, root: Path) -> 
         if not await anyio.Path(task.repo).is_dir():
             raise StepError("env.setup", f"the task has no snapshot and {task.repo} is not a directory here")
         ref = await capture_snapshot(deps.bus, Path(task.repo))
-    await materialize(deps.bus, SnapshotRef.model_validate(ref.model_dump()), root)
+    return SnapshotRef.model_validate(ref.model_dump())
 
 
 def observer_capabilities(deps: RoleDeps, info: RunInfo) -> list[Any]:

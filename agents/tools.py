@@ -9,6 +9,9 @@ transport (a remote worker). Keeping the choice in one object is what lets the s
 in-process in tests and against remote servers in a cluster.
 """
 
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -33,3 +36,38 @@ class ToolProvider(Protocol):
         neither listed nor callable); `index_dir` is where `search` keeps its index (default: the
         server's own choice). The caller owns the sessions it opens on them."""
         ...
+
+
+@dataclass(frozen=True)
+class HttpTarget:
+    """A server reached over streamable HTTP with a bearer token (a workspace service's)."""
+
+    url: str
+    token: str
+    before_call: Callable[[], Awaitable[None]] | None = field(default=None, compare=False)
+    """Run before each tool call by the callers that honour it (the verifier's exec and example
+    runs: it brings the remote tree up to the verifier's own copy first)."""
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def __repr__(self) -> str:  # the token stays out of logs and tracebacks
+        return f"HttpTarget({self.url!r})"
+
+
+@asynccontextmanager
+async def mcp_client(target: Any) -> AsyncIterator[Any]:
+    """An open `mcp.Client` on `target`: an `HttpTarget` over streamable HTTP with its token,
+    anything else as `mcp.Client` takes it."""
+    from mcp import Client
+
+    if not isinstance(target, HttpTarget):
+        async with Client(target) as client:
+            yield client
+        return
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with httpx2.AsyncClient(headers=target.headers(), timeout=httpx2.Timeout(30, read=None)) as http:
+        async with Client(streamable_http_client(target.url, http_client=http)) as client:  # type: ignore[arg-type]
+            yield client

@@ -66,6 +66,21 @@ class McpNote(BaseModel):
     """Servers that could not be hosted, with the reason."""
 
 
+class WorkspacesNote(BaseModel):
+    """What a running workspace service tells: where it listens and logs."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    service: str
+    """This instance's id (diff and close requests go to `codeloop.workspaces.<service>.*`)."""
+    url: str
+    """Base URL of the listener; a workspace's servers are at `URL/w/<workspace>/<server>/mcp`."""
+    audit_log: str
+    work_dir: str
+    stripped_env: list[str]
+    """Credential variables removed from this process's environment at start (names only)."""
+
+
 class ServeNote(BaseModel):
     """What a running `codeloop serve` wrote into its state directory, for the other commands."""
 
@@ -84,6 +99,8 @@ class ServeNote(BaseModel):
     when serve joined an existing server (`--nats`)."""
     metrics_url: str | None = None
     """Where the Prometheus metrics are served, `http://HOST:PORT/metrics`; None with `--no-metrics`."""
+    workspaces: WorkspacesNote | None = None
+    """The workspace service this process runs (`--workspaces`); None without."""
 
 
 class TelemetryConfig(BaseModel):

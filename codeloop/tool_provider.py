@@ -10,6 +10,7 @@ them as `codeloop mcp` subprocesses instead (`codeloop serve --tools-stdio fs,gi
 import os
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -73,8 +74,13 @@ class InProcessTools:
         self.config = config or ToolServerConfig()
         self._embedder = _SharedEmbedder(self.config.cache_dir)
 
-    def servers(self, root: Path, scopes: frozenset[str], *, index_dir: Path | None = None) -> dict[str, Any]:
-        options = ServerOptions(scopes=frozenset(Scope(s) for s in scopes), principal="agent")
+    def servers(
+        self, root: Path, scopes: frozenset[str], *, index_dir: Path | None = None, options: ServerOptions | None = None
+    ) -> dict[str, Any]:
+        """See `ToolProvider.servers`; `options` (the workspace service's: audit log and bearer
+        tokens) replaces the default ones, its scopes then being `scopes`."""
+        grant = frozenset(Scope(s) for s in scopes)
+        options = replace(options, scopes=grant) if options else ServerOptions(scopes=grant, principal="agent")
         extra: dict[str, dict[str, Any]] = {
             "search": {
                 "index_dir": index_dir,

@@ -36,6 +36,7 @@ from agents.role import RoleDeps, RunObserver
 from agents.tools import ToolProvider
 from agents.tracing import traced
 from agents.verifier.spares import VerifierSpares
+from agents.workspaces import Workspaces
 from bus import subjects
 from bus.actor import Actor, ActorSpec, DeliveryPolicy
 from bus.config import BusConfig
@@ -62,6 +63,7 @@ from codeloop.hosted_mcp import McpHosting, host_tool_servers
 from codeloop.metrics import Metrics, follow_events, poll_queues, serve_metrics
 from codeloop.telemetry import tracing_observers
 from codeloop.tool_provider import InProcessTools
+from codeloop.workspace_service import WorkspaceHosting, WorkspaceService
 from layout import INDEX_DIR, NATS_DIR, WORK_DIR
 
 log = logging.getLogger("codeloop")
@@ -175,6 +177,8 @@ async def serve(
     verifier_spares: VerifierSpares | None = None,
     registry: RoleRegistry | None = None,
     readiness: Readiness | None = None,
+    workspace_service: WorkspaceHosting | None = None,
+    workspaces: Workspaces | None = None,
     task_status: TaskStatus[ServeNote] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run NATS (embedded unless `config.servers`) and the actors of `roles` until `stop` is set;
@@ -188,7 +192,9 @@ async def serve(
     spares `serve` prepares itself (`agents.verifier.spares`). Roles come from `registry` (default:
     the installed `codeloop.roles` entry points, broken ones logged and left out). `readiness`
     (the health endpoint's, `codeloop.health`) passes once the actors run and while the NATS
-    connection is up; it fails again when `stop` starts the drain.
+    connection is up; it fails again when `stop` starts the drain. With `workspace_service` this
+    process also runs the workspace service (`codeloop.workspace_service`); `workspaces` is where
+    the coder's workspaces are made (default: here, `agents.workspaces.LocalWorkspaces`).
 
     Raises:
         StateDirBusy: another `codeloop serve` runs on this state directory.
@@ -228,7 +234,9 @@ async def serve(
             )  # fmt: skip
         else:
             deps = role_deps(bus, home or config.state_dir, tools=tools, observers=observers, record=record)
-        if "verifier" in roles:
+        if workspaces is not None:
+            deps = replace(deps, workspaces=workspaces)
+        if "verifier" in roles and workspaces is None:  # with the service, the verifier runs nothing here
             if verifier_spares is None:
                 verifier_spares = await stack.enter_async_context(VerifierSpares(deps.tools, deps.scratch_dir))
             deps = replace(deps, verifier_spares=verifier_spares)
@@ -276,6 +284,14 @@ async def serve(
                         tool_config=tool_config, bus=bus,
                     )
                 )  # fmt: skip
+            hosted_workspaces = None
+            if workspace_service is not None:
+                service = WorkspaceService(
+                    bus, home or config.state_dir, tools=InProcessTools(config=tool_config),
+                    host=workspace_service.host, port=workspace_service.port,
+                    public_url=workspace_service.public_url, stripped_env=list(workspace_service.stripped_env),
+                )  # fmt: skip
+                hosted_workspaces = await tg.start(service.run)
             note = ServeNote(
                 nats_url=",".join(servers),
                 pid=os.getpid(),
@@ -285,6 +301,7 @@ async def serve(
                 mcp=hosted,
                 credentials_file=credentials_file,
                 metrics_url=metrics_url,
+                workspaces=hosted_workspaces,
             )
             note_path = write_serve_note(config.state_dir, note)
             stack.callback(_remove_note, note_path, os.getpid())

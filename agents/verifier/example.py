@@ -11,9 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcp import Client
-
-from agents.tools import ToolProvider
+from agents.tools import ToolProvider, mcp_client
 
 EXAMPLE_SCOPES = frozenset({"read", "execute"})
 
@@ -36,7 +34,9 @@ async def example_evidence(tools: ToolProvider, workspace: Path, example: TaskEx
     if not example.raised_before:
         return None
     target = tools.servers(workspace, EXAMPLE_SCOPES, index_dir=example.index_dir)["search"]
-    async with Client(target) as search:
+    if getattr(target, "before_call", None) is not None:
+        await target.before_call()
+    async with mcp_client(target) as search:
         result = await search.call_tool(
             "search_files_running_examples", {"query": example.text[:20_000], "k": 1}
         )

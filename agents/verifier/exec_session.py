@@ -7,7 +7,7 @@ patch's fault. Each call is given the time left before the deadline as its `time
 sandbox kills a hanging suite and reports `timed_out` before the deadline passes.
 """
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -16,6 +16,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from agents.tools import mcp_client
 from agents.verifier.errors import VerifierError
 
 _OPEN = ConfigDict(extra="ignore", frozen=True)
@@ -88,10 +89,13 @@ class StaticRun(BaseModel):
 class ExecSession:
     """Calls on one open MCP client session of the exec server."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Client, *, before_call: Callable[[], Awaitable[None]] | None = None) -> None:
         self._client = client
+        self._before_call = before_call
 
     async def _call(self, tool: str, arguments: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        if self._before_call is not None:
+            await self._before_call()
         try:
             with anyio.fail_after(timeout_s + TRANSPORT_GRACE_S):
                 result = await self._client.call_tool(tool, arguments)
@@ -141,7 +145,7 @@ async def open_exec_session(target: Any) -> AsyncIterator[ExecSession]:
         ExecUnavailable: the session could not be opened or broke.
     """
     try:
-        async with Client(target) as client:
-            yield ExecSession(client)
+        async with mcp_client(target) as client:
+            yield ExecSession(client, before_call=getattr(target, "before_call", None))
     except (MCPError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
         raise ExecUnavailable(f"exec server session failed: {exc}") from exc

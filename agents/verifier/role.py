@@ -21,10 +21,12 @@ from agents.role import (
     scratch_workspace,
     typed_handler,
 )
-from agents.verifier.example import TaskExample
+from agents.tools import HttpTarget
+from agents.verifier.example import EXAMPLE_SCOPES, TaskExample
 from agents.verifier.exec_session import EXEC_SCOPES, ExecSession, ExecUnavailable, open_exec_session
 from agents.verifier.report import Check, Failure, VerificationReport
 from agents.verifier.verify import verify_answer, verify_patch
+from agents.workspace import workspace_patch
 from bus.actor import ActorSpec, Delivery, DeliveryPolicy
 from bus.messages import Message
 
@@ -34,6 +36,8 @@ DIAGNOSE_SUITE_CAP_S = 600.0
 
 async def verify(deps: RoleDeps, task_id: str, request: VerifyRequest) -> VerifyResult:
     task = request.task
+    if getattr(deps.workspaces, "remote", False) and request.answer is None:
+        return await _verify_remotely(deps, task_id, request)
     if request.patch is not None and request.answer is None and deps.verifier_spares is not None:
         async with deps.verifier_spares.take() as spare:
             if spare is not None:
@@ -49,8 +53,46 @@ async def verify(deps: RoleDeps, task_id: str, request: VerifyRequest) -> Verify
         return await _verify_patch(deps, request, root, None)
 
 
+async def _verify_remotely(deps: RoleDeps, task_id: str, request: VerifyRequest) -> VerifyResult:
+    """Everything that executes (tests, static checks, the task's example) runs in a workspace of
+    the workspace service; this process keeps its own copy only to read, review and select, and
+    mirrors its tree there before each run (`MirroredTools`)."""
+    assert deps.workspaces is not None
+    scopes = EXEC_SCOPES | EXAMPLE_SCOPES
+    async with scratch_workspace(deps, task_id, request.task, "verify") as root:
+        async with deps.workspaces.open(deps, task_id, request.task, "verify", scopes) as remote:
+            tools = MirroredTools(remote, root)
+            if request.patch is None:
+                report = await diagnose_tree(deps, root, request, tools=tools)
+                return VerifyResult(step_id=request.step_id, report=report, baseline=request.baseline)
+            return await _verify_patch(deps, request, root, None, tools=tools)
+
+
+class MirroredTools:
+    """A `ToolProvider` whose servers are a remote workspace's, brought to the tree of the local
+    copy `root` before each exec or example call (the verifier restores and re-applies the patch
+    between runs, so the remote tree follows every change of the local one)."""
+
+    def __init__(self, remote: Any, root: Path) -> None:
+        self.remote = remote
+        self.root = root
+        self._synced = ""  # a new workspace is the snapshot: no patch
+
+    async def _sync(self) -> None:
+        diff = (await workspace_patch(self.root)).diff
+        if diff != self._synced:
+            await self.remote.sync(diff)
+            self._synced = diff
+
+    def servers(self, root: Path, scopes: frozenset[str], *, index_dir: Path | None = None) -> dict[str, Any]:
+        return {
+            name: HttpTarget(target.url, target.token, before_call=self._sync) if isinstance(target, HttpTarget) else target
+            for name, target in self.remote.servers.items()
+        }  # fmt: skip
+
+
 async def _verify_patch(
-    deps: RoleDeps, request: VerifyRequest, root: Path, session: ExecSession | None
+    deps: RoleDeps, request: VerifyRequest, root: Path, session: ExecSession | None, *, tools: Any = None
 ) -> VerifyResult:
     assert request.patch is not None
     report, baseline = await verify_patch(
@@ -59,7 +101,7 @@ async def _verify_patch(
         plan_files=request.plan.files_of_interest,
         test_targets=request.plan.test_targets,
         mode=request.task.mode,
-        tools=deps.tools,
+        tools=tools or deps.tools,
         deadline=request.deadline_at,
         baseline=request.baseline,
         session=session,
@@ -75,12 +117,14 @@ async def _verify_patch(
     return VerifyResult(step_id=request.step_id, report=report, baseline=baseline)
 
 
-async def diagnose_tree(deps: RoleDeps, root: Any, request: VerifyRequest) -> VerificationReport:
+async def diagnose_tree(
+    deps: RoleDeps, root: Any, request: VerifyRequest, *, tools: Any = None
+) -> VerificationReport:
     """The unmodified tree's test suite as a report: which tests fail, where."""
     left = (request.deadline_at - datetime.now(UTC)).total_seconds()
     if left <= 1:
         raise StepError("budget.wall", "the deadline passed before the tests could run")
-    target = deps.tools.servers(root, EXEC_SCOPES)["exec"]
+    target = (tools or deps.tools).servers(root, EXEC_SCOPES)["exec"]
     try:
         async with open_exec_session(target) as session:
             run = await session.run_tests([], timeout_s=min(left - 1, DIAGNOSE_SUITE_CAP_S))

@@ -57,7 +57,10 @@ async def workspace_patch(dest: Path) -> Patch:
     with tempfile.TemporaryDirectory(prefix="codeloop-index-") as scratch:
         index = Path(scratch) / "index"
         if await anyio.Path(git_dir / "index").exists():
-            shutil.copyfile(git_dir / "index", index)  # a warm index: unchanged files are not re-hashed
+            # A warm index: unchanged files are not re-hashed. copy2 keeps the index's mtime, which
+            # git's racy-entry check compares file mtimes against: with a fresh mtime, a file
+            # rewritten at the same size within the index's last second passed as unchanged.
+            shutil.copy2(git_dir / "index", index)
         env = {"GIT_INDEX_FILE": str(index), "GIT_LITERAL_PATHSPECS": "1"}
         await run_git(dest, "add", "--all", scratch=True, env=env)
         _, names, _ = await run_git(

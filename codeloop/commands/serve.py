@@ -106,6 +106,40 @@ def serve(
             "subprocesses over stdio instead of in process, comma-separated.",
         ),
     ] = None,
+    workspaces: Annotated[
+        bool,
+        typer.Option(
+            "--workspaces",
+            help="Run the workspace service: scratch workspaces of tasks' snapshots whose fs, git, search "
+            "and exec tools it serves over HTTP MCP, one bearer token per workspace, to workers started "
+            "with --workspace-service. It removes model-provider keys from its own environment first. "
+            "No roles run here unless --role names some; the --mcp servers are not hosted.",
+        ),
+    ] = False,
+    workspace_host: Annotated[
+        str, typer.Option("--workspace-host", help="Address the workspace service listens on (0.0.0.0 in a pod).")
+    ] = "127.0.0.1",
+    workspace_port: Annotated[
+        int,
+        typer.Option("--workspace-port", min=0, max=65535, help="Port of the workspace service (0: a free one)."),
+    ] = 0,
+    workspace_url: Annotated[
+        str | None,
+        typer.Option(
+            "--workspace-url",
+            help="Base URL workers reach the workspace service at, e.g. http://codeloop-workspaces:8700 "
+            "(default: http://HOST:PORT of the listener).",
+        ),
+    ] = None,
+    workspace_service: Annotated[
+        bool,
+        typer.Option(
+            "--workspace-service",
+            help="Make this process's coder work in workspaces of the workspace service (a "
+            "`serve --workspaces` on the same bus), reaching their tools only over HTTP MCP, instead of "
+            "in scratch copies here.",
+        ),
+    ] = False,
 ) -> None:
     """Run NATS (embedded unless --nats), the actors of this process and the MCP tool servers until Ctrl-C.
 
@@ -127,6 +161,14 @@ def serve(
     from functools import partial
 
     import anyio
+
+    stripped: list[str] = []
+    if workspaces:
+        # First, before anything reads the environment or starts a child: this process runs
+        # untrusted code's tools and must hold no model key.
+        from codeloop.workspace_service import restart_without_provider_keys
+
+        stripped = restart_without_provider_keys()
 
     from bus.discovery import SchemaMismatch
     from codeloop.config import ConfigError, bus_config, secret_rules, tool_server_config
@@ -157,6 +199,8 @@ def serve(
             raise fail(f"--pipeline: {exc}", 2) from None
     if role:
         roles = tuple(role)
+    elif workspaces:
+        roles = ()
     elif pipeline == "echo":
         roles = ("orchestrator", "echo")
     else:
@@ -178,8 +222,14 @@ def serve(
             "server is one; pass --nats with the cluster's URLs, or --replicas 1",
             2,
         )
+    if not workspaces and (workspace_url is not None or workspace_port or workspace_host != "127.0.0.1"):
+        raise fail("--workspace-host, --workspace-port and --workspace-url configure --workspaces; add it", 2)
+    if workspace_url is not None and not workspace_url.startswith(("http://", "https://")):
+        raise fail(f"--workspace-url {workspace_url!r} is no http:// or https:// URL", 2)
+    if workspace_service and "coder" not in roles and "verifier" not in roles:
+        raise fail("--workspace-service is for a coder or verifier (--role coder or --role verifier)", 2)
     hosting = None
-    if mcp:
+    if mcp and not workspaces:
         root = (mcp_root or Path.cwd()).expanduser()
         if not root.is_dir():
             raise fail(f"--mcp-root {root} is not a directory (or pass --no-mcp)", 2)
@@ -192,6 +242,18 @@ def serve(
         hosting = McpHosting(root=root.resolve(), scopes=scopes, host=mcp_host, secrets=secret_rules())
 
     tool_config = tool_server_config()
+    service_hosting = None
+    if workspaces:
+        from codeloop.workspace_service import WorkspaceHosting
+
+        service_hosting = WorkspaceHosting(
+            host=workspace_host, port=workspace_port, public_url=workspace_url, stripped_env=tuple(stripped)
+        )
+    remote = None
+    if workspace_service:
+        from agents.workspaces import RemoteWorkspaces
+
+        remote = RemoteWorkspaces()
     tools = _tools(tools_stdio, config.state_dir, tool_config)
     _telemetry("serve")
 
@@ -209,6 +271,13 @@ def serve(
         typer.echo("             object store codeloop-artifacts")
         if note.mcp is not None:
             _show_mcp(note.mcp)
+        if note.workspaces is not None:
+            typer.echo(f"  workspaces {note.workspaces.url}/w/WORKSPACE/SERVER/mcp  (service {note.workspaces.service})")
+            typer.echo(f"             audit {note.workspaces.audit_log}")
+            if note.workspaces.stripped_env:
+                typer.echo(f"             removed from its environment: {', '.join(note.workspaces.stripped_env)}")
+        if remote is not None:
+            typer.echo("  workspaces the coder's are the workspace service's (--workspace-service)")
         if note.metrics_url:
             typer.echo(f"  metrics    {note.metrics_url}  (Prometheus)")
         if health_port:
@@ -239,6 +308,7 @@ def serve(
                 config, roles=roles, pipeline=chosen, actor_policy=policy, stop=stop, mcp=hosting, on_ready=show,
                 metrics=MetricsServing(host=metrics_host, port=metrics_port) if metrics else None,
                 tools=tools, tool_config=tool_config, readiness=readiness,
+                workspace_service=service_hosting, workspaces=remote,
             )  # fmt: skip
             tg.cancel_scope.cancel()
         typer.echo("codeloop stopped", err=True)

@@ -103,6 +103,9 @@ async def test_audit_verify_of_a_non_utf8_file_reports_damage_instead_of_crashin
             "error: --role: role 'bogus' is not installed; installed roles: coder, echo, planner, retriever, ",
         ),
         (["--replicas", "3"], 2, "error: --replicas 3 needs a cluster of at least 3 servers"),
+        (["--workspace-url", "http://ws:8700"], 2, "error: --workspace-host, --workspace-port and --workspace-url configure --workspaces"),
+        (["--workspaces", "--workspace-url", "ws:8700"], 2, "error: --workspace-url 'ws:8700' is no http:// or https:// URL"),
+        (["--role", "planner", "--workspace-service"], 2, "error: --workspace-service is for a coder or verifier"),
     ],
 )
 async def test_serve_validates_roles_and_replicas_before_starting_anything(

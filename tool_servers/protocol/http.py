@@ -200,18 +200,30 @@ async def serve_http(
 
     `port=0` picks a free port; the URL passed to `started` carries the real one.
     """
-    _quiet_shutdown_cancellations()
-    config = uvicorn.Config(
+    url_host = f"[{host}]" if ":" in host else host
+    await serve_asgi(
         http_app(server, host=host),
         host=host,
         port=port,
-        log_level="warning",
-        lifespan="on",
-        timeout_graceful_shutdown=2,
+        on_started=lambda bound: task_status.started(f"http://{url_host}:{bound}{MCP_PATH}"),
+    )
+
+
+async def serve_asgi(
+    app: Any, *, host: str, port: int, on_started: Callable[[int], None], lifespan: str = "on"
+) -> None:
+    """Serve the ASGI `app` with uvicorn until cancelled; `on_started(port)` once listening.
+
+    Raises:
+        OSError: it cannot listen on `host:port`.
+    """
+    _quiet_shutdown_cancellations()
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", lifespan=lifespan, timeout_graceful_shutdown=2,
+        interface="asgi3",
     )
     uv = _Server(config)
-    url_host = f"[{host}]" if ":" in host else host
-    uv.on_started = lambda bound: task_status.started(f"http://{url_host}:{bound}{MCP_PATH}")
+    uv.on_started = on_started
 
     async def run() -> None:
         # Shielded so that on cancellation uvicorn still runs its own shutdown (closing the

@@ -206,3 +206,23 @@ async def test_a_patch_of_a_file_that_is_not_utf8_travels_as_json_and_applies_by
     assert "+y = 2" in patch.diff and "GIT binary patch" in patch.diff
     assert patch.files_changed == ["latin1.py", "plain.py"]
     assert tree_files(copy) == tree_files(dest)
+
+
+async def test_a_same_size_rewrite_in_the_index_s_last_second_is_in_the_patch(bus: Bus, tmp_path: Path) -> None:
+    """A file rewritten at its old size with its old timestamp, as fast tools do within one
+    second of the index's last write (the verifier applying and restoring a patch): git can tell
+    it changed only by its racy-entry check, which must still see the index's own mtime."""
+    repo = make_repo(tmp_path / "repo")
+    with anyio.fail_after(30):
+        ref = await capture_snapshot(bus, repo)
+        dest = await materialize(bus, ref, tmp_path / "work")
+        app = dest / "src" / "app.py"
+        then = app.stat().st_mtime_ns - 10**10
+        os.utime(app, ns=(then, then))  # old enough that the index records it as clean, not racy
+        git(dest, "status", "--porcelain")  # writes the index with the file's stat data
+        text = app.read_text()
+        app.write_text(text.replace("+", "-"))  # same size, other content
+        os.utime(app, ns=(then, then))  # same size and stat data as the index entry ...
+        os.utime(dest / ".git" / "index", ns=(then, then))  # ... and the index written that instant
+        patch = await workspace_patch(dest)
+    assert patch.files_changed == ["src/app.py"]
