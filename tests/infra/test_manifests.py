@@ -22,8 +22,10 @@ from tests.infra.conftest import ROOT
 K8S = ROOT / manifests.K8S_ROOT
 UNTRUSTED = {"coder", "verifier"}
 TASKS = "codeloop-tasks"
-SEARCHING = {"planner", "retriever", "coder"}
-"""The roles whose agents call the search server (the planner's first look, retrieval, the coder's tool)."""
+WORKSPACES = "codeloop-workspaces"
+SEARCHING = {"planner", "retriever", "coder", "workspaces"}
+"""The pods that run the search server: the planner's first look, retrieval, the coder's tool, and
+the workspace service, which serves the coder's search over its workspace."""
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +39,34 @@ def _by(resources: list[Resource], kind: str) -> dict[str, dict[str, Any]]:
 
 def _flag(args: list[str], name: str) -> str:
     return args[args.index(name) + 1]
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """Whether a label selector (matchLabels and In/NotIn/Exists expressions) picks these labels."""
+    if not selector.get("matchLabels", {}).items() <= labels.items():
+        return False
+    for expression in selector.get("matchExpressions", []):
+        key, operator = expression["key"], expression["operator"]
+        value = labels.get(key)
+        ok = {
+            "In": value in expression.get("values", []),
+            "NotIn": value not in expression.get("values", []),
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }[operator]
+        if not ok:
+            return False
+    return True
+
+
+def _same_namespace_peer(peer: dict[str, Any], labels: dict[str, str]) -> bool:
+    """Whether a policy peer names pods of the policy's own namespace with these labels (an
+    `ipBlock` peer names addresses outside the cluster, a `namespaceSelector` other namespaces)."""
+    return "podSelector" in peer and "namespaceSelector" not in peer and _selects(peer["podSelector"], labels)
+
+
+def _pod_labels(doc: dict[str, Any]) -> dict[str, str]:
+    return doc["spec"]["template"]["metadata"]["labels"]
 
 
 def test_every_manifest_validates_and_every_codeloop_line_parses() -> None:
@@ -60,7 +90,7 @@ def test_every_manifest_validates_and_every_codeloop_line_parses() -> None:
     ]
     # One `codeloop serve` per role and the tasks server, none skipped by the walk.
     what = [line[2] if line[:2] == ["serve", "--role"] else " ".join(line[:2]) for line in lines]
-    assert sorted(what) == sorted([*DEFAULT_ROLES, "mcp tasks"])
+    assert sorted(what) == sorted([*DEFAULT_ROLES, "mcp tasks", "serve --workspaces"])
 
 
 def test_a_typo_in_a_manifest_fails_the_check_naming_file_container_and_flag(tmp_path: Path) -> None:
@@ -124,7 +154,7 @@ def test_each_role_runs_least_privileged_and_scales_on_its_own_consumer(producti
     process sandbox for the roles that run code; the model key only where a model is called."""
     deployments = _by(production, "Deployment")
     scaled = _by(production, "ScaledObject")
-    assert set(deployments) == {f"codeloop-{role}" for role in DEFAULT_ROLES} | {TASKS}
+    assert set(deployments) == {f"codeloop-{role}" for role in DEFAULT_ROLES} | {TASKS, WORKSPACES}
     assert _by(production, "RuntimeClass")["gvisor"]["handler"] == "runsc"
     nats_service = _by(production, "Service")["codeloop-nats"]
     for role in DEFAULT_ROLES:
@@ -254,14 +284,114 @@ def test_the_tasks_server_serves_clients_from_read_only_repos_with_no_model_key(
     assert policies["codeloop-tasks-clients"]["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
     assert ingress["ports"] == [{"protocol": "TCP", "port": 8080}]
     # Its egress: only the codeloop-wide policy (NATS, DNS) selects it, not the model-egress one.
-    egress = [
+    assert _egress_policies(policies, labels) == ["codeloop-to-nats"]
+
+
+def _egress_policies(policies: dict[str, dict[str, Any]], labels: dict[str, str]) -> list[str]:
+    """The egress policies that select a pod beside the namespace's default deny."""
+    return [
         name
         for name, policy in policies.items()
         if "Egress" in policy["spec"]["policyTypes"]
-        and policy["spec"]["podSelector"].get("matchLabels", {}).items() <= labels.items()
         and policy["spec"]["podSelector"] != {}
+        and _selects(policy["spec"]["podSelector"], labels)
     ]
-    assert egress == ["codeloop-to-nats"]
+
+
+def test_the_workspace_service_runs_the_tasks_code_under_gvisor_with_no_model_key_and_nats_only(
+    production: list[Resource],
+) -> None:
+    """The one pod that runs the task's code: `serve --workspaces` on the cluster's NATS, listening
+    on 8700 behind its Service at the URL it hands out, under gVisor with the process sandbox, no
+    model key anywhere in its pod spec, least privileged, one replica replaced with Recreate (a
+    workspace lives in one instance); egress to NATS and DNS only, ingress on 8700 only from the
+    coder and verifier, whose command lines work through it and whose egress reaches it."""
+    deployments = _by(production, "Deployment")
+    doc = deployments[WORKSPACES]
+    pod = doc["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    args = container["args"]
+    assert args[:2] == ["serve", "--workspaces"] and "--role" not in args
+    assert (_flag(args, "--nats"), _flag(args, "--replicas"), _flag(args, "--workspace-host")) == (
+        "nats://codeloop-nats:4222",
+        "3",
+        "0.0.0.0",
+    )
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert int(_flag(args, "--workspace-port")) == ports["workspaces"] == 8700
+    assert int(_flag(args, "--health-port")) == ports["health"] == 8081
+    assert _flag(args, "--health-host") == "0.0.0.0"
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+    service = _by(production, "Service")[WORKSPACES]
+    assert _flag(args, "--workspace-url") == f"http://{service['metadata']['name']}:8700"
+    assert service["spec"]["ports"] == [{"name": "workspaces", "port": 8700, "targetPort": "workspaces"}]
+    labels = _pod_labels(doc)
+    assert service["spec"]["selector"].items() <= labels.items()
+    # Exactly one Service's worth of pods: no other Deployment answers on that selector.
+    assert [
+        n
+        for n, d in deployments.items()
+        if _selects({"matchLabels": service["spec"]["selector"]}, _pod_labels(d))
+    ] == [WORKSPACES]
+    assert doc["spec"]["replicas"] == 1 and doc["spec"]["strategy"] == {"type": "Recreate"}
+    assert WORKSPACES not in _by(production, "ScaledObject")
+
+    assert pod["runtimeClassName"] == "gvisor"
+    assert {e["name"]: e.get("value") for e in container["env"]}["CODELOOP_SANDBOX"] == "process"
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    for each in manifests.containers(doc):
+        context = each["securityContext"]
+        assert context["allowPrivilegeEscalation"] is False and context["readOnlyRootFilesystem"] is True
+        assert context["capabilities"] == {"drop": ["ALL"]}
+        assert set(each["resources"]["limits"]) == {"cpu", "memory"}
+    # No model key in any form: only the NATS Secret, no provider-looking variable, no model egress.
+    assert _secrets(doc) == {"codeloop-nats"}
+    spec_text = yaml.safe_dump(pod)
+    assert "codeloop-model-keys" not in spec_text
+    for each in manifests.containers(doc):
+        for name in [e["name"] for e in each.get("env", [])]:
+            assert not name.endswith(("_API_KEY", "_API_TOKEN", "_SECRET_ACCESS_KEY", "_SESSION_TOKEN")), name
+    assert "codeloop.dev/model-egress" not in labels
+
+    policies = _by(production, "NetworkPolicy")
+    assert _egress_policies(policies, labels) == ["codeloop-to-nats"]
+    ingress = [
+        rule
+        for policy in policies.values()
+        if "Ingress" in policy["spec"]["policyTypes"] and _selects(policy["spec"]["podSelector"], labels)
+        for rule in policy["spec"].get("ingress", [])
+    ]
+    on_8700 = [rule for rule in ingress if {"protocol": "TCP", "port": 8700} in rule.get("ports", [])]
+    (clients,) = on_8700
+    # The namespace-wide rule admits only Prometheus's namespace to the metrics port.
+    assert all(r is clients or r["ports"] == [{"protocol": "TCP", "port": 9090}] for r in ingress)
+    assert clients["ports"] == [{"protocol": "TCP", "port": 8700}]
+    admitted = {
+        name
+        for name, other in deployments.items()
+        if any(_same_namespace_peer(peer, _pod_labels(other)) for peer in clients["from"])
+    }
+    assert admitted == {"codeloop-coder", "codeloop-verifier"}
+    assert all("namespaceSelector" not in peer and "ipBlock" not in peer for peer in clients["from"])
+
+    for role in ("coder", "verifier"):
+        other = deployments[f"codeloop-{role}"]
+        (worker,) = other["spec"]["template"]["spec"]["containers"]
+        assert "--workspace-service" in worker["args"], role
+        reach = [
+            rule
+            for name in _egress_policies(policies, _pod_labels(other))
+            for rule in policies[name]["spec"]["egress"]
+            if any(_same_namespace_peer(peer, labels) for peer in rule["to"])
+        ]
+        assert [r["ports"] for r in reach] == [[{"protocol": "TCP", "port": 8700}]], role
+    for name, other in deployments.items():
+        if name not in {"codeloop-coder", "codeloop-verifier"}:
+            (each,) = other["spec"]["template"]["spec"]["containers"]
+            assert "--workspace-service" not in each["args"], name
 
 
 def test_nats_is_a_three_node_jetstream_cluster_nats_server_accepts(
