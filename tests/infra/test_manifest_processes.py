@@ -1,7 +1,8 @@
 """The manifests' command lines run for real: each role's container command, as the rendered
 overlay has it, started against a real three-node JetStream cluster with only the cluster's
 addresses and free local ports put in, answers the probes the manifest points at and leaves the
-streams at three replicas; the tasks server's line gets ready on that cluster too."""
+streams at three replicas; the tasks server's and the workspace service's lines get ready on that
+cluster too."""
 
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,25 @@ async def test_the_role_containers_start_get_ready_and_make_the_streams_three_wa
                 body = await _ready(f"http://127.0.0.1:{health}/readyz")
                 assert body == {"status": "ready", "checks": {"listening": True, "nats": True}}
                 assert process.returncode is None
+                # The workspace service's line, its listener on a free loopback port and the URL it
+                # hands out pointing there; a planted model key must not stop it getting ready.
+                (container,) = deployments["codeloop-workspaces"]["spec"]["template"]["spec"]["containers"]
+                health, listen = free_loopback_port(), free_loopback_port()
+                env = codeloop_env(tmp_path / "workspaces")
+                env.update({e["name"]: e["value"] for e in container.get("env", []) if "value" in e})
+                env["OPENAI_API_KEY"] = "sk-planted-in-the-workspace-pod"
+                argv = _local(
+                    container, urls, health, workspace_host="127.0.0.1", workspace_port=str(listen),
+                    workspace_url=f"http://127.0.0.1:{listen}", metrics_port=str(free_loopback_port()),
+                    metrics_host="127.0.0.1",
+                )  # fmt: skip
+                process = await anyio.open_process([*CODELOOP, *argv], env=env)
+                processes.append(("workspaces", health, process))
+                body = await _ready(f"http://127.0.0.1:{health}/readyz")
+                assert body == {"status": "ready", "checks": {"nats": True, "actors": True}}
+                assert process.returncode is None
+                # Ready means it re-executed itself without the key: gone from its environment.
+                assert b"sk-planted" not in await anyio.Path(f"/proc/{process.pid}/environ").read_bytes()
                 async with open_bus(
                     BusConfig(servers=tuple(n.url for n in nodes), state_dir=tmp_path / "c")
                 ) as bus:
