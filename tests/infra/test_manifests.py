@@ -23,9 +23,9 @@ K8S = ROOT / manifests.K8S_ROOT
 UNTRUSTED = {"coder", "verifier"}
 TASKS = "codeloop-tasks"
 WORKSPACES = "codeloop-workspaces"
-SEARCHING = {"planner", "retriever", "coder", "workspaces"}
-"""The pods that run the search server: the planner's first look, retrieval, the coder's tool, and
-the workspace service, which serves the coder's search over its workspace."""
+SEARCHING = {"planner", "retriever", "workspaces"}
+"""The pods that run the search server: the planner's first look, retrieval, and the workspace
+service, which serves the coder's search tool over its workspace (the coder embeds nothing)."""
 
 
 @pytest.fixture(scope="module")
@@ -129,10 +129,13 @@ def test_the_overlay_renders_image_patches_namespace_and_labels(production: list
     for doc in deployments.values():
         for container in manifests.containers(doc):
             assert container["image"] == "registry.example.com/codeloop/codeloop:0.1.0"
-    coder = deployments["codeloop-coder"]["spec"]["template"]["spec"]
-    assert coder["containers"][0]["resources"]["limits"] == {"cpu": "4", "memory": "8Gi"}
-    assert coder["containers"][0]["args"][:3] == ["serve", "--role", "coder"]  # merged by name, not replaced
-    assert {v["name"]: v["emptyDir"]["sizeLimit"] for v in coder["volumes"]}["home"] == "20Gi"
+    workspaces = deployments[WORKSPACES]["spec"]["template"]["spec"]
+    assert workspaces["containers"][0]["resources"]["limits"] == {"cpu": "8", "memory": "16Gi"}
+    assert workspaces["containers"][0]["args"][:2] == [
+        "serve",
+        "--workspaces",
+    ]  # merged by name, not replaced
+    assert {v["name"]: v["emptyDir"]["sizeLimit"] for v in workspaces["volumes"]}["home"] == "64Gi"
     nats = _by(production, "StatefulSet")["codeloop-nats"]
     assert nats["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] == "100Gi"
     scaled = _by(production, "ScaledObject")
