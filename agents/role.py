@@ -9,6 +9,7 @@ never waits forever on a step whose messages were all dead-lettered.
 """
 
 import logging
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -98,8 +99,20 @@ async def materialize_start(deps: RoleDeps, task: TaskSubmitted, root: Path) -> 
     if ref is None:
         # A submission from a client that did not capture (any NATS client may submit): capture
         # here, which works only where the path exists — the same machine.
-        if not await anyio.Path(task.repo).is_dir():
+        try:
+            is_dir = await anyio.Path(task.repo).is_dir()
+        except OSError:  # a directory above it closed to us: PermissionError
+            is_dir = True
+        if not is_dir:
             raise StepError("env.setup", f"the task has no snapshot and {task.repo} is not a directory here")
+        if not os.access(task.repo, os.R_OK | os.X_OK):
+            # A worker running as another user (or in its own mount namespace) sees the directory
+            # but not its files: capturing would fail file by file, or worse, find an empty tree.
+            raise StepError(
+                "env.setup",
+                f"the task has no snapshot and {task.repo} is not readable by this worker; "
+                "submit with a client that captures the repository (codeloop submit, run, the tasks server)",
+            )
         ref = await capture_snapshot(deps.bus, Path(task.repo))
     await materialize(deps.bus, SnapshotRef.model_validate(ref.model_dump()), root)
 
