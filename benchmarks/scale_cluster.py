@@ -95,9 +95,8 @@ class Cluster:
     workers: list[Worker] = field(default_factory=list)
     started: int = 0
 
-    @property
-    def urls(self) -> str:
-        return ",".join(node.url for node in self.nodes)
+    urls: str = ""
+    """The nodes' client URLs, as they were at start: a restarted node keeps its port."""
 
     def env(self, home: Path) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CODELOOP_", "XDG_"))}
@@ -200,6 +199,7 @@ async def open_cluster(
     python = await anyio.to_thread.run_sync(worker_python, base)
     async with open_nats_cluster(base / "nats") as nodes:
         cluster = Cluster(base, nodes, model_delay_s, ack_wait_s, cache, python)
+        cluster.urls = ",".join(node.url for node in nodes)
         try:
             await cluster.start("orchestrator")
             yield cluster
