@@ -291,11 +291,15 @@ async def faults(args: argparse.Namespace, base: Path) -> dict:
                     await cluster.kill(victim)
                     injected.append(f"{role} worker SIGKILLed at {time.monotonic() - started:.0f} s")
                     await cluster.start(role)
+                all_injected.set()
 
+            all_injected = anyio.Event()
             async with anyio.create_task_group() as tg:
                 tg.start_soon(inject)
                 for task_id in ids:
                     await retrying(submit_task, bus, task, task_id=task_id)
+                with anyio.move_on_after(args.max_seconds):
+                    await all_injected.wait()  # every fault, even if the tasks outran them
                 final = await wait_terminal(records, ids, args.max_seconds)
                 tg.cancel_scope.cancel()
             elapsed = time.monotonic() - started
