@@ -265,11 +265,11 @@ async def faults(args: argparse.Namespace, base: Path) -> dict:
             ids = [f"fault-{i:04d}" for i in range(args.tasks)]
 
             async def progress() -> int:
-                return sum(
-                    1
-                    for i in ids
-                    if (s := await retrying(records.get, i)) is not None and s.status in TERMINAL_STATUSES
-                )
+                ended = 0
+                for task_id in ids:
+                    state = await retrying(records.get, task_id)
+                    ended += state is not None and state.status in TERMINAL_STATUSES
+                return ended
 
             async def reached(count: int) -> None:
                 """Polled: the records are read as a client would, the run's own progress."""
