@@ -25,7 +25,7 @@ from agents.workspace import SnapshotRef, capture_snapshot, materialize, open_sc
 from bus import subjects
 from bus.actor import ActorSpec, Delivery, DeliveryPolicy, Reply
 from bus.connection import Bus
-from bus.errors import MalformedMessage
+from bus.errors import BusError, MalformedMessage
 from bus.messages import Event, Message
 
 if TYPE_CHECKING:  # the verifier imports this module
@@ -133,6 +133,17 @@ def innermost_exception(exc: BaseException) -> BaseException:
     return exc
 
 
+def _bus_failed_under(exc: BaseException) -> bool:
+    """Whether a classed failure was caused by the bus (a timeout while a node fails over, say):
+    transient, so the step is redelivered like an unclassed one rather than failed for good."""
+    cause = exc.__cause__
+    while cause is not None:
+        if isinstance(cause, BusError):
+            return True
+        cause = cause.__cause__
+    return False
+
+
 def step_failed(role: str) -> Callable[[Message, str, str], Message]:
     """The standard `failed` of `role_spec`: a `StepFailed` naming the request's step."""
     from agents.messages import StepFailed
@@ -189,7 +200,8 @@ def role_spec(
                     failed(request, failure_class, str(innermost_exception(exc))),
                     label="result",
                 )
-            if failure_class is None and delivery.num_delivered < policy.max_deliver:
+            retry = failure_class is None or _bus_failed_under(innermost_exception(exc))
+            if retry and delivery.num_delivered < policy.max_deliver:
                 raise  # the runtime naks it; another delivery may succeed
             log.warning("%s: step failed for good: %s: %s", role, type(exc).__name__, exc)
             result = failed(request, failure_class or "env.infra", f"{type(exc).__name__}: {exc}"[:2000])

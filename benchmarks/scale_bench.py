@@ -307,7 +307,12 @@ async def faults(args: argparse.Namespace, base: Path) -> dict:
             for task_id in ids:
                 events = await events_of(bus, task_id)
                 results[task_id] = sum(1 for e in events if e.kind == "task_result")
-            patches = {i: s.result.patch for i, s in final.items() if s.result is not None}  # type: ignore[attr-defined]
+            patches = {i: s.result.patch for i, s in final.items() if s.status == "done"}  # type: ignore[attr-defined]
+            why = Counter(
+                f"{s.status} {s.result.failure_class}: {s.result.report[:160]}"  # type: ignore[attr-defined]
+                for s in final.values()
+                if s.status != "done" and s.result is not None  # type: ignore[attr-defined]
+            )
             steps_twice = {
                 i: [step for step, n in Counter(s.steps_done).items() if n > 1]  # type: ignore[attr-defined]
                 for i, s in final.items()
@@ -326,6 +331,7 @@ async def faults(args: argparse.Namespace, base: Path) -> dict:
         "steps_applied_twice": sum(1 for steps in steps_twice.values() if steps),
         "patches_not_applying_once": len(bad_patches),
         "faults": injected,
+        "why_not_done": dict(why.most_common(5)),
         "examples": {"lost": lost[:5], "not_done": not_done[:5], "bad_patches": bad_patches[:5]},
     }
 
