@@ -9,6 +9,7 @@ never waits forever on a step whose messages were all dead-lettered.
 """
 
 import logging
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from agents.workspace import SnapshotRef, capture_snapshot, materialize, open_sc
 from bus import subjects
 from bus.actor import ActorSpec, Delivery, DeliveryPolicy, Reply
 from bus.connection import Bus
-from bus.errors import MalformedMessage
+from bus.errors import BusError, MalformedMessage
 from bus.messages import Event, Message
 
 if TYPE_CHECKING:  # the verifier imports this module
@@ -106,8 +107,20 @@ async def task_snapshot(deps: RoleDeps, task: TaskSubmitted) -> SnapshotRef:
     if ref is None:
         # A submission from a client that did not capture (any NATS client may submit): capture
         # here, which works only where the path exists — the same machine.
-        if not await anyio.Path(task.repo).is_dir():
+        try:
+            is_dir = await anyio.Path(task.repo).is_dir()
+        except OSError:  # a directory above it closed to us: PermissionError
+            is_dir = True
+        if not is_dir:
             raise StepError("env.setup", f"the task has no snapshot and {task.repo} is not a directory here")
+        if not os.access(task.repo, os.R_OK | os.X_OK):
+            # A worker running as another user (or in its own mount namespace) sees the directory
+            # but not its files: capturing would fail file by file, or worse, find an empty tree.
+            raise StepError(
+                "env.setup",
+                f"the task has no snapshot and {task.repo} is not readable by this worker; "
+                "submit with a client that captures the repository (codeloop submit, run, the tasks server)",
+            )
         ref = await capture_snapshot(deps.bus, Path(task.repo))
     return SnapshotRef.model_validate(ref.model_dump())
 
@@ -126,6 +139,17 @@ def innermost_exception(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
     return exc
+
+
+def _bus_failed_under(exc: BaseException) -> bool:
+    """Whether a classed failure was caused by the bus (a timeout while a node fails over, say):
+    transient, so the step is redelivered like an unclassed one rather than failed for good."""
+    cause = exc.__cause__
+    while cause is not None:
+        if isinstance(cause, BusError):
+            return True
+        cause = cause.__cause__
+    return False
 
 
 def step_failed(role: str) -> Callable[[Message, str, str], Message]:
@@ -184,7 +208,8 @@ def role_spec(
                     failed(request, failure_class, str(innermost_exception(exc))),
                     label="result",
                 )
-            if failure_class is None and delivery.num_delivered < policy.max_deliver:
+            retry = failure_class is None or _bus_failed_under(innermost_exception(exc))
+            if retry and delivery.num_delivered < policy.max_deliver:
                 raise  # the runtime naks it; another delivery may succeed
             log.warning("%s: step failed for good: %s: %s", role, type(exc).__name__, exc)
             result = failed(request, failure_class or "env.infra", f"{type(exc).__name__}: {exc}"[:2000])

@@ -11,9 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from agents.replay.model import Divergence, Entry, excerpt
+from layout import WORK_DIR
 
 _TIMING_KEYS = re.compile(r"(?i)(^|_)(duration|elapsed|wall|time|seconds|latency)(_s|_ms)?$|_s$")
 _TIMING_TEXT = re.compile(r"\b\d+(?:\.\d+)?\s?(?:s|ms|sec|seconds)\b")
+
+
+_ANY_SCRATCH = re.compile(r"(?:/[^/\s\"']+)+/" + re.escape(WORK_DIR) + r"/[^/\s\"']+-[0-9a-f]{8}(?=[/\s\"']|$)")
+"""A step's workspace under any worker's scratch area (`<home>/work/<task>-<label>-<8 hex>`): a
+run recorded by one worker is replayed by whichever takes the step, whose home is another."""
 
 
 class Comparer:
@@ -25,6 +31,7 @@ class Comparer:
         if isinstance(value, str):
             if self._scratch is not None:
                 value = self._scratch.sub("<scratch>", value)
+            value = _ANY_SCRATCH.sub("<scratch>", value)
             return _TIMING_TEXT.sub("<time>", value)
         if isinstance(value, dict):
             return {k: "<time>" if _TIMING_KEYS.search(str(k)) and isinstance(v, int | float) else self.normalise(v)

@@ -182,7 +182,7 @@ def walk_paths(repo: Path) -> tuple[list[str], list[tuple[str, str]]]:
     """Paths of a directory that is no git repository, with the walk's skip rules."""
     paths = []
     skipped = []
-    for dirpath, dirnames, filenames in os.walk(repo, followlinks=False):
+    for dirpath, dirnames, filenames in os.walk(repo, onerror=_unreadable, followlinks=False):
         rel_dir = os.path.relpath(dirpath, repo)
         rel_dir = "" if rel_dir == "." else rel_dir
         keep = []
@@ -200,6 +200,12 @@ def walk_paths(repo: Path) -> tuple[list[str], list[tuple[str, str]]]:
                 continue
             paths.append(rel)
     return sorted(paths), skipped
+
+
+def _unreadable(exc: OSError) -> None:
+    """os.walk's default skips a directory it cannot list, which would capture a partial (or, for
+    an unreadable root, empty) tree as if it were the repository: refuse instead."""
+    raise CaptureFailed(f"cannot read {exc.filename}: {exc.strerror}") from exc
 
 
 def _has_surrogates(text: str) -> bool:

@@ -51,11 +51,22 @@ async def materialize(bus: Bus, ref: SnapshotRef, dest: Path) -> Path:
     store = await Artifacts.open(bus)
     entries = await read_manifest(store, ref)
     source = Path(ref.source_path)
-    local = source != dest and await anyio.Path(source).is_dir()
+    local = source != dest and await anyio.to_thread.run_sync(_readable_dir, source)
     fetch = await anyio.to_thread.run_sync(_write_local, entries, source if local else None, dest)
     await _fetch_blobs(store, fetch, dest)
     await _commit(dest, ref, entries)
     return dest
+
+
+def _readable_dir(source: Path) -> bool:
+    """Whether the submitter's path is a directory this process may read. A worker that cannot
+    (another user, another machine, a directory above it closed to us: `is_dir` then raises
+    PermissionError) fetches every file from the store; one that can copies only the files whose
+    digest matches the manifest."""
+    try:
+        return source.is_dir() and os.access(source, os.R_OK | os.X_OK)
+    except OSError:
+        return False
 
 
 def _prepare(dest: Path) -> None:

@@ -31,6 +31,17 @@ def test_scratch_paths_and_timings_are_not_divergences_but_content_is() -> None:
     )
 
 
+def test_a_run_recorded_by_one_worker_matches_its_replay_on_another() -> None:
+    """Each worker has its own home, so the replaying worker's scratch area is not the recording
+    one's: both workspaces are masked, while a path that is no scratch workspace still counts."""
+    comparer = Comparer(scratch_dir=Path("/srv/b/.codeloop/work"))
+    recorded = _entry({"log": "/srv/a/home/work/t1-code-aa11bb22/tests ok"})
+    replayed = _entry({"log": "/srv/b/.codeloop/work/t1-code-cc33dd44/tests ok"})
+    assert comparer.diverges(recorded, replayed, step_id="03-code", role="coder") is None
+    other = _entry({"log": "/srv/a/home/work/project/tests ok"})
+    assert comparer.diverges(other, replayed, step_id="03-code", role="coder") is not None
+
+
 def test_a_tool_that_now_refuses_is_a_divergence() -> None:
     """The same result text with another outcome (returned, then refused) is reported."""
     divergence = Comparer().diverges(_entry("x"), _entry("x", "retried"), step_id="03-code", role="coder")

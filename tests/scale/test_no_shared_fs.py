@@ -1,0 +1,102 @@
+"""Nothing shared but the bus: a task submitted from one home is done by workers (separate
+processes, each its own CODELOOP_HOME, another user) that cannot read the repository; they work
+from the snapshot alone, and the patch they made applies to the original tree."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from agents.client import submit_task, watch_task
+from agents.messages import ModelNames, TaskResult, TaskSubmitted
+from agents.workspace import capture_snapshot
+from benchmarks.scale_cluster import ROLES, as_other_user, open_cluster, slow_model
+from bus.config import BusConfig
+from bus.connection import open_bus
+from tests.e2e.conftest import make_repo
+from tests.processes import processes_mentioning
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="the workers run as another user, which needs root"),
+]
+TASK = "add(2, 3) returns -1: replace `a - b` with `a + b` in `calc/__init__.py`"
+
+
+@pytest.fixture
+def base() -> Iterator[Path]:
+    """The cluster's directory, under /tmp (not tmp_path, which is 0700): the workers' homes must
+    be theirs to enter. Nothing of it may still run afterwards."""
+    base = Path(tempfile.mkdtemp(prefix="codeloop-scale-"))
+    base.chmod(0o755)
+    yield base
+    assert processes_mentioning(base) == []
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """The submitter's repository, mode 0700: the workers' user cannot list or read it."""
+    repo = make_repo(tmp_path / "repo")
+    repo.chmod(0o700)
+    denied = subprocess.run([*as_other_user(), "ls", str(repo)], capture_output=True, text=True)
+    assert denied.returncode != 0 and "Permission denied" in denied.stderr
+    return repo
+
+
+async def test_workers_that_cannot_read_the_repository_do_the_task_from_the_snapshot(
+    tmp_path: Path, base: Path, repo: Path
+) -> None:
+    with anyio.fail_after(300):
+        async with open_cluster(base, model_delay_s=0.0) as cluster:
+            for role in ROLES:
+                await cluster.start(role)
+            config = BusConfig(
+                servers=tuple(n.url for n in cluster.nodes), replicas=3, state_dir=tmp_path / "me"
+            )
+            async with open_bus(config) as bus:
+                task = TaskSubmitted(
+                    text=TASK, repo=str(repo), mode="write", models=ModelNames(default=slow_model()),
+                    snapshot=await capture_snapshot(bus, repo),
+                )  # fmt: skip
+                envelope, _ = await submit_task(bus, task)
+                final = await watch_task(bus, envelope.task_id, lambda e: None)
+                # A task without a snapshot (a bare NATS client's): the worker must say it cannot
+                # read the path, not capture a partial or empty tree.
+                bare, _ = await submit_task(bus, task.model_copy(update={"snapshot": None}))
+                bare_final = await watch_task(bus, bare.task_id, lambda e: None)
+            homes = [w.home for w in cluster.workers]
+    result = TaskResult.model_validate(final.payload)
+    assert result.status == "done", result.report
+    assert result.files_changed == ["calc/__init__.py"] and result.patch
+    # Every process had its own home, and none of them is the submitter's.
+    assert len(set(homes)) == 1 + len(ROLES) and all(base in h.parents for h in homes)
+
+    bare_result = TaskResult.model_validate(bare_final.payload)
+    assert bare_result.status != "done" and bare_result.failure_class == "env.setup"
+    assert "not readable by this worker" in bare_result.report, bare_result.report
+    await anyio.to_thread.run_sync(_applies_and_fixes, repo, result.patch, tmp_path / "original")
+
+
+def _applies_and_fixes(repo: Path, patch: str, copy: Path) -> None:
+    """The patch applies to a copy of the original tree, and there the test it fixes passes; the
+    original is untouched."""
+    shutil.copytree(repo, copy, symlinks=True)
+    subprocess.run(["git", "apply", "--check", "-"], cwd=copy, input=patch, text=True, check=True)
+    subprocess.run(["git", "apply", "-"], cwd=copy, input=patch, text=True, check=True)
+    tests = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_calc.py"],
+        cwd=copy, capture_output=True, text=True,
+    )  # fmt: skip
+    assert tests.returncode == 0, tests.stdout
+    assert (
+        subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout
+        == ""
+    )
