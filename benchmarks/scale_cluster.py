@@ -94,6 +94,8 @@ class Cluster:
     python: str
     workers: list[Worker] = field(default_factory=list)
     started: int = 0
+    workspaces: bool = False
+    """With a workspace service: the coder and verifier work only through it (`--workspace-service`)."""
 
     urls: str = ""
     """The nodes' client URLs, as they were at start: a restarted node keeps its port."""
@@ -113,13 +115,19 @@ class Cluster:
         }
 
     async def start(self, role: str, slot: int | None = None) -> Worker:
-        """A `codeloop serve --role ROLE` worker on the cluster, its own home, ready."""
+        """A `codeloop serve --role ROLE` worker on the cluster, its own home, ready (role
+        `workspaces`: the workspace service, `serve --workspaces`)."""
         slot = self.started if slot is None else slot
         self.started += 1
         home = _owned(self.base / "homes" / f"{role}-{slot}-{self.started}")
+        if role == "workspaces":
+            what = ["--workspaces"]
+        else:
+            remote = self.workspaces and role in ("coder", "verifier")
+            what = ["--role", role, "--ack-wait", f"{self.ack_wait_s:g}", *(["--workspace-service"] if remote else [])]
         command = [
             *as_other_user(), self.python, "-m", "codeloop", "serve", "--json", "--no-mcp",
-            "--nats", self.urls, "--replicas", "3", "--role", role, "--ack-wait", f"{self.ack_wait_s:g}", "--state-dir", str(home),
+            "--nats", self.urls, "--replicas", "3", *what, "--state-dir", str(home),
         ]  # fmt: skip
         log = (self.base / "logs" / f"{home.name}.log").open("ab")
         with log:
@@ -188,9 +196,10 @@ def _seed_cache(cache: Path) -> None:
 
 @asynccontextmanager
 async def open_cluster(
-    base: Path, *, model_delay_s: float = 0.3, ack_wait_s: float = 30.0
+    base: Path, *, model_delay_s: float = 0.3, ack_wait_s: float = 30.0, workspaces: bool = False
 ) -> AsyncIterator[Cluster]:
-    """The 3 NATS nodes and the orchestrator (also another user, its own home); workers via `start`."""
+    """The 3 NATS nodes and the orchestrator (also another user, its own home), and with
+    `workspaces` the workspace service; workers via `start`."""
     (base / "logs").mkdir(parents=True, exist_ok=True)
     _owned(base)
     _owned(base / "homes")
@@ -198,10 +207,12 @@ async def open_cluster(
     await anyio.to_thread.run_sync(_seed_cache, cache)
     python = await anyio.to_thread.run_sync(worker_python, base)
     async with open_nats_cluster(base / "nats") as nodes:
-        cluster = Cluster(base, nodes, model_delay_s, ack_wait_s, cache, python)
+        cluster = Cluster(base, nodes, model_delay_s, ack_wait_s, cache, python, workspaces=workspaces)
         cluster.urls = ",".join(node.url for node in nodes)
         try:
             await cluster.start("orchestrator")
+            if workspaces:
+                await cluster.start("workspaces")
             yield cluster
         finally:
             await cluster.stop_all()

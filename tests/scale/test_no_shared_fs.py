@@ -1,7 +1,9 @@
 """Nothing shared but the bus: a task submitted from one home is done by workers (separate
 processes, each its own CODELOOP_HOME, another user) that cannot read the repository; they work
-from the snapshot alone, and the patch they made applies to the original tree."""
+from the snapshot alone, the coder and verifier through the workspace service, and the patch they
+made applies to the original tree."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -55,7 +57,7 @@ async def test_workers_that_cannot_read_the_repository_do_the_task_from_the_snap
     tmp_path: Path, base: Path, repo: Path
 ) -> None:
     with anyio.fail_after(300):
-        async with open_cluster(base, model_delay_s=0.0) as cluster:
+        async with open_cluster(base, model_delay_s=0.0, workspaces=True) as cluster:
             for role in ROLES:
                 await cluster.start(role)
             config = BusConfig(
@@ -73,11 +75,18 @@ async def test_workers_that_cannot_read_the_repository_do_the_task_from_the_snap
                 bare, _ = await submit_task(bus, task.model_copy(update={"snapshot": None}))
                 bare_final = await watch_task(bus, bare.task_id, lambda e: None)
             homes = [w.home for w in cluster.workers]
+            by_role = {w.role: w.home for w in cluster.workers}
     result = TaskResult.model_validate(final.payload)
     assert result.status == "done", result.report
     assert result.files_changed == ["calc/__init__.py"] and result.patch
     # Every process had its own home, and none of them is the submitter's.
-    assert len(set(homes)) == 1 + len(ROLES) and all(base in h.parents for h in homes)
+    assert len(set(homes)) == 2 + len(ROLES) and all(base in h.parents for h in homes)
+    # The coder's and verifier's tools ran in the workspace service, not beside them.
+    audit = [json.loads(line) for line in (by_role["workspaces"] / "workspaces-audit.jsonl").read_text().splitlines()]
+    calls = {(r["principal"].split(":")[0], r["tool"]) for r in audit if r["principal"].endswith(envelope.task_id)}
+    assert {("code", "write_file"), ("verify", "run_tests")} <= calls, calls
+    for role in ("coder", "verifier"):
+        assert not any((by_role[role] / "work").iterdir()), role
 
     bare_result = TaskResult.model_validate(bare_final.payload)
     assert bare_result.status != "done" and bare_result.failure_class == "env.setup"
