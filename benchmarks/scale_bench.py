@@ -214,7 +214,10 @@ async def run_w(cluster: Cluster, bus: Bus, task: TaskSubmitted, w: int, tasks: 
 async def bench(args: argparse.Namespace, base: Path) -> list[dict]:
     repo = make_repo(base / "repo")
     rows: list[dict] = []
-    async with open_cluster(base / "cluster", model_delay_s=args.model_delay, workspaces=args.workspace_service) as cluster:
+    async with open_cluster(
+        base / "cluster", model_delay_s=args.model_delay, workspaces=args.workspace_service,
+        concurrency=args.worker_concurrency,
+    ) as cluster:  # fmt: skip
         config = BusConfig(
             servers=tuple(n.url for n in cluster.nodes), replicas=3, state_dir=base / "submitter"
         )
@@ -250,8 +253,9 @@ async def faults(args: argparse.Namespace, base: Path) -> dict:
     w = args.workers[0]
     injected: list[str] = []
     async with open_cluster(
-        base / "cluster", model_delay_s=args.model_delay, ack_wait_s=10, workspaces=args.workspace_service
-    ) as cluster:
+        base / "cluster", model_delay_s=args.model_delay, ack_wait_s=10, workspaces=args.workspace_service,
+        concurrency=args.worker_concurrency,
+    ) as cluster:  # fmt: skip
         config = BusConfig(
             servers=tuple(n.url for n in cluster.nodes), replicas=3, state_dir=base / "submitter",
             reconnect_attempts=600,
@@ -386,6 +390,10 @@ if __name__ == "__main__":
         "--model-delay", type=float, default=0.3, help="seconds the scripted model takes per request"
     )
     parser.add_argument("--faults", action="store_true", help="the fault run instead (first W only)")
+    parser.add_argument(
+        "--worker-concurrency", type=int, default=None,
+        help="requests each worker handles at once (serve --concurrency; default 64): a pod's fixed share",
+    )  # fmt: skip
     parser.add_argument(
         "--workspace-service", action="store_true",
         help="also start the workspace service; the coder and verifier workers work only through it",

@@ -45,6 +45,16 @@ def serve(
             "worker (default 30): shorter recovers faster from a dead worker.",
         ),
     ] = None,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            "--concurrency",
+            min=1,
+            help="Requests each role's worker in this process handles at once (default 64). Lower it "
+            "where a worker has a fixed share of a machine (a pod's CPU limit), so that the work "
+            "spreads over more workers instead of queueing inside one.",
+        ),
+    ] = None,
     replicas: Annotated[
         int,
         typer.Option("--replicas", min=1, max=5, help="Stream replicas: 1 on one server, 3 on a cluster."),
@@ -303,7 +313,8 @@ def serve(
             if health_port:
                 # Before the bus: a probe finds the process live (not ready) while it connects.
                 await tg.start(partial(serve_health, readiness, host=health_host, port=health_port))
-            policy = DeliveryPolicy(ack_wait_s=ack_wait) if ack_wait else None
+            given = {"ack_wait_s": ack_wait, "concurrency": concurrency}
+            policy = DeliveryPolicy(**{k: v for k, v in given.items() if v is not None}) if any(given.values()) else None
             await run_serve(
                 config, roles=roles, pipeline=chosen, actor_policy=policy, stop=stop, mcp=hosting, on_ready=show,
                 metrics=MetricsServing(host=metrics_host, port=metrics_port) if metrics else None,
