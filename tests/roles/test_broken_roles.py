@@ -22,11 +22,15 @@ async def test_failing_plug_ins_fail_only_their_own_tasks_with_a_clear_class(tmp
     roles = ("orchestrator", "echo", "sample-coder", "malformed-reviewer", "raising-reviewer", "approver")
     # Two deliveries with a short back-off: a handler that keeps raising is given up in a second.
     policy = DeliveryPolicy(ack_wait_s=10, max_deliver=2, backoff_s=(0.2,))
+    # The repository apart from the bus's own store, which changes while a snapshot would read it.
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "app.py").write_text("x = 1\n")
     async with running_pipeline(tmp_path / "state", roles=roles, registry=registry, policy=policy) as runner:
         results = {}
 
         async def run(name: str, stages: list[str]) -> None:
-            results[name] = await runner.run(f"task {name}", tmp_path, stages=stages, pipeline=name, timeout_s=60)
+            results[name] = await runner.run(f"task {name}", repo, stages=stages, pipeline=name, timeout_s=60)
 
         async with anyio.create_task_group() as tg:
             for reviewer in ("malformed-reviewer", "raising-reviewer", "approver"):

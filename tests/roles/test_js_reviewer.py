@@ -123,7 +123,7 @@ async def test_an_orchestrator_refuses_a_worker_of_another_schema_version_and_sa
         )  # fmt: skip
         try:
             choice = PipelineChoice(name="future", stages=["code:scripted-coder", "review:future-reviewer"])
-            envelope, _ = await submit_task(runner.bus, TaskSubmitted(text="t", repo=str(tmp_path), pipeline=choice))
+            envelope, _ = await submit_task(runner.bus, TaskSubmitted(text="t", repo=str(make_repo(tmp_path / "repo", CALC)), pipeline=choice))
             records = await TaskRecords.open(runner.bus)
             with anyio.fail_after(5):
                 # The mark is a record in the KV bucket: polled, as `codeloop status` would read it.

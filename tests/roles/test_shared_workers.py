@@ -27,6 +27,9 @@ async def test_two_workers_of_a_plug_in_role_share_ten_tasks_and_a_killed_one_lo
     from agents.messages import PipelineChoice, TaskResult, TaskSubmitted
 
     home = tmp_path / "main"
+    repo = tmp_path / "repo"  # apart from the serves' homes, whose bus stores change under a capture
+    repo.mkdir()
+    (repo / "app.py").write_text("x = 1\n")
     main_args = ("--role", "orchestrator", "--role", "scripted-coder", "--ack-wait", "2")
     async with serving(home, *main_args) as (_, note), client_bus(home, note) as bus:
         auth = auth_of(home)
@@ -36,7 +39,7 @@ async def test_two_workers_of_a_plug_in_role_share_ten_tasks_and_a_killed_one_lo
             choice = PipelineChoice(name="shared", stages=PIPELINE)
             ids = []
             for i in range(TASKS):
-                task = TaskSubmitted(text=f"task {i}\nreview-delay: 1.0", repo=str(tmp_path), pipeline=choice)
+                task = TaskSubmitted(text=f"task {i}\nreview-delay: 1.0", repo=str(repo), pipeline=choice)
                 ids.append((await submit_task(bus, task))[0].task_id)
             # Both workers take reviews (each one at a time); then one dies holding one, after it
             # finished at least one.
