@@ -53,6 +53,7 @@ from bus.config import BusConfig  # noqa: E402
 from bus.connection import Bus, open_bus  # noqa: E402
 from bus.envelope import Envelope  # noqa: E402
 from bus.errors import BusError  # noqa: E402
+from codeloop.testing import PipelineRunner  # noqa: E402
 
 TASK = "add(2, 3) returns -1: replace `a - b` with `a + b` in `calc/__init__.py`"
 CALC = {
@@ -65,15 +66,8 @@ WORKER_EVENTS = ("model_call", "tool_call")
 
 
 def make_repo(root: Path) -> Path:
-    root.mkdir(parents=True)
-    for rel, text in CALC.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    git = ["git", "-c", "user.email=b@example.com", "-c", "user.name=b"]
-    subprocess.run([*git, "init", "-q"], cwd=root, check=True)
-    subprocess.run([*git, "add", "-A"], cwd=root, check=True)
-    subprocess.run([*git, "commit", "-qm", "init"], cwd=root, check=True)
-    root.chmod(0o700)
+    """The task's repository, closed to the workers' user (mode 0700): they have only the snapshot."""
+    PipelineRunner.make_repo(root, CALC).chmod(0o700)
     return root
 
 
