@@ -4,6 +4,7 @@ Exceptions from nats-py are translated here (`nats_errors()`), the way httpx map
 transport edge, so agents and the CLI only ever see `BusError` subclasses.
 """
 
+import math
 import ssl
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager, suppress
@@ -13,6 +14,7 @@ import anyio
 import nats
 import nats.errors
 import nats.js.errors
+from anyio.streams.memory import MemoryObjectReceiveStream
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 from nats.js.kv import KeyValue
@@ -144,6 +146,28 @@ class Bus:
     async def kv(self, bucket: str) -> KeyValue:
         with nats_errors():
             return await self.js.key_value(bucket)
+
+
+@asynccontextmanager
+async def queue_subscription(bus: "Bus", subject: str, queue: str) -> AsyncIterator[MemoryObjectReceiveStream[bytes]]:
+    """The data of the core-NATS messages on `subject` that reach this member of the queue group
+    `queue` (each message reaches one member), as a stream; subscribed (and flushed, so nothing
+    published after entry is missed) on entry, unsubscribed on the way out."""
+    send, receive = anyio.create_memory_object_stream[bytes](math.inf)
+
+    async def on_message(msg: object) -> None:
+        send.send_nowait(msg.data)  # type: ignore[attr-defined]
+
+    with nats_errors():
+        sub = await bus.nc.subscribe(subject, queue=queue, cb=on_message)
+        await bus.nc.flush()
+    try:
+        async with receive:
+            yield receive
+    finally:
+        with anyio.CancelScope(shield=True):
+            if not bus.nc.is_closed:
+                await sub.unsubscribe()
 
 
 def _ssl_context(tls: TlsConfig) -> ssl.SSLContext:

@@ -9,7 +9,6 @@ reads it back, publishes the dead letter and deletes it.
 
 import json
 import logging
-import math
 import re
 from contextlib import suppress
 
@@ -17,7 +16,7 @@ import anyio
 from anyio.abc import TaskStatus
 
 from bus import subjects
-from bus.connection import Bus, nats_errors
+from bus.connection import Bus, nats_errors, queue_subscription
 from bus.envelope import Envelope
 from bus.errors import BusNotFound, BusTimeout, NoResponders
 from bus.messages import DeadLetter
@@ -70,25 +69,10 @@ async def watch_max_deliveries(
 
     Every codeloop process may run one; the queue group hands each advisory to one of them.
     """
-    send, receive = anyio.create_memory_object_stream[bytes](math.inf)
-
-    async def _on_advisory(msg) -> None:
-        send.send_nowait(msg.data)
-
-    with nats_errors():
-        sub = await bus.nc.subscribe(
-            subjects.MAX_DELIVERIES_ADVISORY, queue="codeloop-dead-letters", cb=_on_advisory
-        )
-        await bus.nc.flush()
-    task_status.started()
-    try:
-        async with receive:
-            async for raw in receive:
-                await _dead_letter_retrying(bus, raw)
-    finally:
-        with anyio.CancelScope(shield=True):
-            if not bus.nc.is_closed:
-                await sub.unsubscribe()
+    async with queue_subscription(bus, subjects.MAX_DELIVERIES_ADVISORY, "codeloop-dead-letters") as advisories:
+        task_status.started()
+        async for raw in advisories:
+            await _dead_letter_retrying(bus, raw)
 
 
 async def _dead_letter_retrying(bus: Bus, raw: bytes) -> None:

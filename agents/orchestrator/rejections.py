@@ -10,7 +10,6 @@ has already ended alone, so several orchestrator processes may each run one.
 
 import json
 import logging
-import math
 from datetime import UTC, datetime
 
 import anyio
@@ -20,7 +19,7 @@ from agents.messages import TERMINAL_STATUSES, TaskResult, TaskState, TaskSubmit
 from agents.orchestrator.machine import build_result
 from agents.records import TaskRecords
 from bus import subjects
-from bus.connection import Bus, nats_errors
+from bus.connection import Bus, queue_subscription
 from bus.dead_letters import UNKNOWN_TASK
 from bus.envelope import Envelope
 from bus.errors import BusError
@@ -33,24 +32,13 @@ DEAD_LETTERS = "codeloop.events.*.dead_letter"
 async def watch_rejections(bus: Bus, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
     """Follow dead letters until cancelled; see the module docstring."""
     records = await TaskRecords.open(bus)
-    send, receive = anyio.create_memory_object_stream[bytes](math.inf)
-
-    async def on_message(msg) -> None:
-        send.send_nowait(msg.data)
-
-    with nats_errors():
-        sub = await bus.nc.subscribe(DEAD_LETTERS, queue="codeloop-rejections", cb=on_message)
-    task_status.started()
-    try:
-        async for data in receive:
+    async with queue_subscription(bus, DEAD_LETTERS, "codeloop-rejections") as letters:
+        task_status.started()
+        async for data in letters:
             try:
                 await _settle(bus, records, data)
             except (BusError, ValueError) as exc:  # one bad letter must not stop the watcher
                 log.warning("could not settle a dead letter: %s", exc)
-    finally:
-        with anyio.CancelScope(shield=True):
-            if not bus.nc.is_closed:
-                await sub.unsubscribe()
 
 
 async def _settle(bus: Bus, records: TaskRecords, data: bytes) -> None:

@@ -14,7 +14,6 @@ orchestrator processes may each run one (they share the transition events as a q
 
 import json
 import logging
-import math
 from datetime import UTC, datetime
 
 import anyio
@@ -23,7 +22,7 @@ from anyio.abc import TaskStatus
 from agents.messages import TERMINAL_STATUSES, TaskState
 from agents.records import TaskRecords
 from bus import subjects
-from bus.connection import Bus, nats_errors
+from bus.connection import Bus, queue_subscription
 from bus.discovery import WorkerInfo, discover, waiting_reason
 from bus.envelope import Envelope
 from bus.errors import BusError
@@ -40,27 +39,16 @@ async def watch_waiting(
     """Mark and unmark waiting tasks until cancelled; see the module docstring."""
     records = await TaskRecords.open(bus)
     active: set[str] = {s.task_id for s in await records.all() if s.status not in TERMINAL_STATUSES}
-    send, receive = anyio.create_memory_object_stream[bytes](math.inf)
-
-    async def on_message(msg) -> None:
-        send.send_nowait(msg.data)
-
-    with nats_errors():
-        sub = await bus.nc.subscribe(TRANSITIONS, queue="codeloop-waiting", cb=on_message)
-    task_status.started()
-    try:
+    async with queue_subscription(bus, TRANSITIONS, "codeloop-waiting") as transitions:
+        task_status.started()
         while True:
             with anyio.move_on_after(interval_s):
-                async for data in receive:
+                async for data in transitions:
                     _follow(active, data)
             try:
                 await check_waiting(bus, records, active)
             except BusError as exc:  # a hiccup: look again next round
                 log.debug("waiting check: %s", exc)
-    finally:
-        with anyio.CancelScope(shield=True):
-            if not bus.nc.is_closed:
-                await sub.unsubscribe()
 
 
 def _follow(active: set[str], data: bytes) -> None:
