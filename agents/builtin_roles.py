@@ -40,14 +40,41 @@ async def _verify(request: VerifyRequest, ctx: RoleContext):
 
 
 VERSION = _version()
-PLANNER = define_role("planner", "plan", _plan, version=VERSION,
-                      description="a structured plan from the task and a first look at the repository")
-RETRIEVER = define_role("retriever", "retrieve", _retrieve, version=VERSION,
-                        description="ranked files, snippets and a repository map within a token budget")
-CODER = define_role("coder", "code", _code, version=VERSION, grant={"read", "write", "execute"},
-                    description="changes the code in a scratch workspace with the task's tools")
-VERIFIER = define_role("verifier", "verify", _verify, version=VERSION, grant={"read", "execute"},
-                       description="static checks and the tests in the sandbox; the verdict")
-ECHO = define_role("echo", "echo", version=VERSION, actor=lambda deps, policy: echo_spec(policy),
-                   description="the bus's test role: sends the task's text back")
+PLANNER = define_role(
+    "planner",
+    "plan",
+    _plan,
+    version=VERSION,
+    description="a structured plan from the task and a first look at the repository",
+)
+RETRIEVER = define_role(
+    "retriever",
+    "retrieve",
+    _retrieve,
+    version=VERSION,
+    description="ranked files, snippets and a repository map within a token budget",
+)
+CODER = define_role(
+    "coder",
+    "code",
+    _code,
+    version=VERSION,
+    grant={"read", "write", "execute"},
+    description="changes the code in a scratch workspace with the task's tools",
+)
+VERIFIER = define_role(
+    "verifier",
+    "verify",
+    _verify,
+    version=VERSION,
+    grant={"read", "execute"},
+    description="static checks and the tests in the sandbox; the verdict",
+)
+ECHO = define_role(
+    "echo",
+    "echo",
+    version=VERSION,
+    actor=lambda deps, policy: echo_spec(policy),
+    description="the bus's test role: sends the task's text back",
+)
 BUILTIN_ROLES = (PLANNER, RETRIEVER, CODER, VERIFIER, ECHO)

@@ -144,21 +144,32 @@ async def code(
         raise StepError("env.setup", "no model is configured for the coder")
     workspaces = deps.workspaces or LOCAL
     opening = workspaces.open(
-        deps, task_id, task, "code", MODE_SCOPES[task.mode],
-        patch=request.previous_patch, index_dir=index_dir_for(deps, task),
-    )  # fmt: skip
+        deps,
+        task_id,
+        task,
+        "code",
+        MODE_SCOPES[task.mode],
+        patch=request.previous_patch,
+        index_dir=index_dir_for(deps, task),
+    )
     async with opening as workspace:
         ask = elicitation_handler(deps.bus, task_id, timeout_s=task.confirm_timeout_s)
         run_info = RunInfo(task_id=task_id, role=ROLE, step_id=request.step_id, trace_id=trace_id)
         guard = _Guard(
             max_repeated=request.budget.max_repeated_calls, max_failures=request.budget.max_tool_failures
         )
-        model = model_for(deps, task.models.chain_for(ROLE), role=ROLE, task_id=task_id, budget=request.budget)
+        model = model_for(
+            deps, task.models.chain_for(ROLE), role=ROLE, task_id=task_id, budget=request.budget
+        )
         agent = Agent(
-            model, output_type=str, name=ROLE,
-            instructions=INSTRUCTIONS[task.mode], toolsets=_toolsets(workspace.servers, request, ask),
-            capabilities=[guard.hooks(), *observer_capabilities(deps, run_info)], retries=2,
-        )  # fmt: skip
+            model,
+            output_type=str,
+            name=ROLE,
+            instructions=INSTRUCTIONS[task.mode],
+            toolsets=_toolsets(workspace.servers, request, ask),
+            capabilities=[guard.hooks(), *observer_capabilities(deps, run_info)],
+            retries=2,
+        )
         limits = UsageLimits(
             request_limit=max(1, request.budget.requests), total_tokens_limit=max(1, request.budget.tokens)
         )

@@ -37,8 +37,13 @@ async def ask(bus: Bus, task_id: str, question: str, *, timeout_s: float) -> boo
     try:
         kv = await bus.kv(subjects.TASKS_BUCKET)
         await compare_and_set(kv, key, lambda current: PENDING if current is None else None)
-        await _event(bus, task_id, "confirmation_requested", f"confirmation needed: {question}",
-                     {"request_id": request_id, "question": question, "timeout_s": timeout_s})  # fmt: skip
+        await _event(
+            bus,
+            task_id,
+            "confirmation_requested",
+            f"confirmation needed: {question}",
+            {"request_id": request_id, "question": question, "timeout_s": timeout_s},
+        )
         answer = PENDING
         with anyio.move_on_after(timeout_s):
             while answer == PENDING:
@@ -56,9 +61,13 @@ async def ask(bus: Bus, task_id: str, question: str, *, timeout_s: float) -> boo
             by = "timeout" if closed == [True] else "person"
             answer = (await read(kv, key)).value or DENIED
         approved = answer == APPROVED
-        await _event(bus, task_id, "confirmation_answered",
-                     f"{'approved' if approved else 'declined'} ({by}): {question}",
-                     {"request_id": request_id, "approved": approved, "by": by})  # fmt: skip
+        await _event(
+            bus,
+            task_id,
+            "confirmation_answered",
+            f"{'approved' if approved else 'declined'} ({by}): {question}",
+            {"request_id": request_id, "approved": approved, "by": by},
+        )
         return approved
     except BusError:
         return False

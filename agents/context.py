@@ -49,6 +49,7 @@ class ContextPack:
     observations_included: int
     dropped_snippets: int
 
+
 MIN_SNIPPET_LINES = 3
 # Parts are joined by a blank line; each part is charged for it, so the sum bounds the whole
 # (the estimate is subadditive: the cost of a concatenation never exceeds the sum of the costs).

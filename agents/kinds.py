@@ -51,19 +51,58 @@ class StageKind:
 KINDS: dict[str, StageKind] = {
     kind.name: kind
     for kind in (
-        StageKind("plan", PlanRequest, PlanResult, "planning", 0, once=True,
-                  description="make or revise the task's plan"),
-        StageKind("retrieve", ContextRequest, Context, "retrieving", 1,
-                  description="find and pack the code the plan is about"),
-        StageKind("code", CodeRequest, CodeResult, "coding", 2, once=True,
-                  description="change the code in a scratch workspace (or answer, in read mode)"),
-        StageKind("review", ReviewRequest, ReviewResult, "reviewing", 3, after=("code",),
-                  description="approve the patch, request changes (a revision) or reject the task"),
-        StageKind("verify", VerifyRequest, VerifyResult, "verifying", 3,
-                  description="run the checks and tests; a failed verdict sends the coder back"),
-        StageKind("echo", EchoRequest, EchoResult, "coding", 0,
-                  description="the bus's smoke test: send the task's text back"),
-    )  # fmt: skip
+        StageKind(
+            "plan",
+            PlanRequest,
+            PlanResult,
+            "planning",
+            0,
+            once=True,
+            description="make or revise the task's plan",
+        ),
+        StageKind(
+            "retrieve",
+            ContextRequest,
+            Context,
+            "retrieving",
+            1,
+            description="find and pack the code the plan is about",
+        ),
+        StageKind(
+            "code",
+            CodeRequest,
+            CodeResult,
+            "coding",
+            2,
+            once=True,
+            description="change the code in a scratch workspace (or answer, in read mode)",
+        ),
+        StageKind(
+            "review",
+            ReviewRequest,
+            ReviewResult,
+            "reviewing",
+            3,
+            after=("code",),
+            description="approve the patch, request changes (a revision) or reject the task",
+        ),
+        StageKind(
+            "verify",
+            VerifyRequest,
+            VerifyResult,
+            "verifying",
+            3,
+            description="run the checks and tests; a failed verdict sends the coder back",
+        ),
+        StageKind(
+            "echo",
+            EchoRequest,
+            EchoResult,
+            "coding",
+            0,
+            description="the bus's smoke test: send the task's text back",
+        ),
+    )
 }
 """Every stage kind, by name."""
 
@@ -96,12 +135,16 @@ def pipeline_problems(stages: Sequence[tuple[str, str]]) -> list[str]:
     for i, (kind_name, role) in enumerate(stages, 1):
         kind = KINDS.get(kind_name)
         if kind is None:
-            problems.append(f"stage {i} ({kind_name}:{role}): unknown stage kind; known kinds: {', '.join(KINDS)}")
+            problems.append(
+                f"stage {i} ({kind_name}:{role}): unknown stage kind; known kinds: {', '.join(KINDS)}"
+            )
             continue
         if kind.once and kind_name in seen:
             problems.append(f"stage {i} ({kind_name}:{role}): a pipeline has at most one {kind_name} stage")
         if kind.after and not any(k in seen for k in kind.after):
-            problems.append(f"stage {i} ({kind_name}:{role}) must come after a {' or '.join(kind.after)} stage")
+            problems.append(
+                f"stage {i} ({kind_name}:{role}) must come after a {' or '.join(kind.after)} stage"
+            )
         later = [k for k in seen if k in KINDS and KINDS[k].phase > kind.phase]
         if later:
             problems.append(f"stage {i} ({kind_name}:{role}) cannot come after a {later[0]} stage")

@@ -205,8 +205,10 @@ class Usage(Message):
         return self.input_tokens + self.output_tokens
 
     def plus(self, other: "Usage") -> "Usage":
-        cost = None if self.cost_usd is None and other.cost_usd is None else (
-            (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
+        cost = (
+            None
+            if self.cost_usd is None and other.cost_usd is None
+            else ((self.cost_usd or 0.0) + (other.cost_usd or 0.0))
         )
         return Usage(
             requests=self.requests + other.requests,
@@ -705,6 +707,20 @@ class TaskState(Message):
 
 
 register_payloads(
-    TaskSubmitted, PlanRequest, PlanResult, ContextRequest, Context, CodeRequest, CodeResult,
-    VerifyRequest, VerifyResult, ReviewRequest, ReviewResult, StepFailed, CancelTask, TaskResult, TaskState, VerificationReport,
-)  # fmt: skip
+    TaskSubmitted,
+    PlanRequest,
+    PlanResult,
+    ContextRequest,
+    Context,
+    CodeRequest,
+    CodeResult,
+    VerifyRequest,
+    VerifyResult,
+    ReviewRequest,
+    ReviewResult,
+    StepFailed,
+    CancelTask,
+    TaskResult,
+    TaskState,
+    VerificationReport,
+)

@@ -40,9 +40,12 @@ def model_for(
             pass  # an event lost to a bus hiccup must not fail the model call it describes
 
     return build_model(
-        name, role=role, on_call=publish, base_dir=deps.model_base_dir,
+        name,
+        role=role,
+        on_call=publish,
+        base_dir=deps.model_base_dir,
         cost_limit_usd=budget.cost_usd if budget is not None else None,
-    )  # fmt: skip
+    )
 
 
 def usage_of(run_usage: Any, model: Model) -> Usage:

@@ -26,15 +26,55 @@ from pathlib import Path
 from agents.errors import AgentError
 
 # The provider names pydantic-ai's `infer_provider_class` accepts (its `match` cases).
-PROVIDERS = frozenset({
-    "openai", "openai-chat", "openai-responses", "openai-decisions", "openai-codex", "openai-chatgpt",
-    "azure", "azure-responses", "google", "google-decisions", "google-cloud", "anthropic", "bedrock",
-    "bedrock-mantle", "groq", "mistral", "cerebras", "cohere", "deepseek", "openrouter", "vercel",
-    "system-one", "crusoe", "elevenlabs", "xai", "moonshotai", "meta", "fireworks", "together",
-    "heroku", "huggingface", "ollama", "github", "github-copilot", "litellm", "vllm", "nebius",
-    "ovhcloud", "alibaba", "sambanova", "sentence-transformers", "snowflake", "typesafe", "voyageai",
-    "zai",
-})  # fmt: skip
+PROVIDERS = frozenset(
+    {
+        "openai",
+        "openai-chat",
+        "openai-responses",
+        "openai-decisions",
+        "openai-codex",
+        "openai-chatgpt",
+        "azure",
+        "azure-responses",
+        "google",
+        "google-decisions",
+        "google-cloud",
+        "anthropic",
+        "bedrock",
+        "bedrock-mantle",
+        "groq",
+        "mistral",
+        "cerebras",
+        "cohere",
+        "deepseek",
+        "openrouter",
+        "vercel",
+        "system-one",
+        "crusoe",
+        "elevenlabs",
+        "xai",
+        "moonshotai",
+        "meta",
+        "fireworks",
+        "together",
+        "heroku",
+        "huggingface",
+        "ollama",
+        "github",
+        "github-copilot",
+        "litellm",
+        "vllm",
+        "nebius",
+        "ovhcloud",
+        "alibaba",
+        "sambanova",
+        "sentence-transformers",
+        "snowflake",
+        "typesafe",
+        "voyageai",
+        "zai",
+    }
+)
 
 _OPENAI = (("OPENAI_API_KEY", "OPENAI_BASE_URL"),)
 CREDENTIALS: Mapping[str, tuple[tuple[str, ...], ...]] = {
@@ -70,9 +110,12 @@ class ModelNameProblem(AgentError, ValueError):
 
 
 def check_model_name(
-    name: str, *, base_dir: Path | None = None, environ: Mapping[str, str] | None = None,
+    name: str,
+    *,
+    base_dir: Path | None = None,
+    environ: Mapping[str, str] | None = None,
     credentials: bool = True,
-) -> None:  # fmt: skip
+) -> None:
     """Check `name` as described in the module docstring; `base_dir` anchors a relative
     `function:` path, `environ` (default: this process's) is where credentials are looked for.
 
@@ -127,7 +170,9 @@ def _check_function(name: str, base_dir: Path) -> None:
     if not path.is_absolute():
         path = base_dir / path
     if not path.is_file():
-        raise ModelNameProblem(f"model {name!r}: the file {path} does not exist; give the path of a Python file")
+        raise ModelNameProblem(
+            f"model {name!r}: the file {path} does not exist; give the path of a Python file"
+        )
     try:
         tree = ast.parse(path.read_bytes(), filename=str(path))
     except (OSError, SyntaxError, ValueError) as exc:
@@ -135,13 +180,12 @@ def _check_function(name: str, base_dir: Path) -> None:
     bound = _bound_names(tree)
     if bound is not None and attr not in bound:
         functions = [
-            node.name for node in tree.body
+            node.name
+            for node in tree.body
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not node.name.startswith("_")
-        ]  # fmt: skip
+        ]
         shown = ", ".join(functions[:10]) or "none"
-        raise ModelNameProblem(
-            f"model {name!r}: {path.name} defines no {attr!r}; its functions: {shown}"
-        )
+        raise ModelNameProblem(f"model {name!r}: {path.name} defines no {attr!r}; its functions: {shown}")
 
 
 def _bound_names(tree: ast.Module) -> set[str] | None:
@@ -173,7 +217,10 @@ def declares_priced_as(name: str, *, base_dir: Path | None = None) -> bool:
     return any(
         isinstance(node, ast.Assign)
         and any(
-            isinstance(t, ast.Attribute) and t.attr == "priced_as" and isinstance(t.value, ast.Name) and t.value.id == attr
+            isinstance(t, ast.Attribute)
+            and t.attr == "priced_as"
+            and isinstance(t.value, ast.Name)
+            and t.value.id == attr
             for t in node.targets
         )
         for node in tree.body

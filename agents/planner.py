@@ -79,9 +79,13 @@ async def plan(
     model = model_for(deps, task.models.chain_for(ROLE), role=ROLE, task_id=task_id, budget=request.budget)
     run_info = RunInfo(task_id=task_id, role=ROLE, step_id=request.step_id, trace_id=trace_id)
     agent = Agent(
-        model, output_type=Plan, instructions=INSTRUCTIONS, retries=2, name=ROLE,
+        model,
+        output_type=Plan,
+        instructions=INSTRUCTIONS,
+        retries=2,
+        name=ROLE,
         capabilities=observer_capabilities(deps, run_info),
-    )  # fmt: skip
+    )
     prompt = _prompt(task, repo_map, files, request)
     limits = UsageLimits(
         request_limit=max(1, request.budget.requests), total_tokens_limit=max(1, request.budget.tokens)

@@ -76,7 +76,9 @@ def load_roles(found: Iterable[EntryPoint] | None = None) -> RoleRegistry:
         try:
             definition = _load(point, dist)
             if point.name in roles:
-                raise _Unusable(f"the name clashes with the role {point.name!r} of {roles[point.name].distribution}")
+                raise _Unusable(
+                    f"the name clashes with the role {point.name!r} of {roles[point.name].distribution}"
+                )
         except _Unusable as exc:
             broken.append(BrokenRole(point.name, point.value, dist, str(exc)))
             log.warning("role %s (%s, %s) is not usable: %s", point.name, point.value, dist, exc)

@@ -102,8 +102,14 @@ class RoleContext:
         async with scratch_workspace(self.deps, self.task_id, self.task, label or self.role) as root:
             if patch:
                 try:
-                    await run_git(root, "apply", "--whitespace=nowarn", "-", scratch=True,
-                                  input=patch.encode("utf-8", "surrogateescape"))  # fmt: skip
+                    await run_git(
+                        root,
+                        "apply",
+                        "--whitespace=nowarn",
+                        "-",
+                        scratch=True,
+                        input=patch.encode("utf-8", "surrogateescape"),
+                    )
                 except GitFailed as exc:
                     raise StepError("patch.apply_failed", f"the patch does not apply: {exc}") from None
             yield root
@@ -117,7 +123,9 @@ class RoleContext:
         """Publish an event on the task (`codeloop.events.<task_id>.<name>`), naming role and step.
 
         Never put secrets or whole files in it; a lost event does not fail the step."""
-        event = Event(name=name, message=message, data={**(data or {}), "role": self.role, "step_id": self.step_id})
+        event = Event(
+            name=name, message=message, data={**(data or {}), "role": self.role, "step_id": self.step_id}
+        )
         envelope = self.delivery.envelope.reply(event, id=self.delivery.derived_id(f"event-{name}-{message}"))
         try:
             await self.deps.bus.publish(subjects.event(self.task_id, name), envelope)
@@ -154,7 +162,9 @@ class RoleDefinition:
         if self.actor is not None:
             return self.actor(deps, policy)
         assert self.handler is not None  # define_role checks that one of the two is given
-        return role_spec(self.name, typed_handler(self.name, self.stage_kind.request, self._work(deps)), policy=policy)
+        return role_spec(
+            self.name, typed_handler(self.name, self.stage_kind.request, self._work(deps)), policy=policy
+        )
 
     def _work(self, deps: RoleDeps) -> Callable[[Delivery, Any], Awaitable[Message]]:
         handler = self.handler
@@ -173,10 +183,16 @@ def context_for(role: RoleDefinition, deps: RoleDeps, delivery: Delivery, reques
 
     task: TaskSubmitted = request.task
     return RoleContext(
-        role=role.name, task_id=delivery.envelope.task_id, step_id=getattr(request, "step_id", ""),
-        trace_id=delivery.envelope.trace_id, task=task, budget=getattr(request, "budget", None),
-        grant=frozenset(role.grant & MODE_SCOPES[task.mode]) or frozenset({"read"}), deps=deps, delivery=delivery,
-    )  # fmt: skip
+        role=role.name,
+        task_id=delivery.envelope.task_id,
+        step_id=getattr(request, "step_id", ""),
+        trace_id=delivery.envelope.trace_id,
+        task=task,
+        budget=getattr(request, "budget", None),
+        grant=frozenset(role.grant & MODE_SCOPES[task.mode]) or frozenset({"read"}),
+        deps=deps,
+        delivery=delivery,
+    )
 
 
 def result_of(role: str, kind: StageKind, request: Any, returned: Any) -> Message:
@@ -199,11 +215,15 @@ def result_of(role: str, kind: StageKind, request: Any, returned: Any) -> Messag
             return kind.result.model_validate(fields)
         except ValidationError as exc:
             errors = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in exc.errors(include_url=False)[:5]
+                f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}"
+                for e in exc.errors(include_url=False)[:5]
             )
-            raise StepError("role.malformed", f"the {role} role returned a malformed {expected}: {errors}") from None
+            raise StepError(
+                "role.malformed", f"the {role} role returned a malformed {expected}: {errors}"
+            ) from None
     raise StepError(
-        "role.malformed", f"the {role} role returned {type(returned).__name__}, not a {expected} or a dict of its fields"
+        "role.malformed",
+        f"the {role} role returned {type(returned).__name__}, not a {expected} or a dict of its fields",
     )
 
 
@@ -237,9 +257,15 @@ def define_role(
     if handler is not None:
         check_handler(name, handler)
     return RoleDefinition(
-        name=name, kind=kind, handler=handler, version=version, grant=frozenset(grant),
-        description=description, actor=actor, concurrency=concurrency,
-    )  # fmt: skip
+        name=name,
+        kind=kind,
+        handler=handler,
+        version=version,
+        grant=frozenset(grant),
+        description=description,
+        actor=actor,
+        concurrency=concurrency,
+    )
 
 
 def check_handler(name: str, handler: Any) -> None:
@@ -275,5 +301,11 @@ def _SEMVER(version: str) -> bool:
 
 
 __all__ = [
-    "ENTRY_POINT_GROUP", "RoleContext", "RoleDefinition", "StepError", "check_handler", "define_role", "result_of",
-]  # fmt: skip
+    "ENTRY_POINT_GROUP",
+    "RoleContext",
+    "RoleDefinition",
+    "StepError",
+    "check_handler",
+    "define_role",
+    "result_of",
+]

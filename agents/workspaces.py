@@ -66,8 +66,14 @@ class Workspaces(Protocol):
 
 
 async def apply_patch(root: Path, patch: str) -> None:
-    await run_git(root, "apply", "--whitespace=nowarn", "-", scratch=True,
-                  input=patch.encode("utf-8", "surrogateescape"))  # fmt: skip
+    await run_git(
+        root,
+        "apply",
+        "--whitespace=nowarn",
+        "-",
+        scratch=True,
+        input=patch.encode("utf-8", "surrogateescape"),
+    )
 
 
 @dataclass
@@ -155,9 +161,13 @@ class RemoteWorkspaces:
     ) -> AsyncIterator[Workspace]:
         del index_dir  # the service keeps its own indexes
         ask = WorkspaceOpen(
-            task_id=task_id, label=label, snapshot=await task_snapshot(deps, task), scopes=sorted(scopes),
-            patch=patch or None, idle_timeout_s=self.idle_timeout_s,
-        )  # fmt: skip
+            task_id=task_id,
+            label=label,
+            snapshot=await task_snapshot(deps, task),
+            scopes=sorted(scopes),
+            patch=patch or None,
+            idle_timeout_s=self.idle_timeout_s,
+        )
         # No responder or no answer: a plain error, so the runtime retries the step (the last
         # delivery's failure is env.infra), as for a bus that is briefly down.
         reply = await request(deps.bus, OPEN_SUBJECT, ask, timeout_s=self.timeout_s)
@@ -174,8 +184,12 @@ class RemoteWorkspaces:
     async def _close(self, deps: RoleDeps, opened: WorkspaceOpened) -> None:
         try:
             with anyio.fail_after(self.timeout_s):
-                await request(deps.bus, service_subject(opened.service, "close"),
-                              WorkspaceClose(workspace=opened.workspace), timeout_s=self.timeout_s)  # fmt: skip
+                await request(
+                    deps.bus,
+                    service_subject(opened.service, "close"),
+                    WorkspaceClose(workspace=opened.workspace),
+                    timeout_s=self.timeout_s,
+                )
         except (BusError, TimeoutError) as exc:
             # Its idle timeout deletes it; the step's result does not depend on the close.
             log.warning("could not close workspace %s: %s", opened.workspace, exc)

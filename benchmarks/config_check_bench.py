@@ -42,7 +42,9 @@ def main() -> None:
         base = Path(scratch)
         repo = base / "repo"
         repo.mkdir()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CODELOOP_") and k != "ANTHROPIC_API_KEY"}
+        env = {
+            k: v for k, v in os.environ.items() if not k.startswith("CODELOOP_") and k != "ANTHROPIC_API_KEY"
+        }
         env |= {"CODELOOP_HOME": str(base / "home"), "XDG_CONFIG_HOME": str(base / "xdg")}
         heads = {
             "run": ["run", "fix it", "--repo", str(repo)],

@@ -67,12 +67,27 @@ CASES = [
     ),
 ]
 SEARCH_CORPUS = [
-    "_core/_asyncio_selector_thread.py", "_core/_concurrency_utils.py", "_core/_contextmanagers.py",
-    "_core/_eventloop.py", "_core/_resources.py", "_core/_signals.py", "_core/_streams.py",
-    "_core/_subprocesses.py", "_core/_testing.py", "_core/_typedattr.py", "_lazyimport.py",
-    "abc/_resources.py", "abc/_subprocesses.py", "abc/_testing.py", "streams/buffered.py",
-    "streams/file.py", "to_interpreter.py", "to_process.py", "to_thread.py", "abc/__init__.py",
-]  # fmt: skip
+    "_core/_asyncio_selector_thread.py",
+    "_core/_concurrency_utils.py",
+    "_core/_contextmanagers.py",
+    "_core/_eventloop.py",
+    "_core/_resources.py",
+    "_core/_signals.py",
+    "_core/_streams.py",
+    "_core/_subprocesses.py",
+    "_core/_testing.py",
+    "_core/_typedattr.py",
+    "_lazyimport.py",
+    "abc/_resources.py",
+    "abc/_subprocesses.py",
+    "abc/_testing.py",
+    "streams/buffered.py",
+    "streams/file.py",
+    "to_interpreter.py",
+    "to_process.py",
+    "to_thread.py",
+    "abc/__init__.py",
+]
 
 
 def _bare_server() -> Any:

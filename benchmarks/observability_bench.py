@@ -60,10 +60,15 @@ async def side(state: Path, task: TaskSubmitted, observed: bool, control: int) -
     stop = anyio.Event()
     config = BusConfig(state_dir=state)
     async with anyio.create_task_group() as tg:
-        note = await tg.start(lambda task_status: serve(
-            config, stop=stop, task_status=task_status, observe=observed,
-            metrics=MetricsServing() if observed else None,
-        ))  # fmt: skip
+        note = await tg.start(
+            lambda task_status: serve(
+                config,
+                stop=stop,
+                task_status=task_status,
+                observe=observed,
+                metrics=MetricsServing() if observed else None,
+            )
+        )
         assert (note.metrics_url is not None) == observed
         async with open_bus(client_config_for(config, note)) as bus:  # with the embedded server's credentials
             await one_task(bus, task)  # untimed: builds this side's index, warms the model
@@ -78,12 +83,26 @@ class Side:
     """A child process and the write end of its control pipe."""
 
     def __init__(self, base: Path, name: str, task_file: Path) -> None:
-        env = {k: v for k, v in os.environ.items() if k not in ("OTEL_EXPORTER_OTLP_ENDPOINT", "CODELOOP_TRACE_FILE")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("OTEL_EXPORTER_OTLP_ENDPOINT", "CODELOOP_TRACE_FILE")
+        }
         if name == "on":
             env["CODELOOP_TRACE_FILE"] = str(base / "spans.jsonl")
         read, write = os.pipe()
-        args = [sys.executable, __file__, "--side", name, "--state", str(base / name), "--task", str(task_file),
-                "--control", str(read)]  # fmt: skip
+        args = [
+            sys.executable,
+            __file__,
+            "--side",
+            name,
+            "--state",
+            str(base / name),
+            "--task",
+            str(task_file),
+            "--control",
+            str(read),
+        ]
         self.process = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=env, pass_fds=(read,))
         os.close(read)
         self.control = os.fdopen(write, "w")
@@ -114,8 +133,12 @@ def main(rounds: int) -> None:
         base = Path(tmp)
         (base / "decide.py").write_text(SCRIPT)
         repo = make_repo(base / "repo", 0)
-        task = TaskSubmitted(text="add(2, 3) returns -1", repo=str(repo), mode="write",
-                             models=ModelNames(default=f"function:{base / 'decide.py'}:decide"))  # fmt: skip
+        task = TaskSubmitted(
+            text="add(2, 3) returns -1",
+            repo=str(repo),
+            mode="write",
+            models=ModelNames(default=f"function:{base / 'decide.py'}:decide"),
+        )
         task_file = base / "task.json"
         task_file.write_text(task.model_dump_json())
         children = {name: Side(base, name, task_file) for name in ("on", "off")}
@@ -145,10 +168,14 @@ def main(rounds: int) -> None:
     print(f"  {'':<6} {'median':>8} {'mean':>8} {'min':>8} {'max':>8}")
     for name in ("off", "on"):
         runs = times[name]
-        print(f"  {name:<6} {statistics.median(runs):8.3f} {statistics.mean(runs):8.3f} {min(runs):8.3f} {max(runs):8.3f}")
+        print(
+            f"  {name:<6} {statistics.median(runs):8.3f} {statistics.mean(runs):8.3f} {min(runs):8.3f} {max(runs):8.3f}"
+        )
     on, off = statistics.median(times["on"]), statistics.median(times["off"])
     print(f"  overhead of on over off (medians): {on - off:+.3f} s = {100 * (on - off) / off:+.1f}%")
-    print(f"  spans the 'on' side wrote: {span_count} ({span_count / (rounds + 1):.0f} per task, warm-up included)")
+    print(
+        f"  spans the 'on' side wrote: {span_count} ({span_count / (rounds + 1):.0f} per task, warm-up included)"
+    )
 
 
 if __name__ == "__main__":

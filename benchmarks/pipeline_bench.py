@@ -55,7 +55,7 @@ from codeloop.config import client_config_for
 from codeloop.tool_provider import InProcessTools
 from codeloop.wiring import DEFAULT_ROLES, role_deps, serve
 
-SCRIPT = '''
+SCRIPT = """
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 
 def decide(messages, info):
@@ -70,7 +70,7 @@ def decide(messages, info):
         text = returns[-1].content["content"].replace("a - b", "a + b")
         return ModelResponse(parts=[ToolCallPart("write_file", {"path": "calc/__init__.py", "content": text})])
     return ModelResponse(parts=[TextPart("fixed")])
-'''
+"""
 CALC = {
     "calc/__init__.py": "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n",
     "tests/test_calc.py": "from calc import add, mul\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
@@ -90,14 +90,19 @@ NOOP_REVIEWER = define_role("noop-reviewer", "review", _approve, description="ap
 def with_noop_reviewer() -> RoleRegistry:
     """The installed roles plus the no-op reviewer, registered as an entry point would register it."""
     installed = load_roles()
-    roles = {**installed.roles, "noop-reviewer": InstalledRole(NOOP_REVIEWER, "pipeline_bench:NOOP_REVIEWER", "bench")}
+    roles = {
+        **installed.roles,
+        "noop-reviewer": InstalledRole(NOOP_REVIEWER, "pipeline_bench:NOOP_REVIEWER", "bench"),
+    }
     return RoleRegistry(roles, installed.broken)
 
 
 def make_repo(root: Path, extra_files: int) -> Path:
     files = dict(CALC)
     for i in range(extra_files):
-        files[f"pkg/mod{i // 50}/m{i}.py"] = f'"""Module {i}."""\n\n\ndef f{i}(x):\n    return x * {i} + {i % 7}\n'
+        files[f"pkg/mod{i // 50}/m{i}.py"] = (
+            f'"""Module {i}."""\n\n\ndef f{i}(x):\n    return x * {i} + {i % 7}\n'
+        )
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
@@ -146,11 +151,27 @@ async def by_direct_calls(deps, task: TaskSubmitted) -> dict[str, float]:
         return out
 
     planned = await timed("plan", plan(deps, "direct", PlanRequest(step_id="1", task=task, budget=budget)))
-    context = await timed("retrieve", retrieve(deps, "direct", ContextRequest(step_id="2", task=task, plan=planned.plan)))
-    coded = await timed("code", code(deps, "direct", CodeRequest(step_id="3", task=task, plan=planned.plan,
-                                                                  context=context, budget=budget)))  # fmt: skip
-    verified = await timed("verify", verify(deps, "direct", VerifyRequest(
-        step_id="4", task=task, plan=planned.plan, patch=coded.patch, deadline_at=budget.deadline_at)))  # fmt: skip
+    context = await timed(
+        "retrieve", retrieve(deps, "direct", ContextRequest(step_id="2", task=task, plan=planned.plan))
+    )
+    coded = await timed(
+        "code",
+        code(
+            deps,
+            "direct",
+            CodeRequest(step_id="3", task=task, plan=planned.plan, context=context, budget=budget),
+        ),
+    )
+    verified = await timed(
+        "verify",
+        verify(
+            deps,
+            "direct",
+            VerifyRequest(
+                step_id="4", task=task, plan=planned.plan, patch=coded.patch, deadline_at=budget.deadline_at
+            ),
+        ),
+    )
     assert verified.report.verdict == "passed", verified.report
     times["total"] = time.perf_counter() - started
     return times
@@ -161,8 +182,12 @@ async def measure(bus, deps, repos: dict[str, Path], script: Path, rounds: int, 
         name: {"pipeline": [], "direct": [], "review": []} for name in repos
     }
     for name, repo in repos.items():
-        task = TaskSubmitted(text="add(2, 3) returns -1", repo=str(repo), mode="write",
-                             models=ModelNames(default=f"function:{script}:decide"))  # fmt: skip
+        task = TaskSubmitted(
+            text="add(2, 3) returns -1",
+            repo=str(repo),
+            mode="write",
+            models=ModelNames(default=f"function:{script}:decide"),
+        )
         reviewed = task.model_copy(update={"pipeline": PipelineChoice(name="reviewed", stages=REVIEWED)})
         # a first, untimed task of each kind builds the indexes and warms the model
         await through_pipeline(bus, task)
@@ -183,8 +208,10 @@ async def main(rounds: int, big_files: int) -> None:
         base = Path(tmp)
         script = base / "decide.py"
         script.write_text(SCRIPT)
-        repos = {"small (2 files)": make_repo(base / "small", 0),
-                 f"big ({big_files + 2} files)": make_repo(base / "big", big_files)}  # fmt: skip
+        repos = {
+            "small (2 files)": make_repo(base / "small", 0),
+            f"big ({big_files + 2} files)": make_repo(base / "big", big_files),
+        }
         config = BusConfig(state_dir=base / "state")
         stop = anyio.Event()
         (base / "spares").mkdir()
@@ -195,8 +222,12 @@ async def main(rounds: int, big_files: int) -> None:
             async with anyio.create_task_group() as tg:
                 note = await tg.start(
                     lambda task_status: serve(
-                        config, stop=stop, verifier_spares=pipeline_spares, task_status=task_status,
-                        roles=(*DEFAULT_ROLES, "noop-reviewer"), registry=with_noop_reviewer(),
+                        config,
+                        stop=stop,
+                        verifier_spares=pipeline_spares,
+                        task_status=task_status,
+                        roles=(*DEFAULT_ROLES, "noop-reviewer"),
+                        registry=with_noop_reviewer(),
                     )
                 )
                 client = client_config_for(config, note)
@@ -224,8 +255,10 @@ async def main(rounds: int, big_files: int) -> None:
         added = statistics.median(r["total"] for r in runs["review"]) - statistics.median(
             r["total"] for r in runs["pipeline"]
         )
-        print(f"  no-op review stage: {1000 * stage_cost:.1f} ms from its dispatch to the next stage's "
-              f"(target under 50 ms); task totals differ by {1000 * added:+.1f} ms")  # fmt: skip
+        print(
+            f"  no-op review stage: {1000 * stage_cost:.1f} ms from its dispatch to the next stage's "
+            f"(target under 50 ms); task totals differ by {1000 * added:+.1f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -75,8 +75,12 @@ async def main(rounds: int) -> None:
         script = tmp_path / "decide.py"
         script.write_text(SCRIPT)
         repo = make_repo(tmp_path / "repo", 0)
-        task = TaskSubmitted(text="add subtracts", repo=str(repo), mode="write",
-                             models=ModelNames(default=f"function:{script}:decide"))  # fmt: skip
+        task = TaskSubmitted(
+            text="add subtracts",
+            repo=str(repo),
+            mode="write",
+            models=ModelNames(default=f"function:{script}:decide"),
+        )
         shared = {"tools": InProcessTools(), "home": tmp_path / "home"}
         seconds: dict[str, list[float]] = {"off": [], "original": [], "replay": [], "exact": []}
         async with (
@@ -100,11 +104,13 @@ async def main(rounds: int) -> None:
                 _, exact_divergences = await exact_replay(on_bus, original.task_id)
                 seconds["exact"].append(time.perf_counter() - started)
                 last.update(
-                    original=original, replayed=replayed, runs=len(runs),
+                    original=original,
+                    replayed=replayed,
+                    runs=len(runs),
                     size=sum(len(r.model_dump_json()) for r in runs),
                     divergences=await divergences_of(on_bus, replayed.task_id),
                     exact_divergences=exact_divergences,
-                )  # fmt: skip
+                )
 
             for number in range(rounds):
                 for side in (unrecorded, recorded) if number % 2 == 0 else (recorded, unrecorded):
@@ -117,12 +123,18 @@ async def main(rounds: int) -> None:
     print(
         f"  recorder off            {median['off']:7.2f} s   {off.status}, verdict {off.verification.verdict}"
     )
-    print(f"  recorder on (original)  {median['original']:7.2f} s   {original.status}, verdict "
-          f"{original.verification.verdict}; {last['runs']} runs recorded, {last['size']} bytes")  # fmt: skip
-    print(f"  replay, tools run again {median['replay']:7.2f} s   same patch and verdict: {same}; "
-          f"{len(last['divergences'])} divergences")  # fmt: skip
-    print(f"  exact replay            {median['exact']:7.2f} s   no tool executed; "
-          f"{len(last['exact_divergences'])} divergences")  # fmt: skip
+    print(
+        f"  recorder on (original)  {median['original']:7.2f} s   {original.status}, verdict "
+        f"{original.verification.verdict}; {last['runs']} runs recorded, {last['size']} bytes"
+    )
+    print(
+        f"  replay, tools run again {median['replay']:7.2f} s   same patch and verdict: {same}; "
+        f"{len(last['divergences'])} divergences"
+    )
+    print(
+        f"  exact replay            {median['exact']:7.2f} s   no tool executed; "
+        f"{len(last['exact_divergences'])} divergences"
+    )
 
 
 if __name__ == "__main__":

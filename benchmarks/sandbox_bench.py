@@ -138,9 +138,15 @@ async def timed(call: Callable[[], Awaitable[object]]) -> float:
 
 
 async def reused_runs(
-    workspace: Path, argv: list[str], n: int, *, backend: str = "gvisor", env: dict[str, str] | None = None,
-    options: GvisorOptions | None = None, before_each: Callable[[], None] | None = None,
-) -> tuple[list[float], list[float]]:  # fmt: skip
+    workspace: Path,
+    argv: list[str],
+    n: int,
+    *,
+    backend: str = "gvisor",
+    env: dict[str, str] | None = None,
+    options: GvisorOptions | None = None,
+    before_each: Callable[[], None] | None = None,
+) -> tuple[list[float], list[float]]:
     """Wall and (gVisor) CPU seconds of n runs of argv in one sandbox, after one warm-up command."""
     walls, cpus = [], []
     async with open_sandbox(

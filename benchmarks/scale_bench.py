@@ -209,17 +209,22 @@ async def bench(args: argparse.Namespace, base: Path) -> list[dict]:
     repo = make_repo(base / "repo")
     rows: list[dict] = []
     async with open_cluster(
-        base / "cluster", model_delay_s=args.model_delay, workspaces=args.workspace_service,
+        base / "cluster",
+        model_delay_s=args.model_delay,
+        workspaces=args.workspace_service,
         concurrency=args.worker_concurrency,
-    ) as cluster:  # fmt: skip
+    ) as cluster:
         config = BusConfig(
             servers=tuple(n.url for n in cluster.nodes), replicas=3, state_dir=base / "submitter"
         )
         async with open_bus(config) as bus:
             task = TaskSubmitted(
-                text=TASK, repo=str(repo), mode="write", models=ModelNames(default=slow_model()),
+                text=TASK,
+                repo=str(repo),
+                mode="write",
+                models=ModelNames(default=slow_model()),
                 snapshot=await capture_snapshot(bus, repo),
-            )  # fmt: skip
+            )
             for w in args.workers:
                 row = await run_w(cluster, bus, task, w, args.tasks)
                 row["ratio_to_first"] = (
@@ -247,18 +252,26 @@ async def faults(args: argparse.Namespace, base: Path) -> dict:
     w = args.workers[0]
     injected: list[str] = []
     async with open_cluster(
-        base / "cluster", model_delay_s=args.model_delay, ack_wait_s=10, workspaces=args.workspace_service,
+        base / "cluster",
+        model_delay_s=args.model_delay,
+        ack_wait_s=10,
+        workspaces=args.workspace_service,
         concurrency=args.worker_concurrency,
-    ) as cluster:  # fmt: skip
+    ) as cluster:
         config = BusConfig(
-            servers=tuple(n.url for n in cluster.nodes), replicas=3, state_dir=base / "submitter",
+            servers=tuple(n.url for n in cluster.nodes),
+            replicas=3,
+            state_dir=base / "submitter",
             reconnect_attempts=600,
-        )  # fmt: skip
+        )
         async with open_bus(config) as bus:
             task = TaskSubmitted(
-                text=TASK, repo=str(repo), mode="write", models=ModelNames(default=slow_model()),
+                text=TASK,
+                repo=str(repo),
+                mode="write",
+                models=ModelNames(default=slow_model()),
                 snapshot=await capture_snapshot(bus, repo),
-            )  # fmt: skip
+            )
             await cluster.scale(w)
             records = await TaskRecords.open(bus)
             started = time.monotonic()
@@ -385,13 +398,16 @@ if __name__ == "__main__":
     )
     parser.add_argument("--faults", action="store_true", help="the fault run instead (first W only)")
     parser.add_argument(
-        "--worker-concurrency", type=int, default=None,
+        "--worker-concurrency",
+        type=int,
+        default=None,
         help="requests each worker handles at once (serve --concurrency; default 64): a pod's fixed share",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--workspace-service", action="store_true",
+        "--workspace-service",
+        action="store_true",
         help="also start the workspace service; the coder and verifier workers work only through it",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--max-seconds", type=float, default=1200.0, help="--faults: give up waiting after this"
     )

@@ -126,13 +126,31 @@ class Cluster:
             what = ["--workspaces"]
         else:
             remote = self.workspaces and role in ("coder", "verifier")
-            what = ["--role", role, "--ack-wait", f"{self.ack_wait_s:g}", *(["--workspace-service"] if remote else [])]
+            what = [
+                "--role",
+                role,
+                "--ack-wait",
+                f"{self.ack_wait_s:g}",
+                *(["--workspace-service"] if remote else []),
+            ]
             if self.concurrency is not None and role != "orchestrator":
                 what += ["--concurrency", str(self.concurrency)]
         command = [
-            *as_other_user(), self.python, "-m", "codeloop", "serve", "--json", "--no-mcp",
-            "--nats", self.urls, "--replicas", "3", *what, "--state-dir", str(home),
-        ]  # fmt: skip
+            *as_other_user(),
+            self.python,
+            "-m",
+            "codeloop",
+            "serve",
+            "--json",
+            "--no-mcp",
+            "--nats",
+            self.urls,
+            "--replicas",
+            "3",
+            *what,
+            "--state-dir",
+            str(home),
+        ]
         log = (self.base / "logs" / f"{home.name}.log").open("ab")
         with log:
             process = await anyio.open_process(command, env=self.env(home), cwd=home, stderr=log)
@@ -200,7 +218,11 @@ def _seed_cache(cache: Path) -> None:
 
 @asynccontextmanager
 async def open_cluster(
-    base: Path, *, model_delay_s: float = 0.3, ack_wait_s: float = 30.0, workspaces: bool = False,
+    base: Path,
+    *,
+    model_delay_s: float = 0.3,
+    ack_wait_s: float = 30.0,
+    workspaces: bool = False,
     concurrency: int | None = None,
 ) -> AsyncIterator[Cluster]:
     """The 3 NATS nodes and the orchestrator (also another user, its own home), and with
@@ -212,7 +234,16 @@ async def open_cluster(
     await anyio.to_thread.run_sync(_seed_cache, cache)
     python = await anyio.to_thread.run_sync(worker_python, base)
     async with open_nats_cluster(base / "nats") as nodes:
-        cluster = Cluster(base, nodes, model_delay_s, ack_wait_s, cache, python, workspaces=workspaces, concurrency=concurrency)
+        cluster = Cluster(
+            base,
+            nodes,
+            model_delay_s,
+            ack_wait_s,
+            cache,
+            python,
+            workspaces=workspaces,
+            concurrency=concurrency,
+        )
         cluster.urls = ",".join(node.url for node in nodes)
         try:
             await cluster.start("orchestrator")

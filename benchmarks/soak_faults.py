@@ -206,16 +206,20 @@ async def main(args: argparse.Namespace) -> None:
             assert url is not None, serve_log.read_text()
             credentials = read_credentials(home)
             if credentials is not None:
-                _CREDENTIALS.update(CODELOOP_NATS_USER=credentials.user, CODELOOP_NATS_PASSWORD=credentials.password)
+                _CREDENTIALS.update(
+                    CODELOOP_NATS_USER=credentials.user, CODELOOP_NATS_PASSWORD=credentials.password
+                )
             faults = Faults(base, home, url, args.workers)
             for slot in range(args.workers):
                 await faults.start_worker(slot)
             ids = [f"soak-{i:05d}" for i in range(args.tasks)]
             config = BusConfig(
-                servers=(url,), state_dir=home, reconnect_attempts=600,
+                servers=(url,),
+                state_dir=home,
+                reconnect_attempts=600,
                 user=credentials.user if credentials else None,
                 password=credentials.password if credentials else None,
-            )  # fmt: skip
+            )
             async with open_bus(config) as bus:
                 submitted = 0
                 with anyio.move_on_after(args.max_seconds):

@@ -126,8 +126,12 @@ async def main(rounds: int) -> None:
                             streamable_http_client(url, http_client=http)  # type: ignore[arg-type]
                         ) as client,
                     ):
-                        task = TaskSubmitted(text="add(2, 3) returns -1", repo=str(root / "repo"), mode="write",
-                                             models=ModelNames(default=model))  # fmt: skip
+                        task = TaskSubmitted(
+                            text="add(2, 3) returns -1",
+                            repo=str(root / "repo"),
+                            mode="write",
+                            models=ModelNames(default=model),
+                        )
                         await like_run(bus, task)  # warm-up: the index, the sandbox, the model file
                         run_s, server_s, first_s, after_s = [], [], [], []
                         for _ in range(rounds):

@@ -134,7 +134,9 @@ async def timed(
     return [(statistics.median(t), r) for t, r in zip(times, results, strict=True)]
 
 
-async def setup_figures(root: Path, tools: Tools, repeat: int, spares: VerifierSpares) -> list[tuple[str, float, str]]:
+async def setup_figures(
+    root: Path, tools: Tools, repeat: int, spares: VerifierSpares
+) -> list[tuple[str, float, str]]:
     async def plain(paths: list[str]) -> dict[str, Any]:
         async with Client(tools.servers(root, frozenset({"read", "execute"}))["exec"]) as client:
             result = await client.call_tool("run_tests", {"paths": paths, "timeout_s": 600})
@@ -209,7 +211,9 @@ async def setup_figures(root: Path, tools: Tools, repeat: int, spares: VerifierS
         repeat,
         settle=spares.wait_ready,
     )
-    (suite_s, suite), (one_s, _), _, _, (pass_s, passed), (fail_s, failed), (regress_s, regressed) = measured[:7]
+    (suite_s, suite), (one_s, _), _, _, (pass_s, passed), (fail_s, failed), (regress_s, regressed) = measured[
+        :7
+    ]
     (spare_pass_s, spare_passed), (spare_fail_s, spare_failed) = measured[7:]
     counts = f"{suite.get('passed')} passed, {suite.get('failed')} failed"
 
@@ -271,7 +275,9 @@ async def main(args: argparse.Namespace) -> None:
         suite_s, started_s = figures[0][1], figures[2][1]
         print(f"  {'':<52} {'':>9}  {'(1)':>11}  {'(3)':>9}")
         for name, seconds, note in figures:
-            print(f"  {name:<52} {seconds:7.2f} s  {seconds / suite_s:5.2f}x suite  {seconds / started_s:5.2f}x (3)  {note}")
+            print(
+                f"  {name:<52} {seconds:7.2f} s  {seconds / suite_s:5.2f}x suite  {seconds / started_s:5.2f}x (3)  {note}"
+            )
     print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
 
 

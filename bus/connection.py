@@ -149,7 +149,9 @@ class Bus:
 
 
 @asynccontextmanager
-async def queue_subscription(bus: "Bus", subject: str, queue: str) -> AsyncIterator[MemoryObjectReceiveStream[bytes]]:
+async def queue_subscription(
+    bus: "Bus", subject: str, queue: str
+) -> AsyncIterator[MemoryObjectReceiveStream[bytes]]:
     """The data of the core-NATS messages on `subject` that reach this member of the queue group
     `queue` (each message reaches one member), as a stream; subscribed (and flushed, so nothing
     published after entry is missed) on entry, unsubscribed on the way out."""

@@ -69,7 +69,9 @@ async def watch_max_deliveries(
 
     Every codeloop process may run one; the queue group hands each advisory to one of them.
     """
-    async with queue_subscription(bus, subjects.MAX_DELIVERIES_ADVISORY, "codeloop-dead-letters") as advisories:
+    async with queue_subscription(
+        bus, subjects.MAX_DELIVERIES_ADVISORY, "codeloop-dead-letters"
+    ) as advisories:
         task_status.started()
         async for raw in advisories:
             await _dead_letter_retrying(bus, raw)

@@ -84,11 +84,19 @@ class WorkerInfo:
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "id": self.id, "role": self.role, "stage_kind": self.kind, "version": self.version,
-            "schema_version": self.schema_version, "compatible": self.compatible, "requests": self.requests,
-            "errors": self.errors, "in_flight": self.in_flight, "started": self.started,
-            "host": self.metadata.get(META_HOST), "pid": _int(self.metadata.get(META_PID)),
-        }  # fmt: skip
+            "id": self.id,
+            "role": self.role,
+            "stage_kind": self.kind,
+            "version": self.version,
+            "schema_version": self.schema_version,
+            "compatible": self.compatible,
+            "requests": self.requests,
+            "errors": self.errors,
+            "in_flight": self.in_flight,
+            "started": self.started,
+            "host": self.metadata.get(META_HOST),
+            "pid": _int(self.metadata.get(META_PID)),
+        }
 
 
 def counted(spec: ActorSpec, counts: WorkCounts, *, failed: Callable[[Any], bool]) -> ActorSpec:
@@ -125,13 +133,23 @@ async def advertise(
 
     with nats_errors():
         service = await add_service(
-            bus.nc, name=role, version=version, description=description or f"codeloop {kind} role {role}",
-            metadata={META_ROLE: role, META_KIND: kind, META_SCHEMA: str(SCHEMA_VERSION),
-                      META_HOST: socket.gethostname(), META_PID: str(os.getpid())},
+            bus.nc,
+            name=role,
+            version=version,
+            description=description or f"codeloop {kind} role {role}",
+            metadata={
+                META_ROLE: role,
+                META_KIND: kind,
+                META_SCHEMA: str(SCHEMA_VERSION),
+                META_HOST: socket.gethostname(),
+                META_PID: str(os.getpid()),
+            },
             stats_handler=lambda _endpoint: counts.as_data(),
-        )  # fmt: skip
+        )
         try:
-            await service.add_endpoint(name="status", subject=f"codeloop.workers.{role}.{service.id}", handler=status)
+            await service.add_endpoint(
+                name="status", subject=f"codeloop.workers.{role}.{service.id}", handler=status
+            )
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await service.stop()
@@ -190,10 +208,17 @@ def _worker(data: bytes) -> WorkerInfo | None:
             totals.errors += int(extra.get("errors", endpoint.get("num_errors", 0)) or 0)
             totals.in_flight += int(extra.get("in_flight", 0) or 0)
         return WorkerInfo(
-            id=str(stats.get("id", "")), role=role, kind=meta.get(META_KIND, "?"), version=str(stats.get("version", "")),
-            schema_version=schema, requests=totals.requests, errors=totals.errors, in_flight=totals.in_flight,
-            started=stats.get("started"), metadata=dict(meta),
-        )  # fmt: skip
+            id=str(stats.get("id", "")),
+            role=role,
+            kind=meta.get(META_KIND, "?"),
+            version=str(stats.get("version", "")),
+            schema_version=schema,
+            requests=totals.requests,
+            errors=totals.errors,
+            in_flight=totals.in_flight,
+            started=stats.get("started"),
+            metadata=dict(meta),
+        )
     except (ValueError, TypeError, AttributeError):
         return None  # an answer we cannot read is not a worker we can count on
 

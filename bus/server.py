@@ -256,8 +256,12 @@ async def keep_server_running(server: NatsServer, *, max_restarts: int = 10, win
             )
         log.warning(
             "the embedded nats-server (pid %d) died with exit code %s; restarting it on the same "
-            "store and port %d (%s)", pid, code, server.port, where,
-        )  # fmt: skip
+            "store and port %d (%s)",
+            pid,
+            code,
+            server.port,
+            where,
+        )
         try:
             await server.restart()
         except ServerStartError as exc:

@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from tool_servers.secret_files import SecretRules
 
 
-
 class ConfigError(CodeloopError):
     """Bad configuration; the message says what is wrong and how to fix it."""
 

@@ -32,9 +32,7 @@ STAGE_KINDS = ("plan", "retrieve", "code", "review", "verify", "echo")
 
 RoleName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,62}$")]
 ModelName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4096)]
-Stage = Annotated[
-    str, StringConstraints(pattern=rf"^({'|'.join(STAGE_KINDS)}):[a-z][a-z0-9_-]{{0,62}}$")
-]
+Stage = Annotated[str, StringConstraints(pattern=rf"^({'|'.join(STAGE_KINDS)}):[a-z][a-z0-9_-]{{0,62}}$")]
 
 
 def _all_optional(model: type[BaseModel], name: str) -> type[BaseModel]:
@@ -93,9 +91,13 @@ class FileConfig(_Closed):
 
 
 _ALLOWED: dict[str, type[BaseModel]] = {
-    "": FileConfig, "budgets": BudgetsFile, "sandbox": SandboxFile, "tools": ToolsFile,
-    "telemetry": TelemetryFile, "model_settings": ModelOptions,
-}  # fmt: skip
+    "": FileConfig,
+    "budgets": BudgetsFile,
+    "sandbox": SandboxFile,
+    "tools": ToolsFile,
+    "telemetry": TelemetryFile,
+    "model_settings": ModelOptions,
+}
 
 
 @dataclass(frozen=True)
@@ -167,7 +169,9 @@ def _describe(exc: ValidationError, path: Path, text: str, prefix: tuple[str, ..
     line = _line_of(text, [*prefix, *loc])
     where = f"{path} line {line}" if line else str(path)
     if error["type"] == "extra_forbidden":
-        section = "model_settings" if loc and loc[0] == "model_settings" and len(loc) == 3 else ".".join(loc[:-1])
+        section = (
+            "model_settings" if loc and loc[0] == "model_settings" and len(loc) == 3 else ".".join(loc[:-1])
+        )
         allowed = ", ".join(_ALLOWED[section].model_fields) if section in _ALLOWED else ""
         return f"{where}: unknown key {key!r}" + (f"; allowed here: {allowed}" if allowed else "")
     got = error.get("input")
@@ -199,7 +203,9 @@ def _line_of(text: str, keys: list[str]) -> int | None:
     lines = text.splitlines()
     start = 0
     for depth in range(len(keys) - 1, 0, -1):
-        header = re.compile(r"^\s*\[+\s*" + r"\s*\.\s*".join(_key_pattern(k) for k in keys[:depth]) + r"\s*\]")
+        header = re.compile(
+            r"^\s*\[+\s*" + r"\s*\.\s*".join(_key_pattern(k) for k in keys[:depth]) + r"\s*\]"
+        )
         found = next((i for i, line in enumerate(lines) if header.match(line)), None)
         if found is not None:
             start = found

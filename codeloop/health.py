@@ -99,7 +99,13 @@ async def _answer(stream: SocketStream, readiness: Readiness) -> None:
             await _send(stream, 404, {"error": f"no {path}; try {LIVE_PATH} or {READY_PATH}"}, head=head)
 
 
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 503: "Service Unavailable"}
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    503: "Service Unavailable",
+}
 
 
 async def _send(stream: SocketStream, status: int, body: dict, *, head: bool) -> None:

@@ -28,7 +28,24 @@ from bus.envelope import Envelope, parse_envelope
 from bus.errors import MalformedMessage
 
 log = logging.getLogger("codeloop")
-LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0)  # fmt: skip
+LATENCY_BUCKETS = (
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    120.0,
+    300.0,
+    900.0,
+)
 QUEUE_POLL_S = 5.0
 MAX_OPEN_STEPS = 10_000
 """Tasks whose running step is remembered (for step latency); the oldest are forgotten."""
@@ -59,9 +76,11 @@ class Metrics:
         r = self.registry
         self.events = Counter("codeloop_events", "Task events seen, by kind.", ["kind"], registry=r)
         self.tasks = Counter(
-            "codeloop_tasks", "Tasks ended, by status and failure class ('' when none).",
-            ["status", "failure_class"], registry=r,
-        )  # fmt: skip
+            "codeloop_tasks",
+            "Tasks ended, by status and failure class ('' when none).",
+            ["status", "failure_class"],
+            registry=r,
+        )
         self.steps = Counter(
             "codeloop_steps", "Steps dispatched, by role and stage.", ["role", "stage"], registry=r
         )
@@ -72,33 +91,50 @@ class Metrics:
             "codeloop_plans", "Plans made; revised = replaced an earlier plan.", ["revised"], registry=r
         )
         self.step_seconds = Histogram(
-            "codeloop_step_seconds", "Wall time of a step, from its dispatch to the next transition, by role.",
-            ["role"], buckets=LATENCY_BUCKETS, registry=r,
-        )  # fmt: skip
+            "codeloop_step_seconds",
+            "Wall time of a step, from its dispatch to the next transition, by role.",
+            ["role"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
         self.model_requests = Counter(
-            "codeloop_model_requests", "Model requests, by role, model and outcome.",
-            ["role", "model", "outcome"], registry=r,
-        )  # fmt: skip
+            "codeloop_model_requests",
+            "Model requests, by role, model and outcome.",
+            ["role", "model", "outcome"],
+            registry=r,
+        )
         self.model_tokens = Counter(
-            "codeloop_model_tokens", "Model tokens, by role, model and direction (input, output).",
-            ["role", "model", "direction"], registry=r,
-        )  # fmt: skip
+            "codeloop_model_tokens",
+            "Model tokens, by role, model and direction (input, output).",
+            ["role", "model", "direction"],
+            registry=r,
+        )
         self.model_cost = Counter(
-            "codeloop_model_cost_usd", "Model spend in US dollars where the price is known.",
-            ["role", "model"], registry=r,
-        )  # fmt: skip
+            "codeloop_model_cost_usd",
+            "Model spend in US dollars where the price is known.",
+            ["role", "model"],
+            registry=r,
+        )
         self.model_seconds = Histogram(
-            "codeloop_model_request_seconds", "Latency of a model request (retries included), by role and model.",
-            ["role", "model"], buckets=LATENCY_BUCKETS, registry=r,
-        )  # fmt: skip
+            "codeloop_model_request_seconds",
+            "Latency of a model request (retries included), by role and model.",
+            ["role", "model"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
         self.tool_calls = Counter(
-            "codeloop_tool_calls", "Tool calls, by role, server, tool and outcome (ok, refused, error).",
-            ["role", "server", "tool", "outcome"], registry=r,
-        )  # fmt: skip
+            "codeloop_tool_calls",
+            "Tool calls, by role, server, tool and outcome (ok, refused, error).",
+            ["role", "server", "tool", "outcome"],
+            registry=r,
+        )
         self.tool_seconds = Histogram(
-            "codeloop_tool_call_seconds", "Duration of a tool call, by server and tool.",
-            ["server", "tool"], buckets=LATENCY_BUCKETS, registry=r,
-        )  # fmt: skip
+            "codeloop_tool_call_seconds",
+            "Duration of a tool call, by server and tool.",
+            ["server", "tool"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
         self.sandbox_seconds = Counter(
             "codeloop_sandbox_seconds",
             "Time spent in calls of the exec (sandbox) server, by tool.",
@@ -111,8 +147,9 @@ class Metrics:
         self.settled = Counter(
             "codeloop_messages_settled",
             "Messages this process's workers settled, by role and outcome (acked, skipped, naked, dead_lettered).",
-            ["role", "outcome"], registry=r,
-        )  # fmt: skip
+            ["role", "outcome"],
+            registry=r,
+        )
         self.queue_pending = Gauge(
             "codeloop_queue_depth", "Messages waiting for a role's workers.", ["role"], registry=r
         )
@@ -123,9 +160,11 @@ class Metrics:
             registry=r,
         )
         self.queue_redelivered = Gauge(
-            "codeloop_queue_redelivered", "Messages of a role delivered more than once and still unacknowledged.",
-            ["role"], registry=r,
-        )  # fmt: skip
+            "codeloop_queue_redelivered",
+            "Messages of a role delivered more than once and still unacknowledged.",
+            ["role"],
+            registry=r,
+        )
         self._open: dict[str, _OpenStep] = {}
         self._lock = threading.Lock()
 

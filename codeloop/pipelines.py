@@ -53,7 +53,9 @@ def known_pipelines(repo: Path, settings: "Settings | None" = None) -> dict[str,
     return {**{name: stages_of(p) for name, p in NAMED.items()}, **configured_pipelines(repo, settings)}
 
 
-def resolve_pipeline(name: str, repo: Path, *, mode: str = "write", settings: "Settings | None" = None) -> Pipeline:
+def resolve_pipeline(
+    name: str, repo: Path, *, mode: str = "write", settings: "Settings | None" = None
+) -> Pipeline:
     """The pipeline `name` as the configuration (or the built-ins) define it, checked.
 
     Raises:
@@ -84,7 +86,9 @@ def role_problems(pipeline: Pipeline, registry: RoleRegistry, live: Collection[s
                     f"not {stage.kind}"
                 )
             continue
-        problems.append(f"stage {stage.kind}:{stage.role}: {registry.why_missing(stage.role)}, and no live worker has it")
+        problems.append(
+            f"stage {stage.kind}:{stage.role}: {registry.why_missing(stage.role)}, and no live worker has it"
+        )
     return problems
 
 
@@ -106,7 +110,9 @@ async def check_served(bus: object, pipeline: Pipeline, registry: RoleRegistry |
         raise PipelineError(f"pipeline {pipeline.name!r} refused: " + "; ".join(problems))
 
 
-def serving_roles(base: tuple[str, ...], pipeline: Pipeline | None, registry: RoleRegistry) -> tuple[str, ...]:
+def serving_roles(
+    base: tuple[str, ...], pipeline: Pipeline | None, registry: RoleRegistry
+) -> tuple[str, ...]:
     """`base` plus the installed roles `pipeline` needs that `base` lacks (a process running a
     whole pipeline by itself, e.g. `codeloop run` without a serve)."""
     if pipeline is None:

@@ -298,15 +298,21 @@ def _merge(layers: list[_Layer]) -> Settings:
     for key in unused:
         del origins[key]
     sections: dict[str, Any] = {}
-    for section, model in (("budgets", Budgets), ("sandbox", SandboxSettings), ("tools", ToolSettings),
-                           ("telemetry", TelemetrySettings)):  # fmt: skip
+    for section, model in (
+        ("budgets", Budgets),
+        ("sandbox", SandboxSettings),
+        ("tools", ToolSettings),
+        ("telemetry", TelemetrySettings),
+    ):
         given = {k.partition(".")[2]: v for k, v in values.items() if k.startswith(f"{section}.")}
         try:
             sections[section] = model(**given)
         except ValidationError as exc:
             error = exc.errors(include_url=False)[0]
             key = f"{section}.{error['loc'][0]}"
-            raise ConfigError(f"{_label(origins.get(key), key)}: {error['msg']} (got {error.get('input')!r})") from None
+            raise ConfigError(
+                f"{_label(origins.get(key), key)}: {error['msg']} (got {error.get('input')!r})"
+            ) from None
         for name in model.model_fields:
             origins.setdefault(f"{section}.{name}", Origin(source="default"))
     pipelines = {k.partition(".")[2]: v for k, v in values.items() if k.startswith("pipelines.")}
@@ -436,7 +442,11 @@ def is_priced(name: str, options: ModelOptions | None) -> bool:
     from genai_prices import Usage, calc_price
 
     try:
-        calc_price(Usage(input_tokens=1, output_tokens=1), model, provider_id=_GENAI_PROVIDERS.get(provider, provider))
+        calc_price(
+            Usage(input_tokens=1, output_tokens=1),
+            model,
+            provider_id=_GENAI_PROVIDERS.get(provider, provider),
+        )
     except LookupError:
         return False
     return True

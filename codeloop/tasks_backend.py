@@ -92,18 +92,25 @@ def check_submission(
     try:
         settings = load_settings(repo=submission.repo, flags=flags)
         task = TaskSubmitted(
-            text=submission.text, repo=str(submission.repo), mode=submission.mode,
-            models=settings.models, budgets=settings.budgets,
-        )  # fmt: skip
+            text=submission.text,
+            repo=str(submission.repo),
+            mode=submission.mode,
+            models=settings.models,
+            budgets=settings.budgets,
+        )
         check_settings(task, settings=settings, credentials=credentials)
     except ConfigError as exc:
         message = str(exc)
-        field = next((f for _, f in _FIELDS.values() if message.startswith(f"{f}:") or f"(from {f})" in message), None)
+        field = next(
+            (f for _, f in _FIELDS.values() if message.startswith(f"{f}:") or f"(from {f})" in message), None
+        )
         raise SubmissionRefused(message, **({"field": field} if field else {})) from None
     if submission.pipeline is None:
         return settings.models, settings.budgets, None
     try:
-        pipeline = resolve_pipeline(submission.pipeline, submission.repo, mode=submission.mode, settings=settings)
+        pipeline = resolve_pipeline(
+            submission.pipeline, submission.repo, mode=submission.mode, settings=settings
+        )
     except (PipelineError, PipelineConfigError) as exc:
         raise SubmissionRefused(f"pipeline: {exc}", field="pipeline") from None
     return settings.models, settings.budgets, choice_of(pipeline)
@@ -169,7 +176,9 @@ class BusTasks:
             from codeloop.pipelines import check_served
 
             try:
-                await check_served(self.bus, parse_pipeline(pipeline.name, pipeline.stages, mode=submission.mode))
+                await check_served(
+                    self.bus, parse_pipeline(pipeline.name, pipeline.stages, mode=submission.mode)
+                )
             except PipelineError as exc:
                 raise SubmissionRefused(f"pipeline: {exc}", field="pipeline") from None
         try:
@@ -177,9 +186,15 @@ class BusTasks:
         except WorkspaceError as exc:
             raise SubmissionRefused(f"cannot capture {submission.repo}: {exc}") from None
         task = TaskSubmitted(
-            text=submission.text, repo=str(submission.repo), mode=submission.mode, budgets=budgets,
-            models=models, snapshot=snapshot, interactive=False, pipeline=pipeline,
-        )  # fmt: skip
+            text=submission.text,
+            repo=str(submission.repo),
+            mode=submission.mode,
+            budgets=budgets,
+            models=models,
+            snapshot=snapshot,
+            interactive=False,
+            pipeline=pipeline,
+        )
         task_id = new_task_id()
         owner = json.dumps({"principal": submission.principal, "submitted_at": time.time()}).encode()
         owner_key = self._owner_key(submission.principal, task_id)
@@ -335,10 +350,17 @@ def _view_of(state: TaskState, submitted_at: float, pending: PendingConfirmation
     else:
         elapsed = datetime.now(UTC).timestamp() - submitted_at
     return TaskView(
-        task_id=state.task_id, status=state.status, stage=state.stage, step=state.step_seq,
-        tokens=state.usage.tokens, elapsed_s=round(max(elapsed, 0.0), 3), mode=state.task.mode,
-        pending_confirmation=pending, waiting_for=state.waiting_for, result=result,
-    )  # fmt: skip
+        task_id=state.task_id,
+        status=state.status,
+        stage=state.stage,
+        step=state.step_seq,
+        tokens=state.usage.tokens,
+        elapsed_s=round(max(elapsed, 0.0), 3),
+        mode=state.task.mode,
+        pending_confirmation=pending,
+        waiting_for=state.waiting_for,
+        result=result,
+    )
 
 
 def _asks(envelope: Any) -> bool:
@@ -366,8 +388,10 @@ class _EventFollower:
         self.reconnects = self.bus.nc.stats["reconnects"]
         start: dict[str, Any] = {"deliver_policy": DeliverPolicy.NEW}
         if self.last_seq:
-            start = {"deliver_policy": DeliverPolicy.BY_START_SEQUENCE,
-                     "config": ConsumerConfig(opt_start_seq=self.last_seq + 1)}  # fmt: skip
+            start = {
+                "deliver_policy": DeliverPolicy.BY_START_SEQUENCE,
+                "config": ConsumerConfig(opt_start_seq=self.last_seq + 1),
+            }
         with nats_errors():
             self.sub = await self.bus.js.subscribe(
                 subjects.task_events(self.task_id), ordered_consumer=True, **start

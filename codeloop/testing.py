@@ -69,9 +69,13 @@ class PipelineRunner:
             parse_pipeline(pipeline, stages, mode=mode)  # a bad pipeline fails here, with the reason
             choice = PipelineChoice(name=pipeline, stages=list(stages))
         task = TaskSubmitted(
-            text=text, repo=str(repo), mode=mode, models=ModelNames(default=model),  # type: ignore[arg-type]
-            budgets=budgets or Budgets(), pipeline=choice,
-        )  # fmt: skip
+            text=text,
+            repo=str(repo),
+            mode=mode,
+            models=ModelNames(default=model),  # type: ignore[arg-type]
+            budgets=budgets or Budgets(),
+            pipeline=choice,
+        )
         return await self.submit(task, timeout_s=timeout_s)
 
     async def submit(self, task: TaskSubmitted, *, timeout_s: float = 300) -> TaskResult:
@@ -130,14 +134,22 @@ async def running_pipeline(
     async with anyio.create_task_group() as tg:
         note = await tg.start(
             lambda task_status: serve(
-                config, roles=chosen, stop=stop, actor_policy=policy or DeliveryPolicy(ack_wait_s=ack_wait_s),
-                registry=registry, task_status=task_status, **serve_options,
-            )  # fmt: skip
+                config,
+                roles=chosen,
+                stop=stop,
+                actor_policy=policy or DeliveryPolicy(ack_wait_s=ack_wait_s),
+                registry=registry,
+                task_status=task_status,
+                **serve_options,
+            )
         )
         client = client_config_for(config, note)
         try:
             async with open_bus(client) as bus:
-                auth = {"CODELOOP_NATS_USER": client.user or "", "CODELOOP_NATS_PASSWORD": client.password or ""}
+                auth = {
+                    "CODELOOP_NATS_USER": client.user or "",
+                    "CODELOOP_NATS_PASSWORD": client.password or "",
+                }
                 yield PipelineRunner(bus=bus, nats_url=note.nats_url, auth_env=auth, roles=chosen)
         finally:
             stop.set()

@@ -75,12 +75,19 @@ class InProcessTools:
         self._embedder = _SharedEmbedder(self.config.cache_dir)
 
     def servers(
-        self, root: Path, scopes: frozenset[str], *, index_dir: Path | None = None, options: ServerOptions | None = None
+        self,
+        root: Path,
+        scopes: frozenset[str],
+        *,
+        index_dir: Path | None = None,
+        options: ServerOptions | None = None,
     ) -> dict[str, Any]:
         """See `ToolProvider.servers`; `options` (the workspace service's: audit log and bearer
         tokens) replaces the default ones, its scopes then being `scopes`."""
         grant = frozenset(Scope(s) for s in scopes)
-        options = replace(options, scopes=grant) if options else ServerOptions(scopes=grant, principal="agent")
+        options = (
+            replace(options, scopes=grant) if options else ServerOptions(scopes=grant, principal="agent")
+        )
         extra: dict[str, dict[str, Any]] = {
             "search": {
                 "index_dir": index_dir,
@@ -100,8 +107,18 @@ class InProcessTools:
 STDIO_SERVERS = ("fs", "git")
 """Servers that may run in their own process: the ones only the coder's tool loop talks to, whose
 client (pydantic-ai's `MCPToolset`) takes a stdio transport."""
-_PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "TMPDIR", HOME_ENV,
-               "CODELOOP_TRACE_FILE", "CODELOOP_TRACE_CONTENT")  # fmt: skip
+_PASSED_ENV = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "PYTHONPATH",
+    "VIRTUAL_ENV",
+    "TMPDIR",
+    HOME_ENV,
+    "CODELOOP_TRACE_FILE",
+    "CODELOOP_TRACE_CONTENT",
+)
 
 
 class StdioTools(InProcessTools):
@@ -132,6 +149,16 @@ class StdioTools(InProcessTools):
         from fastmcp.client.transports import StdioTransport
 
         env = {k: v for k, v in os.environ.items() if k in _PASSED_ENV or k.startswith("OTEL_")}
-        args = ["-m", "codeloop", "mcp", name, "--root", str(root), "--scopes", ",".join(sorted(scopes)),
-                "--audit-log", str(self.audit_log)]  # fmt: skip
+        args = [
+            "-m",
+            "codeloop",
+            "mcp",
+            name,
+            "--root",
+            str(root),
+            "--scopes",
+            ",".join(sorted(scopes)),
+            "--audit-log",
+            str(self.audit_log),
+        ]
         return StdioTransport(sys.executable, args, env=env, cwd=str(root), keep_alive=False)

@@ -229,27 +229,38 @@ async def serve(
         tools = tools or InProcessTools(config=tool_config)
         if observe:
             deps = role_deps(
-                bus, home or config.state_dir, tools=ObservedTools(tools, bus),
-                observers=(*observers, tool_call_observer(bus)), record=record,
-            )  # fmt: skip
+                bus,
+                home or config.state_dir,
+                tools=ObservedTools(tools, bus),
+                observers=(*observers, tool_call_observer(bus)),
+                record=record,
+            )
         else:
             deps = role_deps(bus, home or config.state_dir, tools=tools, observers=observers, record=record)
         if workspaces is not None:
             deps = replace(deps, workspaces=workspaces)
         if "verifier" in roles and workspaces is None:  # with the service, the verifier runs nothing here
             if verifier_spares is None:
-                verifier_spares = await stack.enter_async_context(VerifierSpares(deps.tools, deps.scratch_dir))
+                verifier_spares = await stack.enter_async_context(
+                    VerifierSpares(deps.tools, deps.scratch_dir)
+                )
             deps = replace(deps, verifier_spares=verifier_spares)
         registry = registry or load_roles()
         for broken in registry.broken:
-            log.warning("installed role %s is broken and not available (%s): %s", broken.name,
-                        broken.distribution, broken.reason)  # fmt: skip
+            log.warning(
+                "installed role %s is broken and not available (%s): %s",
+                broken.name,
+                broken.distribution,
+                broken.reason,
+            )
         specs = await role_specs(bus, roles, actor_policy, pipeline=pipeline, deps=deps, registry=registry)
         if "orchestrator" not in roles:
             # A worker joining another process's orchestrator: refuse a bus that speaks another version.
             await check_schema(bus, ", ".join(roles))
         if observe:
-            specs = [spec if spec.address.role == subjects.ORCHESTRATOR else bind_step(spec) for spec in specs]
+            specs = [
+                spec if spec.address.role == subjects.ORCHESTRATOR else bind_step(spec) for spec in specs
+            ]
         meter = Metrics() if metrics is not None else None
         if meter is not None:
             specs = [replace(spec, on_settled=meter.on_settled(spec.address.role)) for spec in specs]
@@ -261,7 +272,9 @@ async def serve(
                 tg.start_soon(keep_server_running, server)
             metrics_url = None
             if meter is not None and metrics is not None:
-                metrics_url = await tg.start(partial(serve_metrics, meter, host=metrics.host, port=metrics.port))
+                metrics_url = await tg.start(
+                    partial(serve_metrics, meter, host=metrics.host, port=metrics.port)
+                )
                 await tg.start(Supervisor("metrics events", partial(follow_events, bus, meter)).run)
                 addresses = list({spec.address.durable: spec.address for spec in specs}.values())
                 tg.start_soon(partial(poll_queues, bus, meter, addresses, interval_s=metrics.queue_poll_s))
@@ -275,22 +288,32 @@ async def serve(
                 definition = registry.get(actor.role)
                 kind = definition.kind if definition else ORCHESTRATOR_KIND
                 version = definition.version if definition else _version()
-                await stack.enter_async_context(advertise(bus, role=actor.role, kind=kind, version=version, counts=n))
+                await stack.enter_async_context(
+                    advertise(bus, role=actor.role, kind=kind, version=version, counts=n)
+                )
             hosted: McpNote | None = None
             if mcp is not None:
                 hosted = await tg.start(
                     partial(
-                        host_tool_servers, mcp, state_dir=config.state_dir, sink=bus_audit_sink(bus),
-                        tool_config=tool_config, bus=bus,
+                        host_tool_servers,
+                        mcp,
+                        state_dir=config.state_dir,
+                        sink=bus_audit_sink(bus),
+                        tool_config=tool_config,
+                        bus=bus,
                     )
-                )  # fmt: skip
+                )
             hosted_workspaces = None
             if workspace_service is not None:
                 service = WorkspaceService(
-                    bus, home or config.state_dir, tools=InProcessTools(config=tool_config),
-                    host=workspace_service.host, port=workspace_service.port,
-                    public_url=workspace_service.public_url, stripped_env=list(workspace_service.stripped_env),
-                )  # fmt: skip
+                    bus,
+                    home or config.state_dir,
+                    tools=InProcessTools(config=tool_config),
+                    host=workspace_service.host,
+                    port=workspace_service.port,
+                    public_url=workspace_service.public_url,
+                    stripped_env=list(workspace_service.stripped_env),
+                )
                 hosted_workspaces = await tg.start(service.run)
             note = ServeNote(
                 nats_url=",".join(servers),
@@ -344,5 +367,11 @@ def _remove_note(path: Path, pid: int) -> None:
 
 
 __all__ = [
-    "DEFAULT_ROLES", "KNOWN_ROLES", "McpHosting", "MetricsServing", "UnknownRole", "role_specs", "serve",
-]  # fmt: skip
+    "DEFAULT_ROLES",
+    "KNOWN_ROLES",
+    "McpHosting",
+    "MetricsServing",
+    "UnknownRole",
+    "role_specs",
+    "serve",
+]

@@ -170,20 +170,32 @@ class WorkspaceService:
                 bound.append(port)
                 ready.set()
 
-            tg.start_soon(lambda: serve_asgi(self._dispatch, host=self.host, port=self.port,
-                                             on_started=on_started, lifespan="off"))  # fmt: skip
+            tg.start_soon(
+                lambda: serve_asgi(
+                    self._dispatch, host=self.host, port=self.port, on_started=on_started, lifespan="off"
+                )
+            )
             await ready.wait()
             url_host = f"[{self.host}]" if ":" in self.host else self.host
             base = (self.public_url or f"http://{url_host}:{bound[0]}").rstrip("/")
             self.base_url = base
-            await tg.start(lambda task_status: respond(self.bus, OPEN_SUBJECT, self._answer, queue=SERVICE_QUEUE,
-                                                       task_status=task_status))  # fmt: skip
+            await tg.start(
+                lambda task_status: respond(
+                    self.bus, OPEN_SUBJECT, self._answer, queue=SERVICE_QUEUE, task_status=task_status
+                )
+            )
             for verb in ("diff", "sync", "close"):
-                await tg.start(lambda task_status, verb=verb: respond(
-                    self.bus, service_subject(self.id, verb), self._answer, task_status=task_status))  # fmt: skip
+                await tg.start(
+                    lambda task_status, verb=verb: respond(
+                        self.bus, service_subject(self.id, verb), self._answer, task_status=task_status
+                    )
+                )
             # A task's end closes what its steps left open (a worker that died mid-step).
-            await tg.start(lambda task_status: watch_subjects(self.bus, "codeloop.events.*.result",
-                                                              self._task_ended, task_status=task_status))  # fmt: skip
+            await tg.start(
+                lambda task_status: watch_subjects(
+                    self.bus, "codeloop.events.*.result", self._task_ended, task_status=task_status
+                )
+            )
             tg.start_soon(self._sweep)
             task_status.started(
                 WorkspacesNote(
@@ -192,7 +204,7 @@ class WorkspaceService:
                     audit_log=str(self.audit.path),
                     work_dir=str(self.work_dir),
                     stripped_env=self.stripped_env,
-                )  # fmt: skip
+                )
             )
 
     async def _answer(self, request: Message) -> Message:
@@ -265,9 +277,11 @@ class WorkspaceService:
         token = new_token()
         grant = frozenset(Scope(s) for s in request.scopes)
         options = ServerOptions(
-            scopes=grant, principal=f"{request.label}:{request.task_id}", audit=self.audit,
+            scopes=grant,
+            principal=f"{request.label}:{request.task_id}",
+            audit=self.audit,
             token_verifier=TokenTable({token: TokenGrant(f"{request.label}:{request.task_id}", grant)}),
-        )  # fmt: skip
+        )
         # One index per source tree, as a worker keeps one per repository: a task's later steps
         # and tasks on the same code update it instead of embedding everything again.
         index_dir = (
@@ -344,6 +358,11 @@ async def _lifespan(app: Any) -> AsyncIterator[None]:
 
 async def _not_found(send: Any) -> None:
     body = b'{"error": "no such workspace or server (closed, or never opened here)"}'
-    await send({"type": "http.response.start", "status": 404,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})  # fmt: skip
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 404,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": body})

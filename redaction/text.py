@@ -64,8 +64,18 @@ _TOKEN_FORMATS = re.compile(
 )
 _NEAR_SECRET_WORD = re.compile(rf"(?i)(?:{SECRET_WORD}|key)")
 _SECRET_FRAGMENTS = (
-    "secret", "passw", "pwd", "token", "key", "credential", "auth", "session", "cookie", "signature", "dsn",
-)  # fmt: skip
+    "secret",
+    "passw",
+    "pwd",
+    "token",
+    "key",
+    "credential",
+    "auth",
+    "session",
+    "cookie",
+    "signature",
+    "dsn",
+)
 """Lower-case substrings every match of `SECRET_WORD` (or `key`) contains."""
 _CANDIDATE = re.compile(r"[A-Za-z0-9+/=_\-]{20,}")
 _NEAR_CHARS = 48

@@ -455,7 +455,11 @@ class Supervisor:
         """Start the test run `req` in the warm interpreter: its pid and output pipes, or None to
         run it cold (no interpreter for it, or the interpreter is gone)."""
         warm, argv = self.warm, req["argv"]
-        if warm is None or argv[1:3] != ["-m", "pytest"] or not warm.matches(argv[0], req["env"], req.get("uid")):
+        if (
+            warm is None
+            or argv[1:3] != ["-m", "pytest"]
+            or not warm.matches(argv[0], req["env"], req.get("uid"))
+        ):
             return None
         import select
         import socket
@@ -590,7 +594,9 @@ def main() -> None:
         out.flush()
         if request.get("warm") and supervisor.warm is None:
             # After the reply, so the host goes on meanwhile: the next test run starts warm.
-            supervisor.keep_warm({"python": request["argv"][0], "env": request["env"], "uid": request.get("uid")})
+            supervisor.keep_warm(
+                {"python": request["argv"][0], "env": request["env"], "uid": request.get("uid")}
+            )
 
 
 if __name__ == "__main__":

@@ -48,7 +48,11 @@ def probe_runsc(runsc: str = "runsc", platform: Platform = "ptrace") -> RunscSta
     cmd = [binary, "--root", str(state), "--network=none", f"--platform={platform}", "do", "/bin/true"]
     # Its own session, so a hanging probe (kvm) is killed with the sandbox processes it started.
     with subprocess.Popen(
-        cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         start_new_session=True,
     ) as probe:
         try:

@@ -50,8 +50,12 @@ async def stop_process(process: Process, sig: int = signal.SIGTERM, *, grace_s: 
 
 @asynccontextmanager
 async def ready_process(
-    command: Sequence[str], *, env: dict[str, str] | None = None, cwd: Path | str | None = None,
-    ready_s: float = 30.0, stop_signal: int = signal.SIGTERM,
+    command: Sequence[str],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: Path | str | None = None,
+    ready_s: float = 30.0,
+    stop_signal: int = signal.SIGTERM,
 ) -> AsyncIterator[tuple[Process, dict[str, Any]]]:
     """Start `command`, wait up to `ready_s` for its first stdout line (a JSON object: a serve's
     note, a worker's ready line) and yield the process with it; stopped and reaped on the way out."""

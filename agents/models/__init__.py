@@ -74,9 +74,14 @@ def build_model(
     spend = Spend(limit_usd=cost_limit_usd)
     models = [
         MeteredModel(
-            model_factory(one, base_dir=base_dir), name=one.strip(), role=role, on_call=on_call,
-            retry=_retry_for(retry, options), options=options, spend=spend,
-        )  # fmt: skip
+            model_factory(one, base_dir=base_dir),
+            name=one.strip(),
+            role=role,
+            on_call=on_call,
+            retry=_retry_for(retry, options),
+            options=options,
+            spend=spend,
+        )
         for one in chain.names
         for options in [chain.options.get(one, ModelOptions())]
     ]

@@ -152,7 +152,6 @@ class MeteredModel(WrapperModel):
     def __repr__(self) -> str:
         return f"MeteredModel(name={self.name!r}, role={self.role!r})"
 
-
     async def request(
         self,
         messages: list[ModelMessage],
@@ -316,7 +315,9 @@ def _deadline(timeout_s: float | None) -> AbstractContextManager[object]:
     return anyio.fail_after(timeout_s) if timeout_s is not None else nullcontext()
 
 
-def _cost_usd(response: ModelResponse, options: ModelOptions, *, priced_as: str | None = None) -> float | None:
+def _cost_usd(
+    response: ModelResponse, options: ModelOptions, *, priced_as: str | None = None
+) -> float | None:
     """The response's price from genai-prices' table, else at the configured price; `priced_as`
     prices a scripted model's reported usage as that model's (a `function:` callable's attribute)."""
     if priced_as is not None:

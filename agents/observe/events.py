@@ -63,9 +63,11 @@ def bind_step(spec: ActorSpec) -> ActorSpec:
         envelope = delivery.envelope
         step_id = envelope.payload.get("step_id") if isinstance(envelope.payload, dict) else None
         info = StepInfo(
-            task_id=envelope.task_id, role=delivery.role,
-            step_id=step_id if isinstance(step_id, str) else None, trace_id=envelope.trace_id,
-        )  # fmt: skip
+            task_id=envelope.task_id,
+            role=delivery.role,
+            step_id=step_id if isinstance(step_id, str) else None,
+            trace_id=envelope.trace_id,
+        )
         token = current_step.set(info)
         try:
             return await handler(delivery)

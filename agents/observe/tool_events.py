@@ -43,9 +43,15 @@ _SECRET_KEY = re.compile(
 """Argument names whose values are masked (`token_budget` is not one of them; `api_token` is)."""
 REFUSALS = frozenset({"permission_denied", "needs_confirmation"})
 _ERROR_TYPES = (
-    "permission_denied", "needs_confirmation", "invalid_arguments", "not_found", "conflict",
-    "timeout", "sandbox_error", "internal_error",
-)  # fmt: skip
+    "permission_denied",
+    "needs_confirmation",
+    "invalid_arguments",
+    "not_found",
+    "conflict",
+    "timeout",
+    "sandbox_error",
+    "internal_error",
+)
 
 _CONTROL_FLOW = (SkipToolExecution, CallDeferred, ApprovalRequired)
 SERVER_OF: dict[str, str] = {}
@@ -76,13 +82,24 @@ def outcome_of_error(text: str) -> tuple[str, str | None]:
 
 
 def tool_call_data(
-    *, server: str, tool: str, args: Any, outcome: str, duration_s: float,
-    error_type: str | None = None, error: str | None = None, source: str,
-) -> dict[str, Any]:  # fmt: skip
+    *,
+    server: str,
+    tool: str,
+    args: Any,
+    outcome: str,
+    duration_s: float,
+    error_type: str | None = None,
+    error: str | None = None,
+    source: str,
+) -> dict[str, Any]:
     data: dict[str, Any] = {
-        "server": server, "tool": tool, "arguments": summarize_arguments(args), "outcome": outcome,
-        "duration_ms": round(duration_s * 1000, 3), "source": source,
-    }  # fmt: skip
+        "server": server,
+        "tool": tool,
+        "arguments": summarize_arguments(args),
+        "outcome": outcome,
+        "duration_ms": round(duration_s * 1000, 3),
+        "source": source,
+    }
     if error_type:
         data["error_type"] = error_type
     if error:
@@ -114,16 +131,25 @@ def tool_call_observer(bus: Bus) -> Callable[[RunInfo], Hooks]:
             except Exception as exc:
                 outcome, kind = outcome_of_error(str(exc))
                 data = tool_call_data(
-                    server=SERVER_OF.get(call.tool_name, "unknown"), tool=call.tool_name, args=args,
-                    outcome=outcome, duration_s=time.perf_counter() - t0, error_type=kind,
-                    error=f"{type(exc).__name__}: {exc}", source="hooks",
-                )  # fmt: skip
+                    server=SERVER_OF.get(call.tool_name, "unknown"),
+                    tool=call.tool_name,
+                    args=args,
+                    outcome=outcome,
+                    duration_s=time.perf_counter() - t0,
+                    error_type=kind,
+                    error=f"{type(exc).__name__}: {exc}",
+                    source="hooks",
+                )
                 await _emit(bus, step, data)
                 raise
             data = tool_call_data(
-                server=SERVER_OF.get(call.tool_name, "unknown"), tool=call.tool_name, args=args,
-                outcome="ok", duration_s=time.perf_counter() - t0, source="hooks",
-            )  # fmt: skip
+                server=SERVER_OF.get(call.tool_name, "unknown"),
+                tool=call.tool_name,
+                args=args,
+                outcome="ok",
+                duration_s=time.perf_counter() - t0,
+                source="hooks",
+            )
             await _emit(bus, step, data)
             return result
 
@@ -178,9 +204,15 @@ class _ToolCallTimer:
         if self.step is None:
             return
         data = tool_call_data(
-            server=self.server, tool=tool, args=params.get("arguments") or {}, outcome=outcome,
-            duration_s=duration_s, error_type=kind, error=error, source="client",
-        )  # fmt: skip
+            server=self.server,
+            tool=tool,
+            args=params.get("arguments") or {},
+            outcome=outcome,
+            duration_s=duration_s,
+            error_type=kind,
+            error=error,
+            source="client",
+        )
         await _emit(self.bus, self.step, data)
 
 

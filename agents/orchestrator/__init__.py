@@ -5,6 +5,14 @@ from agents.orchestrator.pipeline import DIAGNOSE, ECHO, EXPLAIN, FIX, NAMED, Pi
 from agents.orchestrator.shell import Orchestrator, orchestrator_spec
 
 __all__ = [
-    "DIAGNOSE", "ECHO", "EXPLAIN", "FIX", "NAMED", "Orchestrator", "Pipeline", "Stage", "orchestrator_spec",
+    "DIAGNOSE",
+    "ECHO",
+    "EXPLAIN",
+    "FIX",
+    "NAMED",
+    "Orchestrator",
+    "Pipeline",
+    "Stage",
+    "orchestrator_spec",
     "pipeline_for",
-]  # fmt: skip
+]

@@ -151,7 +151,9 @@ def _redacted(outcome: Outcome) -> Outcome:
     commands: list[Command] = []
     for command in outcome.commands:
         if isinstance(command, Emit):
-            command = Emit(command.name, redact_text(command.message), redact(command.data, max_string=_WHOLE))
+            command = Emit(
+                command.name, redact_text(command.message), redact(command.data, max_string=_WHOLE)
+            )
         elif isinstance(command, Finish):  # the result on the record, redacted once for both
             command = Finish(result or _redacted_result(command.result))
         commands.append(command)
@@ -171,9 +173,10 @@ def _on_start(state: TaskState, _: Start, pipeline: Pipeline, now: datetime) -> 
     if state.status != "submitted" or state.expected_step is not None:
         return Outcome(state, ignored="the task was started already")
     submitted = Emit(
-        "transition", f"task submitted: {' '.join(state.task.text.split())[:80]}",
+        "transition",
+        f"task submitted: {' '.join(state.task.text.split())[:80]}",
         {"status": "submitted", "mode": state.task.mode, "pipeline": pipeline.name, "role": "orchestrator"},
-    )  # fmt: skip
+    )
     return _enter(state, pipeline, 0, now, [submitted])
 
 
@@ -214,7 +217,9 @@ def _of_step(command: Command, event: StepDone) -> Command:
     """A stage's own event (plan, retrieval, code, verification) names the role and the step whose
     result it reports; transitions and the result name theirs already."""
     if isinstance(command, Emit) and command.name in STAGE_EVENTS:
-        return Emit(command.name, command.message, {**command.data, "role": event.role, "step_id": event.step_id})
+        return Emit(
+            command.name, command.message, {**command.data, "role": event.role, "step_id": event.step_id}
+        )
     return command
 
 
@@ -311,7 +316,9 @@ def _after_verify(
             "failed_revisions_since_plan": state.failed_revisions_since_plan + 1,
         }
     )
-    events.append(Emit("transition", f"revising ({state.revisions})", {"status": "revising", "role": "orchestrator"}))
+    events.append(
+        Emit("transition", f"revising ({state.revisions})", {"status": "revising", "role": "orchestrator"})
+    )
     if (
         state.failed_revisions_since_plan > REPLAN_AFTER_FAILED_REVISIONS
         and pipeline.index("plan") is not None
@@ -326,15 +333,21 @@ def _after_review(
 ) -> Outcome:
     role = pipeline.stages[index].role
     review = ReviewRound(
-        step_id=result.step_id, role=role, verdict=result.verdict, findings=list(result.findings),
+        step_id=result.step_id,
+        role=role,
+        verdict=result.verdict,
+        findings=list(result.findings),
         feedback=result.feedback,
-    )  # fmt: skip
+    )
     state = state.model_copy(update={"reviews": [*state.reviews, review]})
     findings = [f.model_dump(mode="json", exclude_none=True) for f in result.findings]
     events: list[Command] = [
-        Emit("review", f"{role}: {result.verdict}, {len(result.findings)} findings",
-             {"verdict": result.verdict, "findings": findings, "feedback": result.feedback})
-    ]  # fmt: skip
+        Emit(
+            "review",
+            f"{role}: {result.verdict}, {len(result.findings)} findings",
+            {"verdict": result.verdict, "findings": findings, "feedback": result.feedback},
+        )
+    ]
     if result.verdict == "approve":
         return _enter(state, pipeline, index + 1, now, events)
     if result.verdict == "reject":
@@ -343,14 +356,26 @@ def _after_review(
         return _end(state, "failed", "review.rejected", "\n".join(lines), now, events)
     code = pipeline.index("code")
     if code is None or code > index:  # unreachable for a checked pipeline: review needs a code stage
-        return _end(state, "failed", "review.rejected", f"The {role} requested changes, but nothing codes.", now, events)
+        return _end(
+            state,
+            "failed",
+            "review.rejected",
+            f"The {role} requested changes, but nothing codes.",
+            now,
+            events,
+        )
     if state.revisions >= state.task.budgets.max_revisions:
         return _end(state, "handed_off", "budget.revisions", "The revision budget is used up.", now, events)
     state = state.model_copy(
         update={"revisions": state.revisions + 1, "review_feedback": _review_feedback(role, result)}
     )
-    events.append(Emit("transition", f"revising ({state.revisions}): {role} requested changes",
-                       {"status": "revising", "role": "orchestrator", "requested_by": role}))  # fmt: skip
+    events.append(
+        Emit(
+            "transition",
+            f"revising ({state.revisions}): {role} requested changes",
+            {"status": "revising", "role": "orchestrator", "requested_by": role},
+        )
+    )
     return _enter(state, pipeline, code, now, events)
 
 
@@ -409,9 +434,10 @@ def _enter(state: TaskState, pipeline: Pipeline, index: int, now: datetime, even
     )
     request = _request(state, stage, step_id)
     transition_event = Emit(
-        "transition", f"{stage.status} ({stage.role}, step {step_id})",
+        "transition",
+        f"{stage.status} ({stage.role}, step {step_id})",
         {"status": stage.status, "stage": stage.kind, "role": stage.role, "step_id": step_id},
-    )  # fmt: skip
+    )
     return Outcome(state, (*events, transition_event, Dispatch(stage.role, step_id, request)))
 
 
@@ -421,32 +447,49 @@ def _request(state: TaskState, stage: Stage, step_id: str) -> Message:
     if stage.kind == "plan":
         revising = state.plan is not None
         return PlanRequest(
-            step_id=step_id, task=task, budget=_budget(state),
+            step_id=step_id,
+            task=task,
+            budget=_budget(state),
             previous=state.plan if revising else None,
             feedback=_feedback(state) if revising else None,
-        )  # fmt: skip
+        )
     if stage.kind == "retrieve":
         return ContextRequest(step_id=step_id, task=task, plan=plan)
     if stage.kind == "code":
         return CodeRequest(
-            step_id=step_id, task=task, plan=plan, context=state.context or Context(step_id=""),
-            budget=_budget(state), previous_patch=state.patch if state.revisions else None,
+            step_id=step_id,
+            task=task,
+            plan=plan,
+            context=state.context or Context(step_id=""),
+            budget=_budget(state),
+            previous_patch=state.patch if state.revisions else None,
             feedback=(state.review_feedback or _feedback(state)) if state.revisions else None,
-        )  # fmt: skip
+        )
     if stage.kind == "review":
         done = sum(1 for r in state.reviews if r.role == stage.role)
         return ReviewRequest(
-            step_id=step_id, task=task, plan=plan, context=state.context or Context(step_id=""),
-            patch=state.patch, files_changed=list(state.files_changed), answer=state.answer,
-            report=state.last_report, round=done + 1, budget=_budget(state),
-        )  # fmt: skip
+            step_id=step_id,
+            task=task,
+            plan=plan,
+            context=state.context or Context(step_id=""),
+            patch=state.patch,
+            files_changed=list(state.files_changed),
+            answer=state.answer,
+            report=state.last_report,
+            round=done + 1,
+            budget=_budget(state),
+        )
     if stage.kind == "verify":
         return VerifyRequest(
-            step_id=step_id, task=task, plan=plan, patch=state.patch,
+            step_id=step_id,
+            task=task,
+            plan=plan,
+            patch=state.patch,
             answer=state.answer if task.mode == "read" else None,
-            baseline=state.baseline, deadline_at=_deadline(state),
+            baseline=state.baseline,
+            deadline_at=_deadline(state),
             raised_before=list(state.context.raised) if state.context and task.mode == "execute" else [],
-        )  # fmt: skip
+        )
     return EchoRequest(text=task.text)
 
 
@@ -501,24 +544,37 @@ def _charge(state: TaskState, role: str, usage: Usage, step_id: str) -> TaskStat
 
 # ── ending ──────────────────────────────────────────────────────────────────────────────────────
 def _end(
-    state: TaskState, status: TaskStatus, failure_class: str | None, report: str, now: datetime,
+    state: TaskState,
+    status: TaskStatus,
+    failure_class: str | None,
+    report: str,
+    now: datetime,
     events: list[Command],
-) -> Outcome:  # fmt: skip
+) -> Outcome:
     if status == "handed_off":
         report = _handoff_report(state, failure_class, report)
     state = state.model_copy(update={"status": status, "expected_step": None, "updated_at": now})
     result = build_result(state, failure_class=failure_class, report=report, now=now)
     state = state.model_copy(update={"result": result})
-    final = Emit("transition", f"task {status}" + (f" ({failure_class})" if failure_class else ""),
-                 {"status": status, "failure_class": failure_class, "role": "orchestrator"})  # fmt: skip
+    final = Emit(
+        "transition",
+        f"task {status}" + (f" ({failure_class})" if failure_class else ""),
+        {"status": status, "failure_class": failure_class, "role": "orchestrator"},
+    )
     if status != "handed_off":
         return Outcome(state, (*events, final, Finish(result)))
     hand_off = Emit(
-        "hand_off", report.splitlines()[0],
-        {"role": "orchestrator", "failure_class": failure_class, "report": report,
-         "files_changed": list(state.files_changed),
-         "partial_patch": bool(state.patch), "steps_done": list(state.steps_done)},
-    )  # fmt: skip
+        "hand_off",
+        report.splitlines()[0],
+        {
+            "role": "orchestrator",
+            "failure_class": failure_class,
+            "report": report,
+            "files_changed": list(state.files_changed),
+            "partial_patch": bool(state.patch),
+            "steps_done": list(state.steps_done),
+        },
+    )
     return Outcome(state, (*events, final, hand_off, Finish(result)))
 
 
@@ -587,7 +643,9 @@ def _diagnosis(state: TaskState) -> str:
     if files:
         lines.append("Most relevant files: " + ", ".join(files) + ".")
     if state.context and state.context.raised:
-        lines.append("The task's example, run in the sandbox, raised: " + "; ".join(state.context.raised[:3]) + ".")
+        lines.append(
+            "The task's example, run in the sandbox, raised: " + "; ".join(state.context.raised[:3]) + "."
+        )
     if report is not None:
         failing = [f for f in report.failures if f.test_id]
         if failing:
@@ -613,8 +671,10 @@ def _handoff_report(state: TaskState, failure_class: str | None, reason: str) ->
     if state.plan and state.plan.steps:
         lines.append("Plan:")
         lines += [f"  - {s.description}" for s in state.plan.steps]
-    lines.append(f"Done: {len(state.steps_done)} steps ({', '.join(state.steps_done) or 'none'}), "
-                 f"{state.usage.requests} model requests, {state.revisions} revisions.")  # fmt: skip
+    lines.append(
+        f"Done: {len(state.steps_done)} steps ({', '.join(state.steps_done) or 'none'}), "
+        f"{state.usage.requests} model requests, {state.revisions} revisions."
+    )
     if state.files_changed:
         lines.append("Partial patch touches: " + ", ".join(state.files_changed))
     if state.last_report and state.last_report.failures:

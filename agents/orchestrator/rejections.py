@@ -58,8 +58,14 @@ async def _settle(bus: Bus, records: TaskRecords, data: bytes) -> None:
     if state is None or state.result is None or state.updated_at != now:
         return
     for name, payload in (
-        ("transition", Event(name="transition", message=f"task {state.status}: {state.result.report[:200]}",
-                             data={"status": state.status})),  # fmt: skip
+        (
+            "transition",
+            Event(
+                name="transition",
+                message=f"task {state.status}: {state.result.report[:200]}",
+                data={"status": state.status},
+            ),
+        ),
         ("result", state.result),
     ):
         reply = envelope.reply(payload, id=f"{envelope.id}-{name}")
@@ -75,9 +81,14 @@ def _rejecting(task_id: str, letter: DeadLetter, now: datetime):
         task = state.task if state is not None else _unreadable(letter)
         result = TaskResult(task_id=task_id, status="rejected", mode=task.mode, report=reason)
         return TaskState(
-            task_id=task_id, status="rejected", task=task, created_at=state.created_at if state else now,
-            updated_at=now, error=reason, result=result,
-        )  # fmt: skip
+            task_id=task_id,
+            status="rejected",
+            task=task,
+            created_at=state.created_at if state else now,
+            updated_at=now,
+            error=reason,
+            result=result,
+        )
 
     return change
 
@@ -88,8 +99,12 @@ def _failing(letter: DeadLetter, now: datetime):
     def change(state: TaskState | None) -> TaskState | None:
         if state is None or state.status in TERMINAL_STATUSES:
             return None
-        ended = state.model_copy(update={"status": "failed", "expected_step": None, "updated_at": now, "error": reason})
-        return ended.model_copy(update={"result": build_result(ended, failure_class="env.infra", report=reason, now=now)})
+        ended = state.model_copy(
+            update={"status": "failed", "expected_step": None, "updated_at": now, "error": reason}
+        )
+        return ended.model_copy(
+            update={"result": build_result(ended, failure_class="env.infra", report=reason, now=now)}
+        )
 
     return change
 

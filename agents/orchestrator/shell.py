@@ -49,8 +49,6 @@ log = logging.getLogger("codeloop.orchestrator")
 _RESULTS = (PlanResult, Context, CodeResult, VerifyResult, ReviewResult, EchoResult)
 
 
-
-
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -102,10 +100,14 @@ class Orchestrator:
             if state is not None:
                 return None  # claimed before: a duplicate, or a redelivery after a crash
             return TaskState(
-                task_id=envelope.task_id, status="rejected" if problems else "submitted", task=task,
-                created_at=now, updated_at=now, trace_id=envelope.trace_id,
+                task_id=envelope.task_id,
+                status="rejected" if problems else "submitted",
+                task=task,
+                created_at=now,
+                updated_at=now,
+                trace_id=envelope.trace_id,
                 error="; ".join(problems) or None,
-            )  # fmt: skip
+            )
 
         await self.records.update(envelope.task_id, claim)
         if problems:
@@ -121,20 +123,25 @@ class Orchestrator:
             if state is None or state.result is not None or state.status != "rejected":
                 return None
             result = TaskResult(
-                task_id=state.task_id, status="rejected", mode=state.task.mode,
-                report=f"Rejected: {reason}", trace_id=state.trace_id,
-            )  # fmt: skip
+                task_id=state.task_id,
+                status="rejected",
+                mode=state.task.mode,
+                report=f"Rejected: {reason}",
+                trace_id=state.trace_id,
+            )
             return state.model_copy(update={"result": result, "updated_at": now})
 
         state = await self.records.update(envelope.task_id, finish)
         if state is None or state.status != "rejected" or state.result is None:
             return []
         return [
-            Reply(subjects.event(envelope.task_id, "transition"),
-                  Event(name="transition", message=f"task rejected: {reason}", data={"status": "rejected"}),
-                  label="rejected-event"),
+            Reply(
+                subjects.event(envelope.task_id, "transition"),
+                Event(name="transition", message=f"task rejected: {reason}", data={"status": "rejected"}),
+                label="rejected-event",
+            ),
             Reply(subjects.event(envelope.task_id, "result"), state.result, label="rejected-result"),
-        ]  # fmt: skip
+        ]
 
     async def _step_of(self, task_id: str, causation_id: str | None) -> str | None:
         """The step a result without a `step_id` answers (a custom role's reply), from the id of the
@@ -203,8 +210,14 @@ def _outbox(commands: tuple, delivery: Delivery) -> tuple[list[dict], str | None
             subject, payload, label = subjects.event(task_id, "result"), command.result, f"{i}-result"
         else:  # pragma: no cover - the machine has no other commands
             raise TypeError(command)
-        items.append({"subject": subject, "kind": payload.kind, "payload": payload.model_dump(mode="json"),
-                      "label": label})  # fmt: skip
+        items.append(
+            {
+                "subject": subject,
+                "kind": payload.kind,
+                "payload": payload.model_dump(mode="json"),
+                "label": label,
+            }
+        )
     return items, request_id
 
 

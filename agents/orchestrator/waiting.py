@@ -101,9 +101,15 @@ async def _mark(bus: Bus, records: TaskRecords, seen: TaskState, reason: str | N
         return
     message = reason or f"a worker of role {role} is live; the {seen.stage} step goes ahead"
     event = Event(
-        name="waiting", message=message,
-        data={"waiting": reason is not None, "role": role, "step_id": seen.expected_step, "stage": seen.stage,
-              "at": now.isoformat()},
-    )  # fmt: skip
+        name="waiting",
+        message=message,
+        data={
+            "waiting": reason is not None,
+            "role": role,
+            "step_id": seen.expected_step,
+            "stage": seen.stage,
+            "at": now.isoformat(),
+        },
+    )
     envelope = Envelope.wrap(event, task_id=seen.task_id, trace_id=seen.trace_id)
     await bus.publish(subjects.event(seen.task_id, "waiting"), envelope)

@@ -17,7 +17,9 @@ _TIMING_KEYS = re.compile(r"(?i)(^|_)(duration|elapsed|wall|time|seconds|latency
 _TIMING_TEXT = re.compile(r"\b\d+(?:\.\d+)?\s?(?:s|ms|sec|seconds)\b")
 
 
-_ANY_SCRATCH = re.compile(r"(?:/[^/\s\"']+)+/" + re.escape(WORK_DIR) + r"/[^/\s\"']+-[0-9a-f]{8}(?=[/\s\"']|$)")
+_ANY_SCRATCH = re.compile(
+    r"(?:/[^/\s\"']+)+/" + re.escape(WORK_DIR) + r"/[^/\s\"']+-[0-9a-f]{8}(?=[/\s\"']|$)"
+)
 """A step's workspace under any worker's scratch area (`<home>/work/<task>-<label>-<8 hex>`): a
 run recorded by one worker is replayed by whichever takes the step, whose home is another."""
 
@@ -34,8 +36,12 @@ class Comparer:
             value = _ANY_SCRATCH.sub("<scratch>", value)
             return _TIMING_TEXT.sub("<time>", value)
         if isinstance(value, dict):
-            return {k: "<time>" if _TIMING_KEYS.search(str(k)) and isinstance(v, int | float) else self.normalise(v)
-                    for k, v in value.items()}  # fmt: skip
+            return {
+                k: "<time>"
+                if _TIMING_KEYS.search(str(k)) and isinstance(v, int | float)
+                else self.normalise(v)
+                for k, v in value.items()
+            }
         if isinstance(value, list):
             return [self.normalise(v) for v in value]
         return value
@@ -51,10 +57,15 @@ class Comparer:
         else:
             return None
         return Divergence(
-            step_id=step_id, role=role, request=replayed.request, tool=replayed.tool,
-            tool_call_id=replayed.tool_call_id, what=what,
-            recorded=excerpt(recorded.result), replayed=excerpt(replayed.result),
-        )  # fmt: skip
+            step_id=step_id,
+            role=role,
+            request=replayed.request,
+            tool=replayed.tool,
+            tool_call_id=replayed.tool_call_id,
+            what=what,
+            recorded=excerpt(recorded.result),
+            replayed=excerpt(replayed.result),
+        )
 
 
 def _canonical(value: Any) -> str:

@@ -76,14 +76,23 @@ async def replay_run(source: RunRecording, *, comparer: Comparer) -> list[Diverg
     hooks = RunHooks(info, bus=None, comparer=comparer, source=source, recorded_tools=True)
     agent = Agent(
         FunctionModel(_never_called, model_name=f"replay:{source.task_id}"),
-        output_type=OUTPUT_TYPES.get(source.role, str), toolsets=[_RecordedTools(source.tools)],
-        capabilities=[hooks.hooks()], retries=2,
-    )  # fmt: skip
+        output_type=OUTPUT_TYPES.get(source.role, str),
+        toolsets=[_RecordedTools(source.tools)],
+        capabilities=[hooks.hooks()],
+        retries=2,
+    )
     found: list[Divergence] = []
 
     def diverged(what: str, recorded: Any = "", replayed: Any = "") -> None:
-        found.append(Divergence(step_id=source.step_id, role=source.role, what=what,
-                                recorded=excerpt(recorded), replayed=excerpt(replayed)))  # fmt: skip
+        found.append(
+            Divergence(
+                step_id=source.step_id,
+                role=source.role,
+                what=what,
+                recorded=excerpt(recorded),
+                replayed=excerpt(replayed),
+            )
+        )
 
     try:
         result = await agent.run(source.prompt or "")

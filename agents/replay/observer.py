@@ -89,9 +89,13 @@ class RunHooks:
         if model.startswith(REPLAY_PREFIX) and self.source is None:
             replay_of = model[len(REPLAY_PREFIX) :]
         self.recording = RunRecording(
-            task_id=self.info.task_id, step_id=self.info.step_id, role=self.info.role, model=model,
-            replay_of=replay_of, started_at=datetime.now(UTC),
-        )  # fmt: skip
+            task_id=self.info.task_id,
+            step_id=self.info.step_id,
+            role=self.info.role,
+            model=model,
+            replay_of=replay_of,
+            started_at=datetime.now(UTC),
+        )
         try:
             if replay_of and self.source is None:
                 assert self.bus is not None

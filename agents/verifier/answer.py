@@ -21,9 +21,37 @@ from agents.verifier.selection import SKIP_DIRS
 from agents.verifier.verdict import decide, order_failures
 
 CODE_SUFFIXES = (
-    "py", "pyi", "md", "rst", "txt", "toml", "cfg", "ini", "json", "yaml", "yml", "js", "ts", "tsx", "jsx",
-    "rs", "go", "c", "h", "cc", "cpp", "hpp", "java", "kt", "rb", "sh", "html", "css", "sql", "lock",
-)  # fmt: skip
+    "py",
+    "pyi",
+    "md",
+    "rst",
+    "txt",
+    "toml",
+    "cfg",
+    "ini",
+    "json",
+    "yaml",
+    "yml",
+    "js",
+    "ts",
+    "tsx",
+    "jsx",
+    "rs",
+    "go",
+    "c",
+    "h",
+    "cc",
+    "cpp",
+    "hpp",
+    "java",
+    "kt",
+    "rb",
+    "sh",
+    "html",
+    "css",
+    "sql",
+    "lock",
+)
 _PATH = re.compile(
     r"(?<![\w/.:-])(?P<path>(?:[\w.-]+/)*[\w.-]*\w\.(?:" + "|".join(CODE_SUFFIXES) + r"))"
     r"(?:(?::|#L)(?P<line>\d+)(?:-L?(?P<end>\d+))?)?(?![\w/])"

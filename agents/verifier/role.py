@@ -86,9 +86,11 @@ class MirroredTools:
 
     def servers(self, root: Path, scopes: frozenset[str], *, index_dir: Path | None = None) -> dict[str, Any]:
         return {
-            name: HttpTarget(target.url, target.token, before_call=self._sync) if isinstance(target, HttpTarget) else target
+            name: HttpTarget(target.url, target.token, before_call=self._sync)
+            if isinstance(target, HttpTarget)
+            else target
             for name, target in self.remote.servers.items()
-        }  # fmt: skip
+        }
 
 
 async def _verify_patch(
@@ -138,8 +140,9 @@ async def diagnose_tree(
     summary = f"{run.passed} passed, {run.failed} failed, {run.errors} errors, {run.skipped} skipped"
     if run.timed_out:
         failure = Failure(failure_class="test.timeout", message=f"the test suite did not finish: {summary}")
-        return VerificationReport(verdict="failed", checks=[Check(name="tests", ok=False, summary=summary)],
-                                  failures=[failure])  # fmt: skip
+        return VerificationReport(
+            verdict="failed", checks=[Check(name="tests", ok=False, summary=summary)], failures=[failure]
+        )
     if run.total == 0:
         return VerificationReport(
             verdict="unverified",
@@ -154,7 +157,7 @@ async def diagnose_tree(
             line=f.line or None,
             message=f.message or f.outcome,
             stack_summary=f.traceback,
-        )  # fmt: skip
+        )
         for f in run.failures
     ]
     return VerificationReport(

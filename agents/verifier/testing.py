@@ -171,7 +171,9 @@ async def _sort_failures(
     `reproduce` (see `agents.verifier.verify`)."""
     run.failing.update({f.test_id: f for f in failures})
     targets = {f.test_id for f in failures if _is_target(run, selection, f)}
-    unknown = {f.test_id for f in failures if run.starting_outcome(f.test_id) is None and f.test_id not in targets}
+    unknown = {
+        f.test_id for f in failures if run.starting_outcome(f.test_id) is None and f.test_id not in targets
+    }
     # A test the patch left alone in a file it edited: only the starting tree itself says what it did.
     untouched = {tid for tid in unknown if tid.split("::")[0] in selection.changed_test_files}
     unknown -= untouched
@@ -287,8 +289,12 @@ async def _evidence(
         run.add_check(Check(name="evidence", ok=True, summary=shown))
         return
     if run.evidence:
-        shown = ", ".join(run.evidence[:5]) + (f" and {len(run.evidence) - 5} more" if len(run.evidence) > 5 else "")
-        run.add_check(Check(name="evidence", ok=True, summary=f"failed before the patch, pass with it: {shown}"))
+        shown = ", ".join(run.evidence[:5]) + (
+            f" and {len(run.evidence) - 5} more" if len(run.evidence) > 5 else ""
+        )
+        run.add_check(
+            Check(name="evidence", ok=True, summary=f"failed before the patch, pass with it: {shown}")
+        )
         return
     why = _missing_evidence(run, selection)
     run.add_check(Check(name="evidence", ok=False, summary=why))

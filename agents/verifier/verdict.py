@@ -37,7 +37,11 @@ def decide(failures: list[Failure], *, judged: bool) -> Verdict:
     """`judged`: something could check the work (tests ran, or citations were checked)."""
     errors = [f for f in failures if f.severity == "error"]
     # Nothing wrong was found, but nothing showed the work right either.
-    cannot_judge = (FailureClass.VERIFY_UNVERIFIABLE, FailureClass.BUDGET_WALL, FailureClass.TEST_NO_REPRODUCTION)
+    cannot_judge = (
+        FailureClass.VERIFY_UNVERIFIABLE,
+        FailureClass.BUDGET_WALL,
+        FailureClass.TEST_NO_REPRODUCTION,
+    )
     if any(blame(f.failure_class) != "environment" and f.failure_class not in cannot_judge for f in errors):
         return "failed"
     if errors or not judged:

@@ -185,9 +185,12 @@ async def verify_patch(
                         workspace, run.changes, test_targets, before=before, task_text=task_text
                     )
                     await run_tests(
-                        run, exec_session, selection, full_suite=full_suite,
+                        run,
+                        exec_session,
+                        selection,
+                        full_suite=full_suite,
                         example=_example_runner(tools, workspace, example),
-                    )  # fmt: skip
+                    )
                 else:
                     run.add_check(
                         Check(name="targeted_tests", ok=False, summary="not run: the patch does not compile")
@@ -209,14 +212,18 @@ async def verify_patch(
     return _report(run, started=started), run.known.to_baseline()
 
 
-def _example_runner(tools: ToolProvider, workspace: Path, example: TaskExample | None) -> ExampleEvidence | None:
+def _example_runner(
+    tools: ToolProvider, workspace: Path, example: TaskExample | None
+) -> ExampleEvidence | None:
     if example is None or not example.raised_before:
         return None
     return lambda: example_evidence(tools, workspace, example)
 
 
 @asynccontextmanager
-async def _exec_session(tools: ToolProvider, workspace: Path, session: ExecSession | None) -> AsyncIterator[ExecSession]:
+async def _exec_session(
+    tools: ToolProvider, workspace: Path, session: ExecSession | None
+) -> AsyncIterator[ExecSession]:
     if session is not None:
         yield session
         return

@@ -35,9 +35,7 @@ FORMAT = "codeloop-snapshot/1"
 MODE_FILE = "100644"
 MODE_EXECUTABLE = "100755"
 MODE_LINK = "120000"
-WALK_SKIP_DIRS = frozenset(
-    {".git", TREE_DIR, "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
-)
+WALK_SKIP_DIRS = frozenset({".git", TREE_DIR, "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
 """Directories a walk of a non-git tree leaves out (virtualenvs too: any directory with `pyvenv.cfg`)."""
 DEFAULT_MAX_FILES = 200_000
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024

@@ -22,18 +22,45 @@ from codeloop.commands.connection import Connection, _run, with_connection_optio
 @with_connection_options
 def eval(  # the command's name is the contract's
     taskset: Annotated[Path, typer.Argument(help="A directory holding tasks.jsonl, or a task file.")],
-    model: Annotated[str | None, typer.Option("--model", help="Model of every LLM role (env CODELOOP_MODEL); none: diagnose mode.")] = None,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="Model of every LLM role (env CODELOOP_MODEL); none: diagnose mode."),
+    ] = None,
     planner_model: Annotated[str | None, typer.Option("--planner-model", help="The planner's model.")] = None,
     coder_model: Annotated[str | None, typer.Option("--coder-model", help="The coder's model.")] = None,
-    cost_budget: Annotated[float | None, typer.Option("--cost-budget", help="US dollars each task may spend on models; every model must be priced.")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Where to write the results (default: codeloop-eval/<UTC time>).")] = None,
+    cost_budget: Annotated[
+        float | None,
+        typer.Option(
+            "--cost-budget", help="US dollars each task may spend on models; every model must be priced."
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Where to write the results (default: codeloop-eval/<UTC time>)."),
+    ] = None,
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="Tasks run at once.")] = 1,
-    rerun_failed: Annotated[Path | None, typer.Option("--rerun-failed", help="Run only the tasks unresolved in this earlier out dir.")] = None,
-    min_resolved: Annotated[float | None, typer.Option("--min-resolved", min=0.0, max=1.0, help="Exit 1 when the resolved rate is below this (0..1).")] = None,
-    save_failures: Annotated[Path | None, typer.Option("--save-failures", help="Append the unresolved tasks to this task file.")] = None,
-    pipeline: Annotated[str | None, typer.Option("--pipeline", help="Run every task through this named pipeline: a built-in one or one the codeloop.toml here declares under [pipelines] (KIND:ROLE stages).")] = None,
+    rerun_failed: Annotated[
+        Path | None,
+        typer.Option("--rerun-failed", help="Run only the tasks unresolved in this earlier out dir."),
+    ] = None,
+    min_resolved: Annotated[
+        float | None,
+        typer.Option(
+            "--min-resolved", min=0.0, max=1.0, help="Exit 1 when the resolved rate is below this (0..1)."
+        ),
+    ] = None,
+    save_failures: Annotated[
+        Path | None, typer.Option("--save-failures", help="Append the unresolved tasks to this task file.")
+    ] = None,
+    pipeline: Annotated[
+        str | None,
+        typer.Option(
+            "--pipeline",
+            help="Run every task through this named pipeline: a built-in one or one the codeloop.toml here declares under [pipelines] (KIND:ROLE stages).",
+        ),
+    ] = None,
     connection: Connection = None,  # type: ignore[assignment]
-) -> None:  # fmt: skip
+) -> None:
     """Run every task of TASKSET (each on a copy of its repository) and measure the outcome.
 
     Models and budgets not given here come from the configuration (the environment, the current
@@ -50,7 +77,9 @@ def eval(  # the command's name is the contract's
     from codeloop.settings import check_submission, flag_values, load_settings
 
     try:
-        flags = flag_values(model=model, planner_model=planner_model, coder_model=coder_model, cost_budget=cost_budget)
+        flags = flag_values(
+            model=model, planner_model=planner_model, coder_model=coder_model, cost_budget=cost_budget
+        )
         settings = load_settings(flags=flags)
         models = settings.models
         # Every task of the run names the same models and budgets: one check covers them all.
@@ -78,9 +107,11 @@ def eval(  # the command's name is the contract's
         added = _save_failures(tasks, rows, save_failures)
         typer.echo(f"appended {added} unresolved tasks to {save_failures}", err=True)
     low, high = summary["resolved_ci95"]
-    typer.echo(f"resolved {summary['resolved']}/{summary['tasks']} ({100 * summary['resolved_rate']:.1f}%,"
-               f" 95% CI {100 * low:.1f}-{100 * high:.1f}%), environment failures"
-               f" {summary['environment_failures']}; reports in {out}")  # fmt: skip
+    typer.echo(
+        f"resolved {summary['resolved']}/{summary['tasks']} ({100 * summary['resolved_rate']:.1f}%,"
+        f" 95% CI {100 * low:.1f}-{100 * high:.1f}%), environment failures"
+        f" {summary['environment_failures']}; reports in {out}"
+    )
     problems = []
     if summary["environment_failures"]:
         problems.append(
@@ -125,9 +156,14 @@ async def _evaluate(
 
     def submit(task: Any, repo: Path) -> TaskSubmitted:
         return TaskSubmitted(
-            text=task.text, repo=str(repo), mode=task.mode, models=settings.models, budgets=settings.budgets,
-            interactive=False, pipeline=pipeline,
-        )  # fmt: skip
+            text=task.text,
+            repo=str(repo),
+            mode=task.mode,
+            models=settings.models,
+            budgets=settings.budgets,
+            interactive=False,
+            pipeline=pipeline,
+        )
 
     with tempfile.TemporaryDirectory(prefix="codeloop-eval-") as scratch:
 
@@ -143,14 +179,25 @@ async def _evaluate(
         from codeloop.wiring import DEFAULT_ROLES
 
         await run_tasks(
-            tasks, submit=submit, connection=connection, scratch=Path(scratch), jobs=jobs, on_done=on_done,
+            tasks,
+            submit=submit,
+            connection=connection,
+            scratch=Path(scratch),
+            jobs=jobs,
+            on_done=on_done,
             roles=_roles_for(DEFAULT_ROLES, pipeline),
-        )  # fmt: skip
+        )
     return [rows[task.id] for task in tasks]
 
 
 def _summary(
-    tasks: list[Any], rows: list[dict[str, Any]], settings: Any, *, jobs: int, wall_s: float, pipeline: Any = None
+    tasks: list[Any],
+    rows: list[dict[str, Any]],
+    settings: Any,
+    *,
+    jobs: int,
+    wall_s: float,
+    pipeline: Any = None,
 ) -> dict[str, Any]:
     from codeloop import __version__
     from codeloop.config import tool_server_config
@@ -176,7 +223,9 @@ def _summary(
     fingerprints = {
         "taskset": fingerprint(tasks),
         "models": digest(config["models"]),
-        "config": digest({k: v for k, v in config.items() if k not in ("models", "task_ids", "configuration")}),
+        "config": digest(
+            {k: v for k, v in config.items() if k not in ("models", "task_ids", "configuration")}
+        ),
     }
     summary = summarise(rows, fingerprints=fingerprints, config=config)
     summary["run_wall_s"] = round(wall_s, 3)

@@ -147,7 +147,9 @@ def mcp(
     if not 0 <= health_port <= 65535:
         raise usage_error(f"--health-port must be between 0 and 65535, not {health_port}")
     if health_port and transport != "http":
-        raise usage_error("--health-port needs --transport http: a stdio server lives and dies with its client")
+        raise usage_error(
+            "--health-port needs --transport http: a stdio server lives and dies with its client"
+        )
     home = root_home(root)
     tools = tool_server_config()
     config = ServeConfig(
@@ -198,7 +200,12 @@ def mcp(
 
 
 def _run_tasks(
-    config: object, nats: str | None, max_running: int, *, check_credentials: bool, health: tuple[str, int] | None
+    config: object,
+    nats: str | None,
+    max_running: int,
+    *,
+    check_credentials: bool,
+    health: tuple[str, int] | None,
 ) -> None:
     from codeloop.commands.connection import _run
     from codeloop.tasks_server import run_tasks_server

@@ -19,10 +19,14 @@ from codeloop.commands.run import EXIT_CODES, _submit_and_follow, _summary, on_p
 @with_connection_options
 def replay(
     task_id: Annotated[str, typer.Argument(help="The recorded task to replay (see `codeloop status`).")],
-    recorded_tools: Annotated[bool, typer.Option("--recorded-tools", help="Replay the tool observations too: no tool executes.")] = False,
+    recorded_tools: Annotated[
+        bool, typer.Option("--recorded-tools", help="Replay the tool observations too: no tool executes.")
+    ] = False,
     connection: Connection = None,  # type: ignore[assignment]
-    as_json: Annotated[bool, typer.Option("--json", help="Print the replayed result with its divergences as JSON.")] = False,
-) -> None:  # fmt: skip
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the replayed result with its divergences as JSON.")
+    ] = False,
+) -> None:
     """Re-run a recorded task with its recorded model responses and report what diverged.
 
     Exit codes: as `run`'s for the replayed task (0 done or diagnosed, 3 handed off, 4 cancelled,
@@ -35,9 +39,12 @@ def replay(
         raise usage_error(f"{task_id!r} is not a task id (letters, digits, '-' and '_')")
     try:
         result, divergences = _run(
-            lambda: on_pipeline(connection, lambda config: _replay(config, task_id, recorded_tools, quiet=as_json),
-                                keep_store=True)
-        )  # fmt: skip
+            lambda: on_pipeline(
+                connection,
+                lambda config: _replay(config, task_id, recorded_tools, quiet=as_json),
+                keep_store=True,
+            )
+        )
     except ReplayError as exc:
         raise fail(str(exc)) from None
     if as_json:
@@ -69,8 +76,11 @@ async def _replay(config: Any, task_id: str, recorded_tools: bool, *, quiet: boo
 def _divergences(divergences: list[Any], *, recorded_tools: bool) -> None:
     typer.echo("")
     if not divergences:
-        typer.echo("replay: every observation matched the recording" if not recorded_tools
-                   else "replay: every recorded run replayed exactly")  # fmt: skip
+        typer.echo(
+            "replay: every observation matched the recording"
+            if not recorded_tools
+            else "replay: every recorded run replayed exactly"
+        )
         return
     typer.echo(f"replay: {len(divergences)} divergence(s)")
     for d in divergences:

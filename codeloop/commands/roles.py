@@ -46,13 +46,17 @@ def roles(
     workers = _run(main) if config is not None else []
     installed = [
         {
-            "name": name, "stage_kind": r.definition.kind, "version": r.definition.version,
-            "builtin": r.builtin, "distribution": r.distribution, "entry_point": r.entry_point,
+            "name": name,
+            "stage_kind": r.definition.kind,
+            "version": r.definition.version,
+            "builtin": r.builtin,
+            "distribution": r.distribution,
+            "entry_point": r.entry_point,
             "description": r.definition.description,
             "workers": [w.as_json() for w in workers if w.role == name],
         }
         for name, r in sorted(registry.roles.items(), key=lambda item: (not item[1].builtin, item[0]))
-    ]  # fmt: skip
+    ]
     from bus.discovery import ORCHESTRATOR_KIND
 
     orchestrators = [w.as_json() for w in workers if w.kind == ORCHESTRATOR_KIND]
@@ -63,16 +67,21 @@ def roles(
     ]
     if as_json:
         out = {
-            "installed": installed, "broken": broken, "other_workers": foreign, "orchestrators": orchestrators,
+            "installed": installed,
+            "broken": broken,
+            "other_workers": foreign,
+            "orchestrators": orchestrators,
             "bus": bus_note is None,
-        }  # fmt: skip
+        }
         if bus_note:
             out["bus_note"] = bus_note
         typer.echo(json.dumps(out))
         return
     _show(installed, broken, foreign, bus_note)
     for o in orchestrators:
-        typer.echo(f"orchestrator {o['id']} (schema {o['schema_version']}): {o['requests']} messages, {o['errors']} errors")
+        typer.echo(
+            f"orchestrator {o['id']} (schema {o['schema_version']}): {o['requests']} messages, {o['errors']} errors"
+        )
 
 
 def _show(installed: list[dict], broken: list[dict], foreign: list[dict], bus_note: str | None) -> None:
@@ -84,17 +93,38 @@ def _show(installed: list[dict], broken: list[dict], foreign: list[dict], bus_no
         workers = role["workers"]
         source = "built-in" if role["builtin"] else role["distribution"]
         table.add_row(
-            role["name"], role["stage_kind"], role["version"], source, _workers_cell(workers, bus_note),
-            str(sum(w["requests"] for w in workers)), str(sum(w["errors"] for w in workers)),
-        )  # fmt: skip
+            role["name"],
+            role["stage_kind"],
+            role["version"],
+            source,
+            _workers_cell(workers, bus_note),
+            str(sum(w["requests"] for w in workers)),
+            str(sum(w["errors"] for w in workers)),
+        )
     console = Console()
     console.print(table)
     if foreign:
-        others = Table("role", "kind", "version", "schema", "worker id", "requests", "errors",
-                       title="live workers of roles not installed here (other processes or languages)")  # fmt: skip
+        others = Table(
+            "role",
+            "kind",
+            "version",
+            "schema",
+            "worker id",
+            "requests",
+            "errors",
+            title="live workers of roles not installed here (other processes or languages)",
+        )
         for w in foreign:
             schema = str(w["schema_version"]) + ("" if w["compatible"] else " (incompatible: refused)")
-            others.add_row(w["role"], w["stage_kind"], w["version"], schema, w["id"], str(w["requests"]), str(w["errors"]))
+            others.add_row(
+                w["role"],
+                w["stage_kind"],
+                w["version"],
+                schema,
+                w["id"],
+                str(w["requests"]),
+                str(w["errors"]),
+            )
         console.print(others)
     for b in broken:
         typer.echo(f"broken: {b['name']} ({b['distribution']}, {b['entry_point']}): {b['reason']}")

@@ -49,10 +49,15 @@ def run(
     token_budget: TokenBudgetOpt = None,
     cost_budget: CostBudgetOpt = None,
     pipeline: PipelineOpt = None,
-    apply: Annotated[bool, typer.Option("--apply", help="Apply the finished patch to the checkout (only if it is unchanged).")] = False,
+    apply: Annotated[
+        bool,
+        typer.Option("--apply", help="Apply the finished patch to the checkout (only if it is unchanged)."),
+    ] = False,
     connection: Connection = None,  # type: ignore[assignment]
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result object as JSON on stdout.")] = False,
-) -> None:  # fmt: skip
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the result object as JSON on stdout.")
+    ] = False,
+) -> None:
     """Run one task to its end: plan, retrieve, code in a scratch workspace, verify, revise.
 
     Without a model (no --model, no CODELOOP_MODEL) the task runs in diagnose mode: real
@@ -60,10 +65,19 @@ def run(
     Exit codes: 0 done or diagnosed, 3 handed off, 4 cancelled, 1 failed, 2 usage errors.
     """
     submitted = build_task(
-        task, repo, mode=mode, model=model, planner_model=planner_model, coder_model=coder_model,
-        max_steps=max_steps, max_revisions=max_revisions, timeout=timeout, token_budget=token_budget,
-        cost_budget=cost_budget, pipeline=pipeline,
-    )  # fmt: skip
+        task,
+        repo,
+        mode=mode,
+        model=model,
+        planner_model=planner_model,
+        coder_model=coder_model,
+        max_steps=max_steps,
+        max_revisions=max_revisions,
+        timeout=timeout,
+        token_budget=token_budget,
+        cost_budget=cost_budget,
+        pipeline=pipeline,
+    )
     _telemetry("run")
     result, snapshot = _run(lambda: _run_task(submitted, connection, quiet=as_json))
     if apply:
@@ -82,7 +96,12 @@ async def _run_task(task: Any, connection: Connection, *, quiet: bool) -> Any:
 
 
 async def on_pipeline(
-    connection: Connection, body: Any, *, keep_store: bool = False, pipeline: Any = None, roles: tuple[str, ...] | None = None
+    connection: Connection,
+    body: Any,
+    *,
+    keep_store: bool = False,
+    pipeline: Any = None,
+    roles: tuple[str, ...] | None = None,
 ) -> Any:
     """`await body(client_bus_config)` against the local serve (or `--nats URL`) when there is one,
     else on an embedded bus with every role in this process, stopped when `body` returns; with
@@ -117,7 +136,11 @@ async def on_pipeline(
         async with anyio.create_task_group() as tg:
             note = await tg.start(
                 lambda task_status: serve(
-                    embedded, stop=stop, home=home, tool_config=tool_server_config(), task_status=task_status,
+                    embedded,
+                    stop=stop,
+                    home=home,
+                    tool_config=tool_server_config(),
+                    task_status=task_status,
                     roles=roles or _roles_for(DEFAULT_ROLES, pipeline),
                 )
             )
@@ -275,7 +298,9 @@ def cancel(
     typer.echo(f"cancel sent to task {task_id} (it was {status})")
 
 
-RequestOpt = Annotated[str | None, typer.Option("--request", help="One request id (default: every pending one).")]
+RequestOpt = Annotated[
+    str | None, typer.Option("--request", help="One request id (default: every pending one).")
+]
 
 
 @with_connection_options
@@ -305,7 +330,9 @@ def _apply(result: Any, repo: Path, snapshot: Any) -> None:
     from agents.workspace import WorkspaceError, apply_to_checkout
 
     if result.status != "done" or not result.patch:
-        typer.echo(f"not applied: the task is {result.status}" + ("" if result.patch else " with no patch"), err=True)
+        typer.echo(
+            f"not applied: the task is {result.status}" + ("" if result.patch else " with no patch"), err=True
+        )
         return
     try:
         anyio.run(lambda: apply_to_checkout(repo, snapshot, result.patch))
@@ -315,20 +342,29 @@ def _apply(result: Any, repo: Path, snapshot: Any) -> None:
 
 
 def _summary(result: Any) -> None:
-    typer.echo(f"task {result.task_id}: {result.status}" + (f" ({result.failure_class})" if result.failure_class else ""))
+    typer.echo(
+        f"task {result.task_id}: {result.status}"
+        + (f" ({result.failure_class})" if result.failure_class else "")
+    )
     if result.files_changed:
         typer.echo("files changed: " + ", ".join(result.files_changed))
     verification = result.verification
     if verification.verdict:
         typer.echo(f"verification: {verification.verdict}")
         for check in verification.checks:
-            typer.echo(f"  {'ok  ' if check.get('ok') else 'FAIL'} {check.get('name')}: {check.get('summary', '')}")
+            typer.echo(
+                f"  {'ok  ' if check.get('ok') else 'FAIL'} {check.get('name')}: {check.get('summary', '')}"
+            )
         if verification.preexisting:
-            typer.echo("  failing before the patch too, not blamed: " + ", ".join(verification.preexisting[:10]))
+            typer.echo(
+                "  failing before the patch too, not blamed: " + ", ".join(verification.preexisting[:10])
+            )
     usage = result.usage
     cost = f", ${usage['cost_usd']:.4f}" if usage.get("cost_usd") is not None else ""
-    typer.echo(f"usage: {usage.get('requests', 0)} model requests, {usage.get('input_tokens', 0)}+"
-               f"{usage.get('output_tokens', 0)} tokens{cost}, {usage.get('wall_s', 0):.1f} s")  # fmt: skip
+    typer.echo(
+        f"usage: {usage.get('requests', 0)} model requests, {usage.get('input_tokens', 0)}+"
+        f"{usage.get('output_tokens', 0)} tokens{cost}, {usage.get('wall_s', 0):.1f} s"
+    )
     if result.report:
         typer.echo("")
         typer.echo(result.report)

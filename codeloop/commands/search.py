@@ -140,9 +140,15 @@ def search_command(
         from tool_servers.search.examples.run import search_running_examples
 
         result = await search_running_examples(
-            index, text, k=k, keep_tests=keep_tests, setup=setup, python=example_python,
-            timeout_s=example_timeout, policy=tool_server_config().sandbox_policy,
-        )  # fmt: skip
+            index,
+            text,
+            k=k,
+            keep_tests=keep_tests,
+            setup=setup,
+            python=example_python,
+            timeout_s=example_timeout,
+            policy=tool_server_config().sandbox_policy,
+        )
         typer.echo(f"note: examples: {_examples_summary(result.examples)}", err=True)
         return result
 
@@ -234,9 +240,13 @@ class _progress:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self._bar = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=Console(stderr=True), transient=True,
-        )  # fmt: skip
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
         self._bar.__enter__()
         return self._update
 

@@ -83,10 +83,14 @@ def serve(
         ),
     ] = "read",
     metrics: Annotated[
-        bool, typer.Option("--metrics/--no-metrics", help="Serve Prometheus metrics at http://HOST:PORT/metrics.")
+        bool,
+        typer.Option("--metrics/--no-metrics", help="Serve Prometheus metrics at http://HOST:PORT/metrics."),
     ] = True,
     metrics_port: Annotated[
-        int, typer.Option("--metrics-port", min=0, max=65535, help="Port of the metrics endpoint (0: a free one).")
+        int,
+        typer.Option(
+            "--metrics-port", min=0, max=65535, help="Port of the metrics endpoint (0: a free one)."
+        ),
     ] = 0,
     metrics_host: Annotated[
         str, typer.Option("--metrics-host", help="Address the metrics endpoint listens on.")
@@ -127,11 +131,14 @@ def serve(
         ),
     ] = False,
     workspace_host: Annotated[
-        str, typer.Option("--workspace-host", help="Address the workspace service listens on (0.0.0.0 in a pod).")
+        str,
+        typer.Option("--workspace-host", help="Address the workspace service listens on (0.0.0.0 in a pod)."),
     ] = "127.0.0.1",
     workspace_port: Annotated[
         int,
-        typer.Option("--workspace-port", min=0, max=65535, help="Port of the workspace service (0: a free one)."),
+        typer.Option(
+            "--workspace-port", min=0, max=65535, help="Port of the workspace service (0: a free one)."
+        ),
     ] = 0,
     workspace_url: Annotated[
         str | None,
@@ -225,7 +232,10 @@ def serve(
         if missing:  # a foreign worker may still join: say so, do not refuse
             typer.echo(f"note: {'; '.join(missing)}; tasks wait for such a worker", err=True)
     for broken in registry.broken:
-        typer.echo(f"warning: installed role {broken.name!r} ({broken.distribution}) is broken: {broken.reason}", err=True)
+        typer.echo(
+            f"warning: installed role {broken.name!r} ({broken.distribution}) is broken: {broken.reason}",
+            err=True,
+        )
     if config.embedded and replicas > 1:
         raise fail(
             f"--replicas {replicas} needs a cluster of at least {replicas} servers: the embedded "
@@ -282,10 +292,14 @@ def serve(
         if note.mcp is not None:
             _show_mcp(note.mcp)
         if note.workspaces is not None:
-            typer.echo(f"  workspaces {note.workspaces.url}/w/WORKSPACE/SERVER/mcp  (service {note.workspaces.service})")
+            typer.echo(
+                f"  workspaces {note.workspaces.url}/w/WORKSPACE/SERVER/mcp  (service {note.workspaces.service})"
+            )
             typer.echo(f"             audit {note.workspaces.audit_log}")
             if note.workspaces.stripped_env:
-                typer.echo(f"             removed from its environment: {', '.join(note.workspaces.stripped_env)}")
+                typer.echo(
+                    f"             removed from its environment: {', '.join(note.workspaces.stripped_env)}"
+                )
         if remote is not None:
             typer.echo("  workspaces the coder's are the workspace service's (--workspace-service)")
         if note.metrics_url:
@@ -314,13 +328,26 @@ def serve(
                 # Before the bus: a probe finds the process live (not ready) while it connects.
                 await tg.start(partial(serve_health, readiness, host=health_host, port=health_port))
             given = {"ack_wait_s": ack_wait, "concurrency": concurrency}
-            policy = DeliveryPolicy(**{k: v for k, v in given.items() if v is not None}) if any(given.values()) else None
+            policy = (
+                DeliveryPolicy(**{k: v for k, v in given.items() if v is not None})
+                if any(given.values())
+                else None
+            )
             await run_serve(
-                config, roles=roles, pipeline=chosen, actor_policy=policy, stop=stop, mcp=hosting, on_ready=show,
+                config,
+                roles=roles,
+                pipeline=chosen,
+                actor_policy=policy,
+                stop=stop,
+                mcp=hosting,
+                on_ready=show,
                 metrics=MetricsServing(host=metrics_host, port=metrics_port) if metrics else None,
-                tools=tools, tool_config=tool_config, readiness=readiness,
-                workspace_service=service_hosting, workspaces=remote,
-            )  # fmt: skip
+                tools=tools,
+                tool_config=tool_config,
+                readiness=readiness,
+                workspace_service=service_hosting,
+                workspaces=remote,
+            )
             tg.cancel_scope.cancel()
         typer.echo("codeloop stopped", err=True)
 

@@ -102,16 +102,26 @@ def build_task(
     if problems:
         raise usage_error("; ".join(problems))
     flags = flag_values(
-        model=model, planner_model=planner_model, coder_model=coder_model, max_steps=max_steps,
-        max_revisions=max_revisions, timeout=timeout, token_budget=token_budget, cost_budget=cost_budget,
-    )  # fmt: skip
+        model=model,
+        planner_model=planner_model,
+        coder_model=coder_model,
+        max_steps=max_steps,
+        max_revisions=max_revisions,
+        timeout=timeout,
+        token_budget=token_budget,
+        cost_budget=cost_budget,
+    )
     try:
         settings = load_settings(repo=repo, flags=flags)
         submitted = TaskSubmitted(
-            text=text, repo=str(repo.resolve()), mode=mode,  # type: ignore[arg-type]
-            budgets=settings.budgets, models=settings.models, interactive=sys.stdin.isatty(),
+            text=text,
+            repo=str(repo.resolve()),
+            mode=mode,  # type: ignore[arg-type]
+            budgets=settings.budgets,
+            models=settings.models,
+            interactive=sys.stdin.isatty(),
             pipeline=_pipeline_choice(pipeline, repo, mode=mode, settings=settings),
-        )  # fmt: skip
+        )
         check_submission(submitted, settings=settings)
     except ConfigError as exc:
         raise usage_error(str(exc)) from None

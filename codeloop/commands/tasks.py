@@ -56,11 +56,20 @@ def submit(
     from codeloop.config import client_bus_config
 
     payload = build_task(
-        task, repo, mode=mode, model=model, planner_model=planner_model, coder_model=coder_model,
-        max_steps=max_steps, max_revisions=max_revisions, timeout=timeout, token_budget=token_budget,
+        task,
+        repo,
+        mode=mode,
+        model=model,
+        planner_model=planner_model,
+        coder_model=coder_model,
+        max_steps=max_steps,
+        max_revisions=max_revisions,
+        timeout=timeout,
+        token_budget=token_budget,
         cost_budget=cost_budget,
-        task_id=task_id, pipeline=pipeline,
-    ).model_copy(update={"interactive": False})  # fmt: skip
+        task_id=task_id,
+        pipeline=pipeline,
+    ).model_copy(update={"interactive": False})
 
     async def main() -> None:
         config = client_bus_config(**connection)
@@ -179,11 +188,18 @@ def status(
     task_column = Column("task", no_wrap=True, min_width=longest)
     table = Table(task_column, "status", "mode", "step", "updated", "text", "answer")
     for s in states:
-        answer = "; ".join(_notes(s, unacked)) or ((s.result.answer or "") if s.result else (s.error or ""))[:60]
+        answer = (
+            "; ".join(_notes(s, unacked)) or ((s.result.answer or "") if s.result else (s.error or ""))[:60]
+        )
         table.add_row(
-            s.task_id, s.status, s.task.mode, str(s.step_seq), s.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
-            s.task.text[:60], answer,
-        )  # fmt: skip
+            s.task_id,
+            s.status,
+            s.task.mode,
+            str(s.step_seq),
+            s.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
+            s.task.text[:60],
+            answer,
+        )
     Console().print(table if states else "no tasks yet")
 
 

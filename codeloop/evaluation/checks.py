@@ -37,13 +37,17 @@ def judge(outcome: Outcome, scratch: Path) -> dict[str, Any]:
     context_files = list((result.context or {}).get("files", [])) if result else []
     answer_files = cited_files(answer, outcome.repo) if answer else []
     gold = gold_files(task)
-    row["localisation"] = {
-        "gold_files": gold,
-        "context_files": context_files[:10],
-        "answer_files": answer_files[:10],
-        "context_hits": hits(context_files, gold),
-        "answer_hits": hits(answer_files, gold),
-    } if gold else None  # fmt: skip
+    row["localisation"] = (
+        {
+            "gold_files": gold,
+            "context_files": context_files[:10],
+            "answer_files": answer_files[:10],
+            "context_hits": hits(context_files, gold),
+            "answer_hits": hits(answer_files, gold),
+        }
+        if gold
+        else None
+    )
     facts = task.checks.facts
     stated = [f for f in facts if f.lower() in answer.lower()]
     row["facts"] = {"stated": stated, "missing": [f for f in facts if f not in stated]} if facts else None
@@ -146,8 +150,13 @@ def run_checked_tests(task: EvalTask, repo: Path, patch: str | None, work: Path)
     shutil.copytree(repo, work, symlinks=True)
     applied = None
     if patch:
-        done = subprocess.run(["git", "apply", "--whitespace=nowarn", "-"], input=patch, text=True,
-                              cwd=work, capture_output=True)  # fmt: skip
+        done = subprocess.run(
+            ["git", "apply", "--whitespace=nowarn", "-"],
+            input=patch,
+            text=True,
+            cwd=work,
+            capture_output=True,
+        )
         applied = done.returncode == 0
     wanted = {"fail_to_pass": task.checks.fail_to_pass, "pass_to_pass": task.checks.pass_to_pass}
     nodes = [n for ids in wanted.values() for n in ids]
@@ -172,8 +181,12 @@ def _pytest(root: Path, nodes: list[str]) -> dict[str, str]:
     try:
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", *files],
-            cwd=root, env=PYTEST_ENV, capture_output=True, text=True, timeout=TEST_TIMEOUT_S,
-        )  # fmt: skip
+            cwd=root,
+            env=PYTEST_ENV,
+            capture_output=True,
+            text=True,
+            timeout=TEST_TIMEOUT_S,
+        )
     except subprocess.TimeoutExpired:
         return {n: "timeout" for n in nodes}
     return {node: status for status, node in OUTCOME_LINE.findall(done.stdout)}

@@ -18,9 +18,11 @@ def _bars(title: str, items: list[tuple[str, list[tuple[float, str]]]], *, chart
     height = 30 + 26 * max(1, len(items))
     top = max((sum(v for v, _ in segs) for _, segs in items), default=0) or 1
     scale = (WIDTH - 200) / top
-    parts = [f'<svg id="{chart_id}" class="chart" role="img" width="{WIDTH}" height="{height}"'
-             f' viewBox="0 0 {WIDTH} {height}" xmlns="http://www.w3.org/2000/svg">',
-             f'<title>{escape(title)}</title>']  # fmt: skip
+    parts = [
+        f'<svg id="{chart_id}" class="chart" role="img" width="{WIDTH}" height="{height}"'
+        f' viewBox="0 0 {WIDTH} {height}" xmlns="http://www.w3.org/2000/svg">',
+        f"<title>{escape(title)}</title>",
+    ]
     if not items:
         parts.append(f'<text x="10" y="40" fill="{GREY}">nothing to show</text>')
     for i, (label, segments) in enumerate(items):
@@ -45,19 +47,23 @@ def _scatter(rows: list[dict[str, Any]], *, chart_id: str) -> str:
     values = [float(r[key] or 0) for r in rows]
     top = max(values, default=0) or 1
     height = 170
-    parts = [f'<svg id="{chart_id}" class="chart" role="img" width="{WIDTH}" height="{height}"'
-             f' viewBox="0 0 {WIDTH} {height}" xmlns="http://www.w3.org/2000/svg">',
-             f"<title>{escape(unit)} against outcome</title>",
-             f'<line x1="100" y1="140" x2="{WIDTH - 20}" y2="140" stroke="{GREY}"/>',
-             '<text x="90" y="44" text-anchor="end" font-size="12">resolved</text>',
-             '<text x="90" y="104" text-anchor="end" font-size="12">not resolved</text>',
-             f'<text x="{WIDTH - 20}" y="160" text-anchor="end" font-size="12">{escape(unit)}, max {top:g}</text>']  # fmt: skip
+    parts = [
+        f'<svg id="{chart_id}" class="chart" role="img" width="{WIDTH}" height="{height}"'
+        f' viewBox="0 0 {WIDTH} {height}" xmlns="http://www.w3.org/2000/svg">',
+        f"<title>{escape(unit)} against outcome</title>",
+        f'<line x1="100" y1="140" x2="{WIDTH - 20}" y2="140" stroke="{GREY}"/>',
+        '<text x="90" y="44" text-anchor="end" font-size="12">resolved</text>',
+        '<text x="90" y="104" text-anchor="end" font-size="12">not resolved</text>',
+        f'<text x="{WIDTH - 20}" y="160" text-anchor="end" font-size="12">{escape(unit)}, max {top:g}</text>',
+    ]
     for i, (row, value) in enumerate(zip(rows, values, strict=True)):
         x = 110 + (WIDTH - 140) * value / top
         y = (40 if row["resolved"] else 100) + (i % 5) * 3 - 6
         colour = GREEN if row["resolved"] else (RED if row["blame"] != "environment" else GREY)
-        parts.append(f'<circle cx="{x:.1f}" cy="{y}" r="5" fill="{colour}" fill-opacity="0.8">'
-                     f"<title>{escape(row['id'])}: {value:g}</title></circle>")  # fmt: skip
+        parts.append(
+            f'<circle cx="{x:.1f}" cy="{y}" r="5" fill="{colour}" fill-opacity="0.8">'
+            f"<title>{escape(row['id'])}: {value:g}</title></circle>"
+        )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -65,8 +71,10 @@ def _scatter(rows: list[dict[str, Any]], *, chart_id: str) -> str:
 def html_report(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     low, high = summary["resolved_ci95"]
     classes = [(name, [(float(count), RED)]) for name, count in summary["failure_classes"].items()]
-    kinds = [(kind, [(float(f["resolved"]), GREEN), (float(f["tasks"] - f["resolved"]), RED)])
-             for kind, f in summary["by_kind"].items()]  # fmt: skip
+    kinds = [
+        (kind, [(float(f["resolved"]), GREEN), (float(f["tasks"] - f["resolved"]), RED)])
+        for kind, f in summary["by_kind"].items()
+    ]
     table = "".join(
         f"<tr><td>{escape(r['id'])}</td><td>{r['kind']}</td><td>{r['status']}</td>"
         f"<td>{escape(r['failure_class'] or '')}</td><td>{r['blame'] or ''}</td>"

@@ -52,9 +52,15 @@ def markdown_report(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     if not summary["failure_classes"]:
         lines.append("| (none) | 0 |")
     by_blame = summary["failures_by_blame"]
-    lines += ["", "Blame: " + ", ".join(f"{k} {v}" for k, v in by_blame.items()), "", "## Tasks", "",
-              "| task | kind | status | failure | blame | resolved | tests | steps | tokens | wall s | trace |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    lines += [
+        "",
+        "Blame: " + ", ".join(f"{k} {v}" for k, v in by_blame.items()),
+        "",
+        "## Tasks",
+        "",
+        "| task | kind | status | failure | blame | resolved | tests | steps | tokens | wall s | trace |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for row in rows:
         tests = row.get("tests")
         shown = f"{tests['passed']}/{tests['total']}" if tests else ""

@@ -68,7 +68,11 @@ async def run_tasks(
         async with anyio.create_task_group() as tg:
             note = await tg.start(
                 lambda task_status: serve(
-                    embedded, stop=stop, home=home, tool_config=tool_server_config(), task_status=task_status,
+                    embedded,
+                    stop=stop,
+                    home=home,
+                    tool_config=tool_server_config(),
+                    task_status=task_status,
                     roles=roles or DEFAULT_ROLES,
                 )
             )

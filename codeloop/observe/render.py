@@ -31,19 +31,27 @@ def event_line(envelope: Envelope) -> str:
 
 
 def _default_role(name: str) -> str:
-    return "orchestrator" if name in ("transition", "plan", "retrieval", "code", "verification", "hand_off") else "-"
+    return (
+        "orchestrator"
+        if name in ("transition", "plan", "retrieval", "code", "verification", "hand_off")
+        else "-"
+    )
 
 
 def _what(name: str, message: str, data: dict[str, Any]) -> str:
     if name == "tool_call":
         args = _one_line(json.dumps(data.get("arguments") or {}, sort_keys=True), 100)
         error = f" [{data['error_type']}]" if data.get("error_type") else ""
-        return (f"tool {data.get('server')}.{data.get('tool')} {data.get('outcome')}{error} "
-                f"{float(data.get('duration_ms') or 0):.0f} ms {args}")  # fmt: skip
+        return (
+            f"tool {data.get('server')}.{data.get('tool')} {data.get('outcome')}{error} "
+            f"{float(data.get('duration_ms') or 0):.0f} ms {args}"
+        )
     if name == "model_call":
         cost = f" ${data['cost_usd']:.4f}" if data.get("cost_usd") is not None else ""
-        return (f"model {data.get('model')} {data.get('outcome')} {data.get('input_tokens', 0)}+"
-                f"{data.get('output_tokens', 0)} tokens {float(data.get('latency_s') or 0):.2f} s{cost}")  # fmt: skip
+        return (
+            f"model {data.get('model')} {data.get('outcome')} {data.get('input_tokens', 0)}+"
+            f"{data.get('output_tokens', 0)} tokens {float(data.get('latency_s') or 0):.2f} s{cost}"
+        )
     if name == "transition":
         step = f" [{data['step_id']}]" if data.get("step_id") else ""
         failure = f" ({data['failure_class']})" if data.get("failure_class") else ""
@@ -62,8 +70,12 @@ def _one_line(text: str, limit: int) -> str:
 
 def _configuration_branch(branch: Tree, configuration: dict[str, Any]) -> None:
     models = configuration.get("models") or {}
-    roles = {"default": models.get("default"), "planner": models.get("planner"), "coder": models.get("coder"),
-             **(models.get("roles") or {})}  # fmt: skip
+    roles = {
+        "default": models.get("default"),
+        "planner": models.get("planner"),
+        "coder": models.get("coder"),
+        **(models.get("roles") or {}),
+    }
     for role, name in roles.items():
         if name:
             fallbacks = (models.get("fallbacks") or {}).get(role) or []
@@ -98,8 +110,10 @@ def timeline_tree(timeline: Timeline) -> Tree:
     totals = root.add("by role")
     for role, s in timeline.roles.items():
         cost = f", ${s.cost_usd:.4f}" if s.cost_usd is not None else ""
-        totals.add(f"{role}: {s.steps} steps, {s.duration_s:.2f} s, {s.model_calls} model calls "
-                   f"({s.input_tokens}+{s.output_tokens} tokens{cost}), {s.tool_calls} tool calls")  # fmt: skip
+        totals.add(
+            f"{role}: {s.steps} steps, {s.duration_s:.2f} s, {s.model_calls} model calls "
+            f"({s.input_tokens}+{s.output_tokens} tokens{cost}), {s.tool_calls} tool calls"
+        )
     return root
 
 
@@ -112,8 +126,13 @@ def _step_branch(branch: Tree, step: StepEntry) -> None:
     items: list[tuple[Any, str]] = []
     for call in step.model_calls:
         cost = f" ${call.cost_usd:.4f}" if call.cost_usd is not None else ""
-        items.append((call.at, f"model {call.model} {call.outcome} {call.input_tokens}+{call.output_tokens} "
-                               f"tokens {call.latency_s:.2f} s{cost}"))  # fmt: skip
+        items.append(
+            (
+                call.at,
+                f"model {call.model} {call.outcome} {call.input_tokens}+{call.output_tokens} "
+                f"tokens {call.latency_s:.2f} s{cost}",
+            )
+        )
     for tool in step.tool_calls:
         error = f" [{tool.error_type}]" if tool.error_type else ""
         items.append(

@@ -122,8 +122,12 @@ def build_timeline(task_id: str, envelopes: list[Envelope]) -> Timeline:
             timeline.trace_id = payload.get("trace_id") or timeline.trace_id
             continue
         if envelope.kind == "dead_letter":
-            note = NoteEntry(at=at, name="dead_letter", message=str(payload.get("error", ""))[:300],
-                             data={"reason": payload.get("reason"), "subject": payload.get("subject")})  # fmt: skip
+            note = NoteEntry(
+                at=at,
+                name="dead_letter",
+                message=str(payload.get("error", ""))[:300],
+                data={"reason": payload.get("reason"), "subject": payload.get("subject")},
+            )
             _place(timeline, current, note)
             continue
         if envelope.kind != "event":
@@ -136,8 +140,13 @@ def build_timeline(task_id: str, envelopes: list[Envelope]) -> Timeline:
             if data.get("failure_class"):
                 timeline.failure_class = data["failure_class"]
             if data.get("step_id"):
-                current = StepEntry(step_id=data["step_id"], role=str(data.get("role") or "?"),
-                                    stage=data.get("stage"), status=data.get("status"), started_at=at)  # fmt: skip
+                current = StepEntry(
+                    step_id=data["step_id"],
+                    role=str(data.get("role") or "?"),
+                    stage=data.get("stage"),
+                    status=data.get("status"),
+                    started_at=at,
+                )
                 by_id[current.step_id] = current
                 timeline.steps.append(current)
             else:
@@ -145,27 +154,46 @@ def build_timeline(task_id: str, envelopes: list[Envelope]) -> Timeline:
                 note = NoteEntry(at=at, name=name, message=str(payload.get("message", "")), data=data)
                 _place(timeline, timeline.steps[-1] if timeline.steps else None, note)
         elif name == "model_call" and step is not None:
-            step.model_calls.append(ModelCallEntry(
-                at=at, model=str(data.get("model")), outcome=str(data.get("outcome")),
-                input_tokens=int(data.get("input_tokens") or 0), output_tokens=int(data.get("output_tokens") or 0),
-                latency_s=float(data.get("latency_s") or 0.0), cost_usd=data.get("cost_usd"),
-                attempts=int(data.get("attempts") or 1),
-            ))  # fmt: skip
+            step.model_calls.append(
+                ModelCallEntry(
+                    at=at,
+                    model=str(data.get("model")),
+                    outcome=str(data.get("outcome")),
+                    input_tokens=int(data.get("input_tokens") or 0),
+                    output_tokens=int(data.get("output_tokens") or 0),
+                    latency_s=float(data.get("latency_s") or 0.0),
+                    cost_usd=data.get("cost_usd"),
+                    attempts=int(data.get("attempts") or 1),
+                )
+            )
         elif name == "tool_call" and step is not None:
-            step.tool_calls.append(ToolCallEntry(
-                at=at, server=str(data.get("server")), tool=str(data.get("tool")),
-                outcome=str(data.get("outcome")), duration_ms=float(data.get("duration_ms") or 0.0),
-                error_type=data.get("error_type"), arguments=data.get("arguments") or {},
-            ))  # fmt: skip
+            step.tool_calls.append(
+                ToolCallEntry(
+                    at=at,
+                    server=str(data.get("server")),
+                    tool=str(data.get("tool")),
+                    outcome=str(data.get("outcome")),
+                    duration_ms=float(data.get("duration_ms") or 0.0),
+                    error_type=data.get("error_type"),
+                    arguments=data.get("arguments") or {},
+                )
+            )
         else:
             if name == "plan":
                 plan = data.get("plan") or {}
-                timeline.plans.append(PlanRevisionEntry(
-                    at=at, step_id=step.step_id if step else None, steps=len(plan.get("steps") or []),
-                    reason=plan.get("revision_reason"),
-                ))  # fmt: skip
-            _place(timeline, step, NoteEntry(at=at, name=name, message=str(payload.get("message", "")),
-                                             data=_small(name, data)))  # fmt: skip
+                timeline.plans.append(
+                    PlanRevisionEntry(
+                        at=at,
+                        step_id=step.step_id if step else None,
+                        steps=len(plan.get("steps") or []),
+                        reason=plan.get("revision_reason"),
+                    )
+                )
+            _place(
+                timeline,
+                step,
+                NoteEntry(at=at, name=name, message=str(payload.get("message", "")), data=_small(name, data)),
+            )
     if timeline.started_at and timeline.ended_at:
         timeline.duration_s = round((timeline.ended_at - timeline.started_at).total_seconds(), 3)
     timeline.roles = _roles(timeline.steps)
@@ -185,8 +213,10 @@ def _small(name: str, data: dict[str, Any]) -> dict[str, Any]:
     # The plan itself is in the task's result; the timeline keeps what a reader scans.
     if name == "plan":
         plan = data.get("plan") or {}
-        return {"steps": [s.get("description") for s in plan.get("steps") or []],
-                "revision_reason": plan.get("revision_reason")}  # fmt: skip
+        return {
+            "steps": [s.get("description") for s in plan.get("steps") or []],
+            "revision_reason": plan.get("revision_reason"),
+        }
     return data
 
 

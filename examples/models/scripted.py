@@ -119,7 +119,9 @@ class Ctx:
         return "## Your previous attempt failed verification" in self.prompt
 
     def listed(self, title: str) -> list[str]:
-        return [line[2:].strip().strip("`") for line in self.section(title).splitlines() if line.startswith("- ")]
+        return [
+            line[2:].strip().strip("`") for line in self.section(title).splitlines() if line.startswith("- ")
+        ]
 
 
 Strategy = Generator[Call, Result, str]
@@ -197,7 +199,10 @@ def _plan(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     else:
         steps += [
             {"description": "Run the tests and find the ones that fail", "files": tests[:5]},
-            {"description": "Change the code the failing tests exercise until they pass", "files": sources[:3]},
+            {
+                "description": "Change the code the failing tests exercise until they pass",
+                "files": sources[:3],
+            },
             {"description": "Run the whole test suite again", "files": []},
         ]
     plan = {
@@ -206,7 +211,9 @@ def _plan(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         "files_of_interest": sources[:8],
         "test_targets": tests[:8],
         "done_criteria": ["the answer cites real files and lines"] if read_mode else ["every test passes"],
-        "revision_reason": "the previous attempt failed verification" if ctx.section("Why it failed") else None,
+        "revision_reason": "the previous attempt failed verification"
+        if ctx.section("Why it failed")
+        else None,
     }
     return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, plan)])
 
@@ -216,7 +223,12 @@ def _plan(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
 
 def _is_test(path: str) -> bool:
     name = path.rsplit("/", 1)[-1]
-    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py" or "tests/" in f"/{path}"
+    return (
+        name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+        or "tests/" in f"/{path}"
+    )
 
 
 def _list_paths(result: Result) -> list[str]:
@@ -233,7 +245,11 @@ def _text(result: Result) -> str | None:
 
 def _module_files(module: str, files: set[str]) -> list[str]:
     base = module.replace(".", "/")
-    return [p for p in (f"{base}.py", f"{base}/__init__.py", f"src/{base}.py", f"src/{base}/__init__.py") if p in files]
+    return [
+        p
+        for p in (f"{base}.py", f"{base}/__init__.py", f"src/{base}.py", f"src/{base}/__init__.py")
+        if p in files
+    ]
 
 
 def _imports(source: str, files: set[str]) -> list[str]:
@@ -294,8 +310,14 @@ def _test_function(source: str, name: str) -> ast.AST | None:
 # ---------------------------------------------------------------- mutations
 
 SWAPS = {"<": "<=", "<=": "<", ">": ">=", ">=": ">", "and": "or", "or": "and", "min": "max", "max": "min"}
-ROUNDING = {"ROUND_HALF_EVEN": "ROUND_HALF_UP", "ROUND_HALF_UP": "ROUND_HALF_EVEN", "ROUND_DOWN": "ROUND_HALF_UP",
-            "ROUND_UP": "ROUND_HALF_UP", "ROUND_FLOOR": "ROUND_HALF_UP", "ROUND_CEILING": "ROUND_HALF_UP"}  # fmt: skip
+ROUNDING = {
+    "ROUND_HALF_EVEN": "ROUND_HALF_UP",
+    "ROUND_HALF_UP": "ROUND_HALF_EVEN",
+    "ROUND_DOWN": "ROUND_HALF_UP",
+    "ROUND_UP": "ROUND_HALF_UP",
+    "ROUND_FLOOR": "ROUND_HALF_UP",
+    "ROUND_CEILING": "ROUND_HALF_UP",
+}
 PRIORITY = {"compare": 0, "logic": 1, "offset": 2, "rounding": 3, "minmax": 4}
 
 
@@ -317,7 +339,9 @@ def _mutations(path: str, source: str, node: ast.FunctionDef | ast.AsyncFunction
     lines = source.splitlines(keepends=True)
     body_start = node.body[0].lineno
     if isinstance(node.body[0], ast.Expr) and isinstance(getattr(node.body[0], "value", None), ast.Constant):
-        body_start = node.body[0].end_lineno + 1 if len(node.body) > 1 else node.end_lineno + 1  # skip docstring
+        body_start = (
+            node.body[0].end_lineno + 1 if len(node.body) > 1 else node.end_lineno + 1
+        )  # skip docstring
     end = node.end_lineno or node.lineno
     found: list[Mutation] = []
     try:
@@ -334,7 +358,12 @@ def _mutations(path: str, source: str, node: ast.FunctionDef | ast.AsyncFunction
             kind, replacement = "compare", (col, tok.end[1], SWAPS[text])
         elif tok.type == tokenize.NAME and text in ("and", "or"):
             kind, replacement = "logic", (col, tok.end[1], SWAPS[text])
-        elif tok.type == tokenize.NAME and text in ("min", "max") and i + 1 < len(tokens) and tokens[i + 1].string == "(":
+        elif (
+            tok.type == tokenize.NAME
+            and text in ("min", "max")
+            and i + 1 < len(tokens)
+            and tokens[i + 1].string == "("
+        ):
             kind, replacement = "minmax", (col, tok.end[1], SWAPS[text])
         elif tok.type == tokenize.NAME and text in ROUNDING:
             kind, replacement = "rounding", (col, tok.end[1], ROUNDING[text])
@@ -380,11 +409,17 @@ def _find_failing(ctx: Ctx, *, run_first: bool = True) -> Generator[Call, Result
     judged by the failures it adds, not by unrelated ones already there). The verifier's
     feedback names them when revising; else a test run finds them when `run_tests` is offered
     (`run_first`), narrowed to the ones the task names if it names any; else the task names them."""
-    from_feedback = [m.group("test") for m in FEEDBACK.finditer(ctx.section("Your previous attempt failed verification"))]
+    from_feedback = [
+        m.group("test") for m in FEEDBACK.finditer(ctx.section("Your previous attempt failed verification"))
+    ]
     from_feedback = list(dict.fromkeys(t for t in from_feedback if "::" in t))
     if from_feedback:
         return from_feedback, set(from_feedback)
-    named = list(dict.fromkeys(NODE_ID.findall(ctx.task) + [t for t in ctx.listed("Tests that should pass") if "::" in t]))
+    named = list(
+        dict.fromkeys(
+            NODE_ID.findall(ctx.task) + [t for t in ctx.listed("Tests that should pass") if "::" in t]
+        )
+    )
     if "run_tests" in ctx.tools and (run_first or not named):
         failing = _failing_from_run((yield Call("run_tests", {})))
         if failing:
@@ -509,7 +544,9 @@ def _summary(run: Result) -> str:
         return f"the test run failed ({str(run.content)[:200]})"
     out = run.content
     failing = ", ".join(f["test_id"] for f in out.get("failures", [])[:5])
-    return f"{out.get('passed', 0)} passed, {out.get('failed', 0)} failed" + (f" ({failing})" if failing else "")
+    return f"{out.get('passed', 0)} passed, {out.get('failed', 0)} failed" + (
+        f" ({failing})" if failing else ""
+    )
 
 
 def _add_test(ctx: Ctx, node: str) -> Strategy:
@@ -528,7 +565,9 @@ def _add_test(ctx: Ctx, node: str) -> Strategy:
     existing = _text((yield Call("read_file", {"path": test_path}))) if test_path in listing else None
     homes: dict[str, str] = {}
     texts: dict[str, str] = {}
-    sources = sorted((p for p in listing if not _is_test(p)), key=lambda p: (not any(w in p for w in wanted), p))
+    sources = sorted(
+        (p for p in listing if not _is_test(p)), key=lambda p: (not any(w in p for w in wanted), p)
+    )
     for path in sources:
         if all(name in homes for name in wanted):
             break
@@ -552,7 +591,11 @@ def _add_test(ctx: Ctx, node: str) -> Strategy:
         body = f"    assert {expr} == {expect['value']}\n"  # type: ignore[index]
     content = existing or ""
     imports = [line for line in imports if line not in content]
-    content = _insert_imports(content, imports) + ("\n\n\n" if content.strip() else "") + f"def {test_name}():\n{body}"
+    content = (
+        _insert_imports(content, imports)
+        + ("\n\n\n" if content.strip() else "")
+        + f"def {test_name}():\n{body}"
+    )
     yield Call("write_file", {"path": test_path, "content": content.lstrip("\n")})
     if "run_tests" in ctx.tools:
         run = yield Call("run_tests", {"paths": [node]})
@@ -623,7 +666,9 @@ def _explain(ctx: Ctx) -> Strategy:
         for name in named_defs:
             for node in _functions(text).get(name, [])[:1]:
                 body = text.splitlines()[node.lineno - 1 : (node.end_lineno or node.lineno)][:MAX_QUOTED]
-                quoted += [(99, path, node.lineno + i, line.rstrip()) for i, line in enumerate(body) if line.strip()]
+                quoted += [
+                    (99, path, node.lineno + i, line.rstrip()) for i, line in enumerate(body) if line.strip()
+                ]
     if not hits and not quoted:
         return "I read " + ", ".join(texts) + " and found nothing that matches the question."
     hits.sort(key=lambda h: (-h[0], h[1], h[2]))

@@ -55,16 +55,31 @@ def _report(verdict: str, *failures: Failure) -> VerificationReport:
 
 
 def _fail(test_id: str = "tests/test_a.py::test_x") -> Failure:
-    return Failure(failure_class="test.still_failing", test_id=test_id, path="tests/test_a.py", line=3, message="boom")
+    return Failure(
+        failure_class="test.still_failing", test_id=test_id, path="tests/test_a.py", line=3, message="boom"
+    )
 
 
 def _to_verifying(task: TaskSubmitted | None = None) -> TaskState:
     state = transition(_state(task), Start(), pipeline=FIX, now=T0).state
-    state = _step(state, PlanResult(step_id=state.expected_step, plan=Plan(steps=[PlanStep(description="s")]),
-                                    usage=Usage(requests=1, input_tokens=10))).state  # fmt: skip
+    state = _step(
+        state,
+        PlanResult(
+            step_id=state.expected_step,
+            plan=Plan(steps=[PlanStep(description="s")]),
+            usage=Usage(requests=1, input_tokens=10),
+        ),
+    ).state
     state = _step(state, Context(step_id=state.expected_step)).state
-    state = _step(state, CodeResult(step_id=state.expected_step, patch="diff", files_changed=["a.py"],
-                                    usage=Usage(requests=2, input_tokens=20))).state  # fmt: skip
+    state = _step(
+        state,
+        CodeResult(
+            step_id=state.expected_step,
+            patch="diff",
+            files_changed=["a.py"],
+            usage=Usage(requests=2, input_tokens=20),
+        ),
+    ).state
     assert state.status == "verifying"
     return state
 
@@ -73,7 +88,9 @@ def _to_verifying(task: TaskSubmitted | None = None) -> TaskState:
 ALL_STATUSES: tuple[str, ...] = get_args(TaskStatus)
 INPUTS = {
     "start": lambda s: Start(),
-    "current_result": lambda s: StepDone(s.expected_step or "none", "x", PlanResult(step_id="p", plan=Plan())),
+    "current_result": lambda s: StepDone(
+        s.expected_step or "none", "x", PlanResult(step_id="p", plan=Plan())
+    ),
     "stale_result": lambda s: StepDone("00-old", "x", PlanResult(step_id="00-old", plan=Plan())),
     "current_failure": lambda s: StepFailure(s.expected_step or "none", "x", "env.infra", "down"),
     "stale_failure": lambda s: StepFailure("00-old", "x", "env.infra", "down"),
@@ -87,7 +104,11 @@ def test_every_status_answers_every_input_kind(status: str, kind: str) -> None:
     """The table is total: terminal records ignore everything; live ones cancel, ignore stale
     inputs, and act on the step they expect."""
     state = _state().model_copy(
-        update={"status": status, "stage": "plan", "expected_step": None if status == "submitted" else "05-plan"}
+        update={
+            "status": status,
+            "stage": "plan",
+            "expected_step": None if status == "submitted" else "05-plan",
+        }
     )
     outcome = transition(state, INPUTS[kind](state), pipeline=FIX, now=T0)
     if status in TERMINAL_STATUSES:
@@ -116,7 +137,9 @@ def test_every_status_answers_every_input_kind(status: str, kind: str) -> None:
 # ── paths ───────────────────────────────────────────────────────────────────────────────────────
 def test_a_passing_verification_ends_the_task_done_with_the_patch_and_usage_by_role() -> None:
     state = _to_verifying()
-    outcome = _step(state, VerifyResult(step_id=state.expected_step, report=_report("passed")), role="verifier")
+    outcome = _step(
+        state, VerifyResult(step_id=state.expected_step, report=_report("passed")), role="verifier"
+    )
     result = outcome.state.result
     assert outcome.state.status == "done" and result.status == "done" and result.patch == "diff"
     assert result.files_changed == ["a.py"] and result.verification.verdict == "passed"
@@ -129,7 +152,10 @@ def test_a_failed_verification_sends_the_failures_back_to_the_coder() -> None:
     outcome = _step(state, VerifyResult(step_id=state.expected_step, report=_report("failed", _fail())))
     (dispatch,) = _dispatched(outcome)
     assert dispatch.role == "coder" and isinstance(dispatch.payload, CodeRequest)
-    assert "tests/test_a.py::test_x" in dispatch.payload.feedback and "tests/test_a.py:3" in dispatch.payload.feedback
+    assert (
+        "tests/test_a.py::test_x" in dispatch.payload.feedback
+        and "tests/test_a.py:3" in dispatch.payload.feedback
+    )
     assert dispatch.payload.previous_patch == "diff" and outcome.state.revisions == 1
 
 
@@ -146,7 +172,9 @@ def test_the_revision_budget_ends_the_loop_and_two_failed_revisions_bring_a_new_
     state = _to_verifying(_task(max_revisions=3))
     roles = []
     for i in range(4):
-        outcome = _step(state, VerifyResult(step_id=state.expected_step, report=_report("failed", _fail(f"t::{i}"))))
+        outcome = _step(
+            state, VerifyResult(step_id=state.expected_step, report=_report("failed", _fail(f"t::{i}")))
+        )
         state = outcome.state
         if state.status == "handed_off":
             break
@@ -154,9 +182,13 @@ def test_the_revision_budget_ends_the_loop_and_two_failed_revisions_bring_a_new_
         roles.append(dispatch.role)
         if dispatch.role == "planner":
             assert isinstance(dispatch.payload, PlanRequest) and dispatch.payload.feedback
-            state = _step(state, PlanResult(step_id=state.expected_step, plan=Plan(revision_reason="tests fail"))).state
+            state = _step(
+                state, PlanResult(step_id=state.expected_step, plan=Plan(revision_reason="tests fail"))
+            ).state
             state = _step(state, Context(step_id=state.expected_step)).state
-        state = _step(state, CodeResult(step_id=state.expected_step, patch=f"d{i}", files_changed=["a.py"])).state
+        state = _step(
+            state, CodeResult(step_id=state.expected_step, patch=f"d{i}", files_changed=["a.py"])
+        ).state
     assert roles == ["coder", "coder", "planner"]
     assert state.status == "handed_off" and state.result.failure_class == "budget.revisions"
     assert state.result.plan["revisions"][0]["reason"] == "tests fail"
@@ -187,9 +219,12 @@ def _priced_planner_usage() -> Usage:
 
 @pytest.mark.parametrize(
     ("budgets", "usage", "limit"),
-    [({"max_steps": 3}, Usage(requests=3), "budget.steps"), ({"max_tokens": 100}, Usage(input_tokens=100), "budget.tokens"),
-     ({"max_cost_usd": 0.0075}, _priced_planner_usage, "budget.cost")],
-)  # fmt: skip
+    [
+        ({"max_steps": 3}, Usage(requests=3), "budget.steps"),
+        ({"max_tokens": 100}, Usage(input_tokens=100), "budget.tokens"),
+        ({"max_cost_usd": 0.0075}, _priced_planner_usage, "budget.cost"),
+    ],
+)
 def test_a_spent_budget_hands_off_before_the_next_model_step(budgets: dict, usage, limit: str) -> None:
     if callable(usage):
         usage = usage()
@@ -203,7 +238,9 @@ def test_a_spent_budget_hands_off_before_the_next_model_step(budgets: dict, usag
 
 def test_the_deadline_hands_off_at_the_next_step_whatever_it_is() -> None:
     state = transition(_state(_task(deadline_s=60)), Start(), pipeline=FIX, now=T0).state
-    outcome = _step(state, PlanResult(step_id=state.expected_step, plan=Plan()), now=T0 + timedelta(seconds=61))
+    outcome = _step(
+        state, PlanResult(step_id=state.expected_step, plan=Plan()), now=T0 + timedelta(seconds=61)
+    )
     assert outcome.state.status == "handed_off" and outcome.state.result.failure_class == "budget.wall"
 
 
@@ -211,10 +248,20 @@ def test_a_coder_stopped_by_a_limit_hands_off_with_its_partial_patch() -> None:
     state = transition(_state(), Start(), pipeline=FIX, now=T0).state
     state = _step(state, PlanResult(step_id=state.expected_step, plan=Plan())).state
     state = _step(state, Context(step_id=state.expected_step)).state
-    outcome = _step(state, CodeResult(step_id=state.expected_step, patch="partial", files_changed=["b.py"],
-                                      stopped_by="agent.loop", message="same call 3 times"))  # fmt: skip
+    outcome = _step(
+        state,
+        CodeResult(
+            step_id=state.expected_step,
+            patch="partial",
+            files_changed=["b.py"],
+            stopped_by="agent.loop",
+            message="same call 3 times",
+        ),
+    )
     result = outcome.state.result
-    assert result.status == "handed_off" and result.failure_class == "agent.loop" and result.patch == "partial"
+    assert (
+        result.status == "handed_off" and result.failure_class == "agent.loop" and result.patch == "partial"
+    )
     assert "same call 3 times" in result.report and "b.py" in result.report
 
 
@@ -228,13 +275,18 @@ def test_a_late_result_of_a_superseded_step_is_ignored() -> None:
 
 def test_a_result_of_the_wrong_kind_for_the_stage_is_ignored() -> None:
     state = _to_verifying()
-    outcome = transition(state, StepDone(state.expected_step, "echo", EchoResult(text="x")), pipeline=FIX, now=T0)
+    outcome = transition(
+        state, StepDone(state.expected_step, "echo", EchoResult(text="x")), pipeline=FIX, now=T0
+    )
     assert outcome.ignored and outcome.state == state
 
 
 def test_read_mode_answers_then_checks_the_answer_and_no_model_diagnoses() -> None:
     read = _task("read")
-    assert pipeline_for(read) is EXPLAIN and pipeline_for(_task().model_copy(update={"models": ModelNames()})) is DIAGNOSE
+    assert (
+        pipeline_for(read) is EXPLAIN
+        and pipeline_for(_task().model_copy(update={"models": ModelNames()})) is DIAGNOSE
+    )
     state = transition(_state(read), Start(), pipeline=EXPLAIN, now=T0).state
     state = _step(state, PlanResult(step_id=state.expected_step, plan=Plan()), pipeline=EXPLAIN).state
     state = _step(state, Context(step_id=state.expected_step), pipeline=EXPLAIN).state
@@ -242,18 +294,26 @@ def test_read_mode_answers_then_checks_the_answer_and_no_model_diagnoses() -> No
     outcome = _step(state, CodeResult(step_id=state.expected_step, answer="see a.py:3"), pipeline=EXPLAIN)
     (dispatch,) = _dispatched(outcome)
     assert isinstance(dispatch.payload, VerifyRequest) and dispatch.payload.answer == "see a.py:3"
-    final = _step(outcome.state, VerifyResult(step_id=outcome.state.expected_step, report=_report("passed")),
-                  pipeline=EXPLAIN).state  # fmt: skip
+    final = _step(
+        outcome.state,
+        VerifyResult(step_id=outcome.state.expected_step, report=_report("passed")),
+        pipeline=EXPLAIN,
+    ).state
     assert final.status == "done" and final.result.answer == "see a.py:3" and final.result.patch is None
 
     quiet = _task().model_copy(update={"models": ModelNames()})
     state = transition(_state(quiet), Start(), pipeline=DIAGNOSE, now=T0).state
-    state = _step(state, PlanResult(step_id=state.expected_step, plan=Plan(fixed=True)), pipeline=DIAGNOSE).state
+    state = _step(
+        state, PlanResult(step_id=state.expected_step, plan=Plan(fixed=True)), pipeline=DIAGNOSE
+    ).state
     raised = ["ZeroDivisionError raised at a.py:3 in mean"]
     state = _step(state, Context(step_id=state.expected_step, raised=raised), pipeline=DIAGNOSE).state
     (verify,) = [c for c in [state] if c.status == "verifying"]
-    final = _step(verify, VerifyResult(step_id=verify.expected_step, report=_report("failed", _fail())),
-                  pipeline=DIAGNOSE).state  # fmt: skip
+    final = _step(
+        verify,
+        VerifyResult(step_id=verify.expected_step, report=_report("failed", _fail())),
+        pipeline=DIAGNOSE,
+    ).state
     assert final.status == "diagnosed" and "tests/test_a.py::test_x" in final.result.answer
     # Without a model, what the example raised and where is the diagnosis's lead.
     assert "raised: ZeroDivisionError raised at a.py:3 in mean." in final.result.answer
@@ -262,7 +322,9 @@ def test_read_mode_answers_then_checks_the_answer_and_no_model_diagnoses() -> No
 def test_the_transition_is_pure() -> None:
     """Same record and input, same outcome: what lets a redelivered input be handled again safely."""
     state = _to_verifying()
-    event = StepDone(state.expected_step, "verifier", VerifyResult(step_id=state.expected_step, report=_report("passed")))
+    event = StepDone(
+        state.expected_step, "verifier", VerifyResult(step_id=state.expected_step, report=_report("passed"))
+    )
     assert transition(state, event, pipeline=FIX, now=T0) == transition(state, event, pipeline=FIX, now=T0)
 
 
@@ -281,7 +343,9 @@ def _published(outcome):
 def test_a_stage_result_event_names_the_role_and_step_that_produced_it() -> None:
     state = transition(_state(), Start(), pipeline=FIX, now=T0).state
     plan_step = state.expected_step
-    outcome = _step(state, PlanResult(step_id=plan_step, plan=Plan(steps=[PlanStep(description="s")])), role="planner")
+    outcome = _step(
+        state, PlanResult(step_id=plan_step, plan=Plan(steps=[PlanStep(description="s")])), role="planner"
+    )
     (plan_event,) = _emitted(outcome, "plan")
     assert (plan_event.data["role"], plan_event.data["step_id"]) == ("planner", plan_step)
     (entering,) = _emitted(outcome, "transition")  # the next stage's transition keeps its own step
@@ -290,11 +354,16 @@ def test_a_stage_result_event_names_the_role_and_step_that_produced_it() -> None
 
 def test_a_hand_off_is_an_event_carrying_the_report_and_what_is_left() -> None:
     state = _to_verifying(_task(max_revisions=0))
-    outcome = _step(state, VerifyResult(step_id=state.expected_step, report=_report("failed", _fail())), role="verifier")
+    outcome = _step(
+        state, VerifyResult(step_id=state.expected_step, report=_report("failed", _fail())), role="verifier"
+    )
     assert outcome.state.status == "handed_off"
     (hand_off,) = _emitted(outcome, "hand_off")
     assert hand_off.data["failure_class"] == "budget.revisions"
-    assert hand_off.data["report"] == outcome.state.result.report and "Remaining failures:" in hand_off.data["report"]
+    assert (
+        hand_off.data["report"] == outcome.state.result.report
+        and "Remaining failures:" in hand_off.data["report"]
+    )
     assert hand_off.data["files_changed"] == ["a.py"] and hand_off.data["partial_patch"] is True
     done = _step(_to_verifying(), VerifyResult(step_id="", report=_report("passed")), role="verifier")
     assert not _emitted(done, "hand_off")
@@ -305,13 +374,19 @@ def test_a_secret_the_model_wrote_into_its_plan_or_answer_leaves_in_no_event_or_
     result and the result kept on the record."""
     key = "sk-proj-" + "Zq7Xv2Lw9Rt4Yb8Nc3Md6Kf1"
     state = transition(_state(_task(mode="read")), Start(), pipeline=EXPLAIN, now=T0).state
-    plan = Plan(steps=[PlanStep(description=f"call the API with {key}")], hypotheses=[f"OPENAI_API_KEY={key}"])
+    plan = Plan(
+        steps=[PlanStep(description=f"call the API with {key}")], hypotheses=[f"OPENAI_API_KEY={key}"]
+    )
     state = _step(state, PlanResult(step_id=state.expected_step, plan=plan), role="planner", pipeline=EXPLAIN)
     assert key not in repr(_published(state))
     assert key in repr(_dispatched(state))  # the work itself goes on to the retriever as planned
     state = _step(state.state, Context(step_id=state.state.expected_step), pipeline=EXPLAIN).state
-    outcome = _step(state, CodeResult(step_id=state.expected_step, answer=f"The key is {key}."), pipeline=EXPLAIN)
-    outcome = _step(outcome.state, VerifyResult(step_id="", report=_report("passed")), role="verifier", pipeline=EXPLAIN)
+    outcome = _step(
+        state, CodeResult(step_id=state.expected_step, answer=f"The key is {key}."), pipeline=EXPLAIN
+    )
+    outcome = _step(
+        outcome.state, VerifyResult(step_id="", report=_report("passed")), role="verifier", pipeline=EXPLAIN
+    )
     assert outcome.state.status == "done"
     assert key not in repr(_published(outcome)) and key not in outcome.state.result.model_dump_json()
     assert "[redacted]" in outcome.state.result.answer and "[redacted]" in str(outcome.state.result.plan)

@@ -21,7 +21,9 @@ def _answers(text: str, seen: list[dict] | None = None):
     def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if seen is not None:
             seen.append(dict(info.model_settings or {}))
-        return ModelResponse(parts=[TextPart(text)], usage=RequestUsage(input_tokens=2_000, output_tokens=500))
+        return ModelResponse(
+            parts=[TextPart(text)], usage=RequestUsage(input_tokens=2_000, output_tokens=500)
+        )
 
     return script
 
@@ -41,14 +43,19 @@ async def test_configured_settings_reach_the_model_and_the_configured_price_mete
     calls: list[ModelCall] = []
     options = ModelOptions(temperature=0.1, max_tokens=321, input_usd_per_mtok=3.0, output_usd_per_mtok=15.0)
     model = MeteredModel(
-        FunctionModel(_answers("ok", seen)), name="function:s.py:a", role="coder", on_call=calls.append,
+        FunctionModel(_answers("ok", seen)),
+        name="function:s.py:a",
+        role="coder",
+        on_call=calls.append,
         options=options,
-    )  # fmt: skip
+    )
     with anyio.fail_after(10):
         await Agent(model).run("hi")
     assert seen[0]["temperature"] == 0.1 and seen[0]["max_tokens"] == 321
     assert calls[0].cost_usd == pytest.approx(2_000 * 3.0 / 1e6 + 500 * 15.0 / 1e6)
-    unpriced = MeteredModel(FunctionModel(_answers("ok")), name="function:s.py:b", role="coder", on_call=calls.append)
+    unpriced = MeteredModel(
+        FunctionModel(_answers("ok")), name="function:s.py:b", role="coder", on_call=calls.append
+    )
     with anyio.fail_after(10):
         await Agent(unpriced).run("hi")
     assert calls[-1].cost_usd is None
@@ -60,15 +67,25 @@ async def test_a_fallback_list_answers_with_the_next_model_after_a_provider_erro
     down: list[int] = []
     calls: list[ModelCall] = []
     chain = FallbackChain(
-        MeteredModel(FunctionModel(_down(down)), name="first", role="planner", on_call=calls.append,
-                     retry=NO_WAIT.model_copy(update={"max_attempts": 2})),
-        MeteredModel(FunctionModel(_answers("from the second")), name="second", role="planner", on_call=calls.append),
-    )  # fmt: skip
+        MeteredModel(
+            FunctionModel(_down(down)),
+            name="first",
+            role="planner",
+            on_call=calls.append,
+            retry=NO_WAIT.model_copy(update={"max_attempts": 2}),
+        ),
+        MeteredModel(
+            FunctionModel(_answers("from the second")), name="second", role="planner", on_call=calls.append
+        ),
+    )
     with anyio.fail_after(10):
         result = await Agent(chain).run("hi")
     assert result.output == "from the second"
     assert len(down) == 2  # its own retries first, then the next model
-    assert [(c.model, c.outcome, c.attempts) for c in calls] == [("first", "unavailable", 2), ("second", "ok", 1)]
+    assert [(c.model, c.outcome, c.attempts) for c in calls] == [
+        ("first", "unavailable", 2),
+        ("second", "ok", 1),
+    ]
 
 
 async def test_when_every_model_fails_the_last_error_is_raised_with_its_failure_class() -> None:
@@ -76,9 +93,19 @@ async def test_when_every_model_fails_the_last_error_is_raised_with_its_failure_
     pydantic-ai's exception group that the roles could not class."""
     down: list[int] = []
     chain = FallbackChain(
-        MeteredModel(FunctionModel(_down(down)), name="a", role="coder", retry=NO_WAIT.model_copy(update={"max_attempts": 1})),
-        MeteredModel(FunctionModel(_down(down)), name="b", role="coder", retry=NO_WAIT.model_copy(update={"max_attempts": 1})),
-    )  # fmt: skip
+        MeteredModel(
+            FunctionModel(_down(down)),
+            name="a",
+            role="coder",
+            retry=NO_WAIT.model_copy(update={"max_attempts": 1}),
+        ),
+        MeteredModel(
+            FunctionModel(_down(down)),
+            name="b",
+            role="coder",
+            retry=NO_WAIT.model_copy(update={"max_attempts": 1}),
+        ),
+    )
     with anyio.fail_after(10), pytest.raises(ProviderUnavailable) as raised:
         await Agent(chain).run("hi")
     assert "model b unavailable" in str(raised.value) and raised.value.failure_class == "env.infra"
@@ -91,7 +118,9 @@ def test_a_task_s_chain_becomes_metered_models_with_their_own_attempts(tmp_path)
     script = tmp_path / "s.py"
     script.write_text("def answer(messages, info):\n    raise NotImplementedError\n")
     first, second = f"function:{script}:answer", "openai-chat:gpt-4o"
-    names = ModelNames(coder=first, fallbacks={"coder": [second]}, options={first: ModelOptions(max_attempts=1)})
+    names = ModelNames(
+        coder=first, fallbacks={"coder": [second]}, options={first: ModelOptions(max_attempts=1)}
+    )
     assert names.chain_for("planner") is None and names.chain_for("coder").names == [first, second]
     model = build_model(names.chain_for("coder"), role="coder")
     assert isinstance(model, FallbackChain) and model.names == [first, second]

@@ -8,18 +8,35 @@ from agents.replay.model import Entry, scrub
 
 
 def _entry(result: object, outcome: str = "ok") -> Entry:
-    return Entry(seq=1, request=1, kind="tool_result", tool="run_tests", tool_call_id="c1", outcome=outcome,
-                 result=result)  # fmt: skip
+    return Entry(
+        seq=1,
+        request=1,
+        kind="tool_result",
+        tool="run_tests",
+        tool_call_id="c1",
+        outcome=outcome,
+        result=result,
+    )
 
 
 def test_scratch_paths_and_timings_are_not_divergences_but_content_is() -> None:
     """Two runs of one tool on one tree differ in their workspace path and timings only; those are
     masked, any other difference is reported with the field it is in."""
     comparer = Comparer(scratch_dir=Path("/home/u/.codeloop/work"))
-    recorded = _entry({"summary": "1 passed in 0.12s", "duration_s": 0.8,
-                       "log": "/home/u/.codeloop/work/t1-code-aa11bb22/tests ok"})  # fmt: skip
-    again = _entry({"summary": "1 passed in 0.31s", "duration_s": 1.4,
-                    "log": "/home/u/.codeloop/work/t2-code-cc33dd44/tests ok"})  # fmt: skip
+    recorded = _entry(
+        {
+            "summary": "1 passed in 0.12s",
+            "duration_s": 0.8,
+            "log": "/home/u/.codeloop/work/t1-code-aa11bb22/tests ok",
+        }
+    )
+    again = _entry(
+        {
+            "summary": "1 passed in 0.31s",
+            "duration_s": 1.4,
+            "log": "/home/u/.codeloop/work/t2-code-cc33dd44/tests ok",
+        }
+    )
     assert comparer.diverges(recorded, again, step_id="03-code", role="coder") is None
     changed = _entry({**again.result, "summary": "1 failed in 0.31s"})
     divergence = comparer.diverges(recorded, changed, step_id="03-code", role="coder")

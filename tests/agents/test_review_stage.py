@@ -24,20 +24,31 @@ from agents.orchestrator.pipeline import parse_pipeline
 from agents.verifier.report import VerificationReport
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-SECURE = parse_pipeline("secure", ["plan:planner", "code:coder", "review:security", "review:style", "verify:verifier"])
+SECURE = parse_pipeline(
+    "secure", ["plan:planner", "code:coder", "review:security", "review:style", "verify:verifier"]
+)
 KEY = Finding(message="hard-coded key", path="app.py", line=3, rule="hardcoded-secret")
 
 
 def _start(max_revisions: int = 3) -> TaskState:
-    task = TaskSubmitted(text="fix", repo="/r", mode="write", models=ModelNames(default="function:/x.py:f"),
-                         budgets=Budgets(max_revisions=max_revisions))  # fmt: skip
+    task = TaskSubmitted(
+        text="fix",
+        repo="/r",
+        mode="write",
+        models=ModelNames(default="function:/x.py:f"),
+        budgets=Budgets(max_revisions=max_revisions),
+    )
     state = TaskState(task_id="t", status="submitted", task=task, created_at=T0, updated_at=T0)
     return transition(state, Start(), pipeline=SECURE, now=T0).state
 
 
 def _answer(state: TaskState, payload_for):
-    outcome = transition(state, StepDone(state.expected_step, state.stage_role, payload_for(state.expected_step)),
-                         pipeline=SECURE, now=T0)  # fmt: skip
+    outcome = transition(
+        state,
+        StepDone(state.expected_step, state.stage_role, payload_for(state.expected_step)),
+        pipeline=SECURE,
+        now=T0,
+    )
     return outcome.state, [c for c in outcome.commands if isinstance(c, Dispatch)], outcome
 
 
@@ -55,23 +66,32 @@ def test_approvals_go_through_each_review_stage_to_verification() -> None:
     assert state.status == "reviewing" and sent[0].role == "style"
     state, sent, _ = _answer(state, lambda s: ReviewResult(step_id=s, verdict="approve"))
     assert state.status == "verifying" and isinstance(sent[0].payload, VerifyRequest)
-    state, _, outcome = _answer(state, lambda s: VerifyResult(step_id=s, report=VerificationReport(verdict="passed")))
+    state, _, outcome = _answer(
+        state, lambda s: VerifyResult(step_id=s, report=VerificationReport(verdict="passed"))
+    )
     result = next(c.result for c in outcome.commands if isinstance(c, Finish))
     assert result.status == "done" and [(r.role, r.verdict) for r in result.reviews] == [
-        ("security", "approve"), ("style", "approve")
+        ("security", "approve"),
+        ("style", "approve"),
     ]
 
 
 def test_request_changes_is_a_revision_with_the_reviews_feedback_then_the_review_runs_again() -> None:
     state = _to_first_review()
     state, sent, _ = _answer(
-        state, lambda s: ReviewResult(step_id=s, verdict="request_changes", findings=[KEY], feedback="use os.environ")
+        state,
+        lambda s: ReviewResult(
+            step_id=s, verdict="request_changes", findings=[KEY], feedback="use os.environ"
+        ),
     )
     assert state.status == "coding" and state.revisions == 1
     request = sent[0].payload
     assert isinstance(request, CodeRequest) and request.previous_patch == "diff-1"
     assert "The security reviewed the patch and requested changes." in request.feedback
-    assert "use os.environ" in request.feedback and "app.py:3: hard-coded key [hardcoded-secret]" in request.feedback
+    assert (
+        "use os.environ" in request.feedback
+        and "app.py:3: hard-coded key [hardcoded-secret]" in request.feedback
+    )
     state, sent, _ = _answer(state, lambda s: CodeResult(step_id=s, patch="diff-2", files_changed=["app.py"]))
     assert sent[0].role == "security" and sent[0].payload.round == 2 and sent[0].payload.patch == "diff-2"
     assert state.review_feedback is None  # answered: a later verification's feedback is its own
@@ -91,13 +111,21 @@ def test_reject_fails_the_task_with_the_findings_in_the_report() -> None:
 
 def test_request_changes_past_the_revision_budget_hands_the_task_off() -> None:
     state = _to_first_review(max_revisions=0)
-    state, _, outcome = _answer(state, lambda s: ReviewResult(step_id=s, verdict="request_changes", feedback="no"))
+    state, _, outcome = _answer(
+        state, lambda s: ReviewResult(step_id=s, verdict="request_changes", feedback="no")
+    )
     result = next(c.result for c in outcome.commands if isinstance(c, Finish))
     assert result.status == "handed_off" and result.failure_class == "budget.revisions"
 
 
 def test_a_review_result_answering_another_stage_is_ignored() -> None:
     state = _start()  # planning
-    outcome = transition(state, StepDone(state.expected_step, "planner", ReviewResult(step_id=state.expected_step,
-                         verdict="approve")), pipeline=SECURE, now=T0)  # fmt: skip
+    outcome = transition(
+        state,
+        StepDone(
+            state.expected_step, "planner", ReviewResult(step_id=state.expected_step, verdict="approve")
+        ),
+        pipeline=SECURE,
+        now=T0,
+    )
     assert outcome.ignored is not None and "does not answer stage plan" in outcome.ignored

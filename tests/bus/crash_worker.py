@@ -33,7 +33,10 @@ UNGUARDED = ("die-before-ack", "normal-unguarded")
 
 async def main(url: str, mode: str) -> None:
     # A server with generated credentials (an embedded serve) hands them over in the environment.
-    auth = {"user": os.environ.get("CODELOOP_NATS_USER"), "password": os.environ.get("CODELOOP_NATS_PASSWORD")}
+    auth = {
+        "user": os.environ.get("CODELOOP_NATS_USER"),
+        "password": os.environ.get("CODELOOP_NATS_PASSWORD"),
+    }
     async with open_bus(BusConfig(servers=(url,), name=f"crash-worker-{mode}", **auth)) as bus:
         effects = await bus.js.key_value(EFFECTS_BUCKET)
 

@@ -112,10 +112,13 @@ async def test_two_poison_messages_among_sixty_leave_the_healthy_ones_and_the_wo
             await _send(bus, text="poison" if i in (7, 33) else f"ok-{i}", task_id="t-many")
         with anyio.fail_after(30):
             events = await collect_events(
-                bus, "t-many",
-                lambda evs: sum(e.kind == "echo_result" for e in evs) >= 58
-                and sum(e.kind == "dead_letter" for e in evs) >= 2,
-            )  # fmt: skip
+                bus,
+                "t-many",
+                lambda evs: (
+                    sum(e.kind == "echo_result" for e in evs) >= 58
+                    and sum(e.kind == "dead_letter" for e in evs) >= 2
+                ),
+            )
         # still serving after the poison: one more message goes through
         await _send(bus, text="after", task_id="t-after")
         with anyio.fail_after(10):

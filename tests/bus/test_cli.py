@@ -14,12 +14,12 @@ pytestmark = pytest.mark.anyio
 CODELOOP = [sys.executable, "-m", "codeloop"]
 
 
-
 def _repo(tmp_path: Path) -> Path:
     """A repository apart from the test's state dir, whose files change while a task is captured."""
     repo = tmp_path / "repo"
     repo.mkdir(exist_ok=True)
     return repo
+
 
 def _env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODELOOP_")}
@@ -37,7 +37,9 @@ async def test_serve_submit_watch_status_carry_a_task_and_serve_stops_cleanly_on
     """Serve says where NATS is; submit prints an id; watch ends at the result; Ctrl-C stops all."""
     home = tmp_path / "home"
     with anyio.fail_after(60):
-        async with await anyio.open_process([*CODELOOP, "serve", "--pipeline", "echo"], env=_env(home)) as serve:
+        async with await anyio.open_process(
+            [*CODELOOP, "serve", "--pipeline", "echo"], env=_env(home)
+        ) as serve:
             assert serve.stdout is not None
             banner = b""
             while b"Press Ctrl-C" not in banner:

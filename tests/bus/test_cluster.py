@@ -33,8 +33,12 @@ async def test_killing_a_node_while_tasks_flow_loses_no_task(tmp_path: Path) -> 
                 policy = DeliveryPolicy(ack_wait_s=2.0)
                 await tg.start(
                     lambda task_status: serve(
-                        config, roles=("orchestrator", "echo"), stop=stop, actor_policy=policy,
-                        pipeline=ECHO, task_status=task_status,
+                        config,
+                        roles=("orchestrator", "echo"),
+                        stop=stop,
+                        actor_policy=policy,
+                        pipeline=ECHO,
+                        task_status=task_status,
                     )
                 )
                 async with open_bus(config) as client:
@@ -55,7 +59,9 @@ async def test_killing_a_node_while_tasks_flow_loses_no_task(tmp_path: Path) -> 
                             for task_id in set(submitted) - set(finished):
                                 state = await _get_retrying(records, task_id)
                                 if state is not None and state.result is not None:
-                                    finished[task_id] = state.result.answer if state.status == "done" else None
+                                    finished[task_id] = (
+                                        state.result.answer if state.status == "done" else None
+                                    )
                             await anyio.sleep(0.2)
                 stop.set()
             assert not victim.running

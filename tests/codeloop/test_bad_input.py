@@ -103,9 +103,21 @@ async def test_audit_verify_of_a_non_utf8_file_reports_damage_instead_of_crashin
             "error: --role: role 'bogus' is not installed; installed roles: coder, echo, planner, retriever, ",
         ),
         (["--replicas", "3"], 2, "error: --replicas 3 needs a cluster of at least 3 servers"),
-        (["--workspace-url", "http://ws:8700"], 2, "error: --workspace-host, --workspace-port and --workspace-url configure --workspaces"),
-        (["--workspaces", "--workspace-url", "ws:8700"], 2, "error: --workspace-url 'ws:8700' is no http:// or https:// URL"),
-        (["--role", "planner", "--workspace-service"], 2, "error: --workspace-service is for a coder or verifier"),
+        (
+            ["--workspace-url", "http://ws:8700"],
+            2,
+            "error: --workspace-host, --workspace-port and --workspace-url configure --workspaces",
+        ),
+        (
+            ["--workspaces", "--workspace-url", "ws:8700"],
+            2,
+            "error: --workspace-url 'ws:8700' is no http:// or https:// URL",
+        ),
+        (
+            ["--role", "planner", "--workspace-service"],
+            2,
+            "error: --workspace-service is for a coder or verifier",
+        ),
     ],
 )
 async def test_serve_validates_roles_and_replicas_before_starting_anything(
@@ -194,15 +206,24 @@ async def _wait_for_process(marker: str) -> None:
     ("args", "expected"),
     [
         (["mcp", "fs", "--root", "{tmp}/missing"], "error: --root {tmp}/missing is not a directory"),
-        (["mcp", "fs", "--root", "{tmp}", "--transport", "carrier-pigeon"], "error: --transport must be stdio or http"),
+        (
+            ["mcp", "fs", "--root", "{tmp}", "--transport", "carrier-pigeon"],
+            "error: --transport must be stdio or http",
+        ),
         (["mcp", "nosuch", "--root", "{tmp}"], "error: unknown server 'nosuch'; choose one of:"),
         (["audit", "verify", "{tmp}"], "error: {tmp} is not a file: pass the audit log"),
         (["doctor", "--platform", "bogus"], "error: --platform 'bogus' is not one of ptrace, kvm"),
-        (["search", "anything", "--repo", "{tmp}/missing"], "error: repository '{tmp}/missing' does not exist"),
+        (
+            ["search", "anything", "--repo", "{tmp}/missing"],
+            "error: repository '{tmp}/missing' does not exist",
+        ),
         (["trace", "not a task id"], "error: task id 'not a task id' may only contain"),
-        (["sandbox", "exec", "--workspace", "{tmp}/missing", "--", "true"], "error: --workspace {tmp}/missing is not an existing directory"),
+        (
+            ["sandbox", "exec", "--workspace", "{tmp}/missing", "--", "true"],
+            "error: --workspace {tmp}/missing is not an existing directory",
+        ),
     ],
-)  # fmt: skip
+)
 async def test_every_command_fails_a_wrong_command_line_with_exit_2_and_one_line(
     tmp_path: Path, args: list[str], expected: str
 ) -> None:

@@ -97,7 +97,10 @@ def test_a_password_in_a_nats_url_is_not_repeated_in_the_error(tmp_path: Path) -
     """CLI errors quote the URL they could not reach; the password in it is masked."""
     result = subprocess.run(
         [*CODELOOP, "status", "--nats", "nats://alice:Pl4nted-Passw0rd@127.0.0.1:1"],
-        env=codeloop_env(tmp_path / "home"), capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        env=codeloop_env(tmp_path / "home"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 1
     assert "nats://alice:[redacted]@127.0.0.1:1" in result.stderr and "Pl4nted-Passw0rd" not in result.stderr

@@ -27,18 +27,32 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return env | {"XDG_CONFIG_HOME": str(tmp_path / "xdg"), "TMPDIR": str(tmp_path / "tmp")} | extra
 
 
-async def _codeloop(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
+async def _codeloop(
+    env: dict[str, str], *args: str, cwd: Path | None = None
+) -> subprocess.CompletedProcess[bytes]:
     return await anyio.run_process([*CODELOOP, *args], env=env, cwd=cwd, check=False)
 
 
 BAD = [
-    (["--model", "nosuchprovider:model-x"], "model 'nosuchprovider:model-x': unknown provider 'nosuchprovider'; use one of"),
-    (["--model", "function:{tmp}/missing.py:fix"], "the file {tmp}/missing.py does not exist; give the path of a Python file (from --model)"),
+    (
+        ["--model", "nosuchprovider:model-x"],
+        "model 'nosuchprovider:model-x': unknown provider 'nosuchprovider'; use one of",
+    ),
+    (
+        ["--model", "function:{tmp}/missing.py:fix"],
+        "the file {tmp}/missing.py does not exist; give the path of a Python file (from --model)",
+    ),
     (["--coder-model", f"function:{SCRIPTED}:nosuch"], "defines no 'nosuch'; its functions: fix,"),
-    (["--model", "anthropic:claude-sonnet-4-5"], "needs ANTHROPIC_API_KEY set in the environment of this command; set it, or choose another model"),
+    (
+        ["--model", "anthropic:claude-sonnet-4-5"],
+        "needs ANTHROPIC_API_KEY set in the environment of this command; set it, or choose another model",
+    ),
     (["--max-steps", "-1"], "--max-steps: Input should be greater than or equal to 1 (got -1)"),
-    (["--model", f"function:{SCRIPTED}:fix", "--cost-budget", "2"], "--cost-budget needs a price for every model"),
-]  # fmt: skip
+    (
+        ["--model", f"function:{SCRIPTED}:fix", "--cost-budget", "2"],
+        "--cost-budget needs a price for every model",
+    ),
+]
 
 
 @pytest.mark.parametrize("command", ["run", "submit", "eval"])
@@ -48,8 +62,11 @@ async def test_a_bad_name_is_a_usage_error_before_anything_starts(tmp_path: Path
     was started)."""
     repo = make_repo(tmp_path / "repo")
     env = _env(tmp_path)
-    head = {"run": ["run", "fix add", "--repo", str(repo)], "submit": ["submit", "fix add", "--repo", str(repo)],
-            "eval": ["eval", str(tmp_path / "taskset"), "--out", str(tmp_path / "out")]}[command]  # fmt: skip
+    head = {
+        "run": ["run", "fix add", "--repo", str(repo)],
+        "submit": ["submit", "fix add", "--repo", str(repo)],
+        "eval": ["eval", str(tmp_path / "taskset"), "--out", str(tmp_path / "out")],
+    }[command]
     took = []
     for args, fragment in BAD:
         if command == "eval" and args[0] in ("--max-steps",):
@@ -91,7 +108,10 @@ async def test_config_show_reports_each_source_and_the_task_record_carries_the_r
         '[model_settings."openai-chat:gpt-4o"]\nmax_attempts = 1\ntemperature = 0.2\n'
     )
     env = _env(tmp_path, OPENAI_API_KEY="sk-config-test-0123456789abcdef")
-    explain, fix = f"function:{SCRIPTED.resolve()}:explain", f"function:{(repo / 'models' / 'scripted.py').resolve()}:fix"
+    explain, fix = (
+        f"function:{SCRIPTED.resolve()}:explain",
+        f"function:{(repo / 'models' / 'scripted.py').resolve()}:fix",
+    )
 
     shown = await _codeloop(env, "config", "show", "--json", "--repo", str(repo))
     assert shown.returncode == 0, shown.stderr.decode()
@@ -100,7 +120,11 @@ async def test_config_show_reports_each_source_and_the_task_record_carries_the_r
     assert (report["user_file"], report["project_file"]) == (str(user), str(repo / "codeloop.toml"))
     assert values["models.default"] == {"value": explain, "source": "user file", "where": str(user)}
     assert values["models.planner"]["source"] == "user file"
-    assert values["models.coder"] == {"value": [fix, "openai-chat:gpt-4o"], "source": "project file", "where": str(repo / "codeloop.toml")}
+    assert values["models.coder"] == {
+        "value": [fix, "openai-chat:gpt-4o"],
+        "source": "project file",
+        "where": str(repo / "codeloop.toml"),
+    }
     assert values["model_settings.openai-chat:gpt-4o.temperature"]["value"] == 0.2
     assert values["budgets.max_steps"] == {"value": 9, "source": "user file", "where": str(user)}
     assert values["budgets.max_tokens"]["source"] == "default"
@@ -124,14 +148,25 @@ async def test_config_show_reports_each_source_and_the_task_record_carries_the_r
             assert json.loads(traced.stdout)["configuration"]["models"] == records[-1]["models"]
             assert json.loads(traced.stdout)["configuration"]["budgets"] == records[-1]["budgets"]
         shown_tree = await _codeloop(serve_env, "trace", task_id)
-        assert f"coder: {f'function:{SCRIPTED.resolve()}:wrong_then_right'}" in shown_tree.stdout.decode().replace("\n", "")
+        assert (
+            f"coder: {f'function:{SCRIPTED.resolve()}:wrong_then_right'}"
+            in shown_tree.stdout.decode().replace("\n", "")
+        )
     plain, flagged = records
-    assert (plain["models"]["default"], plain["models"]["planner"], plain["models"]["coder"]) == (explain, explain, fix)
+    assert (plain["models"]["default"], plain["models"]["planner"], plain["models"]["coder"]) == (
+        explain,
+        explain,
+        fix,
+    )
     assert plain["models"]["fallbacks"] == {"coder": ["openai-chat:gpt-4o"]}
     assert plain["models"]["options"]["openai-chat:gpt-4o"]["max_attempts"] == 1
     assert plain["budgets"]["max_steps"] == 9
     wrong = f"function:{SCRIPTED.resolve()}:wrong_then_right"
-    assert (flagged["models"]["planner"], flagged["models"]["coder"], flagged["budgets"]["max_steps"]) == (wrong, wrong, 4)
+    assert (flagged["models"]["planner"], flagged["models"]["coder"], flagged["budgets"]["max_steps"]) == (
+        wrong,
+        wrong,
+        4,
+    )
     assert flagged["models"]["fallbacks"] == {}
 
 
@@ -149,6 +184,8 @@ async def test_config_check_refuses_a_pipeline_that_cannot_run(tmp_path: Path) -
     assert "pipelines.backwards: " in errors and "cannot come after a code stage" in errors
     assert "pipelines.lonely: stage review:nobody: " in errors
     assert "pipelines.fine" not in errors
-    (repo / "codeloop.toml").write_text('[pipelines]\nfine = ["plan:planner", "code:coder", "verify:verifier"]\n')
+    (repo / "codeloop.toml").write_text(
+        '[pipelines]\nfine = ["plan:planner", "code:coder", "verify:verifier"]\n'
+    )
     checked = await _codeloop(env, "config", "check", "--repo", str(repo))
     assert checked.returncode == 0 and "1 pipeline(s)" in checked.stdout.decode(), checked.stderr

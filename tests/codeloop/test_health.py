@@ -32,7 +32,9 @@ async def _until(url: str, status: int) -> dict:
 
 
 @pytest.mark.slow
-async def test_serve_is_live_and_ready_while_connected_and_not_ready_once_nats_is_gone(tmp_path: Path) -> None:
+async def test_serve_is_live_and_ready_while_connected_and_not_ready_once_nats_is_gone(
+    tmp_path: Path,
+) -> None:
     """A worker joining an existing NATS: /healthz 200 and /readyz 200 naming its checks while
     connected; with the server SIGKILLed /readyz turns 503 naming the NATS check while /healthz
     stays 200 (the process lives on, reconnecting); an unknown path is a 404 that names the paths."""
@@ -40,7 +42,16 @@ async def test_serve_is_live_and_ready_while_connected_and_not_ready_once_nats_i
     base = f"http://127.0.0.1:{port}"
     with anyio.fail_after(90):
         async with open_nats_server(tmp_path / "nats") as nats:
-            args = ("--nats", nats.url, "--role", "echo", "--no-mcp", "--no-metrics", "--health-port", str(port))
+            args = (
+                "--nats",
+                nats.url,
+                "--role",
+                "echo",
+                "--no-mcp",
+                "--no-metrics",
+                "--health-port",
+                str(port),
+            )
             async with running_serve(tmp_path / "home", *args) as (serve, note):
                 assert note["roles"] == ["echo"]
                 assert await _get(f"{base}/healthz") == (200, {"status": "ok"})
@@ -121,10 +132,22 @@ async def test_tasks_server_is_ready_while_its_bus_is_and_leaves_model_keys_to_t
             async with running_serve(tmp_path / "home", *serve_args):
                 command = [*CODELOOP, "mcp", "tasks", "--root", str(root), "--scopes", "read,write,execute"]
                 process = await anyio.open_process(
-                    [*command, "--nats", nats.url, "--worker-credentials", "--transport", "http", "--port", "0",
-                     "--token-file", str(tokens), "--health-port", str(port)],
+                    [
+                        *command,
+                        "--nats",
+                        nats.url,
+                        "--worker-credentials",
+                        "--transport",
+                        "http",
+                        "--port",
+                        "0",
+                        "--token-file",
+                        str(tokens),
+                        "--health-port",
+                        str(port),
+                    ],
                     env=env,
-                )  # fmt: skip
+                )
                 try:
                     assert process.stdout is not None
                     url = (await process.stdout.receive()).decode().strip().splitlines()[0]
@@ -135,9 +158,13 @@ async def test_tasks_server_is_ready_while_its_bus_is_and_leaves_model_keys_to_t
                     }
                     async with http_client(url, token) as client:
                         view = await call(
-                            client, "submit_task", task="explain the module", repo=".", mode="read",
+                            client,
+                            "submit_task",
+                            task="explain the module",
+                            repo=".",
+                            mode="read",
                             model="anthropic:claude-sonnet-4-5",
-                        )  # fmt: skip
+                        )
                         assert view["task_id"]
                     nats.process.send_signal(signal.SIGKILL)
                     assert await _until(f"{base}/readyz", 503) == {

@@ -49,10 +49,17 @@ async def test_serve_metrics_count_known_tasks_and_trace_shows_their_calls(tmp_p
         async with open_bus(config) as bus:
             snapshot = await capture_snapshot(bus, repo)
             tasks = [
-                TaskSubmitted(text="add(2, 3) returns -1 instead of 5", repo=str(repo), mode="write",
-                              models=ModelNames(default=model("fix")), snapshot=snapshot),
-                TaskSubmitted(text="why does add(2, 3) return -1?", repo=str(repo), mode="write", snapshot=snapshot),
-            ]  # fmt: skip
+                TaskSubmitted(
+                    text="add(2, 3) returns -1 instead of 5",
+                    repo=str(repo),
+                    mode="write",
+                    models=ModelNames(default=model("fix")),
+                    snapshot=snapshot,
+                ),
+                TaskSubmitted(
+                    text="why does add(2, 3) return -1?", repo=str(repo), mode="write", snapshot=snapshot
+                ),
+            ]
             results = []
             for task in tasks:
                 envelope, _ = await submit_task(bus, task)
@@ -83,24 +90,41 @@ async def test_serve_metrics_count_known_tasks_and_trace_shows_their_calls(tmp_p
         assert _total(samples, "codeloop_messages_settled_total", role="coder", outcome="acked") == 1
 
         fixed = results[0]
-        text = (await anyio.run_process([*CODELOOP, "trace", fixed.task_id], env=codeloop_env(home))).stdout.decode()
+        text = (
+            await anyio.run_process([*CODELOOP, "trace", fixed.task_id], env=codeloop_env(home))
+        ).stdout.decode()
         for role in ("planner", "retriever", "coder", "verifier"):
             assert role in text
-        own = [e.payload["data"] for e in events
-               if e.task_id == fixed.task_id and e.kind == "event" and e.payload["name"] == "tool_call"]  # fmt: skip
+        own = [
+            e.payload["data"]
+            for e in events
+            if e.task_id == fixed.task_id and e.kind == "event" and e.payload["name"] == "tool_call"
+        ]
         for call in own:
             assert f"tool {call['server']}.{call['tool']} {call['outcome']}" in text
-        out = (await anyio.run_process([*CODELOOP, "trace", fixed.task_id, "--json"], env=codeloop_env(home))).stdout
+        out = (
+            await anyio.run_process([*CODELOOP, "trace", fixed.task_id, "--json"], env=codeloop_env(home))
+        ).stdout
         timeline = json.loads(out)
         assert timeline["status"] == "done" and timeline["trace_id"] == fixed.trace_id
         assert set(timeline["roles"]) == {"planner", "retriever", "coder", "verifier"}
         shown = [(s["role"], t["server"], t["tool"]) for s in timeline["steps"] for t in s["tool_calls"]]
         assert sorted(shown) == sorted((c["role"], c["server"], c["tool"]) for c in own)
-        assert all(t["duration_ms"] >= 0 and t["outcome"] == "ok" for s in timeline["steps"] for t in s["tool_calls"])
+        assert all(
+            t["duration_ms"] >= 0 and t["outcome"] == "ok" for s in timeline["steps"] for t in s["tool_calls"]
+        )
         coder = next(s for s in timeline["steps"] if s["role"] == "coder")
         assert coder["model_calls"] and all(m["input_tokens"] > 0 for m in coder["model_calls"])
-        watched = (await anyio.run_process([*CODELOOP, "watch", fixed.task_id], env=codeloop_env(home))).stdout.decode()
-        assert any(line.split()[1:4] == ["coder", "tool", "fs.write_file"] and "chars" in line
-                   and "a + b" not in line for line in watched.splitlines()), watched  # fmt: skip
-        missing = await anyio.run_process([*CODELOOP, "trace", "no-such-task"], env=codeloop_env(home), check=False)
+        watched = (
+            await anyio.run_process([*CODELOOP, "watch", fixed.task_id], env=codeloop_env(home))
+        ).stdout.decode()
+        assert any(
+            line.split()[1:4] == ["coder", "tool", "fs.write_file"]
+            and "chars" in line
+            and "a + b" not in line
+            for line in watched.splitlines()
+        ), watched
+        missing = await anyio.run_process(
+            [*CODELOOP, "trace", "no-such-task"], env=codeloop_env(home), check=False
+        )
         assert missing.returncode == 1 and b"no events of task" in missing.stderr

@@ -17,8 +17,9 @@ def test_contents_and_long_arguments_become_size_and_sha256_and_secrets_are_mask
     """Tool-call events never carry file contents or patches (only their size and digest) nor a
     secret-named argument; an ordinary budget argument is shown as it is."""
     content = "print('hello')\n"
-    shown = summarize_arguments({"path": "a.py", "content": content, "query": "x" * 5000,
-                                 "api_token": "abc", "token_budget": 400})  # fmt: skip
+    shown = summarize_arguments(
+        {"path": "a.py", "content": content, "query": "x" * 5000, "api_token": "abc", "token_budget": 400}
+    )
     assert shown["content"] == {"chars": len(content), "sha256": hashlib.sha256(content.encode()).hexdigest()}
     assert shown["query"]["chars"] == 5000 and "x" * 10 not in json.dumps(shown)
     assert shown["api_token"] == "[redacted]" and shown["token_budget"] == 400 and shown["path"] == "a.py"
@@ -55,20 +56,54 @@ def test_a_timeline_puts_each_call_under_its_step_and_times_steps_by_transitions
     s = timedelta(seconds=1)
     plan = {"steps": [{"description": "fix"}], "revision_reason": None}
     envelopes = [
-        _env(t0, "transition", {"status": "planning", "stage": "plan", "role": "planner", "step_id": "01-plan"}),
-        _env(t0 + s, "model_call", {"role": "planner", "step_id": "01-plan", "model": "m", "outcome": "ok",
-                                    "input_tokens": 10, "output_tokens": 5, "latency_s": 0.5}),  # fmt: skip
+        _env(
+            t0, "transition", {"status": "planning", "stage": "plan", "role": "planner", "step_id": "01-plan"}
+        ),
+        _env(
+            t0 + s,
+            "model_call",
+            {
+                "role": "planner",
+                "step_id": "01-plan",
+                "model": "m",
+                "outcome": "ok",
+                "input_tokens": 10,
+                "output_tokens": 5,
+                "latency_s": 0.5,
+            },
+        ),
         _env(t0 + 2 * s, "plan", {"plan": plan}),
-        _env(t0 + 2 * s, "transition", {"status": "coding", "stage": "code", "role": "coder", "step_id": "02-code"}),
-        _env(t0 + 3 * s, "tool_call", {"role": "coder", "step_id": "02-code", "server": "fs", "tool": "read_file",
-                                       "outcome": "ok", "duration_ms": 12.0}),  # fmt: skip
-        _env(t0 + 4 * s, "transition", {"status": "planning", "stage": "plan", "role": "planner", "step_id": "03-plan"}),
+        _env(
+            t0 + 2 * s,
+            "transition",
+            {"status": "coding", "stage": "code", "role": "coder", "step_id": "02-code"},
+        ),
+        _env(
+            t0 + 3 * s,
+            "tool_call",
+            {
+                "role": "coder",
+                "step_id": "02-code",
+                "server": "fs",
+                "tool": "read_file",
+                "outcome": "ok",
+                "duration_ms": 12.0,
+            },
+        ),
+        _env(
+            t0 + 4 * s,
+            "transition",
+            {"status": "planning", "stage": "plan", "role": "planner", "step_id": "03-plan"},
+        ),
         _env(t0 + 5 * s, "plan", {"plan": {**plan, "revision_reason": "tests still fail"}}),
         _env(t0 + 6 * s, "transition", {"status": "done", "failure_class": None}),
     ]
     timeline = build_timeline("t1", envelopes)
     assert [(st.step_id, st.role, st.duration_s) for st in timeline.steps] == [
-        ("01-plan", "planner", 2.0), ("02-code", "coder", 2.0), ("03-plan", "planner", 2.0)]  # fmt: skip
+        ("01-plan", "planner", 2.0),
+        ("02-code", "coder", 2.0),
+        ("03-plan", "planner", 2.0),
+    ]
     assert timeline.steps[0].model_calls[0].input_tokens == 10 and timeline.steps[0].notes[0].name == "plan"
     assert timeline.steps[1].tool_calls[0].tool == "read_file"
     assert [p.reason for p in timeline.plans] == [None, "tests still fail"]

@@ -35,14 +35,27 @@ async def test_a_tool_server_exports_its_tool_call_span_to_the_otlp_endpoint(tmp
     (tmp_path / "hello.txt").write_text("hi\n")
     listener = (await anyio.create_tcp_listener(local_host="127.0.0.1")).listeners[0]
     port = listener.extra(anyio.abc.SocketAttribute.local_port)
-    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(Path(__file__).parents[2]),
-           "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"}  # fmt: skip
+    env = {
+        "PATH": os.environ["PATH"],
+        "PYTHONPATH": str(Path(__file__).parents[2]),
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}",
+    }
     server = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "codeloop", "mcp", "fs", "--root", str(tmp_path), "--scopes", "read",
-              "--audit-log", str(tmp_path / "audit.jsonl")],
+        args=[
+            "-m",
+            "codeloop",
+            "mcp",
+            "fs",
+            "--root",
+            str(tmp_path),
+            "--scopes",
+            "read",
+            "--audit-log",
+            str(tmp_path / "audit.jsonl"),
+        ],
         env=env,
-    )  # fmt: skip
+    )
     received: list[tuple[str, bytes]] = []
     with anyio.fail_after(120):
         async with listener, anyio.create_task_group() as tg:

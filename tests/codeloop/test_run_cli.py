@@ -14,9 +14,22 @@ EXAMPLE = REPO_ROOT / "examples" / "bugfix"
 REPORT = REPO_ROOT / "examples" / "bugfix-report.md"
 SCRIPTED = REPO_ROOT / "examples" / "models" / "scripted.py"
 RESULT_KEYS = {
-    "task_id", "status", "mode", "answer", "patch", "files_changed", "plan", "context", "verification",
-    "failure_class", "steps", "revisions", "usage", "report", "trace_id",
-}  # fmt: skip
+    "task_id",
+    "status",
+    "mode",
+    "answer",
+    "patch",
+    "files_changed",
+    "plan",
+    "context",
+    "verification",
+    "failure_class",
+    "steps",
+    "revisions",
+    "usage",
+    "report",
+    "trace_id",
+}
 
 pytestmark = pytest.mark.slow
 
@@ -25,9 +38,14 @@ def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "CODELOOP_MODEL"}
     env["CODELOOP_HOME"] = str(tmp_path / "home")
     return subprocess.run(
-        [sys.executable, "-m", "codeloop", "run", *args], capture_output=True, text=True, env=env,
-        timeout=600, stdin=subprocess.DEVNULL, cwd=REPO_ROOT,
-    )  # fmt: skip
+        [sys.executable, "-m", "codeloop", "run", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+        cwd=REPO_ROOT,
+    )
 
 
 def _project(tmp_path: Path) -> Path:
@@ -48,25 +66,52 @@ def test_without_a_model_the_task_is_diagnosed_and_the_json_is_the_contracts(tmp
     failing = {f["test_id"] for f in result["verification"]["failures"]}
     assert "tests/test_discounts.py::test_discount_applies_at_the_tier_minimum" in failing
     assert "invoicing/discounts.py" in result["context"]["files"][:5]
-    assert subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout == ""
+    assert (
+        subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout
+        == ""
+    )
 
 
 def test_apply_writes_the_verified_patch_into_the_unchanged_checkout(tmp_path: Path) -> None:
     repo = _project(tmp_path)
-    done = _run(tmp_path, f"@{REPORT}", "--repo", str(repo), "--mode", "execute", "--apply",
-                "--model", f"function:{SCRIPTED}:fix")  # fmt: skip
+    done = _run(
+        tmp_path,
+        f"@{REPORT}",
+        "--repo",
+        str(repo),
+        "--mode",
+        "execute",
+        "--apply",
+        "--model",
+        f"function:{SCRIPTED}:fix",
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "done" in done.stdout.splitlines()[0] and "applied the patch" in done.stderr
     assert ">= tier.min_quantity" in (repo / "invoicing" / "discounts.py").read_text()
-    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=repo,
-                           capture_output=True, text=True)  # fmt: skip
+    tests = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+    )
     assert tests.returncode == 0, tests.stdout
 
 
 def test_a_task_ended_by_a_limit_exits_3_and_says_which(tmp_path: Path) -> None:
     repo = _project(tmp_path)
-    done = _run(tmp_path, "fix the discount", "--repo", str(repo), "--mode", "write", "--json",
-                "--model", f"function:{SCRIPTED}:loop", "--max-steps", "3")  # fmt: skip
+    done = _run(
+        tmp_path,
+        "fix the discount",
+        "--repo",
+        str(repo),
+        "--mode",
+        "write",
+        "--json",
+        "--model",
+        f"function:{SCRIPTED}:loop",
+        "--max-steps",
+        "3",
+    )
     assert done.returncode == 3, done.stderr
     result = json.loads(done.stdout)
     assert result["status"] == "handed_off" and result["failure_class"] in ("budget.steps", "agent.loop")
@@ -82,6 +127,8 @@ def test_a_task_ended_by_a_limit_exits_3_and_says_which(tmp_path: Path) -> None:
         (["@/no/such/task.md", "--repo", "."], "cannot read the task"),
     ],
 )
-def test_bad_input_is_a_usage_error_naming_what_is_wrong(tmp_path: Path, args: list[str], fragment: str) -> None:
+def test_bad_input_is_a_usage_error_naming_what_is_wrong(
+    tmp_path: Path, args: list[str], fragment: str
+) -> None:
     done = _run(tmp_path, *args)
     assert done.returncode == 2 and fragment in done.stderr and "Traceback" not in done.stderr

@@ -18,12 +18,12 @@ from tests.codeloop.serve_support import CODELOOP, codeloop_env, running_serve
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
-
 def _repo(tmp_path: Path) -> Path:
     """A repository apart from the test's state dir, whose files change while a task is captured."""
     repo = tmp_path / "repo"
     repo.mkdir(exist_ok=True)
     return repo
+
 
 def _nats_server_pid(home: Path) -> int:
     """The embedded server's pid, from the ports file it writes into its state directory."""
@@ -136,7 +136,9 @@ async def test_a_sigkilled_embedded_server_is_restarted_and_a_task_in_flight_rea
                 # The echo worker joins only now, so the task cannot have finished before the crash.
                 worker = ["serve", "--no-mcp", "--role", "echo", "--nats", note["nats_url"]]
                 creds = json.loads((home / "nats-credentials.json").read_text())  # the embedded server's
-                async with _process(worker_home, *worker, "--user", creds["user"], "--password", creds["password"]):
+                async with _process(
+                    worker_home, *worker, "--user", creds["user"], "--password", creds["password"]
+                ):
                     await watched.until("result: done  through a crash")
                     assert await watch.wait() == 0
             status = await _codeloop(home, "status", task_id, "--json")

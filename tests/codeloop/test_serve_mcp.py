@@ -84,8 +84,11 @@ async def test_serve_hosts_the_tool_servers_with_a_generated_token_and_publishes
             outside = await _tool_call_event(home, tmp_path / "client", "mcp", read.meta[TRACE_KEY])
             record = outside.payload["data"]
             assert (record["server"], record["tool"], record["principal"], record["outcome"]) == (
-                "fs", "read_file", "serve", "ok",
-            )  # fmt: skip
+                "fs",
+                "read_file",
+                "serve",
+                "ok",
+            )
             assert record["arguments"] == {"path": "README.md"}
             task_event = await _tool_call_event(home, tmp_path / "client", "task42", "task42:trace-abc")
             assert task_event.task_id == "task42" and task_event.trace_id == "trace-abc"

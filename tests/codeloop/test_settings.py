@@ -38,16 +38,31 @@ def test_each_value_comes_from_the_highest_layer_that_sets_it_and_says_which(
     (user_dir / "config.toml").write_text(
         f'[models]\ndefault = "function:{tmp_path}/repo/models.py:answer"\n[budgets]\nmax_steps = 12\nmax_revisions = 1\n'
     )
-    repo = _repo(tmp_path, "codeloop.toml", '[models]\ncoder = ["function:models.py:other", "openai-chat:gpt-4o"]\n'
-                 '[budgets]\nmax_steps = 7\n[pipelines]\nsecure = ["plan:planner", "review:security-reviewer"]\n')  # fmt: skip
+    repo = _repo(
+        tmp_path,
+        "codeloop.toml",
+        '[models]\ncoder = ["function:models.py:other", "openai-chat:gpt-4o"]\n'
+        '[budgets]\nmax_steps = 7\n[pipelines]\nsecure = ["plan:planner", "review:security-reviewer"]\n',
+    )
     answer, other = f"function:{repo}/models.py:answer", f"function:{repo}/models.py:other"
     settings = load_settings(repo=repo, environ={"CODELOOP_PLANNER_MODEL": other})
     values = settings.values()
     assert (settings.models.default, settings.models.planner, settings.models.coder) == (answer, other, other)
     assert settings.models.fallbacks == {"coder": ["openai-chat:gpt-4o"]}
-    assert values["models.default"] == {"value": answer, "source": "user file", "where": str(user_dir / "config.toml")}
-    assert values["models.coder"]["source"] == "project file" and values["models.coder"]["value"] == [other, "openai-chat:gpt-4o"]
-    assert values["models.planner"] == {"value": other, "source": "environment", "where": "CODELOOP_PLANNER_MODEL"}
+    assert values["models.default"] == {
+        "value": answer,
+        "source": "user file",
+        "where": str(user_dir / "config.toml"),
+    }
+    assert values["models.coder"]["source"] == "project file" and values["models.coder"]["value"] == [
+        other,
+        "openai-chat:gpt-4o",
+    ]
+    assert values["models.planner"] == {
+        "value": other,
+        "source": "environment",
+        "where": "CODELOOP_PLANNER_MODEL",
+    }
     assert (settings.budgets.max_steps, values["budgets.max_steps"]["source"]) == (7, "project file")
     assert (settings.budgets.max_revisions, values["budgets.max_revisions"]["source"]) == (1, "user file")
     assert values["budgets.max_tokens"]["source"] == "default"
@@ -62,7 +77,9 @@ def test_each_value_comes_from_the_highest_layer_that_sets_it_and_says_which(
 
 def test_the_tool_codeloop_table_of_pyproject_is_the_project_file(tmp_path: Path, user_dir: Path) -> None:
     """CONTRACTS: `[tool.codeloop]` in the repository's pyproject.toml, when it has no codeloop.toml."""
-    repo = _repo(tmp_path, "pyproject.toml", '[project]\nname = "x"\n\n[tool.codeloop.budgets]\nmax_cost_usd = 0.5\n')
+    repo = _repo(
+        tmp_path, "pyproject.toml", '[project]\nname = "x"\n\n[tool.codeloop.budgets]\nmax_cost_usd = 0.5\n'
+    )
     settings = load_settings(repo=repo, environ={})
     assert settings.budgets.max_cost_usd == 0.5 and settings.project_file == str(repo / "pyproject.toml")
 
@@ -70,15 +87,36 @@ def test_the_tool_codeloop_table_of_pyproject_is_the_project_file(tmp_path: Path
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("[budgets]\nmax_steps = 3\nmax_revisions 2\n", "{file}: not valid TOML: Expected '=' after a key in a key/value pair (at line 3, column 15)"),
-        ("[models]\ncoder = \"openai-chat:gpt-4o\"\n\n[budgets]\nmax_stepz = 3\n", "{file} line 5: unknown key 'budgets.max_stepz'; allowed here: max_steps, max_revisions,"),
-        ("[budgets]\nmax_steps = \"ten\"\n", "{file} line 2: budgets.max_steps: Input should be a valid integer"),
-        ("[budgets]\nmax_steps = -1\n", "{file} line 2: budgets.max_steps: Input should be greater than or equal to 1 (got -1)"),
-        ("[model_settings.\"openai-chat:gpt-4o\"]\ntemprature = 0.2\n", "{file} line 2: unknown key 'model_settings.openai-chat:gpt-4o.temprature'; allowed here: temperature,"),
-        ("[pipelines]\nsecure = [\"plan:planner\", \"reviewer\"]\n", "{file} line 2: pipelines.secure: each stage is KIND:ROLE"),
-        ("colour = \"blue\"\n", "{file} line 1: unknown key 'colour'; allowed here: models, model_settings, budgets"),
+        (
+            "[budgets]\nmax_steps = 3\nmax_revisions 2\n",
+            "{file}: not valid TOML: Expected '=' after a key in a key/value pair (at line 3, column 15)",
+        ),
+        (
+            '[models]\ncoder = "openai-chat:gpt-4o"\n\n[budgets]\nmax_stepz = 3\n',
+            "{file} line 5: unknown key 'budgets.max_stepz'; allowed here: max_steps, max_revisions,",
+        ),
+        (
+            '[budgets]\nmax_steps = "ten"\n',
+            "{file} line 2: budgets.max_steps: Input should be a valid integer",
+        ),
+        (
+            "[budgets]\nmax_steps = -1\n",
+            "{file} line 2: budgets.max_steps: Input should be greater than or equal to 1 (got -1)",
+        ),
+        (
+            '[model_settings."openai-chat:gpt-4o"]\ntemprature = 0.2\n',
+            "{file} line 2: unknown key 'model_settings.openai-chat:gpt-4o.temprature'; allowed here: temperature,",
+        ),
+        (
+            '[pipelines]\nsecure = ["plan:planner", "reviewer"]\n',
+            "{file} line 2: pipelines.secure: each stage is KIND:ROLE",
+        ),
+        (
+            'colour = "blue"\n',
+            "{file} line 1: unknown key 'colour'; allowed here: models, model_settings, budgets",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_malformed_file_is_an_error_naming_the_file_the_line_and_the_key(
     tmp_path: Path, user_dir: Path, text: str, expected: str
 ) -> None:
@@ -94,13 +132,22 @@ def test_a_submission_naming_an_unknown_pipeline_or_an_unpriced_cost_budget_is_r
 ) -> None:
     """Issue: an unknown pipeline, and a cost budget on a model with no price, are usage errors;
     a price in the file, or genai-prices knowing the model, make the budget usable."""
-    repo = _repo(tmp_path, "codeloop.toml", '[models]\ndefault = "function:models.py:answer"\n'
-                 '[pipelines]\nsecure = ["plan:planner", "verify:verifier"]\n')  # fmt: skip
+    repo = _repo(
+        tmp_path,
+        "codeloop.toml",
+        '[models]\ndefault = "function:models.py:answer"\n'
+        '[pipelines]\nsecure = ["plan:planner", "verify:verifier"]\n',
+    )
     settings = load_settings(repo=repo, flags=flag_values(cost_budget=1.0), environ={})
     task = TaskSubmitted(text="t", repo=str(repo), models=settings.models, budgets=settings.budgets)
-    with pytest.raises(ConfigError, match=r"--cost-budget needs a price for every model, and 'function:.*answer' has none \(models.default in .*codeloop.toml\): set input_usd_per_mtok"):
+    with pytest.raises(
+        ConfigError,
+        match=r"--cost-budget needs a price for every model, and 'function:.*answer' has none \(models.default in .*codeloop.toml\): set input_usd_per_mtok",
+    ):
         check_submission(task, settings=settings)
-    priced = settings.models.model_copy(update={"default": "openai-chat:gpt-4o", "planner": None, "coder": None})
+    priced = settings.models.model_copy(
+        update={"default": "openai-chat:gpt-4o", "planner": None, "coder": None}
+    )
     check_submission(task.model_copy(update={"models": priced}), environ={"OPENAI_API_KEY": "k"})
     (repo / "codeloop.toml").write_text(
         '[models]\ndefault = "function:models.py:answer"\n[model_settings."function:models.py:answer"]\n'

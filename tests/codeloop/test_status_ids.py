@@ -20,12 +20,12 @@ ROOT = Path(__file__).parents[2]
 CRASH_WORKER = ROOT / "tests" / "bus" / "crash_worker.py"
 
 
-
 def _repo(tmp_path: Path) -> Path:
     """A repository apart from the test's state dir, whose files change while a task is captured."""
     repo = tmp_path / "repo"
     repo.mkdir(exist_ok=True)
     return repo
+
 
 async def _codeloop(home: Path, *args: str, columns: int = 80) -> subprocess.CompletedProcess[bytes]:
     env = {**codeloop_env(home), "COLUMNS": str(columns)}
@@ -83,11 +83,17 @@ async def test_status_says_a_task_waits_for_redelivery_after_its_worker_died(tmp
                         "hold-before-effect",
                         str(tmp_path),
                     ],
-                    env={**os.environ, "PYTHONPATH": str(ROOT), "CODELOOP_NATS_USER": config.user or "",
-                         "CODELOOP_NATS_PASSWORD": config.password or ""},  # fmt: skip
+                    env={
+                        **os.environ,
+                        "PYTHONPATH": str(ROOT),
+                        "CODELOOP_NATS_USER": config.user or "",
+                        "CODELOOP_NATS_PASSWORD": config.password or "",
+                    },
                 )
                 try:
-                    submitted = await _codeloop(home, "submit", "held", "--repo", str(_repo(tmp_path)), "--json")
+                    submitted = await _codeloop(
+                        home, "submit", "held", "--repo", str(_repo(tmp_path)), "--json"
+                    )
                     task_id = json.loads(submitted.stdout)["task_id"]
                     await holding.next_msg(timeout=30)
                 finally:

@@ -18,12 +18,12 @@ from tests.codeloop.serve_support import CODELOOP, codeloop_env, running_serve
 pytestmark = pytest.mark.anyio
 
 
-
 def _repo(tmp_path: Path) -> Path:
     """A repository apart from the test's state dir, whose files change while a task is captured."""
     repo = tmp_path / "repo"
     repo.mkdir(exist_ok=True)
     return repo
+
 
 async def _codeloop(home: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     # subprocess.run, not anyio's: submit stops reading stdin past the limit, and only
@@ -49,7 +49,9 @@ async def test_600_kb_and_5_mb_tasks_are_refused_at_submission_with_the_limit(tm
     with anyio.fail_after(60):
         async with running_serve(home, "--no-mcp"):
             from_file = await _codeloop(home, "submit", f"@{big_file}", "--repo", str(_repo(tmp_path)))
-            from_stdin = await _codeloop(home, "submit", "-", "--repo", str(_repo(tmp_path)), stdin=b"y" * 5_000_000)
+            from_stdin = await _codeloop(
+                home, "submit", "-", "--repo", str(_repo(tmp_path)), stdin=b"y" * 5_000_000
+            )
             for refused in (from_file, from_stdin):
                 assert refused.returncode == 2
                 message = refused.stderr.decode()
@@ -67,7 +69,9 @@ async def test_a_task_at_the_limit_from_a_file_is_carried_end_to_end(tmp_path: P
     task_file.write_text(text)
     with anyio.fail_after(60):
         async with running_serve(home, "--no-mcp"):
-            submitted = await _codeloop(home, "submit", f"@{task_file}", "--repo", str(_repo(tmp_path)), "--json")
+            submitted = await _codeloop(
+                home, "submit", f"@{task_file}", "--repo", str(_repo(tmp_path)), "--json"
+            )
             assert submitted.returncode == 0, submitted.stderr
             task_id = json.loads(submitted.stdout)["task_id"]
             watched = await _codeloop(home, "watch", task_id)
@@ -100,7 +104,9 @@ async def test_a_literal_at_sign_text_is_written_with_two(tmp_path: Path) -> Non
     home = tmp_path / "home"
     with anyio.fail_after(60):
         async with running_serve(home, "--no-mcp"):
-            submitted = await _codeloop(home, "submit", "@@dataclass", "--repo", str(_repo(tmp_path)), "--json")
+            submitted = await _codeloop(
+                home, "submit", "@@dataclass", "--repo", str(_repo(tmp_path)), "--json"
+            )
             task_id = json.loads(submitted.stdout)["task_id"]
             watched = await _codeloop(home, "watch", task_id)
             assert b"result: done  @dataclass" in watched.stdout

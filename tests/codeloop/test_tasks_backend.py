@@ -131,21 +131,30 @@ def test_model_keys_are_checked_here_unless_the_workers_hold_them(
         check_submission(submission("nosuch:model"), credentials=False)
 
 
-async def test_a_configured_pipeline_is_carried_and_one_nothing_serves_is_refused(client: Client, tmp_path: Path) -> None:
+async def test_a_configured_pipeline_is_carried_and_one_nothing_serves_is_refused(
+    client: Client, tmp_path: Path
+) -> None:
     (tmp_path / "root" / "calc" / "codeloop.toml").write_text(
         '[pipelines]\nquick = ["code:coder"]\nodd = ["code:coder", "review:nobody"]\n'
     )
-    refused = await client.call_tool("submit_task", {"task": "fix add", "repo": "calc", "mode": "write", "pipeline": "odd"})
+    refused = await client.call_tool(
+        "submit_task", {"task": "fix add", "repo": "calc", "mode": "write", "pipeline": "odd"}
+    )
     assert refused.is_error
     body = refused.structured_content or {}
     assert body["details"]["field"] == "pipeline" and "review:nobody" in body["message"]
     assert (await call(client, "list_tasks"))["tasks"] == []  # nothing was submitted
 
-    task_id = (await call(client, "submit_task", task="fix add", repo="calc", mode="write", pipeline="quick"))["task_id"]
+    task_id = (
+        await call(client, "submit_task", task="fix add", repo="calc", mode="write", pipeline="quick")
+    )["task_id"]
     with anyio.fail_after(30):  # only an orchestrator runs: the task's one stage waits for a coder
         while (view := await call(client, "get_task", task_id=task_id))["waiting_for"] is None:  # noqa: ASYNC110 - get_task is what a polling client calls
             await anyio.sleep(0.2)
-    assert (view["waiting_for"], view["stage"]) == ("coder", "code")  # not the planner: the pipeline was carried
+    assert (view["waiting_for"], view["stage"]) == (
+        "coder",
+        "code",
+    )  # not the planner: the pipeline was carried
     await call(client, "cancel_task", task_id=task_id)
 
 

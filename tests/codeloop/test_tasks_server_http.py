@@ -78,8 +78,15 @@ async def test_principals_are_apart_a_cancel_is_followed_and_a_task_outlives_a_k
                 http_client(url, ALICE) as alice,
                 http_client(url, BOB) as bob,
             ):
-                submitted = await call(alice, "submit_task", task="look around", repo="calc", mode="write",
-                                       model=model("slow_forever"), max_steps=6)  # fmt: skip
+                submitted = await call(
+                    alice,
+                    "submit_task",
+                    task="look around",
+                    repo="calc",
+                    mode="write",
+                    model=model("slow_forever"),
+                    max_steps=6,
+                )
                 task_id = submitted["task_id"]
                 uri = f"codeloop://tasks/{task_id}"
 
@@ -87,9 +94,12 @@ async def test_principals_are_apart_a_cancel_is_followed_and_a_task_outlives_a_k
                 assert await error_type(bob, "get_task", task_id=task_id) == "not_found"
                 assert await error_type(bob, "wait_task", task_id=task_id, timeout_s=1) == "not_found"
                 assert await error_type(bob, "cancel_task", task_id=task_id) == "not_found"
-                assert await error_type(
-                    bob, "answer_confirmation", task_id=task_id, request_id="r1", approve=True
-                ) == "not_found"  # fmt: skip
+                assert (
+                    await error_type(
+                        bob, "answer_confirmation", task_id=task_id, request_id="r1", approve=True
+                    )
+                    == "not_found"
+                )
                 with pytest.raises(Exception, match="no task"):
                     await bob.read_resource(uri)
                 with pytest.raises(Exception, match="of yours"):
@@ -130,8 +140,14 @@ async def test_principals_are_apart_a_cancel_is_followed_and_a_task_outlives_a_k
 
                 # A task submitted through serve's own tasks server survives serve's SIGKILL.
                 async with http_client(note["mcp"]["urls"]["tasks"], serve_token(note)) as hosted:
-                    crash = await call(hosted, "submit_task", task=f"add(2, 3) returns -1\nmarker: {marker}",
-                                       repo="calc", mode="write", model=model("hang_once"))  # fmt: skip
+                    crash = await call(
+                        hosted,
+                        "submit_task",
+                        task=f"add(2, 3) returns -1\nmarker: {marker}",
+                        repo="calc",
+                        mode="write",
+                        model=model("hang_once"),
+                    )
                     with anyio.fail_after(120):
                         while not marker.exists():  # noqa: ASYNC110 - the coder in serve writes it
                             await anyio.sleep(0.1)

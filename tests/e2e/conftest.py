@@ -16,7 +16,7 @@ SCRIPTED = Path(__file__).with_name("scripted.py")
 CALC = {
     "calc/__init__.py": '"""Tiny arithmetic."""\n\n\ndef add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n',
     "calc/stats.py": '"""Averages over the arithmetic."""\n\nfrom calc import add\n\n\ndef mean(values):\n'
-    '    total = 0\n    for v in values:\n        total = add(total, v)\n    return total / len(values)\n',
+    "    total = 0\n    for v in values:\n        total = add(total, v)\n    return total / len(values)\n",
     "tests/test_calc.py": "from calc import add, mul\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
     "def test_mul():\n    assert mul(2, 3) == 6\n",
     "tests/test_stats.py": "from calc.stats import mean\n\n\ndef test_mean_of_one():\n    assert mean([4]) == 4\n",
@@ -73,7 +73,9 @@ async def pipeline(tmp_path: Path) -> AsyncIterator[Callable]:
         client_config = client_config_for(config, note)
         async with open_bus(client_config) as bus:
 
-            async def run(task, *, snapshot: bool = True, before_submit=None, timeout_s: float = 180) -> TaskResult:
+            async def run(
+                task, *, snapshot: bool = True, before_submit=None, timeout_s: float = 180
+            ) -> TaskResult:
                 if snapshot:
                     task = task.model_copy(update={"snapshot": await capture_snapshot(bus, Path(task.repo))})
                 if before_submit is not None:

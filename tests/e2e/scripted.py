@@ -47,12 +47,14 @@ def _plan(messages, info) -> ModelResponse:
     found = re.findall(r"^- (\S+\.py)$", prompt.split("## Files a search for the task found")[-1], re.M)
     tests = [f for f in found if f.startswith("tests/")]
     plan = {
-        "steps": [{"description": "find where the wrong value comes from", "files": found[:3]},
-                  {"description": "fix it and run the tests"}],
+        "steps": [
+            {"description": "find where the wrong value comes from", "files": found[:3]},
+            {"description": "fix it and run the tests"},
+        ],
         "hypotheses": ["the arithmetic in calc is wrong"],
         "files_of_interest": [f for f in found if not f.startswith("tests/")][:3],
         "test_targets": tests[:2],
-    }  # fmt: skip
+    }
     if "## Why it failed" in prompt:
         plan["revision_reason"] = "the previous fix did not make the tests pass"
     return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, plan)])
@@ -84,7 +86,9 @@ def fix(messages, info) -> ModelResponse:
             body = _content(part)
             if part.tool_name == "read_file" and "a - b" in body.get("content", ""):
                 fixed = body["content"].replace("a - b", "a + b")
-                return ModelResponse(parts=[ToolCallPart("write_file", {"path": body["path"], "content": fixed})])
+                return ModelResponse(
+                    parts=[ToolCallPart("write_file", {"path": body["path"], "content": fixed})]
+                )
         return ModelResponse(parts=[TextPart("found nothing to fix")])
     tools = {t.name for t in info.function_tools}
     if "run_tests" in tools and not any(p.tool_name == "run_tests" for p in returns):
@@ -104,8 +108,14 @@ def wrong_then_right(messages, info) -> ModelResponse:
     if not any(p.tool_name == "write_file" for p in returns):
         body = next(_content(p) for p in returns if p.tool_name == "read_file")
         text = body["content"]
-        text = re.sub(r"return a [-*] b\n\n\ndef mul", "return a + b\n\n\ndef mul" if revising else "return a * b\n\n\ndef mul", text)
-        return ModelResponse(parts=[ToolCallPart("write_file", {"path": "calc/__init__.py", "content": text})])
+        text = re.sub(
+            r"return a [-*] b\n\n\ndef mul",
+            "return a + b\n\n\ndef mul" if revising else "return a * b\n\n\ndef mul",
+            text,
+        )
+        return ModelResponse(
+            parts=[ToolCallPart("write_file", {"path": "calc/__init__.py", "content": text})]
+        )
     return ModelResponse(parts=[TextPart("changed add")])
 
 
@@ -120,11 +130,15 @@ def explain(messages, info) -> ModelResponse:
     last = returns[-1]
     if last.tool_name == "find_symbol":
         where = _content(last).get("definitions", [{}])[0]
-        return ModelResponse(parts=[ToolCallPart("read_file", {"path": where.get("path", "calc/__init__.py")})])
+        return ModelResponse(
+            parts=[ToolCallPart("read_file", {"path": where.get("path", "calc/__init__.py")})]
+        )
     body = _content(last)
     lines = body.get("content", "").splitlines()
     line = next((i for i, text in enumerate(lines, 1) if "a - b" in text), 1)
-    return ModelResponse(parts=[TextPart(f"`add` in {body.get('path')}:{line} returns `a - b`, so it subtracts.")])
+    return ModelResponse(
+        parts=[TextPart(f"`add` in {body.get('path')}:{line} returns `a - b`, so it subtracts.")]
+    )
 
 
 def same_call_forever(messages, info) -> ModelResponse:
@@ -156,7 +170,9 @@ def protected_write(messages, info) -> ModelResponse:
         return _plan(messages, info)
     returns = _returns(messages)
     if not returns:
-        return ModelResponse(parts=[ToolCallPart("write_file", {"path": ".github/workflows/ci.yml", "content": "on: push\n"})])
+        return ModelResponse(
+            parts=[ToolCallPart("write_file", {"path": ".github/workflows/ci.yml", "content": "on: push\n"})]
+        )
     _record(messages, info, outcome=str(returns[-1].content)[:300])
     return ModelResponse(parts=[TextPart(f"write returned: {str(returns[-1].content)[:200]}")])
 
@@ -209,7 +225,11 @@ def fix_where_it_raised(messages, info) -> ModelResponse:
     _record(messages, info)
     returns = _returns(messages)
     section = _prompt(messages).split("## The task's example, run in the sandbox, raised")
-    where = re.search(r"^- (\w+) raised at (\S+?):(\d+) in (\w+)", section[-1], re.M) if len(section) > 1 else None
+    where = (
+        re.search(r"^- (\w+) raised at (\S+?):(\d+) in (\w+)", section[-1], re.M)
+        if len(section) > 1
+        else None
+    )
     if where is None:
         return ModelResponse(parts=[TextPart("no reproduction to start from")])
     path, line = where.group(2), int(where.group(3))
@@ -245,5 +265,9 @@ def secret_then_clean(messages, info) -> ModelResponse:
         lines = [line for line in text.replace("a - b", "a + b").splitlines() if "API_KEY" not in line]
         if not sent_back:
             lines.insert(1, f'API_KEY = "{PLANTED_KEY}"')
-        return ModelResponse(parts=[ToolCallPart("write_file", {"path": "calc/__init__.py", "content": "\n".join(lines) + "\n"})])
+        return ModelResponse(
+            parts=[
+                ToolCallPart("write_file", {"path": "calc/__init__.py", "content": "\n".join(lines) + "\n"})
+            ]
+        )
     return ModelResponse(parts=[TextPart("removed the hard-coded key" if sent_back else "fixed add")])

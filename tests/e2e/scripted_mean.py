@@ -14,8 +14,11 @@ FEEDBACK = "## Your previous attempt failed verification"
 
 
 def _plan(info) -> ModelResponse:
-    plan = {"steps": [{"description": "fix the count mean divides by", "files": ["stats/ops.py"]}],
-            "files_of_interest": ["stats/ops.py"], "test_targets": []}  # fmt: skip
+    plan = {
+        "steps": [{"description": "fix the count mean divides by", "files": ["stats/ops.py"]}],
+        "files_of_interest": ["stats/ops.py"],
+        "test_targets": [],
+    }
     return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, plan)])
 
 

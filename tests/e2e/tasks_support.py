@@ -22,9 +22,14 @@ def tasks_server(root: Path, home: Path, scopes: str) -> StdioServerParameters:
     env = {name: os.environ[name] for name in ("PATH", "CODELOOP_CACHE_DIR") if name in os.environ}
     env["PYTHONPATH"] = str(Path(__file__).parents[2])  # the scripted models import tests.e2e.scripted
     return StdioServerParameters(
-        command=CODELOOP, args=["mcp", "tasks", "--root", str(root), "--scopes", scopes],
-        env={**env, "CODELOOP_HOME": str(home), "CODELOOP_SANDBOX": os.environ.get("CODELOOP_SANDBOX", "auto")},
-    )  # fmt: skip
+        command=CODELOOP,
+        args=["mcp", "tasks", "--root", str(root), "--scopes", scopes],
+        env={
+            **env,
+            "CODELOOP_HOME": str(home),
+            "CODELOOP_SANDBOX": os.environ.get("CODELOOP_SANDBOX", "auto"),
+        },
+    )
 
 
 async def call(client: Client, name: str, **arguments: Any) -> dict[str, Any]:
@@ -47,9 +52,11 @@ async def wait_until_ended(client: Client, task_id: str, progress: list[str] | N
     with anyio.fail_after(240):
         while True:
             result = await client.call_tool(
-                "wait_task", {"task_id": task_id, "timeout_s": 60}, read_timeout_seconds=120,
+                "wait_task",
+                {"task_id": task_id, "timeout_s": 60},
+                read_timeout_seconds=120,
                 progress_callback=on_progress,
-            )  # fmt: skip
+            )
             assert not result.is_error, result.content
             view = result.structured_content or {}
             if view["result"] is not None:

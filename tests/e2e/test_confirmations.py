@@ -17,9 +17,12 @@ async def _run_answering(pipeline, repo: Path, reply: bool | None, *, timeout_s:
     """Run a task whose coder writes a protected file, answering its confirmation with `reply`
     (None: nobody answers), and collect the confirmation events."""
     task = TaskSubmitted(
-        text="add a CI workflow", repo=str(repo), mode="write", confirm_timeout_s=timeout_s,
+        text="add a CI workflow",
+        repo=str(repo),
+        mode="write",
+        confirm_timeout_s=timeout_s,
         models=ModelNames(default=model("protected_write")),
-    )  # fmt: skip
+    )
     seen: list[dict] = []
     result = None
     async with anyio.create_task_group() as tg:

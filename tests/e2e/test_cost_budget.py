@@ -22,8 +22,13 @@ async def test_a_priced_task_past_its_cost_budget_is_handed_off_with_the_cost_pe
         default=scripted,
         options={scripted: ModelOptions(input_usd_per_mtok=10_000.0, output_usd_per_mtok=10_000.0)},
     )
-    task = TaskSubmitted(text="what does add do?", repo=str(make_repo(tmp_path / "repo")),
-                         mode="read", models=names, budgets=Budgets(max_cost_usd=0.01))  # fmt: skip
+    task = TaskSubmitted(
+        text="what does add do?",
+        repo=str(make_repo(tmp_path / "repo")),
+        mode="read",
+        models=names,
+        budgets=Budgets(max_cost_usd=0.01),
+    )
     result = await pipeline(task)
     assert (result.status, result.failure_class) == ("handed_off", "budget.cost"), result.report
     assert result.usage["cost_usd"] >= 0.01

@@ -33,8 +33,12 @@ async def test_a_provider_that_stays_down_fails_the_task_as_infrastructure(
     async with serve_fake_llm(Reply(status=500, body=error(500, "upstream exploded"))) as fake:
         monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", KEY)
-        task = TaskSubmitted(text="fix add", repo=str(make_repo(tmp_path / "repo")), mode="write",
-                             models=ModelNames(default="openai-chat:gpt-4o"))  # fmt: skip
+        task = TaskSubmitted(
+            text="fix add",
+            repo=str(make_repo(tmp_path / "repo")),
+            mode="write",
+            models=ModelNames(default="openai-chat:gpt-4o"),
+        )
         result = await pipeline(task)
     assert result.status == "failed" and result.failure_class == "env.infra", result.report
     assert len(fake.requests) == 4  # retried: four attempts, then given up
@@ -52,8 +56,12 @@ async def test_a_rate_limit_is_ridden_out_and_bad_output_is_the_models_fault(
     async with serve_fake_llm(limited, limited, Reply(text="I will not make a plan")) as fake:
         monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", KEY)
-        task = TaskSubmitted(text="fix add", repo=str(make_repo(tmp_path / "repo")), mode="write",
-                             models=ModelNames(default="openai-chat:gpt-4o"))  # fmt: skip
+        task = TaskSubmitted(
+            text="fix add",
+            repo=str(make_repo(tmp_path / "repo")),
+            mode="write",
+            models=ModelNames(default="openai-chat:gpt-4o"),
+        )
         result = await pipeline(task)
     assert result.status == "failed" and result.failure_class == "agent.format", result.report
     calls = await _model_calls(pipeline, result.task_id)
@@ -74,17 +82,29 @@ async def test_a_fallback_answers_after_a_500_and_a_worker_without_the_key_fails
     async with serve_fake_llm(Reply(status=500, body=error(500, "upstream exploded"))) as fake:
         monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", KEY)
-        names = ModelNames(default=first, fallbacks={"default": [second]}, options={first: ModelOptions(max_attempts=1)})
-        result = await pipeline(TaskSubmitted(text="what does add do?", repo=str(repo), mode="read", models=names))
+        names = ModelNames(
+            default=first, fallbacks={"default": [second]}, options={first: ModelOptions(max_attempts=1)}
+        )
+        result = await pipeline(
+            TaskSubmitted(text="what does add do?", repo=str(repo), mode="read", models=names)
+        )
     assert result.status == "done", result.report
     calls = await _model_calls(pipeline, result.task_id)
     planner = [(c["model"], c["outcome"]) for c in calls if c["role"] == "planner"]
     assert planner == [(first, "unavailable"), (second, "ok")]
     assert {c["model"] for c in calls if c["outcome"] == "ok"} == {second}
-    assert len(fake.requests) == len([c for c in calls if c["model"] == first])  # one attempt each: max_attempts = 1
+    assert len(fake.requests) == len(
+        [c for c in calls if c["model"] == first]
+    )  # one attempt each: max_attempts = 1
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    missing = await pipeline(TaskSubmitted(text="what does add do?", repo=str(repo), mode="read",
-                                           models=ModelNames(default="anthropic:claude-sonnet-4-5")))  # fmt: skip
+    missing = await pipeline(
+        TaskSubmitted(
+            text="what does add do?",
+            repo=str(repo),
+            mode="read",
+            models=ModelNames(default="anthropic:claude-sonnet-4-5"),
+        )
+    )
     assert (missing.status, missing.failure_class) == ("failed", "env.credentials"), missing.report
     assert "ANTHROPIC_API_KEY" in missing.report

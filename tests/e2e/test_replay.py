@@ -78,16 +78,22 @@ async def pipeline(tmp_path: Path) -> AsyncIterator[Callable]:
 
             run.bus, run.tools, run.nats_url = bus, tools, note.nats_url  # type: ignore[attr-defined]
             # the embedded server's generated credentials, for the command-line clients of a test
-            run.auth_env = {"CODELOOP_NATS_USER": client.user or "", "CODELOOP_NATS_PASSWORD": client.password or ""}  # type: ignore[attr-defined]
+            run.auth_env = {
+                "CODELOOP_NATS_USER": client.user or "",
+                "CODELOOP_NATS_PASSWORD": client.password or "",
+            }  # type: ignore[attr-defined]
             yield run
         stop.set()
 
 
 def _fix(repo: Path, mode: str = "write") -> TaskSubmitted:
     return TaskSubmitted(
-        text="add(2, 3) returns -1 instead of 5", repo=str(repo), mode=mode,  # type: ignore[arg-type]
-        models=ModelNames(default=model("fix")), budgets=Budgets(),
-    )  # fmt: skip
+        text="add(2, 3) returns -1 instead of 5",
+        repo=str(repo),
+        mode=mode,  # type: ignore[arg-type]
+        models=ModelNames(default=model("fix")),
+        budgets=Budgets(),
+    )
 
 
 async def test_a_replayed_task_reproduces_its_patch_and_verdict_with_no_divergence(
@@ -171,17 +177,31 @@ async def test_the_replay_command_prints_the_result_with_its_divergences(pipelin
     env = {**os.environ, "CODELOOP_HOME": str(tmp_path / "home"), **pipeline.auth_env}
     for extra in ([], ["--recorded-tools"]):
         done = await anyio.run_process(
-            [sys.executable, "-m", "codeloop", "replay", original.task_id, "--nats", pipeline.nats_url, "--json", *extra],
-            env=env, cwd=REPO_ROOT, check=False,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "codeloop",
+                "replay",
+                original.task_id,
+                "--nats",
+                pipeline.nats_url,
+                "--json",
+                *extra,
+            ],
+            env=env,
+            cwd=REPO_ROOT,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr.decode()
         printed = json.loads(done.stdout)
         assert printed["divergences"] == [] and printed["patch"] == original.patch
         assert printed["status"] == "done" and {"verification", "usage", "report"} <= set(printed)
     missing = await anyio.run_process(
         [sys.executable, "-m", "codeloop", "replay", "no-such-task", "--nats", pipeline.nats_url],
-        env=env, cwd=REPO_ROOT, check=False,
-    )  # fmt: skip
+        env=env,
+        cwd=REPO_ROOT,
+        check=False,
+    )
     assert missing.returncode == 1 and "no task 'no-such-task'" in missing.stderr.decode()
 
 

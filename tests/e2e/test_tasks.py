@@ -16,9 +16,12 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 def _task(repo: Path, text: str, name: str, mode: str = "write", **budgets: object) -> TaskSubmitted:
     return TaskSubmitted(
-        text=text, repo=str(repo), mode=mode, models=ModelNames(default=model(name)),  # type: ignore[arg-type]
+        text=text,
+        repo=str(repo),
+        mode=mode,
+        models=ModelNames(default=model(name)),  # type: ignore[arg-type]
         budgets=Budgets(**budgets),
-    )  # fmt: skip
+    )
 
 
 async def test_a_bug_is_fixed_end_to_end_and_the_checkout_is_untouched(pipeline, tmp_path: Path) -> None:
@@ -33,7 +36,9 @@ async def test_a_bug_is_fixed_end_to_end_and_the_checkout_is_untouched(pipeline,
     fresh = tmp_path / "fresh"
     shutil.copytree(repo, fresh)
     await anyio.run_process(["git", "apply", "-"], cwd=fresh, input=result.patch.encode())
-    tests = await anyio.run_process([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=fresh, check=False)
+    tests = await anyio.run_process(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=fresh, check=False
+    )
     assert tests.returncode == 0, tests.stdout
     assert result.steps >= 2 and set(result.usage["by_role"]) >= {"planner", "coder", "retriever", "verifier"}
     assert "calc/__init__.py" in result.context["files"]
@@ -59,11 +64,15 @@ async def test_the_error_the_tasks_example_raises_leads_the_coder_to_where_it_ha
     assert "- ZeroDivisionError raised at calc/stats.py:10 in mean" in prompt
 
 
-async def test_a_read_mode_explanation_offers_no_write_tool_and_cites_real_files(pipeline, tmp_path: Path) -> None:
+async def test_a_read_mode_explanation_offers_no_write_tool_and_cites_real_files(
+    pipeline, tmp_path: Path
+) -> None:
     """Read mode: the coder is offered read tools only, answers, and the answer's citations are checked."""
     repo = make_repo(tmp_path / "repo")
     record = tmp_path / "seen.jsonl"
-    result = await pipeline(_task(repo, f"Why does mean() come out wrong?\nrecord: {record}", "explain", mode="read"))
+    result = await pipeline(
+        _task(repo, f"Why does mean() come out wrong?\nrecord: {record}", "explain", mode="read")
+    )
     assert result.status == "done", result.report
     assert "calc/__init__.py:5" in result.answer and result.patch is None
     assert result.verification.verdict in ("passed", "unverified")
@@ -72,7 +81,9 @@ async def test_a_read_mode_explanation_offers_no_write_tool_and_cites_real_files
     assert not offered & {"write_file", "apply_patch", "run_command", "run_tests"}
 
 
-async def test_a_failed_verification_is_revised_with_the_failures_the_coder_is_shown(pipeline, tmp_path: Path) -> None:
+async def test_a_failed_verification_is_revised_with_the_failures_the_coder_is_shown(
+    pipeline, tmp_path: Path
+) -> None:
     """The verifier's failures reach the coder on revision, leading with the failing test and its place."""
     repo = make_repo(tmp_path / "repo")
     record = tmp_path / "seen.jsonl"
@@ -104,15 +115,21 @@ async def test_a_model_that_overruns_the_deadline_is_ended_by_the_clock(pipeline
     assert result.usage["wall_s"] < 40
 
 
-async def test_a_worker_that_never_had_the_users_path_still_completes_the_task(pipeline, tmp_path: Path) -> None:
+async def test_a_worker_that_never_had_the_users_path_still_completes_the_task(
+    pipeline, tmp_path: Path
+) -> None:
     """The snapshot is the truth: the original moved away after submission, the task still finishes."""
     repo = make_repo(tmp_path / "repo")
     moved = tmp_path / "elsewhere"
-    result = await pipeline(_task(repo, "add(2, 3) returns -1", "fix"), before_submit=lambda: repo.rename(moved))
+    result = await pipeline(
+        _task(repo, "add(2, 3) returns -1", "fix"), before_submit=lambda: repo.rename(moved)
+    )
     assert result.status == "done" and result.files_changed == ["calc/__init__.py"], result.report
 
 
-async def test_a_cancelled_task_ends_cancelled_and_ignores_the_step_in_flight(pipeline, tmp_path: Path) -> None:
+async def test_a_cancelled_task_ends_cancelled_and_ignores_the_step_in_flight(
+    pipeline, tmp_path: Path
+) -> None:
     from agents.client import cancel_task
 
     repo = make_repo(tmp_path / "repo")
@@ -133,7 +150,9 @@ async def test_a_cancelled_task_ends_cancelled_and_ignores_the_step_in_flight(pi
     assert result.status == "cancelled" and "changed my mind" in result.report
 
 
-async def test_a_run_of_failing_tool_calls_is_stopped_after_the_budgeted_number(pipeline, tmp_path: Path) -> None:
+async def test_a_run_of_failing_tool_calls_is_stopped_after_the_budgeted_number(
+    pipeline, tmp_path: Path
+) -> None:
     """Consecutive tool failures (3 by default) end the coder's run; the hand-off says so."""
     repo = make_repo(tmp_path / "repo")
     result = await pipeline(_task(repo, "fix add", "failing_tools", max_steps=50))

@@ -66,20 +66,42 @@ async def test_the_typescript_sdk_and_the_inspector_cli_list_and_call_the_tasks_
             task_id = ts["submitted"]["structured"]["task_id"]
             assert not ts["got"]["isError"] and ts["got"]["structured"]["task_id"] == task_id
 
-            inspector = [str(node_clients / "node_modules/.bin/mcp-inspector"), "--cli", url, "--transport", "http",
-                         "--header", f"Authorization: Bearer {TOKEN}"]  # fmt: skip
+            inspector = [
+                str(node_clients / "node_modules/.bin/mcp-inspector"),
+                "--cli",
+                url,
+                "--transport",
+                "http",
+                "--header",
+                f"Authorization: Bearer {TOKEN}",
+            ]
             listed = await node(*inspector, "--method", "tools/list", cwd=node_clients, home=tmp_path)
             schemas = {tool["name"]: tool for tool in listed["tools"]}
             assert set(schemas) == TOOLS
             assert "task_id" in schemas["wait_task"]["inputSchema"]["properties"]
             assert "pending_confirmation" in schemas["get_task"]["outputSchema"]["properties"]
             call = [*inspector, "--method", "tools/call"]
-            submitted = await node(*call, "--tool-name", "submit_task", "--tool-arg", "task=What does mul do?",
-                                   "repo=calc", cwd=node_clients, home=tmp_path)  # fmt: skip
+            submitted = await node(
+                *call,
+                "--tool-name",
+                "submit_task",
+                "--tool-arg",
+                "task=What does mul do?",
+                "repo=calc",
+                cwd=node_clients,
+                home=tmp_path,
+            )
             assert not submitted.get("isError") and submitted["structuredContent"]["status"] == "submitted"
             second = submitted["structuredContent"]["task_id"]
-            got = await node(*call, "--tool-name", "get_task", "--tool-arg", f"task_id={second}",
-                             cwd=node_clients, home=tmp_path)  # fmt: skip
+            got = await node(
+                *call,
+                "--tool-name",
+                "get_task",
+                "--tool-arg",
+                f"task_id={second}",
+                cwd=node_clients,
+                home=tmp_path,
+            )
             assert not got.get("isError") and got["structuredContent"]["task_id"] == second
             # Both clients acted as the one principal of the token: its list holds both tasks.
             mine = await node(*call, "--tool-name", "list_tasks", cwd=node_clients, home=tmp_path)

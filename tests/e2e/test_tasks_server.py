@@ -92,25 +92,47 @@ async def test_a_stdio_client_runs_a_task_to_a_patch_it_can_apply(tmp_path: Path
         assert tests.returncode == 0, tests.stdout
 
         # A high-risk write inside a task reaches this client as an elicitation; it declines.
-        asked = await call(client, "submit_task", task="add a .env", repo="ok", mode="write",
-                           model=f"{TASKS_MODEL}:env_write")  # fmt: skip
+        asked = await call(
+            client,
+            "submit_task",
+            task="add a .env",
+            repo="ok",
+            mode="write",
+            model=f"{TASKS_MODEL}:env_write",
+        )
         declined = await wait_until_ended(client, asked["task_id"])
         assert declining.questions and ".env" in declining.questions[0]
         assert ".env" not in declined["result"]["files_changed"]
 
         # A client that cannot elicit sees the confirmation in the view and answers it.
         async with Client(tasks_server(root, home, "read,write")) as plain:
-            task = await call(plain, "submit_task", task="add a .env", repo="ok", mode="write",
-                              model=f"{TASKS_MODEL}:env_write")  # fmt: skip
+            task = await call(
+                plain,
+                "submit_task",
+                task="add a .env",
+                repo="ok",
+                mode="write",
+                model=f"{TASKS_MODEL}:env_write",
+            )
             with anyio.fail_after(120):
                 view = await call(plain, "wait_task", task_id=task["task_id"], timeout_s=100)
             pending = view["pending_confirmation"]
             assert pending is not None and ".env" in pending["question"] and view["result"] is None
-            answered = await call(plain, "answer_confirmation", task_id=task["task_id"],
-                                  request_id=pending["request_id"], approve=True)  # fmt: skip
+            answered = await call(
+                plain,
+                "answer_confirmation",
+                task_id=task["task_id"],
+                request_id=pending["request_id"],
+                approve=True,
+            )
             assert answered["approved"] is True
-            again = await refused(plain, "answer_confirmation", task_id=task["task_id"],
-                                  request_id=pending["request_id"], approve=False)  # fmt: skip
+            again = await refused(
+                plain,
+                "answer_confirmation",
+                task_id=task["task_id"],
+                request_id=pending["request_id"],
+                approve=False,
+            )
             assert again["type"] == "conflict"
             approved = await wait_until_ended(plain, task["task_id"])
             assert approved["result"]["files_changed"] == [".env"]

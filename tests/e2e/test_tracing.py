@@ -34,8 +34,11 @@ MODEL_OUTPUT = "add subtracted instead of adding"
 TOOL_ARGUMENT = "return a + b"
 
 
-ENVIRONMENT = {"OPENAI_API_KEY": planted.OPENAI, "GITHUB_TOKEN": planted.GITHUB_CLASSIC,
-               "AWS_SECRET_ACCESS_KEY": planted.AWS_SECRET}  # fmt: skip
+ENVIRONMENT = {
+    "OPENAI_API_KEY": planted.OPENAI,
+    "GITHUB_TOKEN": planted.GITHUB_CLASSIC,
+    "AWS_SECRET_ACCESS_KEY": planted.AWS_SECRET,
+}
 """Planted in every process's environment."""
 
 
@@ -95,22 +98,31 @@ async def _run_traced_task(tmp_path: Path) -> TracedRun:
         creds = json.loads(await anyio.Path(note["credentials_file"]).read_text())  # the embedded server's
         env = {**env, "CODELOOP_NATS_USER": creds["user"], "CODELOOP_NATS_PASSWORD": creds["password"]}
         async with (
-            _serve([*nats, "--role", "planner", "--state-dir", str(tmp_path / "planner")], env, logs / "planner.log"),
             _serve(
-                [*nats, "--role", "coder", "--tools-stdio", "fs", "--state-dir", str(tmp_path / "coder")], env,
+                [*nats, "--role", "planner", "--state-dir", str(tmp_path / "planner")],
+                env,
+                logs / "planner.log",
+            ),
+            _serve(
+                [*nats, "--role", "coder", "--tools-stdio", "fs", "--state-dir", str(tmp_path / "coder")],
+                env,
                 logs / "coder.log",
             ),
         ):
             client = BusConfig(
-                state_dir=tmp_path / "client", servers=(note["nats_url"],), user=creds["user"],
+                state_dir=tmp_path / "client",
+                servers=(note["nats_url"],),
+                user=creds["user"],
                 password=creds["password"],
-            )  # fmt: skip
+            )
             async with open_bus(client) as bus:
                 task = TaskSubmitted(
-                    text=f"add(2, 3) returns -1 ({PROMPT_CANARY})", repo=str(repo), mode="write",
+                    text=f"add(2, 3) returns -1 ({PROMPT_CANARY})",
+                    repo=str(repo),
+                    mode="write",
                     models=ModelNames(default=model("fix_quoting_secrets")),
                     snapshot=await capture_snapshot(bus, repo),
-                )  # fmt: skip
+                )
                 envelope, _ = await submit_task(bus, task)
                 with anyio.fail_after(240):
                     final = await watch_task(bus, envelope.task_id, lambda e: None)
@@ -147,9 +159,15 @@ async def test_one_task_is_one_trace_across_orchestrator_workers_and_a_stdio_too
         names_by_part.setdefault(_part_of(span), set()).add(span["name"])
     serve_processes = {_process_of(s) for s in spans if _part_of(s) == "serve"}
     assert len(serve_processes) == 3  # orchestrator (+ retriever, verifier), planner, coder
-    assert {"invoke_workflow codeloop", "invoke_agent retriever", "invoke_agent verifier",
-            "invoke_agent planner", "invoke_agent coder", "execute_tool read_file",
-            "execute_tool write_file"} <= names_by_part["serve"]  # fmt: skip
+    assert {
+        "invoke_workflow codeloop",
+        "invoke_agent retriever",
+        "invoke_agent verifier",
+        "invoke_agent planner",
+        "invoke_agent coder",
+        "execute_tool read_file",
+        "execute_tool write_file",
+    } <= names_by_part["serve"]
     assert any(name.startswith("chat ") for name in names_by_part["serve"])
     assert {"tools/call read_file", "tools/call write_file"} <= names_by_part["mcp fs"]
 
@@ -174,8 +192,10 @@ async def test_one_task_is_one_trace_across_orchestrator_workers_and_a_stdio_too
     assert handling["name"] == "process codeloop.work.coder"
     dispatch = by_id[handling["parent_id"]]
     assert dispatch["name"] == "process codeloop.task.result.retriever"
-    assert any(s["name"] == "invoke_workflow codeloop" and s["parent_id"] == dispatch["context"]["span_id"]
-               for s in spans)  # fmt: skip
+    assert any(
+        s["name"] == "invoke_workflow codeloop" and s["parent_id"] == dispatch["context"]["span_id"]
+        for s in spans
+    )
     assert _process_of(dispatch) != _process_of(handling)
 
     # Default: no prompt text, model output or tool argument in any span (attributes, events).
@@ -198,8 +218,15 @@ async def test_a_secret_planted_anywhere_reaches_no_span_log_event_audit_record_
     work itself (the submitted tree, the plan handed to the next role), which is not a record of it."""
     run = await _traced_run(tmp_path_factory)
     assert run.result.status == "done", run.result.report
-    secrets = [planted.OPENAI, planted.GITHUB_CLASSIC, planted.AWS_SECRET, planted.PASSWORD, planted.SLACK,
-               planted.OPENAI_PROJECT, planted.ANTHROPIC]  # fmt: skip
+    secrets = [
+        planted.OPENAI,
+        planted.GITHUB_CLASSIC,
+        planted.AWS_SECRET,
+        planted.PASSWORD,
+        planted.SLACK,
+        planted.OPENAI_PROJECT,
+        planted.ANTHROPIC,
+    ]
     written = {
         str(path.relative_to(run.base)): path.read_bytes()
         for path in run.base.rglob("*")
@@ -214,5 +241,7 @@ async def test_a_secret_planted_anywhere_reaches_no_span_log_event_audit_record_
     # The grep could see: the model's words are there, its secrets masked; the tool call is an event.
     assert "[redacted]" in run.result.answer and "add subtracted instead of adding" in run.result.answer
     assert "[redacted]" in json.dumps(run.result.plan)
-    assert any(e["payload"].get("name") == "tool_call" and e["payload"]["data"]["tool"] == "list_files"
-               for e in run.events)  # fmt: skip
+    assert any(
+        e["payload"].get("name") == "tool_call" and e["payload"]["data"]["tool"] == "list_files"
+        for e in run.events
+    )

@@ -25,9 +25,12 @@ TEXT = "tests/test_ops.py::test_mean fails: mean() divides by the wrong count."
 
 def _task(repo: Path, name: str, text: str = TEXT, **budgets: object) -> TaskSubmitted:
     return TaskSubmitted(
-        text=text, repo=str(repo), mode="execute", models=ModelNames(default=f"function:{SCRIPTED}:{name}"),
+        text=text,
+        repo=str(repo),
+        mode="execute",
+        models=ModelNames(default=f"function:{SCRIPTED}:{name}"),
         budgets=Budgets(**budgets),
-    )  # fmt: skip
+    )
 
 
 async def test_the_verdict_sends_a_patch_that_fixes_nothing_back_and_the_cost_budget_binds(
@@ -51,9 +54,16 @@ async def test_the_verdict_sends_a_patch_that_fixes_nothing_back_and_the_cost_bu
     async with anyio.create_task_group() as tg:
         repo = make_repo(tmp_path / "fixed", FILES)
         tg.start_soon(run, "fixed", _task(repo, "fix_on_feedback", f"{TEXT}\nrecord: {record}"))
-        tg.start_soon(run, "never", _task(make_repo(tmp_path / "never", FILES), "never_fixed", max_revisions=1))
-        tg.start_soon(run, "cost", _task(make_repo(tmp_path / "cost", FILES), "priced_busy", max_cost_usd=0.02))
-        calc = make_repo(tmp_path / "example", {**CALC, "calc/__init__.py": CALC["calc/__init__.py"].replace("a - b", "a + b")})
+        tg.start_soon(
+            run, "never", _task(make_repo(tmp_path / "never", FILES), "never_fixed", max_revisions=1)
+        )
+        tg.start_soon(
+            run, "cost", _task(make_repo(tmp_path / "cost", FILES), "priced_busy", max_cost_usd=0.02)
+        )
+        calc = make_repo(
+            tmp_path / "example",
+            {**CALC, "calc/__init__.py": CALC["calc/__init__.py"].replace("a - b", "a + b")},
+        )
         crash = "mean() crashes on no values\n\n```\n>>> from calc.stats import mean\n>>> mean([])\n```\nIt should give 0."
         scripted = ModelNames(default=model("fix_where_it_raised"))
         tg.start_soon(run, "example", _task(calc, "", crash).model_copy(update={"models": scripted}))
@@ -82,4 +92,7 @@ async def test_the_verdict_sends_a_patch_that_fixes_nothing_back_and_the_cost_bu
 
     example = results["example"]
     assert example.status == "done" and example.verification.verdict == "passed", example.report
-    assert example.verification.evidence and "the task's example raised before the patch" in example.verification.evidence[0]
+    assert (
+        example.verification.evidence
+        and "the task's example raised before the patch" in example.verification.evidence[0]
+    )

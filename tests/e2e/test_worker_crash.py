@@ -25,8 +25,21 @@ ROLES_HERE = ("orchestrator", "planner", "retriever", "verifier")
 
 
 async def _coder_worker(nats_url: str, home: Path, env: dict) -> anyio.abc.Process:
-    command = [sys.executable, "-m", "codeloop", "serve", "--nats", nats_url, "--role", "coder",
-               "--no-mcp", "--ack-wait", "2", "--state-dir", str(home)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "codeloop",
+        "serve",
+        "--nats",
+        nats_url,
+        "--role",
+        "coder",
+        "--no-mcp",
+        "--ack-wait",
+        "2",
+        "--state-dir",
+        str(home),
+    ]
     return await anyio.open_process(command, env=env)
 
 
@@ -39,19 +52,26 @@ async def test_a_coder_killed_mid_run_is_replaced_and_the_task_finishes_once(tmp
     with anyio.fail_after(240):
         async with anyio.create_task_group() as tg:
             note = await tg.start(
-                lambda task_status: serve(config, roles=ROLES_HERE, stop=stop,
-                                          actor_policy=DeliveryPolicy(ack_wait_s=2), task_status=task_status)
-            )  # fmt: skip
+                lambda task_status: serve(
+                    config,
+                    roles=ROLES_HERE,
+                    stop=stop,
+                    actor_policy=DeliveryPolicy(ack_wait_s=2),
+                    task_status=task_status,
+                )
+            )
             client = client_config_for(config, note)
             if client.user:  # the embedded server's generated credentials, as `serve` finds them
                 env |= {"CODELOOP_NATS_USER": client.user, "CODELOOP_NATS_PASSWORD": client.password or ""}
             async with open_bus(client) as bus:
                 first = await _coder_worker(note.nats_url, tmp_path / "w1", env)
                 task = TaskSubmitted(
-                    text=f"add(2, 3) returns -1\nmarker: {marker}", repo=str(repo), mode="write",
+                    text=f"add(2, 3) returns -1\nmarker: {marker}",
+                    repo=str(repo),
+                    mode="write",
                     models=ModelNames(default=model("hang_once")),
                     snapshot=await capture_snapshot(bus, repo),
-                )  # fmt: skip
+                )
                 envelope, _ = await submit_task(bus, task)
                 with anyio.fail_after(120):  # the coder's worker reaches the model call
                     while not marker.exists():  # noqa: ASYNC110 - another process writes it

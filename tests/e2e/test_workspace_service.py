@@ -33,8 +33,16 @@ from tests.processes import stop_process
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 ROLES_HERE = ("orchestrator", "planner", "retriever")
 PLANTED = "sk-planted-0123456789abcdefghijklmnop"
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}  # fmt: skip
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    },
+}
 
 
 async def _serve_json(args: list[str], env: dict[str, str], log: Path) -> tuple[anyio.abc.Process, dict]:
@@ -109,23 +117,46 @@ async def test_a_coder_works_only_through_the_workspace_service_which_holds_no_k
             if client.user:
                 env |= {"CODELOOP_NATS_USER": client.user, "CODELOOP_NATS_PASSWORD": client.password or ""}
             service, service_note = await _serve_json(
-                ["--nats", note.nats_url, "--workspaces", "--state-dir", str(ws_home)], {**env, "CODELOOP_HOME": str(ws_home)},
+                ["--nats", note.nats_url, "--workspaces", "--state-dir", str(ws_home)],
+                {**env, "CODELOOP_HOME": str(ws_home)},
                 tmp_path / "service.log",
-            )  # fmt: skip
+            )
             coder, _ = await _serve_json(
-                ["--nats", note.nats_url, "--role", "coder", "--role", "verifier", "--no-mcp", "--workspace-service",
-                 "--state-dir", str(worker_home)], {**env, "CODELOOP_HOME": str(worker_home)},
+                [
+                    "--nats",
+                    note.nats_url,
+                    "--role",
+                    "coder",
+                    "--role",
+                    "verifier",
+                    "--no-mcp",
+                    "--workspace-service",
+                    "--state-dir",
+                    str(worker_home),
+                ],
+                {**env, "CODELOOP_HOME": str(worker_home)},
                 tmp_path / "coder.log",
-            )  # fmt: skip
+            )
             try:
                 async with open_bus(client) as bus:
                     snapshot = await capture_snapshot(bus, repo)
-                    task = TaskSubmitted(text="add(2, 3) returns -1", repo=str(repo), mode="execute",
-                                         models=ModelNames(default=model("fix")), snapshot=snapshot)  # fmt: skip
+                    task = TaskSubmitted(
+                        text="add(2, 3) returns -1",
+                        repo=str(repo),
+                        mode="execute",
+                        models=ModelNames(default=model("fix")),
+                        snapshot=snapshot,
+                    )
                     envelope, _ = await submit_task(bus, task)
                     # One left open by a step that never closes it: the task's end must close it.
-                    left = await request(bus, OPEN_SUBJECT, WorkspaceOpen(task_id=envelope.task_id, label="left",
-                                         snapshot=snapshot, scopes=["read"]), timeout_s=60)  # fmt: skip
+                    left = await request(
+                        bus,
+                        OPEN_SUBJECT,
+                        WorkspaceOpen(
+                            task_id=envelope.task_id, label="left", snapshot=snapshot, scopes=["read"]
+                        ),
+                        timeout_s=60,
+                    )
                     assert isinstance(left, WorkspaceOpened), left
                     final = await watch_task(bus, envelope.task_id, lambda e: None)
                     result = TaskResult.model_validate(final.payload)
@@ -138,7 +169,9 @@ async def test_a_coder_works_only_through_the_workspace_service_which_holds_no_k
                     coder_calls = [r["tool"] for r in audit if r["principal"] == f"code:{envelope.task_id}"]
                     assert {"read_file", "write_file", "run_tests"} <= set(coder_calls), coder_calls
                     # The verifier's tests and static checks ran there too, on the patched tree.
-                    verifier_calls = [r["tool"] for r in audit if r["principal"] == f"verify:{envelope.task_id}"]
+                    verifier_calls = [
+                        r["tool"] for r in audit if r["principal"] == f"verify:{envelope.task_id}"
+                    ]
                     assert {"run_static_checks", "run_tests"} <= set(verifier_calls), verifier_calls
                     assert result.verification.verdict == "passed", result.verification
                     assert any(c["name"] == "targeted_tests" and c["ok"] for c in result.verification.checks)
@@ -181,8 +214,12 @@ async def test_a_coder_works_only_through_the_workspace_service_which_holds_no_k
                         read = await fs.call_tool("read_file", {"path": "calc/__init__.py"})
                         assert "a - b" in json.dumps(read.structured_content)
                     for opened in (first, second):
-                        closed = await request(bus, service_subject(opened.service, "close"),
-                                               WorkspaceClose(workspace=opened.workspace), timeout_s=30)  # fmt: skip
+                        closed = await request(
+                            bus,
+                            service_subject(opened.service, "close"),
+                            WorkspaceClose(workspace=opened.workspace),
+                            timeout_s=30,
+                        )
                         assert isinstance(closed, WorkspaceClosed) and closed.existed
                     assert await _status(url, first.token) == 404  # revoked with its workspace
                     assert list((ws_home / "work").glob("*")) == []

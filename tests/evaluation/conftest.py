@@ -49,9 +49,14 @@ def _argv(*args: str) -> list[str]:
 def run_eval(base: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`codeloop eval ARGS` as a user runs it, with its own CODELOOP_HOME under `base`."""
     return subprocess.run(
-        _argv(*args), capture_output=True, text=True, env=_environ(base, env), timeout=900,
-        stdin=subprocess.DEVNULL, cwd=REPO_ROOT,
-    )  # fmt: skip
+        _argv(*args),
+        capture_output=True,
+        text=True,
+        env=_environ(base, env),
+        timeout=900,
+        stdin=subprocess.DEVNULL,
+        cwd=REPO_ROOT,
+    )
 
 
 def subset(dest: Path) -> Path:
@@ -69,14 +74,24 @@ def eval_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, EvalRun]:
     """Both runs of the subset, started together (each mostly waits on its tests and the bus):
     `scripted` with `--model function:examples/models/scripted.py:fix_priced` (`fix`, its usage
     priced as gpt-4o's), and `diagnose` with no model, asking for a resolved rate it cannot reach."""
-    extra = {"scripted": ["--model", f"function:{SCRIPTED}:fix_priced"], "diagnose": ["--min-resolved", "0.9"]}
+    extra = {
+        "scripted": ["--model", f"function:{SCRIPTED}:fix_priced"],
+        "diagnose": ["--min-resolved", "0.9"],
+    }
     started = {}
     for name, args in extra.items():
         base = tmp_path_factory.mktemp(f"eval-{name}")
         taskset = subset(base)
         argv = _argv(str(taskset), "--out", str(base / "out"), "--jobs", "2", *args)
-        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                   env=_environ(base, None), stdin=subprocess.DEVNULL, cwd=REPO_ROOT)  # fmt: skip
+        process = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_environ(base, None),
+            stdin=subprocess.DEVNULL,
+            cwd=REPO_ROOT,
+        )
         started[name] = (process, base, taskset)
     runs = {}
     try:

@@ -86,7 +86,11 @@ def test_a_scripted_run_writes_four_files_whose_figures_agree(scripted_run: Eval
     assert cost["total"] == pytest.approx(sum(r["cost_usd"] for r in scripted_run.rows), abs=1e-5)
     # The effective configuration, each value with its source, so two reports can be compared.
     configuration = scripted_run.summary["config"]["configuration"]
-    assert configuration["models.coder"] == {"value": f"function:{SCRIPTED}:fix_priced", "source": "flag", "where": "--model"}
+    assert configuration["models.coder"] == {
+        "value": f"function:{SCRIPTED}:fix_priced",
+        "source": "flag",
+        "where": "--model",
+    }
     assert configuration["budgets.max_steps"] == {"value": 30, "source": "default", "where": None}
     assert scripted_run.summary["config"]["budgets"]["max_steps"] == 30
 
@@ -133,9 +137,19 @@ def test_rerun_failed_with_the_sandbox_unavailable_reruns_only_the_failed_tasks_
     assert 0 < len(failed) < len(diagnose_run.rows)
     regressions = tmp_path / "regressions" / "tasks.jsonl"
     env = {"CODELOOP_SANDBOX": "gvisor", "PATH": path_without_runsc(tmp_path / "bin")}
-    done = run_eval(tmp_path, str(diagnose_run.taskset), "--rerun-failed", str(diagnose_run.out),
-                    "--out", str(tmp_path / "out"), "--jobs", str(len(failed)),
-                    "--save-failures", str(regressions), env=env)  # fmt: skip
+    done = run_eval(
+        tmp_path,
+        str(diagnose_run.taskset),
+        "--rerun-failed",
+        str(diagnose_run.out),
+        "--out",
+        str(tmp_path / "out"),
+        "--jobs",
+        str(len(failed)),
+        "--save-failures",
+        str(regressions),
+        env=env,
+    )
     rerun = EvalRun(done, tmp_path / "out", diagnose_run.taskset)
     assert done.returncode == 1 and "environment reasons" in done.stderr, done.stderr[-3000:]
     assert [r["id"] for r in rerun.rows] == failed
@@ -154,6 +168,12 @@ def test_usage_errors_exit_2_with_a_one_line_message(diagnose_run: EvalRun, tmp_
     """A missing task set, or --out naming the run being re-run, is refused before anything runs."""
     missing = run_eval(tmp_path, str(tmp_path / "nowhere"))
     assert missing.returncode == 2 and "no task file" in missing.stderr
-    same = run_eval(tmp_path, str(diagnose_run.taskset), "--rerun-failed", str(diagnose_run.out),
-                    "--out", str(diagnose_run.out))  # fmt: skip
+    same = run_eval(
+        tmp_path,
+        str(diagnose_run.taskset),
+        "--rerun-failed",
+        str(diagnose_run.out),
+        "--out",
+        str(diagnose_run.out),
+    )
     assert same.returncode == 2 and "--out must differ" in same.stderr

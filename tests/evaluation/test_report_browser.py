@@ -20,8 +20,17 @@ GREEN = (0x2E, 0x7D, 0x32)
 
 
 def chromium(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    argv = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", f"--user-data-dir={cwd / 'profile'}",
-            "--enable-logging=stderr", "--v=0", *args]  # fmt: skip
+    argv = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        f"--user-data-dir={cwd / 'profile'}",
+        "--enable-logging=stderr",
+        "--v=0",
+        *args,
+    ]
     return subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=cwd)  # type: ignore[arg-type]
 
 
@@ -77,9 +86,11 @@ def test_the_html_report_renders_its_charts_in_headless_chromium(
     assert shot.returncode == 0 and (tmp_path / "report.png").is_file(), shot.stderr[-2000:]
     width, height, rows = png_pixels(tmp_path / "report.png")
     green = sum(
-        1 for row in rows for i in range(0, len(row), 3)
+        1
+        for row in rows
+        for i in range(0, len(row), 3)
         if all(abs(row[i + c] - GREEN[c]) < 24 for c in range(3))
-    )  # fmt: skip
+    )
     assert (width, height) == (800, 900) and green > 500, green
     for log in (dom.stderr, shot.stderr):
         assert not re.search(r"CONSOLE\(\d+\)|Uncaught|Refused to|ERR_FILE_NOT_FOUND", log), log[-2000:]

@@ -27,10 +27,20 @@ def test_the_starter_set_loads_from_its_directory_and_a_copy_changes_nothing(tmp
 def test_a_task_on_a_git_bundle_is_cloned_for_the_run(tmp_path: Path) -> None:
     """A repository may ship as a git bundle; the run gets a clone of it."""
     source = materialise(load_tasks(STARTER)[0], tmp_path / "source")
-    subprocess.run(["git", "bundle", "create", str(tmp_path / "repo.bundle"), "--all"], cwd=source,
-                   check=True, capture_output=True)  # fmt: skip
-    line = {"id": "b", "repo": "repo.bundle", "kind": "localize", "mode": "read", "text": "where?",
-            "checks": {"gold_files": ["inventory/report.py"]}}  # fmt: skip
+    subprocess.run(
+        ["git", "bundle", "create", str(tmp_path / "repo.bundle"), "--all"],
+        cwd=source,
+        check=True,
+        capture_output=True,
+    )
+    line = {
+        "id": "b",
+        "repo": "repo.bundle",
+        "kind": "localize",
+        "mode": "read",
+        "text": "where?",
+        "checks": {"gold_files": ["inventory/report.py"]},
+    }
     (tmp_path / "tasks.jsonl").write_text(json.dumps(line) + "\n")
     clone = materialise(load_tasks(tmp_path)[0], tmp_path / "clone")
     assert (clone / "inventory" / "report.py").read_text() == (source / "inventory" / "report.py").read_text()

@@ -64,7 +64,9 @@ class Run:
         ]
 
 
-async def run_coder(model: FunctionModel, root: Path, prompt: str, *, mode: str, request_limit: int = 40) -> Run:
+async def run_coder(
+    model: FunctionModel, root: Path, prompt: str, *, mode: str, request_limit: int = 40
+) -> Run:
     scopes = MODE_SCOPES[mode]
     options = ServerOptions(scopes=scopes)
     names = ["fs", "git"] + (["exec"] if mode == "execute" else [])
@@ -99,8 +101,10 @@ async def pytest_on(root: Path, *node_ids: str) -> PytestRun:
     with anyio.fail_after(120):
         done = await anyio.run_process(
             [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", *node_ids],
-            cwd=root, env=PYTEST_ENV, check=False,
-        )  # fmt: skip
+            cwd=root,
+            env=PYTEST_ENV,
+            check=False,
+        )
     return PytestRun(done.returncode, done.stdout.decode())
 
 

@@ -15,7 +15,9 @@ import pytest
 from tests.examples.harness import EXAMPLES, coder_prompt, copy_repo, pytest_on, run_coder, scripted
 
 EVAL = EXAMPLES / "eval"
-TASKS: list[dict[str, Any]] = [json.loads(line) for line in (EVAL / "tasks.jsonl").read_text().splitlines() if line]
+TASKS: list[dict[str, Any]] = [
+    json.loads(line) for line in (EVAL / "tasks.jsonl").read_text().splitlines() if line
+]
 KINDS = {"localize": "read", "explain": "read", "fix": "execute", "add_test": "execute"}
 CHECKS = {
     "localize": {"gold_files"},
@@ -40,7 +42,9 @@ async def with_gold(task: dict[str, Any], dest: Path, into: dict[str, dict[str, 
 def test_the_task_set_has_four_tasks_of_each_kind_on_several_repositories() -> None:
     """The starter set promised: at least 16 tasks, four per kind, on 3+ shipped repositories."""
     assert len(TASKS) >= 16 and len({t["id"] for t in TASKS}) == len(TASKS)
-    assert all(n >= 4 for n in Counter(t["kind"] for t in TASKS).values()) and set(Counter(t["kind"] for t in TASKS)) == set(KINDS)
+    assert all(n >= 4 for n in Counter(t["kind"] for t in TASKS).values()) and set(
+        Counter(t["kind"] for t in TASKS)
+    ) == set(KINDS)
     assert len({t["repo"] for t in TASKS}) >= 3
     for task in TASKS:
         assert task["mode"] == KINDS[task["kind"]], task["id"]
@@ -53,13 +57,17 @@ def test_gold_files_exist_and_explanation_facts_are_stated_by_the_code() -> None
     for task in TASKS:
         for path in task["checks"].get("gold_files", []):
             assert (EVAL / task["repo"] / path).is_file(), (task["id"], path)
-        gold_text = "".join((EVAL / task["repo"] / p).read_text() for p in task["checks"].get("gold_files", []))
+        gold_text = "".join(
+            (EVAL / task["repo"] / p).read_text() for p in task["checks"].get("gold_files", [])
+        )
         for fact in task["checks"].get("facts", []):
             assert fact.lower() in gold_text.lower(), (task["id"], fact)
 
 
 @pytest.mark.anyio
-async def test_fail_to_pass_tests_fail_on_the_shipped_tree_and_pass_after_the_gold_patch(tmp_path: Path) -> None:
+async def test_fail_to_pass_tests_fail_on_the_shipped_tree_and_pass_after_the_gold_patch(
+    tmp_path: Path,
+) -> None:
     """The core of a fix or add_test task: the gold patch turns the failing tests green while
     the pass-to-pass tests stay green."""
     before: dict[str, dict[str, str]] = {}

@@ -54,7 +54,9 @@ async def test_fix_coder_finds_and_fixes_the_bug_by_running_the_tests(repo: Path
     assert calls[1] == ("run_tests", {})
     assert ("read_file", {"path": "invoicing/discounts.py"}) in calls
     assert [c for c in calls if c[0] == "write_file"][-1][1]["path"] == "invoicing/discounts.py"
-    assert "invoicing/discounts.py:31" in run.output and "-> `if quantity >= tier.min_quantity:`" in run.output
+    assert (
+        "invoicing/discounts.py:31" in run.output and "-> `if quantity >= tier.min_quantity:`" in run.output
+    )
     diff = (repo / "invoicing" / "discounts.py").read_text()
     assert "if quantity >= tier.min_quantity:" in diff and "if quantity < 0:" in diff
 
@@ -77,9 +79,13 @@ async def test_wrong_fix_leaves_the_tests_failing_then_fixes_them_from_the_feedb
     assert any(tool == "write_file" for tool, _ in first.tool_calls())
     assert "codeloop-scripted" in (repo / "invoicing" / "discounts.py").read_text()
     assert (await pytest_on(repo, *FAILING)).returncode != 0
-    feedback = "\n".join(f"- [test.assertion] {node} {node.split('::')[0]}:20 assert failed" for node in FAILING)
+    feedback = "\n".join(
+        f"- [test.assertion] {node} {node.split('::')[0]}:20 assert failed" for node in FAILING
+    )
     with anyio.fail_after(120):
-        await run_coder(scripted("wrong_fix"), repo, coder_prompt(bug_report(), [], feedback=feedback), mode="execute")
+        await run_coder(
+            scripted("wrong_fix"), repo, coder_prompt(bug_report(), [], feedback=feedback), mode="execute"
+        )
     assert (await pytest_on(repo)).returncode == 0
     assert "codeloop-scripted" not in (repo / "invoicing" / "discounts.py").read_text()
 
@@ -89,7 +95,9 @@ async def test_explain_answers_in_read_mode_citing_real_lines(repo: Path) -> Non
     the code it quotes."""
     task = "How is the quantity discount rate chosen in `discount_rate`? Which tiers exist?"
     with anyio.fail_after(60):
-        run = await run_coder(scripted("explain"), repo, coder_prompt(task, ["invoicing/discounts.py"]), mode="read")
+        run = await run_coder(
+            scripted("explain"), repo, coder_prompt(task, ["invoicing/discounts.py"]), mode="read"
+        )
     assert all(tool in {"list_files", "read_file"} for tool, _ in run.tool_calls())
     cited = re.findall(r"^- ([\w/.]+):(\d+)[^:]*: `(.*)`$", run.output, re.M)
     assert cited and any(path == "invoicing/discounts.py" for path, _, _ in cited)

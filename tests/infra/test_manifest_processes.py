@@ -30,8 +30,12 @@ manifest pins the process sandbox; the others' lines differ only in the role's n
 def _local(container: dict[str, Any], nats_urls: str, health: int, **more: str) -> list[str]:
     """The container's args with the cluster's URLs, free loopback ports and local paths in place of
     the pod's (`more`: `--metrics-port` as `metrics_port`, ...); every flag replaced must be there."""
-    replace = {"--nats": nats_urls, "--health-port": str(health), "--health-host": "127.0.0.1",
-               **{f"--{k.replace('_', '-')}": v for k, v in more.items()}}  # fmt: skip
+    replace = {
+        "--nats": nats_urls,
+        "--health-port": str(health),
+        "--health-host": "127.0.0.1",
+        **{f"--{k.replace('_', '-')}": v for k, v in more.items()},
+    }
     args = list(container["args"])
     for flag, value in replace.items():
         args[args.index(flag) + 1] = value
@@ -83,10 +87,17 @@ async def test_the_role_containers_start_get_ready_and_make_the_streams_three_wa
                 tokens.chmod(0o440)
                 health = free_loopback_port()
                 argv = _local(
-                    container, urls, health, root=str(repos), token_file=str(tokens), host="127.0.0.1",
+                    container,
+                    urls,
+                    health,
+                    root=str(repos),
+                    token_file=str(tokens),
+                    host="127.0.0.1",
                     port=str(free_loopback_port()),
-                )  # fmt: skip
-                env = {k: v for k, v in codeloop_env(tmp_path / "tasks").items() if not k.endswith("_API_KEY")}
+                )
+                env = {
+                    k: v for k, v in codeloop_env(tmp_path / "tasks").items() if not k.endswith("_API_KEY")
+                }
                 process = await anyio.open_process([*CODELOOP, *argv], env=env)
                 processes.append(("tasks", health, process))
                 body = await _ready(f"http://127.0.0.1:{health}/readyz")
@@ -100,10 +111,15 @@ async def test_the_role_containers_start_get_ready_and_make_the_streams_three_wa
                 env.update({e["name"]: e["value"] for e in container.get("env", []) if "value" in e})
                 env["OPENAI_API_KEY"] = "sk-planted-in-the-workspace-pod"
                 argv = _local(
-                    container, urls, health, workspace_host="127.0.0.1", workspace_port=str(listen),
-                    workspace_url=f"http://127.0.0.1:{listen}", metrics_port=str(free_loopback_port()),
+                    container,
+                    urls,
+                    health,
+                    workspace_host="127.0.0.1",
+                    workspace_port=str(listen),
+                    workspace_url=f"http://127.0.0.1:{listen}",
+                    metrics_port=str(free_loopback_port()),
                     metrics_host="127.0.0.1",
-                )  # fmt: skip
+                )
                 process = await anyio.open_process([*CODELOOP, *argv], env=env)
                 processes.append(("workspaces", health, process))
                 body = await _ready(f"http://127.0.0.1:{health}/readyz")

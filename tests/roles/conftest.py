@@ -26,9 +26,20 @@ def _installed(name: str, project: Path) -> None:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not any(ep.name == name for ep in entry_points(group="codeloop.roles")):
             subprocess.run(
-                [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "-e", str(project)],
-                check=True, capture_output=True,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--no-deps",
+                    "--no-build-isolation",
+                    "-e",
+                    str(project),
+                ],
+                check=True,
+                capture_output=True,
+            )
     # An editable install's path hook is read at interpreter start; a process started before the
     # install needs the package on its path now (its entry point is found from the new metadata).
     if str(project) not in sys.path:

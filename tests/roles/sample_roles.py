@@ -4,14 +4,23 @@ that point here (as an installed package's entry points would)."""
 from agents.messages import CodeRequest, ReviewRequest
 from agents.role_api import RoleContext, define_role
 
-FIXED_PATCH = "\n".join([
-    "diff --git a/calc/__init__.py b/calc/__init__.py",
-    "--- a/calc/__init__.py",
-    "+++ b/calc/__init__.py",
-    "@@ -2,7 +2,7 @@",
-    " ", " ", " def add(a, b):", "-    return a - b", "+    return a + b", " ", " ", " def mul(a, b):",
-    "",
-])  # fmt: skip
+FIXED_PATCH = "\n".join(
+    [
+        "diff --git a/calc/__init__.py b/calc/__init__.py",
+        "--- a/calc/__init__.py",
+        "+++ b/calc/__init__.py",
+        "@@ -2,7 +2,7 @@",
+        " ",
+        " ",
+        " def add(a, b):",
+        "-    return a - b",
+        "+    return a + b",
+        " ",
+        " ",
+        " def mul(a, b):",
+        "",
+    ]
+)
 
 
 async def _code(request: CodeRequest, ctx: RoleContext) -> dict:

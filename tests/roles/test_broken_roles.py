@@ -47,7 +47,9 @@ async def test_failing_plug_ins_fail_only_their_own_tasks_with_a_clear_class(tmp
         assert "RuntimeError: the reviewer's rules file is missing" in raising.report
         errors = []
         await watch_task(runner.bus, raising.task_id, errors.append)
-        handler_errors = [e.payload for e in errors if e.kind == "event" and e.payload["name"] == "handler_error"]
+        handler_errors = [
+            e.payload for e in errors if e.kind == "event" and e.payload["name"] == "handler_error"
+        ]
         assert handler_errors and handler_errors[0]["data"]["role"] == "raising-reviewer"
 
         assert results["approver"].status == "done" and results["approver"].reviews[0].verdict == "approve"

@@ -34,15 +34,22 @@ def js_reviewer(tmp_path_factory: pytest.TempPathFactory) -> Path:
     where = tmp_path_factory.mktemp("js-reviewer")
     for name in ("package.json", "reviewer.mjs", "rules.mjs"):
         shutil.copy(EXAMPLE / name, where / name)
-    subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"], cwd=where, check=True,
-                   capture_output=True, timeout=600)  # fmt: skip
+    subprocess.run(
+        ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
+        cwd=where,
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     return where
 
 
 async def _codeloop(runner, home: Path, *args: str, bus: bool = True) -> tuple[int, str, str]:
     env = {**os.environ, "CODELOOP_HOME": str(home), **runner.auth_env}
     nats = ("--nats", runner.nats_url) if bus else ()
-    done = await anyio.run_process([sys.executable, "-m", "codeloop", *args, *nats], env=env, cwd=ROOT, check=False)
+    done = await anyio.run_process(
+        [sys.executable, "-m", "codeloop", *args, *nats], env=env, cwd=ROOT, check=False
+    )
     return done.returncode, done.stdout.decode(), done.stderr.decode()
 
 
@@ -59,7 +66,9 @@ async def test_the_js_reviewer_joins_a_serve_and_reviews_like_the_python_one(
 ) -> None:
     from codeloop.testing import running_pipeline
 
-    repo = make_repo(tmp_path / "repo", {**CALC, "codeloop.toml": f"[pipelines]\nsecure-js = {json.dumps(SECURE_JS)}\n"})
+    repo = make_repo(
+        tmp_path / "repo", {**CALC, "codeloop.toml": f"[pipelines]\nsecure-js = {json.dumps(SECURE_JS)}\n"}
+    )
     home = tmp_path / "home"
     async with running_pipeline(tmp_path / "state") as runner:
         schema = tmp_path / "schema.json"
@@ -71,24 +80,39 @@ async def test_the_js_reviewer_joins_a_serve_and_reviews_like_the_python_one(
         newer.write_text(json.dumps({**json.loads(schema.read_text()), "schema_version": 2}))
         refused = await anyio.run_process(
             ["node", "reviewer.mjs", "--nats", runner.nats_url, "--schema", str(newer)],
-            cwd=js_reviewer, env={**os.environ, **runner.auth_env}, check=False,
-        )  # fmt: skip
+            cwd=js_reviewer,
+            env={**os.environ, **runner.auth_env},
+            check=False,
+        )
         assert refused.returncode == 2
-        assert "the orchestrator on this bus speaks message schema version 1; this js-reviewer worker speaks 2" in (
-            refused.stderr.decode()
+        assert (
+            "the orchestrator on this bus speaks message schema version 1; this js-reviewer worker speaks 2"
+            in (refused.stderr.decode())
         )
 
         async with _node_worker(js_reviewer, runner, schema) as (_, ready):
             assert ready["role"] == "js-reviewer" and ready["schema_version"] == 1
             code, out, err = await _codeloop(
-                runner, home, "run", "add(2, 3) returns -1 instead of 5", "--repo", str(repo), "--mode", "write",
-                "--model", model("secret_then_clean"), "--pipeline", "secure-js", "--json",
-            )  # fmt: skip
+                runner,
+                home,
+                "run",
+                "add(2, 3) returns -1 instead of 5",
+                "--repo",
+                str(repo),
+                "--mode",
+                "write",
+                "--model",
+                model("secret_then_clean"),
+                "--pipeline",
+                "secure-js",
+                "--json",
+            )
             assert code == 0, err
             result = json.loads(out)
             assert result["status"] == "done" and result["verification"]["verdict"] == "passed"
             assert [(r["role"], r["verdict"]) for r in result["reviews"]] == [
-                ("js-reviewer", "request_changes"), ("js-reviewer", "approve")
+                ("js-reviewer", "request_changes"),
+                ("js-reviewer", "approve"),
             ]
             assert [(f["rule"], f["path"], f["line"]) for f in result["reviews"][0]["findings"]] == [
                 ("hardcoded-secret", "calc/__init__.py", 2)
@@ -118,12 +142,17 @@ async def test_an_orchestrator_refuses_a_worker_of_another_schema_version_and_sa
 
     async with running_pipeline(tmp_path / "state", roles=("orchestrator", "scripted-coder")) as runner:
         service = await add_service(
-            runner.bus.nc, name="future-reviewer", version="9.0.0",
+            runner.bus.nc,
+            name="future-reviewer",
+            version="9.0.0",
             metadata={META_ROLE: "future-reviewer", META_KIND: "review", META_SCHEMA: "2"},
-        )  # fmt: skip
+        )
         try:
             choice = PipelineChoice(name="future", stages=["code:scripted-coder", "review:future-reviewer"])
-            envelope, _ = await submit_task(runner.bus, TaskSubmitted(text="t", repo=str(make_repo(tmp_path / "repo", CALC)), pipeline=choice))
+            envelope, _ = await submit_task(
+                runner.bus,
+                TaskSubmitted(text="t", repo=str(make_repo(tmp_path / "repo", CALC)), pipeline=choice),
+            )
             records = await TaskRecords.open(runner.bus)
             with anyio.fail_after(5):
                 # The mark is a record in the KV bucket: polled, as `codeloop status` would read it.
@@ -137,7 +166,9 @@ async def test_an_orchestrator_refuses_a_worker_of_another_schema_version_and_sa
 
         events = []
         await watch_task(runner.bus, envelope.task_id, events.append)
-        waiting = [e.payload["message"] for e in events if e.kind == "event" and e.payload["name"] == "waiting"]
+        waiting = [
+            e.payload["message"] for e in events if e.kind == "event" and e.payload["name"] == "waiting"
+        ]
         assert waiting[0] == (
             "waiting for a worker of role future-reviewer (refused 1 worker(s) speaking schema version 2; "
             "this orchestrator speaks 1)"

@@ -20,9 +20,16 @@ def test_the_built_in_roles_come_from_codeloops_own_entry_points() -> None:
     registry = load_roles()
     builtins = {name: r for name, r in registry.roles.items() if r.builtin}
     assert {n: r.definition.kind for n, r in builtins.items()} == {
-        "planner": "plan", "retriever": "retrieve", "coder": "code", "verifier": "verify", "echo": "echo",
-    }  # fmt: skip
-    assert {r.entry_point for r in builtins.values()} >= {"agents.builtin_roles:PLANNER", "agents.builtin_roles:VERIFIER"}
+        "planner": "plan",
+        "retriever": "retrieve",
+        "coder": "code",
+        "verifier": "verify",
+        "echo": "echo",
+    }
+    assert {r.entry_point for r in builtins.values()} >= {
+        "agents.builtin_roles:PLANNER",
+        "agents.builtin_roles:VERIFIER",
+    }
     assert role_problems(FIX, registry) == []
 
 
@@ -30,7 +37,9 @@ def test_a_role_removed_from_the_registry_makes_its_pipeline_refused() -> None:
     registry = load_roles().without("verifier")
     problems = role_problems(FIX, registry)
     assert len(problems) == 1 and "stage verify:verifier: role 'verifier' is not installed" in problems[0]
-    assert "role 'verifier' is not installed" in (unknown_role_problem(["orchestrator", "verifier"], registry) or "")
+    assert "role 'verifier' is not installed" in (
+        unknown_role_problem(["orchestrator", "verifier"], registry) or ""
+    )
     # A live worker elsewhere (another process, another language) serves it after all.
     assert role_problems(FIX, registry, live={"verifier"}) == []
 
@@ -68,9 +77,12 @@ def _review_request() -> ReviewRequest:
     from agents.messages import Context, Plan
 
     return ReviewRequest(
-        step_id="04-review", task=TaskSubmitted(text="t", repo="/r"), plan=Plan(), context=Context(step_id=""),
+        step_id="04-review",
+        task=TaskSubmitted(text="t", repo="/r"),
+        plan=Plan(),
+        context=Context(step_id=""),
         budget=StepBudget(requests=1, tokens=1, deadline_at=datetime.now(UTC)),
-    )  # fmt: skip
+    )
 
 
 def test_a_handlers_result_is_its_kinds_message_or_fails_the_step_as_role_malformed() -> None:
@@ -86,7 +98,9 @@ def test_a_handlers_result_is_its_kinds_message_or_fails_the_step_as_role_malfor
 
 
 def test_pipeline_stages_and_order_are_checked() -> None:
-    secure = parse_pipeline("secure", ["plan:planner", "code:coder", "review:a", "verify:verifier", "review:b"])
+    secure = parse_pipeline(
+        "secure", ["plan:planner", "code:coder", "review:a", "verify:verifier", "review:b"]
+    )
     assert [s.status for s in secure.stages] == ["planning", "coding", "reviewing", "verifying", "reviewing"]
     for stages, says in [
         (["plan planner"], "is not KIND:ROLE"),
@@ -104,13 +118,20 @@ def test_configured_pipelines_are_read_from_the_project_file(tmp_path: Path) -> 
     (tmp_path / "pyproject.toml").write_text(
         '[tool.codeloop.pipelines]\nquick = ["code:coder"]\nsecure = ["code:coder", "verify:verifier"]\n'
     )
-    assert configured_pipelines(tmp_path) == {"quick": ["code:coder"], "secure": ["code:coder", "verify:verifier"]}
+    assert configured_pipelines(tmp_path) == {
+        "quick": ["code:coder"],
+        "secure": ["code:coder", "verify:verifier"],
+    }
     # codeloop.toml is the project file when there is one, as for every other key.
-    (tmp_path / "codeloop.toml").write_text('[pipelines]\nsecure = ["code:coder", "review:security-reviewer"]\n')
+    (tmp_path / "codeloop.toml").write_text(
+        '[pipelines]\nsecure = ["code:coder", "review:security-reviewer"]\n'
+    )
     assert configured_pipelines(tmp_path) == {"secure": ["code:coder", "review:security-reviewer"]}
     assert [s.role for s in resolve_pipeline("secure", tmp_path).stages] == ["coder", "security-reviewer"]
     assert resolve_pipeline("fix", tmp_path) is FIX
-    with pytest.raises(PipelineError, match=r"no pipeline named 'nope'; known: diagnose, echo, explain, fix, secure"):
+    with pytest.raises(
+        PipelineError, match=r"no pipeline named 'nope'; known: diagnose, echo, explain, fix, secure"
+    ):
         resolve_pipeline("nope", tmp_path)
     (tmp_path / "codeloop.toml").write_text("[pipelines]\nsecure = 'code:coder'\n")
     with pytest.raises(PipelineConfigError, match=r"codeloop.toml.*pipelines.secure"):
@@ -140,7 +161,10 @@ def test_codeloop_roles_names_each_broken_plug_in_with_its_reason(monkeypatch: p
     assert shown.exit_code == 0, shown.output
     listed = json.loads(shown.stdout)
     broken = {b["name"]: b["reason"] for b in listed["broken"]}
-    assert "No module named 'leftpad'" in broken["import-fails"] and "not an async function" in broken["wrong-signature"]
+    assert (
+        "No module named 'leftpad'" in broken["import-fails"]
+        and "not an async function" in broken["wrong-signature"]
+    )
     assert "approver" in {r["name"] for r in listed["installed"]} and listed["bus"] is False
     text = CliRunner().invoke(app, ["roles"])
     assert "broken: import-fails (" in text.stdout
@@ -159,5 +183,7 @@ def test_run_submit_and_eval_refuse_an_unknown_pipeline_before_anything_starts(t
     ):
         shown = CliRunner().invoke(app, args)
         assert shown.exit_code == 2, (args, shown.output)
-        assert "--pipeline: no pipeline named 'nope'; known: diagnose, echo, explain, fix" in shown.output, shown.output
+        assert "--pipeline: no pipeline named 'nope'; known: diagnose, echo, explain, fix" in shown.output, (
+            shown.output
+        )
     assert not (tmp_path / "out").exists()

@@ -56,15 +56,27 @@ async def test_secure_pipeline_review_rounds_replay_refusal_and_waiting(
         assert {"planner", "retriever", "coder", "verifier"} <= {n for n, r in listed.items() if r["builtin"]}
 
         code, out, err = await _codeloop(
-            runner, home, "run", "add(2, 3) returns -1 instead of 5", "--repo", str(repo), "--mode", "write",
-            "--model", model("secret_then_clean"), "--pipeline", "secure", "--json",
-        )  # fmt: skip
+            runner,
+            home,
+            "run",
+            "add(2, 3) returns -1 instead of 5",
+            "--repo",
+            str(repo),
+            "--mode",
+            "write",
+            "--model",
+            model("secret_then_clean"),
+            "--pipeline",
+            "secure",
+            "--json",
+        )
         assert code == 0, err
         result = json.loads(out)
         assert result["status"] == "done" and result["verification"]["verdict"] == "passed"
         rounds = result["reviews"]
         assert [(r["role"], r["verdict"]) for r in rounds] == [
-            ("security-reviewer", "request_changes"), ("security-reviewer", "approve")
+            ("security-reviewer", "request_changes"),
+            ("security-reviewer", "approve"),
         ]
         first = rounds[0]["findings"]
         assert [(f["rule"], f["path"]) for f in first] == [("hardcoded-secret", "calc/__init__.py")]
@@ -93,16 +105,22 @@ async def test_secure_pipeline_review_rounds_replay_refusal_and_waiting(
         ]
 
         # A role nobody installed and no worker serves: refused before anything is submitted.
-        code, out, err = await _codeloop(runner, home, "submit", "x", "--repo", str(repo), "--pipeline", "ghost")
+        code, out, err = await _codeloop(
+            runner, home, "submit", "x", "--repo", str(repo), "--pipeline", "ghost"
+        )
         assert code == 2 and "no-such-reviewer" in err and "not installed" in err, err
         # An impossible order: refused as a usage error too.
         (repo / "codeloop.toml").write_text('[pipelines]\nbackwards = ["verify:verifier", "code:coder"]\n')
-        code, _, err = await _codeloop(runner, home, "submit", "x", "--repo", str(repo), "--pipeline", "backwards")
+        code, _, err = await _codeloop(
+            runner, home, "submit", "x", "--repo", str(repo), "--pipeline", "backwards"
+        )
         assert code == 2 and "cannot come after a verify stage" in err, err
         (repo / "codeloop.toml").write_text(CONFIG)
 
         # Installed but not running in this serve: the task says what it waits for.
-        code, out, err = await _codeloop(runner, home, "submit", "hello", "--repo", str(repo), "--pipeline", "lonely")
+        code, out, err = await _codeloop(
+            runner, home, "submit", "hello", "--repo", str(repo), "--pipeline", "lonely"
+        )
         assert code == 0, err
         task_id = out.strip()
         records = await TaskRecords.open(runner.bus)

@@ -34,7 +34,10 @@ async def test_two_workers_of_a_plug_in_role_share_ten_tasks_and_a_killed_one_lo
     async with serving(home, *main_args) as (_, note), client_bus(home, note) as bus:
         auth = auth_of(home)
         join = ("--role", "slow-reviewer", "--nats", note["nats_url"], "--ack-wait", "2")
-        async with serving(tmp_path / "w1", *join, auth=auth) as (one, _), serving(tmp_path / "w2", *join, auth=auth) as (two, _):
+        async with (
+            serving(tmp_path / "w1", *join, auth=auth) as (one, _),
+            serving(tmp_path / "w2", *join, auth=auth) as (two, _),
+        ):
             processes = {one.pid: one, two.pid: two}
             choice = PipelineChoice(name="shared", stages=PIPELINE)
             ids = []

@@ -27,7 +27,9 @@ def auth_of(home: Path) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def serving(home: Path, *args: str, auth: dict[str, str] | None = None) -> AsyncIterator[tuple[Process, dict[str, Any]]]:
+async def serving(
+    home: Path, *args: str, auth: dict[str, str] | None = None
+) -> AsyncIterator[tuple[Process, dict[str, Any]]]:
     """`codeloop serve --json --no-mcp --no-metrics ARGS` until its ready line; yields it and its note."""
     command = [sys.executable, "-m", "codeloop", "serve", "--json", "--no-mcp", "--no-metrics", *args]
     async with ready_process(command, env=env_for(home, auth), cwd=ROOT, ready_s=60) as ready:

@@ -61,10 +61,25 @@ def test_doctor_says_what_ls_l_and_stat_do_in_the_sandbox_and_names_the_fix(tmp_
     report = json.loads(doctor("--json").stdout)
     (check,) = [c for c in report["checks"] if c["name"] == "sandbox_commands"]
     actual = subprocess.run(
-        [sys.executable, "-m", "codeloop", "sandbox", "exec", "--workspace", str(tmp_path), "--backend", "gvisor",
-         "--", "ls", "-l", "/"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "codeloop",
+            "sandbox",
+            "exec",
+            "--workspace",
+            str(tmp_path),
+            "--backend",
+            "gvisor",
+            "--",
+            "ls",
+            "-l",
+            "/",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert check["ok"] is (actual.returncode == 0), (check, actual.stderr[-500:])
     if not check["ok"]:
         assert "`ls -l /` fails" in check["detail"]

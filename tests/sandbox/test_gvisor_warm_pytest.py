@@ -120,10 +120,11 @@ async def test_what_a_warm_run_leaves_running_is_killed_and_the_warm_interpreter
         "    subprocess.Popen(['sleep', '1000'], start_new_session=True)\n"
     )
     lister = [
-        PYTHON, "-c",
+        PYTHON,
+        "-c",
         "import os, json; print(json.dumps(sorted(open(f'/proc/{p}/cmdline','rb').read().split(b'\\0')[-2].decode() "
         "for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid())))",
-    ]  # fmt: skip
+    ]
     async with open_gvisor(ro_paths=RUNTIME) as sandbox:
         await sandbox.keep_warm(PYTHON, ENV)
         ran = await sandbox.exec(PYTEST, env=ENV, warm=True)

@@ -83,13 +83,15 @@ async def test_sigkilling_the_owner_of_a_gvisor_sandbox_ends_its_container_withi
         def sleeping() -> bool:
             listed = subprocess.run(
                 ["runsc", "--root", str(gvisor_options.state_dir), "list", "-quiet"],
-                capture_output=True, text=True,
-            )  # fmt: skip
+                capture_output=True,
+                text=True,
+            )
             for container in listed.stdout.split():
                 ps = subprocess.run(
                     ["runsc", "--root", str(gvisor_options.state_dir), "ps", container],
-                    capture_output=True, text=True,
-                )  # fmt: skip
+                    capture_output=True,
+                    text=True,
+                )
                 if "sleep" in ps.stdout:
                     return True
             return False

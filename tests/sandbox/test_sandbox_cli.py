@@ -35,9 +35,24 @@ def test_json_output_has_exactly_the_contract_fields_under_gvisor(tmp_path: Path
     if not probe_runsc().works:
         pytest.skip(f"runsc does not work here: {probe_runsc().detail}")
     done = codeloop(
-        "sandbox", "exec", "--workspace", str(tmp_path), "--backend", "gvisor", "--network", "none",
-        "--timeout", "30", "--memory-mb", "256", "--json", "--", "sh", "-c", "echo hi; exit 3",
-    )  # fmt: skip
+        "sandbox",
+        "exec",
+        "--workspace",
+        str(tmp_path),
+        "--backend",
+        "gvisor",
+        "--network",
+        "none",
+        "--timeout",
+        "30",
+        "--memory-mb",
+        "256",
+        "--json",
+        "--",
+        "sh",
+        "-c",
+        "echo hi; exit 3",
+    )
     assert done.returncode == 0, done.stderr
     printed = json.loads(done.stdout)
     assert set(printed) == CONTRACT_KEYS
@@ -49,18 +64,36 @@ def test_json_output_has_exactly_the_contract_fields_under_gvisor(tmp_path: Path
 def test_without_json_it_behaves_like_the_command(tmp_path: Path) -> None:
     """The command's output on the same streams and its exit code."""
     done = codeloop(
-        "sandbox", "exec", "--workspace", str(tmp_path), "--backend", "process",
-        "--", "sh", "-c", "echo out; echo err >&2; exit 5",
-    )  # fmt: skip
+        "sandbox",
+        "exec",
+        "--workspace",
+        str(tmp_path),
+        "--backend",
+        "process",
+        "--",
+        "sh",
+        "-c",
+        "echo out; echo err >&2; exit 5",
+    )
     assert (done.returncode, done.stdout, done.stderr) == (5, "out\n", "err\n")
 
 
 def test_a_timed_out_command_exits_124_like_coreutils_timeout(tmp_path: Path) -> None:
     """Our choice, documented in --help: 124 on timeout, as timeout(1)."""
     done = codeloop(
-        "sandbox", "exec", "--workspace", str(tmp_path), "--backend", "process", "--timeout", "0.5",
-        "--json", "--", "sleep", "30",
-    )  # fmt: skip
+        "sandbox",
+        "exec",
+        "--workspace",
+        str(tmp_path),
+        "--backend",
+        "process",
+        "--timeout",
+        "0.5",
+        "--json",
+        "--",
+        "sleep",
+        "30",
+    )
     assert json.loads(done.stdout)["timed_out"] is True
     plain = codeloop(
         "sandbox",
@@ -99,8 +132,15 @@ def test_bad_input_exits_2_with_a_message_and_no_traceback(
 def test_a_forbidden_backend_exits_125_naming_the_policy(tmp_path: Path) -> None:
     """CODELOOP_SANDBOX=gvisor lets a deployment forbid the process fallback."""
     done = codeloop(
-        "sandbox", "exec", "--workspace", str(tmp_path), "--backend", "process", "--", "true",
+        "sandbox",
+        "exec",
+        "--workspace",
+        str(tmp_path),
+        "--backend",
+        "process",
+        "--",
+        "true",
         env={"CODELOOP_SANDBOX": "gvisor"},
-    )  # fmt: skip
+    )
     assert done.returncode == 125
     assert "CODELOOP_SANDBOX=gvisor" in done.stderr and "Traceback" not in done.stderr

@@ -48,9 +48,23 @@ def _sandbox_exec(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[st
     # No runsc on PATH: `auto` must fall back (the host's runsc lives in /usr/bin).
     env = {**os.environ, "PATH": str(tmp_path / "empty-bin"), "CODELOOP_SANDBOX": "auto"}
     return subprocess.run(
-        [CODELOOP, "sandbox", "exec", "--workspace", str(tmp_path), *extra, "--", sys.executable, "-c", "print(7)"],
-        env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            CODELOOP,
+            "sandbox",
+            "exec",
+            "--workspace",
+            str(tmp_path),
+            *extra,
+            "--",
+            sys.executable,
+            "-c",
+            "print(7)",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_the_cli_warns_on_stderr_in_text_mode_and_in_the_json_result(tmp_path: Path) -> None:

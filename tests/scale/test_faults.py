@@ -29,10 +29,14 @@ async def test_no_task_is_lost_or_done_twice_when_a_node_and_a_worker_of_each_ro
         with anyio.fail_after(400):
             report = await faults(
                 argparse.Namespace(
-                    tasks=10, workers=[1], model_delay=0.0, max_seconds=300, worker_concurrency=None,
+                    tasks=10,
+                    workers=[1],
+                    model_delay=0.0,
+                    max_seconds=300,
+                    worker_concurrency=None,
                     workspace_service=False,
                 ),
-                base
+                base,
             )
         assert len(report["faults"]) == 2 + 1 + len(ROLES), report["faults"]  # the node down and up, 5 kills
         assert report["lost"] == 0 and report["not_done"] == 0 and report["done"] == 10, report

@@ -65,9 +65,12 @@ async def test_workers_that_cannot_read_the_repository_do_the_task_from_the_snap
             )
             async with open_bus(config) as bus:
                 task = TaskSubmitted(
-                    text=TASK, repo=str(repo), mode="write", models=ModelNames(default=slow_model()),
+                    text=TASK,
+                    repo=str(repo),
+                    mode="write",
+                    models=ModelNames(default=slow_model()),
                     snapshot=await capture_snapshot(bus, repo),
-                )  # fmt: skip
+                )
                 envelope, _ = await submit_task(bus, task)
                 final = await watch_task(bus, envelope.task_id, lambda e: None)
                 # A task without a snapshot (a bare NATS client's): the worker must say it cannot
@@ -82,8 +85,13 @@ async def test_workers_that_cannot_read_the_repository_do_the_task_from_the_snap
     # Every process had its own home, and none of them is the submitter's.
     assert len(set(homes)) == 2 + len(ROLES) and all(base in h.parents for h in homes)
     # The coder's and verifier's tools ran in the workspace service, not beside them.
-    audit = [json.loads(line) for line in (by_role["workspaces"] / "workspaces-audit.jsonl").read_text().splitlines()]
-    calls = {(r["principal"].split(":")[0], r["tool"]) for r in audit if r["principal"].endswith(envelope.task_id)}
+    audit = [
+        json.loads(line)
+        for line in (by_role["workspaces"] / "workspaces-audit.jsonl").read_text().splitlines()
+    ]
+    calls = {
+        (r["principal"].split(":")[0], r["tool"]) for r in audit if r["principal"].endswith(envelope.task_id)
+    }
     assert {("code", "write_file"), ("verify", "run_tests")} <= calls, calls
     for role in ("coder", "verifier"):
         assert not any((by_role[role] / "work").iterdir()), role
@@ -102,8 +110,10 @@ def _applies_and_fixes(repo: Path, patch: str, copy: Path) -> None:
     subprocess.run(["git", "apply", "-"], cwd=copy, input=patch, text=True, check=True)
     tests = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_calc.py"],
-        cwd=copy, capture_output=True, text=True,
-    )  # fmt: skip
+        cwd=copy,
+        capture_output=True,
+        text=True,
+    )
     assert tests.returncode == 0, tests.stdout
     assert (
         subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout

@@ -93,9 +93,12 @@ async def test_names_the_example_never_defined_come_from_the_repository_packages
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     run = await trace_examples(
-        root, [*paths, *extra], ["assert show(3) == '<3>'\nnot_defined_anywhere"],
-        backend=backend[0], gvisor=backend[1],
-    )  # fmt: skip
+        root,
+        [*paths, *extra],
+        ["assert show(3) == '<3>'\nnot_defined_anywhere"],
+        backend=backend[0],
+        gvisor=backend[1],
+    )
     assert run.statements == 2 and run.failed == 1  # the assert held; the unknown name still fails
     assert run.resolved == ["show"]
     assert run.files == {"calc/printer.py": 1, "calc/core.py": 1}  # importing calc is not traced
@@ -133,9 +136,12 @@ async def test_names_the_projects_own_doctests_import_are_found_where_they_impor
     for rel, text in extra.items():
         (root / rel).write_text(text)
     run = await trace_examples(
-        root, [*paths, *extra], ["assert show(x) == '<2>'\nassert cc.negate(x) == -2"],
-        backend=backend[0], gvisor=backend[1],
-    )  # fmt: skip
+        root,
+        [*paths, *extra],
+        ["assert show(x) == '<2>'\nassert cc.negate(x) == -2"],
+        backend=backend[0],
+        gvisor=backend[1],
+    )
     assert run.statements == 2 and run.failed == 0
     assert run.resolved == ["show", "x", "cc"]
     assert run.files == {"calc/printer.py": 1, "calc/core.py": 2}

@@ -168,8 +168,10 @@ def test_a_file_named_like_a_name_the_issue_uses_gains_unless_many_files_share_t
     keyword = [row("pkg/core/basic.py", 5.0), row("pkg/core/expr.py", 4.9), row("docs/expr.md", 4.8)]
     issue = decompose("`expr` drops terms")
     assert ranked(Evidence(issue=issue, paths=paths, keyword=keyword))[:3] == [
-        "pkg/core/expr.py", "pkg/core/basic.py", "docs/expr.md",
-    ]  # fmt: skip
+        "pkg/core/expr.py",
+        "pkg/core/basic.py",
+        "docs/expr.md",
+    ]
     assert filerank.named_files(issue.identifiers, paths) == {
         "pkg/core/expr.py": filerank.NAMED_FILE_BOOST * 2.0
     }

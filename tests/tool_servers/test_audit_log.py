@@ -59,9 +59,15 @@ async def test_secrets_in_arguments_are_redacted_and_long_strings_summarised(
     text = log.path.read_text()
     assert "sk-abcdefghijklmnopqrstuvwxyz" not in text
     await log.append(
-        principal="p", server="s", tool="t", arguments={"api_token": "hunter2", "body": "x" * 2000},
-        outcome="ok", duration_ms=1.0, trace_id="t", started=__import__("datetime").datetime.now(),
-    )  # fmt: skip
+        principal="p",
+        server="s",
+        tool="t",
+        arguments={"api_token": "hunter2", "body": "x" * 2000},
+        outcome="ok",
+        duration_ms=1.0,
+        trace_id="t",
+        started=__import__("datetime").datetime.now(),
+    )
     last = json.loads(_lines(log.path)[-1])
     assert last["arguments"]["api_token"] == "[redacted]"
     assert last["arguments"]["body"].startswith("[2000 chars sha256:")

@@ -127,10 +127,19 @@ async def test_an_unreadable_file_is_left_out_for_an_unprivileged_user(world_rea
         pytest.skip("needs root and setpriv to run the check as another user")
     repo = make_hostile_repo(world_readable_dir / "repo")
     done = await anyio.run_process(
-        [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", UNPRIVILEGED_CHECK, str(repo)],
+        [
+            setpriv,
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            sys.executable,
+            "-c",
+            UNPRIVILEGED_CHECK,
+            str(repo),
+        ],
         env={**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(world_readable_dir)},
         check=False,
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stderr.decode()
     seen = json.loads(done.stdout)
     assert seen["listed"] == [GOOD]

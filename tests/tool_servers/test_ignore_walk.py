@@ -30,8 +30,11 @@ def _repo(tmp_path: Path, files: dict[str, str | bytes]) -> Path:
 def _git_lists(repo: Path) -> set[str]:
     out = subprocess.run(
         ["git", "-c", "core.quotePath=false", "ls-files", "-z", "--others", "--exclude-standard"],
-        cwd=repo, check=True, capture_output=True, env={**os.environ, **_GIT_ENV},
-    ).stdout  # fmt: skip
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        env={**os.environ, **_GIT_ENV},
+    ).stdout
     return {os.fsdecode(raw) for raw in out.split(b"\0") if raw}
 
 
@@ -164,9 +167,15 @@ def test_git_and_codeloop_dirs_and_callers_skips_are_pruned(tmp_path: Path) -> N
 def test_a_start_below_the_root_applies_the_gitignores_above_it(tmp_path: Path) -> None:
     repo = _repo(
         tmp_path,
-        {".gitignore": "*.log\nbuild/\n", "src/.gitignore": "!keep.log\n", "src/pkg/a.log": "",
-         "src/pkg/keep.log": "", "src/pkg/a.py": "", "src/build/out.py": ""},
-    )  # fmt: skip
+        {
+            ".gitignore": "*.log\nbuild/\n",
+            "src/.gitignore": "!keep.log\n",
+            "src/pkg/a.log": "",
+            "src/pkg/keep.log": "",
+            "src/pkg/a.py": "",
+            "src/build/out.py": "",
+        },
+    )
     assert _walk_lists(repo, start="src/pkg") == {"src/pkg/keep.log", "src/pkg/a.py"}
     assert _walk_lists(repo, start="src/build") == set()  # inside an ignored directory
     assert _walk_lists(repo, start="src/build", gitignore=False) == {"src/build/out.py"}

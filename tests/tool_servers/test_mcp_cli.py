@@ -71,8 +71,18 @@ def test_http_port_in_use_is_reported_without_a_traceback(tmp_path: Path, token_
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        result = _run("mcp", "fs", "--root", str(tmp_path), "--transport", "http", "--port", str(port),
-                      "--token-file", str(token_file))  # fmt: skip
+        result = _run(
+            "mcp",
+            "fs",
+            "--root",
+            str(tmp_path),
+            "--transport",
+            "http",
+            "--port",
+            str(port),
+            "--token-file",
+            str(token_file),
+        )
     assert result.returncode != 0
     assert "cannot serve on" in result.stderr and "Traceback" not in result.stderr
 

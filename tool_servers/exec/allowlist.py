@@ -28,15 +28,53 @@ from collections.abc import Sequence
 PYTHON_TOOLS = frozenset({"python", "python3", "pytest", "py.test", "ruff", "mypy", "make"})
 FILE_VIEWERS = frozenset(
     {
-        "ls", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "find", "sed", "sort", "uniq",
-        "cut", "tr", "diff", "cmp", "stat", "file", "du", "tree", "echo", "printf", "pwd", "true",
-        "false", "basename", "dirname", "realpath", "which",
+        "ls",
+        "cat",
+        "head",
+        "tail",
+        "wc",
+        "grep",
+        "egrep",
+        "fgrep",
+        "find",
+        "sed",
+        "sort",
+        "uniq",
+        "cut",
+        "tr",
+        "diff",
+        "cmp",
+        "stat",
+        "file",
+        "du",
+        "tree",
+        "echo",
+        "printf",
+        "pwd",
+        "true",
+        "false",
+        "basename",
+        "dirname",
+        "realpath",
+        "which",
     }
-)  # fmt: skip
+)
 GIT_READ_ONLY = frozenset(
-    {"status", "diff", "log", "show", "blame", "ls-files", "ls-tree", "rev-parse", "grep", "shortlog",
-     "describe", "cat-file"}
-)  # fmt: skip
+    {
+        "status",
+        "diff",
+        "log",
+        "show",
+        "blame",
+        "ls-files",
+        "ls-tree",
+        "rev-parse",
+        "grep",
+        "shortlog",
+        "describe",
+        "cat-file",
+    }
+)
 ALLOWED_PROGRAMS = PYTHON_TOOLS | FILE_VIEWERS | {"git"}
 """Programs that run without confirmation (subject to the argument rules of this module)."""
 

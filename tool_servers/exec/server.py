@@ -161,10 +161,19 @@ class ExecTools:
         await anyio.to_thread.run_sync(_make_report_dir, report_dir)
         report = report_dir / f"junit-{uuid.uuid4().hex}.xml"
         argv = [
-            tools.test_python, "-m", "pytest", "-p", "no:cacheprovider", "--tb=short", "-q",
-            "-o", "junit_family=xunit1", f"--junitxml={REPORT_DIR / report.name}",
-            "--continue-on-collection-errors", "--rootdir=.",
-        ]  # fmt: skip
+            tools.test_python,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--tb=short",
+            "-q",
+            "-o",
+            "junit_family=xunit1",
+            f"--junitxml={REPORT_DIR / report.name}",
+            "--continue-on-collection-errors",
+            "--rootdir=.",
+        ]
         if args.keyword is not None:
             argv += ["-k", args.keyword]
         if args.max_failures is not None:
@@ -174,7 +183,9 @@ class ExecTools:
         await warm_pytest_cache(tools.test_python)
         counts, failures, found, report_error = None, [], False, None
         try:
-            result = await self.box.exec(argv, timeout_s=args.timeout_s, cwd=".", env=env, warm=tools.warm_tests)
+            result = await self.box.exec(
+                argv, timeout_s=args.timeout_s, cwd=".", env=env, warm=tools.warm_tests
+            )
             # The report is the tested code's output: read and parsed as hostile (`pytest_report`).
             xml = await anyio.to_thread.run_sync(read_junit_file, report)
             if xml is not None:
@@ -215,9 +226,13 @@ class ExecTools:
         ruff_argv = []
         if tools.ruff is not None:
             ruff_argv = [
-                tools.ruff, "check", "--output-format=json", "--no-cache", "--force-exclude",
+                tools.ruff,
+                "check",
+                "--output-format=json",
+                "--no-cache",
+                "--force-exclude",
                 f"--select={','.join(args.select)}",
-            ]  # fmt: skip
+            ]
         # No "--" here: after -c every word is the script's argument (paths never start with "-").
         argv = [tools.python, "-I", "-S", "-c", CHECKS_SCRIPT, str(len(ruff_argv)), *ruff_argv, *paths]
         result = await self.box.exec(argv, timeout_s=args.timeout_s, cwd=".", env=env)
@@ -261,7 +276,9 @@ class ExecTools:
             note = f"unreadable ruff output: {output_tail(ruff_out, result.stderr, lines=10)}"
         if result.exit_code not in (0, 1) and not note:
             note = output_tail(ruff_out, result.stderr, lines=10)
-        return CheckRun(tool="ruff", exit_code=result.exit_code, timed_out=result.timed_out, note=note), findings
+        return CheckRun(
+            tool="ruff", exit_code=result.exit_code, timed_out=result.timed_out, note=note
+        ), findings
 
 
 _OUTBOX_IGNORE = "# codeloop tool reports: not part of the project\n*\n"

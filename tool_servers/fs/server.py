@@ -234,9 +234,15 @@ class FsTools:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             return ReadFileOutput(
-                path=rel, content="", start_line=args.start_line, end_line=0, total_lines=0,
-                size=len(data), truncated=False, decodable=False,
-            )  # fmt: skip
+                path=rel,
+                content="",
+                start_line=args.start_line,
+                end_line=0,
+                total_lines=0,
+                size=len(data),
+                truncated=False,
+                decodable=False,
+            )
         lines = text.splitlines(keepends=True)
         last = len(lines) if args.end_line is None else min(args.end_line, len(lines))
         chosen: list[str] = []
@@ -251,9 +257,15 @@ class FsTools:
             used += size
         end = args.start_line + len(chosen) - 1 if chosen else 0
         return ReadFileOutput(
-            path=rel, content="".join(chosen), start_line=args.start_line, end_line=end,
-            total_lines=len(lines), size=len(data), truncated=truncated, decodable=True,
-        )  # fmt: skip
+            path=rel,
+            content="".join(chosen),
+            start_line=args.start_line,
+            end_line=end,
+            total_lines=len(lines),
+            size=len(data),
+            truncated=truncated,
+            decodable=True,
+        )
 
     async def write_file(self, args: WriteFileInput, call: CallContext) -> WriteFileOutput:
         path = self.root.resolve(args.path, for_write=True)

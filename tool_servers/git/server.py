@@ -281,9 +281,13 @@ class GitTools:
         sha = await self._commit_sha(args.rev)
         paths = self._paths([args.path]) if args.path else []
         _, out, _ = await self._git(
-            "log", f"--max-count={args.max_count}", f"--format=%H{_SEP}%P{_SEP}%an{_SEP}%ae{_SEP}%aI{_SEP}%s{_END}",
-            sha, "--", *paths,
-        )  # fmt: skip
+            "log",
+            f"--max-count={args.max_count}",
+            f"--format=%H{_SEP}%P{_SEP}%an{_SEP}%ae{_SEP}%aI{_SEP}%s{_END}",
+            sha,
+            "--",
+            *paths,
+        )
         return LogOutput(commits=[_commit_info(rec) for rec in out.split(_END) if rec.strip()])
 
     async def show(self, args: ShowInput, call: CallContext) -> ShowOutput:
@@ -307,9 +311,17 @@ class GitTools:
                 commit=commit, message=message.strip(), diff=None, content=text, truncated=truncated
             )
         _, patch, _ = await self._git(
-            "show", "--relative", "--no-ext-diff", "--no-textconv", "--no-color", "--format=", sha,
-            "--", ".", *self.excludes,
-        )  # fmt: skip
+            "show",
+            "--relative",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-color",
+            "--format=",
+            sha,
+            "--",
+            ".",
+            *self.excludes,
+        )
         text, truncated = _cap(patch, args.max_bytes)
         return ShowOutput(
             commit=commit, message=message.strip(), diff=text, content=None, truncated=truncated
@@ -356,9 +368,11 @@ class GitTools:
                 )
         identity = f"codeloop ({call.principal})"
         env = {
-            "GIT_AUTHOR_NAME": identity, "GIT_AUTHOR_EMAIL": "codeloop@localhost",
-            "GIT_COMMITTER_NAME": identity, "GIT_COMMITTER_EMAIL": "codeloop@localhost",
-        }  # fmt: skip
+            "GIT_AUTHOR_NAME": identity,
+            "GIT_AUTHOR_EMAIL": "codeloop@localhost",
+            "GIT_COMMITTER_NAME": identity,
+            "GIT_COMMITTER_EMAIL": "codeloop@localhost",
+        }
         _, sha, _ = await self._git(
             "commit-tree", tree, *(["-p", parent] if parent else []), "-m", args.message, env=env
         )

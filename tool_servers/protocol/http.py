@@ -154,8 +154,10 @@ class _CancelledAtShutdown(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError):
             record.msg, record.args, record.exc_info = (
-                "a tool call still running at shutdown was cancelled", (), None,
-            )  # fmt: skip
+                "a tool call still running at shutdown was cancelled",
+                (),
+                None,
+            )
             record.exc_text = None  # the redacting record factory formatted the traceback already
         return True
 
@@ -219,7 +221,12 @@ async def serve_asgi(
     """
     _quiet_shutdown_cancellations()
     config = uvicorn.Config(
-        app, host=host, port=port, log_level="warning", lifespan=lifespan, timeout_graceful_shutdown=2,
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan=lifespan,
+        timeout_graceful_shutdown=2,
         interface="asgi3",
     )
     uv = _Server(config)

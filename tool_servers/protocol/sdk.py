@@ -96,9 +96,17 @@ def _tool(spec: ToolSpec) -> Tool:
             raise ValueError(f"tool {spec.name}: '{reserved}' is reserved")
     annotations = spec.annotations()
     key = (
-        spec.name, spec.description, spec.input_model, spec.output_model, spec.may_need_confirmation,
-        spec.scope, spec.risk, annotations.model_dump_json(), spec.uses_request, spec.ask is not None,
-    )  # fmt: skip
+        spec.name,
+        spec.description,
+        spec.input_model,
+        spec.output_model,
+        spec.may_need_confirmation,
+        spec.scope,
+        spec.risk,
+        annotations.model_dump_json(),
+        spec.uses_request,
+        spec.ask is not None,
+    )
     function = _tool_function(spec)
     template = _TOOL_TEMPLATES.get(key)
     if template is None:

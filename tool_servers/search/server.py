@@ -269,9 +269,15 @@ class SearchTools:
             parse_query(args.query)
             index = await self.live.fresh()
             return await search_running_examples(
-                index, args.query, k=args.k, keep_tests=args.keep_tests, setup=args.setup,
-                timeout_s=args.timeout_s, backend=self.backend, policy=self.policy,
-            )  # fmt: skip
+                index,
+                args.query,
+                k=args.k,
+                keep_tests=args.keep_tests,
+                setup=args.setup,
+                timeout_s=args.timeout_s,
+                backend=self.backend,
+                policy=self.policy,
+            )
 
     async def find_symbol(self, args: FindSymbolInput, call: CallContext) -> SymbolResult:
         with _as_tool_errors():

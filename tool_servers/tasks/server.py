@@ -201,7 +201,7 @@ def task_tools(tools: TaskTools) -> list[ToolSpec]:
             TaskIdArgs,
             TaskView,
             tools.get,
-        ),  # fmt: skip
+        ),
         ToolSpec(
             name="wait_task",
             description="Wait until the task ends or timeout_s passes, then return its view (a timeout "
@@ -233,7 +233,7 @@ def task_tools(tools: TaskTools) -> list[ToolSpec]:
             ListTasksArgs,
             TaskList,
             tools.list,
-        ),  # fmt: skip
+        ),
         ToolSpec(
             name="answer_confirmation",
             description="Approve or refuse the task's pending high-risk action (its view's "

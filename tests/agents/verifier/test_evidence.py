@@ -43,17 +43,28 @@ def ops_repo(tmp_path: Path) -> Path:
     unrelated test elsewhere has failed for years."""
     return make_repo(
         tmp_path / "ops",
-        {"ops.py": OPS, "pytest.ini": FAST_PYTEST, "tests/test_ops.py": TEST_OPS,
-         "tests/test_legacy.py": TEST_LEGACY},
-    )  # fmt: skip
+        {
+            "ops.py": OPS,
+            "pytest.ini": FAST_PYTEST,
+            "tests/test_ops.py": TEST_OPS,
+            "tests/test_legacy.py": TEST_LEGACY,
+        },
+    )
 
 
 async def _verify(repo: Path, patch: str, tools: InProcessTools, task_text: str, baseline=None):
     with anyio.fail_after(240):
         report, _ = await verify_patch(
-            workspace=repo, patch=patch, plan_files=["ops.py"], test_targets=[], mode="execute",
-            tools=tools, deadline=deadline(), baseline=baseline, task_text=task_text,
-        )  # fmt: skip
+            workspace=repo,
+            patch=patch,
+            plan_files=["ops.py"],
+            test_targets=[],
+            mode="execute",
+            tools=tools,
+            deadline=deadline(),
+            baseline=baseline,
+            task_text=task_text,
+        )
     return report
 
 
@@ -61,7 +72,9 @@ def _classes(report) -> set[str]:
     return {f.failure_class for f in report.failures if f.severity == "error"}
 
 
-async def test_a_patch_that_leaves_the_named_failing_test_failing_fails_naming_it(ops_repo: Path, tools) -> None:
+async def test_a_patch_that_leaves_the_named_failing_test_failing_fails_naming_it(
+    ops_repo: Path, tools
+) -> None:
     """The task names test_mean; a patch dividing by `len(xs) + 1` leaves it failing: `failed` with
     `test.still_failing`, its id and assertion message, in the coder's feedback too."""
     wrong = make_patch(ops_repo, {"ops.py": OPS.replace("len(xs) - 1", "len(xs) + 1")})
@@ -106,19 +119,25 @@ async def test_a_test_failing_inside_the_changed_code_is_the_patchs_to_fix(tmp_p
     whatever the task says: `test.still_failing`."""
     code = "def ratio(a, b):\n    return a / b\n"
     tests = "from frac import ratio\n\n\ndef test_ratio_of_zero():\n    assert ratio(1, 0) == 0\n"
-    repo = make_repo(tmp_path / "frac", {"frac.py": code, "pytest.ini": FAST_PYTEST, "tests/test_frac.py": tests})
+    repo = make_repo(
+        tmp_path / "frac", {"frac.py": code, "pytest.ini": FAST_PYTEST, "tests/test_frac.py": tests}
+    )
     still = make_patch(repo, {"frac.py": "def ratio(a, b):\n    # guard added later\n    return a / b\n"})
     report = await _verify(repo, still, tools, "ratio() crashes")
     assert report.verdict == "failed"
     assert report.still_failing == ["tests/test_frac.py::test_ratio_of_zero"]
 
 
-async def test_a_reproducing_test_is_evidence_in_a_repository_with_no_failing_test(tmp_path: Path, tools) -> None:
+async def test_a_reproducing_test_is_evidence_in_a_repository_with_no_failing_test(
+    tmp_path: Path, tools
+) -> None:
     """Nothing fails at the start: a fix plus a test that fails without it and passes with it is
     `passed`; the same fix alone is `unverified`."""
     code = "def clamp(x, lo, hi):\n    return max(lo, x)\n"
     tests = "from rng import clamp\n\n\ndef test_clamp_low():\n    assert clamp(-1, 0, 5) == 0\n"
-    repo = make_repo(tmp_path / "rng", {"rng.py": code, "pytest.ini": FAST_PYTEST, "tests/test_rng.py": tests})
+    repo = make_repo(
+        tmp_path / "rng", {"rng.py": code, "pytest.ini": FAST_PYTEST, "tests/test_rng.py": tests}
+    )
     fixed = "def clamp(x, lo, hi):\n    return min(hi, max(lo, x))\n"
     reproduction = "from rng import clamp\n\n\ndef test_clamp_high():\n    assert clamp(9, 0, 5) == 5\n"
     with_test = make_patch(repo, {"rng.py": fixed, "tests/test_rng_high.py": reproduction})
@@ -130,7 +149,9 @@ async def test_a_reproducing_test_is_evidence_in_a_repository_with_no_failing_te
     assert _classes(alone) == {FailureClass.TEST_NO_REPRODUCTION}
 
 
-async def test_a_fix_whose_whole_suite_cannot_run_before_the_deadline_is_not_passed(ops_repo: Path, tools) -> None:
+async def test_a_fix_whose_whole_suite_cannot_run_before_the_deadline_is_not_passed(
+    ops_repo: Path, tools
+) -> None:
     """The named test is fixed, but the suite (known from an earlier verification to take far longer
     than the time left) is skipped: regressions went unchecked, so `unverified`, not `passed`."""
     slow = Baseline(commit=git(ops_repo, "rev-parse", "HEAD").strip(), suite_duration_s=10_000.0)

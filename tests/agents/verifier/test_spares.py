@@ -121,7 +121,8 @@ async def test_without_a_working_sandbox_the_verifier_verifies_in_its_own_worksp
         async with spares.take() as spare:
             assert spare is None
             # What the verifier then does: open an exec session of its own on its workspace.
-            report, _ = await _verify(calc_repo, make_patch(calc_repo, {"calc.py": CALC_FIXED}),
-                                      InProcessTools(backend="process"))  # fmt: skip
+            report, _ = await _verify(
+                calc_repo, make_patch(calc_repo, {"calc.py": CALC_FIXED}), InProcessTools(backend="process")
+            )
     assert report.verdict == "passed", report
     assert git(calc_repo, "status", "--porcelain") == ""

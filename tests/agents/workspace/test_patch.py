@@ -208,7 +208,9 @@ async def test_a_patch_of_a_file_that_is_not_utf8_travels_as_json_and_applies_by
     assert tree_files(copy) == tree_files(dest)
 
 
-async def test_a_same_size_rewrite_in_the_index_s_last_second_is_in_the_patch(bus: Bus, tmp_path: Path) -> None:
+async def test_a_same_size_rewrite_in_the_index_s_last_second_is_in_the_patch(
+    bus: Bus, tmp_path: Path
+) -> None:
     """A file rewritten at its old size with its old timestamp, as fast tools do within one
     second of the index's last write (the verifier applying and restoring a patch): git can tell
     it changed only by its racy-entry check, which must still see the index's own mtime."""

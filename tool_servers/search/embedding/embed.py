@@ -322,9 +322,14 @@ def load_model(
             # Converted before: run it without importing sentence-transformers and torch (seconds).
             try:
                 return SentenceTransformerEmbedder(
-                    None, name=name, precision=precision, max_tokens=max_tokens, source=source, recipe=recipe,
+                    None,
+                    name=name,
+                    precision=precision,
+                    max_tokens=max_tokens,
+                    source=source,
+                    recipe=recipe,
                     cache_root=cache_root,
-                )  # fmt: skip
+                )
             except ModelUnavailable:
                 pass  # what was saved does not load: the full path below converts again
     try:

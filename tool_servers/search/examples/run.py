@@ -75,9 +75,15 @@ async def search_running_examples(
         InvalidQuery, IndexUnavailable: see `CodeIndex.search`.
     """
     run = await trace_examples(
-        index.repo, index.indexed_paths(), example_blocks(query), setup=setup, python=python,
-        timeout_s=timeout_s, backend=backend, policy=policy,
-    )  # fmt: skip
+        index.repo,
+        index.indexed_paths(),
+        example_blocks(query),
+        setup=setup,
+        python=python,
+        timeout_s=timeout_s,
+        backend=backend,
+        policy=policy,
+    )
     raised = [[frame.path for frame in error.frames] for error in run.raised]
     result = await index.search(
         query, k=k, per_file=True, keep_tests=keep_tests, executed=run.files, raised=raised
@@ -127,8 +133,15 @@ async def trace_examples(
             raise ExamplesForbidden(f"the query's examples cannot run: {exc}") from exc
         except SandboxError as exc:
             return ExampleRun(python=python, note=f"the sandbox could not run the examples: {exc}")
-    return _report(result.stdout, result.stderr, result.exit_code, result.backend, python,
-                   duration_s=time.monotonic() - started, timed_out=result.timed_out)  # fmt: skip
+    return _report(
+        result.stdout,
+        result.stderr,
+        result.exit_code,
+        result.backend,
+        python,
+        duration_s=time.monotonic() - started,
+        timed_out=result.timed_out,
+    )
 
 
 def _copy_tree(root: Path, workspace: Path, paths: Sequence[str]) -> None:
@@ -143,9 +156,15 @@ def _copy_tree(root: Path, workspace: Path, paths: Sequence[str]) -> None:
 
 
 def _report(
-    stdout: str, stderr: str, exit_code: int | None, backend: str, python: str, *, duration_s: float,
+    stdout: str,
+    stderr: str,
+    exit_code: int | None,
+    backend: str,
+    python: str,
+    *,
+    duration_s: float,
     timed_out: bool,
-) -> ExampleRun:  # fmt: skip
+) -> ExampleRun:
     ran = {"backend": backend, "python": python, "duration_s": round(duration_s, 3)}
     line = next((ln for ln in reversed(stdout.splitlines()) if ln.startswith(tracer.MARKER)), None)
     if line is None:
@@ -157,10 +176,15 @@ def _report(
     try:
         data = json.loads(line[len(tracer.MARKER) :])
         return ExampleRun(
-            **ran, statements=data["statements"], failed=data["failed"], timed_out=data["timed_out"] or timed_out,
-            files=data["files"], setup_error=data["setup_error"], resolved=data["resolved"],
+            **ran,
+            statements=data["statements"],
+            failed=data["failed"],
+            timed_out=data["timed_out"] or timed_out,
+            files=data["files"],
+            setup_error=data["setup_error"],
+            resolved=data["resolved"],
             raised=[RaisedError.model_validate(r) for r in data["raised"]],
-        )  # fmt: skip
+        )
     except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
         # The example's own code can write to the real stdout; a report it forged, or one cut short,
         # is not evidence.

@@ -94,9 +94,14 @@ async def open_index(
             f"cannot keep the index at {where}: {why}; pass --index-dir DIR, a writable directory"
         ) from exc
     return CodeIndex(
-        root, store, embedder, lock_path, max_file_bytes=max_file_bytes, lock_timeout_s=lock_timeout_s,
+        root,
+        store,
+        embedder,
+        lock_path,
+        max_file_bytes=max_file_bytes,
+        lock_timeout_s=lock_timeout_s,
         secrets=secrets,
-    )  # fmt: skip
+    )
 
 
 def check_repo(repo: Path | str) -> Path:

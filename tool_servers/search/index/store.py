@@ -37,12 +37,32 @@ FTS_BACKLOG_ROWS = 2000
 
 _ENVIRONMENT_ERRNOS = frozenset(
     {
-        errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO,
-        errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN, errno.EBUSY, errno.EINTR, errno.ELOOP,
-        errno.ETIMEDOUT, errno.ECONNREFUSED, errno.ECONNRESET, errno.ECONNABORTED, errno.EPIPE,
-        errno.EHOSTUNREACH, errno.ENETUNREACH, errno.ENETDOWN, errno.ENOTCONN, errno.ESTALE,
+        errno.EACCES,
+        errno.EPERM,
+        errno.EROFS,
+        errno.ENOSPC,
+        errno.EDQUOT,
+        errno.EFBIG,
+        errno.EIO,
+        errno.EMFILE,
+        errno.ENFILE,
+        errno.ENOMEM,
+        errno.EAGAIN,
+        errno.EBUSY,
+        errno.EINTR,
+        errno.ELOOP,
+        errno.ETIMEDOUT,
+        errno.ECONNREFUSED,
+        errno.ECONNRESET,
+        errno.ECONNABORTED,
+        errno.EPIPE,
+        errno.EHOSTUNREACH,
+        errno.ENETUNREACH,
+        errno.ENETDOWN,
+        errno.ENOTCONN,
+        errno.ESTALE,
     }
-)  # fmt: skip
+)
 """OS errors about the storage or the machine, not about what the index's files hold."""
 _RUST_OS_ERROR = re.compile(r"\(os error (\d+)\)")
 _REMOTE_TRANSPORT = re.compile(

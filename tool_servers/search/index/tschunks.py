@@ -15,11 +15,30 @@ from typing import Any
 from tool_servers.search.index.chunks import Chunk, Definition, chunks_from_outline, with_leading_comments
 
 _LANGUAGES = {
-    ".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript",
-    ".jsx": "javascript", ".ts": "typescript", ".tsx": "tsx", ".go": "go", ".rs": "rust",
-    ".java": "java", ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".hpp": "cpp", ".cs": "c_sharp",
-    ".rb": "ruby", ".php": "php", ".kt": "kotlin", ".scala": "scala", ".swift": "swift", ".lua": "lua",
-}  # fmt: skip
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".tsx": "tsx",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".hpp": "cpp",
+    ".cs": "c_sharp",
+    ".rb": "ruby",
+    ".php": "php",
+    ".kt": "kotlin",
+    ".scala": "scala",
+    ".swift": "swift",
+    ".lua": "lua",
+}
 # (wheel module, function returning the language pointer)
 _GRAMMARS = {
     "typescript": ("tree_sitter_typescript", "language_typescript"),

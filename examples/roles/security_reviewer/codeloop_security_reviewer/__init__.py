@@ -22,16 +22,21 @@ async def review(request: ReviewRequest, ctx: RoleContext) -> dict:
     except ValueError as exc:
         raise StepError("patch.malformed", str(exc)) from None
     if not hits:
-        await ctx.emit("review_note", f"{NAME}: nothing to flag in {len(request.files_changed)} changed files")
+        await ctx.emit(
+            "review_note", f"{NAME}: nothing to flag in {len(request.files_changed)} changed files"
+        )
         return {"verdict": "approve", "findings": [], "feedback": "No security problems in the added lines."}
     where = await _enclosing_definitions(ctx, request.patch or "", hits)
     findings = [
         {
-            "path": hit.path, "line": hit.line, "rule": hit.rule, "severity": "error",
+            "path": hit.path,
+            "line": hit.line,
+            "rule": hit.rule,
+            "severity": "error",
             "message": hit.message + (f" (in {where[hit]})" if where.get(hit) else ""),
         }
         for hit in hits
-    ]  # fmt: skip
+    ]
     rules = sorted({hit.rule for hit in hits})
     feedback = (
         f"Remove these from the patch ({', '.join(rules)}); keep the fix itself. "
@@ -47,17 +52,27 @@ async def _enclosing_definitions(ctx: RoleContext, patch: str, hits: list[Hit]) 
     async with ctx.workspace("security-review", patch=patch) as root:
         async with Client(ctx.tools(root)["search"]) as search:
             for hit in hits:
-                found = await search.call_tool("search_code", {"query": f"{hit.path} {hit.text.strip()}"[:500], "k": 5})
+                found = await search.call_tool(
+                    "search_code", {"query": f"{hit.path} {hit.text.strip()}"[:500], "k": 5}
+                )
                 if found.is_error:
                     continue
                 for item in (found.structured_content or {}).get("hits", []):
-                    if item.get("path") == hit.path and item.get("symbol") and item["start_line"] <= hit.line <= item["end_line"]:
+                    if (
+                        item.get("path") == hit.path
+                        and item.get("symbol")
+                        and item["start_line"] <= hit.line <= item["end_line"]
+                    ):
                         where[hit] = f"{hit.path}: {item['symbol']}"
                         break
     return where
 
 
 ROLE = define_role(
-    NAME, "review", review, version="0.1.0", grant={"read"},
+    NAME,
+    "review",
+    review,
+    version="0.1.0",
+    grant={"read"},
     description="requests changes for hard-coded secrets, eval/exec of input, shell=True, TLS verification off",
-)  # fmt: skip
+)

@@ -20,18 +20,28 @@ class Hit:
 
 # (rule, pattern over one added line, why it matters)
 RULES: tuple[tuple[str, re.Pattern[str], str], ...] = (
-    ("eval-exec", re.compile(r"\b(?:eval|exec)\s*\((?!\s*(?:[rbuf]?['\"][^'\"]*['\"]\s*\)))"),
-     "eval/exec of a value that is not a constant runs whatever the input says; parse it instead "
-     "(ast.literal_eval, json.loads) or dispatch on it"),
-    ("shell-true", re.compile(r"\bshell\s*=\s*True\b"),
-     "shell=True hands the command line to a shell, so any input in it can inject commands; pass a "
-     "list of arguments without shell=True"),
-    ("tls-verify-off", re.compile(
-        r"\bverify\s*=\s*False\b|\bcheck_hostname\s*=\s*False\b|\bCERT_NONE\b|_create_unverified_context"
-        r"|\brejectUnauthorized\s*:\s*false\b|NODE_TLS_REJECT_UNAUTHORIZED"),
-     "this turns TLS certificate verification off, so anyone on the path can impersonate the server; "
-     "keep verification on (pass a CA bundle if the certificate is private)"),
-)  # fmt: skip
+    (
+        "eval-exec",
+        re.compile(r"\b(?:eval|exec)\s*\((?!\s*(?:[rbuf]?['\"][^'\"]*['\"]\s*\)))"),
+        "eval/exec of a value that is not a constant runs whatever the input says; parse it instead "
+        "(ast.literal_eval, json.loads) or dispatch on it",
+    ),
+    (
+        "shell-true",
+        re.compile(r"\bshell\s*=\s*True\b"),
+        "shell=True hands the command line to a shell, so any input in it can inject commands; pass a "
+        "list of arguments without shell=True",
+    ),
+    (
+        "tls-verify-off",
+        re.compile(
+            r"\bverify\s*=\s*False\b|\bcheck_hostname\s*=\s*False\b|\bCERT_NONE\b|_create_unverified_context"
+            r"|\brejectUnauthorized\s*:\s*false\b|NODE_TLS_REJECT_UNAUTHORIZED"
+        ),
+        "this turns TLS certificate verification off, so anyone on the path can impersonate the server; "
+        "keep verification on (pass a CA bundle if the certificate is private)",
+    ),
+)
 # `API_KEY = "..."`, `"password": "..."`, `token: str = "..."`: a secret-named name bound to a
 # non-empty string literal is hard-coded whatever the value looks like (a masked or short one too).
 SECRET_ASSIGNMENT = re.compile(
@@ -73,7 +83,9 @@ def scan(patch: str | None) -> list[Hit]:
     hits = []
     for path, number, text in added_lines(patch):
         code = text.split("#", 1)[0] if not text.lstrip().startswith(("'", '"')) else text
-        if redact_text(text) != text or _secret_assignment(code):  # redact_text: the detector of codeloop's logs
+        if redact_text(text) != text or _secret_assignment(
+            code
+        ):  # redact_text: the detector of codeloop's logs
             hits.append(Hit(path, number, SECRET[0], SECRET[1], text))
         for rule, pattern, why in RULES:
             if pattern.search(code):

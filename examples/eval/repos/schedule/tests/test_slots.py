@@ -6,7 +6,9 @@ from schedule.slots import free_slots, total_free
 def test_free_slots_between_bookings():
     room = Room("Aula", [(parse("09:00-10:00"), "a"), (parse("12:00-13:00"), "b")])
     assert free_slots(room, parse("08:00-14:00")) == [
-        parse("08:00-09:00"), parse("10:00-12:00"), parse("13:00-14:00"),
+        parse("08:00-09:00"),
+        parse("10:00-12:00"),
+        parse("13:00-14:00"),
     ]
 
 
