@@ -4,7 +4,7 @@
     ├── ModelSpecError (ValueError)   env.setup     a model name that cannot be resolved: bad syntax,
     │                                               unknown provider, a `function:` file or callable missing
     ├── ModelNameProblem (ValueError) env.setup     the same found before anything starts, from names and
-    │   (agents.model_check)                        files alone (no import of pydantic-ai), or credentials unset
+    │   (agents.models.check)                        files alone (no import of pydantic-ai), or credentials unset
     ├── ModelNotConfigured            env.credentials  the provider needs a variable that is not set (API
     │                                               key, base URL) in the worker that runs the step; raised
     │                                               at the first call, not at construction
@@ -16,14 +16,14 @@
     │                                               tool retries exhausted)
     ├── CostBudgetExceeded            budget.cost   the step's share of the task's spend limit is used
     │                                               up: refused before the next model request
-    ├── LoopDetected (agents.coder)   agent.loop    the coder repeated the same tool calls
-    ├── StepError (agents.role)       its own       a step that cannot succeed, with the class it names
+    ├── LoopDetected (agents.roles.coder)   agent.loop    the coder repeated the same tool calls
+    ├── StepError (agents.runtime.role)       its own       a step that cannot succeed, with the class it names
     ├── PipelineError (ValueError)    env.setup     a pipeline with an unknown kind or role, or stages in
     │   (agents.orchestrator.pipeline)              an impossible order: refused at submission
-    ├── _Unusable (agents.plugins)    env.setup     why an installed role cannot load (reported by name)
+    ├── _Unusable (agents.runtime.plugins)    env.setup     why an installed role cannot load (reported by name)
     ├── WorkspaceError                (agents.workspace.errors) capture, scratch workspaces, patches
     ├── ReplayError                   (agents.replay.errors) a recording missing or diverged from
-    └── VerifierError                 (agents.verifier.errors) a workspace the verifier cannot use
+    └── VerifierError                 (agents.roles.verifier.errors) a workspace the verifier cannot use
 
 Failure classes are the project's shared vocabulary, kept here as plain strings. Every message is
 redacted and trimmed before it is stored on the exception, so printing one is safe.

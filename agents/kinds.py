@@ -4,7 +4,7 @@ A pipeline (`agents/orchestrator/pipeline.py`) is a list of `KIND:ROLE` stages. 
 the messages — the request the orchestrator builds for the stage and the result type it accepts —
 the status a task shows meanwhile, and the order rules a pipeline is checked against before a
 task is accepted. This module is the one place that knows the kinds: a role declares its kind
-here (`agents/role_api.py`), the orchestrator's state machine looks a result's kind up here, and
+here (`agents/runtime/api.py`), the orchestrator's state machine looks a result's kind up here, and
 `pipeline_problems` checks a pipeline's order here. A new kind is one `StageKind` added to
 `KINDS`, plus the machine's reaction to its result.
 """
@@ -12,7 +12,6 @@ here (`agents/role_api.py`), the orchestrator's state machine looks a result's k
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agents.echo import EchoRequest, EchoResult
 from agents.messages import (
     CodeRequest,
     CodeResult,
@@ -26,6 +25,7 @@ from agents.messages import (
     VerifyRequest,
     VerifyResult,
 )
+from agents.roles.echo import EchoRequest, EchoResult
 from bus.messages import Message
 
 

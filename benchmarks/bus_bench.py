@@ -27,7 +27,7 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StreamConfig
 
-from agents.echo import EchoRequest
+from agents.roles.echo import EchoRequest
 from bus import subjects
 from bus.actor import Actor, ActorSpec, Delivery, DeliveryPolicy
 from bus.config import BusConfig

@@ -45,9 +45,9 @@ from agents.messages import (
     TaskSubmitted,
     VerifyRequest,
 )
-from agents.plugins import InstalledRole, RoleRegistry, load_roles
-from agents.role_api import define_role
-from agents.verifier.spares import VerifierSpares
+from agents.roles.verifier.spares import VerifierSpares
+from agents.runtime.api import define_role
+from agents.runtime.plugins import InstalledRole, RoleRegistry, load_roles
 from agents.workspace import capture_snapshot
 from bus.config import BusConfig
 from bus.connection import open_bus
@@ -134,10 +134,10 @@ async def through_pipeline(bus, task: TaskSubmitted) -> dict[str, float]:
 
 
 async def by_direct_calls(deps, task: TaskSubmitted) -> dict[str, float]:
-    from agents.coder import code
-    from agents.planner import plan
-    from agents.retriever import retrieve
-    from agents.verifier.role import verify
+    from agents.roles.coder import code
+    from agents.roles.planner import plan
+    from agents.roles.retriever import retrieve
+    from agents.roles.verifier.role import verify
 
     started = time.perf_counter()
     task = task.model_copy(update={"snapshot": await capture_snapshot(deps.bus, Path(task.repo))})

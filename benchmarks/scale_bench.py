@@ -46,7 +46,7 @@ import anyio  # noqa: E402
 
 from agents.client import submit_task, watch_task  # noqa: E402
 from agents.messages import TERMINAL_STATUSES, ModelNames, TaskSubmitted  # noqa: E402
-from agents.records import TaskRecords  # noqa: E402
+from agents.orchestrator.records import TaskRecords  # noqa: E402
 from agents.workspace import capture_snapshot  # noqa: E402
 from benchmarks.scale_cluster import ROLES, Cluster, open_cluster, slow_model  # noqa: E402
 from bus.config import BusConfig  # noqa: E402

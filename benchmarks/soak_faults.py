@@ -34,7 +34,7 @@ from anyio.abc import Process
 
 from agents.client import submit_task
 from agents.messages import TaskSubmitted
-from agents.records import TaskRecords
+from agents.orchestrator.records import TaskRecords
 from bus import subjects
 from bus.config import BusConfig
 from bus.connection import Bus, open_bus

@@ -2,7 +2,7 @@
 
 `bus/` owns the envelope (`bus/envelope.py`), the `Event` and `DeadLetter` payloads and this
 registry; everything else that travels — tasks, plans, patches, reports — is defined by the
-package that owns it and registered here (`register_payloads`), as `agents/messages.py` does for
+package that owns it and registered here (`register_payloads`), as `agents/messages/` does for
 the task's path and as a custom role does for its own messages. Each payload names itself with a
 literal `kind`, which is also the envelope's `kind`, so a reader in any language can dispatch on
 one string. Models are closed (`extra="forbid"`): we produce and version them together, so drift

@@ -12,7 +12,7 @@ trace, or one that traces under its own trace id — is parented on the *task co
 span context made from the trace id with a span id derived from it. Every process computes the
 same one, so all handlings of a task share one trace even when the orchestrator that claimed it
 crashed and another finished it. No span with that derived id is ever exported: it stands for the
-task as a whole (see `agents/tracing.py` on why there is no single task-long span).
+task as a whole (see `agents/runtime/tracing.py` on why there is no single task-long span).
 
 Only opentelemetry-api is used here: with no tracer provider configured (the default) spans are
 non-recording and all of this costs a few microseconds per message.

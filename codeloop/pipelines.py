@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agents.orchestrator.pipeline import NAMED, Pipeline, PipelineError, parse_pipeline, stages_of
-from agents.plugins import RoleRegistry
+from agents.runtime.plugins import RoleRegistry
 from codeloop.config import ConfigError
 from codeloop.errors import CodeloopError
 
@@ -98,7 +98,7 @@ async def check_served(bus: object, pipeline: Pipeline, registry: RoleRegistry |
     Raises:
         PipelineError: naming each such stage and why.
     """
-    from agents.plugins import load_roles
+    from agents.runtime.plugins import load_roles
     from bus.discovery import discover, live_roles
 
     registry = registry or load_roles()

@@ -382,7 +382,7 @@ def submission_problems(
     credentials: bool = True,
 ) -> list[str]:
     """Every problem `check_submission` would raise the first of, in order."""
-    from agents.model_check import ModelNameProblem, check_model_name
+    from agents.models.check import ModelNameProblem, check_model_name
 
     problems: list[str] = []
     names = task.models.all_names()
@@ -434,7 +434,7 @@ def is_priced(name: str, options: ModelOptions | None) -> bool:
         return True
     provider, sep, model = name.partition(":")
     if provider == "function":
-        from agents.model_check import declares_priced_as
+        from agents.models.check import declares_priced_as
 
         return declares_priced_as(name)
     if not sep or provider == "replay" or name == "test":

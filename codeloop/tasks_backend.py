@@ -9,7 +9,7 @@ answers for the tasks submitted before:
   before the task is published; a principal sees a task only if its own key exists, and lists
   its tasks by its key prefix;
 - the view is read from the task's record (`TaskState`) and, for a pending confirmation, from
-  the task's last `confirmation_requested` event and its request key (`agents.confirmations`);
+  the task's last `confirmation_requested` event and its request key (`agents.runtime.confirmations`);
 - waiting follows the task's events (an ordered consumer from "now", re-made after a
   reconnect), and the change feed behind resource notifications is a plain subscription to
   every task's events: nothing polls the bucket.
@@ -29,10 +29,10 @@ import anyio
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from agents.client import cancel_task, is_final, new_task_id, submit_task
-from agents.confirmations import PENDING
-from agents.confirmations import answer as answer_confirmation
 from agents.messages import TERMINAL_STATUSES, Budgets, ModelNames, PipelineChoice, TaskState, TaskSubmitted
-from agents.records import TaskRecords
+from agents.orchestrator.records import TaskRecords
+from agents.runtime.confirmations import PENDING
+from agents.runtime.confirmations import answer as answer_confirmation
 from agents.workspace import WorkspaceError, capture_snapshot
 from bus import subjects
 from bus.connection import Bus, nats_errors

@@ -43,7 +43,7 @@ def tasks_options(config: ServeConfig) -> ServerOptions:
 
 def embedded_roles() -> tuple[str, ...]:
     """What an embedded bus runs for the tasks server: the standard roles and every usable plug-in."""
-    from agents.plugins import load_roles
+    from agents.runtime.plugins import load_roles
     from codeloop.wiring import DEFAULT_ROLES
 
     plugins = [name for name in load_roles().roles if name not in DEFAULT_ROLES and name != "echo"]

@@ -29,8 +29,8 @@ from opentelemetry.sdk.trace.export import (
     SpanExportResult,
 )
 
-from agents.role import RunObserver
-from agents.tracing import instrumentation_observer
+from agents.runtime.role import RunObserver
+from agents.runtime.tracing import instrumentation_observer
 from codeloop.config import TelemetryConfig
 
 _active: TelemetryConfig | None = None

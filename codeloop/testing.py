@@ -31,7 +31,7 @@ import anyio
 
 from agents.messages import Budgets, ModelNames, PipelineChoice, TaskResult, TaskSubmitted
 from agents.orchestrator.pipeline import parse_pipeline
-from agents.plugins import RoleRegistry, load_roles
+from agents.runtime.plugins import RoleRegistry, load_roles
 from bus.actor import DeliveryPolicy
 from bus.config import BusConfig
 from bus.connection import Bus, open_bus

@@ -1,6 +1,6 @@
 """The tool servers the agents of this process use: in-process MCP servers per root and grant.
 
-Agents see only `agents.tools.ToolProvider`; this is the one implementation the composition root
+Agents see only `agents.runtime.tools.ToolProvider`; this is the one implementation the composition root
 builds. Servers are built fresh for each request (a scratch workspace is a new root), in process
 — the MCP session is real, without a subprocess or a socket — and share what is expensive: one
 embedding model for every `search` server, loaded at its first use. `StdioTools` runs some of

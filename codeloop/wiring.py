@@ -27,16 +27,16 @@ from anyio.abc import TaskStatus
 from agents.observe.events import bind_step
 from agents.observe.tool_events import ObservedTools, tool_call_observer
 from agents.orchestrator import Pipeline, orchestrator_spec
+from agents.orchestrator.records import TaskRecords
 from agents.orchestrator.rejections import watch_rejections
 from agents.orchestrator.waiting import watch_waiting
-from agents.plugins import RoleRegistry, load_roles
-from agents.records import TaskRecords
 from agents.replay.observer import recording_observer
-from agents.role import RoleDeps, RunObserver
-from agents.tools import ToolProvider
-from agents.tracing import traced
-from agents.verifier.spares import VerifierSpares
-from agents.workspaces import Workspaces
+from agents.roles.verifier.spares import VerifierSpares
+from agents.runtime.plugins import RoleRegistry, load_roles
+from agents.runtime.role import RoleDeps, RunObserver
+from agents.runtime.tools import ToolProvider
+from agents.runtime.tracing import traced
+from agents.workspace.providers import Workspaces
 from bus import subjects
 from bus.actor import Actor, ActorSpec, DeliveryPolicy
 from bus.config import BusConfig
@@ -189,12 +189,12 @@ async def serve(
     environment's sandbox policy and cache directory, `codeloop.config.tool_server_config`) goes to
     the default tool provider and the hosted servers. The verifier takes its workspaces from
     `verifier_spares` (entered by the caller, e.g. a benchmark that waits for them), else from
-    spares `serve` prepares itself (`agents.verifier.spares`). Roles come from `registry` (default:
+    spares `serve` prepares itself (`agents.roles.verifier.spares`). Roles come from `registry` (default:
     the installed `codeloop.roles` entry points, broken ones logged and left out). `readiness`
     (the health endpoint's, `codeloop.health`) passes once the actors run and while the NATS
     connection is up; it fails again when `stop` starts the drain. With `workspace_service` this
     process also runs the workspace service (`codeloop.workspace_service`); `workspaces` is where
-    the coder's workspaces are made (default: here, `agents.workspaces.LocalWorkspaces`).
+    the coder's workspaces are made (default: here, `agents.workspace.providers.LocalWorkspaces`).
 
     Raises:
         StateDirBusy: another `codeloop serve` runs on this state directory.

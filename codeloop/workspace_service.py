@@ -1,7 +1,7 @@
 """The workspace service (`codeloop serve --workspaces`): scratch workspaces and their tools, served
 over HTTP MCP to roles that hold model keys and run none of the workspace's code themselves.
 
-A request/reply service on core NATS (`bus.requests`, messages in `agents.workspace_messages`), not
+A request/reply service on core NATS (`bus.requests`, messages in `agents.workspace.messages`), not
 a JetStream actor: an open is answered within seconds or retried by the asking step, and a
 workspace lives in this process's memory and directory, so durable redelivery to another instance
 would buy nothing. Opens go to the queue group (any instance); diff and close go to the instance
@@ -34,7 +34,7 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from agents.workspace import materialize, open_scratch, workspace_patch
 from agents.workspace.git import run_git
-from agents.workspace_messages import (
+from agents.workspace.messages import (
     OPEN_SUBJECT,
     SERVICE_QUEUE,
     WorkspaceClose,
@@ -47,7 +47,7 @@ from agents.workspace_messages import (
     WorkspaceSync,
     service_subject,
 )
-from agents.workspaces import apply_patch
+from agents.workspace.providers import apply_patch
 from bus import subjects
 from bus.connection import Bus
 from bus.messages import Message

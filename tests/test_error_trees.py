@@ -34,7 +34,7 @@ def test_every_error_a_package_defines_derives_from_its_base(package: str, base:
 
 def test_re_parented_errors_are_still_caught_by_their_old_bases() -> None:
     """Re-parenting kept every `except` that already caught them working."""
-    from agents.verifier.patchset import MalformedPatch
+    from agents.roles.verifier.patchset import MalformedPatch
     from codeloop.wiring import UnknownRole
 
     assert issubclass(MalformedPatch, ValueError) and issubclass(UnknownRole, ValueError)

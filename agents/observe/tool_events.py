@@ -26,8 +26,8 @@ from pydantic_ai.capabilities import Hooks
 from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, SkipToolExecution
 
 from agents.observe.events import StepInfo, cap, current_step, digest, publish_event
-from agents.role import RunInfo
-from agents.tools import ScopeName, ServerName, ToolProvider
+from agents.runtime.role import RunInfo
+from agents.runtime.tools import ScopeName, ServerName, ToolProvider
 from bus.connection import Bus
 
 EVENT = "tool_call"

@@ -29,7 +29,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from agents.echo import EchoRequest, EchoResult
 from agents.kinds import kind_of_result
 from agents.messages import (
     TERMINAL_STATUSES,
@@ -54,7 +53,8 @@ from agents.messages import (
     VerifyResult,
 )
 from agents.orchestrator.pipeline import Pipeline, Stage
-from agents.verifier.verdict import revision_feedback
+from agents.roles.echo import EchoRequest, EchoResult
+from agents.roles.verifier.verdict import revision_feedback
 from bus.messages import Message
 from redaction import redact, redact_text
 

@@ -17,7 +17,7 @@ from anyio.abc import TaskStatus
 
 from agents.messages import TERMINAL_STATUSES, TaskResult, TaskState, TaskSubmitted
 from agents.orchestrator.machine import build_result
-from agents.records import TaskRecords
+from agents.orchestrator.records import TaskRecords
 from bus import subjects
 from bus.connection import Bus, queue_subscription
 from bus.dead_letters import UNKNOWN_TASK

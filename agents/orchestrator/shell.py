@@ -12,7 +12,6 @@ import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from agents.echo import EchoResult
 from agents.messages import (
     TERMINAL_STATUSES,
     CancelTask,
@@ -38,7 +37,8 @@ from agents.orchestrator.machine import (
     transition,
 )
 from agents.orchestrator.pipeline import Pipeline, PipelineError, pipeline_for
-from agents.records import TaskRecords
+from agents.orchestrator.records import TaskRecords
+from agents.roles.echo import EchoResult
 from bus import subjects
 from bus.actor import ActorSpec, Delivery, DeliveryPolicy, Reply
 from bus.errors import MalformedMessage

@@ -20,7 +20,7 @@ import anyio
 from anyio.abc import TaskStatus
 
 from agents.messages import TERMINAL_STATUSES, TaskState
-from agents.records import TaskRecords
+from agents.orchestrator.records import TaskRecords
 from bus import subjects
 from bus.connection import Bus, queue_subscription
 from bus.discovery import WorkerInfo, discover, waiting_reason

@@ -29,7 +29,7 @@ from agents.replay.model import Divergence, RunRecording, excerpt
 from agents.replay.observer import RunHooks, jsonable
 from agents.replay.session import original_state
 from agents.replay.store import load_runs
-from agents.role import RunInfo
+from agents.runtime.role import RunInfo
 from bus.connection import Bus
 
 OUTPUT_TYPES: dict[str, Any] = {"planner": Plan}

@@ -27,7 +27,7 @@ from agents.replay.compare import Comparer
 from agents.replay.errors import RecordingMissing, ReplayError
 from agents.replay.model import Divergence, Entry, RunRecording, excerpt, scrub
 from agents.replay.store import load_run, save_run
-from agents.role import RunInfo, RunObserver
+from agents.runtime.role import RunInfo, RunObserver
 from bus.connection import Bus
 
 log = logging.getLogger("codeloop.agents.replay")

@@ -13,7 +13,7 @@ budgets and snapshot. Only its models change: each LLM role the original ran wit
 from agents.messages import ModelNames, TaskResult, TaskState, TaskSubmitted
 from agents.models import LLM_ROLES
 from agents.models.names import REPLAY_PREFIX
-from agents.records import TaskRecords
+from agents.orchestrator.records import TaskRecords
 from agents.replay.errors import RecordingMissing
 from agents.replay.model import Divergence
 from agents.replay.store import load_index, load_runs

@@ -37,7 +37,7 @@ def _load(repo: Path) -> Any:
 
 def _credentials(settings: Any) -> dict[str, str]:
     """Each variable the configured models' providers read: `set` or `not set`, never its value."""
-    from agents.model_check import CREDENTIALS
+    from agents.models.check import CREDENTIALS
 
     shown: dict[str, str] = {}
     for name in settings.models.all_names():
@@ -119,7 +119,7 @@ def register(app: typer.Typer) -> None:
 def _pipeline_problems(settings: Any) -> list[str]:
     """Each configured pipeline that a write-mode submission naming it would be refused for."""
     from agents.orchestrator.pipeline import PipelineError, parse_pipeline
-    from agents.plugins import load_roles
+    from agents.runtime.plugins import load_roles
     from codeloop.pipelines import role_problems
 
     registry = load_roles()

@@ -130,7 +130,7 @@ def _pipeline(name: str | None, settings: Any) -> Any:
     if name is None:
         return None
     from agents.orchestrator.pipeline import PipelineError, choice_of
-    from agents.plugins import load_roles
+    from agents.runtime.plugins import load_roles
     from codeloop.pipelines import PipelineConfigError, resolve_pipeline, role_problems
 
     try:

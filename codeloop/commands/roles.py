@@ -25,7 +25,7 @@ def roles(
     plug-in that cannot load is listed as broken with the reason. Workers are found by NATS micro
     discovery ($SRV.STATS): role, stage kind, version, schema version, requests and errors.
     """
-    from agents.plugins import load_roles
+    from agents.runtime.plugins import load_roles
     from codeloop.config import ConfigError, client_bus_config
 
     registry = load_roles()

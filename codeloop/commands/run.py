@@ -155,7 +155,7 @@ def _roles_for(base: tuple[str, ...], choice: Any) -> tuple[str, ...]:
     if choice is None:
         return base
     from agents.orchestrator.pipeline import parse_pipeline
-    from agents.plugins import load_roles
+    from agents.runtime.plugins import load_roles
     from codeloop.pipelines import serving_roles
 
     return serving_roles(base, parse_pipeline(choice.name, choice.stages), load_roles())
@@ -237,7 +237,7 @@ class _LiveView:
         """Ask the person at this terminal; anything but yes is a refusal."""
         import anyio
 
-        from agents.confirmations import answer
+        from agents.runtime.confirmations import answer
 
         question = data.get("question", "a high-risk action")
         reply = await anyio.to_thread.run_sync(
@@ -259,7 +259,7 @@ def _prompt(question: str) -> str:
 
 
 def _answer(task_id: str, request_id: str | None, connection: Connection, *, approve: bool) -> None:
-    from agents.confirmations import answer
+    from agents.runtime.confirmations import answer
     from bus.connection import open_bus
     from codeloop.config import client_bus_config
 
@@ -280,7 +280,7 @@ def cancel(
 ) -> None:
     """Stop a task: it ends `cancelled`; a step in flight finishes, but its result is ignored."""
     from agents.client import cancel_task
-    from agents.records import TaskRecords
+    from agents.orchestrator.records import TaskRecords
     from bus.connection import open_bus
     from codeloop.config import client_bus_config
 

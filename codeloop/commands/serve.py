@@ -202,7 +202,7 @@ def serve(
     except ConfigError as exc:
         raise fail(str(exc), 2) from None
     from agents.orchestrator.pipeline import PipelineError
-    from agents.plugins import load_roles
+    from agents.runtime.plugins import load_roles
     from bus.actor import DeliveryPolicy
     from codeloop.pipelines import PipelineConfigError, resolve_pipeline, role_problems, serving_roles
     from codeloop.wiring import unknown_role_problem
@@ -271,7 +271,7 @@ def serve(
         )
     remote = None
     if workspace_service:
-        from agents.workspaces import RemoteWorkspaces
+        from agents.workspace.providers import RemoteWorkspaces
 
         remote = RemoteWorkspaces()
     tools = _tools(tools_stdio, config.state_dir, tool_config)

@@ -107,7 +107,7 @@ def watch(
 ) -> None:
     """Print a task's events as they happen, from its first, until the task ends."""
     from agents.client import watch_task
-    from agents.records import TaskRecords
+    from agents.orchestrator.records import TaskRecords
     from bus.connection import open_bus
     from codeloop.config import client_bus_config
     from codeloop.observe.render import event_line
@@ -148,7 +148,7 @@ def status(
 ) -> None:
     """Show the record of one task, or a table of all tasks."""
     from agents.messages import TERMINAL_STATUSES
-    from agents.records import TaskRecords
+    from agents.orchestrator.records import TaskRecords
     from bus.connection import open_bus
     from bus.inflight import unacked_tasks
     from codeloop.config import client_bus_config
@@ -246,8 +246,6 @@ def schema(
     ] = None,
 ) -> None:
     """Print the JSON Schema of the envelope and every message, for agents in other languages."""
-    import agents.echo
-    import agents.messages  # noqa: F401
     from bus.messages import json_schemas
 
     text = json.dumps(json_schemas(), indent=2)

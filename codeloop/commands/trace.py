@@ -66,7 +66,7 @@ def trace(
         raise usage_error(f"task id {task_id[:80]!r} may only contain letters, digits, '-' and '_'")
 
     async def main() -> tuple[list[Any], Any]:
-        from agents.records import TaskRecords
+        from agents.orchestrator.records import TaskRecords
 
         config = client_bus_config(**connection)
         async with open_bus(config) as bus:

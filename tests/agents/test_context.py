@@ -6,7 +6,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from agents.context import SearchHit, build_context, estimate_tokens, merge_snippets
+from agents.roles.context import SearchHit, build_context, estimate_tokens, merge_snippets
 
 SOURCE = (Path(anyio.__file__).parent / "_core" / "_tasks.py").read_text().splitlines()
 

@@ -6,7 +6,6 @@ from typing import get_args
 
 import pytest
 
-from agents.echo import EchoResult
 from agents.messages import (
     TERMINAL_STATUSES,
     Budgets,
@@ -25,9 +24,10 @@ from agents.messages import (
     VerifyRequest,
     VerifyResult,
 )
+from agents.messages.verification import Failure, VerificationReport
 from agents.orchestrator.machine import Cancel, Dispatch, Finish, Start, StepDone, StepFailure, transition
 from agents.orchestrator.pipeline import DIAGNOSE, EXPLAIN, FIX, pipeline_for
-from agents.verifier.report import Failure, VerificationReport
+from agents.roles.echo import EchoResult
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 MODELS = ModelNames(default="function:/x.py:f")
@@ -203,8 +203,8 @@ def _priced_planner_usage() -> Usage:
     from pydantic_ai.models.function import FunctionModel
     from pydantic_ai.usage import RequestUsage
 
-    from agents.metering import usage_of
     from agents.models import MeteredModel
+    from agents.runtime.metering import usage_of
 
     def plan(messages, info) -> ModelResponse:
         call = ToolCallPart(info.output_tools[0].name, {"steps": []})

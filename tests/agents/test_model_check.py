@@ -8,8 +8,8 @@ import pytest
 from pydantic_ai import providers
 
 from agents.errors import ModelSpecError
-from agents.model_check import CREDENTIALS, PROVIDERS, ModelNameProblem, check_model_name
 from agents.models import model_factory
+from agents.models.check import CREDENTIALS, PROVIDERS, ModelNameProblem, check_model_name
 
 
 def test_the_known_providers_are_exactly_pydantic_ais() -> None:

@@ -1,8 +1,8 @@
 """The retriever's file order: the search server's file ranking of the task text first, then what
 only the other evidence (hypotheses, named symbols, the plan) found."""
 
-from agents.context import SearchHit
-from agents.retriever import _rank, raised_lines
+from agents.roles.context import SearchHit
+from agents.roles.retriever import _rank, raised_lines
 
 
 def _hits(*paths: str) -> list[SearchHit]:

@@ -19,9 +19,9 @@ from agents.messages import (
     VerifyRequest,
     VerifyResult,
 )
+from agents.messages.verification import VerificationReport
 from agents.orchestrator.machine import Dispatch, Finish, Start, StepDone, transition
 from agents.orchestrator.pipeline import parse_pipeline
-from agents.verifier.report import VerificationReport
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SECURE = parse_pipeline(

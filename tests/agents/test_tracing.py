@@ -12,8 +12,8 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import FunctionModel
 
-from agents.role import RunInfo
-from agents.tracing import instrumentation_observer
+from agents.runtime.role import RunInfo
+from agents.runtime.tracing import instrumentation_observer
 from bus.tracing import incoming_context, task_context, trace_headers
 from codeloop.telemetry import JsonLinesSpanExporter
 

@@ -20,7 +20,7 @@ import sys
 
 import anyio
 
-from agents.echo import handle_echo
+from agents.roles.echo import handle_echo
 from bus import subjects
 from bus.actor import Actor, ActorSpec, Delivery, DeliveryPolicy
 from bus.config import BusConfig

@@ -3,7 +3,7 @@
 import anyio
 import pytest
 
-from agents.echo import EchoRequest, EchoResult
+from agents.roles.echo import EchoRequest, EchoResult
 from bus import subjects
 from bus.actor import Actor, ActorSpec, Delivery, DeliveryPolicy, Reply, RetryLater
 from bus.connection import Bus

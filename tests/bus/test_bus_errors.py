@@ -5,7 +5,7 @@ import json
 import anyio
 import pytest
 
-from agents.echo import EchoRequest
+from agents.roles.echo import EchoRequest
 from bus import subjects
 from bus.connection import Bus
 from bus.dead_letters import watch_max_deliveries

@@ -9,7 +9,7 @@ import pytest
 from agents.client import submit_task
 from agents.messages import TaskSubmitted
 from agents.orchestrator import ECHO
-from agents.records import TaskRecords
+from agents.orchestrator.records import TaskRecords
 from bus.actor import DeliveryPolicy
 from bus.config import BusConfig
 from bus.connection import open_bus

@@ -7,10 +7,10 @@ import pytest
 from nats.js.api import AckPolicy, ConsumerConfig
 
 from agents.client import is_final, submit_task
-from agents.echo import EchoRequest, echo_spec
 from agents.messages import TaskSubmitted
 from agents.orchestrator import ECHO, orchestrator_spec
-from agents.records import TaskRecords
+from agents.orchestrator.records import TaskRecords
+from agents.roles.echo import EchoRequest, echo_spec
 from bus import subjects
 from bus.connection import Bus
 from bus.envelope import Envelope

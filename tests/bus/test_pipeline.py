@@ -4,10 +4,10 @@ import anyio
 import pytest
 
 from agents.client import is_final, submit_task, watch_task
-from agents.echo import echo_spec
 from agents.messages import TaskSubmitted
 from agents.orchestrator import ECHO, orchestrator_spec
-from agents.records import TaskRecords
+from agents.orchestrator.records import TaskRecords
+from agents.roles.echo import echo_spec
 from bus import subjects
 from bus.connection import MSG_ID_HEADER, Bus
 from tests.bus._bus_support import collect_events, running, wait_stream_empty
@@ -54,7 +54,7 @@ async def test_the_same_task_published_twice_gives_one_task(bus: Bus) -> None:
 async def test_a_late_result_of_a_superseded_step_changes_nothing(bus: Bus) -> None:
     """A result that answers a request the task no longer waits for (a slow worker's, after a
     redelivery went elsewhere) is recognised by its step and ignored: no new record, no event."""
-    from agents.echo import EchoResult
+    from agents.roles.echo import EchoResult
     from bus.envelope import Envelope
 
     records = await TaskRecords.open(bus)

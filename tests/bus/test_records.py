@@ -6,7 +6,7 @@ import anyio
 import pytest
 
 from agents.messages import TaskState, TaskSubmitted
-from agents.records import TaskRecords
+from agents.orchestrator.records import TaskRecords
 from bus.connection import Bus
 
 pytestmark = pytest.mark.anyio

@@ -3,8 +3,8 @@ is redelivered, not failed for good; one failing for another classed reason ends
 
 import pytest
 
-from agents.echo import EchoRequest, EchoResult
-from agents.role import role_spec
+from agents.roles.echo import EchoRequest, EchoResult
+from agents.runtime.role import role_spec
 from agents.workspace.errors import SnapshotUnavailable
 from bus import subjects
 from bus.actor import Delivery, DeliveryPolicy

@@ -13,7 +13,7 @@ from anyio.abc import Process
 from agents.client import is_final, submit_task
 from agents.messages import TaskSubmitted
 from agents.orchestrator import ECHO, orchestrator_spec
-from agents.records import TaskRecords
+from agents.orchestrator.records import TaskRecords
 from bus import subjects
 from bus.connection import Bus
 from bus.server import NatsServer

@@ -6,8 +6,8 @@ import anyio
 import pytest
 
 from agents.client import watch_task
-from agents.confirmations import answer
 from agents.messages import ModelNames, TaskSubmitted
+from agents.runtime.confirmations import answer
 from tests.e2e.conftest import make_repo, model
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

@@ -10,7 +10,7 @@ import pytest
 
 from agents.client import submit_task, watch_task
 from agents.messages import ModelNames, TaskResult, TaskSubmitted
-from agents.records import TaskRecords
+from agents.orchestrator.records import TaskRecords
 from agents.workspace import capture_snapshot
 from bus.actor import DeliveryPolicy
 from bus.config import BusConfig

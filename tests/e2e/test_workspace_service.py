@@ -13,7 +13,7 @@ import pytest
 from agents.client import submit_task, watch_task
 from agents.messages import ModelNames, TaskResult, TaskSubmitted
 from agents.workspace import capture_snapshot
-from agents.workspace_messages import (
+from agents.workspace.messages import (
     OPEN_SUBJECT,
     WorkspaceClose,
     WorkspaceClosed,

@@ -109,7 +109,7 @@ async def pytest_on(root: Path, *node_ids: str) -> PytestRun:
 
 
 def coder_prompt(task: str, files: list[str], *, feedback: str | None = None) -> str:
-    """The prompt the coder role builds (agents/coder.py `_prompt`), for the parts the scripts read."""
+    """The prompt the coder role builds (agents/roles/coder.py `_prompt`), for the parts the scripts read."""
     parts = [f"## Your previous attempt failed verification\n{feedback}"] if feedback else []
     parts.append(f"## Task\n{task}")
     parts.append("## Plan\n1. Find the failing tests\n2. Fix the code")

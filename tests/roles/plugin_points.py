@@ -2,7 +2,7 @@
 
 from importlib.metadata import EntryPoint, entry_points
 
-from agents.plugins import RoleRegistry, load_roles
+from agents.runtime.plugins import RoleRegistry, load_roles
 
 GROUP = "codeloop.roles"
 SAMPLES = "tests.roles.sample_roles"

@@ -2,7 +2,7 @@
 that point here (as an installed package's entry points would)."""
 
 from agents.messages import CodeRequest, ReviewRequest
-from agents.role_api import RoleContext, define_role
+from agents.runtime.api import RoleContext, define_role
 
 FIXED_PATCH = "\n".join(
     [

@@ -136,7 +136,7 @@ async def test_an_orchestrator_refuses_a_worker_of_another_schema_version_and_sa
 
     from agents.client import cancel_task, submit_task
     from agents.messages import PipelineChoice, TaskSubmitted
-    from agents.records import TaskRecords
+    from agents.orchestrator.records import TaskRecords
     from bus.discovery import META_KIND, META_ROLE, META_SCHEMA
     from codeloop.testing import running_pipeline
 

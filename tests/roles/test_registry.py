@@ -8,9 +8,9 @@ import pytest
 from agents.kinds import KINDS
 from agents.messages import ReviewRequest, ReviewResult, StepBudget, TaskSubmitted
 from agents.orchestrator.pipeline import FIX, PipelineError, parse_pipeline
-from agents.plugins import load_roles
-from agents.role import StepError
-from agents.role_api import define_role, result_of
+from agents.runtime.api import define_role, result_of
+from agents.runtime.plugins import load_roles
+from agents.runtime.role import StepError
 from codeloop.pipelines import PipelineConfigError, configured_pipelines, resolve_pipeline, role_problems
 from codeloop.wiring import unknown_role_problem
 from tests.roles.plugin_points import with_samples
@@ -27,8 +27,8 @@ def test_the_built_in_roles_come_from_codeloops_own_entry_points() -> None:
         "echo": "echo",
     }
     assert {r.entry_point for r in builtins.values()} >= {
-        "agents.builtin_roles:PLANNER",
-        "agents.builtin_roles:VERIFIER",
+        "agents.runtime.builtin:PLANNER",
+        "agents.runtime.builtin:VERIFIER",
     }
     assert role_problems(FIX, registry) == []
 
@@ -153,10 +153,10 @@ def test_codeloop_roles_names_each_broken_plug_in_with_its_reason(monkeypatch: p
 
     from typer.testing import CliRunner
 
-    import agents.plugins
+    import agents.runtime.plugins
     from codeloop.cli import app
 
-    monkeypatch.setattr(agents.plugins, "load_roles", with_samples)
+    monkeypatch.setattr(agents.runtime.plugins, "load_roles", with_samples)
     shown = CliRunner().invoke(app, ["roles", "--json"])
     assert shown.exit_code == 0, shown.output
     listed = json.loads(shown.stdout)

@@ -38,7 +38,7 @@ async def test_secure_pipeline_review_rounds_replay_refusal_and_waiting(
     security_reviewer_installed, tmp_path: Path
 ) -> None:
     from agents.client import watch_task
-    from agents.records import TaskRecords
+    from agents.orchestrator.records import TaskRecords
     from codeloop.testing import running_pipeline
 
     repo = make_repo(tmp_path / "repo", {**CALC, "codeloop.toml": CONFIG})

@@ -12,7 +12,7 @@ import re
 import anyio
 
 from agents.messages import CodeRequest, ReviewRequest
-from agents.role_api import RoleContext, define_role
+from agents.runtime.api import RoleContext, define_role
 
 
 async def _code(request: CodeRequest, ctx: RoleContext) -> dict:

@@ -10,7 +10,7 @@ line belongs to, so the coder is told where, not only what.
 from mcp import Client
 
 from agents.messages import ReviewRequest
-from agents.role_api import RoleContext, StepError, define_role
+from agents.runtime.api import RoleContext, StepError, define_role
 from codeloop_security_reviewer.rules import Hit, scan
 
 NAME = "security-reviewer"

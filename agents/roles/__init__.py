@@ -1,0 +1,1 @@
+"""The roles: planner, retriever, coder, verifier and echo, each a module (the verifier a package)."""

@@ -1,0 +1,235 @@
+"""The coder (LLM): a pydantic-ai tool loop over the MCP servers, in a scratch workspace.
+
+The model gets the tools of the `fs`, `search`, `git` (and in execute mode `exec`) servers under
+their own names, rooted at a scratch copy of the task's tree and granted what the mode allows
+(`agents.runtime.tools.MODE_SCOPES`): read mode reads and answers, write mode may also `write_file` and
+`apply_patch`, execute mode may also run commands and tests in the sandbox. When revising, the
+workspace starts from the previous patch and the prompt leads with the verifier's failures.
+
+The patch is never the model's words: it is the system's diff of the workspace against the
+snapshot (`workspace_patch`), taken whether the model finished or a limit stopped it (then it is
+the partial patch of the hand-off). Limits bind inside the run: `UsageLimits` for the step's
+remaining requests and tokens, the task's deadline as the run's timeout, and hooks that stop the
+loop on repeated identical tool calls or too many consecutive tool failures.
+"""
+
+import json
+import warnings
+from typing import Any
+
+from pydantic_ai import Agent
+from pydantic_ai.capabilities import Hooks
+from pydantic_ai.exceptions import UsageLimitExceeded
+from pydantic_ai.mcp import MCPToolset
+from pydantic_ai.usage import RunUsage, UsageLimits
+
+from agents.errors import AgentError, CostBudgetExceeded
+from agents.messages import CodeRequest, CodeResult
+from agents.models import model_errors_as_agent_errors
+from agents.runtime.confirmations import elicitation_handler
+from agents.runtime.metering import model_for, run_timeout_s, usage_of
+from agents.runtime.role import (
+    RoleDeps,
+    RunInfo,
+    StepError,
+    index_dir_for,
+    observer_capabilities,
+    role_spec,
+    typed_handler,
+)
+from agents.runtime.tools import MODE_SCOPES, HttpTarget
+from agents.workspace.providers import LOCAL
+from bus.actor import ActorSpec, Delivery, DeliveryPolicy
+from bus.messages import Message
+
+ROLE = "coder"
+MCP_READ_TIMEOUT_S = 600
+"""A tool call (a test run) may take minutes; the exec server enforces its own deadlines."""
+MCP_INIT_TIMEOUT_S = 60
+"""In-process servers start at once; a stdio server that imports the embedding model does not."""
+
+INSTRUCTIONS = {
+    "read": (
+        "You are the coder of a coding agent, in read mode: investigate the repository with the tools "
+        "and answer the task. Cite the files (repository-relative paths) and line numbers your answer "
+        "rests on. Do not propose edits."
+    ),
+    "write": (
+        "You are the coder of a coding agent. Make the change the task asks for in the repository with "
+        "the tools (read_file, write_file, apply_patch; paths relative to the repository root). Keep "
+        "the change minimal and do not weaken tests. When done, answer with a one-paragraph summary."
+    ),
+}
+INSTRUCTIONS["execute"] = INSTRUCTIONS["write"] + " You may run the tests (run_tests) to check your change."
+
+
+# pydantic-ai warns that an elicitation handler "will never be called" on modern MCP sessions; the
+# servers ask through resolvers, which do reach it there (the confirmation tests show it).
+warnings.filterwarnings("ignore", message="`elicitation_handler` will never be called", category=UserWarning)
+
+
+class LoopDetected(AgentError):
+    failure_class = "agent.loop"
+
+
+class _Guard:
+    """Counts tool calls for the hooks: identical calls in a row, consecutive failures."""
+
+    def __init__(self, *, max_repeated: int, max_failures: int) -> None:
+        self.max_repeated = max_repeated
+        self.max_failures = max_failures
+        self.last: str | None = None
+        self.repeats = 0
+        self.failures = 0
+        self.calls = 0
+
+    async def before(self, ctx: Any, *, call: Any, tool_def: Any, args: Any) -> Any:
+        self.calls += 1
+        key = call.tool_name + json.dumps(
+            args if isinstance(args, dict) else str(args), sort_keys=True, default=str
+        )
+        self.repeats = self.repeats + 1 if key == self.last else 1
+        self.last = key
+        if self.repeats >= self.max_repeated:
+            raise LoopDetected(f"the same {call.tool_name} call {self.repeats} times in a row")
+        return args
+
+    async def around(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
+        # A wrap hook, not an error hook: a tool's error result reaches pydantic-ai as ModelRetry,
+        # which passes through the wrap but skips `tool_execute_error` hooks.
+        try:
+            result = await handler(args)
+        except LoopDetected:
+            raise
+        except Exception as error:
+            self.failures += 1
+            if self.failures >= self.max_failures:
+                raise LoopDetected(
+                    f"{self.failures} tool calls failed in a row (last: {call.tool_name}: {error})"[:500]
+                ) from error
+            raise
+        self.failures = 0
+        return result
+
+    def hooks(self) -> Hooks:
+        return Hooks(before_tool_execute=self.before, tool_execute=self.around)
+
+
+def _toolsets(servers: dict[str, Any], request: CodeRequest, ask: Any) -> list[MCPToolset]:
+    names = ["fs", "search", "git"] + (["exec"] if request.task.mode == "execute" else [])
+    return [_toolset(servers[name], name, request, ask) for name in names]
+
+
+def _toolset(target: Any, name: str, request: CodeRequest, ask: Any) -> MCPToolset:
+    remote: dict[str, Any] = {}
+    if isinstance(target, HttpTarget):  # the workspace service's: a URL and its bearer token
+        target, remote = target.url, {"headers": target.headers()}
+    return MCPToolset(
+        target,
+        id=name,
+        max_retries=request.budget.max_tool_failures,
+        read_timeout=MCP_READ_TIMEOUT_S,
+        init_timeout=MCP_INIT_TIMEOUT_S,
+        elicitation_handler=ask,
+        **remote,
+    )
+
+
+async def code(
+    deps: RoleDeps, task_id: str, request: CodeRequest, *, trace_id: str | None = None
+) -> CodeResult:
+    task = request.task
+    name = task.models.for_role(ROLE)
+    if not name:
+        raise StepError("env.setup", "no model is configured for the coder")
+    workspaces = deps.workspaces or LOCAL
+    opening = workspaces.open(
+        deps,
+        task_id,
+        task,
+        "code",
+        MODE_SCOPES[task.mode],
+        patch=request.previous_patch,
+        index_dir=index_dir_for(deps, task),
+    )
+    async with opening as workspace:
+        ask = elicitation_handler(deps.bus, task_id, timeout_s=task.confirm_timeout_s)
+        run_info = RunInfo(task_id=task_id, role=ROLE, step_id=request.step_id, trace_id=trace_id)
+        guard = _Guard(
+            max_repeated=request.budget.max_repeated_calls, max_failures=request.budget.max_tool_failures
+        )
+        model = model_for(
+            deps, task.models.chain_for(ROLE), role=ROLE, task_id=task_id, budget=request.budget
+        )
+        agent = Agent(
+            model,
+            output_type=str,
+            name=ROLE,
+            instructions=INSTRUCTIONS[task.mode],
+            toolsets=_toolsets(workspace.servers, request, ask),
+            capabilities=[guard.hooks(), *observer_capabilities(deps, run_info)],
+            retries=2,
+        )
+        limits = UsageLimits(
+            request_limit=max(1, request.budget.requests), total_tokens_limit=max(1, request.budget.tokens)
+        )
+        stopped_by, message, answer = None, "", None
+        used = RunUsage()  # filled as the run goes, so a stopped run still reports what it used
+        try:
+            with model_errors_as_agent_errors(model=name):
+                result = await agent.run(
+                    _prompt(request), usage_limits=limits, usage=used, timeout=run_timeout_s(request.budget)
+                )
+            answer = result.output
+        except UsageLimitExceeded as exc:
+            stopped_by = "budget.tokens" if "token" in str(exc) else "budget.steps"
+            message = str(exc)
+            used.requests = max(used.requests, request.budget.requests)
+        except CostBudgetExceeded as exc:
+            stopped_by, message = exc.failure_class, str(exc)
+        except TimeoutError:
+            stopped_by, message = "budget.wall", "the task's deadline passed while coding"
+        except LoopDetected as exc:
+            stopped_by, message = exc.failure_class, str(exc)
+        patch = await workspace.patch()
+    usage = usage_of(used, model)
+    usage = usage.model_copy(update={"tool_calls": max(usage.tool_calls, guard.calls)})
+    return CodeResult(
+        step_id=request.step_id,
+        patch=patch.diff if task.mode != "read" else None,
+        files_changed=patch.files_changed if task.mode != "read" else [],
+        answer=answer,
+        stopped_by=stopped_by,
+        message=message,
+        usage=usage,
+        tool_failures=guard.failures,
+    )
+
+
+def _prompt(request: CodeRequest) -> str:
+    task, plan, context = request.task, request.plan, request.context
+    parts = []
+    if request.feedback:
+        parts.append("## Your previous attempt failed verification\n" + request.feedback)
+    parts.append(f"## Task\n{task.text}")
+    if plan.steps:
+        parts.append("## Plan\n" + "\n".join(f"{i}. {s.description}" for i, s in enumerate(plan.steps, 1)))
+    if plan.test_targets:
+        parts.append("## Tests that should pass\n" + "\n".join(f"- {t}" for t in plan.test_targets))
+    if context.files:
+        parts.append("## Relevant files\n" + "\n".join(f"- {f.path}" for f in context.files[:15]))
+    if context.raised:
+        parts.append(
+            "## The task's example, run in the sandbox, raised\n"
+            + "\n".join(f"- {r}" for r in context.raised)
+        )
+    for snippet in context.snippets:
+        parts.append(f"### {snippet.path}:{snippet.start_line}-{snippet.end_line}\n```\n{snippet.text}\n```")
+    return "\n\n".join(parts)
+
+
+def coder_spec(deps: RoleDeps, *, policy: DeliveryPolicy | None = None) -> ActorSpec:
+    async def work(delivery: Delivery, request: CodeRequest) -> Message:
+        return await code(deps, delivery.envelope.task_id, request, trace_id=delivery.envelope.trace_id)
+
+    return role_spec(ROLE, typed_handler(ROLE, CodeRequest, work), policy=policy)

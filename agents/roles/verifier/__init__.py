@@ -1,0 +1,74 @@
+"""The verifier: judges a patch against the tree its task started from, with structured failures.
+
+No model decides here; everything is a check a person could repeat. Entry points (what the
+verifier actor calls):
+
+    report, baseline = await verify_patch(
+        workspace=scratch,          # git repository whose HEAD commit is the task's starting tree,
+                                    # working tree clean; back at that tree when this returns
+        patch=diff,                 # unified diff, a/ b/ prefixes, as `git diff` writes it
+        plan_files=plan.files_of_interest,
+        test_targets=plan.test_targets,   # pytest node ids or files
+        mode="execute",             # the task's mode: any change in read mode is out of scope
+        tools=provider,             # ToolProvider; its `exec` server is opened once, for every call
+        deadline=task_deadline,     # aware datetime; every run gets the time left as its timeout
+        baseline=record.baseline,   # None on the first verification; keep the returned one
+    )
+    report = await verify_answer(workspace=scratch, answer=text)
+    feedback = revision_feedback(report)   # for the coder: failing test ids and locations first
+
+`verify_patch` steps, one module each: read the patch (`patchset`: `patch.malformed`,
+`patch.empty`), review the diff (`diff_review`, `secrets`), `git apply` it (`tree`:
+`patch.apply_failed`), static checks of the changed files (`static`: only findings the patch
+introduced), the targeted tests (`selection`), then — when they pass and the deadline allows — the
+whole suite, and the comparison with the starting tree (`testing`; `verify` says why only failing
+and changed tests are re-run there; `baseline` keeps what is learnt). When a targeted test fails
+because of the patch it returns at once, without the suite: the coder hears of it after one
+short run. All calls go through one exec session (`exec_session`), so one sandbox serves the
+whole verification.
+Options: `limits=ReviewLimits(...)` (size caps), `full_suite=False` (targeted tests only).
+
+`report.verdict` is `passed`, `failed` (the failures say why) or `unverified` (nothing could judge
+the patch: no tests, the sandbox failed); `VerificationReport.model_dump(mode="json")` is a
+superset of the result object's `verification`. `Baseline` is small enough to keep on the task
+record and makes later revisions cheaper. The failure classes are those of `agents.failures`.
+"""
+
+from typing import Any
+
+from agents.messages.verification import Baseline, Check, Failure, TestOutcomes, VerificationReport
+
+# The report models are what every process needs (they travel in messages); the verifier itself
+# pulls in the MCP client, which costs seconds of import time a `codeloop status` should not pay.
+_LAZY = {
+    "ReviewLimits": "agents.roles.verifier.diff_review",
+    "VerifierError": "agents.roles.verifier.errors",
+    "WorkspaceError": "agents.roles.verifier.errors",
+    "revision_feedback": "agents.roles.verifier.verdict",
+    "verify_answer": "agents.roles.verifier.verify",
+    "verify_patch": "agents.roles.verifier.verify",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agents.roles.verifier' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
+__all__ = [
+    "Baseline",
+    "Check",
+    "Failure",
+    "ReviewLimits",
+    "TestOutcomes",
+    "VerificationReport",
+    "VerifierError",
+    "WorkspaceError",
+    "revision_feedback",
+    "verify_answer",
+    "verify_patch",
+]

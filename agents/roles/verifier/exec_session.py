@@ -1,0 +1,151 @@
+"""The verifier's one session with the `exec` tool server: `run_tests` and `run_static_checks`.
+
+The results are read open-world (unknown fields ignored) into the few fields the verifier uses;
+the server owns their full schema. A tool error result (the sandbox failed, arguments refused) or
+a broken session becomes `ExecUnavailable`, which the verifier reports as `env.infra`: not the
+patch's fault. Each call is given the time left before the deadline as its `timeout_s`, so the
+sandbox kills a hanging suite and reports `timed_out` before the deadline passes.
+"""
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from agents.roles.verifier.errors import VerifierError
+from agents.runtime.tools import mcp_client
+
+_OPEN = ConfigDict(extra="ignore", frozen=True)
+MAX_CALL_TIMEOUT_S = 1800.0
+"""The exec server's own cap on `timeout_s`."""
+TRANSPORT_GRACE_S = 15.0
+"""Beyond a call's `timeout_s`: the sandbox's kill and report; past it the call itself is abandoned."""
+
+
+EXEC_SCOPES = frozenset({"read", "execute"})
+"""The grant of every exec server the verifier opens: it reads and runs, never writes."""
+
+
+class ExecUnavailable(VerifierError):
+    """The exec server could not run the call (sandbox error, refused arguments, lost session)."""
+
+
+class TestFailure(BaseModel):
+    __test__ = False
+    model_config = _OPEN
+    test_id: str
+    outcome: str = "failed"
+    """`failed` or `error` today; read as text so a new outcome does not break the session."""
+    file: str = ""
+    line: int = 0
+    message: str = ""
+    traceback: str = ""
+
+
+class TestRun(BaseModel):
+    __test__ = False
+    model_config = _OPEN
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+    failures: list[TestFailure] = []
+    exit_code: int | None = None
+    timed_out: bool = False
+    report_found: bool = False
+    output_tail: str = ""
+    duration_s: float = 0.0
+
+    @property
+    def total(self) -> int:
+        return self.passed + self.failed + self.errors + self.skipped
+
+    @property
+    def truncated(self) -> bool:
+        """More tests failed than the report lists."""
+        return self.failed + self.errors > len(self.failures)
+
+
+class StaticFinding(BaseModel):
+    model_config = _OPEN
+    path: str
+    line: int = 0
+    column: int = 0
+    code: str = ""
+    message: str = ""
+
+
+class StaticRun(BaseModel):
+    model_config = _OPEN
+    ok: bool = False
+    findings: list[StaticFinding] = []
+    files_checked: int = 0
+
+
+class ExecSession:
+    """Calls on one open MCP client session of the exec server."""
+
+    def __init__(self, client: Client, *, before_call: Callable[[], Awaitable[None]] | None = None) -> None:
+        self._client = client
+        self._before_call = before_call
+
+    async def _call(self, tool: str, arguments: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        if self._before_call is not None:
+            await self._before_call()
+        try:
+            with anyio.fail_after(timeout_s + TRANSPORT_GRACE_S):
+                result = await self._client.call_tool(tool, arguments)
+        except TimeoutError as exc:
+            raise ExecUnavailable(
+                f"{tool} did not answer within {timeout_s + TRANSPORT_GRACE_S:.0f} s"
+            ) from exc
+        except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            raise ExecUnavailable(f"{tool} failed: {exc}") from exc
+        if result.is_error or result.structured_content is None:
+            text = " ".join(getattr(c, "text", "") for c in result.content)[:300]
+            raise ExecUnavailable(f"{tool} returned an error: {text or 'no details'}")
+        return result.structured_content
+
+    async def run_tests(self, paths: list[str], *, timeout_s: float) -> TestRun:
+        """pytest on `paths` (empty: the suite's default selection).
+
+        Raises:
+            ExecUnavailable: see the module docstring.
+        """
+        timeout_s = max(1.0, min(timeout_s, MAX_CALL_TIMEOUT_S))
+        content = await self._call("run_tests", {"paths": paths, "timeout_s": timeout_s}, timeout_s)
+        try:
+            return TestRun.model_validate(content)
+        except ValidationError as exc:
+            raise ExecUnavailable(f"unreadable run_tests result: {exc.error_count()} errors") from exc
+
+    async def run_static_checks(self, paths: list[str], *, timeout_s: float) -> StaticRun:
+        """Ruff's correctness gate and a compile of each of `paths`.
+
+        Raises:
+            ExecUnavailable: see the module docstring.
+        """
+        timeout_s = max(1.0, min(timeout_s, MAX_CALL_TIMEOUT_S))
+        content = await self._call("run_static_checks", {"paths": paths, "timeout_s": timeout_s}, timeout_s)
+        try:
+            return StaticRun.model_validate(content)
+        except ValidationError as exc:
+            raise ExecUnavailable(f"unreadable run_static_checks result: {exc.error_count()} errors") from exc
+
+
+@asynccontextmanager
+async def open_exec_session(target: Any) -> AsyncIterator[ExecSession]:
+    """One MCP client session on the exec server `target`, so one sandbox serves every call.
+
+    Raises:
+        ExecUnavailable: the session could not be opened or broke.
+    """
+    try:
+        async with mcp_client(target) as client:
+            yield ExecSession(client, before_call=getattr(target, "before_call", None))
+    except (MCPError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+        raise ExecUnavailable(f"exec server session failed: {exc}") from exc

@@ -1,0 +1,344 @@
+"""The test steps: the targeted tests, the whole suite, the comparison with the starting tree, and
+the evidence that the task's problem is gone.
+
+The targeted tests run first (`selection`); when one fails the verifier stops there and reports,
+so the coder hears of it after one short run. Otherwise the whole suite runs, if the deadline
+allows. Then each failure on the patched tree is sorted. A *target* that fails is the patch's
+failure whatever it did before (`test.still_failing`, or `test.regression` when it passed): a
+task test (`Selection.is_task_test`), any other test of a test file the patch changed, or a test
+whose traceback runs through the source the patch changed. Any other failing test is compared
+with its outcome on the starting tree — known from the baseline, or found by running its file on
+the reproduction tree (see `agents.roles.verifier.verify`) — and listed as pre-existing, unblamed, when
+it failed there too.
+
+A clean run is not enough to pass: something must show the problem gone. That is a target that
+failed on the starting tree (or, for a test the patch adds or edits, on the reproduction tree)
+and passes with the patch; the targets' files whose starting outcome is unknown are run on the
+reproduction tree to find out. Without it the report carries `test.no_reproduction`, saying what
+was missing, and the verdict is `unverified`.
+"""
+
+import re
+from collections.abc import Awaitable, Callable
+
+from agents.failures import FailureClass
+from agents.messages.verification import Check, Failure
+from agents.roles.verifier.exec_session import ExecSession, TestFailure, TestRun
+from agents.roles.verifier.patchset import FileChange, join_sections
+from agents.roles.verifier.selection import Selection, is_test_module
+from agents.roles.verifier.state import Verification
+from agents.roles.verifier.tree import apply_patch, restore
+
+SUITE_ESTIMATE_FACTOR = 1.2
+"""The whole suite is skipped when the time left is below this multiple of its last duration."""
+
+
+def _test_failure(cls: FailureClass, failure: TestFailure, note: str = "") -> Failure:
+    return Failure(
+        failure_class=cls,
+        test_id=failure.test_id,
+        path=failure.file or failure.test_id.split("::")[0],
+        line=failure.line or None,
+        message=(failure.message or f"{failure.outcome}") + note,
+        stack_summary=failure.traceback,
+    )
+
+
+def _counts(run: TestRun) -> str:
+    return f"{run.passed} passed, {run.failed} failed, {run.errors} errors, {run.skipped} skipped in {run.duration_s:.1f} s"
+
+
+def _timed_out(run: Verification, name: str, result: TestRun) -> bool:
+    if not result.timed_out:
+        return False
+    run.failures.append(
+        Failure(
+            failure_class=FailureClass.TEST_TIMEOUT,
+            message=f"{name} did not finish within {result.duration_s:.0f} s (the task's deadline)",
+            stack_summary=result.output_tail,
+        )
+    )
+    run.add_check(Check(name=name, ok=False, summary=f"timed out after {result.duration_s:.1f} s"))
+    return True
+
+
+def _pytest_broken(run: Verification, name: str, result: TestRun) -> bool:
+    """pytest could not run the selection at all (internal or usage error, no report)."""
+    if result.exit_code in (0, 1, 5) and (result.report_found or result.exit_code == 5):
+        return False
+    run.failures.append(
+        Failure(
+            failure_class=FailureClass.ENV_SETUP,
+            message=f"pytest could not run ({name}, exit {result.exit_code})",
+            stack_summary=result.output_tail,
+        )
+    )
+    run.add_check(Check(name=name, ok=False, summary=f"pytest exit {result.exit_code}: no test report"))
+    return True
+
+
+def _missing(selection: Selection) -> str:
+    if not selection.missing_targets:
+        return ""
+    return f"; plan targets not found: {', '.join(selection.missing_targets[:5])}"
+
+
+ExampleEvidence = Callable[[], Awaitable[str | None]]
+"""Runs the task's example on the patched tree: a line of evidence when it raised before and no
+longer does, else None (`agents.roles.verifier.example`)."""
+
+
+async def run_tests(
+    run: Verification,
+    session: ExecSession,
+    selection: Selection,
+    *,
+    full_suite: bool,
+    example: ExampleEvidence | None = None,
+) -> None:
+    """The targeted tests, then (unless they showed the patch wrong) the whole suite; each run's
+    new failures sorted at once, the evidence last (the task's `example` only when no test is)."""
+    if selection.files:
+        result = await session.run_tests(selection.files, timeout_s=run.timeout_s())
+        if _timed_out(run, "targeted_tests", result) or _pytest_broken(run, "targeted_tests", result):
+            return
+        run.tests_run += result.total
+        run.ran_files.update(selection.files)
+        summary = f"{len(selection.files)} file(s): {_counts(result)}{_missing(selection)}"
+        run.add_check(Check(name="targeted_tests", ok=not result.failures, summary=summary))
+        await _sort_failures(run, session, selection, result.failures, reproduce=selection.changed_test_files)
+    else:
+        run.add_check(Check(name="targeted_tests", ok=True, summary=f"none selected{_missing(selection)}"))
+    if run.regressions or run.still_failing:
+        run.add_check(Check(name="full_suite", ok=False, summary="not run: targeted tests failed"))
+    elif selection.covers_suite:
+        run.add_check(
+            Check(name="full_suite", ok=True, summary="not run: the targeted tests are the whole suite")
+        )
+    elif not full_suite:
+        run.add_check(Check(name="full_suite", ok=True, summary="not run: not asked for"))
+    elif (
+        run.known.suite_duration_s is not None
+        and run.timeout_s() < run.known.suite_duration_s * SUITE_ESTIMATE_FACTOR
+    ):
+        why = f"not run: {run.timeout_s():.0f} s left, the suite takes {run.known.suite_duration_s:.0f} s"
+        run.add_check(Check(name="full_suite", ok=False, summary=why))
+        # Whatever the targeted tests showed, regressions elsewhere went unchecked: not a pass.
+        run.failures.append(
+            Failure(failure_class=FailureClass.VERIFY_UNVERIFIABLE, message=f"the whole suite was {why}")
+        )
+    else:
+        result = await session.run_tests([], timeout_s=run.timeout_s())
+        if _timed_out(run, "full_suite", result) or _pytest_broken(run, "full_suite", result):
+            return
+        run.known.suite_duration_s = run.known.suite_duration_s or result.duration_s
+        run.tests_run = max(run.tests_run, result.total)
+        run.suite_ran = True
+        run.add_check(Check(name="full_suite", ok=not result.failures, summary=_counts(result)))
+        new = [f for f in result.failures if f.test_id not in run.failing]
+        await _sort_failures(run, session, selection, new, reproduce=[])
+    await _evidence(run, session, selection, example)
+    if run.preexisting and not (run.regressions or run.still_failing):
+        _clear_test_checks(run)
+
+
+def _is_target(run: Verification, selection: Selection, failure: TestFailure) -> bool:
+    """A failure that is the patch's whatever the starting tree did (see the module docstring);
+    the tests the patch left alone in a test file it changed are sorted apart, on the starting tree."""
+    return selection.is_task_test(failure.test_id) or _through_changed_source(run, failure)
+
+
+def _through_changed_source(run: Verification, failure: TestFailure) -> bool:
+    """The failure's traceback runs through a source file the patch changed: the patch worked on
+    the code this test fails in."""
+    text = f"{failure.file}\n{failure.traceback}"
+    return any(
+        re.search(rf"(?:^|[\s/\"']){re.escape(c.path)}(?:[\":]|\s+line\b)", text, re.M)
+        for c in run.src_changes
+    )
+
+
+async def _sort_failures(
+    run: Verification,
+    session: ExecSession,
+    selection: Selection,
+    failures: list[TestFailure],
+    *,
+    reproduce: list[str],
+) -> None:
+    """Sort new failures on the patched tree into regressions, still failing and pre-existing,
+    running on the reproduction tree what the baseline does not know, and the test files in
+    `reproduce` (see `agents.roles.verifier.verify`)."""
+    run.failing.update({f.test_id: f for f in failures})
+    targets = {f.test_id for f in failures if _is_target(run, selection, f)}
+    unknown = {
+        f.test_id for f in failures if run.starting_outcome(f.test_id) is None and f.test_id not in targets
+    }
+    # A test the patch left alone in a file it edited: only the starting tree itself says what it did.
+    untouched = {tid for tid in unknown if tid.split("::")[0] in selection.changed_test_files}
+    unknown -= untouched
+    if unrun := sorted(untouched - run.started.keys()):
+        await _run_on_starting_tree(run, session, unrun)
+    files = sorted(({tid.split("::")[0] for tid in unknown} | set(reproduce)) - run.reproduced_files)
+    if files and run.src_changes:
+        await _run_reproduction(run, session, files)
+    elif files:  # a patch of tests only: the reproduction tree is the patched tree
+        run.reproduced_files.update(files)
+        run.reproduction.update({f.test_id: f for f in failures if f.test_id.split("::")[0] in files})
+    for failure in sorted(failures, key=lambda f: f.test_id):
+        tid = failure.test_id
+        known = run.starting_outcome(tid)
+        if tid in untouched:
+            known = run.started.get(tid)
+        if tid in targets or (tid in untouched and known is not None):
+            if known == "passed":
+                run.regressions.append(tid)
+                run.failures.append(
+                    _test_failure(FailureClass.TEST_REGRESSION, failure, " (passed before the patch)")
+                )
+            else:
+                run.still_failing.append(tid)
+                run.failures.append(_test_failure(FailureClass.TEST_STILL_FAILING, failure))
+            continue
+        if known is None and tid.split("::")[0] in run.reproduced_files and run.reproduction_resolved:
+            known = "failed" if tid in run.reproduction else "passed"
+        if known in ("failed", "error"):
+            run.preexisting.append(tid)
+        else:
+            note = "" if known == "passed" else " (its outcome before the patch could not be checked)"
+            run.regressions.append(tid)
+            run.failures.append(_test_failure(FailureClass.TEST_REGRESSION, failure, note))
+
+
+async def _run_without(
+    run: Verification, session: ExecSession, changes: list[FileChange], selectors: list[str]
+) -> tuple[TestRun, bool]:
+    """Run `selectors` with `changes` taken back, then put them back; the run, and whether its
+    report is complete (no timeout, nothing truncated, a report read)."""
+    await restore(run.workspace, changes)
+    try:
+        result = await session.run_tests(selectors, timeout_s=run.timeout_s())
+    finally:
+        await apply_patch(run.workspace, join_sections(changes))
+    return result, not (result.timed_out or result.truncated or not result.report_found)
+
+
+async def _run_reproduction(run: Verification, session: ExecSession, files: list[str]) -> None:
+    """Run `files` with the patch's source changes taken back, then put them back."""
+    result, resolved = await _run_without(run, session, run.src_changes, files)
+    before = {f.test_id: f for f in result.failures}
+    run.reproduced_files.update(files)
+    run.reproduction.update(before)
+    run.reproduction_resolved = run.reproduction_resolved and resolved
+    summary = f"{len(files)} file(s) without the patch's source changes: {_counts(result)}"
+    run.add_check(Check(name="baseline", ok=resolved, summary=summary))
+    if resolved:
+        _remember(run, files, before)
+
+
+async def _run_on_starting_tree(run: Verification, session: ExecSession, test_ids: list[str]) -> None:
+    """Run `test_ids` with the whole patch taken back, then put it back; what they did there is
+    their starting outcome (unknown, and so not kept, when the run gave no complete report)."""
+    result, resolved = await _run_without(run, session, run.changes, test_ids)
+    failed = {f.test_id: f for f in result.failures}
+    for tid in test_ids:
+        if tid in failed:
+            run.started[tid] = "error" if failed[tid].outcome == "error" else "failed"
+        elif resolved:
+            run.started[tid] = "passed"
+    summary = f"{len(test_ids)} test(s) the patch left alone in files it edited, on the starting tree: {_counts(result)}"
+    run.add_check(Check(name="baseline", ok=resolved, summary=summary))
+
+
+def _clear_test_checks(run: Verification) -> None:
+    """A test run whose only failures were there before the patch is a good run for the patch."""
+    for i, check in enumerate(run.checks):
+        if check.name in ("targeted_tests", "full_suite") and not check.ok and "failed" in check.summary:
+            note = " (all failing before the patch)"
+            run.checks[i] = check.model_copy(update={"ok": True, "summary": check.summary + note})
+
+
+def _remember(run: Verification, files: list[str], before: dict[str, TestFailure]) -> None:
+    """Outcomes on the reproduction tree of test files the patch did not touch are starting outcomes,
+    unless the patch changed test code other files share (a conftest.py, a helper under tests/):
+    then the reproduction tree differs from the starting tree for every test, and nothing is kept."""
+    if any(c.is_test and not is_test_module(c.path) for c in run.changes):
+        return
+    run.known.remember_tests(files, before, changed_paths=run.changed_paths)
+
+
+async def _evidence(
+    run: Verification, session: ExecSession, selection: Selection, example: ExampleEvidence | None
+) -> None:
+    """Find what shows the task's problem gone (see the module docstring), running the targets'
+    files on the reproduction tree when their starting outcome is unknown."""
+    _collect_evidence(run, selection)
+    if _found_wrong(run) or run.tests_run == 0:  # no tests at all: `verify.unverifiable` says so
+        return
+    unknown = [
+        f
+        for f in selection.target_files
+        if f not in run.reproduced_files and f not in run.known.complete_files and f not in run.changed_paths
+    ]
+    if not run.evidence and unknown and run.src_changes:
+        await _run_reproduction(run, session, unknown)
+        _collect_evidence(run, selection)
+    run.fixed += [t for t in run.reproduction if run.passes_now(t) and t not in run.fixed]
+    if not run.evidence and example is not None and (shown := await example()):
+        run.evidence.append(shown)
+        run.add_check(Check(name="evidence", ok=True, summary=shown))
+        return
+    if run.evidence:
+        shown = ", ".join(run.evidence[:5]) + (
+            f" and {len(run.evidence) - 5} more" if len(run.evidence) > 5 else ""
+        )
+        run.add_check(
+            Check(name="evidence", ok=True, summary=f"failed before the patch, pass with it: {shown}")
+        )
+        return
+    why = _missing_evidence(run, selection)
+    run.add_check(Check(name="evidence", ok=False, summary=why))
+    run.failures.append(
+        Failure(
+            failure_class=FailureClass.TEST_NO_REPRODUCTION,
+            path=selection.changed_test_files[0] if selection.changed_test_files else None,
+            message=why,
+        )
+    )
+
+
+def _found_wrong(run: Verification) -> bool:
+    return any(f.severity == "error" for f in run.failures)
+
+
+def _collect_evidence(run: Verification, selection: Selection) -> None:
+    """Targets that failed before the patch (on the starting tree, or on the reproduction tree for
+    the tests the patch adds or edits) and pass with it."""
+    changed = set(selection.changed_test_files)
+    before = {t: "failed" for t in run.reproduction if t.split("::")[0] in changed}
+    if run.reproduction_resolved:
+        before |= {t: "failed" for t in run.reproduction}
+    before |= {t: o for t, o in run.known.outcomes.items() if o != "passed"}
+    before |= {t: o for t, o in run.started.items() if o != "passed"}
+    for tid in sorted(before):
+        if run.passes_now(tid) and (selection.is_task_test(tid) or tid.split("::")[0] in changed):
+            if tid not in run.evidence:
+                run.evidence.append(tid)
+            if tid not in run.fixed:
+                run.fixed.append(tid)
+
+
+def _missing_evidence(run: Verification, selection: Selection) -> str:
+    if selection.changed_test_files and run.src_changes:
+        return (
+            "the tests the patch adds or changes pass without its source changes too, and no test the "
+            "task is about went from failing to passing: nothing shows the problem is gone"
+        )
+    if selection.changed_test_files:
+        return "the patch changes only tests, and no test the task is about went from failing to passing"
+    targets = ", ".join(selection.target_files[:3])
+    named = f" ({targets} passed before the patch too)" if targets else ""
+    return (
+        f"no test the task is about failed before the patch{named}, and the patch adds none that fails "
+        "without its fix: add a test that reproduces the problem"
+    )

@@ -1,0 +1,239 @@
+"""`verify_patch` and `verify_answer`: the verifier's steps in order, in one exec session.
+
+The trees compared (the workspace's HEAD commit is the starting tree B):
+
+- P, the patched tree: B plus the whole patch. Static checks of the changed files, the targeted
+  tests, then the whole suite.
+- R, the reproduction tree: B plus only the patch's test files (its source changes taken back
+  with `git checkout HEAD -- ...`). Only the tests that fail on P and whose starting outcome the
+  baseline does not know, and the test files the patch changed, run here. For a test file the
+  patch did not touch, R is B, so what it does on R is its starting outcome and goes into the
+  baseline; for a test the patch adds or edits, R is the only meaningful "before": the new test
+  against the old code, which must fail there to show it reproduces the issue.
+- B itself, for one kind of test only: one the patch left alone in a test file it edited that
+  fails on P. R keeps the patch's version of that file, which may differ for it (a fixture of the
+  file changed), so its starting outcome comes from running it with the whole patch taken back.
+
+Why not a full baseline run: running the whole suite on B as well would double the cost of every
+verification. Passing tests need no comparison (a pass is a pass); only a failure needs to know
+whether it was there before, so only failures are re-run — and on a revision the baseline already
+knows most of them. A failing test the task is about (a plan target, a test the patch edits) is
+the patch's failure whatever it did before, so it is not re-run either. A clean patch costs one
+static call, the targeted run and one suite run; a failing target, one static call and the
+targeted run.
+"""
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime
+from pathlib import Path
+
+import anyio
+
+from agents.failures import FailureClass
+from agents.messages.verification import MAX_FAILURES, Baseline, Check, Failure, VerificationReport
+from agents.roles.verifier.answer import check_answer
+from agents.roles.verifier.baseline import Knowledge
+from agents.roles.verifier.diff_review import ReviewLimits, review_patch
+from agents.roles.verifier.errors import WorkspaceError
+from agents.roles.verifier.example import TaskExample, example_evidence
+from agents.roles.verifier.exec_session import EXEC_SCOPES, ExecSession, ExecUnavailable, open_exec_session
+from agents.roles.verifier.patchset import FileChange, MalformedPatch, parse_patch
+from agents.roles.verifier.selection import is_test_module, select_tests
+from agents.roles.verifier.state import DEADLINE_MARGIN_S, Verification, seconds_left
+from agents.roles.verifier.static import check_static
+from agents.roles.verifier.testing import ExampleEvidence, run_tests
+from agents.roles.verifier.tree import (
+    apply_patch,
+    changed_tracked_files,
+    check_patch,
+    head_commit,
+    reset_tracked,
+    restore,
+)
+from agents.roles.verifier.verdict import decide, order_failures
+from agents.runtime.tools import ToolProvider
+
+
+def _report(run: Verification, *, started: float, judged: bool | None = None) -> VerificationReport:
+    failures = order_failures(run.failures)[:MAX_FAILURES]
+    verdict = decide(failures, judged=run.tests_run > 0 if judged is None else judged)
+    if verdict == "unverified" and not any(f.severity == "error" for f in failures):
+        failures.append(
+            Failure(
+                failure_class=FailureClass.VERIFY_UNVERIFIABLE,
+                message="no tests ran: nothing could check the patch",
+            )
+        )
+    errors = [f for f in failures if f.severity == "error"]
+    reason = (
+        f"{len(errors)} failure(s), first {errors[0].failure_class}: {errors[0].message}" if errors else ""
+    )
+    summary = f"{verdict}: {reason or f'{run.tests_run} test outcome(s), nothing wrong found'}"
+    return VerificationReport(
+        verdict=verdict,
+        checks=run.checks,
+        failures=failures,
+        fixed=sorted(run.fixed),
+        regressions=run.regressions,
+        still_failing=run.still_failing,
+        preexisting=run.preexisting,
+        evidence=run.evidence,
+        files_changed=[c.path for c in run.changes],
+        tests_run=run.tests_run,
+        duration_s=round(time.monotonic() - started, 3),
+        summary=summary,
+    )
+
+
+def _starting_test_texts(workspace: Path, changes: list[FileChange]) -> dict[str, str]:
+    """The starting text of each changed test module (the workspace is still at HEAD), by its
+    path after the patch: what tells the tests the patch edits from the ones it left alone."""
+    texts = {}
+    for change in changes:
+        if change.old_path and change.kind != "deleted" and is_test_module(change.path):
+            try:
+                texts[change.path] = (workspace / change.old_path).read_text(
+                    encoding="utf-8", errors="replace"
+                )
+            except OSError:
+                pass
+    return texts
+
+
+async def verify_patch(
+    *,
+    workspace: Path,
+    patch: str,
+    plan_files: list[str],
+    test_targets: list[str],
+    mode: str,
+    tools: ToolProvider,
+    deadline: datetime,
+    baseline: Baseline | None,
+    limits: ReviewLimits = ReviewLimits(),
+    full_suite: bool = True,
+    session: ExecSession | None = None,
+    task_text: str = "",
+    example: TaskExample | None = None,
+) -> tuple[VerificationReport, Baseline]:
+    """Judge `patch` against the starting tree in `workspace`; see the package docstring.
+    `session`: an exec session already open on `workspace` (a spare's, see `spares`); else one is
+    opened through `tools` for this verification. `task_text`: the task's words, whose named tests
+    are targets (`agents.roles.verifier.selection`). `example`: the task's example code and what it
+    raised on the starting tree, run again when no test shows the problem gone.
+
+    Raises:
+        WorkspaceError: the workspace is not a git repository with a commit, or git failed.
+    """
+    started = time.monotonic()
+    commit = await head_commit(workspace)
+    run = Verification(workspace=workspace, deadline=deadline, known=Knowledge.of(baseline, commit))
+
+    def early(
+        cls: FailureClass, message: str, path: str | None = None
+    ) -> tuple[VerificationReport, Baseline]:
+        run.failures.append(Failure(failure_class=cls, path=path, message=message))
+        run.add_check(Check(name="patch", ok=False, summary=message))
+        return _report(run, started=started, judged=True), run.known.to_baseline()
+
+    dirty = await changed_tracked_files(workspace)
+    if dirty:
+        return early(
+            FailureClass.ENV_INFRA,
+            f"the workspace is not at its starting tree: {len(dirty)} file(s) differ from HEAD",
+        )
+    try:
+        run.changes = parse_patch(patch)
+    except MalformedPatch as exc:
+        return early(FailureClass.PATCH_MALFORMED, str(exc))
+    if not run.changes:
+        return early(FailureClass.PATCH_EMPTY, "the patch changes nothing")
+    run.failures += review_patch(run.changes, plan_files=plan_files, mode=mode, limits=limits)
+    review_errors = [f for f in run.failures if f.severity == "error"]
+    run.add_check(
+        Check(
+            name="diff_review",
+            ok=not review_errors,
+            summary=f"{len(run.changes)} file(s): {len(review_errors)} problem(s), {len(run.failures) - len(review_errors)} warning(s)",
+        )
+    )
+    if any(
+        f.failure_class == FailureClass.PATCH_PROTECTED_PATH and f.path and ".git" in Path(f.path).parts
+        for f in review_errors
+    ):
+        return early(FailureClass.PATCH_PROTECTED_PATH, "not applied: the patch writes into .git/")
+    if mode == "read":  # the review already failed it; running its tests would change nothing
+        run.add_check(Check(name="patch", ok=False, summary="not applied: read mode allows no changes"))
+        return _report(run, started=started, judged=True), run.known.to_baseline()
+    why = await check_patch(workspace, patch)
+    if why is not None:
+        return early(FailureClass.PATCH_APPLY_FAILED, why.splitlines()[-1] if why else "does not apply")
+    if seconds_left(deadline) <= DEADLINE_MARGIN_S:
+        return early(FailureClass.BUDGET_WALL, "the deadline passed before verification could start")
+    before = await anyio.to_thread.run_sync(_starting_test_texts, workspace, run.changes)
+    await apply_patch(workspace, patch)
+    run.add_check(
+        Check(name="patch", ok=True, summary=f"applies to {commit[:12]}: {len(run.changes)} file(s)")
+    )
+    try:
+        with anyio.move_on_after(seconds_left(deadline)) as scope:
+            async with _exec_session(tools, workspace, session) as exec_session:
+                if await check_static(run, exec_session):
+                    selection = select_tests(
+                        workspace, run.changes, test_targets, before=before, task_text=task_text
+                    )
+                    await run_tests(
+                        run,
+                        exec_session,
+                        selection,
+                        full_suite=full_suite,
+                        example=_example_runner(tools, workspace, example),
+                    )
+                else:
+                    run.add_check(
+                        Check(name="targeted_tests", ok=False, summary="not run: the patch does not compile")
+                    )
+        if scope.cancelled_caught:
+            run.failures.append(
+                Failure(
+                    failure_class=FailureClass.TEST_TIMEOUT,
+                    message="verification did not finish before the task's deadline",
+                )
+            )
+    except ExecUnavailable as exc:
+        run.failures.append(Failure(failure_class=FailureClass.ENV_INFRA, message=str(exc)))
+    finally:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(60):
+            await restore(workspace, run.changes)
+            # A test run may have written to tracked files too; the next verification needs HEAD.
+            await reset_tracked(workspace)
+    return _report(run, started=started), run.known.to_baseline()
+
+
+def _example_runner(
+    tools: ToolProvider, workspace: Path, example: TaskExample | None
+) -> ExampleEvidence | None:
+    if example is None or not example.raised_before:
+        return None
+    return lambda: example_evidence(tools, workspace, example)
+
+
+@asynccontextmanager
+async def _exec_session(
+    tools: ToolProvider, workspace: Path, session: ExecSession | None
+) -> AsyncIterator[ExecSession]:
+    if session is not None:
+        yield session
+        return
+    async with open_exec_session(tools.servers(workspace, EXEC_SCOPES)["exec"]) as opened:
+        yield opened
+
+
+async def verify_answer(*, workspace: Path, answer: str) -> VerificationReport:
+    """Check a read-mode answer's citations against the tree in `workspace`."""
+    return await anyio.to_thread.run_sync(check_answer, workspace, answer)
+
+
+__all__ = ["WorkspaceError", "verify_answer", "verify_patch"]

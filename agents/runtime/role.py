@@ -1,0 +1,218 @@
+"""What every role worker shares: its dependencies, its scratch workspace, and how a step fails.
+
+A role's handler takes one request and returns one result (`Reply` to
+`codeloop.task.result.<role>`). Failures are classed here, once: an `AgentError` carrying a
+failure class (a provider that stays down, a snapshot that cannot be read) ends the step with a
+`StepFailed` of that class; any other exception is left to the runtime (nak, back-off, retry on
+another delivery) until the last delivery, where it becomes `StepFailed(env.infra)` — so a task
+never waits forever on a step whose messages were all dead-lettered.
+"""
+
+import logging
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from agents.errors import AgentError
+from agents.messages import TaskSubmitted, Usage
+from agents.runtime.tools import ToolProvider
+from agents.workspace import SnapshotRef, capture_snapshot, materialize, open_scratch
+from bus import subjects
+from bus.actor import ActorSpec, Delivery, DeliveryPolicy, Reply
+from bus.connection import Bus
+from bus.errors import BusError, MalformedMessage
+from bus.messages import Event, Message
+
+if TYPE_CHECKING:  # the verifier imports this module
+    from agents.roles.verifier.spares import VerifierSpares
+    from agents.workspace.providers import Workspaces
+
+log = logging.getLogger("codeloop.agents")
+
+EventSink = Callable[[str, Event], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What an observer of one model run is told: whose run it is."""
+
+    task_id: str
+    role: str
+    step_id: str
+    trace_id: str | None = None
+
+
+RunObserver = Callable[[RunInfo], Any]
+"""Builds a pydantic-ai capability (e.g. `Hooks`) for one model run: how events, traces and
+recordings see every model request and tool call without the roles knowing about them."""
+
+
+@dataclass(frozen=True)
+class RoleDeps:
+    """Everything a role needs besides its message; built by the composition root."""
+
+    bus: Bus
+    tools: ToolProvider
+    scratch_dir: Path
+    """Where scratch workspaces are made (one per step, removed after it)."""
+    index_dir: Path
+    """Where the search server keeps one index per repository, shared by that repository's steps,
+    so a second task on the same code re-embeds only what changed."""
+    observers: tuple[RunObserver, ...] = ()
+    """Capabilities added to every LLM role's run (see `RunObserver`)."""
+    model_base_dir: Path | None = None
+    """Relative `function:` model paths resolve against it (the submitting client's directory)."""
+    verifier_spares: "VerifierSpares | None" = None
+    """Where the verifier takes its workspaces from, their sandboxes started ahead; None: it opens
+    one per verification."""
+    workspaces: "Workspaces | None" = None
+    """Where the coder's workspaces are made and served (`agents.workspace.providers`); None: here, in process."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class StepError(AgentError):
+    """A step that cannot succeed, with its failure class (see `agents/failures.py`)."""
+
+    def __init__(self, failure_class: str, message: str, *, usage: "Usage | None" = None) -> None:
+        super().__init__(message)
+        # Per instance, shadowing AgentError's class-level default: the raiser names the class.
+        self.failure_class = failure_class  # type: ignore[misc]
+        self.usage = usage
+        """What the step consumed before it failed (a budget hit mid-step), charged to the task."""
+
+
+@asynccontextmanager
+async def scratch_workspace(
+    deps: RoleDeps, task_id: str, task: TaskSubmitted, label: str
+) -> AsyncIterator[Path]:
+    """A fresh scratch copy of the task's starting tree (a git repository whose HEAD is it)."""
+    async with open_scratch(deps.scratch_dir, task_id, label) as root:
+        await materialize_start(deps, task, root)
+        yield root
+
+
+async def materialize_start(deps: RoleDeps, task: TaskSubmitted, root: Path) -> None:
+    """Write the task's starting tree into the empty directory `root`, as a git repository."""
+    await materialize(deps.bus, await task_snapshot(deps, task), root)
+
+
+async def task_snapshot(deps: RoleDeps, task: TaskSubmitted) -> SnapshotRef:
+    """The snapshot the task starts from."""
+    ref = task.snapshot
+    if ref is None:
+        # A submission from a client that did not capture (any NATS client may submit): capture
+        # here, which works only where the path exists — the same machine.
+        try:
+            is_dir = await anyio.Path(task.repo).is_dir()
+        except OSError:  # a directory above it closed to us: PermissionError
+            is_dir = True
+        if not is_dir:
+            raise StepError("env.setup", f"the task has no snapshot and {task.repo} is not a directory here")
+        if not os.access(task.repo, os.R_OK | os.X_OK):
+            # A worker running as another user (or in its own mount namespace) sees the directory
+            # but not its files: capturing would fail file by file, or worse, find an empty tree.
+            raise StepError(
+                "env.setup",
+                f"the task has no snapshot and {task.repo} is not readable by this worker; "
+                "submit with a client that captures the repository (codeloop submit, run, the tasks server)",
+            )
+        ref = await capture_snapshot(deps.bus, Path(task.repo))
+    return SnapshotRef.model_validate(ref.model_dump())
+
+
+def observer_capabilities(deps: RoleDeps, info: RunInfo) -> list[Any]:
+    return [observer(info) for observer in deps.observers]
+
+
+def index_dir_for(deps: RoleDeps, task: TaskSubmitted) -> Path:
+    """One search index per repository path: successive tasks and steps update it incrementally."""
+    return deps.index_dir / subjects.token(task.repo.replace("/", "_").strip("_") or "root")
+
+
+def innermost_exception(exc: BaseException) -> BaseException:
+    """The one exception inside nested single-member exception groups (else `exc` itself)."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _bus_failed_under(exc: BaseException) -> bool:
+    """Whether a classed failure was caused by the bus (a timeout while a node fails over, say):
+    transient, so the step is redelivered like an unclassed one rather than failed for good."""
+    cause = exc.__cause__
+    while cause is not None:
+        if isinstance(cause, BusError):
+            return True
+        cause = cause.__cause__
+    return False
+
+
+def step_failed(role: str) -> Callable[[Message, str, str], Message]:
+    """The standard `failed` of `role_spec`: a `StepFailed` naming the request's step."""
+    from agents.messages import StepFailed
+
+    def failed(request: Message, failure_class: str, message: str) -> Message:
+        return StepFailed(
+            step_id=getattr(request, "step_id", ""), role=role, failure_class=failure_class, message=message
+        )
+
+    return failed
+
+
+def typed_handler(
+    role: str, kind: type[Message], work: Callable[[Delivery, Any], Awaitable[Message]]
+) -> Callable[[Delivery, Message], Awaitable[Message]]:
+    """`work(delivery, request)` for requests of `kind`; anything else is the sender's format error."""
+
+    async def handle(delivery: Delivery, request: Message) -> Message:
+        if not isinstance(request, kind):
+            raise StepError("agent.format", f"the {role} takes {kind.__name__}, got {delivery.envelope.kind}")
+        return await work(delivery, request)
+
+    return handle
+
+
+def role_spec(
+    role: str,
+    handle: Callable[[Delivery, Message], Awaitable[Message]],
+    *,
+    policy: DeliveryPolicy | None = None,
+    failed: Callable[[Message, str, str], Message] | None = None,
+) -> ActorSpec:
+    """The actor of a role whose `handle(delivery, request)` returns its result; `failed(request,
+    failure_class, message)` builds the reply for a step that cannot succeed (default: `StepFailed`)."""
+    policy = policy or DeliveryPolicy()
+    failed = failed or step_failed(role)
+
+    async def handler(delivery: Delivery) -> Reply:
+        request = delivery.envelope.open()
+        try:
+            result = await handle(delivery, request)
+        except MalformedMessage:
+            raise
+        except StepError as exc:
+            result = failed(request, exc.failure_class, str(exc))
+            if exc.usage is not None and "usage" in type(result).model_fields:
+                result = result.model_copy(update={"usage": exc.usage})
+        except Exception as exc:
+            # A failure inside an MCP session arrives wrapped in the session's exception group.
+            failure_class = getattr(innermost_exception(exc), "failure_class", None)
+            if isinstance(innermost_exception(exc), StepError):
+                return Reply(
+                    subjects.task_result(role),
+                    failed(request, failure_class, str(innermost_exception(exc))),
+                    label="result",
+                )
+            retry = failure_class is None or _bus_failed_under(innermost_exception(exc))
+            if retry and delivery.num_delivered < policy.max_deliver:
+                raise  # the runtime naks it; another delivery may succeed
+            log.warning("%s: step failed for good: %s: %s", role, type(exc).__name__, exc)
+            result = failed(request, failure_class or "env.infra", f"{type(exc).__name__}: {exc}"[:2000])
+        return Reply(subjects.task_result(role), result, label="result")
+
+    return ActorSpec(address=subjects.RoleAddress.worker(role), handler=handler, policy=policy)
