@@ -246,6 +246,8 @@ def schema(
     ] = None,
 ) -> None:
     """Print the JSON Schema of the envelope and every message, for agents in other languages."""
+    import agents.messages
+    import agents.roles.echo  # noqa: F401
     from bus.messages import json_schemas
 
     text = json.dumps(json_schemas(), indent=2)

@@ -1,0 +1,100 @@
+"""The task record: one `TaskState` per task in the `codeloop-tasks` KV bucket.
+
+The orchestrator writes every transition here (compare-and-set) before it acts, so a restarted
+orchestrator resumes a task from its record; the record ends holding the task's `TaskResult`.
+"""
+
+from datetime import datetime
+from typing import Any, Literal
+
+from agents.messages.steps import Context, Plan
+from agents.messages.task import ReviewRound, TaskResult, TaskStatus, TaskSubmitted, Usage
+from agents.messages.verification import Baseline, VerificationReport
+from bus.messages import Message
+
+
+class PlanRevision(Message):
+    """A plan that a revised plan replaced, kept in the task's history."""
+
+    plan: Plan
+    """The replaced plan."""
+    reason: str
+    """Why it was replaced: the new plan's `revision_reason`, or `revised` when it gave none."""
+    at_step: int
+    """Steps dispatched when it was replaced (the task's `step_seq` then)."""
+
+
+class TaskState(Message):
+    """The task record in the `codeloop-tasks` KV bucket; every transition is written here first."""
+
+    kind: Literal["task_state"] = "task_state"
+    """Always `task_state`."""
+    task_id: str
+    """The task's id; also the record's key."""
+    status: TaskStatus
+    """Where the task is; one of the terminal statuses once it has ended."""
+    task: TaskSubmitted
+    """The submission, as received."""
+    created_at: datetime
+    """When the orchestrator accepted the submission (UTC); the deadline counts from here."""
+    updated_at: datetime
+    """When the record last changed (UTC)."""
+    trace_id: str | None = None
+    """The task's trace id (the envelopes' `trace_id`)."""
+    stage: str | None = None
+    """The pipeline stage in progress (`plan`, `retrieve`, `code`, `verify`, ...)."""
+    expected_step: str | None = None
+    """The step id whose result the task waits for; any other result is stale."""
+    step_seq: int = 0
+    """Steps dispatched so far; step ids are numbered from it."""
+    steps_done: list[str] = []
+    """Step ids whose results were applied, in order."""
+    plan: Plan | None = None
+    """The current plan; None before the planner answered (or in a pipeline without one)."""
+    plan_history: list[PlanRevision] = []
+    """Plans that revisions replaced, oldest first."""
+    context: Context | None = None
+    """The retriever's latest context; None before it answered."""
+    patch: str | None = None
+    """The latest patch from the coder (unified diff); None when it changed nothing."""
+    files_changed: list[str] = []
+    """Repository-relative paths the latest patch touches."""
+    answer: str | None = None
+    """The coder's latest answer or summary (an echo pipeline's reply)."""
+    baseline: Baseline | None = None
+    """The starting tree's state as the verifier last reported it, passed to the next verification."""
+    last_report: VerificationReport | None = None
+    """The latest verification report; None before the first verification."""
+    failure_signatures: list[str] = []
+    """One signature of each failed verification's failure set, to stop identical retries."""
+    revisions: int = 0
+    """Times the verifier sent the patch back for revision."""
+    reviews: list[ReviewRound] = []
+    """Every review so far, in order."""
+    review_feedback: str | None = None
+    """A review's request for changes, for the coder's next revision; cleared once it answered."""
+    stage_index: int | None = None
+    """The position of that stage in the task's pipeline (a pipeline may have several review stages)."""
+    stage_role: str | None = None
+    """The role whose step the task waits for (the stage's `ROLE`)."""
+    waiting_for: str | None = None
+    """Set while no live worker of `stage_role` is known: the task says what it waits for."""
+    failed_revisions_since_plan: int = 0
+    """Failed revisions since the last (re)plan; past a threshold the task is planned again."""
+    tool_failures: int = 0
+    """Consecutive failed tool calls at the end of the coder's latest run."""
+    usage: Usage = Usage()
+    """What all steps so far consumed together."""
+    by_role: dict[str, Usage] = {}
+    """What each role's steps consumed, by role name."""
+    outbox: list[dict[str, Any]] = []
+    """What the last transition asked to publish (subject, kind, payload, label), so a redelivered
+    message after a crash republishes the same messages under the same ids."""
+    outbox_cause: str | None = None
+    """Id of the message whose transition wrote the outbox."""
+    outbox_request_id: str | None = None
+    """Id of the work request in the outbox, which a result without a `step_id` points at."""
+    result: TaskResult | None = None
+    """The final result, set when the task reaches a terminal status; None until then."""
+    error: str | None = None
+    """Why the task was rejected or a message of it was given up; None otherwise."""
