@@ -27,7 +27,6 @@ import statistics
 import subprocess
 import tempfile
 import time
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -45,7 +44,7 @@ from agents.messages import (
     TaskSubmitted,
     VerifyRequest,
 )
-from agents.roles.verifier.spares import VerifierSpares
+from agents.roles.verifier.spares import VERIFIER_SPARES, VerifierSpares
 from agents.runtime.api import define_role
 from agents.runtime.plugins import InstalledRole, RoleRegistry, load_roles
 from agents.workspace import capture_snapshot
@@ -234,7 +233,7 @@ async def main(rounds: int, big_files: int) -> None:
                 async with open_bus(client) as bus:
                     home = role_deps(bus, base / "direct-home")
                     async with VerifierSpares(home.tools, home.scratch_dir) as direct_spares:
-                        deps = replace(home, verifier_spares=direct_spares)
+                        deps = home.providing(VERIFIER_SPARES, direct_spares)
 
                         async def settled() -> None:
                             await pipeline_spares.wait_ready()

@@ -47,8 +47,8 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from agents.roles.verifier import verify_patch
 from agents.roles.verifier.spares import VerifierSpares
+from agents.roles.verifier.verify import verify_patch
 from tool_servers.protocol.scopes import Scope
 from tool_servers.protocol.spec import ServerOptions
 from tool_servers.serve import server_builder

@@ -23,12 +23,13 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from pydantic.fields import FieldInfo
 
 from agents.messages import Budgets, ModelOptions
+from agents.orchestrator.stages import installed_kinds
 from codeloop.config import ConfigError
 from sandbox.limits import SandboxLimits
 
 PROJECT_FILE = "codeloop.toml"
 USER_FILE = "config.toml"
-STAGE_KINDS = ("plan", "retrieve", "code", "review", "verify", "echo")
+STAGE_KINDS = tuple(installed_kinds())
 
 RoleName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,62}$")]
 ModelName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4096)]

@@ -31,12 +31,12 @@ from agents.orchestrator.records import TaskRecords
 from agents.orchestrator.rejections import watch_rejections
 from agents.orchestrator.waiting import watch_waiting
 from agents.replay.observer import recording_observer
-from agents.roles.verifier.spares import VerifierSpares
+from agents.roles.verifier.spares import VERIFIER_SPARES, VerifierSpares
 from agents.runtime.plugins import RoleRegistry, load_roles
-from agents.runtime.role import RoleDeps, RunObserver
+from agents.runtime.role import Capability, RoleDeps, RunObserver
 from agents.runtime.tools import ToolProvider
 from agents.runtime.tracing import traced
-from agents.workspace.providers import Workspaces
+from agents.workspace.providers import WORKSPACES, Workspaces
 from bus import subjects
 from bus.actor import Actor, ActorSpec, DeliveryPolicy
 from bus.config import BusConfig
@@ -237,15 +237,16 @@ async def serve(
             )
         else:
             deps = role_deps(bus, home or config.state_dir, tools=tools, observers=observers, record=record)
+        registry = registry or load_roles()
         if workspaces is not None:
-            deps = replace(deps, workspaces=workspaces)
-        if "verifier" in roles and workspaces is None:  # with the service, the verifier runs nothing here
+            deps = deps.providing(WORKSPACES, workspaces)
+        # Spares for the roles that ask for them; with the service, the verifier runs nothing here.
+        if workspaces is None and _asked_for(VERIFIER_SPARES, roles, registry):
             if verifier_spares is None:
                 verifier_spares = await stack.enter_async_context(
                     VerifierSpares(deps.tools, deps.scratch_dir)
                 )
-            deps = replace(deps, verifier_spares=verifier_spares)
-        registry = registry or load_roles()
+            deps = deps.providing(VERIFIER_SPARES, verifier_spares)
         for broken in registry.broken:
             log.warning(
                 "installed role %s is broken and not available (%s): %s",
@@ -345,6 +346,11 @@ async def serve(
             if grace.cancelled_caught:
                 log.warning("in-flight work did not finish within %.0f s; handing it back", DRAIN_GRACE_S)
             tg.cancel_scope.cancel()
+
+
+def _asked_for(capability: Capability, roles: Sequence[str], registry: RoleRegistry) -> bool:
+    """Whether one of `roles` names `capability` in its definition's `needs`."""
+    return any(capability in definition.needs for role in roles if (definition := registry.get(role)))
 
 
 def _is_failure(payload: object) -> bool:

@@ -1,35 +1,41 @@
 """Which roles a task passes through, in which order: data, not code.
 
 A `Pipeline` is a tuple of `Stage`s; the orchestrator's transition function walks it. Each stage
-names its *kind* (what the orchestrator sends and how it reads the answer: `plan`, `retrieve`,
-`code`, `review`, `verify`, `echo`; see `agents/kinds.py`), the *role* whose workers do it (so a
-different coder, or a security reviewer, is one `Stage(kind="review", role="security-reviewer")`
+holds its *kind* (what the orchestrator sends and how it reads the answer: `plan`, `retrieve`,
+`code`, `review`, `verify`, `echo` or a plug-in's; see `agents/orchestrator/stages/`), the *role*
+whose workers do it (so a different coder, or a security reviewer, is one `review:security-reviewer`
 away), and the status the task shows meanwhile. `pipeline_for` picks a task's pipeline: the one
 it was submitted with (`TaskSubmitted.pipeline`, `KIND:ROLE` stages from the configuration's
-`[pipelines]`), else the standard one for its mode.
+`[pipelines]`), else the standard one for its mode. `parse_pipeline` checks a pipeline's stages
+against the kinds' order rules before a task is accepted.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 from agents.errors import AgentError
-from agents.kinds import KINDS, parse_stage, pipeline_problems
 from agents.messages import PipelineChoice, TaskStatus, TaskSubmitted
-
-StageKind = str
-KNOWN_KINDS = tuple(KINDS)
+from agents.orchestrator.stages import installed_kinds
+from agents.orchestrator.stages.code import CODE as CODE_KIND
+from agents.orchestrator.stages.echo import ECHO as ECHO_KIND
+from agents.orchestrator.stages.kind import StageKind
+from agents.orchestrator.stages.plan import PLAN as PLAN_KIND
+from agents.orchestrator.stages.retrieve import RETRIEVE as RETRIEVE_KIND
+from agents.orchestrator.stages.verify import VERIFY as VERIFY_KIND
 
 
 @dataclass(frozen=True)
 class Stage:
-    kind: StageKind
+    """One `KIND:ROLE` of a pipeline, with the status the task shows while it runs."""
+
+    definition: StageKind
     role: str
     status: TaskStatus
 
-    def __post_init__(self) -> None:
-        if self.kind not in KNOWN_KINDS:
-            raise ValueError(f"unknown stage kind {self.kind!r}; known: {', '.join(KNOWN_KINDS)}")
+    @property
+    def kind(self) -> str:
+        return self.definition.name
 
 
 @dataclass(frozen=True)
@@ -37,22 +43,26 @@ class Pipeline:
     name: str
     stages: tuple[Stage, ...]
 
-    def index(self, kind: StageKind) -> int | None:
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(stage.kind for stage in self.stages)
+
+    def index(self, kind: str) -> int | None:
         for i, stage in enumerate(self.stages):
             if stage.kind == kind:
                 return i
         return None
 
-    def stage(self, kind: StageKind) -> Stage | None:
+    def stage(self, kind: str) -> Stage | None:
         i = self.index(kind)
         return None if i is None else self.stages[i]
 
 
-PLAN = Stage("plan", "planner", "planning")
-RETRIEVE = Stage("retrieve", "retriever", "retrieving")
-CODE = Stage("code", "coder", "coding")
-ANSWER = Stage("code", "coder", "answering")
-VERIFY = Stage("verify", "verifier", "verifying")
+PLAN = Stage(PLAN_KIND, "planner", "planning")
+RETRIEVE = Stage(RETRIEVE_KIND, "retriever", "retrieving")
+CODE = Stage(CODE_KIND, "coder", "coding")
+ANSWER = Stage(CODE_KIND, "coder", "answering")
+VERIFY = Stage(VERIFY_KIND, "verifier", "verifying")
 
 FIX = Pipeline("fix", (PLAN, RETRIEVE, CODE, VERIFY))
 """write and execute mode: plan, retrieve, code, verify (and revise)."""
@@ -60,7 +70,7 @@ EXPLAIN = Pipeline("explain", (PLAN, RETRIEVE, ANSWER, VERIFY))
 """read mode: the coder answers instead of patching; the verifier checks what the answer cites."""
 DIAGNOSE = Pipeline("diagnose", (PLAN, RETRIEVE, VERIFY))
 """No model configured: a fixed plan, real retrieval, verification of the unmodified tree."""
-ECHO = Pipeline("echo", (Stage("echo", "echo", "coding"),))
+ECHO = Pipeline("echo", (Stage(ECHO_KIND, "echo", "coding"),))
 """The bus's smoke pipeline: one hop through the `echo` role."""
 
 NAMED: dict[str, Pipeline] = {p.name: p for p in (FIX, EXPLAIN, DIAGNOSE, ECHO)}
@@ -72,26 +82,72 @@ class PipelineError(AgentError, ValueError):
     failure_class: ClassVar[str] = "env.setup"
 
 
-def parse_pipeline(name: str, stages: Sequence[str], *, mode: str = "write") -> Pipeline:
+def parse_stage(text: str, kinds: Mapping[str, StageKind] | None = None) -> tuple[str, str]:
+    """`KIND:ROLE` as (kind, role); `kinds` are the known kinds (default: the installed ones).
+
+    Raises:
+        ValueError: not of that form, or an unknown kind.
+    """
+    kinds = installed_kinds() if kinds is None else kinds
+    kind, sep, role = text.strip().partition(":")
+    if not sep or not kind or not role:
+        raise ValueError(f"stage {text!r} is not KIND:ROLE (e.g. review:security-reviewer)")
+    if kind not in kinds:
+        raise ValueError(f"stage {text!r}: unknown stage kind {kind!r}; known kinds: {', '.join(kinds)}")
+    return kind, role
+
+
+def pipeline_problems(
+    stages: Sequence[tuple[str, str]], kinds: Mapping[str, StageKind] | None = None
+) -> list[str]:
+    """What makes a pipeline of (kind, role) stages impossible to run; empty when it can run."""
+    kinds = installed_kinds() if kinds is None else kinds
+    if not stages:
+        return ["a pipeline needs at least one stage"]
+    problems = []
+    seen: list[str] = []
+    for i, (kind_name, role) in enumerate(stages, 1):
+        kind = kinds.get(kind_name)
+        if kind is None:
+            problems.append(
+                f"stage {i} ({kind_name}:{role}): unknown stage kind; known kinds: {', '.join(kinds)}"
+            )
+            continue
+        if kind.once and kind_name in seen:
+            problems.append(f"stage {i} ({kind_name}:{role}): a pipeline has at most one {kind_name} stage")
+        if kind.after and not any(k in seen for k in kind.after):
+            problems.append(
+                f"stage {i} ({kind_name}:{role}) must come after a {' or '.join(kind.after)} stage"
+            )
+        later = [k for k in seen if k in kinds and kinds[k].phase > kind.phase]
+        if later:
+            problems.append(f"stage {i} ({kind_name}:{role}) cannot come after a {later[0]} stage")
+        seen.append(kind_name)
+    return problems
+
+
+def parse_pipeline(
+    name: str, stages: Sequence[str], *, mode: str = "write", kinds: Mapping[str, StageKind] | None = None
+) -> Pipeline:
     """The pipeline of `KIND:ROLE` stages; in read mode a code stage answers instead of patching.
+    `kinds` are the known kinds (default: the installed ones).
 
     Raises:
         PipelineError: a stage not of that form, an unknown kind, or stages in an impossible order.
     """
+    kinds = installed_kinds() if kinds is None else kinds
     try:
-        parsed = [parse_stage(text) for text in stages]
+        parsed = [parse_stage(text, kinds) for text in stages]
     except ValueError as exc:
         raise PipelineError(f"pipeline {name!r}: {exc}") from None
-    problems = pipeline_problems(parsed)
+    problems = pipeline_problems(parsed, kinds)
     if problems:
         raise PipelineError(f"pipeline {name!r}: " + "; ".join(problems))
-    return Pipeline(name, tuple(_stage(kind, role, mode) for kind, role in parsed))
+    return Pipeline(name, tuple(_stage(kinds[kind], role, mode) for kind, role in parsed))
 
 
-def _stage(kind: str, role: str, mode: str) -> Stage:
-    status = KINDS[kind].status
-    if kind == "code" and mode == "read":
-        status = "answering"
+def _stage(kind: StageKind, role: str, mode: str) -> Stage:
+    status = kind.read_status if mode == "read" and kind.read_status else kind.status
     return Stage(kind, role, status)
 
 
@@ -116,12 +172,3 @@ def pipeline_for(task: TaskSubmitted) -> Pipeline:
     if not task.models.any:
         return DIAGNOSE
     return EXPLAIN if task.mode == "read" else FIX
-
-
-def roles_of(*pipelines: Pipeline) -> list[str]:
-    seen: list[str] = []
-    for pipeline in pipelines:
-        for stage in pipeline.stages:
-            if stage.role not in seen:
-                seen.append(stage.role)
-    return seen

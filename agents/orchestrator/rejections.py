@@ -16,8 +16,8 @@ import anyio
 from anyio.abc import TaskStatus
 
 from agents.messages import TERMINAL_STATUSES, TaskResult, TaskState, TaskSubmitted
-from agents.orchestrator.machine import build_result
 from agents.orchestrator.records import TaskRecords
+from agents.orchestrator.report import build_result
 from bus import subjects
 from bus.connection import Bus, queue_subscription
 from bus.dead_letters import UNKNOWN_TASK

@@ -12,21 +12,10 @@ import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from agents.messages import (
-    TERMINAL_STATUSES,
-    CancelTask,
-    CodeResult,
-    Context,
-    PlanResult,
-    ReviewResult,
-    StepFailed,
-    TaskResult,
-    TaskState,
-    TaskSubmitted,
-    VerifyResult,
-)
-from agents.orchestrator.machine import (
+from agents.messages import TERMINAL_STATUSES, CancelTask, StepFailed, TaskResult, TaskState, TaskSubmitted
+from agents.orchestrator.io import (
     Cancel,
+    Command,
     Dispatch,
     Emit,
     Finish,
@@ -34,19 +23,18 @@ from agents.orchestrator.machine import (
     Start,
     StepDone,
     StepFailure,
-    transition,
 )
+from agents.orchestrator.machine import transition
 from agents.orchestrator.pipeline import Pipeline, PipelineError, pipeline_for
 from agents.orchestrator.records import TaskRecords
-from agents.roles.echo import EchoResult
+from agents.orchestrator.stages import result_types
 from bus import subjects
 from bus.actor import ActorSpec, Delivery, DeliveryPolicy, Reply
 from bus.errors import MalformedMessage
-from bus.messages import Event, Message
+from bus.messages import Event, Message, payload_model
 from bus.validation import submission_problems
 
 log = logging.getLogger("codeloop.orchestrator")
-_RESULTS = (PlanResult, Context, CodeResult, VerifyResult, ReviewResult, EchoResult)
 
 
 def _now() -> datetime:
@@ -78,7 +66,7 @@ class Orchestrator:
                 message.step_id, message.role, message.failure_class, message.message, message.usage
             )
             return await self._apply(delivery, event)
-        if isinstance(message, _RESULTS):
+        if isinstance(message, result_types()):  # what the installed stage kinds answer with
             step_id = getattr(message, "step_id", None) or await self._step_of(
                 envelope.task_id, envelope.causation_id
             )
@@ -187,7 +175,7 @@ class Orchestrator:
         return state.result if state and state.status in TERMINAL_STATUSES else None
 
 
-def _outbox(commands: tuple, delivery: Delivery) -> tuple[list[dict], str | None]:
+def _outbox(commands: tuple[Command, ...], delivery: Delivery) -> tuple[list[dict], str | None]:
     """The replies of `commands` as plain data for the record, and the id the dispatch will carry."""
     task_id = delivery.envelope.task_id
     items: list[dict] = []
@@ -222,8 +210,6 @@ def _outbox(commands: tuple, delivery: Delivery) -> tuple[list[dict], str | None
 
 
 def _reply_of(item: dict) -> Reply:
-    from bus.messages import payload_model
-
     model = payload_model(item["kind"])
     if model is None:  # pragma: no cover - every kind we write is registered
         raise MalformedMessage(f"outbox holds unknown kind {item['kind']!r}")

@@ -38,7 +38,7 @@ from agents.runtime.role import (
     typed_handler,
 )
 from agents.runtime.tools import MODE_SCOPES, HttpTarget
-from agents.workspace.providers import LOCAL
+from agents.workspace.providers import LOCAL, WORKSPACES
 from bus.actor import ActorSpec, Delivery, DeliveryPolicy
 from bus.messages import Message
 
@@ -142,7 +142,7 @@ async def code(
     name = task.models.for_role(ROLE)
     if not name:
         raise StepError("env.setup", "no model is configured for the coder")
-    workspaces = deps.workspaces or LOCAL
+    workspaces = deps.get(WORKSPACES) or LOCAL
     opening = workspaces.open(
         deps,
         task_id,

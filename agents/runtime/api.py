@@ -1,7 +1,7 @@
 """The role API: how a role is written, built-in or plug-in alike.
 
-A role is a `RoleDefinition`: a name, the stage kind it serves (`agents/kinds.py`: which request
-it is sent and which result it answers with) and a typed handler
+A role is a `RoleDefinition`: a name, the stage kind it serves (`agents/orchestrator/stages/`:
+which request it is sent and which result it answers with) and a typed handler
 
     async def handle(request: ReviewRequest, ctx: RoleContext) -> ReviewResult | dict: ...
 
@@ -10,7 +10,8 @@ same runtime every role uses (`agents/runtime/role.py`'s `role_spec`, `bus/actor
 consumer per role shared by all its workers, acks only after the result is stored, idempotent
 redeliveries, failure isolation, events naming the step, tracing, the recorder and redaction.
 The four built-in roles are defined with it too and registered under the same entry-point group
-(`codeloop.roles`) as any plug-in; see docs/custom-roles.md.
+(`codeloop.roles`) as any plug-in; see docs/custom-roles.md. A role that needs more than every role
+gets (`RoleDeps`) names it in `needs` (a `Capability`); the composition root supplies it.
 
 A handler returns its kind's result model, or a dict of its fields (`step_id` may be left out:
 it is filled in from the request). A result that does not fit fails the step with class
@@ -19,6 +20,7 @@ on another delivery and, at the last one, fails the step as `env.infra`.
 """
 
 import inspect
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
@@ -27,9 +29,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agents.kinds import KINDS, StageKind
 from agents.messages import StepBudget, TaskSubmitted
+from agents.orchestrator.stages import StageKind, stage_kind
 from agents.runtime.role import (
+    Capability,
     RoleDeps,
     RunInfo,
     StepError,
@@ -39,7 +42,9 @@ from agents.runtime.role import (
     scratch_workspace,
     typed_handler,
 )
-from agents.runtime.tools import ScopeName
+from agents.runtime.tools import MODE_SCOPES, ScopeName
+from agents.workspace.errors import GitFailed
+from agents.workspace.git import run_git
 from bus import subjects
 from bus.actor import ActorSpec, Delivery, DeliveryPolicy
 from bus.errors import BusError
@@ -78,6 +83,8 @@ class RoleContext:
 
         Pass `capabilities()` to the `pydantic_ai.Agent` running it, so the recorder, tracing and
         the events see every request and tool call, as they do for the built-in roles."""
+        # Here, not at the top: the metered model imports pydantic-ai (about 1.5 s), which a
+        # process that only lists or checks roles should not pay.
         from agents.runtime.metering import model_for
 
         name = self.model_name
@@ -96,9 +103,6 @@ class RoleContext:
         Raises:
             StepError: (`patch.apply_failed`) the patch does not apply to the starting tree.
         """
-        from agents.workspace.errors import GitFailed
-        from agents.workspace.git import run_git
-
         async with scratch_workspace(self.deps, self.task_id, self.task, label or self.role) as root:
             if patch:
                 try:
@@ -150,13 +154,19 @@ class RoleDefinition:
     concurrency: int | None = None
     """Requests one worker handles at once (default: the runtime's, 64); 1 for a role that uses a
     whole machine per request, so that more workers share the work instead of one taking it all."""
+    needs: frozenset[Capability[Any]] = frozenset()
+    """What the role needs beyond every role's dependencies; its worker gets these (when the
+    composition root has them) and no others."""
+    stage: StageKind | None = field(default=None, repr=False, compare=False)
+    """The kind itself, as `define_role` resolved it; None: looked up by `kind` when needed."""
 
     @property
     def stage_kind(self) -> StageKind:
-        return KINDS[self.kind]
+        return self.stage if self.stage is not None else stage_kind(self.kind)
 
     def spec(self, deps: RoleDeps, policy: DeliveryPolicy | None = None) -> ActorSpec:
         """The worker's actor on the bus runtime."""
+        deps = deps.only(self.needs)
         if self.concurrency is not None:
             policy = replace(policy or DeliveryPolicy(), concurrency=self.concurrency)
         if self.actor is not None:
@@ -179,8 +189,6 @@ class RoleDefinition:
 
 
 def context_for(role: RoleDefinition, deps: RoleDeps, delivery: Delivery, request: Any) -> RoleContext:
-    from agents.runtime.tools import MODE_SCOPES
-
     task: TaskSubmitted = request.task
     return RoleContext(
         role=role.name,
@@ -229,7 +237,7 @@ def result_of(role: str, kind: StageKind, request: Any, returned: Any) -> Messag
 
 def define_role(
     name: str,
-    kind: str,
+    kind: str | StageKind,
     handler: Handler | None = None,
     *,
     version: str = "0.1.0",
@@ -237,8 +245,10 @@ def define_role(
     description: str = "",
     actor: Callable[[RoleDeps, DeliveryPolicy | None], ActorSpec] | None = None,
     concurrency: int | None = None,
+    needs: frozenset[Capability[Any]] | set[Capability[Any]] = frozenset(),
 ) -> RoleDefinition:
-    """A role serving stages of `kind` with `async handler(request, ctx) -> result`.
+    """A role serving stages of `kind` (an installed kind's name, or the `StageKind` itself, as a
+    plug-in defining its own kind beside the role does) with `async handler(request, ctx) -> result`.
 
     Raises:
         ValueError: a name that is not a subject token, an unknown kind, a version that is not semantic.
@@ -246,8 +256,11 @@ def define_role(
     """
     if not _is_token(name):
         raise ValueError(f"role name {name!r}: use letters, digits, '-' and '_' (at most 64)")
-    if kind not in KINDS:
-        raise ValueError(f"role {name!r}: unknown stage kind {kind!r}; known kinds: {', '.join(KINDS)}")
+    if isinstance(kind, str):
+        try:
+            kind = stage_kind(kind)
+        except ValueError as exc:
+            raise ValueError(f"role {name!r}: {exc}") from None
     if not _SEMVER(version):
         raise ValueError(f"role {name!r}: version {version!r} is not a semantic version such as 1.0.0")
     if concurrency is not None and concurrency < 1:
@@ -258,13 +271,15 @@ def define_role(
         check_handler(name, handler)
     return RoleDefinition(
         name=name,
-        kind=kind,
+        kind=kind.name,
         handler=handler,
         version=version,
         grant=frozenset(grant),
         description=description,
         actor=actor,
         concurrency=concurrency,
+        needs=frozenset(needs),
+        stage=kind,
     )
 
 
@@ -289,14 +304,10 @@ def _name(handler: Any) -> str:
 
 
 def _is_token(name: str) -> bool:
-    import re
-
     return bool(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name))
 
 
 def _SEMVER(version: str) -> bool:
-    import re
-
     return bool(re.fullmatch(r"\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?", version))
 
 

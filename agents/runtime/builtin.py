@@ -5,18 +5,20 @@ Each definition is a thin typed handler over the role's own module; nothing here
 them that a plug-in could not use.
 """
 
+from importlib.metadata import PackageNotFoundError, version
+
 from agents.messages import CodeRequest, ContextRequest, PlanRequest, VerifyRequest
 from agents.roles.coder import code
 from agents.roles.echo import echo_spec
 from agents.roles.planner import plan
 from agents.roles.retriever import retrieve
 from agents.roles.verifier.role import verify
+from agents.roles.verifier.spares import VERIFIER_SPARES
 from agents.runtime.api import RoleContext, define_role
+from agents.workspace.providers import WORKSPACES
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("codeloop")
     except PackageNotFoundError:  # a source checkout that was never installed
@@ -60,6 +62,7 @@ CODER = define_role(
     _code,
     version=VERSION,
     grant={"read", "write", "execute"},
+    needs={WORKSPACES},
     description="changes the code in a scratch workspace with the task's tools",
 )
 VERIFIER = define_role(
@@ -68,6 +71,7 @@ VERIFIER = define_role(
     _verify,
     version=VERSION,
     grant={"read", "execute"},
+    needs={WORKSPACES, VERIFIER_SPARES},
     description="static checks and the tests in the sandbox; the verdict",
 )
 ECHO = define_role(

@@ -10,16 +10,16 @@ never waits forever on a step whose messages were all dead-lettered.
 
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, TypeVar
 
 import anyio
 
 from agents.errors import AgentError
-from agents.messages import TaskSubmitted, Usage
+from agents.messages import StepFailed, TaskSubmitted, Usage
 from agents.runtime.tools import ToolProvider
 from agents.workspace import SnapshotRef, capture_snapshot, materialize, open_scratch
 from bus import subjects
@@ -27,10 +27,6 @@ from bus.actor import ActorSpec, Delivery, DeliveryPolicy, Reply
 from bus.connection import Bus
 from bus.errors import BusError, MalformedMessage
 from bus.messages import Event, Message
-
-if TYPE_CHECKING:  # the verifier imports this module
-    from agents.roles.verifier.spares import VerifierSpares
-    from agents.workspace.providers import Workspaces
 
 log = logging.getLogger("codeloop.agents")
 
@@ -52,6 +48,18 @@ RunObserver = Callable[[RunInfo], Any]
 recordings see every model request and tool call without the roles knowing about them."""
 
 
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Capability(Generic[T]):
+    """Something only some roles need (the verifier's spare workspaces, the workspace service):
+    a role asks for it in its definition (`RoleDefinition.needs`), the composition root supplies
+    it (`RoleDeps.providing`), and the role reads it with `RoleDeps.get`."""
+
+    name: str
+
+
 @dataclass(frozen=True)
 class RoleDeps:
     """Everything a role needs besides its message; built by the composition root."""
@@ -67,12 +75,22 @@ class RoleDeps:
     """Capabilities added to every LLM role's run (see `RunObserver`)."""
     model_base_dir: Path | None = None
     """Relative `function:` model paths resolve against it (the submitting client's directory)."""
-    verifier_spares: "VerifierSpares | None" = None
-    """Where the verifier takes its workspaces from, their sandboxes started ahead; None: it opens
-    one per verification."""
-    workspaces: "Workspaces | None" = None
-    """Where the coder's workspaces are made and served (`agents.workspace.providers`); None: here, in process."""
-    extra: dict[str, Any] = field(default_factory=dict)
+    provided: Mapping[Capability[Any], Any] = field(default_factory=dict)
+    """What the composition root supplies beyond the above, by capability; a role's worker sees
+    only those its definition asked for."""
+
+    def get(self, capability: Capability[T]) -> T | None:
+        """What was supplied for `capability`; None when nothing was (or the role did not ask)."""
+        return self.provided.get(capability)
+
+    def providing(self, capability: Capability[T], value: T) -> "RoleDeps":
+        """These dependencies with `value` supplied for `capability`."""
+        return replace(self, provided={**self.provided, capability: value})
+
+    def only(self, needs: Iterable[Capability[Any]]) -> "RoleDeps":
+        """These dependencies with only the capabilities in `needs` supplied."""
+        wanted = set(needs)
+        return replace(self, provided={c: v for c, v in self.provided.items() if c in wanted})
 
 
 class StepError(AgentError):
@@ -154,7 +172,6 @@ def _bus_failed_under(exc: BaseException) -> bool:
 
 def step_failed(role: str) -> Callable[[Message, str, str], Message]:
     """The standard `failed` of `role_spec`: a `StepFailed` naming the request's step."""
-    from agents.messages import StepFailed
 
     def failed(request: Message, failure_class: str, message: str) -> Message:
         return StepFailed(

@@ -7,6 +7,15 @@ a scratch directory from `open_scratch()` as a git repository whose HEAD commit 
 snapshot; the coder and verifier work there. `workspace_patch()` is the system's diff of that
 workspace against the snapshot, and `apply_to_checkout()` (`codeloop run --apply`) the only write
 to the user's files, refused unless the checkout still is the snapshot's tree.
+
+    snapshot.py  manifest.py  artifacts.py   capture: the tree, its manifest, the object store
+    materialize.py  scratch.py  git.py       scratch workspaces of a snapshot
+    patch.py                                  the workspace's diff, and `--apply` to the checkout
+    providers.py                              where a role's workspace lives: here
+                                              (`LocalWorkspaces`) or in the workspace service
+                                              (`RemoteWorkspaces`), the `WORKSPACES` capability
+    messages.py                               the workspace service's requests and replies
+    errors.py                                 the workspace errors
 """
 
 from agents.workspace.errors import (

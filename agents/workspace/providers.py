@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import anyio
 
 from agents.messages import TaskSubmitted
-from agents.runtime.role import RoleDeps, StepError, scratch_workspace, task_snapshot
+from agents.runtime.role import Capability, RoleDeps, StepError, scratch_workspace, task_snapshot
 from agents.runtime.tools import HttpTarget, ScopeName
 from agents.workspace import Patch, workspace_patch
 from agents.workspace.git import run_git
@@ -196,3 +196,7 @@ class RemoteWorkspaces:
 
 
 LOCAL = LocalWorkspaces()
+"""Workspaces here, in process: what a role uses when the composition root supplies none."""
+WORKSPACES: Capability[Workspaces] = Capability("workspaces")
+"""Where the coder's and the verifier's workspaces are made and served, when not here (the
+workspace service's `RemoteWorkspaces`)."""

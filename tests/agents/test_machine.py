@@ -25,7 +25,8 @@ from agents.messages import (
     VerifyResult,
 )
 from agents.messages.verification import Failure, VerificationReport
-from agents.orchestrator.machine import Cancel, Dispatch, Finish, Start, StepDone, StepFailure, transition
+from agents.orchestrator.io import Cancel, Dispatch, Finish, Start, StepDone, StepFailure
+from agents.orchestrator.machine import transition
 from agents.orchestrator.pipeline import DIAGNOSE, EXPLAIN, FIX, pipeline_for
 from agents.roles.echo import EchoResult
 
@@ -330,7 +331,7 @@ def test_the_transition_is_pure() -> None:
 
 # ── what the events and the result say ──────────────────────────────────────────────────────────
 def _emitted(outcome, name: str):
-    from agents.orchestrator.machine import Emit
+    from agents.orchestrator.io import Emit
 
     return [c for c in outcome.commands if isinstance(c, Emit) and c.name == name]
 

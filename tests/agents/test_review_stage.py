@@ -20,7 +20,8 @@ from agents.messages import (
     VerifyResult,
 )
 from agents.messages.verification import VerificationReport
-from agents.orchestrator.machine import Dispatch, Finish, Start, StepDone, transition
+from agents.orchestrator.io import Dispatch, Finish, Start, StepDone
+from agents.orchestrator.machine import transition
 from agents.orchestrator.pipeline import parse_pipeline
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

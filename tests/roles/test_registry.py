@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.kinds import KINDS
 from agents.messages import ReviewRequest, ReviewResult, StepBudget, TaskSubmitted
 from agents.orchestrator.pipeline import FIX, PipelineError, parse_pipeline
+from agents.orchestrator.stages.review import REVIEW
 from agents.runtime.api import define_role, result_of
 from agents.runtime.plugins import load_roles
 from agents.runtime.role import StepError
@@ -86,7 +86,7 @@ def _review_request() -> ReviewRequest:
 
 
 def test_a_handlers_result_is_its_kinds_message_or_fails_the_step_as_role_malformed() -> None:
-    kind = KINDS["review"]
+    kind = REVIEW
     ok = result_of("r", kind, _review_request(), {"verdict": "approve"})
     assert ok == ReviewResult(step_id="04-review", verdict="approve")
     with pytest.raises(StepError) as malformed:

@@ -1,7 +1,7 @@
 """The verifier: judges a patch against the tree its task started from, with structured failures.
 
 No model decides here; everything is a check a person could repeat. Entry points (what the
-verifier actor calls):
+verifier's role, `role.py`, calls; `verify.py` holds them):
 
     report, baseline = await verify_patch(
         workspace=scratch,          # git repository whose HEAD commit is the task's starting tree,
@@ -30,45 +30,10 @@ Options: `limits=ReviewLimits(...)` (size caps), `full_suite=False` (targeted te
 
 `report.verdict` is `passed`, `failed` (the failures say why) or `unverified` (nothing could judge
 the patch: no tests, the sandbox failed); `VerificationReport.model_dump(mode="json")` is a
-superset of the result object's `verification`. `Baseline` is small enough to keep on the task
+superset of the result object's `verification` (the report models are wire models:
+`agents.messages.verification`). `Baseline` is small enough to keep on the task
 record and makes later revisions cheaper. The failure classes are those of `agents.failures`.
+
+Nothing is imported here: the orchestrator uses `verdict.py` alone, and the rest pulls in the MCP
+client, which costs seconds of import time a process that does not verify should not pay.
 """
-
-from typing import Any
-
-from agents.messages.verification import Baseline, Check, Failure, TestOutcomes, VerificationReport
-
-# The report models are what every process needs (they travel in messages); the verifier itself
-# pulls in the MCP client, which costs seconds of import time a `codeloop status` should not pay.
-_LAZY = {
-    "ReviewLimits": "agents.roles.verifier.diff_review",
-    "VerifierError": "agents.roles.verifier.errors",
-    "WorkspaceError": "agents.roles.verifier.errors",
-    "revision_feedback": "agents.roles.verifier.verdict",
-    "verify_answer": "agents.roles.verifier.verify",
-    "verify_patch": "agents.roles.verifier.verify",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agents.roles.verifier' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
-
-
-__all__ = [
-    "Baseline",
-    "Check",
-    "Failure",
-    "ReviewLimits",
-    "TestOutcomes",
-    "VerificationReport",
-    "VerifierError",
-    "WorkspaceError",
-    "revision_feedback",
-    "verify_answer",
-    "verify_patch",
-]

@@ -14,6 +14,7 @@ from agents.messages import VerifyRequest, VerifyResult
 from agents.messages.verification import Check, Failure, VerificationReport
 from agents.roles.verifier.example import EXAMPLE_SCOPES, TaskExample
 from agents.roles.verifier.exec_session import EXEC_SCOPES, ExecSession, ExecUnavailable, open_exec_session
+from agents.roles.verifier.spares import VERIFIER_SPARES
 from agents.roles.verifier.verify import verify_answer, verify_patch
 from agents.runtime.role import (
     RoleDeps,
@@ -27,6 +28,7 @@ from agents.runtime.role import (
 )
 from agents.runtime.tools import HttpTarget
 from agents.workspace import workspace_patch
+from agents.workspace.providers import WORKSPACES, Workspaces
 from bus.actor import ActorSpec, Delivery, DeliveryPolicy
 from bus.messages import Message
 
@@ -36,10 +38,11 @@ DIAGNOSE_SUITE_CAP_S = 600.0
 
 async def verify(deps: RoleDeps, task_id: str, request: VerifyRequest) -> VerifyResult:
     task = request.task
-    if getattr(deps.workspaces, "remote", False) and request.answer is None:
-        return await _verify_remotely(deps, task_id, request)
-    if request.patch is not None and request.answer is None and deps.verifier_spares is not None:
-        async with deps.verifier_spares.take() as spare:
+    workspaces, spares = deps.get(WORKSPACES), deps.get(VERIFIER_SPARES)
+    if workspaces is not None and getattr(workspaces, "remote", False) and request.answer is None:
+        return await _verify_remotely(deps, workspaces, task_id, request)
+    if request.patch is not None and request.answer is None and spares is not None:
+        async with spares.take() as spare:
             if spare is not None:
                 await materialize_start(deps, task, spare.root)
                 return await _verify_patch(deps, request, spare.root, spare.session)
@@ -53,14 +56,15 @@ async def verify(deps: RoleDeps, task_id: str, request: VerifyRequest) -> Verify
         return await _verify_patch(deps, request, root, None)
 
 
-async def _verify_remotely(deps: RoleDeps, task_id: str, request: VerifyRequest) -> VerifyResult:
+async def _verify_remotely(
+    deps: RoleDeps, workspaces: Workspaces, task_id: str, request: VerifyRequest
+) -> VerifyResult:
     """Everything that executes (tests, static checks, the task's example) runs in a workspace of
     the workspace service; this process keeps its own copy only to read, review and select, and
     mirrors its tree there before each run (`MirroredTools`)."""
-    assert deps.workspaces is not None
     scopes = EXEC_SCOPES | EXAMPLE_SCOPES
     async with scratch_workspace(deps, task_id, request.task, "verify") as root:
-        async with deps.workspaces.open(deps, task_id, request.task, "verify", scopes) as remote:
+        async with workspaces.open(deps, task_id, request.task, "verify", scopes) as remote:
             tools = MirroredTools(remote, root)
             if request.patch is None:
                 report = await diagnose_tree(deps, root, request, tools=tools)

@@ -30,7 +30,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from agents.roles.verifier.exec_session import EXEC_SCOPES, ExecSession, open_exec_session
-from agents.runtime.role import innermost_exception
+from agents.runtime.role import Capability, innermost_exception
 from agents.runtime.tools import ToolProvider
 from agents.runtime.tracing import untraced
 from agents.workspace.scratch import open_scratch
@@ -144,3 +144,8 @@ class VerifierSpares:
             yield spare
         finally:
             spare.done.set()
+
+
+VERIFIER_SPARES: Capability[VerifierSpares] = Capability("verifier-spares")
+"""Where the verifier takes its workspaces from, their sandboxes started ahead; without it, it
+opens one per verification."""

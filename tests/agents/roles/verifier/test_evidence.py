@@ -12,7 +12,8 @@ import pytest
 
 from agents.failures import FailureClass
 from agents.messages.verification import Baseline
-from agents.roles.verifier import revision_feedback, verify_patch
+from agents.roles.verifier.verdict import revision_feedback
+from agents.roles.verifier.verify import verify_patch
 from tests.agents.roles.verifier.conftest import (
     FAST_PYTEST,
     InProcessTools,

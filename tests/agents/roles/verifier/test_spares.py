@@ -8,8 +8,8 @@ from typing import Any
 import anyio
 import pytest
 
-from agents.roles.verifier import verify_patch
 from agents.roles.verifier.spares import VerifierSpares
+from agents.roles.verifier.verify import verify_patch
 from tests.agents.roles.verifier.conftest import (
     CALC_FIXED,
     GVISOR,

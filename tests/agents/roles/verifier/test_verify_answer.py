@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from agents.failures import FailureClass
-from agents.roles.verifier import verify_answer
+from agents.roles.verifier.verify import verify_answer
 from tests.agents.roles.verifier.conftest import CALC, TEST_CALC, make_repo
 
 pytestmark = pytest.mark.anyio

@@ -7,7 +7,8 @@ import anyio
 import pytest
 
 from agents.failures import FailureClass
-from agents.roles.verifier import revision_feedback, verify_patch
+from agents.roles.verifier.verdict import revision_feedback
+from agents.roles.verifier.verify import verify_patch
 from tests.agents.roles.verifier.conftest import (
     CALC,
     CALC_FIXED,

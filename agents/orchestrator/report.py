@@ -1,0 +1,130 @@
+"""How a task's end is told: the result object built from the record, and the report's prose.
+
+`build_result` is the object `codeloop run --json` prints; the functions after it write the
+`report` a person reads: the summary of a done task, the diagnosis of a task without a model,
+the hand-off report of a task a limit ended, and what each limit means.
+"""
+
+from datetime import datetime
+from typing import Any
+
+from agents.messages import TaskResult, TaskState, Verification
+
+
+def build_result(state: TaskState, *, failure_class: str | None, report: str, now: datetime) -> TaskResult:
+    """The task's result as the record holds it at its end."""
+    plan = state.plan.model_dump(mode="json") if state.plan else {}
+    if plan or state.plan_history:
+        plan["revisions"] = [
+            {"reason": r.reason, "at_step": r.at_step, "steps": [s.description for s in r.plan.steps]}
+            for r in state.plan_history
+        ]
+    last = state.last_report
+    verification = Verification(
+        verdict=last.verdict if last else None,
+        checks=[c.model_dump(mode="json") for c in last.checks] if last else [],
+        failures=list(last.failures) if last else [],
+        evidence=list(last.evidence) if last else [],
+        preexisting=list(last.preexisting) if last else [],
+    )
+    usage: dict[str, Any] = state.usage.model_dump(mode="json")
+    usage["wall_s"] = round((now - state.created_at).total_seconds(), 3)
+    usage["by_role"] = {role: u.model_dump(mode="json") for role, u in state.by_role.items()}
+    answer = state.answer
+    if state.status in ("diagnosed", "handed_off") and not answer:
+        answer = report
+    return TaskResult(
+        task_id=state.task_id,
+        status=state.status,
+        mode=state.task.mode,
+        answer=answer,
+        patch=state.patch if state.task.mode != "read" else None,
+        files_changed=state.files_changed if state.task.mode != "read" else [],
+        plan=plan,
+        context={"files": [f.path for f in state.context.files]} if state.context else {"files": []},
+        verification=verification,
+        failure_class=failure_class,
+        steps=state.usage.requests,
+        revisions=state.revisions,
+        reviews=list(state.reviews),
+        usage=usage,
+        report=report,
+        trace_id=state.trace_id,
+    )
+
+
+def summary(state: TaskState) -> str:
+    """The report of a task that went through its whole pipeline."""
+    lines = []
+    if state.task.mode == "read":
+        lines.append("Answered.")
+    elif state.files_changed:
+        lines.append(f"Patch changing {', '.join(state.files_changed)}.")
+    else:
+        lines.append("No change was needed.")
+    if state.last_report is not None:
+        lines.append(f"Verification: {state.last_report.verdict}.")
+        if state.last_report.verdict == "unverified":
+            lines.append("Nothing could check this result: review it before relying on it.")
+    if state.revisions:
+        lines.append(f"{state.revisions} revision(s).")
+    return " ".join(lines)
+
+
+def diagnosis(state: TaskState) -> str:
+    """The report of a task without a model: the relevant files and what fails on the tree."""
+    report = state.last_report
+    files = [f.path for f in (state.context.files if state.context else [])[:5]]
+    lines = [f"Diagnosis (no model configured) of: {state.task.text.strip()[:300]}"]
+    if files:
+        lines.append("Most relevant files: " + ", ".join(files) + ".")
+    if state.context and state.context.raised:
+        lines.append(
+            "The task's example, run in the sandbox, raised: " + "; ".join(state.context.raised[:3]) + "."
+        )
+    if report is not None:
+        failing = [f for f in report.failures if f.test_id]
+        if failing:
+            lines.append("Failing now: " + "; ".join(_where(f) for f in failing[:10]) + ".")
+        elif report.verdict == "unverified":
+            lines.append("No tests could be run on the tree.")
+        else:
+            lines.append("The tests pass on the unmodified tree.")
+    lines.append(
+        "With a model (--model or CODELOOP_MODEL), the coder would be asked to make the change in a "
+        "scratch copy of these files and the verifier to check it against these tests."
+    )
+    return "\n".join(lines)
+
+
+def _where(failure: Any) -> str:
+    place = f" ({failure.path}:{failure.line})" if failure.path and failure.line else ""
+    return f"{failure.test_id}{place}"
+
+
+def handoff_report(state: TaskState, failure_class: str | None, reason: str) -> str:
+    """The report of a task handed to a person: why, the plan, what was done, what still fails."""
+    lines = [f"Handed off to a person: {reason} [{failure_class}]"]
+    if state.plan and state.plan.steps:
+        lines.append("Plan:")
+        lines += [f"  - {s.description}" for s in state.plan.steps]
+    lines.append(
+        f"Done: {len(state.steps_done)} steps ({', '.join(state.steps_done) or 'none'}), "
+        f"{state.usage.requests} model requests, {state.revisions} revisions."
+    )
+    if state.files_changed:
+        lines.append("Partial patch touches: " + ", ".join(state.files_changed))
+    if state.last_report and state.last_report.failures:
+        lines.append("Remaining failures:")
+        lines += [f"  - {f.failure_class}: {f.message[:200]}" for f in state.last_report.failures[:10]]
+    return "\n".join(lines)
+
+
+def limit_text(limit: str) -> str:
+    """What the budget `limit` (a `budget.*` failure class) ending a task means."""
+    return {
+        "budget.wall": "The task's deadline passed.",
+        "budget.steps": "The step budget (model requests) is used up.",
+        "budget.tokens": "The token budget is used up.",
+        "budget.cost": "The cost budget is used up.",
+    }.get(limit, limit)

@@ -1,0 +1,51 @@
+"""The `code` kind: change the code in a scratch workspace (or answer, in read mode)."""
+
+from agents.messages import CodeRequest, CodeResult, Context, Plan, TaskState
+from agents.orchestrator.io import Emit
+from agents.orchestrator.stages.kind import Advance, At, End, StageKind, step_budget, verifier_feedback
+
+
+def _request(state: TaskState, at: At) -> CodeRequest:
+    return CodeRequest(
+        step_id=at.step_id,
+        task=state.task,
+        plan=state.plan or Plan(),
+        context=state.context or Context(step_id=""),
+        budget=step_budget(state),
+        previous_patch=state.patch if state.revisions else None,
+        feedback=(state.review_feedback or verifier_feedback(state)) if state.revisions else None,
+    )
+
+
+def _react(state: TaskState, result: CodeResult, at: At) -> Advance | End:
+    state = state.model_copy(
+        update={
+            "patch": result.patch or None,
+            "files_changed": list(result.files_changed),
+            "answer": result.answer,
+            "tool_failures": result.tool_failures,
+            "review_feedback": None,  # answered: the next revision's feedback is a new one
+        }
+    )
+    told = f"{len(result.files_changed)} files changed" if state.task.mode != "read" else "answer written"
+    events = (Emit("code", told, {"files_changed": result.files_changed, "stopped_by": result.stopped_by}),)
+    if result.stopped_by:
+        report = f"The coder stopped ({result.stopped_by}): {result.message}"
+        return End(state, "handed_off", result.stopped_by, report, events)
+    return Advance(state, events)
+
+
+CODE = StageKind(
+    name="code",
+    request=CodeRequest,
+    result=CodeResult,
+    status="coding",
+    read_status="answering",
+    phase=2,
+    once=True,
+    event="code",
+    model_budgets=True,
+    build=_request,
+    react=_react,
+    description="change the code in a scratch workspace (or answer, in read mode)",
+)

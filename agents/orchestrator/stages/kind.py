@@ -1,0 +1,132 @@
+"""What a stage kind is: one object holding everything the orchestrator knows about a kind.
+
+A `StageKind` names the request a stage of the kind is sent and the result it answers with, the
+status the task shows meanwhile, the order rules a pipeline is checked against, how the request
+is built from the task's record (`build`) and how the result changes it (`react`). The reaction
+is data — go on (`Advance`), go back to an earlier stage (`Revisit`) or end the task (`End`) — and
+the state machine (`agents/orchestrator/machine.py`) carries it out, so a kind never enters a
+stage, checks a budget or writes a result itself.
+
+`At` is what a kind may know of where its stage stands in the task's pipeline. The helpers below
+are what several kinds build their requests from.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from agents.messages import StepBudget, TaskState, TaskStatus
+from agents.orchestrator.io import Emit
+from agents.roles.verifier.verdict import revision_feedback
+from bus.messages import Message
+
+
+@dataclass(frozen=True)
+class At:
+    """Where a stage stands: its place in the task's pipeline, its role and its step."""
+
+    index: int
+    """The stage's position in the pipeline."""
+    role: str
+    """The role whose workers do the stage."""
+    step_id: str
+    """The step: the one a request is built for, or the one a result answers."""
+    kinds: tuple[str, ...]
+    """The kind of every stage of the pipeline, in order."""
+
+    def index_of(self, kind: str) -> int | None:
+        """The position of the pipeline's first stage of `kind`; None when it has none."""
+        return self.kinds.index(kind) if kind in self.kinds else None
+
+
+@dataclass(frozen=True)
+class Advance:
+    """Go on to the stage after this one (after the last, the task is done)."""
+
+    state: TaskState
+    events: tuple[Emit, ...] = ()
+
+
+@dataclass(frozen=True)
+class Revisit:
+    """Go back to the stage at `index`: a revision (the coder again) or a new plan."""
+
+    state: TaskState
+    index: int
+    events: tuple[Emit, ...] = ()
+
+
+@dataclass(frozen=True)
+class End:
+    """End the task with `status`; `report` says why, for people."""
+
+    state: TaskState
+    status: TaskStatus
+    failure_class: str | None
+    report: str
+    events: tuple[Emit, ...] = ()
+
+
+Reaction = Advance | Revisit | End
+
+
+@dataclass(frozen=True, kw_only=True)
+class StageKind:
+    """A stage kind: its messages, its place in a pipeline, its request and its reaction."""
+
+    name: str
+    """What pipelines call it: the `KIND` of `KIND:ROLE`."""
+    request: type[Message]
+    """What a role of this kind is sent."""
+    result: type[Message]
+    """What it answers (or a `step_failed`)."""
+    status: TaskStatus
+    """The task's status while a stage of this kind runs."""
+    phase: int
+    """Stages stand in non-decreasing phase order: planning before retrieval before coding before
+    review and verification (which may interleave)."""
+    build: Callable[[TaskState, At], Message]
+    """The request for a stage of this kind, from the task's record."""
+    react: Callable[[TaskState, Any, At], Reaction]
+    """How the task moves on from the stage's result (of type `result`)."""
+    once: bool = False
+    """At most one stage of this kind in a pipeline (revisions go back to it)."""
+    after: tuple[str, ...] = ()
+    """Kinds of which one must stand before a stage of this kind (review needs something to review)."""
+    event: str | None = None
+    """The name of the event the stage's result is told in; it names the role and the step."""
+    model_budgets: bool = False
+    """Its role runs a model: the task's step, token and cost budgets are checked before it."""
+    read_status: TaskStatus | None = None
+    """The task's status while it runs in a read-mode task, when not `status`."""
+    description: str = ""
+
+
+def deadline_of(state: TaskState) -> datetime:
+    """The task's wall-clock deadline: its creation plus `budgets.deadline_s`."""
+    return state.created_at + timedelta(seconds=state.task.budgets.deadline_s)
+
+
+def step_budget(state: TaskState) -> StepBudget:
+    """What the next step may still spend: the task's budgets minus what its steps used."""
+    budgets = state.task.budgets
+    cost_left = None
+    if budgets.max_cost_usd is not None:
+        cost_left = max(0.0, budgets.max_cost_usd - (state.usage.cost_usd or 0.0))
+    return StepBudget(
+        requests=max(0, budgets.max_steps - state.usage.requests),
+        tokens=max(0, budgets.max_tokens - state.usage.tokens),
+        deadline_at=deadline_of(state),
+        cost_usd=cost_left,
+        max_tool_failures=budgets.max_tool_failures,
+        max_repeated_calls=budgets.max_repeated_calls,
+    )
+
+
+def verifier_feedback(state: TaskState) -> str | None:
+    """The verifier's failures for the coder (or planner): failing test ids and places first."""
+    report = state.last_report
+    if report is None or not report.failures:
+        return None
+    return revision_feedback(report)

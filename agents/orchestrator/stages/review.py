@@ -1,0 +1,95 @@
+"""The `review` kind: approve the patch, request changes (a revision) or reject the task.
+
+A pipeline may have several review stages, each after a code stage; each keeps its own count of
+rounds. `request_changes` sends the coder back with the review's findings, counted against the
+task's revisions like a failed verification.
+"""
+
+from typing import Any
+
+from agents.messages import Context, Plan, ReviewRequest, ReviewResult, ReviewRound, TaskState
+from agents.orchestrator.io import Emit
+from agents.orchestrator.stages.kind import Advance, At, End, Revisit, StageKind, step_budget
+
+
+def _request(state: TaskState, at: At) -> ReviewRequest:
+    done = sum(1 for r in state.reviews if r.role == at.role)
+    return ReviewRequest(
+        step_id=at.step_id,
+        task=state.task,
+        plan=state.plan or Plan(),
+        context=state.context or Context(step_id=""),
+        patch=state.patch,
+        files_changed=list(state.files_changed),
+        answer=state.answer,
+        report=state.last_report,
+        round=done + 1,
+        budget=step_budget(state),
+    )
+
+
+def _react(state: TaskState, result: ReviewResult, at: At) -> Advance | Revisit | End:
+    role = at.role
+    review = ReviewRound(
+        step_id=result.step_id,
+        role=role,
+        verdict=result.verdict,
+        findings=list(result.findings),
+        feedback=result.feedback,
+    )
+    state = state.model_copy(update={"reviews": [*state.reviews, review]})
+    findings = [f.model_dump(mode="json", exclude_none=True) for f in result.findings]
+    told = f"{role}: {result.verdict}, {len(result.findings)} findings"
+    events = (
+        Emit("review", told, {"verdict": result.verdict, "findings": findings, "feedback": result.feedback}),
+    )
+    if result.verdict == "approve":
+        return Advance(state, events)
+    if result.verdict == "reject":
+        lines = [f"The {role} rejected the change: {result.feedback or 'no reason given'}"]
+        lines += [f"  - {_finding_line(f)}" for f in result.findings[:20]]
+        return End(state, "failed", "review.rejected", "\n".join(lines), events)
+    code = at.index_of("code")
+    if code is None or code > at.index:  # unreachable for a checked pipeline: review needs a code stage
+        return End(
+            state, "failed", "review.rejected", f"The {role} requested changes, but nothing codes.", events
+        )
+    if state.revisions >= state.task.budgets.max_revisions:
+        return End(state, "handed_off", "budget.revisions", "The revision budget is used up.", events)
+    state = state.model_copy(
+        update={"revisions": state.revisions + 1, "review_feedback": _review_feedback(role, result)}
+    )
+    revising = Emit(
+        "transition",
+        f"revising ({state.revisions}): {role} requested changes",
+        {"status": "revising", "role": "orchestrator", "requested_by": role},
+    )
+    return Revisit(state, code, (*events, revising))
+
+
+def _review_feedback(role: str, result: ReviewResult) -> str:
+    lines = [f"The {role} reviewed the patch and requested changes."]
+    if result.feedback:
+        lines.append(result.feedback)
+    lines += [f"- {_finding_line(f)}" for f in result.findings[:20]]
+    return "\n".join(lines)
+
+
+def _finding_line(finding: Any) -> str:
+    where = finding.path + (f":{finding.line}" if finding.line else "") + ": " if finding.path else ""
+    rule = f" [{finding.rule}]" if finding.rule else ""
+    return f"{where}{finding.message}{rule}"
+
+
+REVIEW = StageKind(
+    name="review",
+    request=ReviewRequest,
+    result=ReviewResult,
+    status="reviewing",
+    phase=3,
+    after=("code",),
+    event="review",
+    build=_request,
+    react=_react,
+    description="approve the patch, request changes (a revision) or reject the task",
+)
