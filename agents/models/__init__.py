@@ -1,7 +1,6 @@
 """The model adapter: how an LLM role gets its pydantic-ai model.
 
-    choice = merge_choices(task_override, cli_flags, env_choice, config_file)   # highest first
-    name = choice.for_role("coder")                 # None: diagnose mode, no model
+    name = task.models.for_role("coder")            # None: diagnose mode, no model
     model = build_model(name, role="coder", on_call=publish_model_call)
     # or, with the task's fallbacks and per-model settings (`ModelNames.chain_for`):
     model = build_model(task.models.chain_for("coder"), role="coder", on_call=publish_model_call)
@@ -28,7 +27,6 @@ from pydantic_ai.models import Model
 from agents.errors import ModelMisbehaved
 from agents.messages import ModelChain, ModelOptions
 from agents.models._redact import _redact, trim
-from agents.models.choice import LLM_ROLES, LlmRole, ModelChoice, merge_choices
 from agents.models.fallback import FallbackChain
 from agents.models.metered import MeteredModel, ModelCall, OnCall, Spend
 from agents.models.names import load_function_model, model_factory
@@ -36,18 +34,13 @@ from agents.models.retry import RetryPolicy, is_retryable, rejected, unavailable
 
 __all__ = [
     "FallbackChain",
-    "LLM_ROLES",
-    "LlmRole",
     "MeteredModel",
     "ModelCall",
-    "ModelChoice",
     "OnCall",
     "RetryPolicy",
     "Spend",
     "build_model",
-    "build_role_models",
     "load_function_model",
-    "merge_choices",
     "model_errors_as_agent_errors",
     "model_factory",
 ]
@@ -97,25 +90,6 @@ def _retry_for(retry: RetryPolicy | None, options: ModelOptions) -> RetryPolicy:
         if value is not None
     }
     return policy.model_copy(update=update) if update else policy
-
-
-def build_role_models(
-    choice: ModelChoice,
-    *,
-    on_call: OnCall | None = None,
-    retry: RetryPolicy | None = None,
-    base_dir: Path | None = None,
-) -> dict[LlmRole, Model]:
-    """A metered model for every LLM role `choice` names; a role left out runs in diagnose mode.
-
-    Raises:
-        ModelSpecError: a named model cannot be resolved.
-    """
-    return {
-        role: build_model(name, role=role, on_call=on_call, retry=retry, base_dir=base_dir)
-        for role in LLM_ROLES
-        if (name := choice.for_role(role)) is not None
-    }
 
 
 @contextmanager

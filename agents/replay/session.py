@@ -10,8 +10,7 @@ budgets and snapshot. Only its models change: each LLM role the original ran wit
 `replay:<original task id>`, so the recorder answers that role's requests from its recording.
 """
 
-from agents.messages import ModelNames, TaskResult, TaskState, TaskSubmitted
-from agents.models import LLM_ROLES
+from agents.messages import LLM_ROLES, ModelNames, TaskResult, TaskState, TaskSubmitted
 from agents.models.names import REPLAY_PREFIX
 from agents.orchestrator.records import TaskRecords
 from agents.replay.errors import RecordingMissing

@@ -34,13 +34,9 @@ from agents.runtime.role import (
     StepError,
     index_dir_for,
     observer_capabilities,
-    role_spec,
-    typed_handler,
 )
 from agents.runtime.tools import MODE_SCOPES, HttpTarget
 from agents.workspace.providers import LOCAL, WORKSPACES
-from bus.actor import ActorSpec, Delivery, DeliveryPolicy
-from bus.messages import Message
 
 ROLE = "coder"
 MCP_READ_TIMEOUT_S = 600
@@ -226,10 +222,3 @@ def _prompt(request: CodeRequest) -> str:
     for snippet in context.snippets:
         parts.append(f"### {snippet.path}:{snippet.start_line}-{snippet.end_line}\n```\n{snippet.text}\n```")
     return "\n\n".join(parts)
-
-
-def coder_spec(deps: RoleDeps, *, policy: DeliveryPolicy | None = None) -> ActorSpec:
-    async def work(delivery: Delivery, request: CodeRequest) -> Message:
-        return await code(deps, delivery.envelope.task_id, request, trace_id=delivery.envelope.trace_id)
-
-    return role_spec(ROLE, typed_handler(ROLE, CodeRequest, work), policy=policy)

@@ -22,12 +22,8 @@ from agents.runtime.role import (
     StepError,
     index_dir_for,
     observer_capabilities,
-    role_spec,
     scratch_workspace,
-    typed_handler,
 )
-from bus.actor import ActorSpec, Delivery, DeliveryPolicy
-from bus.messages import Message
 
 ROLE = "planner"
 LOOK_BUDGET = 1500
@@ -119,10 +115,3 @@ def _prompt(task: TaskSubmitted, repo_map: str, files: list[str], request: PlanR
     if request.feedback:
         parts.append("## Why it failed\n" + request.feedback)
     return "\n\n".join(parts)
-
-
-def planner_spec(deps: RoleDeps, *, policy: DeliveryPolicy | None = None) -> ActorSpec:
-    async def work(delivery: Delivery, request: PlanRequest) -> Message:
-        return await plan(deps, delivery.envelope.task_id, request, trace_id=delivery.envelope.trace_id)
-
-    return role_spec(ROLE, typed_handler(ROLE, PlanRequest, work), policy=policy)

@@ -28,12 +28,8 @@ from agents.runtime.role import (
     RoleDeps,
     StepError,
     index_dir_for,
-    role_spec,
     scratch_workspace,
-    typed_handler,
 )
-from bus.actor import ActorSpec, Delivery, DeliveryPolicy
-from bus.messages import Message
 
 ROLE = "retriever"
 RRF_K = 60
@@ -203,10 +199,3 @@ def _file_score(files: list[RankedFile], path: str) -> float:
 
 def _estimate(text: str) -> int:
     return -(-len(text) // 4) if text else 0
-
-
-def retriever_spec(deps: RoleDeps, *, policy: DeliveryPolicy | None = None) -> ActorSpec:
-    async def work(delivery: Delivery, request: ContextRequest) -> Message:
-        return await retrieve(deps, delivery.envelope.task_id, request)
-
-    return role_spec(ROLE, typed_handler(ROLE, ContextRequest, work), policy=policy)

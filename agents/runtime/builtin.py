@@ -81,4 +81,3 @@ ECHO = define_role(
     actor=lambda deps, policy: echo_spec(policy),
     description="the bus's test role: sends the task's text back",
 )
-BUILTIN_ROLES = (PLANNER, RETRIEVER, CODER, VERIFIER, ECHO)

@@ -8,7 +8,7 @@ import pytest
 from pydantic_ai import Agent
 
 from agents.errors import ModelNotConfigured, ModelSpecError
-from agents.models import ModelCall, ModelChoice, build_model, build_role_models
+from agents.models import ModelCall, build_model
 
 pytestmark = pytest.mark.anyio
 
@@ -119,15 +119,8 @@ async def test_missing_api_key_fails_at_the_call_naming_the_variable(monkeypatch
     assert "ANTHROPIC_API_KEY is not set" in str(raised.value)
 
 
-def test_role_models_are_built_only_for_roles_that_have_a_model(script: Path) -> None:
-    """CLI contract: a role without a model runs in diagnose mode, so it gets no model object."""
-    models = build_role_models(ModelChoice(coder=f"function:{script}:answer"))
-    assert list(models) == ["coder"]
-    assert (models["coder"].role, models["coder"].name) == ("coder", f"function:{script}:answer")
-
-
 def test_one_function_file_named_for_both_roles_is_loaded_once(script: Path) -> None:
     """Our choice: planner and coder named by one --model share the script's module state, as they
     would share one real model."""
-    models = build_role_models(ModelChoice(default=f"function:{script}:answer"))
+    models = {role: build_model(f"function:{script}:answer", role=role) for role in ("planner", "coder")}
     assert models["planner"].wrapped.function is models["coder"].wrapped.function

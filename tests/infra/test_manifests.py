@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from agents.models.choice import LLM_ROLES
+from agents.messages import LLM_ROLES
 from bus.server import find_nats_server
 from bus.subjects import RoleAddress
 from codeloop.wiring import DEFAULT_ROLES

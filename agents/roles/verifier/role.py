@@ -22,15 +22,11 @@ from agents.runtime.role import (
     index_dir_for,
     innermost_exception,
     materialize_start,
-    role_spec,
     scratch_workspace,
-    typed_handler,
 )
 from agents.runtime.tools import HttpTarget
 from agents.workspace import workspace_patch
 from agents.workspace.providers import WORKSPACES, Workspaces
-from bus.actor import ActorSpec, Delivery, DeliveryPolicy
-from bus.messages import Message
 
 ROLE = "verifier"
 DIAGNOSE_SUITE_CAP_S = 600.0
@@ -169,10 +165,3 @@ async def diagnose_tree(
         checks=[Check(name="tests", ok=not failures, summary=summary)],
         failures=failures,
     )
-
-
-def verifier_spec(deps: RoleDeps, *, policy: DeliveryPolicy | None = None) -> ActorSpec:
-    async def work(delivery: Delivery, request: VerifyRequest) -> Message:
-        return await verify(deps, delivery.envelope.task_id, request)
-
-    return role_spec(ROLE, typed_handler(ROLE, VerifyRequest, work), policy=policy)
