@@ -48,7 +48,7 @@ import anyio
 from mcp import Client
 
 from agents.roles.verifier.spares import VerifierSpares
-from agents.roles.verifier.verify import verify_patch
+from agents.roles.verifier.verify import PatchTask, verify_patch
 from tool_servers.protocol.scopes import Scope
 from tool_servers.protocol.spec import ServerOptions
 from tool_servers.serve import server_builder
@@ -170,9 +170,9 @@ async def setup_figures(
             report, _ = await verify_patch(
                 workspace=workspace,
                 patch=patch,
-                plan_files=[f"pkg/m{BUGGY}.py"],
-                test_targets=[f"tests/test_m{BUGGY}.py"],
-                mode="execute",
+                task=PatchTask(
+                    mode="execute", plan_files=[f"pkg/m{BUGGY}.py"], test_targets=[f"tests/test_m{BUGGY}.py"]
+                ),
                 tools=tools,
                 deadline=datetime.now(UTC) + timedelta(seconds=600),
                 baseline=None,

@@ -7,9 +7,11 @@ verifier's role, `role.py`, calls; `verify.py` holds them):
         workspace=scratch,          # git repository whose HEAD commit is the task's starting tree,
                                     # working tree clean; back at that tree when this returns
         patch=diff,                 # unified diff, a/ b/ prefixes, as `git diff` writes it
-        plan_files=plan.files_of_interest,
-        test_targets=plan.test_targets,   # pytest node ids or files
-        mode="execute",             # the task's mode: any change in read mode is out of scope
+        task=PatchTask(             # what the task says about the patch
+            mode="execute",         # the task's mode: any change in read mode is out of scope
+            plan_files=plan.files_of_interest,
+            test_targets=plan.test_targets,   # pytest node ids or files
+        ),
         tools=provider,             # ToolProvider; its `exec` server is opened once, for every call
         deadline=task_deadline,     # aware datetime; every run gets the time left as its timeout
         baseline=record.baseline,   # None on the first verification; keep the returned one

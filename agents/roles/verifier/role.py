@@ -15,7 +15,7 @@ from agents.messages.verification import Check, Failure, VerificationReport
 from agents.roles.verifier.example import EXAMPLE_SCOPES, TaskExample
 from agents.roles.verifier.exec_session import EXEC_SCOPES, ExecSession, ExecUnavailable, open_exec_session
 from agents.roles.verifier.spares import VERIFIER_SPARES
-from agents.roles.verifier.verify import verify_answer, verify_patch
+from agents.roles.verifier.verify import PatchTask, verify_answer, verify_patch
 from agents.runtime.role import (
     RoleDeps,
     StepError,
@@ -97,24 +97,28 @@ async def _verify_patch(
     deps: RoleDeps, request: VerifyRequest, root: Path, session: ExecSession | None, *, tools: Any = None
 ) -> VerifyResult:
     assert request.patch is not None
-    report, baseline = await verify_patch(
-        workspace=root,
-        patch=request.patch,
-        plan_files=request.plan.files_of_interest,
-        test_targets=request.plan.test_targets,
-        mode=request.task.mode,
-        tools=tools or deps.tools,
-        deadline=request.deadline_at,
-        baseline=request.baseline,
-        session=session,
-        task_text=request.task.text,
-        example=TaskExample(
+    example = None
+    if request.raised_before:
+        example = TaskExample(
             text=request.task.text,
             raised_before=tuple(request.raised_before),
             index_dir=index_dir_for(deps, request.task),
         )
-        if request.raised_before
-        else None,
+    task = PatchTask(
+        mode=request.task.mode,
+        plan_files=request.plan.files_of_interest,
+        test_targets=request.plan.test_targets,
+        text=request.task.text,
+        example=example,
+    )
+    report, baseline = await verify_patch(
+        workspace=root,
+        patch=request.patch,
+        task=task,
+        tools=tools or deps.tools,
+        deadline=request.deadline_at,
+        baseline=request.baseline,
+        session=session,
     )
     return VerifyResult(step_id=request.step_id, report=report, baseline=baseline)
 

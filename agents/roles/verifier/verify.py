@@ -24,8 +24,9 @@ targeted run.
 """
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -102,27 +103,38 @@ def _starting_test_texts(workspace: Path, changes: list[FileChange]) -> dict[str
     return texts
 
 
+@dataclass(frozen=True)
+class PatchTask:
+    """What the task says about the patch judged for it."""
+
+    mode: str
+    """The task's mode: any change in read mode is out of scope."""
+    plan_files: Sequence[str] = ()
+    """The plan's files of interest: a change far from them is a scope warning."""
+    test_targets: Sequence[str] = ()
+    """pytest node ids or files that should show the task done."""
+    text: str = ""
+    """The task's words: the tests they name are targets too (`agents.roles.verifier.selection`)."""
+    example: TaskExample | None = None
+    """The task's example code and what it raised on the starting tree, run again when no test
+    shows the problem gone."""
+
+
 async def verify_patch(
     *,
     workspace: Path,
     patch: str,
-    plan_files: list[str],
-    test_targets: list[str],
-    mode: str,
+    task: PatchTask,
     tools: ToolProvider,
     deadline: datetime,
     baseline: Baseline | None,
+    session: ExecSession | None = None,
     limits: ReviewLimits = ReviewLimits(),
     full_suite: bool = True,
-    session: ExecSession | None = None,
-    task_text: str = "",
-    example: TaskExample | None = None,
 ) -> tuple[VerificationReport, Baseline]:
-    """Judge `patch` against the starting tree in `workspace`; see the package docstring.
+    """Judge `patch` against the starting tree in `workspace` for `task`; see the package docstring.
     `session`: an exec session already open on `workspace` (a spare's, see `spares`); else one is
-    opened through `tools` for this verification. `task_text`: the task's words, whose named tests
-    are targets (`agents.roles.verifier.selection`). `example`: the task's example code and what it
-    raised on the starting tree, run again when no test shows the problem gone.
+    opened through `tools` for this verification.
 
     Raises:
         WorkspaceError: the workspace is not a git repository with a commit, or git failed.
@@ -150,7 +162,7 @@ async def verify_patch(
         return early(FailureClass.PATCH_MALFORMED, str(exc))
     if not run.changes:
         return early(FailureClass.PATCH_EMPTY, "the patch changes nothing")
-    run.failures += review_patch(run.changes, plan_files=plan_files, mode=mode, limits=limits)
+    run.failures += review_patch(run.changes, plan_files=list(task.plan_files), mode=task.mode, limits=limits)
     review_errors = [f for f in run.failures if f.severity == "error"]
     run.add_check(
         Check(
@@ -164,7 +176,7 @@ async def verify_patch(
         for f in review_errors
     ):
         return early(FailureClass.PATCH_PROTECTED_PATH, "not applied: the patch writes into .git/")
-    if mode == "read":  # the review already failed it; running its tests would change nothing
+    if task.mode == "read":  # the review already failed it; running its tests would change nothing
         run.add_check(Check(name="patch", ok=False, summary="not applied: read mode allows no changes"))
         return _report(run, started=started, judged=True), run.known.to_baseline()
     why = await check_patch(workspace, patch)
@@ -182,14 +194,14 @@ async def verify_patch(
             async with _exec_session(tools, workspace, session) as exec_session:
                 if await check_static(run, exec_session):
                     selection = select_tests(
-                        workspace, run.changes, test_targets, before=before, task_text=task_text
+                        workspace, run.changes, list(task.test_targets), before=before, task_text=task.text
                     )
                     await run_tests(
                         run,
                         exec_session,
                         selection,
                         full_suite=full_suite,
-                        example=_example_runner(tools, workspace, example),
+                        example=_example_runner(tools, workspace, task.example),
                     )
                 else:
                     run.add_check(

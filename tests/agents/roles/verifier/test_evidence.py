@@ -13,7 +13,7 @@ import pytest
 from agents.failures import FailureClass
 from agents.messages.verification import Baseline
 from agents.roles.verifier.verdict import revision_feedback
-from agents.roles.verifier.verify import verify_patch
+from agents.roles.verifier.verify import PatchTask, verify_patch
 from tests.agents.roles.verifier.conftest import (
     FAST_PYTEST,
     InProcessTools,
@@ -65,13 +65,10 @@ async def _verify(repo: Path, patch: str, tools: InProcessTools, task_text: str,
         report, _ = await verify_patch(
             workspace=repo,
             patch=patch,
-            plan_files=["ops.py"],
-            test_targets=[],
-            mode="execute",
+            task=PatchTask(mode="execute", plan_files=["ops.py"], test_targets=[], text=task_text),
             tools=tools,
             deadline=deadline(),
             baseline=baseline,
-            task_text=task_text,
         )
     return report
 

@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from agents.roles.verifier.spares import VerifierSpares
-from agents.roles.verifier.verify import verify_patch
+from agents.roles.verifier.verify import PatchTask, verify_patch
 from tests.agents.roles.verifier.conftest import (
     CALC_FIXED,
     GVISOR,
@@ -35,9 +35,9 @@ async def _verify(workspace: Path, patch: str, tools: InProcessTools, session: A
         return await verify_patch(
             workspace=workspace,
             patch=patch,
-            plan_files=["calc.py"],
-            test_targets=["tests/test_calc.py::test_mul"],
-            mode="execute",
+            task=PatchTask(
+                mode="execute", plan_files=["calc.py"], test_targets=["tests/test_calc.py::test_mul"]
+            ),
             tools=tools,
             deadline=deadline(),
             baseline=None,

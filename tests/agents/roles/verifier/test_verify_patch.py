@@ -8,7 +8,7 @@ import pytest
 
 from agents.failures import FailureClass
 from agents.roles.verifier.verdict import revision_feedback
-from agents.roles.verifier.verify import verify_patch
+from agents.roles.verifier.verify import PatchTask, verify_patch
 from tests.agents.roles.verifier.conftest import (
     CALC,
     CALC_FIXED,
@@ -28,16 +28,20 @@ pytestmark = pytest.mark.anyio
 TARGET = "tests/test_calc.py::test_mul"
 
 
-async def _verify(repo: Path, patch: str, tools: InProcessTools, **options):
-    args = {
-        "plan_files": ["calc.py"],
-        "test_targets": [TARGET],
-        "mode": "execute",
-        "deadline": deadline(),
-        "baseline": None,
-    } | options
+async def _verify(
+    repo: Path,
+    patch: str,
+    tools: InProcessTools,
+    *,
+    plan_files=("calc.py",),
+    test_targets=(TARGET,),
+    mode="execute",
+    **options,
+):
+    task = PatchTask(mode=mode, plan_files=plan_files, test_targets=test_targets)
+    args = {"deadline": deadline(), "baseline": None} | options
     with anyio.fail_after(240):
-        return await verify_patch(workspace=repo, patch=patch, tools=tools, **args)
+        return await verify_patch(workspace=repo, patch=patch, task=task, tools=tools, **args)
 
 
 def _classes(report) -> set[str]:
