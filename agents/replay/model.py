@@ -6,6 +6,7 @@ replay needs without the tool servers: the prompt, the tool definitions offered,
 Everything in it has passed `scrub` first: recordings are data a person may read.
 """
 
+import json
 from datetime import datetime
 from typing import Any, Literal
 
@@ -33,8 +34,6 @@ def scrub(value: Any) -> Any:
 
 def excerpt(value: Any, limit: int = EXCERPT_CHARS) -> str:
     """`value` as redacted text of at most about `limit` characters."""
-    import json
-
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
     return trim(_redact(text), limit)
 

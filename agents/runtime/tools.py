@@ -59,6 +59,8 @@ class HttpTarget:
 async def mcp_client(target: Any) -> AsyncIterator[Any]:
     """An open `mcp.Client` on `target`: an `HttpTarget` over streamable HTTP with its token,
     anything else as `mcp.Client` takes it."""
+    # Here, not at the top: the MCP client takes about 2 s to import, which every process that
+    # imports the role runtime but never opens a session (`codeloop status`, `roles`) would pay.
     from mcp import Client
 
     if not isinstance(target, HttpTarget):

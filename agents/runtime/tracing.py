@@ -42,6 +42,8 @@ WORKFLOW = "codeloop"
 def instrumentation_observer(*, include_content: bool = False, tracer_provider: Any = None) -> RunObserver:
     """A `RunObserver` giving every model run pydantic-ai's instrumentation (by default through
     the global tracer provider)."""
+    # Here, not at the top: pydantic-ai takes seconds to import, and only a process whose
+    # telemetry is set up builds this observer.
     from pydantic_ai.capabilities import Instrumentation
     from pydantic_ai.models.instrumented import InstrumentationSettings
 
