@@ -47,7 +47,7 @@ from agents.workspace.messages import (
     WorkspaceSync,
     service_subject,
 )
-from agents.workspace.providers import apply_patch
+from agents.workspace.start import apply_patch
 from bus import subjects
 from bus.connection import Bus
 from bus.messages import Message

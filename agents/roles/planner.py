@@ -22,8 +22,8 @@ from agents.runtime.role import (
     StepError,
     index_dir_for,
     observer_capabilities,
-    scratch_workspace,
 )
+from agents.workspace.start import scratch_workspace
 
 ROLE = "planner"
 LOOK_BUDGET = 1500

@@ -28,8 +28,8 @@ from agents.runtime.role import (
     RoleDeps,
     StepError,
     index_dir_for,
-    scratch_workspace,
 )
+from agents.workspace.start import scratch_workspace
 
 ROLE = "retriever"
 RRF_K = 60

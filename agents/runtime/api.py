@@ -39,12 +39,11 @@ from agents.runtime.role import (
     index_dir_for,
     observer_capabilities,
     role_spec,
-    scratch_workspace,
     typed_handler,
 )
 from agents.runtime.tools import MODE_SCOPES, ScopeName
 from agents.workspace.errors import GitFailed
-from agents.workspace.git import run_git
+from agents.workspace.start import apply_patch, scratch_workspace
 from bus import subjects
 from bus.actor import ActorSpec, Delivery, DeliveryPolicy
 from bus.errors import BusError
@@ -106,14 +105,7 @@ class RoleContext:
         async with scratch_workspace(self.deps, self.task_id, self.task, label or self.role) as root:
             if patch:
                 try:
-                    await run_git(
-                        root,
-                        "apply",
-                        "--whitespace=nowarn",
-                        "-",
-                        scratch=True,
-                        input=patch.encode("utf-8", "surrogateescape"),
-                    )
+                    await apply_patch(root, patch)
                 except GitFailed as exc:
                     raise StepError("patch.apply_failed", f"the patch does not apply: {exc}") from None
             yield root

@@ -1,27 +1,23 @@
-"""What every role worker shares: its dependencies, its scratch workspace, and how a step fails.
+"""What every role worker shares: its dependencies, and how a step fails.
 
 A role's handler takes one request and returns one result (`Reply` to
 `codeloop.task.result.<role>`). Failures are classed here, once: an `AgentError` carrying a
 failure class (a provider that stays down, a snapshot that cannot be read) ends the step with a
 `StepFailed` of that class; any other exception is left to the runtime (nak, back-off, retry on
 another delivery) until the last delivery, where it becomes `StepFailed(env.infra)` — so a task
-never waits forever on a step whose messages were all dead-lettered.
+never waits forever on a step whose messages were all dead-lettered. The scratch workspaces a
+role works in are `agents.workspace.start`'s.
 """
 
 import logging
-import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-import anyio
-
 from agents.errors import AgentError
 from agents.messages import StepFailed, TaskSubmitted, Usage
 from agents.runtime.tools import ToolProvider
-from agents.workspace import SnapshotRef, capture_snapshot, materialize, open_scratch
 from bus import subjects
 from bus.actor import ActorSpec, Delivery, DeliveryPolicy, Reply
 from bus.connection import Bus
@@ -102,45 +98,6 @@ class StepError(AgentError):
         self.failure_class = failure_class  # type: ignore[misc]
         self.usage = usage
         """What the step consumed before it failed (a budget hit mid-step), charged to the task."""
-
-
-@asynccontextmanager
-async def scratch_workspace(
-    deps: RoleDeps, task_id: str, task: TaskSubmitted, label: str
-) -> AsyncIterator[Path]:
-    """A fresh scratch copy of the task's starting tree (a git repository whose HEAD is it)."""
-    async with open_scratch(deps.scratch_dir, task_id, label) as root:
-        await materialize_start(deps, task, root)
-        yield root
-
-
-async def materialize_start(deps: RoleDeps, task: TaskSubmitted, root: Path) -> None:
-    """Write the task's starting tree into the empty directory `root`, as a git repository."""
-    await materialize(deps.bus, await task_snapshot(deps, task), root)
-
-
-async def task_snapshot(deps: RoleDeps, task: TaskSubmitted) -> SnapshotRef:
-    """The snapshot the task starts from."""
-    ref = task.snapshot
-    if ref is None:
-        # A submission from a client that did not capture (any NATS client may submit): capture
-        # here, which works only where the path exists — the same machine.
-        try:
-            is_dir = await anyio.Path(task.repo).is_dir()
-        except OSError:  # a directory above it closed to us: PermissionError
-            is_dir = True
-        if not is_dir:
-            raise StepError("env.setup", f"the task has no snapshot and {task.repo} is not a directory here")
-        if not os.access(task.repo, os.R_OK | os.X_OK):
-            # A worker running as another user (or in its own mount namespace) sees the directory
-            # but not its files: capturing would fail file by file, or worse, find an empty tree.
-            raise StepError(
-                "env.setup",
-                f"the task has no snapshot and {task.repo} is not readable by this worker; "
-                "submit with a client that captures the repository (codeloop submit, run, the tasks server)",
-            )
-        ref = await capture_snapshot(deps.bus, Path(task.repo))
-    return SnapshotRef.model_validate(ref.model_dump())
 
 
 def observer_capabilities(deps: RoleDeps, info: RunInfo) -> list[Any]:

@@ -18,10 +18,9 @@ from typing import Any, Protocol
 import anyio
 
 from agents.messages import TaskSubmitted
-from agents.runtime.role import Capability, RoleDeps, StepError, scratch_workspace, task_snapshot
+from agents.runtime.role import Capability, RoleDeps, StepError
 from agents.runtime.tools import HttpTarget, ScopeName
 from agents.workspace import Patch, workspace_patch
-from agents.workspace.git import run_git
 from agents.workspace.messages import (
     OPEN_SUBJECT,
     WorkspaceClose,
@@ -33,6 +32,7 @@ from agents.workspace.messages import (
     WorkspaceSync,
     service_subject,
 )
+from agents.workspace.start import apply_patch, scratch_workspace, task_snapshot
 from bus.errors import BusError
 from bus.requests import request
 
@@ -63,17 +63,6 @@ class Workspaces(Protocol):
         """A fresh workspace of the task's snapshot (with `patch` applied), its servers granted
         `scopes`; deleted on exit."""
         ...
-
-
-async def apply_patch(root: Path, patch: str) -> None:
-    await run_git(
-        root,
-        "apply",
-        "--whitespace=nowarn",
-        "-",
-        scratch=True,
-        input=patch.encode("utf-8", "surrogateescape"),
-    )
 
 
 @dataclass

@@ -21,12 +21,11 @@ from agents.runtime.role import (
     StepError,
     index_dir_for,
     innermost_exception,
-    materialize_start,
-    scratch_workspace,
 )
 from agents.runtime.tools import HttpTarget
 from agents.workspace import workspace_patch
 from agents.workspace.providers import WORKSPACES, Workspaces
+from agents.workspace.start import materialize_start, scratch_workspace
 
 ROLE = "verifier"
 DIAGNOSE_SUITE_CAP_S = 600.0
