@@ -2,8 +2,8 @@
 
 api.py            the role API: `define_role`, `RoleDefinition` (name, kind, handler, grant, the
                   capabilities it needs), `RoleContext`
-role.py           the worker's dependencies (`RoleDeps`, `Capability`), scratch workspaces of the
-                  task's tree, how a step fails (`StepError`), the role's actor (`role_spec`)
+role.py           the worker's dependencies (`RoleDeps`, `Capability`), how a step fails
+                  (`StepError`), the role's actor (`role_spec`)
 plugins.py        the installed roles: the `codeloop.roles` entry points, broken ones reported
 builtin.py        the built-in roles' definitions, installed under that group like a plug-in's
 metering.py       an LLM role's metered model, its calls as events, its usage

@@ -11,6 +11,8 @@ to the user's files, refused unless the checkout still is the snapshot's tree.
     snapshot.py  manifest.py  artifacts.py   capture: the tree, its manifest, the object store
     materialize.py  scratch.py  git.py       scratch workspaces of a snapshot
     patch.py                                  the workspace's diff, and `--apply` to the checkout
+    start.py                                  a task's starting tree for a role: its snapshot,
+                                              scratch workspaces of it, a patch applied in one
     providers.py                              where a role's workspace lives: here
                                               (`LocalWorkspaces`) or in the workspace service
                                               (`RemoteWorkspaces`), the `WORKSPACES` capability
