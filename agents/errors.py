@@ -4,7 +4,7 @@
     ├── ModelSpecError (ValueError)   env.setup     a model name that cannot be resolved: bad syntax,
     │                                               unknown provider, a `function:` file or callable missing
     ├── ModelNameProblem (ValueError) env.setup     the same found before anything starts, from names and
-    │   (agents.models.check)                        files alone (no import of pydantic-ai), or credentials unset
+    │   (agents.models.check)                       files alone (no import of pydantic-ai), or credentials unset
     ├── ModelNotConfigured            env.credentials  the provider needs a variable that is not set (API
     │                                               key, base URL) in the worker that runs the step; raised
     │                                               at the first call, not at construction
@@ -16,11 +16,16 @@
     │                                               tool retries exhausted)
     ├── CostBudgetExceeded            budget.cost   the step's share of the task's spend limit is used
     │                                               up: refused before the next model request
-    ├── LoopDetected (agents.roles.coder)   agent.loop    the coder repeated the same tool calls
-    ├── StepError (agents.runtime.role)       its own       a step that cannot succeed, with the class it names
+    ├── LoopDetected                  agent.loop    the coder repeated the same tool calls
+    │   (agents.roles.coder)
+    ├── StepError                     its own       a step that cannot succeed, with the class it names
+    │   (agents.runtime.role)
     ├── PipelineError (ValueError)    env.setup     a pipeline with an unknown kind or role, or stages in
     │   (agents.orchestrator.pipeline)              an impossible order: refused at submission
-    ├── _Unusable (agents.runtime.plugins)    env.setup     why an installed role cannot load (reported by name)
+    ├── _Unusable                     env.setup     why an installed role cannot load (reported by name)
+    │   (agents.runtime.plugins)
+    ├── KindsLoading                  env.setup     a stage kind's module asked for the installed kinds
+    │   (agents.orchestrator.stages)                while they load (the kind is reported broken)
     ├── WorkspaceError                (agents.workspace.errors) capture, scratch workspaces, patches
     ├── ReplayError                   (agents.replay.errors) a recording missing or diverged from
     └── VerifierError                 (agents.roles.verifier.errors) a workspace the verifier cannot use
