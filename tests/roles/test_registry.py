@@ -11,8 +11,13 @@ from agents.orchestrator.pipeline import FIX, PipelineError, parse_pipeline
 from agents.plugins import load_roles
 from agents.role import StepError
 from agents.role_api import define_role, result_of
-from codeloop.pipelines import PipelineConfigError, configured_pipelines, resolve_pipeline, role_problems
-from codeloop.wiring import unknown_role_problem
+from codeloop.config.pipelines import (
+    PipelineConfigError,
+    configured_pipelines,
+    resolve_pipeline,
+    role_problems,
+)
+from codeloop.wiring.roles import unknown_role_problem
 from tests.roles.plugin_points import with_samples
 
 
