@@ -12,12 +12,15 @@ Without `--scopes` the grant is `read` (least privilege), and what is granted is
 codeloop home, per root, so nothing is written under the root a client may only read.
 """
 
+import sys
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from codeloop.cli.common import fail, os_error_message, usage_error
+from codeloop.cli.connection import local_or_embedded_serve, run_async, setup_telemetry
 from codeloop.cli.mcp_options import (
     TASKS,
     McpHealthOptions,
@@ -127,7 +130,6 @@ def _run(config: Any, tasks: TasksServerOptions, health: tuple[str, int] | None)
     """
     import anyio
 
-    from codeloop.cli.connection import setup_telemetry
     from tool_servers.protocol.http import TokenFileError
     from tool_servers.serve import UnknownServer, run_server
 
@@ -157,7 +159,6 @@ def _run(config: Any, tasks: TasksServerOptions, health: tuple[str, int] | None)
 def _run_tasks(config: Any, tasks: TasksServerOptions, *, health: tuple[str, int] | None) -> None:
     """The tasks server on the serve `--nats` names or the local one, else on one started here
     with every role, over the state directory's own store (its tasks outlive a restart)."""
-    from codeloop.cli.connection import local_or_embedded_serve, run_async
     from codeloop.services.tasks_server import run_tasks_server
     from codeloop.wiring.roles import every_role
 
@@ -174,9 +175,6 @@ def _run_tasks(config: Any, tasks: TasksServerOptions, *, health: tuple[str, int
 
 async def _run_with_health(config: object, host: str, port: int) -> None:
     """The HTTP server beside its health endpoint; ready once the server listens."""
-    import sys
-    from functools import partial
-
     import anyio
 
     from codeloop.services.health import Readiness, serve_health

@@ -7,6 +7,7 @@ to the local `codeloop serve` (or `--nats URL`), else runs every role itself on 
 over the state directory's own store, where the tasks of an earlier `codeloop serve` are.
 """
 
+import json
 from typing import Annotated, Any
 
 import typer
@@ -47,8 +48,6 @@ def replay(
     except ReplayError as exc:
         raise fail(str(exc)) from None
     if as_json:
-        import json
-
         from agents.replay.session import replayed_result
 
         typer.echo(json.dumps(replayed_result(result, divergences)))

@@ -8,6 +8,7 @@ and the agents are imported inside the command so `codeloop --help` stays fast.
 import signal
 import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -157,8 +158,6 @@ def _run(plan: _Plan, health: HealthOptions, *, show: Any) -> None:
         typer.Exit: (2) a role or bus that does not fit, (1) a port that cannot be bound or
             another failure to serve.
     """
-    from functools import partial
-
     import anyio
 
     from bus.discovery import SchemaMismatch

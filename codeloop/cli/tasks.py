@@ -4,7 +4,9 @@ nats, the bus runtime and the agents are imported inside the commands so `codelo
 """
 
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -234,9 +236,6 @@ def schema(
 def _write_whole(path: Path, text: str) -> None:
     """Write `text` to a temporary file beside `path`, then rename it over `path`: a failure
     leaves `path` as it was, never half-written."""
-    import os
-    import tempfile
-
     fd, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "w") as file:

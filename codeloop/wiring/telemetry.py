@@ -81,6 +81,7 @@ def setup_telemetry(config: TelemetryConfig, *, process: str) -> bool:
     )
     provider = TracerProvider(resource=resource)
     if config.otlp_endpoint:
+        # Only when asked for: the OTLP exporter brings protobuf and an HTTP client with it.
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         endpoint = config.otlp_endpoint.rstrip("/") + "/v1/traces"

@@ -35,6 +35,7 @@ class _SharedEmbedder:
     def _model(self) -> Any:
         with self._lock:
             if self._loaded is None:
+                # Here, not at the top: it imports torch, which a process that never searches skips.
                 from tool_servers.search.embedding.embed import load_embedder
 
                 self._loaded = load_embedder(cache_root=self.cache_root)
@@ -146,6 +147,7 @@ class StdioTools(InProcessTools):
         return servers
 
     def _transport(self, name: str, root: Path, scopes: frozenset[str]) -> Any:
+        # Here, not at the top: fastmcp's client is heavy, and only `--tools-stdio` needs it.
         from fastmcp.client.transports import StdioTransport
 
         env = {k: v for k, v in os.environ.items() if k in _PASSED_ENV or k.startswith("OTEL_")}
