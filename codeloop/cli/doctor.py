@@ -252,7 +252,7 @@ def run_checks(
     config: "ToolServerConfig | None" = None,
 ) -> DoctorReport:
     """Runs every check (in parallel threads) and collects the report; `config` is the
-    environment's (`codeloop.config.tool_server_config`) unless given."""
+    environment's (`codeloop.config.environment.tool_server_config`) unless given."""
     from codeloop.config.environment import tool_server_config
 
     config = config or tool_server_config()

@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -25,6 +25,10 @@ from codeloop.cli.serve_options import (
     WorkspaceOptions,
 )
 from layout import MCP_AUDIT_STDIO
+
+if TYPE_CHECKING:
+    from bus.config import BusConfig
+    from codeloop.wiring.process import Hosting, RoleSetup, Workers
 
 ReplicasOpt = Annotated[
     int, typer.Option("--replicas", min=1, max=5, help="Stream replicas: 1 on one server, 3 on a cluster.")
@@ -46,10 +50,10 @@ ToolsStdioOpt = Annotated[
 class _Plan:
     """Everything `serve` checked before starting: what `codeloop.wiring.process.serve` takes."""
 
-    config: Any
-    workers: Any
-    setup: Any
-    hosting: Any
+    config: "BusConfig"
+    workers: "Workers"
+    setup: "RoleSetup"
+    hosting: "Hosting"
     listeners: str
     """Where its servers listen, for the message about one that could not."""
     listens: bool

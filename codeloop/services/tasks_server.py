@@ -68,6 +68,9 @@ async def run_tasks_server(
     """
     options = tasks_options(config)  # before any bus starts: a bad token file fails at once
     readiness = Readiness()
+    # Pending until the server listens: without it, the moment between the bus connecting and
+    # the listener binding would read as ready (every check so far passing).
+    readiness.add("listening", lambda: False)
 
     def listening(url: str) -> None:
         print(url, flush=True)
