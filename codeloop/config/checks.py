@@ -9,8 +9,6 @@ value, where it came from (`Settings.origins`) and the fix.
 from collections.abc import Mapping
 from pathlib import Path
 
-from genai_prices import Usage, calc_price
-
 from agents.messages import ModelOptions, TaskSubmitted
 from agents.model_check import ModelNameProblem, check_model_name, declares_priced_as
 from agents.orchestrator.pipeline import PipelineError
@@ -114,6 +112,9 @@ def is_priced(name: str, options: ModelOptions | None) -> bool:
         return declares_priced_as(name)
     if not sep or provider == "replay" or name == "test":
         return False
+    # Only for a cost budget: genai-prices loads its whole price table on import (a second).
+    from genai_prices import Usage, calc_price
+
     try:
         calc_price(
             Usage(input_tokens=1, output_tokens=1),
