@@ -37,9 +37,11 @@ from agents.messages import ModelNames, TaskResult, TaskSubmitted
 from agents.workspace import capture_snapshot
 from bus.config import BusConfig
 from bus.connection import open_bus
-from codeloop.config import client_config_for, telemetry_config
-from codeloop.telemetry import setup_telemetry
-from codeloop.wiring import MetricsServing, serve
+from codeloop.config.environment import telemetry_config
+from codeloop.services.metrics import MetricsServing
+from codeloop.wiring.embedded import embedded_serve
+from codeloop.wiring.process import Hosting, RoleSetup
+from codeloop.wiring.telemetry import setup_telemetry
 
 
 async def one_task(bus, task: TaskSubmitted) -> float:
@@ -57,26 +59,20 @@ async def side(state: Path, task: TaskSubmitted, observed: bool, control: int) -
     seconds. Not stdin: a process the stack starts may inherit stdin and read a line meant here."""
     if observed:
         assert setup_telemetry(telemetry_config(), process="observability-bench")
-    stop = anyio.Event()
-    config = BusConfig(state_dir=state)
-    async with anyio.create_task_group() as tg:
-        note = await tg.start(
-            lambda task_status: serve(
-                config,
-                stop=stop,
-                task_status=task_status,
-                observe=observed,
-                metrics=MetricsServing() if observed else None,
-            )
-        )
-        assert (note.metrics_url is not None) == observed
-        async with open_bus(client_config_for(config, note)) as bus:  # with the embedded server's credentials
+    async with embedded_serve(
+        BusConfig(state_dir=state),
+        join=False,
+        store="state_dir",
+        setup=RoleSetup(observe=observed),
+        hosting=Hosting(metrics=MetricsServing() if observed else None),
+    ) as serve:
+        assert serve.note is not None and (serve.note.metrics_url is not None) == observed
+        async with open_bus(serve.config) as bus:  # with the embedded server's credentials
             await one_task(bus, task)  # untimed: builds this side's index, warms the model
             print("bench: ready", flush=True)
             commands = os.fdopen(control, "r")
             while (await anyio.to_thread.run_sync(commands.readline)).strip() == "go":
                 print(f"bench: {await one_task(bus, task):.6f}", flush=True)
-        stop.set()
 
 
 class Side:

@@ -50,9 +50,10 @@ from agents.runtime.plugins import InstalledRole, RoleRegistry, load_roles
 from agents.workspace import capture_snapshot
 from bus.config import BusConfig
 from bus.connection import open_bus
-from codeloop.config import client_config_for
-from codeloop.tool_provider import InProcessTools
-from codeloop.wiring import DEFAULT_ROLES, role_deps, serve
+from codeloop.wiring.embedded import embedded_serve
+from codeloop.wiring.process import RoleSetup, Workers
+from codeloop.wiring.roles import DEFAULT_ROLES, role_deps
+from codeloop.wiring.tools import InProcessTools
 
 SCRIPT = """
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
@@ -212,25 +213,20 @@ async def main(rounds: int, big_files: int) -> None:
             f"big ({big_files + 2} files)": make_repo(base / "big", big_files),
         }
         config = BusConfig(state_dir=base / "state")
-        stop = anyio.Event()
         (base / "spares").mkdir()
         # Both paths verify in a workspace prepared ahead, as `serve` does; the bench owns both
         # spare pools so that it can wait, untimed, until they are ready before each task (a
         # worker prepares its next spare while idle or while its model works).
         async with VerifierSpares(InProcessTools(), base / "spares") as pipeline_spares:
-            async with anyio.create_task_group() as tg:
-                note = await tg.start(
-                    lambda task_status: serve(
-                        config,
-                        stop=stop,
-                        verifier_spares=pipeline_spares,
-                        task_status=task_status,
-                        roles=(*DEFAULT_ROLES, "noop-reviewer"),
-                        registry=with_noop_reviewer(),
-                    )
-                )
-                client = client_config_for(config, note)
-                async with open_bus(client) as bus:
+            workers = Workers(roles=(*DEFAULT_ROLES, "noop-reviewer"), registry=with_noop_reviewer())
+            async with embedded_serve(
+                config,
+                join=False,
+                store="state_dir",
+                workers=workers,
+                setup=RoleSetup(verifier_spares=pipeline_spares),
+            ) as serve:
+                async with open_bus(serve.config) as bus:
                     home = role_deps(bus, base / "direct-home")
                     async with VerifierSpares(home.tools, home.scratch_dir) as direct_spares:
                         deps = home.providing(VERIFIER_SPARES, direct_spares)
@@ -240,7 +236,6 @@ async def main(rounds: int, big_files: int) -> None:
                             await direct_spares.wait_ready()
 
                         results = await measure(bus, deps, repos, script, rounds, settled)
-                stop.set()
     print(f"pipeline overhead per task, scripted zero-latency model, median of {rounds} rounds (s)")
     for name, runs in results.items():
         print(f"\n{name}")

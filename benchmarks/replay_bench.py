@@ -38,9 +38,9 @@ from agents.replay.store import load_runs
 from agents.workspace import capture_snapshot
 from bus.config import BusConfig
 from bus.connection import Bus, open_bus
-from codeloop.config import client_config_for
-from codeloop.tool_provider import InProcessTools
-from codeloop.wiring import serve
+from codeloop.wiring.embedded import embedded_serve
+from codeloop.wiring.process import RoleSetup
+from codeloop.wiring.tools import InProcessTools
 
 
 async def _task(bus, task: TaskSubmitted) -> tuple[TaskResult, float]:
@@ -54,19 +54,12 @@ async def _task(bus, task: TaskSubmitted) -> tuple[TaskResult, float]:
 
 @asynccontextmanager
 async def _serving(state: Path, *, record: bool, tools: InProcessTools, home: Path) -> AsyncIterator[Bus]:
-    config = BusConfig(state_dir=state)
-    stop = anyio.Event()
-    async with anyio.create_task_group() as tg:
-        note = await tg.start(
-            lambda task_status: serve(
-                config, stop=stop, record=record, tools=tools, home=home, task_status=task_status
-            )
-        )
-        try:
-            async with open_bus(client_config_for(config, note)) as bus:
-                yield bus
-        finally:
-            stop.set()
+    setup = RoleSetup(record=record, tools=tools, home=home)
+    async with embedded_serve(
+        BusConfig(state_dir=state), join=False, store="state_dir", setup=setup
+    ) as serve:
+        async with open_bus(serve.config) as bus:
+            yield bus
 
 
 async def main(rounds: int) -> None:

@@ -42,7 +42,7 @@ from pathlib import Path
 import anyio
 import numpy as np
 
-from codeloop.config import tool_server_config
+from codeloop.config.environment import tool_server_config
 from layout import TREE_DIR
 from tool_servers.search.embedding.embed import CachedEmbedder, load_model
 from tool_servers.search.embedding.embed_cache import EmbeddingCache, default_cache_dir

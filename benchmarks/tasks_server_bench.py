@@ -37,9 +37,9 @@ from agents.messages import ModelNames, TaskSubmitted
 from agents.workspace import capture_snapshot
 from bus.config import BusConfig
 from bus.connection import open_bus
-from codeloop.config import client_config_for
-from codeloop.tasks_backend import BusTasks
-from codeloop.wiring import serve
+from codeloop.services.tasks_backend import BusTasks
+from codeloop.wiring.embedded import embedded_serve
+from codeloop.wiring.process import Hosting
 from tool_servers.protocol.http import TokenGrant, TokenTable, serve_http
 from tool_servers.protocol.scopes import ALL_SCOPES
 from tool_servers.protocol.spec import ServerOptions
@@ -108,12 +108,9 @@ async def main(rounds: int) -> None:
         script.write_text(SCRIPT)
         model = f"function:{script}:decide"
         config = BusConfig(state_dir=Path(tmp) / "state")
-        stop = anyio.Event()
-        async with anyio.create_task_group() as tg:
-            note = await tg.start(
-                lambda task_status: serve(config, stop=stop, metrics=None, task_status=task_status)
-            )
-            async with open_bus(client_config_for(config, note)) as bus:
+        hosting = Hosting(metrics=None)
+        async with embedded_serve(config, join=False, store="state_dir", hosting=hosting) as serve:
+            async with open_bus(serve.config) as bus:
                 tokens = TokenTable({TOKEN: TokenGrant("bench", ALL_SCOPES)})
                 options = ServerOptions(token_verifier=tokens)
                 server = build_tasks_server(root, options, await BusTasks.open(bus))
@@ -141,7 +138,6 @@ async def main(rounds: int) -> None:
                             first_s.append(first)
                             after_s.append(after)
                     http_tg.cancel_scope.cancel()
-            stop.set()
     print(f"tasks server beside codeloop run's way of following a task, {rounds} rounds, one write-mode task")
     print(f"  codeloop run (submit + watch)        {spread(run_s)}")
     print(f"  tasks server (submit_task + wait)    {spread(server_s)}")

@@ -2,7 +2,7 @@
 
 The loop runs in its own task group, so a crash ends it and everything it started before the
 supervisor decides; "Exceptions always propagate" (trio's design) still holds one level up: after
-`max_restarts` within `window_s`, the last crash is re-raised to the owner (`codeloop/wiring.py`).
+`max_restarts` within `window_s`, the last crash is re-raised to the owner (`codeloop/wiring/process.py`).
 """
 
 import logging

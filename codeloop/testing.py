@@ -14,9 +14,9 @@ For role authors (docs/custom-roles.md, "Testing a role"). In a test module or `
         )
         assert [r.verdict for r in result.reviews] == ["request_changes", "approve"]
 
-The fixture runs a `codeloop serve` in the test's process — an embedded nats-server, the
-orchestrator, the built-in roles and every installed plug-in role — on a private state directory,
-and stops it after the test. Nothing is mocked: only the model's decisions are scripted (a
+The fixture runs a `codeloop serve` in the test's process (`codeloop.wiring.embedded.embedded_serve`)
+— an embedded nats-server, the orchestrator, the built-in roles and every installed plug-in role
+— on a private state directory, and stops it after the test. Nothing is mocked: only the model's decisions are scripted (a
 `function:PATH.py:NAME` model file, see `examples/models/scripted.py`).
 """
 
@@ -25,17 +25,20 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import anyio
 
+from agents.client import submit_task, watch_task
 from agents.messages import Budgets, ModelNames, PipelineChoice, TaskResult, TaskSubmitted
 from agents.orchestrator.pipeline import parse_pipeline
 from agents.runtime.plugins import RoleRegistry, load_roles
+from agents.workspace import capture_snapshot
 from bus.actor import DeliveryPolicy
 from bus.config import BusConfig
 from bus.connection import Bus, open_bus
-from codeloop.wiring import DEFAULT_ROLES, serve
+from codeloop.wiring.embedded import embedded_serve
+from codeloop.wiring.process import Hosting, RoleSetup, Workers
+from codeloop.wiring.roles import every_role, plugin_roles
 
 
 @dataclass
@@ -80,9 +83,6 @@ class PipelineRunner:
 
     async def submit(self, task: TaskSubmitted, *, timeout_s: float = 300) -> TaskResult:
         """Submit `task` as it is (its working tree captured unless it has a snapshot) and wait."""
-        from agents.client import submit_task, watch_task
-        from agents.workspace import capture_snapshot
-
         if task.snapshot is None:
             task = task.model_copy(update={"snapshot": await capture_snapshot(self.bus, Path(task.repo))})
         envelope, _ = await submit_task(self.bus, task)
@@ -107,11 +107,6 @@ class PipelineRunner:
         return root
 
 
-def plugin_roles(registry: RoleRegistry) -> tuple[str, ...]:
-    """The installed roles that are not codeloop's own."""
-    return tuple(name for name, role in sorted(registry.roles.items()) if not role.builtin)
-
-
 @asynccontextmanager
 async def running_pipeline(
     state_dir: Path,
@@ -120,40 +115,34 @@ async def running_pipeline(
     registry: RoleRegistry | None = None,
     ack_wait_s: float = 10.0,
     policy: DeliveryPolicy | None = None,
-    **serve_options: Any,
+    setup: RoleSetup = RoleSetup(),
+    hosting: Hosting = Hosting(),
 ) -> AsyncIterator[PipelineRunner]:
     """A serve in this process on `state_dir` running `roles` (default: the orchestrator, the
     built-ins and every installed plug-in role), and a client to it; `policy` replaces the
-    delivery policy of every role (default: the runtime's, with `ack_wait_s`)."""
-    from codeloop.config import client_config_for
-
+    delivery policy of every role (default: the runtime's, with `ack_wait_s`); `setup` and
+    `hosting` are the rest of what `codeloop.wiring.process.serve` takes."""
     registry = registry or load_roles()
-    chosen = tuple(roles) if roles is not None else (*DEFAULT_ROLES, *plugin_roles(registry))
-    config = BusConfig(state_dir=state_dir)
-    stop = anyio.Event()
-    async with anyio.create_task_group() as tg:
-        note = await tg.start(
-            lambda task_status: serve(
-                config,
-                roles=chosen,
-                stop=stop,
-                actor_policy=policy or DeliveryPolicy(ack_wait_s=ack_wait_s),
-                registry=registry,
-                task_status=task_status,
-                **serve_options,
-            )
-        )
-        client = client_config_for(config, note)
-        try:
-            async with open_bus(client) as bus:
-                auth = {
-                    "CODELOOP_NATS_USER": client.user or "",
-                    "CODELOOP_NATS_PASSWORD": client.password or "",
-                }
-                yield PipelineRunner(bus=bus, nats_url=note.nats_url, auth_env=auth, roles=chosen)
-        finally:
-            stop.set()
+    chosen = tuple(roles) if roles is not None else every_role(registry)
+    workers = Workers(roles=chosen, policy=policy or DeliveryPolicy(ack_wait_s=ack_wait_s), registry=registry)
+    async with embedded_serve(
+        BusConfig(state_dir=state_dir),
+        join=False,
+        store="state_dir",
+        workers=workers,
+        setup=setup,
+        hosting=hosting,
+    ) as serve:
+        client = serve.config
+        async with open_bus(client) as bus:
+            auth = {
+                "CODELOOP_NATS_USER": client.user or "",
+                "CODELOOP_NATS_PASSWORD": client.password or "",
+            }
+            yield PipelineRunner(bus=bus, nats_url=",".join(client.servers), auth_env=auth, roles=chosen)
 
+
+__all__ = ["PipelineRunner", "plugin_roles", "running_pipeline"]
 
 try:
     import pytest

@@ -35,6 +35,6 @@ def test_every_error_a_package_defines_derives_from_its_base(package: str, base:
 def test_re_parented_errors_are_still_caught_by_their_old_bases() -> None:
     """Re-parenting kept every `except` that already caught them working."""
     from agents.roles.verifier.patchset import MalformedPatch
-    from codeloop.wiring import UnknownRole
+    from codeloop.wiring.roles import UnknownRole
 
     assert issubclass(MalformedPatch, ValueError) and issubclass(UnknownRole, ValueError)

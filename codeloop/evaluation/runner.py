@@ -1,11 +1,11 @@
 """Running a task set through the real pipeline: one bus for the whole run, N tasks at once.
 
-The bus is the local `codeloop serve` when one runs (or `--nats URL`), else an embedded one with
-every role in this process, started once for all tasks. Each task runs on its own git copy of
-its repository; the copy is also what the checks patch and test, so the task set never changes.
+The bus is given (`codeloop eval` opens it with `codeloop.wiring.embedded.embedded_serve`: the
+local `codeloop serve` when one runs, or `--nats URL`, else an embedded one with every role in
+this process, started once for all tasks). Each task runs on its own git copy of its repository;
+the copy is also what the checks patch and test, so the task set never changes.
 """
 
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -14,6 +14,11 @@ from typing import Any
 
 import anyio
 
+from agents.client import submit_task, watch_task
+from agents.messages import TaskResult
+from agents.workspace import capture_snapshot
+from bus.config import BusConfig
+from bus.connection import open_bus
 from codeloop.evaluation.taskset import EvalTask, materialise
 
 
@@ -33,61 +38,14 @@ class Outcome:
 async def run_tasks(
     tasks: list[EvalTask],
     *,
+    config: BusConfig,
     submit: Callable[[EvalTask, Path], Any],
-    connection: dict[str, Any],
     scratch: Path,
     jobs: int,
     on_done: Callable[[Outcome], Awaitable[None]],
-    roles: tuple[str, ...] | None = None,
 ) -> None:
-    """Run every task, `jobs` at once, calling `on_done` as each ends (in completion order).
-
-    `submit(task, repo_copy)` builds the `TaskSubmitted`; `roles` are the roles an embedded bus
-    runs when no serve is reachable (default: the standard ones).
-    """
-    from codeloop.config import (
-        ConfigError,
-        bus_config,
-        client_bus_config,
-        client_config_for,
-        tool_server_config,
-    )
-    from codeloop.wiring import DEFAULT_ROLES, serve
-
-    try:
-        config = client_bus_config(**connection)
-    except ConfigError:
-        config = None
-    if config is not None:
-        await _run_all(config, tasks, submit=submit, scratch=scratch, jobs=jobs, on_done=on_done)
-        return
-    home = bus_config(**connection).state_dir
-    with tempfile.TemporaryDirectory(prefix="codeloop-eval-bus-") as store:
-        embedded = bus_config(**{**connection, "state_dir": Path(store)})
-        stop = anyio.Event()
-        async with anyio.create_task_group() as tg:
-            note = await tg.start(
-                lambda task_status: serve(
-                    embedded,
-                    stop=stop,
-                    home=home,
-                    tool_config=tool_server_config(),
-                    task_status=task_status,
-                    roles=roles or DEFAULT_ROLES,
-                )
-            )
-            client = client_config_for(embedded, note)
-            try:
-                await _run_all(client, tasks, submit=submit, scratch=scratch, jobs=jobs, on_done=on_done)
-            finally:
-                stop.set()
-
-
-async def _run_all(
-    config: Any, tasks: list[EvalTask], *, submit: Any, scratch: Path, jobs: int, on_done: Any
-) -> None:
-    from bus.connection import open_bus
-
+    """Run every task on the bus of `config`, `jobs` at once, calling `on_done` as each ends (in
+    completion order). `submit(task, repo_copy)` builds the `TaskSubmitted`."""
     limiter = anyio.CapacityLimiter(jobs)
     async with open_bus(config) as bus:
 
@@ -102,10 +60,6 @@ async def _run_all(
 
 
 async def _run_one(bus: Any, task: EvalTask, *, submit: Any, scratch: Path) -> Outcome:
-    from agents.client import submit_task, watch_task
-    from agents.messages import TaskResult
-    from agents.workspace import capture_snapshot
-
     started = time.monotonic()
     repo = scratch / task.id / "repo"
     try:

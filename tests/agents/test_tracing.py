@@ -15,7 +15,7 @@ from pydantic_ai.models.function import FunctionModel
 from agents.runtime.role import RunInfo
 from agents.runtime.tracing import instrumentation_observer
 from bus.tracing import incoming_context, task_context, trace_headers
-from codeloop.telemetry import JsonLinesSpanExporter
+from codeloop.wiring.telemetry import JsonLinesSpanExporter
 
 pytestmark = pytest.mark.anyio
 PROMPT = "prompt-canary-91ab"

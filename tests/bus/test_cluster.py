@@ -16,7 +16,7 @@ from bus.connection import open_bus
 from bus.errors import BusError
 from bus.server import open_nats_cluster
 from bus.streams import ensure_streams
-from codeloop.wiring import serve
+from codeloop.wiring.process import Workers, serve
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 TASKS = 60
@@ -34,10 +34,8 @@ async def test_killing_a_node_while_tasks_flow_loses_no_task(tmp_path: Path) -> 
                 await tg.start(
                     lambda task_status: serve(
                         config,
-                        roles=("orchestrator", "echo"),
                         stop=stop,
-                        actor_policy=policy,
-                        pipeline=ECHO,
+                        workers=Workers(roles=("orchestrator", "echo"), policy=policy, pipeline=ECHO),
                         task_status=task_status,
                     )
                 )

@@ -12,7 +12,7 @@ from bus.connection import open_bus
 from bus.envelope import parse_envelope
 from bus.server import open_nats_server
 from bus.streams import ensure_streams
-from codeloop.audit_events import MCP_PSEUDO_TASK, bus_audit_sink, task_of
+from codeloop.services.audit_events import MCP_PSEUDO_TASK, bus_audit_sink, task_of
 from tool_servers.fs.server import build_fs_server
 from tool_servers.protocol.audit import AuditLog, AuditRecord, verify_log
 from tool_servers.protocol.spec import ServerOptions

@@ -3,8 +3,9 @@
 import typer
 from typer.testing import CliRunner
 
-from codeloop.commands.connection import Connection, with_connection_options
-from codeloop.config import bus_config
+from codeloop.cli.connection import Connection
+from codeloop.cli.option_groups import with_option_groups
+from codeloop.config.environment import bus_config
 
 
 def test_each_connection_option_arrives_as_its_bus_config_keyword(tmp_path) -> None:
@@ -13,7 +14,7 @@ def test_each_connection_option_arrives_as_its_bus_config_keyword(tmp_path) -> N
         file.write_text("")
     seen: list[Connection] = []
 
-    @with_connection_options
+    @with_option_groups
     def probe(name: str, connection: Connection = None, loud: bool = False) -> None:  # type: ignore[assignment]
         seen.append(connection)
         typer.echo(f"{name} {loud}")
@@ -46,7 +47,7 @@ def test_each_connection_option_arrives_as_its_bus_config_keyword(tmp_path) -> N
 def test_options_left_out_are_none_so_the_environment_decides() -> None:
     seen: list[Connection] = []
 
-    @with_connection_options
+    @with_option_groups
     def probe(connection: Connection = None) -> None:  # type: ignore[assignment]
         seen.append(connection)
 

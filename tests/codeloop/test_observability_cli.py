@@ -15,8 +15,8 @@ from agents.client import submit_task, watch_task
 from agents.messages import ModelNames, TaskResult, TaskSubmitted
 from agents.workspace import capture_snapshot
 from bus.connection import open_bus
-from codeloop.commands.trace import read_task_events
-from codeloop.config import client_bus_config
+from codeloop.cli.trace import read_task_events
+from codeloop.config.serve_note import client_bus_config
 from tests.codeloop.serve_support import CODELOOP, codeloop_env, running_serve
 from tests.e2e.conftest import make_repo, model
 

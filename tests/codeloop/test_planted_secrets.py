@@ -15,7 +15,7 @@ from mcp.client.streamable_http import streamable_http_client
 from agents.client import watch_task
 from bus.connection import open_bus
 from bus.envelope import Envelope
-from codeloop.config import client_bus_config
+from codeloop.config.serve_note import client_bus_config
 from tests.codeloop.serve_support import CODELOOP, codeloop_env, git
 from tests.redaction import secrets_corpus as planted
 

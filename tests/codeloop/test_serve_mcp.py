@@ -12,7 +12,7 @@ import pytest
 from agents.client import watch_task
 from bus.connection import open_bus
 from bus.envelope import Envelope
-from codeloop.config import client_bus_config
+from codeloop.config.serve_note import client_bus_config
 from tests.codeloop.serve_support import http_client, running_serve
 
 pytestmark = pytest.mark.anyio

@@ -6,8 +6,10 @@ from pathlib import Path
 import pytest
 
 from agents.messages import TaskSubmitted
-from codeloop.config import ConfigError
-from codeloop.settings import check_submission, flag_values, load_settings
+from codeloop.config.checks import check_submission
+from codeloop.config.errors import ConfigError
+from codeloop.config.settings import load_settings
+from codeloop.config.task_options import TaskOptions
 
 SCRIPT = "def answer(messages, info):\n    return None\n\n\ndef other(messages, info):\n    return None\n"
 
@@ -69,7 +71,7 @@ def test_each_value_comes_from_the_highest_layer_that_sets_it_and_says_which(
     assert settings.pipelines == {"secure": ["plan:planner", "review:security-reviewer"]}
 
     # `--model` sets every role, over a file's role entry (CLI contract); a flag budget over both files.
-    flagged = load_settings(repo=repo, flags=flag_values(model=answer, max_steps=3), environ={})
+    flagged = load_settings(repo=repo, flags=TaskOptions(model=answer, max_steps=3).layer(), environ={})
     assert (flagged.models.planner, flagged.models.coder, flagged.budgets.max_steps) == (answer, answer, 3)
     assert flagged.values()["models.coder"]["where"] == "--model"
     assert flagged.models.fallbacks == {}
@@ -138,7 +140,7 @@ def test_a_submission_naming_an_unknown_pipeline_or_an_unpriced_cost_budget_is_r
         '[models]\ndefault = "function:models.py:answer"\n'
         '[pipelines]\nsecure = ["plan:planner", "verify:verifier"]\n',
     )
-    settings = load_settings(repo=repo, flags=flag_values(cost_budget=1.0), environ={})
+    settings = load_settings(repo=repo, flags=TaskOptions(cost_budget=1.0).layer(), environ={})
     task = TaskSubmitted(text="t", repo=str(repo), models=settings.models, budgets=settings.budgets)
     with pytest.raises(
         ConfigError,
@@ -153,7 +155,7 @@ def test_a_submission_naming_an_unknown_pipeline_or_an_unpriced_cost_budget_is_r
         '[models]\ndefault = "function:models.py:answer"\n[model_settings."function:models.py:answer"]\n'
         'input_usd_per_mtok = 1.0\noutput_usd_per_mtok = 2.0\n[pipelines]\nsecure = ["plan:planner"]\n'
     )
-    settings = load_settings(repo=repo, flags=flag_values(cost_budget=1.0), environ={})
+    settings = load_settings(repo=repo, flags=TaskOptions(cost_budget=1.0).layer(), environ={})
     task = TaskSubmitted(text="t", repo=str(repo), models=settings.models, budgets=settings.budgets)
     check_submission(task, settings=settings, pipeline="secure")
     check_submission(task, settings=settings, pipeline="fix")

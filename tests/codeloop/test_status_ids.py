@@ -12,7 +12,7 @@ import pytest
 
 from bus.connection import open_bus
 from codeloop import __version__
-from codeloop.config import client_bus_config
+from codeloop.config.serve_note import client_bus_config
 from tests.codeloop.serve_support import CODELOOP, codeloop_env, running_serve
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

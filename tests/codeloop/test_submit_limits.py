@@ -12,7 +12,7 @@ import pytest
 from bus.connection import open_bus
 from bus.errors import PayloadTooLarge
 from bus.validation import MAX_TASK_TEXT_BYTES
-from codeloop.config import client_bus_config
+from codeloop.config.serve_note import client_bus_config
 from tests.codeloop.serve_support import CODELOOP, codeloop_env, running_serve
 
 pytestmark = pytest.mark.anyio

@@ -14,9 +14,9 @@ from mcp_types import ResourceUpdatedNotification
 
 from bus.config import BusConfig
 from bus.connection import open_bus
-from codeloop.config import client_config_for
-from codeloop.tasks_backend import BusTasks, check_submission
-from codeloop.wiring import serve
+from codeloop.config.serve_note import client_config_for
+from codeloop.services.tasks_backend import BusTasks, check_submission
+from codeloop.wiring.process import Hosting, Workers, serve
 from tests.e2e.conftest import make_repo
 from tool_servers.protocol.spec import ServerOptions
 from tool_servers.tasks.backend import Submission, SubmissionRefused
@@ -33,7 +33,11 @@ async def server(tmp_path: Path) -> AsyncIterator[Any]:
     async with anyio.create_task_group() as tg:
         note = await tg.start(
             lambda task_status: serve(
-                config, roles=("orchestrator",), stop=stop, metrics=None, task_status=task_status
+                config,
+                stop=stop,
+                workers=Workers(roles=("orchestrator",)),
+                hosting=Hosting(metrics=None),
+                task_status=task_status,
             )
         )
         async with open_bus(client_config_for(config, note)) as bus:
@@ -86,28 +90,28 @@ def test_the_submission_check_names_what_is_wrong(tmp_path: Path) -> None:
         return Submission(**{"principal": "p", "text": "t", "repo": tmp_path, "mode": "read", **changes})
 
     for changes, field in [
-        ({"models": {"default": "nosuch:model"}}, "model"),
-        ({"models": {"coder": "noprefix"}}, "coder_model"),
-        ({"models": {"planner": f"function:{tmp_path}/missing.py:decide"}}, None),
-        ({"budgets": {"max_revisions": -1}}, "max_revisions"),
-        ({"budgets": {"timeout_s": 0}}, "timeout_s"),
-        ({"budgets": {"token_budget": 0}}, "token_budget"),
-        ({"pipeline": "nosuch"}, "pipeline"),
+        ({"options": {"model": "nosuch:model"}}, "model"),
+        ({"options": {"coder_model": "noprefix"}}, "coder_model"),
+        ({"options": {"planner_model": f"function:{tmp_path}/missing.py:decide"}}, None),
+        ({"options": {"max_revisions": -1}}, "max_revisions"),
+        ({"options": {"timeout_s": 0}}, "timeout_s"),
+        ({"options": {"token_budget": 0}}, "token_budget"),
+        ({"options": {"pipeline": "nosuch"}}, "pipeline"),
     ]:
         with pytest.raises(SubmissionRefused) as refused:
             check_submission(submission(**changes))
         if field is not None:
             assert refused.value.details.get("field") == field and field in str(refused.value)
     names, budgets, pipeline = check_submission(
-        submission(budgets={"max_steps": 3, "timeout_s": 60}, pipeline="explain")
+        submission(options={"max_steps": 3, "timeout_s": 60, "pipeline": "explain"})
     )
     assert (budgets.max_steps, budgets.deadline_s, pipeline.name) == (3, 60, "explain")
     # The repository's configuration gives what the client left out, and declares its pipelines.
     (tmp_path / "codeloop.toml").write_text('[budgets]\nmax_steps = 7\n[pipelines]\nquick = ["code:coder"]\n')
-    names, budgets, pipeline = check_submission(submission(mode="write", pipeline="quick"))
+    names, budgets, pipeline = check_submission(submission(mode="write", options={"pipeline": "quick"}))
     assert (budgets.max_steps, pipeline.stages) == (7, ["code:coder"])
     with pytest.raises(SubmissionRefused, match="no pipeline named 'quik'; known: .*quick") as refused:
-        check_submission(submission(pipeline="quik"))
+        check_submission(submission(options={"pipeline": "quik"}))
     assert refused.value.details["field"] == "pipeline"
 
 
@@ -120,7 +124,7 @@ def test_model_keys_are_checked_here_unless_the_workers_hold_them(
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
 
     def submission(model: str) -> Submission:
-        return Submission(principal="p", text="t", repo=tmp_path, mode="read", models={"default": model})
+        return Submission(principal="p", text="t", repo=tmp_path, mode="read", options={"model": model})
 
     with pytest.raises(SubmissionRefused, match="ANTHROPIC_API_KEY") as refused:
         check_submission(submission("anthropic:claude-sonnet-4-5"))

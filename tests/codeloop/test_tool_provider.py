@@ -6,7 +6,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from codeloop.tool_provider import InProcessTools
+from codeloop.wiring.tools import InProcessTools
 from tool_servers.search.embedding.embed_cache import EmbeddingCache, default_cache_dir
 
 pytestmark = pytest.mark.anyio

@@ -59,15 +59,18 @@ async def pipeline(tmp_path: Path) -> AsyncIterator[Callable]:
     from bus.actor import DeliveryPolicy
     from bus.config import BusConfig
     from bus.connection import open_bus
-    from codeloop.config import client_config_for
-    from codeloop.wiring import serve
+    from codeloop.config.serve_note import client_config_for
+    from codeloop.wiring.process import Workers, serve
 
     config = BusConfig(state_dir=tmp_path / "state")
     stop = anyio.Event()
     async with anyio.create_task_group() as tg:
         note = await tg.start(
             lambda task_status: serve(
-                config, stop=stop, actor_policy=DeliveryPolicy(ack_wait_s=10), task_status=task_status
+                config,
+                stop=stop,
+                workers=Workers(policy=DeliveryPolicy(ack_wait_s=10)),
+                task_status=task_status,
             )
         )
         client_config = client_config_for(config, note)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agents.messages import ModelNames, TaskSubmitted
-from codeloop.commands.trace import read_task_events
+from codeloop.cli.trace import read_task_events
 from tests.e2e.conftest import CALC, make_repo, model
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

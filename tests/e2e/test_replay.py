@@ -15,7 +15,7 @@ from agents.replay.exact import exact_replay
 from agents.replay.session import divergences_of, replay_submission
 from agents.replay.store import load_runs, save_run
 from agents.workspace.scratch import OWNER_SUFFIX
-from codeloop.tool_provider import InProcessTools
+from codeloop.wiring.tools import InProcessTools
 from tests.e2e.conftest import make_repo, model
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -49,8 +49,8 @@ async def pipeline(tmp_path: Path) -> AsyncIterator[Callable]:
     from bus.actor import DeliveryPolicy
     from bus.config import BusConfig
     from bus.connection import open_bus
-    from codeloop.config import client_config_for
-    from codeloop.wiring import serve
+    from codeloop.config.serve_note import client_config_for
+    from codeloop.wiring.process import RoleSetup, Workers, serve
 
     config = BusConfig(state_dir=tmp_path / "state")
     tools = ChangeableTools()
@@ -60,8 +60,8 @@ async def pipeline(tmp_path: Path) -> AsyncIterator[Callable]:
             lambda task_status: serve(
                 config,
                 stop=stop,
-                tools=tools,
-                actor_policy=DeliveryPolicy(ack_wait_s=10),
+                workers=Workers(policy=DeliveryPolicy(ack_wait_s=10)),
+                setup=RoleSetup(tools=tools),
                 task_status=task_status,
             )
         )

@@ -23,7 +23,7 @@ from agents.messages import ModelNames, TaskResult, TaskSubmitted
 from agents.workspace import capture_snapshot
 from bus.config import BusConfig
 from bus.connection import open_bus
-from codeloop.commands.trace import read_task_events
+from codeloop.cli.trace import read_task_events
 from tests.e2e.conftest import make_repo, model
 from tests.processes import stop_process
 from tests.redaction import secrets_corpus as planted

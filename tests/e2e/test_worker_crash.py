@@ -15,8 +15,8 @@ from agents.workspace import capture_snapshot
 from bus.actor import DeliveryPolicy
 from bus.config import BusConfig
 from bus.connection import open_bus
-from codeloop.config import client_config_for
-from codeloop.wiring import serve
+from codeloop.config.serve_note import client_config_for
+from codeloop.wiring.process import Workers, serve
 from tests.e2e.conftest import make_repo, model
 from tests.processes import stop_process
 
@@ -54,9 +54,8 @@ async def test_a_coder_killed_mid_run_is_replaced_and_the_task_finishes_once(tmp
             note = await tg.start(
                 lambda task_status: serve(
                     config,
-                    roles=ROLES_HERE,
                     stop=stop,
-                    actor_policy=DeliveryPolicy(ack_wait_s=2),
+                    workers=Workers(roles=ROLES_HERE, policy=DeliveryPolicy(ack_wait_s=2)),
                     task_status=task_status,
                 )
             )

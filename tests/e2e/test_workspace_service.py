@@ -24,8 +24,8 @@ from agents.workspace.messages import (
 from bus.config import BusConfig
 from bus.connection import open_bus
 from bus.requests import request
-from codeloop.config import client_config_for
-from codeloop.wiring import serve
+from codeloop.config.serve_note import client_config_for
+from codeloop.wiring.process import Workers, serve
 from tests.codeloop.serve_support import http_client
 from tests.e2e.conftest import make_repo, model
 from tests.processes import stop_process
@@ -111,7 +111,9 @@ async def test_a_coder_works_only_through_the_workspace_service_which_holds_no_k
     with anyio.fail_after(300):
         async with anyio.create_task_group() as tg:
             note = await tg.start(
-                lambda task_status: serve(config, roles=ROLES_HERE, stop=stop, task_status=task_status)
+                lambda task_status: serve(
+                    config, stop=stop, workers=Workers(roles=ROLES_HERE), task_status=task_status
+                )
             )
             client = client_config_for(config, note)
             if client.user:

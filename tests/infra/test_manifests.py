@@ -14,7 +14,7 @@ import yaml
 from agents.messages import LLM_ROLES
 from bus.server import find_nats_server
 from bus.subjects import RoleAddress
-from codeloop.wiring import DEFAULT_ROLES
+from codeloop.wiring.roles import DEFAULT_ROLES
 from infra.checks import manifests
 from infra.checks.kustomize import Resource, build
 from tests.infra.conftest import ROOT

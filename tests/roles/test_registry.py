@@ -11,8 +11,13 @@ from agents.orchestrator.stages.review import REVIEW
 from agents.runtime.api import define_role, result_of
 from agents.runtime.plugins import load_roles
 from agents.runtime.role import StepError
-from codeloop.pipelines import PipelineConfigError, configured_pipelines, resolve_pipeline, role_problems
-from codeloop.wiring import unknown_role_problem
+from codeloop.config.pipelines import (
+    PipelineConfigError,
+    configured_pipelines,
+    resolve_pipeline,
+    role_problems,
+)
+from codeloop.wiring.roles import unknown_role_problem
 from tests.roles.plugin_points import with_samples
 
 

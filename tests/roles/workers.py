@@ -40,7 +40,7 @@ async def serving(
 async def client_bus(home: Path, note: dict[str, Any]) -> AsyncIterator[Any]:
     from bus.config import BusConfig
     from bus.connection import open_bus
-    from codeloop.config import ServeNote, client_config_for
+    from codeloop.config.serve_note import ServeNote, client_config_for
 
     config = client_config_for(BusConfig(state_dir=home), ServeNote.model_validate(note))
     async with open_bus(config) as bus:

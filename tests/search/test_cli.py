@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from codeloop.cli import app
-from codeloop.commands._common import EXIT_FAILURE
+from codeloop.cli.common import EXIT_FAILURE
 
 HIT_KEYS = {"path", "start_line", "end_line", "symbol", "score", "snippet"}
 

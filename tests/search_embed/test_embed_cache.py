@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codeloop.config import tool_server_config
+from codeloop.config.environment import tool_server_config
 from tool_servers.search.embedding.embed import CachedEmbedder, Embedder
 from tool_servers.search.embedding.embed_cache import (
     EmbeddingCache,
@@ -84,7 +84,7 @@ _READER = textwrap.dedent(
     import json, sys
     from pathlib import Path
     from tool_servers.search.embedding.embed import CachedEmbedder
-    from codeloop.config import tool_server_config
+    from codeloop.config.environment import tool_server_config
     from tool_servers.search.embedding.embed_cache import EmbeddingCache, default_cache_dir
 
     class RefusingEmbedder:

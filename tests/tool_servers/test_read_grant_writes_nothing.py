@@ -20,7 +20,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from codeloop.config import root_home
+from codeloop.config.environment import root_home
 from tests.tool_servers.ts_helpers import git, http_server, stdio_params
 from tool_servers.protocol.audit import verify_log
 

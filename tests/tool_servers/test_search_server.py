@@ -12,7 +12,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from codeloop.config import root_home
+from codeloop.config.environment import root_home
 from tests.tool_servers.ts_conformance import assert_valid
 from tests.tool_servers.ts_helpers import CODELOOP
 from tool_servers.search.embedding.embed import CachedEmbedder, load_embedder

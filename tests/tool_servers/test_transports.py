@@ -128,7 +128,7 @@ async def test_serve_http_runs_in_a_task_group_and_stops_on_cancel(repo: Path, t
 
 async def test_the_default_audit_log_lives_in_the_home_not_under_the_root(repo: Path) -> None:
     """A read grant writes nothing under the root: the log is in CODELOOP_HOME/roots/<root>-<hash>/."""
-    from codeloop.config import root_home
+    from codeloop.config.environment import root_home
 
     with anyio.fail_after(30):
         async with Client(stdio_params("git", repo)) as client:

@@ -1,9 +1,13 @@
 """The backend the tasks server is written against: where tasks go and where their state comes from.
 
 The server owns the MCP side (tools, schemas, scopes, who is calling, confinement of `repo`);
-the backend owns the tasks. codeloop's backend (`codeloop.tasks_backend`) keeps everything on
-the bus: the submission, the owner of each task, its record, its events. The server keeps no
-state, so a restarted server (or another replica) sees the same tasks.
+the backend owns the tasks. codeloop's backend (`codeloop.services.tasks_backend`) keeps
+everything on the bus: the submission, the owner of each task, its record, its events. The
+server keeps no state, so a restarted server (or another replica) sees the same tasks.
+
+The backend also says which options a task takes beyond its text, repository and mode (models,
+budgets, a pipeline: `TasksBackend.task_options`): they are `submit_task`'s other arguments, so
+the tool offers exactly what the backend understands, with its names, ranges and descriptions.
 
 Every method takes the caller's principal: a task another principal submitted does not exist
 for this one (None, never "forbidden": no oracle for other people's task ids).
@@ -13,6 +17,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+from pydantic import BaseModel
 
 from tool_servers.tasks.views import Mode, TaskView
 
@@ -29,11 +35,9 @@ class Submission:
     repo: Path
     """Absolute, inside the server's root; captured as the task's snapshot at submission."""
     mode: Mode
-    models: dict[str, str | None] = field(default_factory=dict)
-    """`default`, `planner`, `coder`: names as the client gave them (None: not given)."""
-    budgets: dict[str, Any] = field(default_factory=dict)
-    """`max_steps`, `max_revisions`, `timeout_s`, `token_budget`: only those the client gave."""
-    pipeline: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    """The task options the client gave (`TasksBackend.task_options`' fields, by argument name:
+    `model`, `max_steps`, `pipeline`, ...); those it left out are not here."""
 
 
 class SubmissionRefused(ValueError):
@@ -50,6 +54,10 @@ class TooManyTasks(SubmissionRefused):
 
 
 class TasksBackend(Protocol):
+    task_options: type[BaseModel]
+    """The options a submission may carry beyond task, repo and mode: each field (all optional)
+    is an argument of `submit_task`, with its description and range."""
+
     async def submit(self, submission: Submission) -> str:
         """Submit and return the task id at once (the task runs elsewhere).
 

@@ -55,6 +55,7 @@ from tool_servers.tasks.views import (
     TaskList,
     TaskView,
     WaitTaskArgs,
+    submit_task_args,
 )
 
 RESOURCE_PREFIX = "codeloop://tasks/"
@@ -91,17 +92,7 @@ class TaskTools:
                 repo=args.repo,
             )
         submission = Submission(
-            principal=call.principal,
-            text=args.task,
-            repo=repo,
-            mode=args.mode,
-            models={"default": args.model, "planner": args.planner_model, "coder": args.coder_model},
-            budgets={
-                name: value
-                for name in ("max_steps", "max_revisions", "timeout_s", "token_budget")
-                if (value := getattr(args, name)) is not None
-            },
-            pipeline=args.pipeline,
+            principal=call.principal, text=args.task, repo=repo, mode=args.mode, options=args.task_options()
         )
         try:
             task_id = await self.backend.submit(submission)
@@ -188,7 +179,7 @@ def task_tools(tools: TaskTools) -> list[ToolSpec]:
             "The repository's working tree is captured now; the task works on that copy and never "
             "changes the checkout: a patch comes back in the result. Follow it with wait_task.",
             scope=Scope.READ,
-            input_model=SubmitTaskArgs,
+            input_model=submit_task_args(tools.backend.task_options),
             output_model=Submitted,
             handler=tools.submit,
             read_only=False,

@@ -1,14 +1,15 @@
 """What the tasks server's tools take and return: the arguments of each tool and the task view.
 
 These models are the tools' `inputSchema`/`outputSchema` (field docstrings become the
-descriptions a client shows). The view is what `get_task`, `wait_task`, `cancel_task`,
+descriptions a client shows). `submit_task`'s arguments are `SubmitTaskArgs` plus the task options
+its backend takes (`submit_task_args`). The view is what `get_task`, `wait_task`, `cancel_task`,
 `list_tasks` and the resource `codeloop://tasks/{task_id}` return; its `result`, once the task
 ended, is exactly the object `codeloop run --json` prints.
 """
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 Mode = Literal["read", "write", "execute"]
 MAX_TASK_TEXT_CHARS = 96 * 1024
@@ -22,6 +23,9 @@ _OUT = ConfigDict(use_attribute_docstrings=True)
 
 
 class SubmitTaskArgs(BaseModel):
+    """What every submission names: the task, its repository and its mode (the server checks
+    these); the backend's task options are added to it (`submit_task_args`)."""
+
     model_config = _ARGS
 
     task: str = Field(min_length=1, max_length=MAX_TASK_TEXT_CHARS)
@@ -31,25 +35,25 @@ class SubmitTaskArgs(BaseModel):
     mode: Mode = "read"
     """read: an answer only; write: a patch; execute: a patch checked by running the tests. May
     not exceed the grant: write needs the `write` scope, execute the `execute` scope."""
-    model: str | None = None
-    """Model of every LLM role: a pydantic-ai name (`openai-chat:...`, `anthropic:...`) or
-    `function:PATH.py:NAME`. None: the server's default (CODELOOP_MODEL); no model at all runs
-    the task in diagnose mode."""
-    planner_model: str | None = None
-    """The planner's model, overriding `model`."""
-    coder_model: str | None = None
-    """The coder's model, overriding `model`."""
-    pipeline: str | None = None
-    """A named pipeline: a built-in one (fix, explain, diagnose, echo) or one the configuration
-    declares under [pipelines]; None: chosen by the task."""
-    max_steps: int | None = Field(default=None, ge=1)
-    """Model requests, all roles together."""
-    max_revisions: int | None = Field(default=None, ge=0)
-    """Revisions after failed verification."""
-    timeout_s: float | None = Field(default=None, gt=0)
-    """The task's wall-clock deadline in seconds, from submission."""
-    token_budget: int | None = Field(default=None, ge=1)
-    """Input + output tokens, all roles together."""
+
+    def task_options(self) -> dict[str, Any]:
+        """The task options given (the fields beyond task, repo and mode that are not None)."""
+        return {
+            name: value
+            for name, value in self
+            if name not in SubmitTaskArgs.model_fields and value is not None
+        }
+
+
+def submit_task_args(task_options: type[BaseModel]) -> type[SubmitTaskArgs]:
+    """`submit_task`'s input model: `SubmitTaskArgs`, then every field of `task_options`."""
+    fields: dict[str, Any] = {
+        name: (info.annotation, info) for name, info in task_options.model_fields.items()
+    }
+    clash = set(fields) & set(SubmitTaskArgs.model_fields)
+    if clash:
+        raise ValueError(f"task options may not redefine {', '.join(sorted(clash))}")
+    return create_model("SubmitTaskArgs", __base__=SubmitTaskArgs, **fields)
 
 
 class TaskIdArgs(BaseModel):

@@ -9,7 +9,7 @@ the object a `StageKind`), the built-ins in codeloop's own `pyproject.toml` exac
 declares its own, as roles are under `codeloop.roles` (`agents/runtime/plugins.py`).
 `installed_kinds()` is the registry: the state machine reacts to a result through its stage's kind,
 the orchestrator's shell takes the results of every installed kind, a role serves an installed
-kind, the configuration's stage names are the installed kinds' (`codeloop.config_files`), and
+kind, the configuration's stage names are the installed kinds' (`codeloop.config.files`), and
 loading a kind registers its request and result with the bus. A new kind is therefore one module
 holding one `StageKind` plus its entry point.
 

@@ -1,0 +1,145 @@
+"""`codeloop sandbox exec`: run one command in a sandbox on a workspace.
+
+The contract other tools depend on, kept exactly:
+
+    codeloop sandbox exec --workspace DIR [--timeout S] [--memory-mb N] [--backend gvisor|process]
+                          [--network none] [--json] -- CMD [ARGS...]
+
+With `--json` it prints one `ExecResult` as JSON. Without it, it behaves like the command: the
+command's stdout and stderr, and its exit status, or 124 when the timeout killed it (as
+coreutils' timeout) and 137 when another limit did. 125 means the sandbox itself failed (as
+`docker run` and `timeout` use it), with a message on stderr saying why and how to fix it.
+"""
+
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from codeloop.cli.common import fail, usage_error
+
+EXIT_SANDBOX_FAILED = 125
+EXIT_TIMED_OUT = 124
+EXIT_KILLED_AT_LIMIT = 137
+
+sandbox_app = typer.Typer(
+    no_args_is_help=True,
+    help="Run commands in a gVisor sandbox (or the weaker process backend) on a workspace.",
+)
+
+
+@sandbox_app.command(
+    "exec",
+    context_settings={"allow_interspersed_args": False},
+    no_args_is_help=True,
+)
+def exec_command(
+    command: Annotated[
+        list[str], typer.Argument(help="The command and its arguments, after `--`.", metavar="CMD [ARGS...]")
+    ],
+    workspace: Annotated[
+        Path,
+        typer.Option("--workspace", help="Directory shown read-write at /workspace (the working directory)."),
+    ],
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout", min=0.001, help="Wall-clock limit in seconds; the command is killed after it."
+        ),
+    ] = 60.0,
+    memory_mb: Annotated[int, typer.Option("--memory-mb", min=64, help="Memory limit in MiB.")] = 1024,
+    backend: Annotated[
+        str | None,
+        typer.Option(
+            "--backend",
+            help="gvisor or process. Default: CODELOOP_SANDBOX (gvisor|process|auto), auto = gvisor when runsc works.",
+        ),
+    ] = None,
+    network: Annotated[
+        str, typer.Option("--network", help="Network of the sandbox; only `none` exists.")
+    ] = "none",
+    json_output: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help='Print {"exit_code", "stdout", "stderr", "timed_out", "backend", "duration_s", "truncated"} '
+            "instead of behaving like the command.",
+        ),
+    ] = False,
+) -> None:
+    """Run CMD in a sandbox on --workspace and report what it did.
+
+    Example: codeloop sandbox exec --workspace . --timeout 120 --json -- python -m pytest -q
+    """
+    import anyio
+
+    from codeloop.config.environment import tool_server_config
+    from sandbox.backend import open_sandbox, parse_policy
+    from sandbox.errors import PolicyError, SandboxError
+    from sandbox.limits import SandboxLimits
+    from sandbox.result import ExecResult
+
+    if network != "none":
+        raise usage_error(
+            f"--network {network!r} is not supported: sandboxes have no network; pass --network none"
+        )
+    if backend not in (None, "gvisor", "process"):
+        raise usage_error(f"--backend {backend!r} is not one of gvisor, process")
+    if not workspace.is_dir():
+        raise usage_error(f"--workspace {workspace} is not an existing directory")
+    try:
+        policy = parse_policy(tool_server_config().sandbox_policy)
+    except PolicyError as exc:
+        raise usage_error(f"{exc}; set it to gvisor, process or auto") from None
+
+    async def cancel_on_termination(scope: anyio.CancelScope) -> None:
+        # SIGTERM/SIGHUP would end Python at once and leave the sandbox running: cancel instead,
+        # so the sandbox is killed and deleted before we exit.
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+            async for _ in signals:
+                scope.cancel()
+                return
+
+    async def main() -> ExecResult | SandboxError | None:
+        outcome: ExecResult | SandboxError | None = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(cancel_on_termination, tg.cancel_scope)
+            try:
+                async with open_sandbox(
+                    workspace, limits=limits, backend=backend or "auto", policy=policy
+                ) as sandbox:
+                    outcome = await sandbox.exec(command)
+            except SandboxError as exc:  # caught here: the task group would wrap it in a group
+                outcome = exc
+            tg.cancel_scope.cancel()
+        return outcome
+
+    limits = SandboxLimits(timeout_s=timeout, memory_mb=memory_mb)
+    try:
+        result = anyio.run(main)
+    except KeyboardInterrupt:
+        raise fail("interrupted; the sandbox was killed and deleted", 130) from None
+    if isinstance(result, SandboxError):
+        raise fail(str(result), EXIT_SANDBOX_FAILED)
+    if result is None:
+        raise fail("terminated by a signal; the sandbox was killed and deleted", 143)
+    if json_output:
+        typer.echo(result.model_dump_json())
+        return
+    if result.warning and backend != "process":
+        # The weaker backend never runs silently; asked for by name, the command stays exact.
+        typer.echo(f"warning: {result.warning}", err=True)
+    sys.stdout.write(result.stdout)
+    sys.stdout.flush()
+    sys.stderr.write(result.stderr)
+    sys.stderr.flush()
+    if result.timed_out:
+        raise typer.Exit(EXIT_TIMED_OUT)
+    raise typer.Exit(EXIT_KILLED_AT_LIMIT if result.exit_code is None else result.exit_code)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `codeloop sandbox ...` to the root app."""
+    app.add_typer(sandbox_app, name="sandbox")

@@ -1,0 +1,117 @@
+"""A task on the command line: its text, repository and mode, its options (`TaskOptions` as flags),
+and the one function that turns them into a checked `TaskSubmitted` (or a usage error saying what
+is wrong), shared by `codeloop run` and `codeloop submit`.
+
+The options are the top layer of the configuration (`codeloop.config.settings`): what they leave
+out comes from the environment, the repository's `codeloop.toml` and the user's `config.toml`.
+Budgets are range-checked there, not by the option parser, so a bad one is the same one `error:`
+line whichever layer set it."""
+
+import inspect
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from codeloop.cli.common import read_text_argument, usage_error
+from codeloop.cli.option_groups import KEYWORD
+from codeloop.config.task_options import TaskOptions
+
+TaskArg = Annotated[str, typer.Argument(help="What to do, in words; @FILE for a file's text, - for stdin.")]
+RepoOpt = Annotated[Path, typer.Option("--repo", help="Repository the task is about.")]
+ModeOpt = Annotated[
+    str, typer.Option("--mode", help="read (answer) | write (patch) | execute (patch, run tests)")
+]
+
+
+@dataclass(frozen=True)
+class TaskFlags:
+    """`TaskOptions` as a command's flags: all of them, or `only` some; `help` replaces a flag's
+    help for this command, `after` places a flag after another parameter (see
+    `codeloop.cli.option_groups`)."""
+
+    only: Sequence[str] | None = None
+    help: Mapping[str, str] = field(default_factory=dict)
+    after: Mapping[str, str] = field(default_factory=dict)
+
+    def parameters(self) -> list[inspect.Parameter]:
+        spellings = TaskOptions.spellings()
+        return [
+            inspect.Parameter(
+                name,
+                KEYWORD,
+                default=None,
+                annotation=Annotated[
+                    TaskOptions.model_fields[name].annotation,  # type: ignore[name-defined]
+                    typer.Option(spellings[name].flag, help=self.help.get(name, spellings[name].help)),
+                ],
+            )
+            for name in (self.only or spellings)
+        ]
+
+    def build(self, values: dict[str, Any]) -> TaskOptions:
+        return TaskOptions(**values)
+
+
+def build_task(task: str, repo: Path, *, mode: str, options: TaskOptions, task_id: str | None = None) -> Any:
+    """The `TaskSubmitted` these options and the configuration describe (no snapshot yet), checked
+    by `codeloop.config.checks.check_submission`: nothing has started when this fails.
+
+    Raises:
+        typer.Exit: (2) after saying what is wrong: an unreadable or oversized text, a missing
+            repository, an unknown mode, a malformed configuration file, a model that cannot be
+            resolved or called from here, a bad budget, a pipeline that is not declared or cannot
+            run (unknown kind, impossible order).
+    """
+    from pydantic import ValidationError
+
+    from agents.messages import TaskSubmitted
+    from bus.validation import MAX_TASK_TEXT_BYTES, submission_problems
+    from codeloop.config.checks import check_submission
+    from codeloop.config.errors import ConfigError
+    from codeloop.config.settings import load_settings
+
+    text = read_text_argument(task, what="task text", max_bytes=MAX_TASK_TEXT_BYTES)
+    if not repo.is_dir():
+        raise usage_error(f"--repo {repo} is not a directory")
+    problems = submission_problems(task_id=task_id, text=text, repo=str(repo.resolve()), mode=mode)
+    if problems:
+        raise usage_error("; ".join(problems))
+    try:
+        settings = load_settings(repo=repo, flags=options.layer("flag"))
+        submitted = TaskSubmitted(
+            text=text,
+            repo=str(repo.resolve()),
+            mode=mode,  # type: ignore[arg-type]
+            budgets=settings.budgets,
+            models=settings.models,
+            interactive=sys.stdin.isatty(),
+            pipeline=_pipeline_choice(options.pipeline, repo, mode=mode, settings=settings),
+        )
+        check_submission(submitted, settings=settings)
+    except ConfigError as exc:
+        raise usage_error(str(exc)) from None
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        raise usage_error(f"invalid task: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    return submitted
+
+
+def _pipeline_choice(name: str | None, repo: Path, *, mode: str, settings: Any) -> Any:
+    """The checked `PipelineChoice` of `--pipeline` (None without one).
+
+    Raises:
+        typer.Exit: (2) an unknown name, an unknown kind or an impossible order.
+    """
+    if name is None:
+        return None
+    from agents.orchestrator.pipeline import PipelineError, choice_of
+    from codeloop.config.pipelines import resolve_pipeline
+
+    try:
+        return choice_of(resolve_pipeline(name, repo.resolve(), mode=mode, settings=settings))
+    except PipelineError as exc:
+        raise usage_error(f"--pipeline: {exc}") from None

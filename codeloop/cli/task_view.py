@@ -1,0 +1,107 @@
+"""How a task looks on the terminal: the live status line while it runs (`run`, `replay`), the
+summary once it ended, and the question a high-risk tool call asks the person at the terminal."""
+
+import sys
+import time
+from typing import Any
+
+import typer
+
+
+class LiveView:
+    """One status line on stderr: stage, step, last event, tokens, elapsed."""
+
+    def __init__(self, *, enabled: bool, bus: Any = None, ask: bool = False) -> None:
+        self.enabled = enabled
+        self.bus = bus
+        self.ask = ask
+        self.started = time.monotonic()
+        self.tokens = 0
+        self.stage = "submitted"
+        self.tty = sys.stderr.isatty()
+
+    def line(self, text: str) -> None:
+        if not self.enabled:
+            return
+        elapsed = time.monotonic() - self.started
+        out = f"[{elapsed:6.1f}s] {self.stage:<11} {self.tokens:>7} tok  {text}"
+        if self.tty:
+            sys.stderr.write("\r\033[K" + out[:160])
+        else:
+            sys.stderr.write(out + "\n")
+        sys.stderr.flush()
+
+    async def on_event(self, envelope: Any) -> None:
+        payload = envelope.payload
+        if envelope.kind == "event":
+            data = payload.get("data") or {}
+            if payload.get("name") == "confirmation_requested" and self.ask:
+                await self._confirm(envelope.task_id, data)
+                return
+            if payload.get("name") == "transition" and data.get("status"):
+                self.stage = data["status"]
+            if payload.get("name") == "model_call":
+                self.tokens += int(data.get("input_tokens", 0)) + int(data.get("output_tokens", 0))
+            self.line(payload.get("message", "")[:110])
+        elif envelope.kind == "dead_letter":
+            self.line(f"dead letter: {payload.get('error', '')[:100]}")
+
+    async def _confirm(self, task_id: str, data: dict) -> None:
+        """Ask the person at this terminal; anything but yes is a refusal."""
+        import anyio
+
+        from agents.runtime.confirmations import answer
+
+        question = data.get("question", "a high-risk action")
+        reply = await anyio.to_thread.run_sync(
+            lambda: _prompt(f"\n{question} [y/N] "), abandon_on_cancel=True
+        )
+        approved = reply.strip().lower() in ("y", "yes")
+        await answer(self.bus, task_id, approve=approved, request_id=data.get("request_id"))
+
+    def close(self) -> None:
+        if self.enabled and self.tty:
+            sys.stderr.write("\n")
+
+
+def _prompt(question: str) -> str:
+    try:
+        return input(question)
+    except EOFError:
+        return ""
+
+
+def summary(result: Any) -> None:
+    """The ended task in words: status, files, verification, usage, report, answer, patch."""
+    typer.echo(
+        f"task {result.task_id}: {result.status}"
+        + (f" ({result.failure_class})" if result.failure_class else "")
+    )
+    if result.files_changed:
+        typer.echo("files changed: " + ", ".join(result.files_changed))
+    verification = result.verification
+    if verification.verdict:
+        typer.echo(f"verification: {verification.verdict}")
+        for check in verification.checks:
+            typer.echo(
+                f"  {'ok  ' if check.get('ok') else 'FAIL'} {check.get('name')}: {check.get('summary', '')}"
+            )
+        if verification.preexisting:
+            typer.echo(
+                "  failing before the patch too, not blamed: " + ", ".join(verification.preexisting[:10])
+            )
+    usage = result.usage
+    cost = f", ${usage['cost_usd']:.4f}" if usage.get("cost_usd") is not None else ""
+    typer.echo(
+        f"usage: {usage.get('requests', 0)} model requests, {usage.get('input_tokens', 0)}+"
+        f"{usage.get('output_tokens', 0)} tokens{cost}, {usage.get('wall_s', 0):.1f} s"
+    )
+    if result.report:
+        typer.echo("")
+        typer.echo(result.report)
+    if result.answer and result.answer != result.report:
+        typer.echo("")
+        typer.echo(result.answer)
+    if result.patch:
+        typer.echo("")
+        typer.echo(result.patch.rstrip())

@@ -1,0 +1,98 @@
+"""`codeloop trace TASK_ID [--json]`: a task's timeline from its events, as a tree or as JSON."""
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from codeloop.cli.common import fail, usage_error
+from codeloop.cli.connection import Connection, JsonOpt, run_async
+from codeloop.cli.option_groups import with_option_groups
+
+FIRST_EVENT_TIMEOUT_S = 2.0
+"""A task's stored events arrive at once; this long without any means it has none."""
+
+
+async def read_task_events(bus: Any, task_id: str) -> list[Any]:
+    """Every envelope stored on the task's event subjects so far, in stream order."""
+    from nats.js.api import DeliverPolicy
+
+    from bus import subjects
+    from bus.connection import nats_errors
+    from bus.envelope import parse_envelope
+    from bus.errors import BusError, MalformedMessage
+
+    envelopes = []
+    with nats_errors():
+        sub = await bus.js.subscribe(
+            subjects.task_events(task_id), ordered_consumer=True, deliver_policy=DeliverPolicy.ALL
+        )
+    try:
+        while True:
+            try:
+                with nats_errors():
+                    msg = await sub.next_msg(timeout=FIRST_EVENT_TIMEOUT_S)
+            except TimeoutError:
+                break
+            try:
+                envelopes.append(parse_envelope(msg.data))
+            except MalformedMessage:
+                pass
+            if msg.metadata.num_pending == 0:
+                break
+    finally:
+        try:
+            with nats_errors():
+                await sub.unsubscribe()
+        except BusError:
+            pass
+    return envelopes
+
+
+@with_option_groups
+def trace(
+    task_id: Annotated[str, typer.Argument(help="Task id printed by `codeloop submit` or `codeloop run`.")],
+    *,
+    connection: Connection,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show a task's timeline: each role's steps with their model calls and tool calls (durations,
+    tokens, outcomes) and the plan's revisions, from the task's events."""
+    from bus import subjects
+    from bus.connection import open_bus
+    from codeloop.config.serve_note import client_bus_config
+    from codeloop.observe.render import timeline_tree
+    from codeloop.observe.timeline import build_timeline
+
+    if not subjects.is_token(task_id):
+        raise usage_error(f"task id {task_id[:80]!r} may only contain letters, digits, '-' and '_'")
+
+    async def main() -> tuple[list[Any], Any]:
+        from agents.orchestrator.records import TaskRecords
+
+        config = client_bus_config(**connection)
+        async with open_bus(config) as bus:
+            envelopes = await read_task_events(bus, task_id)
+            state = await (await TaskRecords.open(bus)).get(task_id) if envelopes else None
+            return envelopes, state
+
+    envelopes, state = run_async(main)
+    if not envelopes:
+        raise fail(f"no events of task {task_id!r} (see `codeloop status` for the tasks there are)")
+    timeline = build_timeline(task_id, envelopes)
+    if state is not None:
+        timeline.configuration = {
+            "mode": state.task.mode,
+            "models": state.task.models.model_dump(mode="json"),
+            "budgets": state.task.budgets.model_dump(mode="json"),
+        }
+    if as_json:
+        typer.echo(json.dumps(timeline.model_dump(mode="json")))
+        return
+    from rich.console import Console
+
+    Console(soft_wrap=True).print(timeline_tree(timeline))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(trace)

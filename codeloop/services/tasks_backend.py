@@ -1,0 +1,414 @@
+"""The tasks server's backend on the bus (`tool_servers.tasks.backend.TasksBackend`).
+
+Everything lives on the bus, nothing in this process, so a restarted tasks server (or serve)
+answers for the tasks submitted before:
+
+- a submission is checked (`check_submission`: its `TaskOptions` over the configuration), its
+  tree captured as a snapshot, and it is published on `codeloop.task.submit` like `codeloop
+  submit` does;
+- who submitted it is the key `owner.<principal hash>.<task_id>` in the task bucket, written
+  before the task is published; a principal sees a task only if its own key exists, and lists
+  its tasks by its key prefix;
+- the view is read from the task's record (`TaskState`) and, for a pending confirmation, from
+  the task's last `confirmation_requested` event and its request key (`agents.runtime.confirmations`);
+- waiting follows the task's events (an ordered consumer from "now", re-made after a
+  reconnect), and the change feed behind resource notifications is a plain subscription to
+  every task's events: nothing polls the bucket.
+"""
+
+import contextlib
+import hashlib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio
+from nats.js.api import ConsumerConfig, DeliverPolicy
+
+from agents.client import cancel_task, is_final, new_task_id, submit_task
+from agents.messages import TERMINAL_STATUSES, Budgets, ModelNames, PipelineChoice, TaskState, TaskSubmitted
+from agents.orchestrator.pipeline import PipelineError, choice_of, parse_pipeline
+from agents.orchestrator.records import TaskRecords
+from agents.runtime.confirmations import PENDING
+from agents.runtime.confirmations import answer as answer_confirmation
+from agents.workspace import WorkspaceError, capture_snapshot
+from bus import subjects
+from bus.connection import Bus, nats_errors
+from bus.envelope import parse_envelope
+from bus.errors import BusError, MalformedMessage
+from bus.records import read
+from codeloop.config.checks import check_submission as check_settings
+from codeloop.config.errors import ConfigError
+from codeloop.config.pipelines import PipelineConfigError, check_served, resolve_pipeline
+from codeloop.config.settings import load_settings
+from codeloop.config.task_options import TaskOptions
+from tool_servers.tasks.backend import OnProgress, Submission, SubmissionRefused, TooManyTasks
+from tool_servers.tasks.views import PendingConfirmation, TaskView
+
+# Named as before the services package existed: logging configurations and filters name it.
+log = logging.getLogger("codeloop.tasks_backend")
+DEFAULT_MAX_RUNNING = 4
+"""Unfinished tasks one principal may have at a time; more are refused until one ends."""
+IDLE_PROGRESS_S = 10.0
+"""A waiting client hears a progress notification at least this often, so its own request
+timeout (often 60 s) does not expire during a long quiet step."""
+_RECONNECT_CHECK_S = 2.0
+
+
+def check_submission(
+    submission: Submission, *, credentials: bool = True
+) -> tuple[ModelNames, Budgets, PipelineChoice | None]:
+    """The submission's models, budgets and pipeline, checked the way `codeloop run` checks them.
+
+    With `credentials=False` the model keys are not looked for in this process's environment: the
+    workers on a remote bus hold them, and a model whose key they lack fails there, at its first
+    call, as it would for `codeloop submit` from a machine that has the key.
+
+    What the client gives (`TaskOptions`, by `submit_task` argument) is the top layer of the
+    configuration, as a command line is for `codeloop run`; the environment, the repository's
+    `codeloop.toml` and the user's file give the rest. The one place the tasks server validates
+    what a client asks for beyond the tool's schema.
+
+    Raises:
+        SubmissionRefused: an unknown model or provider, a missing `function:` file or credentials,
+            a budget out of range or unpriced, an unknown pipeline or one that cannot run; `field`
+            names the `submit_task` argument when one is to blame.
+    """
+    options = TaskOptions.from_arguments(submission.options)
+    try:
+        settings = load_settings(repo=submission.repo, flags=options.layer("argument"))
+        task = TaskSubmitted(
+            text=submission.text,
+            repo=str(submission.repo),
+            mode=submission.mode,
+            models=settings.models,
+            budgets=settings.budgets,
+        )
+        check_settings(task, settings=settings, credentials=credentials)
+    except ConfigError as exc:
+        message = str(exc)
+        field = TaskOptions.named_in(message, "argument")
+        raise SubmissionRefused(message, **({"field": field} if field else {})) from None
+    if options.pipeline is None:
+        return settings.models, settings.budgets, None
+    try:
+        pipeline = resolve_pipeline(
+            options.pipeline, submission.repo, mode=submission.mode, settings=settings
+        )
+    except (PipelineError, PipelineConfigError) as exc:
+        raise SubmissionRefused(f"pipeline: {exc}", field="pipeline") from None
+    return settings.models, settings.budgets, choice_of(pipeline)
+
+
+def _principal_key(principal: str) -> str:
+    return hashlib.sha256(principal.encode()).hexdigest()[:24]
+
+
+class BusTasks:
+    """`TasksBackend` over an open bus."""
+
+    task_options = TaskOptions.arguments_model()
+    """`submit_task`'s task options: `TaskOptions`, named by argument."""
+
+    def __init__(
+        self, bus: Bus, kv: Any, *, max_running: int = DEFAULT_MAX_RUNNING, check_credentials: bool = True
+    ) -> None:
+        self.bus = bus
+        self.kv = kv
+        self.records = TaskRecords(kv)
+        self.max_running = max_running
+        self.check_credentials = check_credentials
+
+    @classmethod
+    async def open(
+        cls, bus: Bus, *, max_running: int = DEFAULT_MAX_RUNNING, check_credentials: bool = True
+    ) -> "BusTasks":
+        """The backend on `bus`; `check_credentials=False`: the workers hold the model keys (see `check_submission`)."""
+        kv = await bus.kv(subjects.TASKS_BUCKET)
+        return cls(bus, kv, max_running=max_running, check_credentials=check_credentials)
+
+    # ownership
+
+    def _owner_key(self, principal: str, task_id: str) -> str:
+        return f"owner.{_principal_key(principal)}.{task_id}"
+
+    async def _submitted_at(self, principal: str, task_id: str) -> float | None:
+        """When `principal` submitted `task_id` (epoch seconds), or None when it did not."""
+        if not subjects.is_token(task_id):
+            return None
+        value = (await read(self.kv, self._owner_key(principal, task_id))).value
+        return float(json.loads(value)["submitted_at"]) if value else None
+
+    async def _own_ids(self, principal: str) -> list[str]:
+        prefix = f"owner.{_principal_key(principal)}."
+        kv_prefix = self.kv._pre  # `$KV.<bucket>.`: the bucket's keys are its stream's subjects
+        with nats_errors():
+            info = await self.kv._js.stream_info(self.kv._stream, subjects_filter=f"{kv_prefix}{prefix}>")
+        return [s.removeprefix(kv_prefix + prefix) for s in info.state.subjects or {}]
+
+    # TasksBackend
+
+    async def submit(self, submission: Submission) -> str:
+        models, budgets, pipeline = check_submission(submission, credentials=self.check_credentials)
+        running = [v for v in await self.list(submission.principal, status=None, limit=10_000) if not v.ended]
+        if len(running) >= self.max_running:
+            raise TooManyTasks(
+                f"{submission.principal} already has {len(running)} unfinished tasks (the cap is "
+                f"{self.max_running}); wait for one to end or cancel one, then submit again",
+                running=[v.task_id for v in running],
+                cap=self.max_running,
+            )
+        if pipeline is not None:  # before the snapshot: a role nothing serves is refused at once
+            try:
+                await check_served(
+                    self.bus, parse_pipeline(pipeline.name, pipeline.stages, mode=submission.mode)
+                )
+            except PipelineError as exc:
+                raise SubmissionRefused(f"pipeline: {exc}", field="pipeline") from None
+        try:
+            snapshot = await capture_snapshot(self.bus, submission.repo)
+        except WorkspaceError as exc:
+            raise SubmissionRefused(f"cannot capture {submission.repo}: {exc}") from None
+        task = TaskSubmitted(
+            text=submission.text,
+            repo=str(submission.repo),
+            mode=submission.mode,
+            budgets=budgets,
+            models=models,
+            snapshot=snapshot,
+            interactive=False,
+            pipeline=pipeline,
+        )
+        task_id = new_task_id()
+        owner = json.dumps({"principal": submission.principal, "submitted_at": time.time()}).encode()
+        owner_key = self._owner_key(submission.principal, task_id)
+        with nats_errors():
+            await self.kv.put(owner_key, owner)
+        try:
+            await submit_task(self.bus, task, task_id=task_id)
+        except BaseException:
+            # Not submitted: no owner record may claim a task that does not exist.
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await self.kv.delete(owner_key)
+            raise
+        return task_id
+
+    async def get(self, principal: str, task_id: str) -> TaskView | None:
+        submitted_at = await self._submitted_at(principal, task_id)
+        if submitted_at is None:
+            return None
+        return await self._view(task_id, submitted_at)
+
+    async def cancel(self, principal: str, task_id: str) -> TaskView | None:
+        view = await self.get(principal, task_id)
+        if view is None or view.ended:
+            return view
+        await cancel_task(self.bus, task_id, reason=f"cancelled by {principal} through the tasks server")
+        return view
+
+    async def list(self, principal: str, *, status: str | None, limit: int) -> list[TaskView]:
+        found = []
+        for task_id in await self._own_ids(principal):
+            submitted_at = await self._submitted_at(principal, task_id)
+            if submitted_at is None:
+                continue
+            view = await self._view(task_id, submitted_at)
+            if status is None or view.status == status:
+                found.append((submitted_at, view))
+        found.sort(key=lambda pair: pair[0], reverse=True)
+        return [view for _, view in found[:limit]]
+
+    async def answer(self, principal: str, task_id: str, request_id: str, *, approve: bool) -> bool | None:
+        if await self._submitted_at(principal, task_id) is None:
+            return None
+        return bool(await answer_confirmation(self.bus, task_id, approve=approve, request_id=request_id))
+
+    async def wait(
+        self, principal: str, task_id: str, *, timeout_s: float, on_progress: OnProgress, until_question: bool
+    ) -> TaskView | None:
+        submitted_at = await self._submitted_at(principal, task_id)
+        if submitted_at is None:
+            return None
+        follow = _EventFollower(self.bus, task_id)
+        try:
+            await follow.start()
+            view = await self._view(task_id, submitted_at)  # after subscribing: no event falls between
+            if view.ended:
+                return view
+            with anyio.move_on_after(timeout_s):
+                while True:
+                    with anyio.move_on_after(IDLE_PROGRESS_S) as idle:
+                        envelope = await follow.next()
+                    if idle.cancelled_caught:
+                        view = await self._view(task_id, submitted_at)
+                        await on_progress(view, f"still {view.status}")
+                        continue
+                    if is_final(envelope):
+                        return await self._final_view(task_id, submitted_at, envelope.payload)
+                    view = await self._view(task_id, submitted_at)
+                    await on_progress(view, _event_message(envelope))
+                    if until_question and _asks(envelope) and view.pending_confirmation is not None:
+                        return view
+            return await self._view(task_id, submitted_at)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await follow.close()
+
+    @asynccontextmanager
+    async def changes(self) -> AsyncIterator[AsyncIterator[str]]:
+        send, receive = anyio.create_memory_object_stream[str](1000)
+
+        async def on_message(msg: Any) -> None:
+            parts = msg.subject.split(".")
+            if len(parts) >= 4:
+                try:
+                    send.send_nowait(parts[2])
+                except anyio.WouldBlock:  # nobody reads fast enough: a dropped ping, not a stuck bus
+                    pass
+
+        with nats_errors():
+            sub = await self.bus.nc.subscribe(subjects.EVENTS_ALL, cb=on_message)
+        try:
+            async with receive:
+                yield receive
+        finally:
+            send.close()
+            with anyio.CancelScope(shield=True):
+                try:
+                    with nats_errors():
+                        await sub.unsubscribe()
+                except BusError:
+                    pass
+
+    # views
+
+    async def _view(self, task_id: str, submitted_at: float) -> TaskView:
+        state = await self.records.get(task_id)
+        if state is None:  # published, not yet taken by the orchestrator
+            return TaskView(
+                task_id=task_id, status="submitted", elapsed_s=round(time.time() - submitted_at, 3)
+            )
+        return _view_of(state, submitted_at, await self._pending(state))
+
+    async def _final_view(self, task_id: str, submitted_at: float, result: dict[str, Any]) -> TaskView:
+        view = await self._view(task_id, submitted_at)
+        if view.ended:
+            return view
+        # The result event can overtake a reader of the record: the event is the truth.
+        return view.model_copy(
+            update={
+                "status": result.get("status", view.status),
+                "result": result,
+                "pending_confirmation": None,
+            }
+        )
+
+    async def _pending(self, state: TaskState) -> PendingConfirmation | None:
+        if state.status in TERMINAL_STATUSES:
+            return None
+        subject = subjects.event(state.task_id, "confirmation_requested")
+        try:
+            with nats_errors():
+                msg = await self.bus.js.get_last_msg(subjects.EVENTS_STREAM, subject)
+        except BusError:
+            return None  # no confirmation was ever asked (NotFound) or the stream is away
+        try:
+            data = parse_envelope(msg.data).payload.get("data") or {}
+        except MalformedMessage:
+            return None
+        request_id = str(data.get("request_id", ""))
+        key = f"confirm.{subjects.token(state.task_id)}.{subjects.token(request_id)}"
+        if (await read(self.kv, key)).value != PENDING:
+            return None
+        return PendingConfirmation(
+            request_id=request_id,
+            question=str(data.get("question", "")),
+            timeout_s=float(data.get("timeout_s", 0)),
+        )
+
+
+def _view_of(state: TaskState, submitted_at: float, pending: PendingConfirmation | None) -> TaskView:
+    result = state.result.model_dump(mode="json") if state.result is not None else None
+    if result is not None:
+        elapsed = float(state.result.usage.get("wall_s") or (state.updated_at.timestamp() - submitted_at))
+    else:
+        elapsed = datetime.now(UTC).timestamp() - submitted_at
+    return TaskView(
+        task_id=state.task_id,
+        status=state.status,
+        stage=state.stage,
+        step=state.step_seq,
+        tokens=state.usage.tokens,
+        elapsed_s=round(max(elapsed, 0.0), 3),
+        mode=state.task.mode,
+        pending_confirmation=pending,
+        waiting_for=state.waiting_for,
+        result=result,
+    )
+
+
+def _asks(envelope: Any) -> bool:
+    return envelope.kind == "event" and envelope.payload.get("name") == "confirmation_requested"
+
+
+def _event_message(envelope: Any) -> str:
+    if envelope.kind == "event":
+        return str(envelope.payload.get("message") or envelope.payload.get("name") or "event")
+    return envelope.kind
+
+
+class _EventFollower:
+    """The task's events from the moment of `start`, across reconnects (the server restarted
+    and its consumers are gone: subscribe again after the last event seen)."""
+
+    def __init__(self, bus: Bus, task_id: str) -> None:
+        self.bus = bus
+        self.task_id = task_id
+        self.sub: Any = None
+        self.last_seq = 0
+        self.reconnects = 0
+
+    async def start(self) -> None:
+        self.reconnects = self.bus.nc.stats["reconnects"]
+        start: dict[str, Any] = {"deliver_policy": DeliverPolicy.NEW}
+        if self.last_seq:
+            start = {
+                "deliver_policy": DeliverPolicy.BY_START_SEQUENCE,
+                "config": ConsumerConfig(opt_start_seq=self.last_seq + 1),
+            }
+        with nats_errors():
+            self.sub = await self.bus.js.subscribe(
+                subjects.task_events(self.task_id), ordered_consumer=True, **start
+            )
+
+    async def next(self) -> Any:
+        while True:
+            try:
+                with nats_errors():
+                    msg = await self.sub.next_msg(timeout=_RECONNECT_CHECK_S)
+            except TimeoutError:
+                if self.bus.nc.stats["reconnects"] != self.reconnects and self.bus.nc.is_connected:
+                    await self.close()
+                    await self.start()
+                continue
+            seq = msg.metadata.sequence.stream
+            if seq <= self.last_seq:
+                continue
+            self.last_seq = seq
+            try:
+                return parse_envelope(msg.data)
+            except MalformedMessage:
+                continue
+
+    async def close(self) -> None:
+        if self.sub is not None and not self.bus.nc.is_closed:
+            try:
+                with nats_errors():
+                    await self.sub.unsubscribe()
+            except BusError:
+                pass
+        self.sub = None

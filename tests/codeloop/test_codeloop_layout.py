@@ -1,0 +1,74 @@
+"""codeloop's own layering (codeloop/cli/__init__.py, codeloop/wiring/__init__.py): the command line
+on top, the composition root below it, the services and the configuration under both; and the
+size rules every module keeps (functions that fit a screen, few parameters)."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "codeloop"
+# What each part of codeloop may import of the others (anything else of codeloop is a leaf:
+# errors, observe, evaluation, testing).
+MAY_NOT_IMPORT = {
+    "config": ("codeloop.cli", "codeloop.services", "codeloop.wiring"),
+    "services": ("codeloop.cli", "codeloop.wiring"),
+    "wiring": ("codeloop.cli",),
+    "evaluation": ("codeloop.cli",),
+    "observe": ("codeloop.cli",),
+}
+MAX_FUNCTION_LINES = 120
+MAX_PARAMETERS = 10
+
+
+def _imports(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module)
+    return found
+
+
+@pytest.mark.parametrize("part", sorted(MAY_NOT_IMPORT))
+def test_a_part_of_codeloop_imports_nothing_above_it(part: str) -> None:
+    """Our layering: nothing below the command line imports it; the services and the
+    configuration know nothing of the composition root that puts them together."""
+    forbidden = MAY_NOT_IMPORT[part]
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(m for m in _imports(path) if m.startswith(forbidden))
+        for path in sorted((PACKAGE / part).rglob("*.py"))
+    }
+    assert {path: bad for path, bad in offenders.items() if bad} == {}
+
+
+def test_the_command_line_loads_no_heavy_package_before_a_command_runs() -> None:
+    """Our choice (codeloop/cli/__init__.py): `codeloop --help` builds every command without
+    importing the agents, the bus, nats, mcp, torch or lancedb."""
+    heavy = ("agents", "bus", "nats", "mcp", "torch", "lancedb", "pydantic_ai", "codeloop.wiring")
+    code = "import sys, codeloop.cli; print('\\n'.join(sorted(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert [m for m in loaded.split() if m.split(".")[0] in heavy or m.startswith(heavy)] == []
+
+
+def test_functions_fit_a_screen_and_take_few_parameters() -> None:
+    """The project's rule: no function over 120 lines, none with more than 10 parameters."""
+    too_big = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            args = node.args
+            names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+            names += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+            parameters = len([n for n in names if n not in ("self", "cls")])
+            lines = (node.end_lineno or node.lineno) - node.lineno + 1
+            if lines > MAX_FUNCTION_LINES or parameters > MAX_PARAMETERS:
+                too_big.append(
+                    f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {lines} lines, {parameters} parameters"
+                )
+    assert too_big == []
