@@ -15,6 +15,7 @@ The home: `$CODELOOP_HOME`, default `~/.codeloop/`
     mcp-audit.jsonl         their audit log; mcp-audit-stdio.jsonl for `--tools-stdio` servers
     nats/                   the embedded NATS server's store
     work/                   scratch directories, one per task step
+    patches/<task id>.patch a patch `codeloop run --apply` did not apply, kept for the user
     index/                  the workers' code indexes
     roots/<name>-<hash>/    per served root: `codeloop mcp`'s audit.jsonl and index/
 """
@@ -36,6 +37,8 @@ WORKSPACES_AUDIT = "workspaces-audit.jsonl"
 """The workspace service's audit log of every tool call made through it (`serve --workspaces`)."""
 NATS_DIR = "nats"
 WORK_DIR = "work"
+PATCHES_DIR = "patches"
+"""Patches `codeloop run --apply` could not apply (or was not allowed to), one file per task."""
 INDEX_DIR = "index"
 ROOTS_DIR = "roots"
 ROOT_AUDIT = "audit.jsonl"

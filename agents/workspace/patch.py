@@ -135,8 +135,8 @@ async def apply_to_checkout(
     now = await scan_tree(repo, max_files=max_files, max_bytes=max_bytes)
     if now.digest() != ref.digest:
         raise CheckoutChanged(
-            f"{repo} changed since the task started (snapshot {ref.digest[:12]}, now {now.digest()[:12]}); "
-            "the patch was not applied: review it and apply it by hand with `git apply`, or run the task again"
+            f"the patch was not applied: {repo} changed since the task started "
+            f"(snapshot {ref.digest[:12]}, now {now.digest()[:12]})"
         )
     if not patch.strip():
         return
@@ -146,10 +146,10 @@ async def apply_to_checkout(
         cwd, "apply", "--check", *options, "-", scratch=False, input=data, check=False
     )
     if code != 0:
-        raise PatchDoesNotApply(f"the patch does not apply to {repo}; nothing was changed: {err}", stderr=err)
+        raise PatchDoesNotApply(f"the patch does not apply to {repo}; nothing was changed: {err.strip()}", stderr=err)
     code, _, err = await run_git(cwd, "apply", *options, "-", scratch=False, input=data, check=False)
     if code != 0:
-        raise PatchDoesNotApply(f"git apply failed on {repo}: {err}", stderr=err)
+        raise PatchDoesNotApply(f"git apply failed on {repo}: {err.strip()}", stderr=err)
 
 
 async def _apply_location(repo: Path) -> tuple[Path, list[str]]:

@@ -30,6 +30,11 @@ def fail(message: str, code: int = EXIT_FAILURE) -> typer.Exit:
     return typer.Exit(code)
 
 
+def plural(count: int, noun: str, plural_form: str | None = None) -> str:
+    """`1 file`, `2 files`, `0 files` (thousands separated): a count with its noun agreeing."""
+    return f"{count:,} {noun if count == 1 else (plural_form or noun + 's')}"
+
+
 def usage_error(message: str) -> typer.Exit:
     """`fail` with `EXIT_USAGE`: the command line (or a file it names) is what must change."""
     return fail(message, EXIT_USAGE)

@@ -6,12 +6,14 @@ captured as a snapshot first: the agents work on scratch copies, and the checkou
 with `--apply`, only if it still is the tree the task started from.
 """
 
+import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from codeloop.cli.common import fail
+from codeloop.cli.applying import ApplyOutcome, apply_result
+from codeloop.cli.common import fail, usage_error
 from codeloop.cli.connection import Connection, local_or_embedded_serve, run_async, setup_telemetry
 from codeloop.cli.option_groups import with_option_groups
 from codeloop.cli.task_options import ModeOpt, RepoOpt, TaskArg, TaskFlags, build_task
@@ -43,16 +45,32 @@ def run(
     retrieval and a real test run of the unmodified tree, and a report of what a model would do.
     Exit codes: 0 done or diagnosed, 3 handed off, 4 cancelled, 1 failed, 2 usage errors.
     """
+    if apply and mode == "read":
+        raise usage_error(
+            "--apply needs a patch, and read mode only answers: add --mode write (or execute) to change files"
+        )
     submitted = build_task(task, repo, mode=mode, options=options)
     setup_telemetry("run")
     result, snapshot = run_async(lambda: _run_task(submitted, connection, quiet=as_json))
-    if apply:
-        _apply(result, repo, snapshot)
+    # Applied (or refused) before printing, so the output says what happened to the checkout; a
+    # refusal still prints the result with its patch and names the file the patch was saved in.
+    outcome = apply_result(result, repo, snapshot, state_dir=connection["state_dir"]) if apply else None
     if as_json:
-        typer.echo(result.model_dump_json())
+        typer.echo(result_json(result, outcome))
     else:
         summary(result)
+    if outcome is not None and outcome.refused:
+        raise fail(outcome.message)
+    if outcome is not None:
+        typer.echo(outcome.message, err=True)
     raise typer.Exit(EXIT_CODES.get(result.status, 1))
+
+
+def result_json(result: Any, outcome: ApplyOutcome | None) -> str:
+    """The contract's result object; with `--apply`, also what became of the patch (`apply`)."""
+    if outcome is None:
+        return result.model_dump_json()
+    return json.dumps({**result.model_dump(mode="json"), "apply": outcome.model_dump(mode="json")})
 
 
 async def _run_task(task: Any, connection: Connection, *, quiet: bool) -> Any:
@@ -96,24 +114,6 @@ async def submit_and_follow(config: Any, task: Any, *, quiet: bool) -> Any:
         final = await watch_task(bus, envelope.task_id, view.on_event)
     view.close()
     return TaskResult.model_validate(final.payload), snapshot
-
-
-def _apply(result: Any, repo: Path, snapshot: Any) -> None:
-    """Write the patch into the checkout, only for a finished task and an unchanged checkout."""
-    import anyio
-
-    from agents.workspace import WorkspaceError, apply_to_checkout
-
-    if result.status != "done" or not result.patch:
-        typer.echo(
-            f"not applied: the task is {result.status}" + ("" if result.patch else " with no patch"), err=True
-        )
-        return
-    try:
-        anyio.run(lambda: apply_to_checkout(repo, snapshot, result.patch))
-    except WorkspaceError as exc:
-        raise fail(str(exc)) from None
-    typer.echo(f"applied the patch to {repo} ({len(result.files_changed)} files)", err=True)
 
 
 def register(app: typer.Typer) -> None:

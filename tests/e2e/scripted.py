@@ -271,3 +271,14 @@ def secret_then_clean(messages, info) -> ModelResponse:
             ]
         )
     return ModelResponse(parts=[TextPart("removed the hard-coded key" if sent_back else "fixed add")])
+
+
+def fix_while_the_checkout_changes(messages, info) -> ModelResponse:
+    """`fix`, but the first coder decision also appends a line to the file a task text line
+    `meanwhile: PATH` names: the user editing the checkout while the task runs."""
+    if not _is_planner(info) and not _returns(messages):
+        match = re.search(r"^meanwhile: (\S+)$", _prompt(messages), re.M)
+        if match:
+            with Path(match.group(1)).open("a") as edited:
+                edited.write("edited while the task ran\n")
+    return fix(messages, info)
