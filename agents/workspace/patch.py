@@ -146,7 +146,9 @@ async def apply_to_checkout(
         cwd, "apply", "--check", *options, "-", scratch=False, input=data, check=False
     )
     if code != 0:
-        raise PatchDoesNotApply(f"the patch does not apply to {repo}; nothing was changed: {err.strip()}", stderr=err)
+        raise PatchDoesNotApply(
+            f"the patch does not apply to {repo}; nothing was changed: {err.strip()}", stderr=err
+        )
     code, _, err = await run_git(cwd, "apply", *options, "-", scratch=False, input=data, check=False)
     if code != 0:
         raise PatchDoesNotApply(f"git apply failed on {repo}: {err.strip()}", stderr=err)

@@ -41,7 +41,9 @@ def apply_result(result: Any, repo: Path, snapshot: Any, *, state_dir: Path | No
     from agents.workspace import WorkspaceError, apply_to_checkout
 
     if not result.patch:
-        return ApplyOutcome(applied=False, refused=False, message=f"not applied: the task is {result.status} with no patch")
+        return ApplyOutcome(
+            applied=False, refused=False, message=f"not applied: the task is {result.status} with no patch"
+        )
     if result.status != "done":
         saved = save_patch(result, state_dir)
         return ApplyOutcome(
