@@ -52,6 +52,7 @@ from agents.messages.task import (
     LLM_ROLES,
     MAX_TASK_TEXT,
     TERMINAL_STATUSES,
+    Approval,
     Budgets,
     CancelTask,
     Finding,
@@ -98,6 +99,7 @@ register_payloads(
 )
 
 __all__ = [
+    "Approval",
     "BUILTIN_MODEL_ROLES",
     "LLM_ROLES",
     "MAX_TASK_TEXT",

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from agents.messages.steps import Context, Plan
-from agents.messages.task import ReviewRound, TaskResult, TaskStatus, TaskSubmitted, Usage
+from agents.messages.task import Approval, ReviewRound, TaskResult, TaskStatus, TaskSubmitted, Usage
 from agents.messages.verification import Baseline, VerificationReport
 from bus.messages import Message
 
@@ -71,6 +71,9 @@ class TaskState(Message):
     """Times the verifier sent the patch back for revision."""
     reviews: list[ReviewRound] = []
     """Every review so far, in order."""
+    approvals: list[Approval] = []
+    """Paths a person approved the coder changing (protected paths), with who approved: passed to
+    every verification and into the result."""
     review_feedback: str | None = None
     """A review's request for changes, for the coder's next revision; cleared once it answered."""
     stage_index: int | None = None

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from agents.messages.task import Finding, TaskSubmitted, Usage
+from agents.messages.task import Approval, Finding, TaskSubmitted, Usage
 from agents.messages.verification import Baseline, VerificationReport
 from bus.messages import Message
 
@@ -208,6 +208,8 @@ class CodeResult(StepResult):
     """What this step consumed; the orchestrator adds it to the task's and the role's totals."""
     tool_failures: int = 0
     """Consecutive failed tool calls at the end of the run."""
+    approvals: list[Approval] = []
+    """Paths the patch changes because a person approved the high-risk call that changed them."""
 
 
 class VerifyRequest(StepRequest):
@@ -231,6 +233,9 @@ class VerifyRequest(StepRequest):
     """Execute mode: what the task's example code raised in the repository on the starting tree
     (the retriever's `Context.raised`); the example no longer raising with the patch is evidence
     the problem is gone when no test shows it."""
+    approved_paths: list[str] = []
+    """Protected paths a person approved changing (the record's `approvals`): the patch's changes
+    there are judged on their merits, not failed as `patch.protected_path`."""
 
 
 class VerifyResult(StepResult):

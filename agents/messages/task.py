@@ -258,6 +258,23 @@ class ReviewRound(Message):
     """What it asked the coder to change."""
 
 
+class Approval(Message):
+    """A person's approval of a high-risk change: the coder wrote `path` only because they said yes.
+
+    Kept on the task's record and in its result, and passed to the verifier, which then judges the
+    change to `path` on its merits instead of failing it as a protected path."""
+
+    path: str
+    """Repository-relative path the approved action changed."""
+    approved_by: str
+    """Who approved, as their client named them (`alice with codeloop approve`, `alice at the
+    terminal`); `a person` when the client named nobody."""
+    request_id: str
+    """The confirmation request the approval answered."""
+    question: str
+    """What the person was asked."""
+
+
 class Verification(Message):
     """The verifier's verdict as the result object shows it."""
 
@@ -309,6 +326,8 @@ class TaskResult(Message):
     """Times the verifier or a review sent the patch back for revision."""
     reviews: list[ReviewRound] = []
     """Every review of the task, in order (empty without review stages)."""
+    approvals: list[Approval] = []
+    """The high-risk changes a person approved (protected paths the patch may change), in order."""
     usage: dict[str, Any] = {}
     """`requests`, `input_tokens`, `output_tokens`, `tool_calls`, `cost_usd` (as in `Usage`),
     `wall_s` (seconds from submission to the end) and `by_role` (a `Usage` per role name)."""

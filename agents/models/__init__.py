@@ -43,6 +43,7 @@ __all__ = [
     "load_function_model",
     "model_errors_as_agent_errors",
     "model_factory",
+    "silence_library_banner",
 ]
 
 
@@ -63,6 +64,7 @@ def build_model(
     Raises:
         ModelSpecError: a name cannot be resolved (checked now; API keys are checked at the first call).
     """
+    silence_library_banner()
     chain = name if isinstance(name, ModelChain) else ModelChain(names=[name])
     spend = Spend(limit_usd=cost_limit_usd)
     models = [
@@ -79,6 +81,17 @@ def build_model(
         for options in [chain.options.get(one, ModelOptions())]
     ]
     return models[0] if len(models) == 1 else FallbackChain(*models)
+
+
+def silence_library_banner() -> None:
+    """Keep pydantic-ai's first-run banner (an advertisement for its hosted observability service)
+    out of codeloop's interface: printed on stderr at an agent's first request, it tears through
+    the live view of every terminal run with a model. `BANNER_ENABLED` is the library's own switch
+    (read at every run, `pydantic_ai._display`); `PYDANTIC_AI_NO_BANNER` is its environment one,
+    which the CLI sets for the processes it starts."""
+    import pydantic_ai
+
+    pydantic_ai.BANNER_ENABLED = False
 
 
 def _retry_for(retry: RetryPolicy | None, options: ModelOptions) -> RetryPolicy:

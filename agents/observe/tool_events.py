@@ -108,7 +108,8 @@ def tool_call_data(
 
 
 async def _emit(bus: Bus, step: StepInfo, data: dict[str, Any]) -> None:
-    line = f"{data['server']}.{data['tool']} {data['outcome']} in {data['duration_ms']:.0f} ms"
+    kind = f" ({data['error_type']})" if data.get("error_type") else ""
+    line = f"{data['server']}.{data['tool']} {data['outcome']}{kind} in {data['duration_ms']:.0f} ms"
     await publish_event(bus, EVENT, line, data, step=step)
 
 

@@ -47,6 +47,7 @@ def build_result(state: TaskState, *, failure_class: str | None, report: str, no
         steps=state.usage.requests,
         revisions=state.revisions,
         reviews=list(state.reviews),
+        approvals=list(state.approvals),
         usage=usage,
         report=report,
         trace_id=state.trace_id,

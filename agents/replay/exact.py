@@ -23,6 +23,7 @@ from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
 from agents.messages import Plan, TaskResult
+from agents.models import silence_library_banner
 from agents.replay.compare import Comparer
 from agents.replay.errors import RecordingMissing
 from agents.replay.model import Divergence, RunRecording, excerpt
@@ -74,6 +75,7 @@ async def replay_run(source: RunRecording, *, comparer: Comparer) -> list[Diverg
     """Run `source` again against itself; its divergences."""
     info = RunInfo(task_id=source.task_id, role=source.role, step_id=source.step_id)
     hooks = RunHooks(info, bus=None, comparer=comparer, source=source, recorded_tools=True)
+    silence_library_banner()
     agent = Agent(
         FunctionModel(_never_called, model_name=f"replay:{source.task_id}"),
         output_type=OUTPUT_TYPES.get(source.role, str),

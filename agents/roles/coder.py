@@ -14,6 +14,7 @@ loop on repeated identical tool calls or too many consecutive tool failures.
 """
 
 import json
+import re
 import warnings
 from typing import Any
 
@@ -24,9 +25,9 @@ from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.usage import RunUsage, UsageLimits
 
 from agents.errors import AgentError, CostBudgetExceeded
-from agents.messages import CodeRequest, CodeResult
+from agents.messages import Approval, CodeRequest, CodeResult
 from agents.models import model_errors_as_agent_errors
-from agents.runtime.confirmations import elicitation_handler
+from agents.runtime.confirmations import Answer, elicitation_handler
 from agents.runtime.metering import model_for, run_timeout_s, usage_of
 from agents.runtime.role import (
     RoleDeps,
@@ -149,7 +150,10 @@ async def code(
         index_dir=index_dir_for(deps, task),
     )
     async with opening as workspace:
-        ask = elicitation_handler(deps.bus, task_id, timeout_s=task.confirm_timeout_s)
+        answers: list[Answer] = []
+        ask = elicitation_handler(
+            deps.bus, task_id, timeout_s=task.confirm_timeout_s, on_answer=answers.append
+        )
         run_info = RunInfo(task_id=task_id, role=ROLE, step_id=request.step_id, trace_id=trace_id)
         guard = _Guard(
             max_repeated=request.budget.max_repeated_calls, max_failures=request.budget.max_tool_failures
@@ -199,7 +203,25 @@ async def code(
         message=message,
         usage=usage,
         tool_failures=guard.failures,
+        approvals=approvals_for(patch.files_changed, answers) if task.mode != "read" else [],
     )
+
+
+def approvals_for(files_changed: list[str], answers: list[Answer]) -> list[Approval]:
+    """The changed paths a person approved: each path an approved question names as a word of its
+    own (the fs server's questions name every protected path they are about). A path no approval
+    names gets none, so the verifier still fails an unapproved protected change."""
+    approvals = []
+    for path in files_changed:
+        for reply in answers:
+            words = {word.rstrip(".?:") for word in re.split(r"[\s,;]+", reply.question)}
+            if reply.approved and path in words:
+                by = reply.answered_by or "a person"
+                approvals.append(
+                    Approval(path=path, approved_by=by, request_id=reply.request_id, question=reply.question)
+                )
+                break
+    return approvals
 
 
 def _prompt(request: CodeRequest) -> str:

@@ -44,13 +44,26 @@ _IDENTIFIER = re.compile(
 )
 
 
+FILE_SUFFIXES = frozenset(
+    "py pyi pyx md rst txt toml cfg ini json yaml yml lock csv xml html css js jsx ts tsx go rs java "
+    "kt c h cc cpp hpp rb php sh sql ipynb".split()
+)
+"""Extensions that make a dotted word a file name (`discounts.py`), which no symbol is called."""
+
+
 def identifiers(text: str) -> list[str]:
-    """Names worth a `find_symbol` look-up: backticked, dotted, CamelCase or snake_case words."""
+    """Names worth a `find_symbol` look-up: backticked, dotted, CamelCase or snake_case words.
+
+    File names are left out: `discounts.py` names a file, the search already ranks it, and looking
+    it up as a symbol only fails (an error line in every live view)."""
     seen: list[str] = []
     for match in _IDENTIFIER.finditer(text):
         name = match.group(1) or match.group(2)
-        if name and name not in seen and len(name) > 2:
-            seen.append(name)
+        if not name or name in seen or len(name) <= 2:
+            continue
+        if "." in name and name.rsplit(".", 1)[1].lower() in FILE_SUFFIXES:
+            continue
+        seen.append(name)
     return seen[:MAX_SYMBOLS]
 
 

@@ -40,10 +40,16 @@ def _root(
     ] = False,
 ) -> None:
     """codeloop: a coding agent as a distributed system."""
+    import os
+
     from redaction import install_log_redaction
 
     # Before any command logs: no record of this process, from any library, carries a secret.
     install_log_redaction()
+    # No library prints into codeloop's interface: pydantic-ai's first-run banner would land in the
+    # live view of every terminal run with a model, here and in every worker process started from
+    # here (the agents also turn it off in-process: `agents.models.silence_library_banner`).
+    os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
 
 
 @app.command()

@@ -35,6 +35,18 @@ def plural(count: int, noun: str, plural_form: str | None = None) -> str:
     return f"{count:,} {noun if count == 1 else (plural_form or noun + 's')}"
 
 
+def approver(how: str) -> str:
+    """Who answers a confirmation from this process, for the task's record: `alice with codeloop
+    approve`. The login name is what a person at this machine is known by; nothing secret."""
+    import getpass
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container's)
+        user = "a person"
+    return f"{user} {how}"
+
+
 def usage_error(message: str) -> typer.Exit:
     """`fail` with `EXIT_USAGE`: the command line (or a file it names) is what must change."""
     return fail(message, EXIT_USAGE)

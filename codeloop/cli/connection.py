@@ -49,7 +49,7 @@ def run_async(main: Any) -> Any:
     """Run an async command, turning expected failures into a message and an exit code."""
     import anyio
 
-    from bus.errors import BusError
+    from bus.errors import BusError, BusTimeout, NoResponders
     from codeloop.config.errors import ConfigError
 
     try:
@@ -60,8 +60,16 @@ def run_async(main: Any) -> Any:
             raise _first_leaf(group) from group
     except ConfigError as exc:
         raise fail(str(exc), 2) from None
+    except BusTimeout as exc:
+        raise fail(
+            f"the NATS server did not answer in time ({exc}); is it overloaded or unreachable?"
+        ) from None
+    except NoResponders as exc:
+        raise fail(
+            f"{exc}: the bus has no codeloop streams yet; start `codeloop serve` (or give --nats)"
+        ) from None
     except BusError as exc:
-        raise fail(f"{exc} ({type(exc).__name__})") from None
+        raise fail(str(exc)) from None
 
 
 def _first_leaf(group: BaseExceptionGroup) -> BaseException:

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from codeloop.cli.common import fail, usage_error
+from codeloop.cli.common import fail
 from codeloop.cli.connection import Connection, local_or_embedded_serve, run_async
 from codeloop.cli.option_groups import with_option_groups
 from codeloop.cli.run import EXIT_CODES, submit_and_follow
@@ -21,7 +21,10 @@ from codeloop.cli.task_view import summary
 
 @with_option_groups
 def replay(
-    task_id: Annotated[str, typer.Argument(help="The recorded task to replay (see `codeloop status`).")],
+    task_id: Annotated[
+        str,
+        typer.Argument(help="The recorded task to replay (see `codeloop status`; a unique prefix will do)."),
+    ],
     recorded_tools: Annotated[
         bool, typer.Option("--recorded-tools", help="Replay the tool observations too: no tool executes.")
     ] = False,
@@ -37,10 +40,7 @@ def replay(
     1 failed), 1 when the task or its recording is missing, 2 usage errors.
     """
     from agents.replay.errors import ReplayError
-    from bus import subjects
 
-    if not subjects.is_token(task_id):
-        raise usage_error(f"{task_id!r} is not a task id (letters, digits, '-' and '_')")
     try:
         result, divergences = run_async(
             lambda: _replay_on_serve(connection, task_id, recorded_tools, quiet=as_json)
@@ -72,8 +72,10 @@ async def _replay(config: Any, task_id: str, recorded_tools: bool, *, quiet: boo
     from agents.replay.exact import exact_replay
     from agents.replay.session import divergences_of, replay_submission
     from bus.connection import open_bus
+    from codeloop.cli.task_ids import find_task
 
     async with open_bus(config) as bus:
+        task_id = (await find_task(bus, task_id)).task_id
         if recorded_tools:
             return await exact_replay(bus, task_id)
         submission = await replay_submission(bus, task_id)

@@ -1,11 +1,15 @@
 """How a task looks on the terminal: the live status line while it runs (`run`, `replay`), the
 summary once it ended, and the question a high-risk tool call asks the person at the terminal."""
 
+import os
+import shutil
 import sys
 import time
 from typing import Any
 
 import typer
+
+from codeloop.cli.common import approver
 
 
 class LiveView:
@@ -26,7 +30,9 @@ class LiveView:
         elapsed = time.monotonic() - self.started
         out = f"[{elapsed:6.1f}s] {self.stage:<11} {self.tokens:>7} tok  {text}"
         if self.tty:
-            sys.stderr.write("\r\033[K" + out[:160])
+            # One line, cut to the terminal's width: a wrapped line cannot be redrawn in place.
+            width = _stderr_columns()
+            sys.stderr.write("\r\033[K" + out[: max(20, width - 1)])
         else:
             sys.stderr.write(out + "\n")
         sys.stderr.flush()
@@ -57,11 +63,25 @@ class LiveView:
             lambda: _prompt(f"\n{question} [y/N] "), abandon_on_cancel=True
         )
         approved = reply.strip().lower() in ("y", "yes")
-        await answer(self.bus, task_id, approve=approved, request_id=data.get("request_id"))
+        await answer(
+            self.bus,
+            task_id,
+            approve=approved,
+            request_id=data.get("request_id"),
+            by=approver("at the terminal of codeloop run"),
+        )
 
     def close(self) -> None:
         if self.enabled and self.tty:
             sys.stderr.write("\n")
+
+
+def _stderr_columns() -> int:
+    """The width of the terminal stderr writes to (stdout may be a pipe), else 80."""
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns or 80
+    except (OSError, ValueError):
+        return shutil.get_terminal_size().columns
 
 
 def _prompt(question: str) -> str:

@@ -5,6 +5,7 @@ nats, the bus runtime and the agents are imported inside the commands so `codelo
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from codeloop.cli.common import fail, os_error_message
+from codeloop.cli.common import fail, os_error_message, usage_error
 from codeloop.cli.connection import Connection, JsonOpt, run_async
 from codeloop.cli.option_groups import with_option_groups
 from codeloop.cli.run import EXIT_CODES, refuse_unserved
@@ -71,15 +72,21 @@ def submit(
 
 @with_option_groups
 def watch(
-    task_id: Annotated[str, typer.Argument(help="Task id printed by `codeloop submit`.")],
+    task_id: Annotated[
+        str, typer.Argument(help="Task id printed by `codeloop submit` (a unique prefix will do).")
+    ],
     *,
     connection: Connection,
     as_json: JsonOpt = False,
 ) -> None:
-    """Print a task's events as they happen, from its first, until the task ends."""
+    """Print a task's events as they happen, from its first, until the task ends.
+
+    Exit codes: 0 done or diagnosed, 3 handed off, 4 cancelled, 1 failed or no such task, 130 Ctrl-C.
+    """
     from agents.client import watch_task
-    from agents.orchestrator.records import TaskRecords
     from bus.connection import open_bus
+    from bus.validation import RESERVED_TASK_IDS
+    from codeloop.cli.task_ids import find_task
     from codeloop.config.serve_note import client_bus_config
     from codeloop.observe.render import event_line
 
@@ -93,12 +100,8 @@ def watch(
     async def main() -> str | None:
         config = client_bus_config(**connection)
         async with open_bus(config) as bus:
-            records = await TaskRecords.open(bus)
-            full_id = await _resolve_task_id(records, task_id)
-            if await records.get(full_id) is None:
-                typer.echo(
-                    f"no record of task {task_id} yet; waiting for its events (Ctrl-C to stop)", err=True
-                )
+            # `mcp` collects the hosted tool servers' events: it has no record and never ends
+            full_id = task_id if task_id in RESERVED_TASK_IDS else (await find_task(bus, task_id)).task_id
             final = await watch_task(bus, full_id, show)
         return final.payload.get("status") if final else None
 
@@ -111,76 +114,91 @@ def watch(
 
 @with_option_groups
 def status(
-    task_id: Annotated[str | None, typer.Argument(help="One task; omitted = all tasks.")] = None,
+    task_id: Annotated[
+        str | None, typer.Argument(help="One task (a unique prefix will do); omitted = all tasks.")
+    ] = None,
     *,
+    patch: Annotated[
+        bool,
+        typer.Option("--patch", help="Print only the task's patch (for `git apply`); exit 1 without one."),
+    ] = False,
     connection: Connection,
     as_json: JsonOpt = False,
 ) -> None:
-    """Show the record of one task, or a table of all tasks."""
-    from agents.messages import TERMINAL_STATUSES
-    from agents.orchestrator.records import TaskRecords
-    from bus.connection import open_bus
-    from bus.inflight import unacked_tasks
-    from codeloop.config.serve_note import client_bus_config
+    """Show one task's record as a page (status, stage, verdict, failure, files, usage, what it
+    waits for, its report), or list all tasks."""
+    from codeloop.cli.task_page import listing, page
 
-    async def main() -> tuple[list[Any], dict[str, Any]]:
-        config = client_bus_config(**connection)
-        async with open_bus(config) as bus:
-            records = await TaskRecords.open(bus)
-            if task_id is None:
-                found = await records.all()
-            else:
-                one = await records.get(await _resolve_task_id(records, task_id))
-                found = [one] if one else []
-            if not any(s.status not in TERMINAL_STATUSES for s in found):
-                return found, {}
-            return found, await unacked_tasks(bus)
-
-    states, unacked = run_async(main)
-    if task_id is not None and not states:
-        raise fail(f"no task {task_id!r} (see `codeloop status` for all tasks)")
+    if patch and task_id is None:
+        raise usage_error("--patch needs a task id: `codeloop status TASK_ID --patch`")
+    states, notes = run_async(lambda: _records(connection, task_id))
+    if patch:
+        _print_patch(states[0])
+        return
     if as_json:
-        # The records as stored (the JSON contract); waiting messages are a note on stderr.
+        # The records as stored (the JSON contract); what a task waits for is a note on stderr.
         typer.echo(
             states[0].model_dump_json()
             if task_id
             else json.dumps([s.model_dump(mode="json") for s in states])
         )
         for s in states:
-            for note in _notes(s, unacked):
+            for note in notes.get(s.task_id, []):
                 typer.echo(f"{s.task_id}: {note}", err=True)
         return
-    from rich.console import Console
-    from rich.table import Column, Table
-
-    # Ids are never cut (a cut id cannot be pasted into `watch`); text and answer give way.
-    longest = max((len(s.task_id) for s in states), default=4)
-    task_column = Column("task", no_wrap=True, min_width=longest)
-    table = Table(task_column, "status", "mode", "step", "updated", "text", "answer")
-    for s in states:
-        answer = (
-            "; ".join(_notes(s, unacked)) or ((s.result.answer or "") if s.result else (s.error or ""))[:60]
-        )
-        table.add_row(
-            s.task_id,
-            s.status,
-            s.task.mode,
-            str(s.step_seq),
-            s.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
-            s.task.text[:60],
-            answer,
-        )
-    Console().print(table if states else "no tasks yet")
+    if task_id is not None:
+        typer.echo(page(states[0], notes.get(states[0].task_id, [])))
+        return
+    width = shutil.get_terminal_size().columns
+    typer.echo(listing(states, notes, tty=sys.stdout.isatty(), width=width))
 
 
-def _notes(state: Any, unacked: dict[str, Any]) -> list[str]:
-    """Why an unfinished task makes no progress: its message is held by a worker that has not
-    acknowledged it (redelivered if that worker died), and/or no live worker serves its role."""
+async def _records(connection: Connection, task_id: str | None) -> tuple[list[Any], dict[str, list[str]]]:
+    """The records `status` shows (one task's, or all) and, per unfinished task, why it makes no
+    progress: a confirmation waiting for a person, a message held unacknowledged, no live worker."""
     from agents.messages import TERMINAL_STATUSES
+    from agents.orchestrator.records import TaskRecords
+    from bus.connection import open_bus
+    from bus.inflight import unacked_tasks
+    from codeloop.cli.task_ids import find_task
+    from codeloop.config.serve_note import client_bus_config
 
-    if state.status in TERMINAL_STATUSES:
-        return []
-    notes = [_waiting_note(unacked[state.task_id])] if state.task_id in unacked else []
+    async with open_bus(client_bus_config(**connection)) as bus:
+        if task_id is None:
+            states = await (await TaskRecords.open(bus)).all()
+        else:
+            found = await find_task(bus, task_id)
+            if found.state is None:
+                raise fail(
+                    f"task {found.task_id} is submitted and waits for the orchestrator: is `codeloop serve` running?"
+                )
+            states = [found.state]
+        running = [s for s in states if s.status not in TERMINAL_STATUSES]
+        unacked = await unacked_tasks(bus) if running else {}
+        return states, {s.task_id: await _notes(bus, s, unacked) for s in running}
+
+
+def _print_patch(state: Any) -> None:
+    if not state.patch:
+        raise fail(f"task {state.task_id} has no patch ({state.status}, mode {state.task.mode})")
+    typer.echo(state.patch, nl=not state.patch.endswith("\n"))
+
+
+async def _notes(bus: Any, state: Any, unacked: dict[str, Any]) -> list[str]:
+    """Why an unfinished task makes no progress: a high-risk call waits for a person's answer, its
+    message is held by a worker that has not acknowledged it (redelivered if that worker died),
+    and/or no live worker serves its role."""
+    from agents.runtime.confirmations import pending_confirmation
+
+    notes = []
+    pending = await pending_confirmation(bus, state.task_id)
+    if pending is not None:
+        notes.append(
+            f"waiting for your answer: {pending.question} (`codeloop approve {state.task_id}` or "
+            f"`codeloop deny {state.task_id}`)"
+        )
+    if state.task_id in unacked:
+        notes.append(_waiting_note(unacked[state.task_id]))
     if state.waiting_for:
         notes.append(f"waiting for a worker of role {state.waiting_for}")
     return notes
@@ -191,23 +209,6 @@ def _waiting_note(unacked: Any) -> str:
         f"handed to {unacked.consumer}, not yet acknowledged: in progress, or redelivered "
         f"{unacked.ack_wait_s:g} s after delivery if its worker stopped"
     )
-
-
-async def _resolve_task_id(records: Any, task_id: str) -> str:
-    """`task_id` itself if it names a task, else the one task whose id starts with it.
-
-    Raises:
-        typer.Exit: (2) the prefix fits several tasks; the message lists some.
-    """
-    from bus.subjects import is_token
-
-    if not is_token(task_id) or await records.get(task_id) is not None:
-        return task_id
-    matches = await records.ids_starting_with(task_id)
-    if len(matches) > 1:
-        shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
-        raise fail(f"task id prefix {task_id!r} fits {len(matches)} tasks ({shown}); give more of it", 2)
-    return matches[0] if matches else task_id
 
 
 def schema(

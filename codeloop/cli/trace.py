@@ -5,7 +5,7 @@ from typing import Annotated, Any
 
 import typer
 
-from codeloop.cli.common import fail, usage_error
+from codeloop.cli.common import fail
 from codeloop.cli.connection import Connection, JsonOpt, run_async
 from codeloop.cli.option_groups import with_option_groups
 
@@ -51,35 +51,34 @@ async def read_task_events(bus: Any, task_id: str) -> list[Any]:
 
 @with_option_groups
 def trace(
-    task_id: Annotated[str, typer.Argument(help="Task id printed by `codeloop submit` or `codeloop run`.")],
+    task_id: Annotated[
+        str,
+        typer.Argument(
+            help="Task id printed by `codeloop submit` or `codeloop run` (a unique prefix will do)."
+        ),
+    ],
     *,
     connection: Connection,
     as_json: JsonOpt = False,
 ) -> None:
     """Show a task's timeline: each role's steps with their model calls and tool calls (durations,
     tokens, outcomes) and the plan's revisions, from the task's events."""
-    from bus import subjects
     from bus.connection import open_bus
+    from codeloop.cli.task_ids import find_task
     from codeloop.config.serve_note import client_bus_config
     from codeloop.observe.render import timeline_tree
     from codeloop.observe.timeline import build_timeline
 
-    if not subjects.is_token(task_id):
-        raise usage_error(f"task id {task_id[:80]!r} may only contain letters, digits, '-' and '_'")
-
-    async def main() -> tuple[list[Any], Any]:
-        from agents.orchestrator.records import TaskRecords
-
+    async def main() -> tuple[str, list[Any], Any]:
         config = client_bus_config(**connection)
         async with open_bus(config) as bus:
-            envelopes = await read_task_events(bus, task_id)
-            state = await (await TaskRecords.open(bus)).get(task_id) if envelopes else None
-            return envelopes, state
+            found = await find_task(bus, task_id)
+            return found.task_id, await read_task_events(bus, found.task_id), found.state
 
-    envelopes, state = run_async(main)
+    full_id, envelopes, state = run_async(main)
     if not envelopes:
-        raise fail(f"no events of task {task_id!r} (see `codeloop status` for the tasks there are)")
-    timeline = build_timeline(task_id, envelopes)
+        raise fail(f"no events of task {full_id} yet (`codeloop status {full_id}` shows its record)")
+    timeline = build_timeline(full_id, envelopes)
     if state is not None:
         timeline.configuration = {
             "mode": state.task.mode,

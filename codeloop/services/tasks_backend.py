@@ -33,8 +33,8 @@ from agents.client import cancel_task, is_final, new_task_id, submit_task
 from agents.messages import TERMINAL_STATUSES, Budgets, ModelNames, PipelineChoice, TaskState, TaskSubmitted
 from agents.orchestrator.pipeline import PipelineError, choice_of, parse_pipeline
 from agents.orchestrator.records import TaskRecords
-from agents.runtime.confirmations import PENDING
 from agents.runtime.confirmations import answer as answer_confirmation
+from agents.runtime.confirmations import pending_confirmation
 from agents.workspace import WorkspaceError, capture_snapshot
 from bus import subjects
 from bus.connection import Bus, nats_errors
@@ -225,7 +225,14 @@ class BusTasks:
     async def answer(self, principal: str, task_id: str, request_id: str, *, approve: bool) -> bool | None:
         if await self._submitted_at(principal, task_id) is None:
             return None
-        return bool(await answer_confirmation(self.bus, task_id, approve=approve, request_id=request_id))
+        answered = await answer_confirmation(
+            self.bus,
+            task_id,
+            approve=approve,
+            request_id=request_id,
+            by=f"{principal} through the tasks server",
+        )
+        return bool(answered)
 
     async def wait(
         self, principal: str, task_id: str, *, timeout_s: float, on_progress: OnProgress, until_question: bool
@@ -310,24 +317,11 @@ class BusTasks:
     async def _pending(self, state: TaskState) -> PendingConfirmation | None:
         if state.status in TERMINAL_STATUSES:
             return None
-        subject = subjects.event(state.task_id, "confirmation_requested")
-        try:
-            with nats_errors():
-                msg = await self.bus.js.get_last_msg(subjects.EVENTS_STREAM, subject)
-        except BusError:
-            return None  # no confirmation was ever asked (NotFound) or the stream is away
-        try:
-            data = parse_envelope(msg.data).payload.get("data") or {}
-        except MalformedMessage:
-            return None
-        request_id = str(data.get("request_id", ""))
-        key = f"confirm.{subjects.token(state.task_id)}.{subjects.token(request_id)}"
-        if (await read(self.kv, key)).value != PENDING:
+        pending = await pending_confirmation(self.bus, state.task_id)
+        if pending is None:
             return None
         return PendingConfirmation(
-            request_id=request_id,
-            question=str(data.get("question", "")),
-            timeout_s=float(data.get("timeout_s", 0)),
+            request_id=pending.request_id, question=pending.question, timeout_s=pending.timeout_s
         )
 
 

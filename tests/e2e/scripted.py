@@ -282,3 +282,27 @@ def fix_while_the_checkout_changes(messages, info) -> ModelResponse:
             with Path(match.group(1)).open("a") as edited:
                 edited.write("edited while the task ran\n")
     return fix(messages, info)
+
+
+CI_WORKFLOW = "on: push\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: pytest -q\n"
+
+
+def fix_with_ci_workflow(messages, info) -> ModelResponse:
+    """Adds a CI workflow that runs the tests (a protected path: the fs server asks a person
+    first), then fixes `add` (`a - b` to `a + b`) and ends with a summary."""
+    if _is_planner(info):
+        return _plan(messages, info)
+    returns = _returns(messages)
+    if not returns:
+        return ModelResponse(
+            parts=[ToolCallPart("write_file", {"path": ".github/workflows/ci.yml", "content": CI_WORKFLOW})]
+        )
+    read = [_content(p) for p in returns if p.tool_name == "read_file"]
+    if not read:
+        return ModelResponse(parts=[ToolCallPart("read_file", {"path": "calc/__init__.py"})])
+    if sum(p.tool_name == "write_file" for p in returns) < 2:
+        fixed = read[0]["content"].replace("a - b", "a + b")
+        return ModelResponse(
+            parts=[ToolCallPart("write_file", {"path": "calc/__init__.py", "content": fixed})]
+        )
+    return ModelResponse(parts=[TextPart("added a CI workflow running the tests; add adds now")])

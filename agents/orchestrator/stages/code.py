@@ -1,6 +1,6 @@
 """The `code` kind: change the code in a scratch workspace (or answer, in read mode)."""
 
-from agents.messages import CodeRequest, CodeResult, Context, Plan, TaskState
+from agents.messages import Approval, CodeRequest, CodeResult, Context, Plan, TaskState
 from agents.orchestrator.io import Emit
 from agents.orchestrator.stages.kind import Advance, At, End, StageKind, step_budget, verifier_feedback
 
@@ -25,6 +25,7 @@ def _react(state: TaskState, result: CodeResult, at: At) -> Advance | End:
             "answer": result.answer,
             "tool_failures": result.tool_failures,
             "review_feedback": None,  # answered: the next revision's feedback is a new one
+            "approvals": _merged(state.approvals, result.approvals),
         }
     )
     told = f"{len(result.files_changed)} files changed" if state.task.mode != "read" else "answer written"
@@ -33,6 +34,12 @@ def _react(state: TaskState, result: CodeResult, at: At) -> Advance | End:
         report = f"The coder stopped ({result.stopped_by}): {result.message}"
         return End(state, "handed_off", result.stopped_by, report, events)
     return Advance(state, events)
+
+
+def _merged(known: list[Approval], new: list[Approval]) -> list[Approval]:
+    """Every approval so far, one per path (a revision keeps the changes approved before it)."""
+    paths = {a.path for a in new}
+    return [a for a in known if a.path not in paths] + list(new)
 
 
 CODE = StageKind(

@@ -26,6 +26,7 @@ def _request(state: TaskState, at: At) -> VerifyRequest:
         baseline=state.baseline,
         deadline_at=deadline_of(state),
         raised_before=list(state.context.raised) if state.context and task.mode == "execute" else [],
+        approved_paths=[a.path for a in state.approvals],
     )
 
 

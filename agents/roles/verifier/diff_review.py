@@ -2,8 +2,10 @@
 generated files, secrets, protected paths. Each finding is a `Failure` with a class and a location.
 
 Which findings are errors: everything that makes a patch unacceptable whatever its tests say
-(a secret, a protected path, a test skipped or deleted, a binary, any change in read mode, a
-patch over the size caps). Files outside the plan's files of interest and deleted source files
+(a secret, a protected path nobody approved, a test skipped or deleted, a binary, any change in
+read mode, a patch over the size caps). A protected path a person approved changing (the task's
+`approvals`) is judged like any other file; `.git/` and `.codeloop/` stay off limits, since no tool
+asks about them: it refuses them. Files outside the plan's files of interest and deleted source files
 are warnings: a plan names where to look, not a fence, and removing dead code can be right.
 """
 
@@ -48,9 +50,15 @@ class ReviewLimits:
 
 
 def review_patch(
-    changes: list[FileChange], *, plan_files: list[str], mode: str, limits: ReviewLimits = ReviewLimits()
+    changes: list[FileChange],
+    *,
+    plan_files: list[str],
+    mode: str,
+    limits: ReviewLimits = ReviewLimits(),
+    approved: frozenset[str] = frozenset(),
 ) -> list[Failure]:
-    """The findings of reading `changes` (see the module docstring for which are errors)."""
+    """The findings of reading `changes` (see the module docstring for which are errors);
+    `approved`: protected paths a person approved changing."""
     findings: list[Failure] = []
     if mode == "read":
         findings.append(
@@ -72,14 +80,14 @@ def review_patch(
             )
         )
     for change in changes:
-        findings += _review_file(change, plan_files=plan_files)
+        findings += _review_file(change, plan_files=plan_files, approved=approved)
     return findings
 
 
-def _review_file(change: FileChange, *, plan_files: list[str]) -> list[Failure]:
+def _review_file(change: FileChange, *, plan_files: list[str], approved: frozenset[str]) -> list[Failure]:
     found: list[Failure] = []
     paths = {change.path, change.old_path} - {None}
-    for path in sorted(p for p in paths if p is not None and _protected(p)):
+    for path in sorted(p for p in paths if p is not None and _protected(p) and not _approved(p, approved)):
         found.append(
             Failure(
                 failure_class=FailureClass.PATCH_PROTECTED_PATH,
@@ -208,6 +216,11 @@ def _protected(path: str) -> bool:
         or posix.startswith(PROTECTED_DIRS)
         or (bool(parts) and parts[-1] in PROTECTED_FILES)
     )
+
+
+def _approved(path: str, approved: frozenset[str]) -> bool:
+    """A person approved changing `path`, and it is not codeloop's or git's own."""
+    return path in approved and not any(part in (".git", TREE_DIR) for part in PurePosixPath(path).parts)
 
 
 def _generated(path: str) -> bool:

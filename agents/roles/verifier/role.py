@@ -109,6 +109,7 @@ async def _verify_patch(
         test_targets=request.plan.test_targets,
         text=request.task.text,
         example=example,
+        approved_paths=tuple(request.approved_paths),
     )
     report, baseline = await verify_patch(
         workspace=root,

@@ -88,6 +88,12 @@ def _report(run: Verification, *, started: float, judged: bool | None = None) ->
     )
 
 
+def _approved_note(changes: list[FileChange], approved: Sequence[str]) -> str:
+    """`; approved by a person: PATH, ...` for the changed protected paths a person approved."""
+    shown = sorted({c.path for c in changes} & set(approved))
+    return f"; approved by a person: {', '.join(shown)}" if shown else ""
+
+
 def _starting_test_texts(workspace: Path, changes: list[FileChange]) -> dict[str, str]:
     """The starting text of each changed test module (the workspace is still at HEAD), by its
     path after the patch: what tells the tests the patch edits from the ones it left alone."""
@@ -118,6 +124,8 @@ class PatchTask:
     example: TaskExample | None = None
     """The task's example code and what it raised on the starting tree, run again when no test
     shows the problem gone."""
+    approved_paths: Sequence[str] = ()
+    """Protected paths a person approved changing: judged on their merits, not failed as protected."""
 
 
 async def verify_patch(
@@ -162,13 +170,20 @@ async def verify_patch(
         return early(FailureClass.PATCH_MALFORMED, str(exc))
     if not run.changes:
         return early(FailureClass.PATCH_EMPTY, "the patch changes nothing")
-    run.failures += review_patch(run.changes, plan_files=list(task.plan_files), mode=task.mode, limits=limits)
+    run.failures += review_patch(
+        run.changes,
+        plan_files=list(task.plan_files),
+        mode=task.mode,
+        limits=limits,
+        approved=frozenset(task.approved_paths),
+    )
     review_errors = [f for f in run.failures if f.severity == "error"]
     run.add_check(
         Check(
             name="diff_review",
             ok=not review_errors,
-            summary=f"{len(run.changes)} file(s): {len(review_errors)} problem(s), {len(run.failures) - len(review_errors)} warning(s)",
+            summary=f"{len(run.changes)} file(s): {len(review_errors)} problem(s), {len(run.failures) - len(review_errors)} warning(s)"
+            + _approved_note(run.changes, task.approved_paths),
         )
     )
     if any(

@@ -1,0 +1,100 @@
+"""How every command that takes a task id finds the task: the whole id or a unique prefix of it.
+
+`watch`, `status`, `show`, `trace`, `replay`, `cancel`, `approve` and `deny` all go through
+`find_task`, so they agree on what an id means and fail alike:
+- a unique prefix stands for the whole id (as git takes a short commit id);
+- a prefix several tasks share is a usage error (exit 2) listing some of them;
+- an id nothing knows is `error: no task ID` (exit 1), after a few seconds' grace: a task that
+  was just submitted may not have its record yet. A submission still queued for the orchestrator
+  (no serve is running) counts as known.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from codeloop.cli.common import fail, usage_error
+
+GRACE_S = 3.0
+"""How long an unknown id is looked for before it is an error: a running orchestrator writes a
+submitted task's record within milliseconds."""
+POLL_S = 0.2
+MAX_QUEUED_SCAN = 1000
+"""Most queued submissions looked through for the id (a serve drains the queue at once)."""
+
+
+@dataclass(frozen=True)
+class FoundTask:
+    """A task `find_task` found: its whole id and its record (None while it is only queued)."""
+
+    task_id: str
+    state: Any
+
+
+async def find_task(bus: Any, given: str, *, grace_s: float = GRACE_S) -> FoundTask:
+    """The task `given` names on `bus` (see the module docstring).
+
+    Raises:
+        typer.Exit: (2) not an id, or a prefix of several tasks; (1) no such task.
+    """
+    from agents.orchestrator.records import TaskRecords
+    from bus import subjects
+
+    if not subjects.is_token(given):
+        raise usage_error(f"{given[:80]!r} is not a task id (letters, digits, '-' and '_')")
+    records = await TaskRecords.open(bus)
+    found = await _lookup(records, given)
+    if found is None and await _queued(bus, given):
+        return FoundTask(given, None)
+    with anyio.move_on_after(grace_s):
+        while found is None:
+            await anyio.sleep(POLL_S)
+            found = await _lookup(records, given)
+    if found is not None:
+        return found
+    raise fail(f"no task {given} (`codeloop status` lists the tasks)")
+
+
+async def _lookup(records: Any, given: str) -> FoundTask | None:
+    state = await records.get(given)
+    if state is not None:
+        return FoundTask(given, state)
+    matches = await records.ids_starting_with(given)
+    if len(matches) > 1:
+        shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+        raise usage_error(f"task id prefix {given!r} fits {len(matches)} tasks ({shown}); give more of it")
+    if matches:
+        state = await records.get(matches[0])
+        return FoundTask(matches[0], state) if state is not None else None
+    return None
+
+
+async def _queued(bus: Any, task_id: str) -> bool:
+    """True when a submission of `task_id` waits in the task stream for an orchestrator."""
+    from bus import subjects
+    from bus.connection import nats_errors
+    from bus.errors import BusError
+
+    try:
+        with nats_errors():
+            info = await bus.js.stream_info(subjects.TASKS_STREAM)
+            first, last = info.state.first_seq, info.state.last_seq
+            for seq in range(max(first, last - MAX_QUEUED_SCAN + 1), last + 1):
+                try:
+                    with nats_errors():
+                        msg = await bus.js.get_msg(subjects.TASKS_STREAM, seq)
+                except BusError:
+                    continue  # taken off the work queue meanwhile
+                if msg.subject == subjects.TASK_SUBMIT and (msg.headers or {}).get("Nats-Msg-Id") == task_id:
+                    return True
+    except BusError:
+        return False
+    return False
+
+
+def ended_how(state: Any) -> str:
+    """`done`, `handed_off (budget.steps)`, ...: how an ended task ended, for messages."""
+    result = state.result
+    failure = result.failure_class if result is not None else None
+    return state.status + (f" ({failure})" if failure else "")
