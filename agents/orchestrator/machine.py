@@ -176,7 +176,7 @@ def _enter(
     stage = pipeline.stages[index]
     limit = _limit_reached(state, stage, now)
     if limit is not None:
-        return _end(state, "handed_off", limit, limit_text(limit), now, events)
+        return _end(state, "handed_off", limit, limit_text(limit, state), now, events)
     step_id = f"{state.step_seq + 1:02d}-{stage.kind}"
     state = state.model_copy(
         update={

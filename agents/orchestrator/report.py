@@ -8,6 +8,7 @@ the hand-off report of a task a limit ended, and what each limit means.
 from datetime import datetime
 from typing import Any
 
+from agents.budgets import budget_used_up
 from agents.messages import TaskResult, TaskState, Verification
 
 
@@ -121,11 +122,13 @@ def handoff_report(state: TaskState, failure_class: str | None, reason: str) -> 
     return "\n".join(lines)
 
 
-def limit_text(limit: str) -> str:
-    """What the budget `limit` (a `budget.*` failure class) ending a task means."""
-    return {
-        "budget.wall": "The task's deadline passed.",
-        "budget.steps": "The step budget (model requests) is used up.",
-        "budget.tokens": "The token budget is used up.",
-        "budget.cost": "The cost budget is used up.",
-    }.get(limit, limit)
+def limit_text(limit: str, state: TaskState) -> str:
+    """What the budget `limit` (a `budget.*` failure class) ending the task means, with what the
+    task used and how to raise it (`agents.budgets`)."""
+    used: dict[str, float | None] = {
+        "budget.steps": state.usage.requests,
+        "budget.tokens": state.usage.tokens,
+        "budget.cost": state.usage.cost_usd,
+        "budget.revisions": state.revisions,
+    }
+    return budget_used_up(limit, state.task.budgets, used=used.get(limit))

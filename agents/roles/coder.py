@@ -24,11 +24,12 @@ from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.usage import RunUsage, UsageLimits
 
+from agents.budgets import budget_used_up
 from agents.errors import AgentError, CostBudgetExceeded
 from agents.messages import Approval, CodeRequest, CodeResult
 from agents.models import model_errors_as_agent_errors
 from agents.runtime.confirmations import Answer, elicitation_handler
-from agents.runtime.metering import model_for, run_timeout_s, usage_of
+from agents.runtime.metering import budget_stop_message, model_for, run_timeout_s, usage_of
 from agents.runtime.role import (
     RoleDeps,
     RunInfo,
@@ -183,12 +184,13 @@ async def code(
             answer = result.output
         except UsageLimitExceeded as exc:
             stopped_by = "budget.tokens" if "token" in str(exc) else "budget.steps"
-            message = str(exc)
             used.requests = max(used.requests, request.budget.requests)
+            message = budget_stop_message(stopped_by, task, request.budget, used)
         except CostBudgetExceeded as exc:
             stopped_by, message = exc.failure_class, str(exc)
         except TimeoutError:
-            stopped_by, message = "budget.wall", "the task's deadline passed while coding"
+            stopped_by = "budget.wall"
+            message = budget_used_up("budget.wall", task.budgets, during="while coding")
         except LoopDetected as exc:
             stopped_by, message = exc.failure_class, str(exc)
         patch = await workspace.patch()

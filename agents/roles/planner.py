@@ -12,10 +12,11 @@ from pydantic_ai import Agent
 from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.usage import RunUsage, UsageLimits
 
+from agents.budgets import budget_used_up
 from agents.errors import CostBudgetExceeded
 from agents.messages import Plan, PlanRequest, PlanResult, PlanStep, TaskSubmitted
 from agents.models import model_errors_as_agent_errors
-from agents.runtime.metering import model_for, run_timeout_s, usage_of
+from agents.runtime.metering import budget_stop_message, model_for, run_timeout_s, usage_of
 from agents.runtime.role import (
     RoleDeps,
     RunInfo,
@@ -93,11 +94,14 @@ async def plan(
                 prompt, usage_limits=limits, usage=used, timeout=run_timeout_s(request.budget)
             )
     except UsageLimitExceeded as exc:
-        raise StepError("budget.tokens" if "token" in str(exc) else "budget.steps", str(exc)) from exc
+        stopped_by = "budget.tokens" if "token" in str(exc) else "budget.steps"
+        raise StepError(stopped_by, budget_stop_message(stopped_by, task, request.budget, used)) from exc
     except CostBudgetExceeded as exc:
         raise StepError("budget.cost", str(exc), usage=usage_of(used, model)) from exc
     except TimeoutError as exc:
-        raise StepError("budget.wall", "the deadline passed while planning") from exc
+        raise StepError(
+            "budget.wall", budget_used_up("budget.wall", task.budgets, during="while planning")
+        ) from exc
     new_plan = result.output
     if request.previous is not None and not new_plan.revision_reason:
         new_plan = new_plan.model_copy(

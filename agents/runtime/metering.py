@@ -5,7 +5,8 @@ from typing import Any
 
 from pydantic_ai.models import Model
 
-from agents.messages import ModelChain, StepBudget, Usage
+from agents.budgets import budget_used_up
+from agents.messages import ModelChain, StepBudget, TaskSubmitted, Usage
 from agents.models import ModelCall, build_model
 from agents.observe.events import current_step
 from agents.runtime.role import RoleDeps
@@ -58,6 +59,18 @@ def usage_of(run_usage: Any, model: Model) -> Usage:
         tool_calls=run_usage.tool_calls or 0,
         cost_usd=model.spend.spent_usd,  # type: ignore[attr-defined]  # build_model's models carry it
     )
+
+
+def budget_stop_message(failure_class: str, task: TaskSubmitted, budget: StepBudget, used: Any) -> str:
+    """What ended a role's run at a step or token budget, in codeloop's words (`agents.budgets`):
+    the task's budget, what all its steps used, and how to raise it. `budget` is what the step had
+    left, `used` (pydantic-ai's `RunUsage`) what the run spent."""
+    budgets = task.budgets
+    if failure_class == "budget.tokens":
+        spent = budgets.max_tokens - budget.tokens + (used.input_tokens or 0) + (used.output_tokens or 0)
+    else:
+        spent = budgets.max_steps - budget.requests + used.requests
+    return budget_used_up(failure_class, budgets, used=spent)
 
 
 def run_timeout_s(budget: StepBudget) -> float:

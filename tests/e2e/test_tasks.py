@@ -106,6 +106,11 @@ async def test_a_model_that_never_stops_is_ended_by_the_step_budget(pipeline, tm
     result = await pipeline(_task(repo, "fix add", "busy_forever", max_steps=6))
     assert result.status == "handed_off" and result.failure_class == "budget.steps"
     assert result.steps <= 6 and "Plan:" in result.report
+    # In codeloop's words: the budget the user set (not the coder's share of it), what was used,
+    # and what raises it; nothing of the model library's own message.
+    assert "The step budget is used up: 6 of 6 model requests, all roles (max_steps)." in result.report
+    assert "--max-steps N, or max_steps under [budgets]" in result.report
+    assert "request_limit" not in result.report and "http" not in result.report
 
 
 async def test_a_model_that_overruns_the_deadline_is_ended_by_the_clock(pipeline, tmp_path: Path) -> None:
@@ -113,6 +118,7 @@ async def test_a_model_that_overruns_the_deadline_is_ended_by_the_clock(pipeline
     result = await pipeline(_task(repo, "fix add", "slow_forever", deadline_s=12, max_steps=500))
     assert result.status == "handed_off" and result.failure_class == "budget.wall"
     assert result.usage["wall_s"] < 40
+    assert "The deadline passed" in result.report and "--timeout N" in result.report
 
 
 async def test_a_worker_that_never_had_the_users_path_still_completes_the_task(

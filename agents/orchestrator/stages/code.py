@@ -31,7 +31,7 @@ def _react(state: TaskState, result: CodeResult, at: At) -> Advance | End:
     told = f"{len(result.files_changed)} files changed" if state.task.mode != "read" else "answer written"
     events = (Emit("code", told, {"files_changed": result.files_changed, "stopped_by": result.stopped_by}),)
     if result.stopped_by:
-        report = f"The coder stopped ({result.stopped_by}): {result.message}"
+        report = f"The coder stopped: {result.message}" if result.message else "The coder stopped."
         return End(state, "handed_off", result.stopped_by, report, events)
     return Advance(state, events)
 

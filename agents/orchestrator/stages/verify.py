@@ -6,6 +6,7 @@ came back after one (the task is handed off); after `REPLAN_AFTER_FAILED_REVISIO
 revisions of one plan the planner is asked for a new one.
 """
 
+from agents.budgets import budget_used_up
 from agents.messages import Plan, TaskState, VerificationReport, VerifyRequest, VerifyResult
 from agents.orchestrator.io import Emit
 from agents.orchestrator.report import diagnosis
@@ -46,7 +47,8 @@ def _react(state: TaskState, result: VerifyResult, at: At) -> Advance | Revisit 
         return End(state, "handed_off", cls, "The same failures came back after a revision.", events)
     state = state.model_copy(update={"failure_signatures": [*state.failure_signatures, signature]})
     if state.revisions >= state.task.budgets.max_revisions:
-        return End(state, "handed_off", "budget.revisions", "The revision budget is used up.", events)
+        words = budget_used_up("budget.revisions", state.task.budgets, used=state.revisions)
+        return End(state, "handed_off", "budget.revisions", words, events)
     state = state.model_copy(
         update={
             "revisions": state.revisions + 1,
