@@ -79,6 +79,7 @@ def eval(  # the command's name is the contract's
     from codeloop.config.errors import ConfigError
     from codeloop.config.settings import load_settings
     from codeloop.evaluation.errors import EvalError
+    from codeloop.evaluation.report_md import handed_off_note
     from codeloop.evaluation.taskset import load_tasks
 
     try:
@@ -111,7 +112,7 @@ def eval(  # the command's name is the contract's
     low, high = summary["resolved_ci95"]
     typer.echo(
         f"resolved {summary['resolved']}/{summary['tasks']} ({100 * summary['resolved_rate']:.1f}%,"
-        f" 95% CI {100 * low:.1f}-{100 * high:.1f}%), environment failures"
+        f" 95% CI {100 * low:.1f}-{100 * high:.1f}%){handed_off_note(summary)}, environment failures"
         f" {summary['environment_failures']}; reports in {out}"
     )
     problems = []

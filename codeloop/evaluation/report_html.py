@@ -7,7 +7,13 @@ outcome, and resolved/unresolved per kind.
 from html import escape
 from typing import Any
 
-from codeloop.evaluation.report_md import _localisation_line, _pct
+from codeloop.evaluation.report_md import (
+    _localisation_line,
+    _pct,
+    handed_off_note,
+    models_line,
+    resolved_cell,
+)
 
 GREEN, RED, BLUE, GREY = "#2e7d32", "#c62828", "#1565c0", "#9e9e9e"
 WIDTH = 560
@@ -78,7 +84,7 @@ def html_report(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     table = "".join(
         f"<tr><td>{escape(r['id'])}</td><td>{r['kind']}</td><td>{r['status']}</td>"
         f"<td>{escape(r['failure_class'] or '')}</td><td>{r['blame'] or ''}</td>"
-        f'<td class="{"ok" if r["resolved"] else "no"}">{"yes" if r["resolved"] else "no"}</td>'
+        f'<td class="{"ok" if r["resolved"] else "no"}">{escape(resolved_cell(r))}</td>'
         f"<td>{r['steps']}</td><td>{r['tokens']}</td><td>{r['wall_s']:.1f}</td></tr>"
         for r in rows
     )
@@ -90,9 +96,9 @@ def html_report(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
 <p id="headline"><strong>resolved {summary["resolved"]}/{summary["tasks"]} = {_pct(summary["resolved_rate"])}</strong>
 (95% bootstrap interval {_pct(low)} to {_pct(high)}); completed {_pct(summary["completion_rate"])};
 human takeover {_pct(summary["human_takeover_rate"])}; average steps {summary["average_steps"]};
-checked tests passing {_pct(summary["test_pass_rate"])}; environment failures {summary["environment_failures"]}.</p>
+checked tests passing {_pct(summary["test_pass_rate"])}; environment failures {summary["environment_failures"]}{escape(handed_off_note(summary))}.</p>
 <p id="localisation">{escape(_localisation_line(summary["localisation"]).removeprefix("- "))}</p>
-<p>task set <code>{summary["fingerprints"]["taskset"][:12]}</code>, models <code>{escape(str(summary["config"]["models"]))}</code></p>
+<p>task set <code>{summary["fingerprints"]["taskset"][:12]}</code>, models {escape(models_line(summary["config"]["models"])).replace("`", "")}</p>
 <section><h2>Unresolved tasks by failure class</h2>{_bars("failure classes", classes, chart_id="failure-classes")}</section>
 <section><h2>Cost against outcome</h2>{_scatter(rows, chart_id="cost-outcome")}</section>
 <section><h2>Results per kind</h2>{_bars("per-kind results", kinds, chart_id="per-kind")}</section>

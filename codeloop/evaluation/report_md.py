@@ -19,15 +19,42 @@ def _localisation_line(loc: dict[str, Any]) -> str:
     return f"- localisation over {loc['tasks']} tasks with gold files: context hits {hits}; answer hits {answered}"
 
 
+def models_line(models: dict[str, Any]) -> str:
+    """The run's models (a `ModelNames` as JSON) in words, not as a dict: each role with its model in
+    backquotes and its fallbacks after `then`; `none (diagnose mode)` without any."""
+    roles = {"default": models.get("default"), "planner": models.get("planner"), "coder": models.get("coder")}
+    roles.update(models.get("roles") or {})
+    named = []
+    for role, name in roles.items():
+        if not name:
+            continue
+        fallbacks = (models.get("fallbacks") or {}).get(role, [])
+        named.append(f"{role} `{name}`" + "".join(f" then `{other}`" for other in fallbacks))
+    return ", ".join(named) or "none (diagnose mode)"
+
+
+def handed_off_note(summary: dict[str, Any]) -> str:
+    """`; 1 of them handed off by the pipeline`: resolved judges the patch, not how the task ended."""
+    count = summary.get("resolved_handed_off", 0)
+    return f"; {count} of them handed off by the pipeline" if count else ""
+
+
+def resolved_cell(row: dict[str, Any]) -> str:
+    """`yes`, `no`, or `yes (handed off)`: a resolved task the pipeline did not end `done`."""
+    if not row["resolved"]:
+        return "no"
+    return "yes" if row["status"] in ("done", "diagnosed") else f"yes ({row['status'].replace('_', ' ')})"
+
+
 def markdown_report(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     low, high = summary["resolved_ci95"]
     lines = [
         "# codeloop eval report",
         "",
-        f"- task set: `{summary['fingerprints']['taskset'][:12]}`, models: `{summary['config']['models']}`"
+        f"- task set: `{summary['fingerprints']['taskset'][:12]}`, models: {models_line(summary['config']['models'])}"
         f" (`{summary['fingerprints']['models'][:12]}`), config `{summary['fingerprints']['config'][:12]}`",
         f"- **resolved: {summary['resolved']}/{summary['tasks']} = {_pct(summary['resolved_rate'])}**"
-        f" (95% bootstrap interval {_pct(low)} to {_pct(high)})",
+        f" (95% bootstrap interval {_pct(low)} to {_pct(high)}){handed_off_note(summary)}",
         f"- completed: {summary['completed']}/{summary['tasks']} = {_pct(summary['completion_rate'])};"
         f" handed off (human takeover): {summary['handed_off']} = {_pct(summary['human_takeover_rate'])}",
         f"- average steps: {summary['average_steps']}; checked tests passing:"
@@ -66,7 +93,7 @@ def markdown_report(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         shown = f"{tests['passed']}/{tests['total']}" if tests else ""
         lines.append(
             f"| {row['id']} | {row['kind']} | {row['status']} | {row['failure_class'] or ''} | {row['blame'] or ''}"
-            f" | {'yes' if row['resolved'] else 'no'} | {shown} | {row['steps']} | {row['tokens']}"
+            f" | {resolved_cell(row)} | {shown} | {row['steps']} | {row['tokens']}"
             f" | {row['wall_s']:.1f} | {row['trace_id'] or ''} |"
         )
     return "\n".join(lines) + "\n"

@@ -76,6 +76,8 @@ def summarise(
         "tests_checked": sum(t["total"] for t in tested),
         "test_pass_rate": _rate(sum(t["passed"] for t in tested), sum(t["total"] for t in tested)),
         "handed_off": sum(r["status"] == "handed_off" for r in rows),
+        # Resolved is judged on the patch alone; these the pipeline itself handed to a person.
+        "resolved_handed_off": sum(bool(r["resolved"]) and r["status"] == "handed_off" for r in rows),
         "human_takeover_rate": _rate(sum(r["status"] == "handed_off" for r in rows), n),
         "environment_failures": sum(r["blame"] == "environment" for r in rows),
         "failure_classes": dict(sorted(classes.items(), key=lambda item: (-item[1], item[0]))),

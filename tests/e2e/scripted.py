@@ -306,3 +306,20 @@ def fix_with_ci_workflow(messages, info) -> ModelResponse:
             parts=[ToolCallPart("write_file", {"path": "calc/__init__.py", "content": fixed})]
         )
     return ModelResponse(parts=[TextPart("added a CI workflow running the tests; add adds now")])
+
+
+def fix_then_wander(messages, info) -> ModelResponse:
+    """Fixes `add` (`a - b` to `a + b`), then lists files with new arguments every time and never
+    ends: a right patch in a task only the step budget stops."""
+    if _is_planner(info):
+        return _plan(messages, info)
+    returns = _returns(messages)
+    read = [_content(p) for p in returns if p.tool_name == "read_file"]
+    if not read:
+        return ModelResponse(parts=[ToolCallPart("read_file", {"path": "calc/__init__.py"})])
+    if not any(p.tool_name == "write_file" for p in returns):
+        fixed = read[0]["content"].replace("a - b", "a + b")
+        return ModelResponse(
+            parts=[ToolCallPart("write_file", {"path": "calc/__init__.py", "content": fixed})]
+        )
+    return ModelResponse(parts=[ToolCallPart("list_files", {"path": ".", "limit": 100 + len(returns)})])
