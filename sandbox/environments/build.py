@@ -72,6 +72,14 @@ def step_environment(
     env["UV_PROJECT_ENVIRONMENT"] = str(venv)
     for name in ("PYTHONHOME", "PYTHONPATH", "CONDA_PREFIX"):
         env.pop(name, None)
+    # uv reads no pip configuration: the indexes pip was told about through the environment
+    # apply to `uv pip` too (configuration files are pip's alone).
+    for pip_name, uv_name in (
+        ("PIP_INDEX_URL", "UV_INDEX_URL"),
+        ("PIP_EXTRA_INDEX_URL", "UV_EXTRA_INDEX_URL"),
+    ):
+        if pip_name in env and uv_name not in env:
+            env[uv_name] = env[pip_name]
     return env
 
 
@@ -247,6 +255,9 @@ class Builder:
             )
             bins.insert(0, builder / "bin")
         env = step_environment(self.env, self.venv, home=self.target / ".home", extra_bins=tuple(bins))
+        if self.recipe.index_date:
+            env["UV_EXCLUDE_NEWER"] = self.recipe.index_date
+            env["PIP_UPLOADED_PRIOR_TO"] = self.recipe.index_date
         env.update(self.recipe.env)
         return env
 
