@@ -214,6 +214,25 @@ class EnvironmentStore:
             lock.release()
         return True
 
+    def remove_unfinished(self) -> list[str]:
+        """Removes builds that crashed half-way (a directory without a manifest whose build lock
+        is free) and what an interrupted removal left; returns their keys."""
+        if not self.root.is_dir():
+            return []
+        removed = []
+        for entry in self.root.iterdir():
+            if not entry.is_dir() or entry.name == _TRASH or (entry / MANIFEST).exists():
+                continue
+            lock = FileLock(self.root / f"{entry.name}.lock", thread_local=False)
+            if lock.acquire(blocking=False):
+                try:
+                    self._discard(entry.name)
+                    removed.append(entry.name)
+                finally:
+                    lock.release()
+        shutil.rmtree(self.root / _TRASH, ignore_errors=True)
+        return removed
+
     def _discard(self, key: str) -> None:
         """Moves the key's directory aside (atomically: no reader sees half of it), then deletes it."""
         directory = self._dir(key)
