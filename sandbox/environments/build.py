@@ -148,6 +148,23 @@ def import_roots(site_packages: Path, project_copy: Path) -> tuple[str, ...]:
     return tuple(found)
 
 
+def tree_paths(root: Path) -> frozenset[str]:
+    """Every file and directory under `root`, relative, `__pycache__` left out."""
+    found = set()
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        rel = Path(directory).relative_to(root)
+        found.update((rel / name).as_posix() for name in [*dirs, *files])
+    return frozenset(found)
+
+
+def new_roots(before: frozenset[str], after: frozenset[str]) -> tuple[str, ...]:
+    """The paths of `after` not in `before` whose parent was there before: one entry per new
+    file, and one for each new directory (not its contents)."""
+    new = after - before
+    return tuple(sorted(p for p in new if p.rpartition("/")[0] not in new))
+
+
 def disk_usage(path: Path) -> int:
     """Bytes of disk used under `path` (allocated blocks, symlinks not followed)."""
     total = 0
@@ -202,8 +219,10 @@ class Builder:
                 env=self.env,
             )
             env = await self._builder(steps)
+            before = await anyio.to_thread.run_sync(tree_paths, self.project_copy)
             for command in self.recipe.install:
                 await steps.run(command, [*_shell(), command], cwd=self.project_copy, env=env)
+            after = await anyio.to_thread.run_sync(tree_paths, self.project_copy)
             tools = await self._tools(steps)
         finally:
             log.close()
@@ -220,6 +239,7 @@ class Builder:
             base_prefix=self.interpreter.base_prefix,
             project_path=self.project_copy if self.recipe.copy_project else None,
             import_roots=roots,
+            build_products=new_roots(before, after) if self.recipe.copy_project else (),
             tools_path=tools,
             built_at=datetime.now(UTC),
             build_s=round(time.monotonic() - started, 3),
