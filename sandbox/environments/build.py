@@ -90,9 +90,15 @@ def _copy_project(project: Path, target: Path) -> None:
     )
     skipped = _NOT_COPIED if keep_git else _NOT_COPIED | {".git"}
 
+    # The cache may live inside the project (a repository holding its own cache directory):
+    # never copy the environment into itself.
+    inside = {target, *target.parents}
+
     def ignore(directory: str, names: list[str]) -> set[str]:
         top = Path(directory) == project
-        return {n for n in names if (top and n in skipped) or n == "__pycache__"}
+        return {
+            n for n in names if (top and n in skipped) or n == "__pycache__" or Path(directory, n) in inside
+        }
 
     shutil.copytree(project, target, symlinks=True, ignore=ignore, ignore_dangling_symlinks=True)
 
