@@ -115,7 +115,7 @@ async def test_a_uv_lock_project_is_synced_from_its_lock(
     import uv
 
     project = write(tmp_path, {"pyproject.toml": pyproject("locked", deps='"six"'), "locked/__init__.py": ""})
-    subprocess.run([uv.find_uv_bin(), "lock", "--directory", str(project)], check=True, capture_output=True)
+    await anyio.run_process([uv.find_uv_bin(), "lock", "--directory", str(project)])
     result, info = await _run(project, settings, ["python", "-c", "import six, locked; print('ok')"])
     assert (info.kind, result.exit_code, result.stdout) == ("uv", 0, "ok\n"), result.stderr
 
@@ -186,7 +186,7 @@ async def test_the_projects_own_virtualenv_is_used_read_only_without_a_build(
     tmp_path: Path, settings: EnvironmentSettings
 ) -> None:
     project = write(tmp_path, {"requirements.txt": "six\n"})
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(project / ".venv")], check=True)
+    await anyio.run_process([sys.executable, "-m", "venv", "--without-pip", str(project / ".venv")])
     backend = "gvisor" if GVISOR else "process"
     result, info = await _run(
         project, settings, ["python", "-c", "import sys; print(sys.prefix)"], backend=backend
