@@ -45,7 +45,7 @@ from tool_servers.exec.setup_problems import (
     from_environment_error,
     from_output,
 )
-from tool_servers.exec.shared_sandbox import SharedSandbox, default_environment_settings, find_toolchain
+from tool_servers.exec.shared_sandbox import SharedSandbox, find_toolchain
 from tool_servers.exec.static_checks import (
     CHECKS_SCRIPT,
     DEFAULT_SELECT,
@@ -58,6 +58,7 @@ from tool_servers.exec.static_checks import (
     parse_ruff,
     split_checks,
 )
+from tool_servers.project_environment import default_environment_settings
 from tool_servers.protocol.errors import InvalidArguments, NotFound
 from tool_servers.protocol.scopes import Risk, Scope
 from tool_servers.protocol.sdk import build_server

@@ -17,7 +17,6 @@ the server's life (`environment_error`): test runs report it as `env.setup`, oth
 """
 
 import logging
-import os
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
@@ -25,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-import platformdirs
 
 # Submodules, not the package: under pytest, tests/sandbox/ can shadow the top-level `sandbox`
 # package as a namespace package, while the editable install still resolves its submodules.
@@ -33,7 +31,7 @@ from sandbox import errors as sandbox_errors
 from sandbox.backend import BackendChoice, open_sandbox
 from sandbox.environments.environment import Environment, EnvironmentInfo
 from sandbox.environments.opening import open_environment
-from sandbox.environments.settings import EnvironmentSettings, build_variables
+from sandbox.environments.settings import EnvironmentSettings
 from sandbox.limits import GvisorOptions, SandboxLimits
 from sandbox.result import Backend, ExecResult
 from sandbox.session import Sandbox
@@ -109,17 +107,6 @@ def find_toolchain(root: Path, environment: Environment | None = None) -> Toolch
         ruff=ruff,
         path=":".join([*bins, *SYSTEM_PATH]),
     )
-
-
-def default_environment_settings(cache_root: Path | None = None) -> EnvironmentSettings:
-    """Environments detected from the root's files, cached in `environments/` of codeloop's cache
-    directory (`cache_root`, else the platform's user cache directory), built with this
-    process's package-index, proxy and TLS variables (`build_variables`). The composition root
-    passes its own `EnvironmentSettings` when the configuration has an `[environment]` table."""
-    cache = (
-        cache_root if cache_root is not None else platformdirs.user_cache_path("codeloop", appauthor=False)
-    )
-    return EnvironmentSettings(cache_dir=cache / "environments", build_env=build_variables(os.environ))
 
 
 def codeloop_runtime(root: Path) -> tuple[Path, ...]:

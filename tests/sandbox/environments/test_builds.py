@@ -272,3 +272,21 @@ async def test_eviction_removes_the_least_recently_used_but_never_one_in_use(
     remaining = {env.key for env in store.environments()}
     assert remaining == {store.key(recipe("c"), tmp_path)}
     assert held.environment.key not in remaining and b_key not in remaining
+
+
+async def test_the_retrievers_example_runs_use_the_projects_environment(
+    requirements_project: Path, settings: EnvironmentSettings
+) -> None:
+    """An issue's example code imports the project's dependencies: it runs in the environment."""
+    from tool_servers.search.examples.run import trace_examples
+
+    with anyio.fail_after(600):
+        run = await trace_examples(
+            requirements_project,
+            ["tests/test_dep.py"],
+            ["import iniconfig\nprint(iniconfig.__name__)\n"],
+            backend="gvisor" if GVISOR else "process",
+            environment=settings,
+        )
+    assert run.note is None and run.raised == [] and run.failed == 0, run
+    assert run.python.startswith(str(settings.cache_dir))
