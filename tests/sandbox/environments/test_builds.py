@@ -290,3 +290,29 @@ async def test_the_retrievers_example_runs_use_the_projects_environment(
         )
     assert run.note is None and run.raised == [] and run.failed == 0, run
     assert run.python.startswith(str(settings.cache_dir))
+
+
+@needs_gvisor
+async def test_build_products_are_shown_at_the_project_path_but_never_reach_the_workspace(
+    tmp_path: Path, settings: EnvironmentSettings
+) -> None:
+    """A file the install generates (as setuptools_scm's _version.py) is importable through the
+    editable install, while the host workspace never gets it."""
+    files = {"pyproject.toml": pyproject("genpkg"), "src/genpkg/__init__.py": "VALUE = 1\n"}
+    project = write(tmp_path / "project", files)
+    generate = "echo 'GENERATED = 7' > src/genpkg/_generated.py"
+    recipe = Recipe(
+        kind="custom", source="test", install=("uv pip install -e .", generate), inputs=("pyproject.toml",)
+    )
+    async with EnvironmentStore(settings).use(recipe, project) as lease:
+        assert "src/genpkg/_generated.py" in lease.environment.build_products
+        async with open_sandbox(
+            project, limits=LIMITS, backend="gvisor", environment=lease.environment
+        ) as box:
+            result = await box.exec(
+                ["python", "-c", "from genpkg import _generated; print(_generated.GENERATED)"]
+            )
+            await box.exec(["sh", "-c", "echo changed > src/genpkg/__init__.py.bak"])
+    assert (result.exit_code, result.stdout) == (0, "7\n"), result.stderr
+    assert not (project / "src" / "genpkg" / "_generated.py").exists()
+    assert (project / "src" / "genpkg" / "__init__.py.bak").read_text() == "changed\n"
