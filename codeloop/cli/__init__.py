@@ -61,6 +61,7 @@ AREAS = (
     "trace",
     "eval",
     "sandbox",
+    "env",
     "search",
     "mcp",
     "audit",
