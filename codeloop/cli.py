@@ -19,6 +19,7 @@ from codeloop.commands import (
     sandbox,
     search,
     serve,
+    swebench,
     tasks,
     trace,
 )
@@ -61,7 +62,7 @@ def version() -> None:
     typer.echo(__version__)
 
 
-for _area in (serve, tasks, run, replay, trace, eval, sandbox, search, mcp, doctor, config, roles):
+for _area in (serve, tasks, run, replay, trace, eval, swebench, sandbox, search, mcp, doctor, config, roles):
     _area.register(app)
 
 

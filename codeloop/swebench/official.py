@@ -36,7 +36,9 @@ def swebench() -> types.SimpleNamespace:
     except importlib.metadata.PackageNotFoundError:
         raise SpecError(f"the swebench package is not installed: pip install swebench=={PINNED}") from None
     if version != PINNED:
-        raise SpecError(f"swebench {version} is installed; codeloop grades with {PINNED}: pip install swebench=={PINNED}")
+        raise SpecError(
+            f"swebench {version} is installed; codeloop grades with {PINNED}: pip install swebench=={PINNED}"
+        )
     _register_packages()
     names = {
         "constants": "swebench.harness.constants",

@@ -16,8 +16,6 @@ What the official environment image does, and what stands for it here:
   virtualenv and are skipped, named in the recipe's `skipped`.
 """
 
-import hashlib
-import json
 import re
 import shlex
 from typing import Any
@@ -29,8 +27,11 @@ from codeloop.swebench.errors import SpecError
 from codeloop.swebench.instances import Instance
 from codeloop.swebench.official import swebench
 from codeloop.swebench.repositories import RepoSource
+from sandbox.environments import Recipe
 
 RECIPE_FORMAT = 1
+INPUTS_DIR = ".codeloop-swebench"
+"""Where a recipe's input files are written in the environment commit's tree, relative to it."""
 BASE_TOOLS = ("pip==23.3.2", "setuptools==69.5.1", "wheel==0.43.0")
 # Conda packages with another name on the package index, or none (non-Python libraries that
 # wheels on the index bundle themselves).
@@ -50,7 +51,7 @@ class EnvRecipe(BaseModel):
     python: str
     """The Python version, e.g. `3.9`."""
     files: dict[str, str]
-    """Input files by name (written to the build's `inputs/` directory before the commands)."""
+    """Input files by name, written to `INPUTS_DIR` in the repository copy before the commands."""
     commands: list[str]
     """Shell commands run in order with the virtualenv active, in the repository copy."""
     pre_install: list[str]
@@ -59,12 +60,22 @@ class EnvRecipe(BaseModel):
     skipped: list[str]
     """Spec steps that cannot run here (system packages), for the report."""
 
-    @property
-    def key(self) -> str:
-        payload = json.dumps(
-            {"format": RECIPE_FORMAT, **self.model_dump(exclude={"label"})}, sort_keys=True
-        ).encode()
-        return hashlib.sha256(payload).hexdigest()[:24]
+    def to_recipe(self) -> Recipe:
+        """The recipe for `sandbox.environments` (its store builds and caches it)."""
+        return Recipe(
+            kind="custom",
+            source=f"SWE-bench spec of {self.repo} {self.label.rsplit('@', 1)[1]}",
+            python=self.python,
+            install=tuple(self.commands),
+            inputs=tuple(f"{INPUTS_DIR}/{name}" for name in sorted(self.files)),
+            tools=(),
+            copy_project=True,
+            key_extra={
+                "swebench": "4.1.0",
+                "recipe_format": str(RECIPE_FORMAT),
+                "env_commit": self.env_commit,
+            },
+        )
 
 
 def make_recipe(instance: Instance, spec: dict[str, Any], source: RepoSource) -> EnvRecipe:
@@ -81,14 +92,14 @@ def make_recipe(instance: Instance, spec: dict[str, Any], source: RepoSource) ->
     pins = [str(p) for p in spec.get("pip_packages", [])]
     if packages == "requirements.txt":
         files["requirements.txt"] = _requirements(instance, source)
-        commands.append('python -m pip install -r "$CODELOOP_INPUTS/requirements.txt"')
+        commands.append(f'python -m pip install -r "{INPUTS_DIR}/requirements.txt"')
     elif packages == "environment.yml":
         files["environment.yml"] = _environment_yml(instance, source)
         files["pins.txt"] = "\n".join(pins) + "\n"
         for name in _conda_dependencies(files["environment.yml"]):
             quoted = shlex.quote(name)
             commands.append(
-                f'python -m pip install -c "$CODELOOP_INPUTS/pins.txt" {quoted} '
+                f'python -m pip install -c "{INPUTS_DIR}/pins.txt" {quoted} '
                 f"|| echo 'codeloop: skipped {name}: not installable from the package index'"
             )
     elif packages:

@@ -36,7 +36,9 @@ _GIT_ENV = {
 }
 
 
-def git(*args: str, cwd: Path | None = None, input: bytes | None = None, timeout: float = GIT_TIMEOUT_S) -> bytes:
+def git(
+    *args: str, cwd: Path | None = None, input: bytes | None = None, timeout: float = GIT_TIMEOUT_S
+) -> bytes:
     """Run git and return its stdout; a failure raises `subprocess.CalledProcessError` with stderr."""
     env = {**os.environ, **_GIT_ENV, "HOME": os.environ.get("HOME", "/tmp")}
     done = subprocess.run(
@@ -93,7 +95,9 @@ def candidates(repos_dir: Path, repo: str) -> list[Path]:
     return paths
 
 
-def find_source(repo: str, *, repos_dir: Path | None, cache_dir: Path, allow_clone: bool = True) -> RepoSource:
+def find_source(
+    repo: str, *, repos_dir: Path | None, cache_dir: Path, allow_clone: bool = True
+) -> RepoSource:
     """The source of `repo`: from `repos_dir` when it holds one, else a GitHub mirror in the cache.
 
     Raises:
@@ -119,7 +123,11 @@ def find_source(repo: str, *, repos_dir: Path | None, cache_dir: Path, allow_clo
         why = _clone_mirror(url, mirror)
         if why is None:
             return RepoSource(repo, mirror, f"the mirror {mirror}")
-    where = f"under --repos {repos_dir} ({', '.join(p.rsplit('/', 1)[-1] for p in looked)})" if looked else "(no --repos given)"
+    where = (
+        f"under --repos {repos_dir} ({', '.join(p.rsplit('/', 1)[-1] for p in looked)})"
+        if looked
+        else "(no --repos given)"
+    )
     raise RepositoryNotFound(
         f"repository {repo} not found: looked {where}, then cloned {url}: {why}; pass --repos DIR "
         f"holding a clone, a bare mirror or a bundle of it named {repo.split('/')[1]}, "

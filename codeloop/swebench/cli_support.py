@@ -1,0 +1,197 @@
+"""What `codeloop swebench` does between parsing its options and printing: check every input
+before anything runs, then run the plan (embedded, in this process) with a progress line."""
+
+import os
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from codeloop.swebench.errors import InterpreterMissing, PredictionsError, SwebenchError
+from codeloop.swebench.harness import RunPlan, run_local
+from codeloop.swebench.instances import Instance, load_instances, select
+from codeloop.swebench.predictions import EMPTY, GOLD, Prediction, builtin_predictions, load_predictions
+from codeloop.swebench.repositories import RepoSource, find_source
+from codeloop.swebench.run import RunSettings
+from codeloop.swebench.specs import load_extra_specs, spec_for
+
+
+@dataclass(frozen=True)
+class Options:
+    """The command's options, as given."""
+
+    instances: Path
+    predictions: str | None
+    model: str | None
+    instance_ids: list[str] | None
+    repo: str | None
+    sample: int | None
+    repos: Path | None
+    specs: Path | None
+    left_out: Path | None
+    out: Path | None
+    jobs: int
+    timeout_s: float
+    memory_mb: int
+    resume: Path | None
+
+
+def cache_dir() -> Path:
+    """codeloop's cache directory: `$CODELOOP_CACHE_DIR`, else the platform's (shared per machine)."""
+    configured = os.environ.get("CODELOOP_CACHE_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("codeloop"))
+
+
+def prepare(options: Options) -> RunPlan:
+    """Check every input and make the plan; nothing is written before it returns.
+
+    Raises:
+        SwebenchError: a bad input (the message is the one line the user sees).
+    """
+    if (options.predictions is None) == (options.model is None):
+        raise SwebenchError("give exactly one of --predictions FILE|gold|empty and --model M")
+    if options.specs is not None:
+        load_extra_specs(options.specs)
+    every = load_instances(options.instances)
+    chosen = select(every, ids=options.instance_ids, repo=options.repo, sample=options.sample)
+    predictions = _predictions(options, every, chosen)
+    for instance in chosen:
+        spec_for(instance)
+    _check_interpreters(chosen)
+    sources = _sources(chosen, options.repos)
+    out = _out_dir(options)
+    settings = _settings(options)
+    extra = {
+        "predictions": options.predictions or f"model {options.model}",
+        "instances_file": str(options.instances),
+        "jobs": options.jobs,
+        "timeout_s": options.timeout_s,
+        "swebench": "4.1.0",
+        "sandbox": "gvisor",
+    }
+    return RunPlan(
+        instances=chosen,
+        predictions=predictions,
+        sources=sources,
+        settings=settings,
+        out=out,
+        jobs=options.jobs,
+        resume=options.resume is not None,
+        gold=options.predictions == GOLD,
+        extra=extra,
+    )
+
+
+def _predictions(options: Options, every: list[Instance], chosen: list[Instance]) -> dict[str, Prediction]:
+    if options.model is not None:
+        return {}  # made by the model, instance by instance
+    if options.predictions in (GOLD, EMPTY):
+        return builtin_predictions(options.predictions, chosen)
+    path = Path(options.predictions or "")
+    if not path.is_file():
+        raise PredictionsError(f"--predictions {path}: no such file (or say gold or empty)")
+    loaded = load_predictions(path, known_ids={i.instance_id for i in every})
+    wanted = {i.instance_id for i in chosen}
+    return {k: v for k, v in loaded.items() if k in wanted}
+
+
+def _check_interpreters(chosen: list[Instance]) -> None:
+    from sandbox.environments import find_python
+    from sandbox.errors import EnvironmentSetupError
+
+    for version in sorted({str(spec_for(i)["python"]) for i in chosen}):
+        try:
+            find_python(version)
+        except EnvironmentSetupError as exc:
+            raise InterpreterMissing(str(exc)) from None
+
+
+def _sources(chosen: list[Instance], repos: Path | None) -> dict[str, RepoSource]:
+    if repos is not None and not repos.is_dir():
+        raise SwebenchError(f"--repos {repos} is not a directory")
+    sources = {}
+    for repo in sorted({i.repo for i in chosen}):
+        sources[repo] = find_source(repo, repos_dir=repos, cache_dir=cache_dir() / "swebench")
+    for instance in chosen:
+        source = sources[instance.repo]
+        source.resolve(instance.base_commit)
+        source.resolve(instance.env_commit)
+    return sources
+
+
+def _out_dir(options: Options) -> Path:
+    if options.resume is not None:
+        if options.out is not None and options.out.resolve() != options.resume.resolve():
+            raise SwebenchError("--out and --resume name different directories; give one")
+        if not (options.resume / "report.json").is_file():
+            raise SwebenchError(
+                f"--resume {options.resume}: no report.json there (not a codeloop swebench run)"
+            )
+        return options.resume
+    out = options.out or Path("swebench-runs") / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise SwebenchError(f"--out {out} is not empty; name a new directory, or --resume it")
+    return out
+
+
+def _settings(options: Options) -> RunSettings:
+    import json
+
+    from sandbox import SandboxLimits
+    from sandbox.environments import EnvironmentSettings, EnvironmentStore, build_variables
+
+    left_out: dict[str, list[str]] = {}
+    if options.left_out is not None:
+        try:
+            data = json.loads(options.left_out.read_text(encoding="utf-8"))
+            left_out = {k: list(v["cannot_run"]) for k, v in data.items()}
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise SwebenchError(
+                f"--left-out {options.left_out}: not a validation.json of a gold run: {exc}"
+            ) from None
+    limits = SandboxLimits(
+        timeout_s=options.timeout_s,
+        memory_mb=options.memory_mb,
+        max_processes=512,
+        cpu_time_s=options.timeout_s * 4,
+        file_size_mb=1024,
+        workspace_write_mb=2048,
+        tmp_mb=2048,
+        output_bytes=16_000_000,
+    )
+    cache = cache_dir()
+    store = EnvironmentStore(
+        EnvironmentSettings(cache_dir=cache / "environments", build_env=build_variables(os.environ))
+    )
+    return RunSettings(
+        store=store,
+        cache_dir=cache,
+        scratch_dir=Path(tempfile.gettempdir()) / f"codeloop-swebench-{os.getpid()}",
+        timeout_s=options.timeout_s,
+        limits=limits,
+        left_out=left_out,
+    )
+
+
+def run(plan: RunPlan) -> dict[str, Any]:
+    """Run the plan here and return the final report (what report.json holds)."""
+    import json
+
+    import anyio
+
+    from codeloop.swebench.progress import Progress
+
+    progress = Progress(len(plan.instances))
+    interrupted = False
+    try:
+        anyio.run(run_local, plan, progress)
+    except KeyboardInterrupt:
+        interrupted = True
+    report = json.loads((plan.out / "report.json").read_text(encoding="utf-8"))
+    report["codeloop"]["interrupted"] = interrupted
+    return report

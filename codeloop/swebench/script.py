@@ -1,0 +1,50 @@
+"""The official eval script, adapted to the sandbox.
+
+SWE-bench's own `make_eval_script_list_py` writes the script its container runs; it is taken as
+it is, then each line is mapped: the conda activations go (the environment's bin is first on
+PATH already), `/testbed` becomes `/workspace`, the base commit becomes the scratch repository's
+base commit (same tree, another hash), and the spec's `install` re-run is left out: the
+environment is mounted read-only, and its editable install already imports the tree under test
+(shown at the environment's project path). What remains (the informational `git status/show/diff`,
+resetting the test files, `git apply -v` of the test patch, the start/end markers around the test
+command, and the final reset) runs under `bash -x`, so the log has the shape the official
+`get_logs_eval` parses: the same markers, the same trace lines.
+"""
+
+from typing import Any
+
+from codeloop.swebench.instances import Instance
+from codeloop.swebench.official import swebench
+
+WORKDIR = "/workspace"
+_OFFICIAL_WORKDIR = "/testbed"
+_DROPPED = ("source /opt/miniconda3/bin/activate", "conda activate testbed")
+
+
+def eval_script(instance: Instance, spec: dict[str, Any], *, base_commit: str) -> str:
+    """The bash script that applies the test patch and runs the spec's test command on the
+    test directives, between SWE-bench's output markers."""
+    modules = swebench()
+    lines = modules.test_spec_python.make_eval_script_list_py(
+        instance.as_swebench(), spec, "testbed", _OFFICIAL_WORKDIR, instance.base_commit, instance.test_patch
+    )
+    install = spec.get("install")
+    adapted = []
+    for line in lines:
+        if line in _DROPPED:
+            continue
+        if install and line == install:
+            adapted.append(
+                f": 'codeloop: the environment is read-only and imports the tree under test; skipped: {install}'"
+            )
+            continue
+        adapted.append(line.replace(_OFFICIAL_WORKDIR, WORKDIR).replace(instance.base_commit, base_commit))
+    # The official script runs with `set -uxo pipefail` (TestSpec.eval_script); stderr joins stdout
+    # so the trace and the output interleave as in the container's log.
+    return "\n".join(["#!/bin/bash", "exec 2>&1", "set -uxo pipefail", *adapted]) + "\n"
+
+
+def pre_install_script(commands: list[str]) -> str:
+    """The spec's `pre_install` commands (those that edit the repository's files), as the
+    official image ran them on each instance's tree: stop at the first failure."""
+    return "\n".join(["#!/bin/bash", "exec 2>&1", "set -euxo pipefail", f"cd {WORKDIR}", *commands]) + "\n"
