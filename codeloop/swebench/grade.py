@@ -14,7 +14,7 @@ from codeloop.swebench.instances import Instance
 from codeloop.swebench.official import swebench
 
 
-def test_spec(instance: Instance, *, left_out: frozenset[str] = frozenset()) -> Any:
+def official_test_spec(instance: Instance, *, left_out: frozenset[str] = frozenset()) -> Any:
     """SWE-bench's `TestSpec` for grading `instance` (the image scripts, unused here, empty)."""
     modules = swebench()
     return modules.test_spec.TestSpec(
@@ -39,13 +39,13 @@ def grade(
     """The official per-instance report, `{instance_id: {patch_is_None, patch_exists,
     patch_successfully_applied, resolved, tests_status}}`, for the log at `log_path`."""
     return swebench().grading.get_eval_report(
-        test_spec(instance, left_out=left_out), prediction, str(log_path), include_tests_status=True
+        official_test_spec(instance, left_out=left_out), prediction, str(log_path), include_tests_status=True
     )
 
 
 def status_map(instance: Instance, log_path: Path) -> tuple[dict[str, str], bool]:
     """The official parser's test outcomes of the log, and whether the log holds a test run."""
-    return swebench().grading.get_logs_eval(test_spec(instance), str(log_path))
+    return swebench().grading.get_logs_eval(official_test_spec(instance), str(log_path))
 
 
 def not_passing(instance: Instance, statuses: dict[str, str]) -> list[str]:

@@ -87,7 +87,7 @@ def _items(path: Path, text: str) -> list[tuple[str, Any]]:
             raise PredictionsError(f"{path}: not valid JSON: {exc}") from None
         if isinstance(data, list):
             return [(f"item {i}", item) for i, item in enumerate(data, 1)]
-        if "instance_id" in data and "model_patch" in data:
+        if "instance_id" in data:  # one prediction alone (also one line of JSON lines)
             return [("item 1", data)]
         return [
             (f"key {key}", {"instance_id": key, **item} if isinstance(item, dict) else item)

@@ -125,12 +125,12 @@ def _parser(where: str, name: Any) -> Any:
     raise SpecError(f"{where}: log_parser {name!r} is none of SWE-bench's ({', '.join(names[:8])}, ...)")
 
 
-def test_directives(instance: Instance) -> list[str]:
+def directives(instance: Instance) -> list[str]:
     """The test files (or Django modules) the official harness passes to the test command."""
     return swebench().test_spec_python.get_test_directives(instance.as_swebench())
 
 
-def test_files(instance: Instance) -> list[str]:
+def patched_test_files(instance: Instance) -> list[str]:
     """The files the test patch modifies (reset to the base before it is applied, as the harness does)."""
     return swebench().utils.get_modified_files(instance.test_patch)
 
