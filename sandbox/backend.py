@@ -125,10 +125,14 @@ async def open_sandbox(
     launcher: Launcher
     if chosen == "gvisor":
         launcher = GvisorLauncher(
-            workspace, limits=limits, options=gvisor or GvisorOptions(), ro_paths=ro_paths
+            workspace,
+            limits=limits,
+            options=gvisor or GvisorOptions(),
+            ro_paths=ro_paths,
+            environment=environment,
         )
     else:
-        launcher = ProcessLauncher(workspace, limits=limits)
+        launcher = ProcessLauncher(workspace, limits=limits, environment=environment)
     try:
         await launcher.open()
     except BaseException:

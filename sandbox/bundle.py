@@ -48,11 +48,14 @@ def write_bundle(
     limits: SandboxLimits,
     venvs: Sequence[Path] = (),
     cache_runtime: bool = True,
+    workspace_aliases: Sequence[Path] = (),
 ) -> None:
     """Writes `bundle/config.json` and `bundle/rootfs` (mount points, /etc files, the supervisor).
 
     `venvs` are virtualenvs directly inside the workspace that the mirror leaves out: each is
-    bound read-only from the host at the same two places as the workspace.
+    bound read-only from the host at the same two places as the workspace. `workspace_aliases`
+    are more places the workspace mirror is shown read-write: a project environment's project
+    path, inside its read-only directory, where its editable install points.
     """
     rootfs = bundle / "rootfs"
     (rootfs / "etc").mkdir(parents=True)
@@ -90,6 +93,9 @@ def write_bundle(
     for venv in venvs:
         for place in workspace_paths:
             mounts.append(_bind(venv, f"{place}/{venv.name}", writable=False))
+    # After the read-only runtime mounts that hold them (the environment's directory).
+    for alias in workspace_aliases:
+        mounts.append(_bind(workspace_mirror, str(alias), writable=True))
     for mount in mounts:
         target = rootfs / mount["destination"].lstrip("/")
         if mount["type"] == "bind" and Path(mount["source"]).is_file():

@@ -44,7 +44,7 @@ class Interpreter:
     """Its installation prefix (sys.base_prefix): what a sandbox must show for it to run."""
 
 
-def _satisfies(version: str, request: str | None) -> bool:
+def satisfies(version: str, request: str | None) -> bool:
     """Whether a full version meets a request: None (anything), a version prefix (`3.9`) or a specifier."""
     if request is None:
         return True
@@ -88,7 +88,7 @@ def normalize_request(request: str | None) -> str | None:
 
 
 @functools.lru_cache(maxsize=64)
-def _query(executable: str) -> Interpreter | None:
+def query_interpreter(executable: str) -> Interpreter | None:
     """Runs the interpreter once to learn its version and prefix; None when it does not run."""
     try:
         done = subprocess.run(
@@ -168,9 +168,7 @@ def _uv_candidate(request: str) -> Path | None:
 
 def _path_candidates(request: str | None) -> Iterator[Path]:
     """`python3.X` programs on PATH (pyenv shims left out), the likeliest minor first."""
-    minors = [
-        m for m in _MINORS if request is None or _satisfies(f"{m}.99", request) or _satisfies(m, request)
-    ]
+    minors = [m for m in _MINORS if request is None or satisfies(f"{m}.99", request) or satisfies(m, request)]
     for minor in minors:
         found = shutil.which(f"python{minor}")
         if found and "/shims/" not in found:
@@ -181,7 +179,7 @@ def _suggestion(request: str) -> str:
     """The version to name in `pyenv install X` for a request."""
     if _SPECIFIER_CHARS & set(request):
         for minor in _MINORS:
-            if _satisfies(f"{minor}.0", request) or _satisfies(f"{minor}.99", request):
+            if satisfies(f"{minor}.0", request) or satisfies(f"{minor}.99", request):
                 return minor
         return request
     return ".".join(request.split(".")[:2])
@@ -197,29 +195,29 @@ def find_python(request: str | None, *, configured: Sequence[Path] = ()) -> Inte
     """
     request = normalize_request(request)
     if request is not None and request.startswith("/"):
-        found = _query(request)
+        found = query_interpreter(request)
         if found is None:
             raise PythonNotFound(
                 f"the configured Python {request} does not exist or does not run", requested=request
             )
         return found
     for path in configured:
-        found = _query(str(path))
-        if found is not None and _satisfies(found.version, request):
+        found = query_interpreter(str(path))
+        if found is not None and satisfies(found.version, request):
             return found
     running = running_interpreter()
-    if _satisfies(running.version, request):
+    if satisfies(running.version, request):
         return running
     for version, binary in _pyenv_candidates():
-        if _satisfies(version, request) and (found := _query(str(binary))) is not None:
+        if satisfies(version, request) and (found := query_interpreter(str(binary))) is not None:
             return found
     if request is not None and (path := _uv_candidate(request)) is not None:
-        found = _query(str(path))
-        if found is not None and _satisfies(found.version, request):
+        found = query_interpreter(str(path))
+        if found is not None and satisfies(found.version, request):
             return found
     for path in _path_candidates(request):
-        found = _query(str(path))
-        if found is not None and _satisfies(found.version, request):
+        found = query_interpreter(str(path))
+        if found is not None and satisfies(found.version, request):
             return found
     assert request is not None  # the running interpreter satisfies None
     versions = pyenv_versions_dir()
