@@ -92,6 +92,8 @@ async def run_instance(
         outcome = _error(outcome, "env.setup", exc, log)
     except SandboxError as exc:
         outcome = _error(outcome, "env.infra", exc, log)
+    except Exception as exc:  # one broken instance must not end the run: it is an error instance
+        outcome = _error(outcome, "env.infra", RuntimeError(f"{type(exc).__name__}: {exc}"), log)
     finally:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(lambda: shutil.rmtree(scratch, ignore_errors=True))
@@ -179,6 +181,7 @@ async def _evaluate(
         )
     script = eval_script(instance, spec, base_commit=base)
     (partial / "eval.sh").write_text(script, encoding="utf-8")
+    (tree / SCRIPT_IN_TREE).parent.mkdir(parents=True, exist_ok=True)
     (tree / SCRIPT_IN_TREE).write_text(script, encoding="utf-8")
     result = await box.exec(["bash", f"/workspace/{SCRIPT_IN_TREE}"], timeout_s=settings.timeout_s)
     log.info(f"Test runtime: {result.duration_s:_.2f} seconds")

@@ -13,6 +13,12 @@ from pathlib import Path
 REPO = "synthetic/calc"
 VERSION = "1.0"
 
+
+def _diff(text: str) -> str:
+    """A diff written with `~` for its blank context lines (a lone space, which editors strip)."""
+    return "\n".join(" " if line == "~" else line for line in text.split("\n"))
+
+
 BASE_FILES = {
     "pyproject.toml": (
         '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n\n'
@@ -23,72 +29,72 @@ BASE_FILES = {
     "tests/test_core.py": "from calc import mul\n\n\ndef test_mul():\n    assert mul(3, 4) == 12\n",
 }
 
-GOLD_1 = """diff --git a/calc/core.py b/calc/core.py
+GOLD_1 = _diff("""diff --git a/calc/core.py b/calc/core.py
 --- a/calc/core.py
 +++ b/calc/core.py
 @@ -1,5 +1,5 @@
  def add(a, b):
 -    return a - b
 +    return a + b
- 
- 
+~
+~
  def mul(a, b):
-"""
+""")
 
-WRONG_1 = """diff --git a/calc/core.py b/calc/core.py
+WRONG_1 = _diff("""diff --git a/calc/core.py b/calc/core.py
 --- a/calc/core.py
 +++ b/calc/core.py
 @@ -1,5 +1,5 @@
  def add(a, b):
 -    return a - b
 +    return a * b
- 
- 
+~
+~
  def mul(a, b):
-"""
+""")
 
-NOT_APPLYING_1 = """diff --git a/calc/core.py b/calc/core.py
+NOT_APPLYING_1 = _diff("""diff --git a/calc/core.py b/calc/core.py
 --- a/calc/core.py
 +++ b/calc/core.py
 @@ -1,5 +1,5 @@
  def add(x, y):
 -    return x - y
 +    return x + y
- 
- 
+~
+~
  def mul(x, y):
-"""
+""")
 
-TEST_1 = """diff --git a/tests/test_core.py b/tests/test_core.py
+TEST_1 = _diff("""diff --git a/tests/test_core.py b/tests/test_core.py
 --- a/tests/test_core.py
 +++ b/tests/test_core.py
 @@ -1,5 +1,9 @@
 -from calc import mul
 +from calc import add, mul
- 
- 
+~
+~
  def test_mul():
      assert mul(3, 4) == 12
 +
 +
 +def test_add():
 +    assert add(2, 3) == 5
-"""
+""")
 
-GOLD_2 = """diff --git a/calc/core.py b/calc/core.py
+GOLD_2 = _diff("""diff --git a/calc/core.py b/calc/core.py
 --- a/calc/core.py
 +++ b/calc/core.py
 @@ -4,3 +4,7 @@ def add(a, b):
- 
+~
  def mul(a, b):
      return a * b
 +
 +
 +def neg(a):
 +    return -a
-"""
+""")
 
-TEST_2 = """diff --git a/tests/test_neg.py b/tests/test_neg.py
+TEST_2 = _diff("""diff --git a/tests/test_neg.py b/tests/test_neg.py
 new file mode 100644
 --- /dev/null
 +++ b/tests/test_neg.py
@@ -105,7 +111,7 @@ new file mode 100644
 +def test_neg_over_network():
 +    socket.create_connection(("192.0.2.1", 80), timeout=5).close()
 +    assert neg(0) == 0
-"""
+""")
 
 
 def make_repo(root: Path) -> str:
@@ -114,10 +120,17 @@ def make_repo(root: Path) -> str:
     for name, text in BASE_FILES.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "calc"]):
         subprocess.run(["git", *args], cwd=root, check=True, env={**env, "PATH": "/usr/bin:/bin"})
-    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=root, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def instances(base: str) -> list[dict]:
@@ -139,7 +152,9 @@ def instances(base: str) -> list[dict]:
             "patch": GOLD_2,
             "test_patch": TEST_2,
             "problem_statement": "Add calc.core.neg(a) returning -a.",
-            "FAIL_TO_PASS": json.dumps(["tests/test_neg.py::test_neg", "tests/test_neg.py::test_neg_over_network"]),
+            "FAIL_TO_PASS": json.dumps(
+                ["tests/test_neg.py::test_neg", "tests/test_neg.py::test_neg_over_network"]
+            ),
             "PASS_TO_PASS": json.dumps(["tests/test_core.py::test_mul"]),
         },
     ]

@@ -11,7 +11,7 @@ import pytest
 from codeloop.swebench.errors import InstanceFileError, PredictionsError, SpecError, UnknownInstance
 from codeloop.swebench.instances import load_instances, select
 from codeloop.swebench.predictions import builtin_predictions, load_predictions
-from codeloop.swebench.specs import load_extra_specs, spec_for, directives
+from codeloop.swebench.specs import directives, load_extra_specs, spec_for
 from tests.swebench import synthetic
 
 DATA = Path(__file__).parents[1] / "data" / "swebench"
@@ -43,7 +43,10 @@ def test_every_file_shape_gives_the_same_instances(tmp_path: Path, shape: str) -
         pyarrow.parquet.write_table(pyarrow.Table.from_pylist(rows), path)
     loaded = load_instances(path)
     assert [i.instance_id for i in loaded] == ["synthetic__calc-1", "synthetic__calc-2"]
-    assert loaded[1].FAIL_TO_PASS == ["tests/test_neg.py::test_neg", "tests/test_neg.py::test_neg_over_network"]
+    assert loaded[1].FAIL_TO_PASS == [
+        "tests/test_neg.py::test_neg",
+        "tests/test_neg.py::test_neg_over_network",
+    ]
 
 
 def test_a_malformed_line_is_named_by_its_number(tmp_path: Path) -> None:
