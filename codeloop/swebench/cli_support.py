@@ -12,6 +12,7 @@ from codeloop.swebench.errors import InterpreterMissing, PredictionsError, Swebe
 from codeloop.swebench.harness import RunPlan, run_local
 from codeloop.swebench.instances import Instance, load_instances, select
 from codeloop.swebench.predictions import EMPTY, GOLD, Prediction, builtin_predictions, load_predictions
+from codeloop.swebench.report import write_json
 from codeloop.swebench.repositories import RepoSource, find_source
 from codeloop.swebench.run import RunSettings
 from codeloop.swebench.specs import load_extra_specs, spec_for
@@ -193,5 +194,7 @@ def run(plan: RunPlan) -> dict[str, Any]:
     except KeyboardInterrupt:
         interrupted = True
     report = json.loads((plan.out / "report.json").read_text(encoding="utf-8"))
-    report["codeloop"]["interrupted"] = interrupted
+    if interrupted:  # the report stays what the finished instances made, marked as such
+        report["codeloop"]["interrupted"] = True
+        write_json(plan.out / "report.json", report)
     return report
