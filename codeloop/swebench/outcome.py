@@ -35,6 +35,9 @@ class Outcome(BaseModel):
     """Listed tests left out of grading (a gold validation found they cannot run here)."""
     not_passing: list[str] = []
     """Listed tests that did not pass (failed, errored or absent from the log)."""
+    why_not_passing: dict[str, str] = {}
+    """Per test of `not_passing`: `network` when its failure shows a connection the sandbox
+    refused, else `fails with the gold patch here` (`codeloop.swebench.unrunnable`)."""
     skipped: list[str] = []
     """Listed tests the run skipped (graded as neither passing nor failing)."""
     skipped_steps: list[str] = []

@@ -73,6 +73,7 @@ def _codeloop_figures(instances: list[Instance], outcomes: dict[str, Outcome]) -
         "not_passing_tests": {i: o.not_passing for i, o in sorted(outcomes.items()) if o.not_passing},
         "by_repository": by_repository(instances, outcomes),
         "instance_wall_s": {i: o.wall_s for i, o in sorted(outcomes.items())},
+        "gold": gold_figures(outcomes),
     }
 
 
@@ -108,14 +109,32 @@ def by_repository(instances: list[Instance], outcomes: dict[str, Outcome]) -> di
 
 def validation(outcomes: dict[str, Outcome]) -> dict[str, Any]:
     """What a gold run found: per instance, the listed tests that do not pass with the gold
-    patch here (so this environment cannot run them), for `--left-out` of later runs."""
+    patch here, so this environment cannot run them, and why (`network`, or another failure),
+    for `--left-out` of later runs."""
     return {
-        i: {
-            "cannot_run": o.not_passing,
-            "why": "fail with the gold patch in this environment (no network, ...)",
-        }
+        i: {"cannot_run": o.not_passing, "why": o.why_not_passing}
         for i, o in sorted(outcomes.items())
         if o.status in ("resolved", "unresolved") and o.not_passing
+    }
+
+
+def gold_figures(outcomes: dict[str, Outcome]) -> dict[str, Any]:
+    """For a gold run: the instances that resolve once the listed tests that failed only for want
+    of network are left out (nothing else), and those that still do not."""
+    graded = [o for o in outcomes.values() if o.status in ("resolved", "unresolved")]
+    network_only = sorted(
+        o.instance_id
+        for o in graded
+        if o.status == "unresolved" and o.not_passing and set(o.why_not_passing.values()) == {"network"}
+    )
+    other = sorted(
+        o.instance_id for o in graded if o.status == "unresolved" and o.instance_id not in network_only
+    )
+    return {
+        "resolved_without_network_tests": len([o for o in graded if o.status == "resolved"])
+        + len(network_only),
+        "unresolved_only_for_network_ids": network_only,
+        "unresolved_for_other_reasons_ids": other,
     }
 
 

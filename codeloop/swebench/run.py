@@ -27,6 +27,7 @@ from codeloop.swebench.repositories import RepoSource
 from codeloop.swebench.script import eval_script
 from codeloop.swebench.specs import spec_for
 from codeloop.swebench.trees import instance_tree, project_tree
+from codeloop.swebench.unrunnable import reasons
 from sandbox import GvisorOptions, SandboxError, SandboxLimits, open_sandbox
 from sandbox.environments import EnvironmentStore
 from sandbox.errors import EnvironmentSetupError
@@ -205,13 +206,15 @@ async def _evaluate(
     _write_report(partial, report)
     statuses, _ = grade.status_map(instance, log_path)
     resolved = report[instance.instance_id]["resolved"]
+    failing = grade.not_passing(instance, statuses)
     log.info(f"Result for {instance.instance_id}: resolved: {resolved}")
     return outcome.model_copy(
         update={
             **update,
             "status": "resolved" if resolved else "unresolved",
             "left_out": sorted(left_out),
-            "not_passing": grade.not_passing(instance, statuses),
+            "not_passing": failing,
+            "why_not_passing": reasons(instance, failing, output),
             "skipped": grade.skipped(instance, statuses),
         }
     )

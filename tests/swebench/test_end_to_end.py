@@ -39,6 +39,8 @@ def test_gold_resolves_and_the_network_test_is_recorded_as_unrunnable(
     assert "OSError: [Errno 113] No route to host" in log
     validation = json.loads((out / "validation.json").read_text())
     assert validation["synthetic__calc-2"]["cannot_run"] == [network]
+    assert validation["synthetic__calc-2"]["why"] == {network: "network"}
+    assert summary["codeloop"]["gold"]["unresolved_only_for_network_ids"] == ["synthetic__calc-2"]
     assert "synthetic__calc-1" not in validation
     assert "synthetic/calc" in (out / "report.html").read_text()
 
