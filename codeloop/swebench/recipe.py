@@ -1,6 +1,14 @@
-"""A SWE-bench spec made into an environment recipe: a Python version, the files the install
-reads, and ordered shell commands run with the virtualenv active in a copy of the repository at
-the environment commit.
+"""A SWE-bench spec made into an environment recipe (a Python version, the files the install
+reads, ordered shell commands run with the virtualenv active in a copy of the repository at the
+environment commit) and the per-instance steps that follow it.
+
+The official harness builds two layers: an environment image per (repository, version) holding
+the interpreter and the dependencies, and an instance image per instance that clones the
+repository at the instance's base commit, runs the spec's `pre_install` and `install` there
+(`pip install -e .`: entry points, generated version files and dependency changes of that very
+commit). Here the first layer is a cached environment (`sandbox.environments`) and the second a
+per-instance layer (`codeloop.swebench.layer`); the recipe holds the first, `pre_install` and
+`install` the second.
 
 What the official environment image does, and what stands for it here:
 - `conda create python=X PACKAGES` → a virtualenv of Python X with the base tools a conda
@@ -12,8 +20,9 @@ What the official environment image does, and what stands for it here:
 - `packages = "environment.yml"` → its conda dependencies installed from the package index one by
   one, constrained by the spec's pinned `pip_packages`; a conda-only package (no wheel or sdist
   on the index) is skipped and named in the build log.
-- `pip_packages`, `pre_install`, `install` → the same commands; `apt-get` steps cannot run in a
-  virtualenv and are skipped, named in the recipe's `skipped`.
+- `pip_packages` → the same command; `pre_install` and `install` → the same commands in the
+  instance's tree; `apt-get` steps cannot run in a virtualenv and are skipped, named in the
+  recipe's `skipped`.
 """
 
 import re
@@ -29,7 +38,7 @@ from codeloop.swebench.official import swebench
 from codeloop.swebench.repositories import RepoSource
 from sandbox.environments import Recipe
 
-RECIPE_FORMAT = 1
+RECIPE_FORMAT = 2
 INPUTS_DIR = ".codeloop-swebench"
 """Where a recipe's input files are written in the environment commit's tree, relative to it."""
 BASE_TOOLS = ("pip==23.3.2", "setuptools==69.5.1", "wheel==0.43.0")
@@ -55,8 +64,11 @@ class EnvRecipe(BaseModel):
     commands: list[str]
     """Shell commands run in order with the virtualenv active, in the repository copy."""
     pre_install: list[str]
-    """The spec's commands that change the repository's files; they run on every instance's tree
-    too, as the official image built each instance's tree with them."""
+    """The spec's commands that change the repository's files, run on each instance's tree, as
+    the official instance image ran them."""
+    install: str | None
+    """The spec's install command (e.g. `python -m pip install -e .`), run in each instance's
+    tree into its layer, with the version setuptools_scm cannot find in a history-less tree."""
     skipped: list[str]
     """Spec steps that cannot run here (system packages), for the report."""
 
@@ -109,12 +121,12 @@ def make_recipe(instance: Instance, spec: dict[str, Any], source: RepoSource) ->
     pre_install, skipped = [], []
     for command in spec.get("pre_install", []):
         (skipped if "apt-get" in command else pre_install).append(command)
-    commands += pre_install
+    install = None
     if spec.get("install"):
         name = re.sub(r"[^A-Za-z0-9]", "_", instance.repo.split("/")[1]).upper()
-        # setuptools_scm finds no tags in the copy; give the version the spec stands for.
+        # setuptools_scm finds no tags in the scratch tree; give the version the spec stands for.
         version = f"{instance.version}.0"
-        commands.append(
+        install = (
             f"export SETUPTOOLS_SCM_PRETEND_VERSION_FOR_{name}={version} "
             f"SETUPTOOLS_SCM_PRETEND_VERSION={version}; {spec['install']}"
         )
@@ -126,6 +138,7 @@ def make_recipe(instance: Instance, spec: dict[str, Any], source: RepoSource) ->
         files=files,
         commands=commands,
         pre_install=pre_install,
+        install=install,
         skipped=skipped,
     )
 

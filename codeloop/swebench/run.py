@@ -1,4 +1,5 @@
-"""Running one instance: its environment, its scratch tree at the base commit, the prediction
+"""Running one instance: its environment, its scratch tree at the base commit with its own layer
+(the spec's install of that commit, `codeloop.swebench.layer`), the prediction
 applied as the official harness applies it, the eval script in the gVisor sandbox with no
 network, and the official grading of the log.
 
@@ -20,6 +21,7 @@ import anyio
 from codeloop.swebench import grade
 from codeloop.swebench.errors import EnvironmentBuildError, SpecError
 from codeloop.swebench.instances import Instance
+from codeloop.swebench.layer import layer_env, make_layer
 from codeloop.swebench.outcome import Outcome
 from codeloop.swebench.predictions import Prediction
 from codeloop.swebench.recipe import make_recipe
@@ -144,14 +146,37 @@ async def _run(
             }
         )
         log.info(f"Environment {env.key} ready (built now: {lease.info.built})")
-        tree = scratch / "tree"
-        base = await anyio.to_thread.run_sync(instance_tree, source, instance.base_commit, tree, env, recipe)
+        tree, layer = scratch / "tree", scratch / "layer"
+        base = await anyio.to_thread.run_sync(instance_tree, source, instance.base_commit, tree, recipe)
+        install_started = time.monotonic()
+        installed = await make_layer(
+            env, tree, layer, install=recipe.install, build_env=settings.store.settings.build_env
+        )
+        log.info(
+            f"Install in the instance's layer ({time.monotonic() - install_started:.1f} s):\n{installed[-4000:]}"
+        )
+        outcome = outcome.model_copy(update={"env_s": round(time.monotonic() - env_started, 3)})
         async with open_sandbox(
-            tree, limits=settings.limits, environment=env, gvisor=settings.gvisor, policy=settings.policy
+            tree,
+            limits=settings.limits,
+            gvisor=settings.gvisor,
+            policy=settings.policy,
+            ro_paths=(env.path, env.base_prefix, layer),
         ) as box:
+            box_env = layer_env(layer, env)
             return await _evaluate(
-                instance, prediction, spec, box, tree, base, settings, partial, log, outcome
+                instance, prediction, spec, _Box(box, box_env), tree, base, settings, partial, log, outcome
             )
+
+
+class _Box:
+    """The sandbox with the instance's layer active in every command."""
+
+    def __init__(self, box: Any, env: dict[str, str]) -> None:
+        self.box, self.env = box, env
+
+    async def exec(self, argv: list[str], *, timeout_s: float) -> Any:
+        return await self.box.exec(argv, timeout_s=timeout_s, env=self.env)
 
 
 async def _evaluate(

@@ -3,9 +3,11 @@
 SWE-bench's own `make_eval_script_list_py` writes the script its container runs; it is taken as
 it is, then each line is mapped: the conda activations go (the environment's bin is first on
 PATH already), `/testbed` becomes `/workspace`, the base commit becomes the scratch repository's
-base commit (same tree, another hash), and the spec's `install` re-run is left out: the
-environment is mounted read-only, and its editable install already imports the tree under test
-(shown at the environment's project path). What remains (the informational `git status/show/diff`,
+base commit (same tree, another hash), and the spec's `install` re-run is left out: it ran
+before the prediction, into the instance's layer (`codeloop.swebench.layer`), which the sandbox
+shows read-only, and being editable it imports the patched tree. Running it after the prediction
+would mean running the prediction's setup.py on the host, outside the sandbox: a prediction that
+changes packaging metadata (entry points, dependencies) is tested without them. What remains (the informational `git status/show/diff`,
 resetting the test files, `git apply -v` of the test patch, the start/end markers around the test
 command, and the final reset) runs under `bash -x`, so the log has the shape the official
 `get_logs_eval` parses: the same markers, the same trace lines.
@@ -35,7 +37,7 @@ def eval_script(instance: Instance, spec: dict[str, Any], *, base_commit: str) -
             continue
         if install and line == install:
             adapted.append(
-                f": 'codeloop: the environment is read-only and imports the tree under test; skipped: {install}'"
+                f": 'codeloop: installed before the prediction into the read-only layer (editable); not re-run: {install}'"
             )
             continue
         adapted.append(line.replace(_OFFICIAL_WORKDIR, WORKDIR).replace(instance.base_commit, base_commit))

@@ -1,11 +1,8 @@
 """The two trees of an instance: the environment commit's tree the environment is built from
-(with the recipe's input files), and the instance's scratch tree at its base commit.
-
-The scratch tree is made as the official instance image made /testbed: the base commit's files,
-the spec's `pre_install` edits (e.g. sphinx's `tox.ini`), committed, then the files the
-environment's install generated in its copy of the project (setuptools_scm's `_version.py`,
-`*.egg-info`), which the workspace would otherwise lack where the sandbox shows it at the
-environment's project path.
+(with the recipe's input files), and the instance's scratch tree at its base commit, made as the
+official instance image made /testbed: the base commit's files and the spec's `pre_install`
+edits (e.g. sphinx's `tox.ini`), committed (the install into the instance's layer follows, in
+`codeloop.swebench.layer`).
 """
 
 import os
@@ -56,7 +53,7 @@ def _digest(recipe: EnvRecipe) -> str:
     return hashlib.sha256(json.dumps(recipe.files, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def instance_tree(source: RepoSource, base_commit: str, tree: Path, env: object, recipe: EnvRecipe) -> str:
+def instance_tree(source: RepoSource, base_commit: str, tree: Path, recipe: EnvRecipe) -> str:
     """Make the instance's scratch tree at `tree`; returns its base commit (the tree of the
     instance's base commit, before the spec's edits).
 
@@ -81,24 +78,4 @@ def instance_tree(source: RepoSource, base_commit: str, tree: Path, env: object,
             )
     git("add", "-A", "-f", cwd=tree)
     git("commit", "--quiet", "--allow-empty", "--no-verify", "-m", "SWE-bench", cwd=tree)
-    project = getattr(env, "project_path", None)
-    if project is not None:
-        _overlay_build_products(Path(project), tree, source, recipe.env_commit)
     return base
-
-
-def _overlay_build_products(project: Path, tree: Path, source: RepoSource, env_commit: str) -> None:
-    """Copy the files the install created in the environment's project copy (not in the
-    environment commit, not the recipe's inputs) into `tree`, where it has no such file."""
-    listed = git("--git-dir", str(source.git_dir), "ls-tree", "-r", "--name-only", source.resolve(env_commit))
-    tracked = set(listed.decode(errors="replace").splitlines())
-    for dirpath, dirnames, filenames in os.walk(project):
-        rel_dir = Path(dirpath).relative_to(project)
-        dirnames[:] = [d for d in dirnames if not (rel_dir == Path(".") and d in (INPUTS_DIR, ".git"))]
-        for name in filenames:
-            rel = (rel_dir / name).as_posix()
-            if rel in tracked or (tree / rel).exists() or name.endswith((".pyc", ".pyo")):
-                continue
-            target = tree / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(Path(dirpath) / name, target, follow_symlinks=False)
