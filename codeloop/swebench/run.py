@@ -8,6 +8,10 @@ instance is done, so an interrupted run leaves no half instance): `run_instance.
 messages), `test_output.txt` (the eval script's output, which the official `get_logs_eval`
 reads), `patch.diff`, `eval.sh`, `report.json` (the official per-instance report, only for
 graded instances, as officially) and `outcome.json` (codeloop's record, `Outcome`).
+
+Builds of one environment are serialised per process (`RunSettings.env_lock`): the environment
+store's file lock raises instead of waiting when another build holds it (filelock 4's
+`acquire(blocking=False)`), so concurrent instances of one environment would fail.
 """
 
 import shutil
@@ -54,6 +58,11 @@ class RunSettings:
     gvisor: GvisorOptions | None = None
     policy: str = "gvisor"
     left_out: dict[str, list[str]] = field(default_factory=dict)
+    _env_locks: dict[str, anyio.Lock] = field(default_factory=dict)
+
+    def env_lock(self, key: str) -> anyio.Lock:
+        """The lock of one environment's build in this process."""
+        return self._env_locks.setdefault(key, anyio.Lock())
 
 
 class _Log:
@@ -132,7 +141,12 @@ async def _run(
     project = await anyio.to_thread.run_sync(project_tree, recipe, source, settings.cache_dir)
     env_started = time.monotonic()
     log.info(f"Environment {recipe.label} (Python {recipe.python}): getting it ready")
-    async with settings.store.use(recipe.to_recipe(), project, progress=None) as lease:
+    environment_recipe = recipe.to_recipe()
+    # One build per environment in this process at a time (the store's own cross-process lock
+    # does not wait yet, see the module docstring); the others then find it built.
+    async with settings.env_lock(environment_recipe.digest()):
+        _, built = await settings.store.ensure(environment_recipe, project)
+    async with settings.store.use(environment_recipe, project, progress=None) as lease:
         env = lease.environment
         outcome = outcome.model_copy(
             update={
@@ -140,12 +154,12 @@ async def _run(
                 "environment": {
                     "key": env.key,
                     "python_version": env.python_version,
-                    "built": lease.info.built,
+                    "built": built,
                     "build_s": env.build_s,
                 },
             }
         )
-        log.info(f"Environment {env.key} ready (built now: {lease.info.built})")
+        log.info(f"Environment {env.key} ready (built now: {built})")
         tree, layer = scratch / "tree", scratch / "layer"
         base = await anyio.to_thread.run_sync(instance_tree, source, instance.base_commit, tree, recipe)
         install_started = time.monotonic()
