@@ -15,12 +15,14 @@ from typing import Annotated
 import typer
 
 from codeloop.commands._common import fail, usage_error
+from codeloop.commands.connection import Connection, with_connection_options
 
 DEFAULT_TIMEOUT_S = 1800.0
 """The official harness's per-instance timeout: a slower suite under gVisor must not be cut
 where Docker would have let it finish."""
 
 
+@with_connection_options
 def swebench(
     instances: Annotated[
         Path, typer.Argument(help="SWE-bench instances: a JSON list, JSON lines or a Parquet file.")
@@ -71,7 +73,12 @@ def swebench(
     out: Annotated[
         Path | None, typer.Option("--out", help="Output directory (default swebench-runs/<UTC time>).")
     ] = None,
-    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Instances run at once.")] = 1,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            "--jobs", min=0, help="Instances run at once here (0: only remote workers, with --nats)."
+        ),
+    ] = 1,
     timeout: Annotated[
         float,
         typer.Option(
@@ -90,12 +97,16 @@ def swebench(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the summary (report.json) on stdout.")
     ] = False,
+    connection: Connection = None,  # type: ignore[assignment]
 ) -> None:
     """Run SWE-bench INSTANCES in the gVisor sandbox and grade them as the official harness does.
 
     Writes OUT/report.json (the official summary's shape), OUT/instances/<id>/ (report.json,
     test_output.txt, run_instance.log, patch.diff, outcome.json), OUT/report.html, and with
     `gold` OUT/validation.json. Environments are built once per (repository, version) and cached.
+
+    With --nats URL (or a running `codeloop serve`) the instances go on the bus: this process runs
+    --jobs of them (0: none) and `codeloop swebench-worker` processes on any machine run the rest.
     """
     from codeloop.swebench.cli_support import Options, prepare, run
     from codeloop.swebench.errors import SwebenchError
@@ -120,7 +131,12 @@ def swebench(
         plan = prepare(options)
     except SwebenchError as exc:
         raise usage_error(str(exc)) from None
-    report = run(plan)
+    from codeloop.config import ConfigError
+
+    try:
+        report = run(plan, connection)
+    except ConfigError as exc:
+        raise usage_error(str(exc)) from None
     if as_json:
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
     else:
@@ -135,5 +151,56 @@ def swebench(
         )
 
 
+@with_connection_options
+def swebench_worker(
+    repos: Annotated[
+        Path | None,
+        typer.Option("--repos", help="This machine's repositories (as for `codeloop swebench --repos`)."),
+    ] = None,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Instances run at once.")] = 1,
+    idle_exit: Annotated[
+        float | None,
+        typer.Option(
+            "--idle-exit", min=1.0, help="Exit after this many seconds without work (a batch Job's pods)."
+        ),
+    ] = None,
+    connection: Connection = None,  # type: ignore[assignment]
+) -> None:
+    """Run SWE-bench instances of any run on the bus (`codeloop swebench --nats URL`), here.
+
+    Takes instances from the shared durable consumer, builds their environments where needed
+    (cached on this machine), runs and grades them in gVisor, and publishes each outcome with its
+    files. A worker killed mid-instance loses nothing: the instance is run again elsewhere.
+    """
+
+    from bus.connection import open_bus
+    from codeloop.config import ConfigError, bus_config
+    from codeloop.swebench.cli_support import cache_dir, settings_for
+    from codeloop.swebench.worker import serve_workers
+
+    try:
+        config = bus_config(**connection)
+    except ConfigError as exc:
+        raise usage_error(str(exc)) from None
+    if not config.servers:
+        raise usage_error("no NATS URL: pass --nats URL or set CODELOOP_NATS_URL")
+
+    async def main() -> None:
+        async with open_bus(config) as bus:
+            await serve_workers(
+                bus,
+                settings_for=settings_for,
+                repos_dir=repos,
+                cache_dir=cache_dir(),
+                jobs=jobs,
+                idle_exit_s=idle_exit,
+            )
+
+    from codeloop.commands.connection import _run
+
+    _run(main)
+
+
 def register(app: typer.Typer) -> None:
     app.command(name="swebench")(swebench)
+    app.command(name="swebench-worker")(swebench_worker)

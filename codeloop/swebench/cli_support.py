@@ -15,7 +15,7 @@ from codeloop.swebench.predictions import EMPTY, GOLD, Prediction, builtin_predi
 from codeloop.swebench.report import write_json
 from codeloop.swebench.repositories import RepoSource, find_source
 from codeloop.swebench.run import RunSettings
-from codeloop.swebench.specs import load_extra_specs, spec_for
+from codeloop.swebench.specs import load_extra_specs, registered_specs, spec_for
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,13 @@ def prepare(options: Options) -> RunPlan:
     _check_interpreters(chosen)
     sources = _sources(chosen, options.repos)
     out = _out_dir(options)
-    settings = _settings(options)
+    run_options = {
+        "timeout_s": options.timeout_s,
+        "memory_mb": options.memory_mb,
+        "left_out": _left_out(options.left_out),
+        "specs": registered_specs(),
+    }
+    settings = settings_for(run_options)
     extra = {
         "predictions": options.predictions or f"model {options.model}",
         "instances_file": str(options.instances),
@@ -85,6 +91,8 @@ def prepare(options: Options) -> RunPlan:
         resume=options.resume is not None,
         gold=options.predictions == GOLD,
         extra=extra,
+        options=run_options,
+        repos_dir=options.repos,
     )
 
 
@@ -140,26 +148,30 @@ def _out_dir(options: Options) -> Path:
     return out
 
 
-def _settings(options: Options) -> RunSettings:
+def _left_out(path: Path | None) -> dict[str, list[str]]:
     import json
 
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return {k: list(v["cannot_run"]) for k, v in data.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise SwebenchError(f"--left-out {path}: not a validation.json of a gold run: {exc}") from None
+
+
+def settings_for(options: dict[str, Any]) -> RunSettings:
+    """The run settings of a run's options (`timeout_s`, `memory_mb`, `left_out`): the same on
+    the coordinator and on every worker, which get the options with each instance."""
     from sandbox import SandboxLimits
     from sandbox.environments import EnvironmentSettings, EnvironmentStore, build_variables
 
-    left_out: dict[str, list[str]] = {}
-    if options.left_out is not None:
-        try:
-            data = json.loads(options.left_out.read_text(encoding="utf-8"))
-            left_out = {k: list(v["cannot_run"]) for k, v in data.items()}
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise SwebenchError(
-                f"--left-out {options.left_out}: not a validation.json of a gold run: {exc}"
-            ) from None
+    timeout_s = float(options["timeout_s"])
     limits = SandboxLimits(
-        timeout_s=options.timeout_s,
-        memory_mb=options.memory_mb,
+        timeout_s=timeout_s,
+        memory_mb=int(options["memory_mb"]),
         max_processes=512,
-        cpu_time_s=options.timeout_s * 4,
+        cpu_time_s=timeout_s * 4,
         file_size_mb=1024,
         workspace_write_mb=2048,
         tmp_mb=2048,
@@ -173,14 +185,16 @@ def _settings(options: Options) -> RunSettings:
         store=store,
         cache_dir=cache,
         scratch_dir=Path(tempfile.gettempdir()) / f"codeloop-swebench-{os.getpid()}",
-        timeout_s=options.timeout_s,
+        timeout_s=timeout_s,
         limits=limits,
-        left_out=left_out,
+        left_out=dict(options.get("left_out") or {}),
     )
 
 
-def run(plan: RunPlan) -> dict[str, Any]:
-    """Run the plan here and return the final report (what report.json holds)."""
+def run(plan: RunPlan, connection: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run the plan and return the final report (what report.json holds): through the bus when
+    one is given or a local `codeloop serve` runs (its workers and ours share the run), else here.
+    """
     import json
 
     import anyio
@@ -188,9 +202,25 @@ def run(plan: RunPlan) -> dict[str, Any]:
     from codeloop.swebench.progress import Progress
 
     progress = Progress(len(plan.instances))
+    bus = _bus_config(connection or {})
     interrupted = False
     try:
-        anyio.run(run_local, plan, progress)
+        if bus is None:
+            anyio.run(run_local, plan, progress)
+        else:
+            from codeloop.swebench.coordinator import run_distributed
+
+            anyio.run(
+                lambda: run_distributed(
+                    plan,
+                    bus,
+                    settings_for=settings_for,
+                    options=plan.options,
+                    repos_dir=plan.repos_dir,
+                    cache_dir=cache_dir(),
+                    progress=progress,
+                )
+            )
     except KeyboardInterrupt:
         interrupted = True
     report = json.loads((plan.out / "report.json").read_text(encoding="utf-8"))
@@ -198,3 +228,16 @@ def run(plan: RunPlan) -> dict[str, Any]:
         report["codeloop"]["interrupted"] = True
         write_json(plan.out / "report.json", report)
     return report
+
+
+def _bus_config(connection: dict[str, Any]) -> Any:
+    """The bus to share the run on: `--nats`/`CODELOOP_NATS_URL`, else a running local serve;
+    None: run on this machine alone (embedded)."""
+    from codeloop.config import ConfigError, bus_config, client_bus_config
+
+    if connection.get("nats_url"):
+        return bus_config(**connection)  # a bad URL is the user's to fix: ConfigError
+    try:
+        return client_bus_config(**connection)
+    except ConfigError:
+        return None

@@ -35,6 +35,9 @@ class RunPlan:
     gold: bool = False
     """A gold run also writes `validation.json` (the listed tests that fail with the gold patch)."""
     extra: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    """The options every instance travels with on the bus (timeout, memory, left-out tests, specs)."""
+    repos_dir: Path | None = None
 
 
 def pending(plan: RunPlan, done: dict[str, Outcome]) -> list[Instance]:

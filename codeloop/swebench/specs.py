@@ -59,6 +59,14 @@ def spec_for(instance: Instance) -> dict[str, Any]:
     return spec
 
 
+_registered: dict[str, Any] = {}
+
+
+def registered_specs() -> dict[str, Any]:
+    """The specs registered from `--specs` in this process (sent along to remote workers)."""
+    return dict(_registered)
+
+
 def load_extra_specs(path: Path) -> int:
     """Register the specs of `path` in SWE-bench's tables; returns how many were added.
 
@@ -71,6 +79,12 @@ def load_extra_specs(path: Path) -> int:
         data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise SpecError(f"cannot read the specs file {path}: {exc}") from None
+    return register_specs(data, where=str(path))
+
+
+def register_specs(data: Any, *, where: str) -> int:
+    """Register specs given as data (what a `--specs` file holds); see `load_extra_specs`."""
+    path = Path(where)
     if not isinstance(data, dict) or not data:
         raise SpecError(f"{path}: must map OWNER/NAME to versions to specs")
     added = 0
@@ -79,6 +93,7 @@ def load_extra_specs(path: Path) -> int:
             raise SpecError(f"{path}: {repo!r}: must be OWNER/NAME mapping versions to specs")
         for version, spec in versions.items():
             _register(path, repo, str(version), spec)
+            _registered.setdefault(repo, {})[str(version)] = spec
             added += 1
     return added
 
