@@ -68,7 +68,16 @@ async def make_layer(
     _copy_scripts(env.venv / "bin", layer / "bin")
     if not install:
         return output
-    variables = {**build_env, **layer_env(layer, env), "PIP_NO_INPUT": "1", "PYTHONNOUSERSITE": "1"}
+    variables = {
+        **build_env,
+        **layer_env(layer, env),
+        "PIP_NO_INPUT": "1",
+        "PYTHONNOUSERSITE": "1",
+        # A path-based editable install (the tree on sys.path, as `setup.py develop` made it for
+        # the official images) rather than setuptools' import-hook finder: pylint's plugin loader
+        # maps each checker file to a module through sys.path, and finds none under a finder.
+        "SETUPTOOLS_ENABLE_FEATURES": "legacy-editable",
+    }
     code, installed = await run_host(["bash", "-c", install], cwd=tree, env=variables)
     output += installed
     if code != 0:

@@ -219,7 +219,7 @@ async def _evaluate(
         return outcome.model_copy(
             update={"status": "unresolved", "patch_applied": False, "left_out": sorted(left_out)}
         )
-    script = eval_script(instance, spec, base_commit=base)
+    script = eval_script(instance, spec, base_commit=base, workdir=str(tree))
     (partial / "eval.sh").write_text(script, encoding="utf-8")
     (tree / SCRIPT_IN_TREE).parent.mkdir(parents=True, exist_ok=True)
     (tree / SCRIPT_IN_TREE).write_text(script, encoding="utf-8")
