@@ -56,6 +56,15 @@ def prepare(options: Options) -> RunPlan:
     """
     if (options.predictions is None) == (options.model is None):
         raise SwebenchError("give exactly one of --predictions FILE|gold|empty and --model M")
+    model_settings = None
+    if options.model is not None:
+        from codeloop.config import ConfigError
+        from codeloop.swebench.solve import model_settings as settings_of_model
+
+        try:
+            model_settings = settings_of_model(options.model)
+        except ConfigError as exc:
+            raise SwebenchError(f"--model {options.model}: {exc}") from None
     if options.specs is not None:
         load_extra_specs(options.specs)
     every = load_instances(options.instances)
@@ -93,12 +102,14 @@ def prepare(options: Options) -> RunPlan:
         extra=extra,
         options=run_options,
         repos_dir=options.repos,
+        model=options.model,
+        model_settings=model_settings,
     )
 
 
 def _predictions(options: Options, every: list[Instance], chosen: list[Instance]) -> dict[str, Prediction]:
     if options.model is not None:
-        return {}  # made by the model, instance by instance
+        return {}  # made by the model first (`run`), instance by instance
     if options.predictions in (GOLD, EMPTY):
         return builtin_predictions(options.predictions, chosen)
     path = Path(options.predictions or "")
@@ -205,6 +216,8 @@ def run(plan: RunPlan, connection: dict[str, Any] | None = None) -> dict[str, An
     bus = _bus_config(connection or {})
     interrupted = False
     try:
+        if plan.model is not None:
+            _solve(plan, connection or {})
         if bus is None:
             anyio.run(run_local, plan, progress)
         else:
@@ -228,6 +241,34 @@ def run(plan: RunPlan, connection: dict[str, Any] | None = None) -> dict[str, An
         report["codeloop"]["interrupted"] = True
         write_json(plan.out / "report.json", report)
     return report
+
+
+def _solve(plan: RunPlan, connection: dict[str, Any]) -> None:
+    """`--model`: make the predictions first (OUT/predictions.jsonl), then grade them."""
+    import sys
+
+    import anyio
+
+    from codeloop.swebench.solve import solve
+
+    assert plan.model is not None
+    made = plan.out / "predictions.jsonl"
+    done = {}
+    if plan.resume and made.is_file():
+        done = load_predictions(made, known_ids={i.instance_id for i in plan.instances})
+    sys.stderr.write(f"solving {len(plan.instances)} instances with {plan.model}\n")
+    plan.predictions = anyio.run(
+        lambda: solve(
+            plan.instances,
+            plan.sources,
+            model=plan.model,
+            settings=plan.model_settings,
+            connection=connection,
+            out=plan.out,
+            jobs=max(plan.jobs, 1),
+            done=done,
+        )
+    )
 
 
 def _bus_config(connection: dict[str, Any]) -> Any:

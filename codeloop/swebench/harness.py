@@ -38,6 +38,9 @@ class RunPlan:
     options: dict[str, Any] = field(default_factory=dict)
     """The options every instance travels with on the bus (timeout, memory, left-out tests, specs)."""
     repos_dir: Path | None = None
+    model: str | None = None
+    """`--model`: the predictions are made by codeloop first (`codeloop.swebench.solve`)."""
+    model_settings: Any = None
 
 
 def pending(plan: RunPlan, done: dict[str, Outcome]) -> list[Instance]:

@@ -73,11 +73,13 @@ async def make_layer(
         **layer_env(layer, env),
         "PIP_NO_INPUT": "1",
         "PYTHONNOUSERSITE": "1",
+    }
+    if (tree / "setup.py").is_file() or (tree / "setup.cfg").is_file():
         # A path-based editable install (the tree on sys.path, as `setup.py develop` made it for
         # the official images) rather than setuptools' import-hook finder: pylint's plugin loader
         # maps each checker file to a module through sys.path, and finds none under a finder.
-        "SETUPTOOLS_ENABLE_FEATURES": "legacy-editable",
-    }
+        # (A pyproject-only project has no legacy path: PEP 660 it is.)
+        variables["SETUPTOOLS_ENABLE_FEATURES"] = "legacy-editable"
     code, installed = await run_host(["bash", "-c", install], cwd=tree, env=variables)
     output += installed
     if code != 0:

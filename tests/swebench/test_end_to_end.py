@@ -121,3 +121,29 @@ def test_resume_runs_only_what_was_not_graded(synthetic_inputs: dict[str, Path],
     assert summary["completed_ids"] == ["synthetic__calc-1", "synthetic__calc-2"]
     assert graded.stat().st_mtime_ns == before
     assert "synthetic__calc-2: unresolved" in again.stderr and "synthetic__calc-1:" not in again.stderr
+
+
+def test_a_model_solves_the_instance_and_its_patch_is_graded(
+    synthetic_inputs: dict[str, Path], tmp_path: Path
+) -> None:
+    """--model: the agent pipeline makes the prediction (a scripted model applies the fix through
+    the tools), written in SWE-bench's predictions format, then graded as any prediction."""
+    model = f"function:{Path(__file__).with_name('gold_model.py')}:solve"
+    out = tmp_path / "model"
+    done = run_cli(
+        *_common(synthetic_inputs),
+        "--model",
+        model,
+        "--instance-ids",
+        "synthetic__calc-1",
+        "--out",
+        out,
+        "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["resolved_ids"] == ["synthetic__calc-1"]
+    (line,) = (out / "predictions.jsonl").read_text().splitlines()
+    prediction = json.loads(line)
+    assert prediction["instance_id"] == "synthetic__calc-1" and prediction["model_name_or_path"] == model
+    assert "+    return a + b" in prediction["model_patch"]
+    assert outcome(out, "synthetic__calc-1")["model_name_or_path"] == model
