@@ -199,6 +199,8 @@ def settings_for(options: dict[str, Any]) -> RunSettings:
         timeout_s=timeout_s,
         limits=limits,
         left_out=dict(options.get("left_out") or {}),
+        # Foreign tests run under gVisor; a deployment whose pods are gVisor says `process`.
+        policy=os.environ.get("CODELOOP_SANDBOX") or "gvisor",
     )
 
 

@@ -57,6 +57,8 @@ class RunSettings:
     limits: SandboxLimits
     gvisor: GvisorOptions | None = None
     policy: str = "gvisor"
+    """`gvisor` unless the deployment says `process` (CODELOOP_SANDBOX): inside a gVisor pod the
+    pod is the sandbox and runsc cannot start again."""
     left_out: dict[str, list[str]] = field(default_factory=dict)
     _env_locks: dict[str, anyio.Lock] = field(default_factory=dict)
 
@@ -223,7 +225,7 @@ async def _evaluate(
     (partial / "eval.sh").write_text(script, encoding="utf-8")
     (tree / SCRIPT_IN_TREE).parent.mkdir(parents=True, exist_ok=True)
     (tree / SCRIPT_IN_TREE).write_text(script, encoding="utf-8")
-    result = await box.exec(["bash", f"/workspace/{SCRIPT_IN_TREE}"], timeout_s=settings.timeout_s)
+    result = await box.exec(["bash", str(tree / SCRIPT_IN_TREE)], timeout_s=settings.timeout_s)
     log.info(f"Test runtime: {result.duration_s:_.2f} seconds")
     output = result.stdout + result.stderr
     update: dict[str, Any] = {
@@ -279,7 +281,7 @@ async def _apply(prediction: Prediction, box: Any, tree: Path, log: _Log) -> str
     )
     output = ""
     for command in APPLY_COMMANDS:
-        argv = command.split() + [f"/workspace/{PATCH_IN_TREE}"]
+        argv = command.split() + [PATCH_IN_TREE]  # relative to the tree, the working directory
         if argv[0] == "git":  # the tree's owner is not the sandbox's user
             argv[1:1] = ["-c", "safe.directory=*"]
         result = await box.exec(argv, timeout_s=120)
