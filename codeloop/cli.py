@@ -11,6 +11,7 @@ import typer
 from codeloop.commands import (
     config,
     doctor,
+    env,
     eval,
     mcp,
     replay,
@@ -62,7 +63,22 @@ def version() -> None:
     typer.echo(__version__)
 
 
-for _area in (serve, tasks, run, replay, trace, eval, swebench, sandbox, search, mcp, doctor, config, roles):
+for _area in (
+    serve,
+    tasks,
+    run,
+    replay,
+    trace,
+    eval,
+    swebench,
+    sandbox,
+    env,
+    search,
+    mcp,
+    doctor,
+    config,
+    roles,
+):
     _area.register(app)
 
 

@@ -49,13 +49,16 @@ def write_bundle(
     venvs: Sequence[Path] = (),
     cache_runtime: bool = True,
     workspace_aliases: Sequence[Path] = (),
+    alias_overlays: Sequence[tuple[Path, str]] = (),
 ) -> None:
     """Writes `bundle/config.json` and `bundle/rootfs` (mount points, /etc files, the supervisor).
 
     `venvs` are virtualenvs directly inside the workspace that the mirror leaves out: each is
     bound read-only from the host at the same two places as the workspace. `workspace_aliases`
     are more places the workspace mirror is shown read-write: a project environment's project
-    path, inside its read-only directory, where its editable install points.
+    path, inside its read-only directory, where its editable install points. `alias_overlays`
+    (source, relative path) are shown read-only over each alias at that path: the environment's
+    build products the workspace lacks (the mirror holds an empty mount point for each).
     """
     rootfs = bundle / "rootfs"
     (rootfs / "etc").mkdir(parents=True)
@@ -104,6 +107,8 @@ def write_bundle(
     # After the read-only runtime mounts that hold them (the environment's directory).
     for alias in workspace_aliases:
         mounts.append(_bind(workspace_mirror, str(alias), writable=True))
+        for source, rel in alias_overlays:
+            mounts.append(_bind(source, f"{alias}/{rel}", writable=False))
     for mount in mounts:
         target = rootfs / mount["destination"].lstrip("/")
         if mount["type"] == "bind" and Path(mount["source"]).is_file():

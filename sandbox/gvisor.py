@@ -23,6 +23,7 @@ from sandbox.runtime import (
     environment_paths,
     environment_variables,
     mounted_venvs,
+    product_mounts,
     project_aliases,
     runtime_paths,
     workspace_venvs,
@@ -153,12 +154,14 @@ class GvisorLauncher:
         # Fixed for the sandbox's life: a virtualenv made or removed later is mirrored as files
         # (made) or keeps its mount (removed) until the next sandbox.
         self.venvs = mounted_venvs(workspace)
+        self.products = product_mounts(environment, workspace)
         self.mirror = WorkspaceMirror(
             workspace,
             self.base / "workspace",
             write_cap_mb=limits.workspace_write_mb,
             owner=PAYLOAD_UID,
             unmirrored=frozenset(venv.name for venv in self.venvs),
+            placeholders=self.products,
         )
         self.payload_uid: int | None = PAYLOAD_UID
         self.extra_ro_paths = (*options.extra_ro_paths, *ro_paths, *environment_paths(environment))
@@ -221,6 +224,11 @@ class GvisorLauncher:
             venvs=self.venvs,
             cache_runtime=self.options.cache_runtime,
             workspace_aliases=project_aliases(self.environment, self.workspace),
+            alias_overlays=[
+                (self.environment.project_path / rel, rel)
+                for rel in self.products
+                if self.environment is not None and self.environment.project_path is not None
+            ],
         )
 
     def log_tail(self) -> str:

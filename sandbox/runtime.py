@@ -127,3 +127,26 @@ def process_import_roots(environment: "Environment | None", workspace: Path) -> 
     if environment is None or environment.project_path is None:
         return []
     return [str((workspace / root).resolve()) for root in environment.import_roots]
+
+
+def product_mounts(environment: "Environment | None", workspace: Path) -> dict[str, bool]:
+    """The environment's build products to show over the workspace at its project path: relative
+    path -> is a directory. Left out: a path the workspace has itself (its own file wins), one
+    whose parent directory the workspace lacks, and anything not under the project copy."""
+    if environment is None or environment.project_path is None or not project_aliases(environment, workspace):
+        return {}
+    shown = {}
+    for rel in environment.build_products:
+        source = environment.project_path / rel
+        target = workspace / rel
+        if ".." in Path(rel).parts or Path(rel).is_absolute() or target.exists() or target.is_symlink():
+            continue
+        if (
+            not target.parent.is_dir()
+            or target.parent.is_symlink()
+            or source.is_symlink()
+            or not source.exists()
+        ):
+            continue
+        shown[rel] = source.is_dir()
+    return shown

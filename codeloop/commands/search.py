@@ -136,6 +136,7 @@ def search_command(
             typer.echo(f"note: {message}", err=True)
         if not run_examples:
             return await index.search(text, k=k, per_file=per_file, keep_tests=keep_tests)
+        from codeloop.commands.env import environment_settings
         from codeloop.config import tool_server_config
         from tool_servers.search.examples.run import search_running_examples
 
@@ -148,6 +149,7 @@ def search_command(
             python=example_python,
             timeout_s=example_timeout,
             policy=tool_server_config().sandbox_policy,
+            environment=environment_settings(),
         )
         typer.echo(f"note: examples: {_examples_summary(result.examples)}", err=True)
         return result

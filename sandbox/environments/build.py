@@ -72,6 +72,14 @@ def step_environment(
     env["UV_PROJECT_ENVIRONMENT"] = str(venv)
     for name in ("PYTHONHOME", "PYTHONPATH", "CONDA_PREFIX"):
         env.pop(name, None)
+    # uv reads no pip configuration: the indexes pip was told about through the environment
+    # apply to `uv pip` too (configuration files are pip's alone).
+    for pip_name, uv_name in (
+        ("PIP_INDEX_URL", "UV_INDEX_URL"),
+        ("PIP_EXTRA_INDEX_URL", "UV_EXTRA_INDEX_URL"),
+    ):
+        if pip_name in env and uv_name not in env:
+            env[uv_name] = env[pip_name]
     return env
 
 
@@ -82,9 +90,15 @@ def _copy_project(project: Path, target: Path) -> None:
     )
     skipped = _NOT_COPIED if keep_git else _NOT_COPIED | {".git"}
 
+    # The cache may live inside the project (a repository holding its own cache directory):
+    # never copy the environment into itself.
+    inside = {target, *target.parents}
+
     def ignore(directory: str, names: list[str]) -> set[str]:
         top = Path(directory) == project
-        return {n for n in names if (top and n in skipped) or n == "__pycache__"}
+        return {
+            n for n in names if (top and n in skipped) or n == "__pycache__" or Path(directory, n) in inside
+        }
 
     shutil.copytree(project, target, symlinks=True, ignore=ignore, ignore_dangling_symlinks=True)
 
@@ -138,6 +152,23 @@ def import_roots(site_packages: Path, project_copy: Path) -> tuple[str, ...]:
     for link in sorted(site_packages.glob("*.egg-link")):
         add(link.read_text(errors="replace").splitlines()[0] if link.stat().st_size else "")
     return tuple(found)
+
+
+def tree_paths(root: Path) -> frozenset[str]:
+    """Every file and directory under `root`, relative, `__pycache__` left out."""
+    found = set()
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        rel = Path(directory).relative_to(root)
+        found.update((rel / name).as_posix() for name in [*dirs, *files])
+    return frozenset(found)
+
+
+def new_roots(before: frozenset[str], after: frozenset[str]) -> tuple[str, ...]:
+    """The paths of `after` not in `before` whose parent was there before: one entry per new
+    file, and one for each new directory (not its contents)."""
+    new = after - before
+    return tuple(sorted(p for p in new if p.rpartition("/")[0] not in new))
 
 
 def disk_usage(path: Path) -> int:
@@ -194,8 +225,10 @@ class Builder:
                 env=self.env,
             )
             env = await self._builder(steps)
+            before = await anyio.to_thread.run_sync(tree_paths, self.project_copy)
             for command in self.recipe.install:
                 await steps.run(command, [*_shell(), command], cwd=self.project_copy, env=env)
+            after = await anyio.to_thread.run_sync(tree_paths, self.project_copy)
             tools = await self._tools(steps)
         finally:
             log.close()
@@ -212,6 +245,7 @@ class Builder:
             base_prefix=self.interpreter.base_prefix,
             project_path=self.project_copy if self.recipe.copy_project else None,
             import_roots=roots,
+            build_products=new_roots(before, after) if self.recipe.copy_project else (),
             tools_path=tools,
             built_at=datetime.now(UTC),
             build_s=round(time.monotonic() - started, 3),
@@ -247,6 +281,9 @@ class Builder:
             )
             bins.insert(0, builder / "bin")
         env = step_environment(self.env, self.venv, home=self.target / ".home", extra_bins=tuple(bins))
+        if self.recipe.index_date:
+            env["UV_EXCLUDE_NEWER"] = self.recipe.index_date
+            env["PIP_UPLOADED_PRIOR_TO"] = self.recipe.index_date
         env.update(self.recipe.env)
         return env
 

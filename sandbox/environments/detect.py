@@ -9,8 +9,14 @@
    `requirements/` folder's test (else dev) file, then the project itself when it is installable;
 5. setup.cfg / setup.py test/dev extras;
 6. tox.ini's `[testenv]` deps;
-7. an installable project with none of the above (`pip install -e .`);
+7. an installable project that declares dependencies, with none of the above (installed editable);
 8. only a `.python-version` the running interpreter does not satisfy: a bare virtualenv.
+
+Detected recipes install with `uv pip install` (uv ships with codeloop): a build takes seconds
+instead of a minute, and `--exclude-newer` bounds an old checkout's loose requirements to the
+releases of its time (`Recipe.index_date`). uv reads PIP_INDEX_URL/PIP_EXTRA_INDEX_URL passed on
+by the build, but not pip's configuration files: a machine whose index is set only in pip.conf
+sets `[environment] install` with `pip install ...` commands instead.
 
 The Python comes from `.python-version`, else `requires-python`. Every dependency file the recipe
 reads is one of its inputs, hashed into the key. Nothing here runs the project's code: setup.py
@@ -21,6 +27,8 @@ import ast
 import configparser
 import re
 import shlex
+import shutil
+import subprocess
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -54,6 +62,8 @@ DEPENDENCY_FILES = (
     "pdm.lock",
 )
 VENV_DIRS = (".venv", "venv")
+INSTALL = "uv pip install"
+GIT_TIMEOUT_S = 20.0
 _INCLUDE = re.compile(r"^\s*(?:-r|-c|--requirement|--constraint)\s*=?\s*(\S+)", re.M)
 
 
@@ -119,7 +129,7 @@ def _installable(project: Path, pyproject: dict[str, Any]) -> bool:
 
 
 def _editable(extras: list[str]) -> str:
-    return "pip install -e " + (shlex.quote(f".[{','.join(extras)}]") if extras else ".")
+    return f"{INSTALL} -e " + (shlex.quote(f".[{','.join(extras)}]") if extras else ".")
 
 
 def _group_requirements(groups: dict[str, Any], name: str, seen: set[str] | None = None) -> list[str]:
@@ -245,7 +255,7 @@ def _pyproject_recipe(
     install = [_editable(extras)] if _installable(project, pyproject) else []
     requirements = [req for group in groups for req in _group_requirements(groups_table, group)]
     if requirements:
-        install.append("pip install " + " ".join(shlex.quote(r) for r in dict.fromkeys(requirements)))
+        install.append(f"{INSTALL} " + " ".join(shlex.quote(r) for r in dict.fromkeys(requirements)))
     described = [f"extras {','.join(extras)}"] * bool(extras) + [f"groups {','.join(groups)}"] * bool(groups)
     return Recipe(
         kind="pyproject",
@@ -277,11 +287,11 @@ def detect_recipe(project: Path, *, use_venv: bool = True) -> Recipe | None:
     self_install = [_editable([])] if installable else []
     files = _requirement_files(project)
     if files:
-        install = [f"pip install -r {shlex.quote(f)}" for f in files] + self_install
+        install = [f"{INSTALL} -r {shlex.quote(f)}" for f in files] + self_install
         every = _included(project, files)
         return Recipe(
             kind="requirements",
-            source=", ".join(files),
+            source=", ".join(files) + (" + the project itself" if self_install else ""),
             python=python,
             install=tuple(install),
             inputs=tuple(dict.fromkeys([*every, *inputs])),
@@ -298,8 +308,8 @@ def detect_recipe(project: Path, *, use_venv: bool = True) -> Recipe | None:
     if (project / "tox.ini").is_file() and (deps := _tox_deps(project)):
         reqs = [d.removeprefix("-r").strip() for d in deps if d.startswith("-r")]
         plain = [d for d in deps if not d.startswith("-")]
-        install = [f"pip install -r {shlex.quote(r)}" for r in reqs]
-        install += ["pip install " + " ".join(shlex.quote(d) for d in plain)] if plain else []
+        install = [f"{INSTALL} -r {shlex.quote(r)}" for r in reqs]
+        install += [f"{INSTALL} " + " ".join(shlex.quote(d) for d in plain)] if plain else []
         return Recipe(
             kind="tox",
             source="tox.ini [testenv] deps",
@@ -307,21 +317,40 @@ def detect_recipe(project: Path, *, use_venv: bool = True) -> Recipe | None:
             install=tuple([*install, *self_install]),
             inputs=tuple(dict.fromkeys([*_included(project, reqs), *inputs])),
         )
-    if installable:
+    if installable and _declares_dependencies(project, pyproject):
         source = (
             "pyproject.toml" if pyproject else "setup.py" if (project / "setup.py").is_file() else "setup.cfg"
         )
-        return Recipe(
-            kind="pyproject" if pyproject else "setup",
-            source=source,
-            python=python,
-            install=tuple(self_install),
-            inputs=inputs,
-        )
-    if python is not None and (project / ".python-version").is_file():
-        if not satisfies(running_interpreter().version, python):
-            return Recipe(kind="python", source=".python-version", python=python, inputs=inputs)
+        kind = "pyproject" if pyproject else "setup"
+        return Recipe(kind=kind, source=source, python=python, install=tuple(self_install), inputs=inputs)
+    # Nothing to install: codeloop's own interpreter (it has pytest) serves, unless it is not the
+    # Python the project asks for.
+    if python is not None and not satisfies(running_interpreter().version, python):
+        source = ".python-version" if (project / ".python-version").is_file() else "requires-python"
+        return Recipe(kind="python", source=source, python=python, inputs=inputs)
     return None
+
+
+def _declares_dependencies(project: Path, pyproject: dict[str, Any]) -> bool:
+    """Whether installing the project would install anything besides itself (a setup.py, which
+    is not run here, is assumed to)."""
+    if (project / "setup.py").is_file():
+        return True
+    table = pyproject.get("project", {})
+    if table.get("dependencies") or "dependencies" in table.get("dynamic", []):
+        return True
+    poetry = pyproject.get("tool", {}).get("poetry", {}).get("dependencies", {})
+    if set(poetry) - {"python"}:
+        return True
+    cfg = project / "setup.cfg"
+    if cfg.is_file():
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read_string(cfg.read_text(errors="replace"))
+        except configparser.Error:
+            return True
+        return bool(parser.get("options", "install_requires", fallback="").strip())
+    return False
 
 
 def resolve_recipe(project: Path, settings: EnvironmentSettings) -> Recipe | None:
@@ -350,14 +379,35 @@ def resolve_recipe(project: Path, settings: EnvironmentSettings) -> Recipe | Non
             tools=DEFAULT_TOOLS,
         )
     recipe = detect_recipe(project, use_venv=settings.python is None)
-    if settings.python is None:
+    if settings.python is not None:
+        python = normalize_request(settings.python)
+        if recipe is None:
+            return Recipe(kind="configured", source=settings.configured_source, python=python)
+        source = f"{recipe.source}; Python from {settings.configured_source}"
+        recipe = recipe.model_copy(update={"python": python, "source": source})
+    if recipe is None or recipe.kind == "venv" or recipe.index_date or settings.index_date is None:
         return recipe
-    python = normalize_request(settings.python)
-    if recipe is None:
-        return Recipe(kind="configured", source=settings.configured_source, python=python)
-    return recipe.model_copy(
-        update={"python": python, "source": f"{recipe.source}; Python from {settings.configured_source}"}
-    )
+    date = settings.index_date if settings.index_date != "git" else inputs_commit_date(project, recipe.inputs)
+    return recipe.model_copy(update={"index_date": date}) if date else recipe
+
+
+def inputs_commit_date(project: Path, inputs: tuple[str, ...]) -> str | None:
+    """The committer date of the last commit that changed `inputs`, when `project` is the top of
+    a git checkout and those files are as committed; None otherwise (or without git)."""
+    git = shutil.which("git")
+    if git is None or not (project / ".git").exists() or not inputs:
+        return None
+    base = [git, "-C", str(project), "-c", "core.quotepath=off"]
+    try:
+        status = [*base, "status", "--porcelain", "--", *inputs]
+        dirty = subprocess.run(status, capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
+        if dirty.returncode != 0 or dirty.stdout.strip():
+            return None
+        log = [*base, "log", "-1", "--format=%cI", "--", *inputs]
+        done = subprocess.run(log, capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return (done.stdout.strip() or None) if done.returncode == 0 else None
 
 
 def _install_files(commands: tuple[str, ...]) -> list[str]:

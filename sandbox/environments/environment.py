@@ -41,6 +41,12 @@ class Environment(BaseModel):
     """Workspace-relative directories the project's editable install imports from (`src`, `.`),
     read from the installed `.pth` files: the process backend, which cannot mount the workspace at
     the project path, puts these first on PYTHONPATH instead."""
+    build_products: tuple[str, ...] = ()
+    """Project-relative paths the install commands created in the project copy (new files in
+    directories the project had, and the roots of new directories; `__pycache__` left out):
+    setuptools_scm's `_version.py`, `*.egg-info/`, extensions built in place. The workspace lacks
+    them; the gVisor sandbox shows each one read-only over the workspace at the project path
+    (never at /workspace, never on the host), unless the workspace has that path itself."""
     tools_path: Path | None = None
     """The directory of codeloop's test tools (`Recipe.tools`) the project lacked, appended to
     sys.path after site-packages by a `.pth` file; None when nothing had to be added."""

@@ -76,6 +76,12 @@ class Recipe(BaseModel):
     venv: str | None = None
     """Kind `venv` only: the project's own virtualenv (a path relative to the project), used as it
     is, read-only; nothing is built."""
+    index_date: str | None = None
+    """Resolve requirements as the package index was at this time (ISO 8601, e.g.
+    `2023-02-22T14:00:17Z`): every build step gets UV_EXCLUDE_NEWER (uv's --exclude-newer) and
+    PIP_UPLOADED_PRIOR_TO (pip 25+'s --uploaded-prior-to; local indexes without upload times are
+    not bounded by pip). An old tree's loose requirements then get the releases of its time, not
+    today's. None: the newest."""
     key_extra: dict[str, str] = Field(default_factory=dict)
     """More values hashed into the key without changing the build (e.g. the commit an
     environment's files were read from)."""

@@ -69,6 +69,11 @@ class EnvironmentSettings(BaseModel):
     """`[environment] install`: the install commands; replaces detection. None: detect."""
     configured_source: str = CONFIGURED_SOURCE
     """How a recipe from `python`/`install` is described (`Recipe.source`)."""
+    index_date: str | None = "git"
+    """The date detected recipes resolve requirements at (`Recipe.index_date`): `git` (default) —
+    when the project is a git checkout whose dependency files are as committed, the committer date
+    of the last commit that changed them (so the key still changes only with those files, and an
+    old checkout gets the releases of its time); an ISO 8601 date; None: always the newest."""
     python_paths: tuple[Path, ...] = ()
     """Interpreters to consider before pyenv's, uv's and PATH's (e.g. a configured toolchain)."""
     max_size_mb: int = Field(default=20480, ge=0)

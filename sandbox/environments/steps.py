@@ -14,7 +14,7 @@ import anyio
 
 from sandbox.errors import BuildFailed
 
-TAIL_LINES = 30
+TAIL_LINES = 40
 SHOWN_TAIL_LINES = 12
 """Of the tail, how many lines go into the error's message (all of them are in `log_tail`)."""
 _MISSING = (

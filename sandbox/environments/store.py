@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-from filelock import FileLock
+from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
 from sandbox.environments.build import Builder
@@ -48,6 +48,15 @@ class Lease:
 
     environment: Environment
     info: EnvironmentInfo
+
+
+def _try_lock(lock: FileLock) -> bool:
+    """Takes the lock if it is free, without waiting (filelock raises Timeout instead of saying no)."""
+    try:
+        lock.acquire(blocking=False)
+    except Timeout:
+        return False
+    return True
 
 
 def _quiet(_: str) -> None:
@@ -104,11 +113,11 @@ class EnvironmentStore:
             return found, False
         await anyio.to_thread.run_sync(lambda: self.root.mkdir(parents=True, exist_ok=True))
         lock = FileLock(self.root / f"{key}.lock", thread_local=False)
-        if not lock.acquire(blocking=False):
+        if not _try_lock(lock):
             say(f"waiting for another process building environment {key}")
             # Polled without blocking, in this thread: a lock taken by a worker thread after a
             # cancellation would never be released. The other build takes minutes; 0.2 s is noise.
-            while not lock.acquire(blocking=False):  # noqa: ASYNC110
+            while not _try_lock(lock):  # noqa: ASYNC110
                 await anyio.sleep(LOCK_POLL_S)
         try:
             found = await anyio.to_thread.run_sync(self.load, key)
@@ -198,7 +207,7 @@ class EnvironmentStore:
     def remove(self, key: str) -> bool:
         """Removes one environment unless it is in use or being built; True when it was removed."""
         lock = FileLock(self.root / f"{key}.lock", thread_local=False)
-        if not self._dir(key).exists() or not lock.acquire(blocking=False):
+        if not self._dir(key).exists() or not _try_lock(lock):
             return False
         try:
             fd = os.open(self.root / f"{key}.lease", os.O_RDWR | os.O_CREAT, 0o644)
@@ -213,6 +222,25 @@ class EnvironmentStore:
         finally:
             lock.release()
         return True
+
+    def remove_unfinished(self) -> list[str]:
+        """Removes builds that crashed half-way (a directory without a manifest whose build lock
+        is free) and what an interrupted removal left; returns their keys."""
+        if not self.root.is_dir():
+            return []
+        removed = []
+        for entry in self.root.iterdir():
+            if not entry.is_dir() or entry.name == _TRASH or (entry / MANIFEST).exists():
+                continue
+            lock = FileLock(self.root / f"{entry.name}.lock", thread_local=False)
+            if _try_lock(lock):
+                try:
+                    self._discard(entry.name)
+                    removed.append(entry.name)
+                finally:
+                    lock.release()
+        shutil.rmtree(self.root / _TRASH, ignore_errors=True)
+        return removed
 
     def _discard(self, key: str) -> None:
         """Moves the key's directory aside (atomically: no reader sees half of it), then deletes it."""
