@@ -45,7 +45,13 @@ def layer_env(layer: Path, env: Environment) -> dict[str, str]:
 
 
 async def make_layer(
-    env: Environment, tree: Path, layer: Path, *, install: str | None, build_env: dict[str, str]
+    env: Environment,
+    tree: Path,
+    layer: Path,
+    *,
+    install: str | None,
+    build_env: dict[str, str],
+    constraints: str = "",
 ) -> str:
     """Create the layer at `layer` and run `install` in `tree` into it; returns the install's
     output for the instance's log.
@@ -68,8 +74,11 @@ async def make_layer(
     _copy_scripts(env.venv / "bin", layer / "bin")
     if not install:
         return output
+    constraint_file = layer / "codeloop-constraints.txt"
+    constraint_file.write_text(constraints)
     variables = {
         **build_env,
+        "PIP_CONSTRAINT": str(constraint_file),
         **layer_env(layer, env),
         "PIP_NO_INPUT": "1",
         "PYTHONNOUSERSITE": "1",

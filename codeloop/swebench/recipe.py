@@ -41,10 +41,16 @@ from sandbox.environments import Recipe
 RECIPE_FORMAT = 2
 INPUTS_DIR = ".codeloop-swebench"
 """Where a recipe's input files are written in the environment commit's tree, relative to it."""
+CONSTRAINTS_PATH = f"{INPUTS_DIR}/constraints.txt"
 BASE_TOOLS = ("pip==23.3.2", "setuptools==69.5.1", "wheel==0.43.0")
 # Conda packages with another name on the package index, or none (non-Python libraries that
 # wheels on the index bundle themselves).
 CONDA_TO_PYPI = {"matplotlib-base": "matplotlib", "iris": "scitools-iris", "pytables": "tables"}
+# Releases newer than SWE-bench's published images that break these old repositories: what the
+# images had is pinned (pip reads PIP_CONSTRAINT in the environment's build and in every
+# instance's install). docutils 0.22 (2025) removed docutils.utils.roman, which Sphinx 3.x's
+# LaTeX writer imports; the images (2024) had 0.21.
+IMAGE_ERA_CONSTRAINTS = ("docutils<0.22",)
 CONDA_ONLY = {"python", "pip", "hdf5", "libnetcdf", "cdms2", "pynio", "esmpy"}
 
 
@@ -66,6 +72,8 @@ class EnvRecipe(BaseModel):
     pre_install: list[str]
     """The spec's commands that change the repository's files, run on each instance's tree, as
     the official instance image ran them."""
+    constraints: str = "\n".join(IMAGE_ERA_CONSTRAINTS) + "\n"
+    """`IMAGE_ERA_CONSTRAINTS`, for the instance's install too."""
     install: str | None
     """The spec's install command (e.g. `python -m pip install -e .`), run in each instance's
     tree into its layer, with the version setuptools_scm cannot find in a history-less tree."""
@@ -82,6 +90,7 @@ class EnvRecipe(BaseModel):
             inputs=tuple(f"{INPUTS_DIR}/{name}" for name in sorted(self.files)),
             tools=(),
             copy_project=True,
+            env={"PIP_CONSTRAINT": CONSTRAINTS_PATH},
             key_extra={
                 "swebench": "4.1.0",
                 "recipe_format": str(RECIPE_FORMAT),
@@ -98,7 +107,7 @@ def make_recipe(instance: Instance, spec: dict[str, Any], source: RepoSource) ->
         RepositoryNotFound: the environment commit is not in the source.
     """
     source.resolve(instance.env_commit)
-    files: dict[str, str] = {}
+    files: dict[str, str] = {"constraints.txt": "\n".join(IMAGE_ERA_CONSTRAINTS) + "\n"}
     commands = [f"python -m pip install {' '.join(BASE_TOOLS)}"]
     packages = spec.get("packages", "")
     pins = [str(p) for p in spec.get("pip_packages", [])]

@@ -166,7 +166,12 @@ async def _run(
         base = await anyio.to_thread.run_sync(instance_tree, source, instance.base_commit, tree, recipe)
         install_started = time.monotonic()
         installed = await make_layer(
-            env, tree, layer, install=recipe.install, build_env=settings.store.settings.build_env
+            env,
+            tree,
+            layer,
+            install=recipe.install,
+            build_env=settings.store.settings.build_env,
+            constraints=recipe.constraints,
         )
         log.info(
             f"Install in the instance's layer ({time.monotonic() - install_started:.1f} s):\n{installed[-4000:]}"
