@@ -39,7 +39,7 @@ def test_the_grade_is_the_official_harness_own_on_a_recorded_log() -> None:
     assert ours[instance.instance_id]["tests_status"]["FAIL_TO_PASS"]["success"] == instance.FAIL_TO_PASS
 
 
-@pytest.mark.parametrize(("log", "resolved"), [("gold", True), ("empty", False)])
+@pytest.mark.parametrize(("log", "resolved"), [("gold", True), ("empty", False), ("last-hunk-out", False)])
 def test_gold_and_the_test_patch_alone_differ_by_the_parsers_per_test_outcomes(
     log: str, resolved: bool
 ) -> None:
