@@ -109,7 +109,6 @@ def swebench(
     --jobs of them (0: none) and `codeloop swebench-worker` processes on any machine run the rest.
     """
     from codeloop.swebench.cli_support import Options, prepare, run
-    from codeloop.swebench.errors import SwebenchError
 
     options = Options(
         instances=instances,
@@ -127,14 +126,23 @@ def swebench(
         memory_mb=memory_mb,
         resume=resume,
     )
-    try:
-        plan = prepare(options)
-    except SwebenchError as exc:
-        raise usage_error(str(exc)) from None
+    _run_and_report(options, prepare, run, as_json=as_json, connection=connection)
+
+
+def _run_and_report(
+    options: object, prepare: object, run: object, *, as_json: bool, connection: Connection
+) -> None:
+    """Check the inputs (exit 2 on a bad one), run, print the summary, exit 1 if some instance
+    could not be evaluated or the run was interrupted."""
     from codeloop.config import ConfigError
+    from codeloop.swebench.errors import SwebenchError
 
     try:
-        report = run(plan, connection)
+        plan = prepare(options)  # type: ignore[operator]
+    except SwebenchError as exc:
+        raise usage_error(str(exc)) from None
+    try:
+        report = run(plan, connection)  # type: ignore[operator]
     except ConfigError as exc:
         raise usage_error(str(exc)) from None
     if as_json:

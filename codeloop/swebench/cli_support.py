@@ -15,7 +15,7 @@ from codeloop.swebench.predictions import EMPTY, GOLD, Prediction, builtin_predi
 from codeloop.swebench.report import write_json
 from codeloop.swebench.repositories import RepoSource, find_source
 from codeloop.swebench.run import RunSettings
-from codeloop.swebench.specs import load_extra_specs, registered_specs, spec_for
+from codeloop.swebench.specs import load_extra_specs, needs_cpus, registered_specs, spec_for
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,7 @@ def prepare(options: Options) -> RunPlan:
     for instance in chosen:
         spec_for(instance)
     _check_interpreters(chosen)
+    _warn_cpus(chosen)
     sources = _sources(chosen, options.repos)
     out = _out_dir(options)
     run_options = {
@@ -129,6 +130,19 @@ def _check_interpreters(chosen: list[Instance]) -> None:
             find_python(version)
         except EnvironmentSetupError as exc:
             raise InterpreterMissing(str(exc)) from None
+
+
+def _warn_cpus(chosen: list[Instance]) -> None:
+    """Some specs give their container two CPUs (pylint 2.14+: tests that need two workers skip or
+    fail with one); the sandbox shows this machine's CPUs, so say when there are fewer."""
+    import sys
+
+    wanted = max((needs_cpus(spec_for(i)) for i in chosen), default=1)
+    have = os.cpu_count() or 1
+    if have < wanted:
+        sys.stderr.write(
+            f"warning: some specs give the official container {wanted} CPUs; this machine has {have}\n"
+        )
 
 
 def _sources(chosen: list[Instance], repos: Path | None) -> dict[str, RepoSource]:

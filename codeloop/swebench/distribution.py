@@ -40,7 +40,6 @@ WORK_PREFIX = "codeloop.swebench.work"
 RESULT_PREFIX = "codeloop.swebench.result"
 WORKERS = "swebench-workers"
 ACK_WAIT_S = 120.0
-HEARTBEAT_S = 30.0
 MAX_DELIVER = 3
 ARTIFACT_PREFIX = "swebench"
 

@@ -46,9 +46,3 @@ def eval_script(instance: Instance, spec: dict[str, Any], *, base_commit: str, w
     # The official script runs with `set -uxo pipefail` (TestSpec.eval_script); stderr joins stdout
     # so the trace and the output interleave as in the container's log.
     return "\n".join(["#!/bin/bash", "exec 2>&1", "set -uxo pipefail", *adapted]) + "\n"
-
-
-def pre_install_script(commands: list[str]) -> str:
-    """The spec's `pre_install` commands (those that edit the repository's files), as the
-    official image ran them on each instance's tree: stop at the first failure."""
-    return "\n".join(["#!/bin/bash", "exec 2>&1", "set -euxo pipefail", f"cd {WORKDIR}", *commands]) + "\n"

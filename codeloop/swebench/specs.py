@@ -145,11 +145,6 @@ def directives(instance: Instance) -> list[str]:
     return swebench().test_spec_python.get_test_directives(instance.as_swebench())
 
 
-def patched_test_files(instance: Instance) -> list[str]:
-    """The files the test patch modifies (reset to the base before it is applied, as the harness does)."""
-    return swebench().utils.get_modified_files(instance.test_patch)
-
-
 def needs_cpus(spec: dict[str, Any]) -> int:
     """CPUs the official container gets for this spec (`nano_cpus`), else 1."""
     return max(1, int(spec.get("nano_cpus", 0)) // 1_000_000_000)
