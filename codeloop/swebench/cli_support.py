@@ -228,7 +228,12 @@ def run(plan: RunPlan, connection: dict[str, Any] | None = None) -> dict[str, An
 
     from codeloop.swebench.progress import Progress
 
-    progress = Progress(len(plan.instances))
+    from codeloop.swebench.harness import pending
+    from codeloop.swebench.report import load_outcomes
+
+    progress = Progress(
+        len(pending(plan, load_outcomes(plan.out) if plan.resume else {})) or len(plan.instances)
+    )
     bus = _bus_config(connection or {})
     interrupted = False
     try:
