@@ -226,9 +226,8 @@ def run(plan: RunPlan, connection: dict[str, Any] | None = None) -> dict[str, An
 
     import anyio
 
-    from codeloop.swebench.progress import Progress
-
     from codeloop.swebench.harness import pending
+    from codeloop.swebench.progress import Progress
     from codeloop.swebench.report import load_outcomes
 
     progress = Progress(
