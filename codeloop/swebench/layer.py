@@ -39,9 +39,23 @@ def site_packages(venv: Path) -> Path:
     return found[0]
 
 
-def layer_env(layer: Path, env: Environment) -> dict[str, str]:
-    """The variables that make the layer the active environment (sandbox and host alike)."""
-    return {"PATH": f"{layer}/bin:{env.venv}/bin:/usr/local/bin:/usr/bin:/bin", "VIRTUAL_ENV": str(layer)}
+def layer_env(layer: Path, env: Environment, *, through_links: bool = False) -> dict[str, str]:
+    """The variables that make the layer the active environment (sandbox and host alike).
+
+    `through_links`: also put both site-packages on PYTHONPATH, for test commands that start the
+    interpreter through a symlink of their own: tox-current-env (sphinx's test command) links
+    `.tox/py39/bin/python` to the running interpreter, and a virtualenv's interpreter started
+    through such a link finds no pyvenv.cfg beside it and runs bare, without the environment's
+    packages (the official conda interpreter is no virtualenv, so the link works there). The
+    tree itself is imported from the working directory (`python -m pytest`), as there.
+    """
+    variables = {
+        "PATH": f"{layer}/bin:{env.venv}/bin:/usr/local/bin:/usr/bin:/bin",
+        "VIRTUAL_ENV": str(layer),
+    }
+    if through_links:
+        variables["PYTHONPATH"] = f"{site_packages(layer)}:{site_packages(env.venv)}"
+    return variables
 
 
 async def make_layer(

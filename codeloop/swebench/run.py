@@ -184,7 +184,8 @@ async def _run(
             policy=settings.policy,
             ro_paths=(env.path, env.base_prefix, layer),
         ) as box:
-            box_env = layer_env(layer, env)
+            links = "tox --current-env" in str(spec.get("test_cmd", ""))
+            box_env = layer_env(layer, env, through_links=links)
             return await _evaluate(
                 instance, prediction, spec, _Box(box, box_env), tree, base, settings, partial, log, outcome
             )
