@@ -49,8 +49,9 @@ CONDA_TO_PYPI = {"matplotlib-base": "matplotlib", "iris": "scitools-iris", "pyta
 # Releases newer than SWE-bench's published images that break these old repositories: what the
 # images had is pinned (pip reads PIP_CONSTRAINT in the environment's build and in every
 # instance's install). docutils 0.22 (2025) removed docutils.utils.roman, which Sphinx 3.x's
-# LaTeX writer imports; the images (2024) had 0.21.
-IMAGE_ERA_CONSTRAINTS = ("docutils<0.22",)
+# LaTeX writer imports; the images (2024) had 0.21. sphinxcontrib-jsmath 2 requires Sphinx 5; the
+# images had 1.0.1 (its release of 2019).
+IMAGE_ERA_CONSTRAINTS = ("docutils<0.22", "sphinxcontrib-jsmath<2")
 CONDA_ONLY = {"python", "pip", "hdf5", "libnetcdf", "cdms2", "pynio", "esmpy"}
 
 
