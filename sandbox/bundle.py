@@ -80,6 +80,14 @@ def write_bundle(
             "source": "tmpfs",
             "options": ["nosuid", "nodev", "mode=1777", f"size={limits.tmp_mb}m"],
         },
+        # POSIX semaphores and shared memory (Python's multiprocessing locks and pools) live in
+        # /dev/shm; without it they fail with EACCES. Docker gives containers 64 MiB there.
+        {
+            "destination": "/dev/shm",
+            "type": "tmpfs",
+            "source": "shm",
+            "options": ["nosuid", "nodev", "noexec", "mode=1777", "size=64m"],
+        },
     ]
     for path in ro_paths:
         mounts.append(_bind(path, str(path), writable=False))

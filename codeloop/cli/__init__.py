@@ -60,6 +60,7 @@ AREAS = (
     "replay",
     "trace",
     "eval",
+    "swebench",
     "sandbox",
     "env",
     "search",
