@@ -56,9 +56,9 @@ async def solve(
     """Run one task per instance not in `done` (made by an earlier, resumed run) and return
     every prediction (also in `out/predictions.jsonl`)."""
     from agents.messages import TaskSubmitted
+    from codeloop.config.environment import bus_config, tool_server_config
     from codeloop.evaluation.runner import Outcome as TaskOutcome
     from codeloop.evaluation.runner import run_tasks
-    from codeloop.config.environment import bus_config, tool_server_config
     from codeloop.evaluation.taskset import EvalTask
     from codeloop.wiring.embedded import embedded_serve
     from codeloop.wiring.process import RoleSetup, Workers
