@@ -5,6 +5,7 @@
 the hand-off report of a task a limit ended, and what each limit means.
 """
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -55,11 +56,34 @@ def build_result(state: TaskState, *, failure_class: str | None, report: str, no
     )
 
 
+_CHANGE_VERBS = (
+    "fix|change|add|remove|delete|rename|refactor|implement|update|replace|correct|make|write|create|"
+    "modify|rewrite|move|bump|upgrade|patch|repair|edit|resolve"
+)
+_ASKS_FOR_CHANGE = re.compile(
+    rf"(?:^|[.!?:;]\s+|\n\s*|\bplease\s+|\b(?:can|could|would|will)\s+you\s+)(?:{_CHANGE_VERBS})\b(?!\s*\()",
+    re.IGNORECASE,
+)
+READ_MODE_HINT = (
+    "The task asks for a change, but read mode only answers and changes nothing: run it again in "
+    "write mode (`--mode write`) for a patch, or execute mode (`--mode execute`) to also run the tests."
+)
+
+
+def asks_for_change(text: str) -> bool:
+    """True when the task's words ask for a change: a sentence that starts with (or a `please`,
+    `can you` before) a verb such as fix, add, remove, rename or implement. A question about code
+    (`why does paging skip the last page?`) does not; `add(2, 3)` is a call, not a request."""
+    return bool(_ASKS_FOR_CHANGE.search(text.strip()))
+
+
 def summary(state: TaskState) -> str:
     """The report of a task that went through its whole pipeline."""
     lines = []
     if state.task.mode == "read":
         lines.append("Answered.")
+        if asks_for_change(state.task.text):
+            lines.append(READ_MODE_HINT)
     elif state.files_changed:
         lines.append(f"Patch changing {', '.join(state.files_changed)}.")
     else:
@@ -92,10 +116,18 @@ def diagnosis(state: TaskState) -> str:
             lines.append("No tests could be run on the tree.")
         else:
             lines.append("The tests pass on the unmodified tree.")
-    lines.append(
-        "With a model (--model or CODELOOP_MODEL), the coder would be asked to make the change in a "
-        "scratch copy of these files and the verifier to check it against these tests."
-    )
+    if state.task.mode == "read":
+        lines.append(
+            "With a model (--model or CODELOOP_MODEL), the coder would answer from these files and the "
+            "verifier would check what the answer cites."
+        )
+        if asks_for_change(state.task.text):
+            lines.append(READ_MODE_HINT)
+    else:
+        lines.append(
+            "With a model (--model or CODELOOP_MODEL), the coder would be asked to make the change in a "
+            "scratch copy of these files and the verifier to check it against these tests."
+        )
     return "\n".join(lines)
 
 

@@ -80,6 +80,16 @@ def build_task(task: str, repo: Path, *, mode: str, options: TaskOptions, task_i
     problems = submission_problems(task_id=task_id, text=text, repo=str(repo.resolve()), mode=mode)
     if problems:
         raise usage_error("; ".join(problems))
+    if mode == "read":
+        from agents.orchestrator.report import asks_for_change
+
+        if asks_for_change(text):
+            # Said before the task starts, not only in its result: read mode is the default.
+            typer.echo(
+                "note: the task asks for a change, but read mode (the default) only answers; "
+                "add --mode write for a patch, or --mode execute to also run the tests",
+                err=True,
+            )
     try:
         settings = load_settings(repo=repo, flags=options.layer("flag"))
         submitted = TaskSubmitted(

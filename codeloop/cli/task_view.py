@@ -10,6 +10,7 @@ from typing import Any
 import typer
 
 from codeloop.cli.common import approver
+from codeloop.cli.task_page import usage_line
 
 
 class LiveView:
@@ -99,9 +100,15 @@ def summary(result: Any) -> None:
     )
     if result.files_changed:
         typer.echo("files changed: " + ", ".join(result.files_changed))
+    for approval in result.approvals:
+        typer.echo(f"approved: {approval.path} by {approval.approved_by}")
     verification = result.verification
-    if verification.verdict:
+    if verification.verdict and result.status == "diagnosed":
+        # No patch was judged: these are the checks of the tree as it is, not a verdict.
+        typer.echo("checks of the unchanged tree (diagnose mode, no model):")
+    elif verification.verdict:
         typer.echo(f"verification: {verification.verdict}")
+    if verification.verdict:
         for check in verification.checks:
             typer.echo(
                 f"  {'ok  ' if check.get('ok') else 'FAIL'} {check.get('name')}: {check.get('summary', '')}"
@@ -110,12 +117,7 @@ def summary(result: Any) -> None:
             typer.echo(
                 "  failing before the patch too, not blamed: " + ", ".join(verification.preexisting[:10])
             )
-    usage = result.usage
-    cost = f", ${usage['cost_usd']:.4f}" if usage.get("cost_usd") is not None else ""
-    typer.echo(
-        f"usage: {usage.get('requests', 0)} model requests, {usage.get('input_tokens', 0)}+"
-        f"{usage.get('output_tokens', 0)} tokens{cost}, {usage.get('wall_s', 0):.1f} s"
-    )
+    typer.echo("usage: " + usage_line(result.usage))
     if result.report:
         typer.echo("")
         typer.echo(result.report)

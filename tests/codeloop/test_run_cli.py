@@ -125,6 +125,7 @@ def test_a_task_ended_by_a_limit_exits_3_and_says_which(tmp_path: Path) -> None:
         (["fix", "--repo", ".", "--model", "function:/no/such.py:f"], "does not exist"),
         (["   ", "--repo", "."], "empty"),
         (["@/no/such/task.md", "--repo", "."], "cannot read the task"),
+        (["fix add", "--repo", ".", "--apply"], "--apply needs a patch, and read mode only answers"),
     ],
 )
 def test_bad_input_is_a_usage_error_naming_what_is_wrong(
