@@ -278,7 +278,14 @@ class Supervisor:
                 )
             except (OSError, subprocess.SubprocessError) as exc:
                 reason = getattr(exc, "strerror", None) or exc
-                if getattr(exc, "filename", None):
+                if isinstance(exc, FileNotFoundError) and exc.filename == req["argv"][0]:
+                    path = req.get("env", {}).get("PATH", "")
+                    reason = (
+                        f"no such program on the sandbox's PATH ({path})"
+                        if "/" not in exc.filename
+                        else reason
+                    )
+                elif getattr(exc, "filename", None):
                     reason = f"{reason}: {exc.filename}"  # names the missing program or working directory
                 message = f"codeloop sandbox: cannot run {req['argv'][0]!r}: {reason}\n"
                 return {

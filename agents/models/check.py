@@ -179,13 +179,35 @@ def _check_function(name: str, base_dir: Path) -> None:
         raise ModelNameProblem(f"model {name!r}: {path} cannot be read as Python: {exc}") from None
     bound = _bound_names(tree)
     if bound is not None and attr not in bound:
-        functions = [
-            node.name
-            for node in tree.body
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not node.name.startswith("_")
-        ]
-        shown = ", ".join(functions[:10]) or "none"
+        functions = _offered_functions(tree)
+        more = f" and {len(functions) - 10} more" if len(functions) > 10 else ""
+        shown = ", ".join(functions[:10]) + more or "none"
         raise ModelNameProblem(f"model {name!r}: {path.name} defines no {attr!r}; its functions: {shown}")
+
+
+# What a module-level assignment may bind a callable with: `fix = scripted(...)`, `fix = other`,
+# `fix = module.fix`, `fix = lambda messages, info: ...`; a literal (`TIMEOUT = 5`) binds none.
+_CALLABLE_VALUES = (ast.Call, ast.Name, ast.Attribute, ast.Lambda)
+
+
+def _offered_functions(tree: ast.Module) -> list[str]:
+    """The public names a model file offers, in file order: its `__all__` when it has one, else
+    its functions and the callables it assigns (not ALL_CAPS constants)."""
+    names: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            names.append(node.name)
+        elif isinstance(node, ast.Assign):
+            targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            if targets == ["__all__"] and isinstance(node.value, ast.List | ast.Tuple):
+                return [
+                    e.value
+                    for e in node.value.elts
+                    if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                ]
+            if isinstance(node.value, _CALLABLE_VALUES):
+                names.extend(t for t in targets if not t.isupper())
+    return [n for n in dict.fromkeys(names) if not n.startswith("_")]
 
 
 def _bound_names(tree: ast.Module) -> set[str] | None:

@@ -21,6 +21,7 @@ from codeloop import __version__
 app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode=None,
     help="codeloop: a coding agent as a distributed system (agents on NATS JetStream, "
     "tools as MCP servers, code in gVisor sandboxes).",
 )

@@ -12,6 +12,7 @@ they are defined: `run`, `watch` and `replay` 3 handed off and 4 cancelled
 import errno
 import sys
 from pathlib import Path
+from typing import BinaryIO
 
 import typer
 
@@ -66,22 +67,27 @@ def read_text_argument(value: str, *, what: str, max_bytes: int) -> str:
     `@@...` is the literal text `@...`; anything else is the text itself.
 
     A file or stdin (argv caps at 128 KiB) is read to at most `max_bytes` + 1 bytes, so an
-    oversized input is refused without being read whole; the caller's own size check then names
-    the limit. `what` names the argument in messages ("task text").
+    oversized input is refused without being held whole; the refusal names its real size and the
+    limit. `what` names the argument in messages ("task text").
 
     Raises:
-        typer.Exit: (2) the file cannot be read or is not UTF-8, after printing why.
+        typer.Exit: (2) the file cannot be read, is over `max_bytes` or is not UTF-8, after
+            printing why.
     """
     if value.startswith("@@"):
         return value[1:]
     if value == "-":
         source, data = "stdin", sys.stdin.buffer.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise _oversized(what, source, len(data) + _count_rest(sys.stdin.buffer), max_bytes)
     elif value.startswith("@"):
         path = Path(value[1:]).expanduser()
         source = str(path)
         try:
             with path.open("rb") as file:
                 data = file.read(max_bytes + 1)
+                if len(data) > max_bytes:
+                    raise _oversized(what, source, len(data) + _count_rest(file), max_bytes)
         except OSError as exc:
             raise usage_error(f"cannot read the {what} from {path}: {exc.strerror or exc}") from None
     else:
@@ -93,3 +99,19 @@ def read_text_argument(value: str, *, what: str, max_bytes: int) -> str:
             # Cut mid-character at the read limit: oversized anyway, let the size check say so.
             return data[: exc.start].decode("utf-8") + "\ufffd"
         raise usage_error(f"the {what} in {source} is not UTF-8 text (byte {exc.start})") from None
+
+
+def _count_rest(stream: BinaryIO) -> int:
+    """How many bytes are left in `stream`, read in pieces and dropped: the real size of an
+    oversized input (a pipe has no size to ask for)."""
+    total = 0
+    while piece := stream.read(1 << 20):
+        total += len(piece)
+    return total
+
+
+def _oversized(what: str, source: str, size: int, max_bytes: int) -> typer.Exit:
+    return usage_error(
+        f"the {what} in {source} is {size:,} bytes ({size / 1024:,.0f} KiB); the limit is {max_bytes:,} "
+        f"bytes ({max_bytes // 1024} KiB): put large material in the repository and refer to it"
+    )

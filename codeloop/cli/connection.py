@@ -121,11 +121,13 @@ async def local_or_embedded_serve(
     *,
     roles: Callable[[], tuple[str, ...]],
     store: Literal["state_dir", "temporary"] = "temporary",
+    where: "ServeFound | None" = None,
 ) -> AsyncIterator[Any]:
     """The bus a command works on (`codeloop.wiring.embedded.embedded_serve`): the serve
     `connection` names or the local one noted, else a serve in this process running `roles()`
     (called only then) with the environment's tool settings, stopped when the block ends. Yields
-    the client's `BusConfig`; `store` is where a serve started here keeps its streams."""
+    the client's `BusConfig`; `store` is where a serve started here keeps its streams; `where`, when
+    given, learns which of the two it is (what a Ctrl-C leaves running)."""
     from codeloop.config.environment import bus_config, tool_server_config
     from codeloop.wiring.embedded import embedded_serve
     from codeloop.wiring.process import RoleSetup, Workers
@@ -136,7 +138,17 @@ async def local_or_embedded_serve(
         workers=lambda: Workers(roles=roles()),
         setup=RoleSetup(tool_config=tool_server_config()),
     ) as serve:
+        if where is not None:
+            where.joined = serve.note is None
         yield serve.config
+
+
+@dataclass
+class ServeFound:
+    """Whether a command joined a serve that outlives it (`joined`) or started one of its own."""
+
+    joined: bool | None = None
+    """None until the serve is found or started."""
 
 
 def setup_telemetry(process: str) -> None:

@@ -7,6 +7,7 @@ with `--apply`, only if it still is the tree the task started from.
 """
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,7 +15,13 @@ import typer
 
 from codeloop.cli.applying import ApplyOutcome, apply_result
 from codeloop.cli.common import fail, usage_error
-from codeloop.cli.connection import Connection, local_or_embedded_serve, run_async, setup_telemetry
+from codeloop.cli.connection import (
+    Connection,
+    ServeFound,
+    local_or_embedded_serve,
+    run_async,
+    setup_telemetry,
+)
 from codeloop.cli.option_groups import with_option_groups
 from codeloop.cli.task_options import ModeOpt, RepoOpt, TaskArg, TaskFlags, build_task
 from codeloop.cli.task_view import LiveView, summary
@@ -51,7 +58,13 @@ def run(
         )
     submitted = build_task(task, repo, mode=mode, options=options)
     setup_telemetry("run")
-    result, snapshot = run_async(lambda: _run_task(submitted, connection, quiet=as_json))
+    following = Following()
+    try:
+        result, snapshot = run_async(
+            lambda: _run_task(submitted, connection, quiet=as_json, following=following)
+        )
+    except KeyboardInterrupt:
+        raise fail(interrupted(following), 130) from None
     # Applied (or refused) before printing, so the output says what happened to the checkout; a
     # refusal still prints the result with its patch and names the file the patch was saved in.
     outcome = apply_result(result, repo, snapshot, state_dir=connection["state_dir"]) if apply else None
@@ -73,11 +86,36 @@ def result_json(result: Any, outcome: ApplyOutcome | None) -> str:
     return json.dumps({**result.model_dump(mode="json"), "apply": outcome.model_dump(mode="json")})
 
 
-async def _run_task(task: Any, connection: Connection, *, quiet: bool) -> Any:
+@dataclass
+class Following:
+    """How far `codeloop run` got: what a Ctrl-C leaves behind."""
+
+    serve: ServeFound = field(default_factory=ServeFound)
+    task_id: str | None = None
+    """Set once the task is submitted."""
+
+
+def interrupted(following: Following) -> str:
+    """What a Ctrl-C did to the task: nothing started, stopped with this process, or still running
+    in a `codeloop serve` that outlives it (and how to follow or cancel it there)."""
+    task_id = following.task_id
+    if task_id is None:
+        return "interrupted before the task was submitted; nothing was started"
+    if following.serve.joined:
+        return (
+            f"interrupted; task {task_id} goes on in the running `codeloop serve`: "
+            f"`codeloop watch {task_id}` follows it, `codeloop cancel {task_id}` stops it"
+        )
+    return f"interrupted; task {task_id} stopped with this process (it ran on a bus of its own)"
+
+
+async def _run_task(task: Any, connection: Connection, *, quiet: bool, following: Following) -> Any:
     from codeloop.wiring.roles import roles_for_choice
 
-    async with local_or_embedded_serve(connection, roles=lambda: roles_for_choice(task.pipeline)) as config:
-        return await submit_and_follow(config, task, quiet=quiet)
+    async with local_or_embedded_serve(
+        connection, roles=lambda: roles_for_choice(task.pipeline), where=following.serve
+    ) as config:
+        return await submit_and_follow(config, task, quiet=quiet, following=following)
 
 
 async def refuse_unserved(bus: Any, task: Any) -> None:
@@ -93,11 +131,15 @@ async def refuse_unserved(bus: Any, task: Any) -> None:
         raise fail(f"--pipeline: {exc}", 2) from None
 
 
-async def submit_and_follow(config: Any, task: Any, *, quiet: bool) -> Any:
+async def submit_and_follow(
+    config: Any, task: Any, *, quiet: bool, following: Following | None = None
+) -> Any:
     """Submit `task` on the bus of `config` (its tree captured first, unless it has a snapshot)
-    and follow it to its end with a live view; (its `TaskResult`, the snapshot)."""
+    and follow it to its end with a live view; (its `TaskResult`, the snapshot). `following`
+    learns the task's id once it is submitted."""
     from agents.client import submit_task, watch_task
     from agents.messages import TaskResult
+    from agents.wording import counted
     from agents.workspace import capture_snapshot
     from bus.connection import open_bus
 
@@ -110,7 +152,9 @@ async def submit_and_follow(config: Any, task: Any, *, quiet: bool) -> Any:
             snapshot = await capture_snapshot(bus, Path(task.repo))
         task = task.model_copy(update={"snapshot": snapshot})
         envelope, _ = await submit_task(bus, task)
-        view.line(f"task {envelope.task_id} submitted ({snapshot.files} files, mode {task.mode})")
+        if following is not None:
+            following.task_id = envelope.task_id
+        view.line(f"task {envelope.task_id} submitted ({counted(snapshot.files, 'file')}, mode {task.mode})")
         final = await watch_task(bus, envelope.task_id, view.on_event)
     view.close()
     return TaskResult.model_validate(final.payload), snapshot

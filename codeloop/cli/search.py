@@ -285,10 +285,13 @@ class _progress:
 
 
 def _print_report(report: "IndexReport") -> None:
+    from agents.wording import counted
+
     for message in report.messages:
         typer.echo(f"note: {message}", err=True)
     typer.echo(
-        f"indexed {report.repo}: {report.files} files, {report.chunks} chunks, {report.embedded} embedded, "
+        f"indexed {report.repo}: {counted(report.files, 'file')}, {counted(report.chunks, 'chunk')}, "
+        f"{report.embedded} embedded, "
         f"{report.skipped} skipped, {report.seconds:.1f} s"
     )
     if report.skipped_files:

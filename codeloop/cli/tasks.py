@@ -108,7 +108,10 @@ def watch(
     try:
         status = run_async(main)
     except KeyboardInterrupt:
-        raise typer.Exit(130) from None
+        # Watching is only looking: the task itself goes on in the serve.
+        raise fail(
+            f"stopped watching; task {task_id} goes on: `codeloop cancel {task_id}` stops it", 130
+        ) from None
     raise typer.Exit(EXIT_CODES.get(status or "", 1))
 
 

@@ -36,6 +36,8 @@ def test_the_known_providers_are_exactly_pydantic_ais() -> None:
         ("function:{tmp}/missing.py:f", {}, "does not exist"),
         ("function:{tmp}/script.py:nosuch", {}, "defines no 'nosuch'; its functions: answer"),
         ("function:{tmp}/broken.py:f", {}, "cannot be read as Python"),
+        ("function:{tmp}/assigned.py:fixx", {}, "defines no 'fixx'; its functions: answer, fix, explain$"),
+        ("function:{tmp}/listed.py:fixx", {}, "defines no 'fixx'; its functions: fix, explain$"),
     ],
 )
 def test_unresolvable_names_are_refused_naming_the_value_and_the_fix(
@@ -45,6 +47,11 @@ def test_unresolvable_names_are_refused_naming_the_value_and_the_fix(
     are found before anything starts, and the message says what to change."""
     (tmp_path / "script.py").write_text("def answer(messages, info):\n    return None\n")
     (tmp_path / "broken.py").write_text("def f(:\n")
+    # Callables a script assigns (a factory's result, an alias) are offered as much as its defs.
+    (tmp_path / "assigned.py").write_text(
+        "TIMEOUT = 5\ndef answer(messages, info):\n    return None\nfix = make(1)\nexplain = answer\n"
+    )
+    (tmp_path / "listed.py").write_text('__all__ = ["fix", "explain"]\nfrom x import fix, explain\n')
     with pytest.raises(ModelNameProblem, match=fragment.replace("(", r"\(")):
         check_model_name(name.format(tmp=tmp_path), environ=environ)
 

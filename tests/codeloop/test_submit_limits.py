@@ -52,9 +52,11 @@ async def test_600_kb_and_5_mb_tasks_are_refused_at_submission_with_the_limit(tm
             from_stdin = await _codeloop(
                 home, "submit", "-", "--repo", str(_repo(tmp_path)), stdin=b"y" * 5_000_000
             )
-            for refused in (from_file, from_stdin):
+            for refused, size in ((from_file, "600,000 bytes (586 KiB)"), (from_stdin, "5,000,000 bytes")):
                 assert refused.returncode == 2
                 message = refused.stderr.decode()
+                # The real size, not the limit plus the one byte read past it.
+                assert f"is {size}" in message and f"{MAX_TASK_TEXT_BYTES + 1:,}" not in message, message
                 assert f"the limit is {MAX_TASK_TEXT_BYTES:,} bytes" in message, message
                 assert "Traceback" not in message and len(message.strip().splitlines()) == 1
             assert await _task_ids(home) == []

@@ -3,6 +3,7 @@
 from agents.messages import Approval, CodeRequest, CodeResult, Context, Plan, TaskState
 from agents.orchestrator.io import Emit
 from agents.orchestrator.stages.kind import Advance, At, End, StageKind, step_budget, verifier_feedback
+from agents.wording import counted
 
 
 def _request(state: TaskState, at: At) -> CodeRequest:
@@ -28,7 +29,11 @@ def _react(state: TaskState, result: CodeResult, at: At) -> Advance | End:
             "approvals": _merged(state.approvals, result.approvals),
         }
     )
-    told = f"{len(result.files_changed)} files changed" if state.task.mode != "read" else "answer written"
+    told = (
+        f"{counted(len(result.files_changed), 'file')} changed"
+        if state.task.mode != "read"
+        else "answer written"
+    )
     events = (Emit("code", told, {"files_changed": result.files_changed, "stopped_by": result.stopped_by}),)
     if result.stopped_by:
         report = f"The coder stopped: {result.message}" if result.message else "The coder stopped."

@@ -3,6 +3,7 @@
 from agents.messages import Context, ContextRequest, Plan, TaskState
 from agents.orchestrator.io import Emit
 from agents.orchestrator.stages.kind import Advance, At, StageKind
+from agents.wording import counted
 
 
 def _request(state: TaskState, at: At) -> ContextRequest:
@@ -12,7 +13,7 @@ def _request(state: TaskState, at: At) -> ContextRequest:
 def _react(state: TaskState, result: Context, at: At) -> Advance:
     state = state.model_copy(update={"context": result})
     files = [{"path": f.path, "score": round(f.score, 4)} for f in result.files[:20]]
-    message = f"{len(result.files)} files, {result.tokens} tokens of context"
+    message = f"{counted(len(result.files), 'file')}, {counted(result.tokens, 'token')} of context"
     return Advance(state, (Emit("retrieval", message, {"files": files}),))
 
 
