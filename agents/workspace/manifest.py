@@ -10,8 +10,9 @@ positional to keep a 100,000-file manifest near 10 MB:
 
 Which files: in a git repository, `git ls-files -co --exclude-standard` — tracked files and
 untracked ones git does not ignore, with their uncommitted contents (a tracked file deleted in the
-working tree is simply absent). Elsewhere a walk that skips `.git`, `.codeloop`, virtualenvs and
-caches. Symlinks stay links when their target stays inside the tree; a link leaving the tree
+working tree is simply absent), except untracked files inside a virtualenv or a cache directory
+(named once each among the skipped paths; tracking them with `git add -f` takes them along).
+Elsewhere a walk that skips `.git`, `.codeloop`, virtualenvs and caches. Symlinks stay links when their target stays inside the tree; a link leaving the tree
 (absolute, or climbing out with `..`) is skipped with a reason, as are sockets, nested
 repositories and names that are not UTF-8.
 """
@@ -158,9 +159,21 @@ async def list_paths(repo: Path) -> tuple[list[str] | None, str | None, list[tup
     code, head, _ = await run_git(
         repo, "rev-parse", "--verify", "--quiet", "HEAD", scratch=False, check=False
     )
-    _, listing, _ = await run_git(repo, "ls-files", "-z", "-c", "-o", "--exclude-standard", scratch=False)
-    paths: set[str] = set()
-    skipped = []
+    _, tracked, _ = await run_git(repo, "ls-files", "-z", "-c", scratch=False)
+    _, others, _ = await run_git(repo, "ls-files", "-z", "-o", "--exclude-standard", scratch=False)
+    skipped: list[tuple[str, str]] = []
+    untracked = _listed_names(others, skipped)
+    # What git tracks is the project's, even inside a cache or a virtualenv; what it merely does
+    # not ignore there is a machine's own state (thousands of files a snapshot should not carry).
+    untracked = await anyio.to_thread.run_sync(lambda: _outside_environments(repo, untracked, skipped))
+    paths = {*_listed_names(tracked, skipped), *untracked}
+    return sorted(paths), (head.decode().strip() or None) if code == 0 else None, skipped
+
+
+def _listed_names(listing: bytes, skipped: list[tuple[str, str]]) -> list[str]:
+    """The paths of a `git ls-files -z` listing; undecodable names and nested repositories go to
+    `skipped` with their reason."""
+    names = []
     for raw in listing.split(b"\0"):
         if not raw:
             continue
@@ -172,8 +185,42 @@ async def list_paths(repo: Path) -> tuple[list[str] | None, str | None, list[tup
         if name.endswith("/"):
             skipped.append((name.rstrip("/"), "nested git repository"))
             continue
-        paths.add(name)
-    return sorted(paths), (head.decode().strip() or None) if code == 0 else None, skipped
+        names.append(name)
+    return names
+
+
+ENVIRONMENT_SKIP_REASON = (
+    "a virtual environment git does not ignore: left out (a snapshot carries the project, not a machine's "
+    "installed packages); `git add -f` what must go with the task"
+)
+CACHE_SKIP_REASON = "a cache directory git does not ignore: left out; `git add -f` what must go with the task"
+
+
+def _outside_environments(repo: Path, names: list[str], skipped: list[tuple[str, str]]) -> list[str]:
+    """`names` without those inside a virtualenv (a directory with `pyvenv.cfg`) or a cache
+    directory (`WALK_SKIP_DIRS`); each directory left out is named once in `skipped`."""
+    verdicts: dict[str, str | None] = {}  # directory -> why it is left out (None: kept)
+
+    def reason(directory: str) -> str | None:
+        if directory not in verdicts:
+            name = posixpath.basename(directory)
+            if name in WALK_SKIP_DIRS:
+                verdicts[directory] = CACHE_SKIP_REASON
+            elif os.path.exists(os.path.join(repo, directory, "pyvenv.cfg")):
+                verdicts[directory] = ENVIRONMENT_SKIP_REASON
+            else:
+                verdicts[directory] = None
+            if verdicts[directory] is not None:
+                skipped.append((directory, verdicts[directory] or ""))
+        return verdicts[directory]
+
+    kept = []
+    for name in names:
+        parts = name.split("/")[:-1]
+        prefixes = ("/".join(parts[: i + 1]) for i in range(len(parts)))
+        if not any(reason(prefix) is not None for prefix in prefixes):
+            kept.append(name)
+    return kept
 
 
 def walk_paths(repo: Path) -> tuple[list[str], list[tuple[str, str]]]:

@@ -141,6 +141,7 @@ async def submit_and_follow(
     from agents.messages import TaskResult
     from agents.wording import counted
     from agents.workspace import capture_snapshot
+    from agents.workspace.manifest import CACHE_SKIP_REASON, ENVIRONMENT_SKIP_REASON
     from bus.connection import open_bus
 
     async with open_bus(config) as bus:
@@ -150,6 +151,9 @@ async def submit_and_follow(
         if snapshot is None:  # a replay resubmits a task with the snapshot it was captured with
             view.line("capturing the working tree")
             snapshot = await capture_snapshot(bus, Path(task.repo))
+            for left_out in snapshot.skipped:
+                if left_out.reason in (ENVIRONMENT_SKIP_REASON, CACHE_SKIP_REASON):
+                    view.note(f"{left_out.path}/ is not in the snapshot: {left_out.reason}")
         task = task.model_copy(update={"snapshot": snapshot})
         envelope, _ = await submit_task(bus, task)
         if following is not None:

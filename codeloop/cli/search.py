@@ -242,30 +242,50 @@ async def _open_and_update(
     cache_root = tool_server_config().cache_dir
     embedder = await anyio.to_thread.run_sync(lambda: load_embedder(model, cache_root=cache_root))
     index = await open_index(directory, index_dir=index_dir, embedder=embedder)
-    with _progress(enabled=not quiet and sys.stderr.isatty()) as progress:
+    with _progress(enabled=not quiet, tty=sys.stderr.isatty()) as progress:
         report = await index.update(progress=progress)
     return index, report
 
 
-class _progress:
-    """A rich progress bar on stderr fed by `CodeIndex.update`'s callback."""
+_STAGES = {"scan": ("scanning", "files"), "embed": ("embedding", "chunks"), "write": ("writing", "tables")}
 
-    def __init__(self, *, enabled: bool) -> None:
+
+class _progress:
+    """Progress of `CodeIndex.update` on stderr: a bar with the count and an ETA at a terminal,
+    else a line per stage and one at most every 5 s (the first search of a repository builds its
+    whole index: tens of seconds a person should see passing)."""
+
+    def __init__(self, *, enabled: bool, tty: bool) -> None:
         self.enabled = enabled
+        self.tty = tty
         self._bar: Any = None
         self._tasks: dict[str, Any] = {}
+        self._started: dict[str, float] = {}
+        self._said = 0.0
 
     def __enter__(self) -> Any:
         if not self.enabled:
             return None
+        if not self.tty:
+            return self._say
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
         self._bar = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
+            TextColumn("{task.fields[unit]}"),
             TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
             console=Console(stderr=True),
             transient=True,
         )
@@ -274,10 +294,27 @@ class _progress:
 
     def _update(self, stage: str, done: int, total: int) -> None:
         if stage not in self._tasks:
-            self._tasks[stage] = self._bar.add_task(
-                {"scan": "scanning", "embed": "embedding", "write": "writing"}[stage]
-            )
+            label, unit = _STAGES[stage]
+            self._tasks[stage] = self._bar.add_task(label, unit=unit)
         self._bar.update(self._tasks[stage], completed=done, total=max(total, 1))
+
+    def _say(self, stage: str, done: int, total: int) -> None:
+        import time
+
+        now = time.monotonic()
+        first = stage not in self._started
+        self._started.setdefault(stage, now)
+        if not (first or done >= total or now - self._said >= 5.0):
+            return
+        self._said = now
+        label, unit = _STAGES[stage]
+        elapsed = now - self._started[stage]
+        eta = (
+            f", about {elapsed / done * (total - done):.0f} s left"
+            if 0 < done < total and elapsed > 1
+            else ""
+        )
+        typer.echo(f"{label}: {done:,} of {total:,} {unit}{eta}", err=True)
 
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:

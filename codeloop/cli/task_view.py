@@ -38,6 +38,13 @@ class LiveView:
             sys.stderr.write(out + "\n")
         sys.stderr.flush()
 
+    def note(self, text: str) -> None:
+        """A line that stays on stderr (`note: TEXT`), above the status line."""
+        if not self.enabled:
+            return
+        sys.stderr.write(("\r\033[K" if self.tty else "") + f"note: {text}\n")
+        sys.stderr.flush()
+
     async def on_event(self, envelope: Any) -> None:
         payload = envelope.payload
         if envelope.kind == "event":

@@ -2,6 +2,7 @@
 and clear errors (message, non-zero exit, no traceback) on bad input."""
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -187,3 +188,22 @@ def test_the_file_an_example_raises_in_is_ranked_and_named(
     # Right after the function the issue names, above every file that only matches its words.
     assert paths[:2] == ["calc/api.py", "calc/stats.py"]
     assert "ValueError raised at calc/stats.py:2 in spread" in shown.stderr
+
+
+@pytest.mark.slow
+def test_the_first_search_of_a_repository_shows_its_index_being_built(
+    tmp_path: Path, copy_corpus: Callable[..., Path]
+) -> None:
+    """Our choice: the first search builds the whole index (tens of seconds on a real repository);
+    piped, stderr says what it is doing with counts, and the next search has nothing to build."""
+    repo = copy_corpus(tmp_path / "repo", ["_core/_signals.py", "to_thread.py"])
+    env = {**os.environ, "CODELOOP_CACHE_DIR": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "codeloop", "search", "worker thread", "--repo", str(repo), "-k", "1"]
+    first = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env, check=True)
+    again = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env, check=True)
+    assert "scanning: 2 of 2 files" in first.stderr, first.stderr
+    assert "embedding: 0 of" in first.stderr and " chunks" in first.stderr
+    embedded = [line for line in first.stderr.splitlines() if line.startswith("embedding: ")]
+    total = embedded[-1].split(" of ")[1].split()[0]
+    assert embedded[-1] == f"embedding: {total} of {total} chunks" and int(total) > 0
+    assert "embedding:" not in again.stderr and "to_thread.py" in again.stdout

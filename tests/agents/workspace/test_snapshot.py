@@ -195,6 +195,37 @@ async def test_a_directory_that_is_no_repository_is_walked_without_git_virtualen
     assert ref.git_head is None
 
 
+async def test_a_virtualenv_and_caches_git_does_not_ignore_stay_out_of_the_snapshot_and_are_named(
+    bus: Bus, tmp_path: Path
+) -> None:
+    """Our choice: a `.venv` missing from `.gitignore` is a machine's installed packages, not the
+    project; it is left out and named once, while what git tracks (even in a cache) goes along."""
+    repo = tmp_path / "repo"
+    for rel in [
+        "main.py",
+        ".venv/pyvenv.cfg",
+        ".venv/lib/python3.11/site-packages/big.py",
+        "tools/env/pyvenv.cfg",
+        "tools/env/bin/python",
+        "tools/run.py",
+        ".pytest_cache/v/cache/lastfailed",
+        "fixtures/__pycache__/kept.pyc",
+    ]:
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(rel)
+    git(repo, "init", "-q")
+    git(repo, "add", "main.py", "tools/run.py")
+    git(repo, "add", "-f", "fixtures/__pycache__/kept.pyc")
+    with anyio.fail_after(30):
+        ref = await capture_snapshot(bus, repo)
+        dest = await materialize(bus, ref, tmp_path / "work")
+    assert set(tree_files(dest)) == {"main.py", "tools/run.py", "fixtures/__pycache__/kept.pyc"}
+    reasons = {item.path: item.reason for item in ref.skipped}
+    assert set(reasons) == {".venv", "tools/env", ".pytest_cache"}
+    assert reasons[".venv"].startswith("a virtual environment git does not ignore")
+    assert "git add -f" in reasons[".pytest_cache"]
+
+
 async def test_a_thousand_file_tree_round_trips_through_the_object_store(bus: Bus, tmp_path: Path) -> None:
     """Snapshots of realistic repositories: every one of 1,000 files comes back with its bytes."""
     repo = tmp_path / "repo"
