@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from codeloop.cli.applying import ApplyOutcome, apply_result
-from codeloop.cli.common import fail, usage_error
+from codeloop.cli.common import fail, plural, usage_error
 from codeloop.cli.connection import (
     Connection,
     ServeFound,
@@ -139,7 +139,6 @@ async def submit_and_follow(
     learns the task's id once it is submitted."""
     from agents.client import submit_task, watch_task
     from agents.messages import TaskResult
-    from agents.wording import counted
     from agents.workspace import capture_snapshot
     from agents.workspace.manifest import CACHE_SKIP_REASON, ENVIRONMENT_SKIP_REASON
     from bus.connection import open_bus
@@ -158,7 +157,7 @@ async def submit_and_follow(
         envelope, _ = await submit_task(bus, task)
         if following is not None:
             following.task_id = envelope.task_id
-        view.line(f"task {envelope.task_id} submitted ({counted(snapshot.files, 'file')}, mode {task.mode})")
+        view.line(f"task {envelope.task_id} submitted ({plural(snapshot.files, 'file')}, mode {task.mode})")
         final = await watch_task(bus, envelope.task_id, view.on_event)
     view.close()
     return TaskResult.model_validate(final.payload), snapshot

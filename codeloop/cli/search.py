@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from codeloop.cli.common import fail, usage_error
+from codeloop.cli.common import fail, plural, usage_error
 from codeloop.cli.option_groups import OptionGroup, with_option_groups
 from tool_servers.search.models import EXAMPLE_TIMEOUT_S
 
@@ -314,6 +314,7 @@ class _progress:
             if 0 < done < total and elapsed > 1
             else ""
         )
+        unit = unit if total != 1 else unit.removesuffix("s")
         typer.echo(f"{label}: {done:,} of {total:,} {unit}{eta}", err=True)
 
     def __exit__(self, *exc: object) -> None:
@@ -322,12 +323,11 @@ class _progress:
 
 
 def _print_report(report: "IndexReport") -> None:
-    from agents.wording import counted
 
     for message in report.messages:
         typer.echo(f"note: {message}", err=True)
     typer.echo(
-        f"indexed {report.repo}: {counted(report.files, 'file')}, {counted(report.chunks, 'chunk')}, "
+        f"indexed {report.repo}: {plural(report.files, 'file')}, {plural(report.chunks, 'chunk')}, "
         f"{report.embedded} embedded, "
         f"{report.skipped} skipped, {report.seconds:.1f} s"
     )
