@@ -21,14 +21,11 @@ command with the system's programs only.
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import Annotated
 
 import typer
 
 from codeloop.cli.common import fail, usage_error
-
-if TYPE_CHECKING:
-    from sandbox.result import ExecResult
 
 EXIT_SANDBOX_FAILED = 125
 EXIT_TIMED_OUT = 124
@@ -103,7 +100,16 @@ def exec_command(
     from sandbox.limits import SandboxLimits
     from sandbox.result import ExecResult
 
-    _check_usage(network=network, backend=backend, workspace=workspace, environment=environment)
+    if network != "none":
+        raise usage_error(
+            f"--network {network!r} is not supported: sandboxes have no network; pass --network none"
+        )
+    if backend not in (None, "gvisor", "process"):
+        raise usage_error(f"--backend {backend!r} is not one of gvisor, process")
+    if not workspace.is_dir():
+        raise usage_error(f"--workspace {workspace} is not an existing directory")
+    if environment not in ("auto", "none"):
+        raise usage_error(f"--environment {environment!r} is not one of auto, none")
     try:
         policy = parse_policy(tool_server_config().sandbox_policy)
     except PolicyError as exc:
@@ -166,40 +172,23 @@ def exec_command(
     if json_output:
         typer.echo(result.model_dump_json())
         return
-    _behave_like_the_command(result, warn=backend != "process", environment=environment)
-
-
-def _check_usage(*, network: str, backend: str | None, workspace: Path, environment: str) -> None:
-    if network != "none":
-        raise usage_error(
-            f"--network {network!r} is not supported: sandboxes have no network; pass --network none"
-        )
-    if backend not in (None, "gvisor", "process"):
-        raise usage_error(f"--backend {backend!r} is not one of gvisor, process")
-    if not workspace.is_dir():
-        raise usage_error(f"--workspace {workspace} is not an existing directory")
-    if environment not in ("auto", "none"):
-        raise usage_error(f"--environment {environment!r} is not one of auto, none")
-
-
-def _behave_like_the_command(result: "ExecResult", *, warn: bool, environment: str) -> NoReturn:
-    """The command's output and exit status as if it ran here (124 timed out, 137 another limit);
-    a program the sandbox cannot find gets a line saying what is on its PATH."""
-    if result.warning and warn:
+    if result.warning and backend != "process":
         # The weaker backend never runs silently; asked for by name, the command stays exact.
         typer.echo(f"warning: {result.warning}", err=True)
     sys.stdout.write(result.stdout)
     sys.stdout.flush()
     sys.stderr.write(result.stderr)
     if result.exit_code == 127 and result.stderr.startswith("codeloop sandbox: cannot run"):
-        sys.stderr.write(_missing_program_hint(environment))
+        sys.stderr.write(missing_program_hint(environment))
     sys.stderr.flush()
     if result.timed_out:
         raise typer.Exit(EXIT_TIMED_OUT)
     raise typer.Exit(EXIT_KILLED_AT_LIMIT if result.exit_code is None else result.exit_code)
 
 
-def _missing_program_hint(environment: str) -> str:
+def missing_program_hint(environment: str) -> str:
+    """The line after `cannot run 'python': no such program on the sandbox's PATH (...)`: what
+    that PATH holds, and with `--environment none` where Python is."""
     if environment == "none":
         return (
             "codeloop sandbox: --environment none runs the system's programs only (there, Python is "

@@ -146,3 +146,27 @@ def test_a_forbidden_backend_exits_125_naming_the_policy(tmp_path: Path) -> None
     )
     assert done.returncode == 125
     assert "CODELOOP_SANDBOX=gvisor" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("environment", "advice"),
+    [
+        ("none", "--environment none runs the system's programs only (there, Python is `python3`)"),
+        ("auto", "that PATH is the workspace's environment (or codeloop's own interpreter when it has none)"),
+    ],
+)
+def test_a_program_the_sandbox_cannot_find_is_named_with_the_path_and_what_to_do(
+    tmp_path: Path, environment: str, advice: str
+) -> None:
+    """Our choice: `python` under `--environment none` (or any missing program) exits 127, as a
+    shell does, with the sandbox's PATH and what would run it, not a bare `No such file`."""
+    program = "python" if environment == "none" else "no-such-program"
+    done = codeloop(
+        "sandbox", "exec", "--workspace", str(tmp_path), "--environment", environment, "--", program, "-V"
+    )
+    assert done.returncode == 127, done.stderr
+    lines = [line for line in done.stderr.splitlines() if not line.startswith("warning: ")]
+    assert lines[0].startswith(
+        f"codeloop sandbox: cannot run '{program}': no such program on the sandbox's PATH ("
+    )
+    assert "/usr/bin" in lines[0] and advice in lines[1]

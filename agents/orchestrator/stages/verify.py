@@ -11,6 +11,7 @@ from agents.messages import Plan, TaskState, VerificationReport, VerifyRequest, 
 from agents.orchestrator.io import Emit
 from agents.orchestrator.report import diagnosis
 from agents.orchestrator.stages.kind import Advance, At, End, Revisit, StageKind, deadline_of
+from agents.wording import counted
 
 REPLAN_AFTER_FAILED_REVISIONS = 2
 """Failed revisions of one plan after which the planner is asked for a new plan."""
@@ -35,7 +36,7 @@ def _react(state: TaskState, result: VerifyResult, at: At) -> Advance | Revisit 
     report = result.report
     state = state.model_copy(update={"last_report": report, "baseline": result.baseline or state.baseline})
     checks = [c.model_dump(mode="json") for c in report.checks]
-    told = f"verdict {report.verdict}: {len(report.failures)} failures"
+    told = f"verdict {report.verdict}: {counted(len(report.failures), 'failure')}"
     events = (Emit("verification", told, {"verdict": report.verdict, "checks": checks}),)
     if at.index_of("code") is None:  # diagnose: nothing was changed, the report is the answer
         return End(state, "diagnosed", None, diagnosis(state), events)
