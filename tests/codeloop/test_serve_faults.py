@@ -91,6 +91,7 @@ async def test_a_second_serve_on_a_state_dir_is_refused_and_the_first_keeps_runn
             message = second.stderr.decode()
             assert f"in use by another codeloop serve (pid {first.pid})" in message
             assert "Traceback" not in message and len(message.strip().splitlines()) == 1
+            assert "StateDirBusy" not in message  # the person's words, not the exception's class
             assert _alive(server_pid)
             assert (home / "serve.json").read_text() == note_before
             task_id = await _submit(home, "still served", _repo(tmp_path))
