@@ -44,8 +44,13 @@ def test_a_change_asked_in_read_mode_is_answered_with_how_to_get_a_patch(tmp_pat
 def test_a_read_mode_question_without_a_model_is_not_headed_as_a_failed_verification(tmp_path: Path) -> None:
     """Diagnose mode checks the tree as it is: its failing tests are no verdict on an answer."""
     repo = make_repo(tmp_path / "repo")
+    # A virtualenv the project forgot to git-ignore: left out of the snapshot, and `run` says so.
+    (repo / ".venv" / "lib").mkdir(parents=True)
+    (repo / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (repo / ".venv" / "lib" / "site.py").write_text("x = 1\n")
     done = _run(tmp_path, "why does add subtract?", "--repo", str(repo))
     assert done.returncode == 0, done.stderr
+    assert "note: .venv/ is not in the snapshot: a virtual environment git does not ignore" in done.stderr
     assert done.stdout.splitlines()[0].endswith(": diagnosed")
     assert "verification: failed" not in done.stdout
     assert "checks of the unchanged tree (diagnose mode, no model):" in done.stdout
