@@ -55,7 +55,7 @@ def build_result(state: TaskState, *, failure_class: str | None, report: str, no
 
 def summary(state: TaskState) -> str:
     """The report of a task that went through its whole pipeline."""
-    lines = []
+    lines: list[str] = []
     if state.task.mode == "read":
         lines.append("Answered.")
     elif state.files_changed:
