@@ -26,6 +26,11 @@ What the gVisor backend promises, per command:
   A command's writes under `.git/` and `.codeloop/` are undone instead of copied back: a
   planted git hook would otherwise run on the host, and `.codeloop/` holds the audit log (its `exec/`
   outbox for tool reports excepted). The process backend cannot promise this.
+- Project environments (`sandbox.environments`, `open_sandbox(environment=...)`): the
+  environment's directory and its base interpreter are shown read-only, its bin first on PATH,
+  VIRTUAL_ENV set, and the workspace is shown read-write at the environment's project path too
+  (where its editable install points), with the install's build products read-only over that
+  view; so the tested code is the workspace's and no command can change the environment.
 - Network: none (loopback only, the host's loopback services are unreachable).
 - Identity: commands run as an unprivileged user (uid 1000) with no capabilities; only the
   supervisor, PID 1 of the sandbox, is root there, so a command cannot signal it or write to its

@@ -15,6 +15,7 @@ from typing import Literal
 
 import anyio
 
+from sandbox.environments.environment import Environment
 from sandbox.errors import INSTALL_RUNSC, BackendForbidden, PolicyError, SandboxUnavailable, WorkspaceError
 from sandbox.gvisor import GvisorLauncher, probe_runsc
 from sandbox.limits import GvisorOptions, SandboxLimits
@@ -98,11 +99,16 @@ async def open_sandbox(
     gvisor: GvisorOptions | None = None,
     ro_paths: tuple[Path, ...] = (),
     policy: str = "auto",
+    environment: Environment | None = None,
 ) -> AsyncIterator[Sandbox]:
     """Opens a reusable sandbox on `workspace`, shown read-write at /workspace.
 
     `ro_paths` are extra host paths shown read-only at the same path (e.g. a virtualenv outside
     the workspace). `policy` is the deployment's (`CODELOOP_SANDBOX`, as the caller read it).
+    `environment` (see `sandbox.environments`): its directory and base interpreter are shown
+    read-only, its bin is first on PATH, VIRTUAL_ENV names it, and the workspace is also shown at
+    its project path (gVisor; the process backend puts the workspace's import roots first on
+    PYTHONPATH instead), so the project imported is the workspace's.
     The sandbox starts at the first command; on exit, cancellation included, it is killed and
     deleted.
 
@@ -119,10 +125,14 @@ async def open_sandbox(
     launcher: Launcher
     if chosen == "gvisor":
         launcher = GvisorLauncher(
-            workspace, limits=limits, options=gvisor or GvisorOptions(), ro_paths=ro_paths
+            workspace,
+            limits=limits,
+            options=gvisor or GvisorOptions(),
+            ro_paths=ro_paths,
+            environment=environment,
         )
     else:
-        launcher = ProcessLauncher(workspace, limits=limits)
+        launcher = ProcessLauncher(workspace, limits=limits, environment=environment)
     try:
         await launcher.open()
     except BaseException:

@@ -48,11 +48,17 @@ def write_bundle(
     limits: SandboxLimits,
     venvs: Sequence[Path] = (),
     cache_runtime: bool = True,
+    workspace_aliases: Sequence[Path] = (),
+    alias_overlays: Sequence[tuple[Path, str]] = (),
 ) -> None:
     """Writes `bundle/config.json` and `bundle/rootfs` (mount points, /etc files, the supervisor).
 
     `venvs` are virtualenvs directly inside the workspace that the mirror leaves out: each is
-    bound read-only from the host at the same two places as the workspace.
+    bound read-only from the host at the same two places as the workspace. `workspace_aliases`
+    are more places the workspace mirror is shown read-write: a project environment's project
+    path, inside its read-only directory, where its editable install points. `alias_overlays`
+    (source, relative path) are shown read-only over each alias at that path: the environment's
+    build products the workspace lacks (the mirror holds an empty mount point for each).
     """
     rootfs = bundle / "rootfs"
     (rootfs / "etc").mkdir(parents=True)
@@ -74,6 +80,14 @@ def write_bundle(
             "source": "tmpfs",
             "options": ["nosuid", "nodev", "mode=1777", f"size={limits.tmp_mb}m"],
         },
+        # POSIX semaphores and shared memory (Python's multiprocessing locks and pools) live in
+        # /dev/shm; without it they fail with EACCES. Docker gives containers 64 MiB there.
+        {
+            "destination": "/dev/shm",
+            "type": "tmpfs",
+            "source": "shm",
+            "options": ["nosuid", "nodev", "noexec", "mode=1777", "size=64m"],
+        },
     ]
     for path in ro_paths:
         mounts.append(_bind(path, str(path), writable=False))
@@ -90,6 +104,11 @@ def write_bundle(
     for venv in venvs:
         for place in workspace_paths:
             mounts.append(_bind(venv, f"{place}/{venv.name}", writable=False))
+    # After the read-only runtime mounts that hold them (the environment's directory).
+    for alias in workspace_aliases:
+        mounts.append(_bind(workspace_mirror, str(alias), writable=True))
+        for source, rel in alias_overlays:
+            mounts.append(_bind(source, f"{alias}/{rel}", writable=False))
     for mount in mounts:
         target = rootfs / mount["destination"].lstrip("/")
         if mount["type"] == "bind" and Path(mount["source"]).is_file():

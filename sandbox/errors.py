@@ -7,7 +7,13 @@
     ├── PolicyError             the policy (CODELOOP_SANDBOX) is not one of gvisor, process, auto
     ├── WorkspaceError          the workspace is missing, not a directory, or cannot be mirrored
     ├── SandboxCrashed          the sandbox died for a reason that is not a limit of the command
-    └── SandboxClosed           exec after the sandbox was closed
+    ├── SandboxClosed           exec after the sandbox was closed
+    └── EnvironmentSetupError   a project environment could not be made ready (failure class env.setup)
+        ├── RecipeInvalid       the recipe or the settings cannot be used (bad Python request,
+        │                       unreadable dependency file, a kind of project this cannot build)
+        ├── PythonNotFound      no interpreter on this machine satisfies the recipe's Python
+        └── BuildFailed         an install step failed: which step, the log's tail, and the
+                                package the index does not have when that was the cause
 """
 
 INSTALL_RUNSC = (
@@ -43,3 +49,48 @@ class SandboxCrashed(SandboxError):
 
 class SandboxClosed(SandboxError):
     """A command was sent to a sandbox that is already closed."""
+
+
+class EnvironmentSetupError(SandboxError):
+    """A project environment could not be made ready. Not the tested code's fault: the failure
+    class of what it stops is `env.setup`, and the message says what to fix."""
+
+    failure_class = "env.setup"
+
+
+class RecipeInvalid(EnvironmentSetupError):
+    """The recipe or the settings cannot be used; the message names the file or value."""
+
+
+class PythonNotFound(EnvironmentSetupError):
+    """No interpreter satisfies the recipe's Python; the message names the version, where it
+    looked, and how to install it (`pyenv install 3.9`, `uv python install 3.9`)."""
+
+    def __init__(self, message: str, *, requested: str) -> None:
+        super().__init__(message)
+        self.requested = requested
+        """The Python the recipe asked for (a version, a specifier or a path)."""
+
+
+class BuildFailed(EnvironmentSetupError):
+    """A step of an environment's build failed (or ran past the build's time limit)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        step: str,
+        log_tail: str,
+        missing: str | None = None,
+        log_path: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.step = step
+        """The step that failed: an install command as written in the recipe, or a step of the
+        machinery (`create the virtualenv`, `install codeloop's test tools`, ...)."""
+        self.log_tail = log_tail
+        """The last lines of the step's output."""
+        self.missing = missing
+        """The requirement the package index does not have, when that is why pip or uv failed."""
+        self.log_path = log_path
+        """The whole build log on the host (kept until the next build of the same key)."""

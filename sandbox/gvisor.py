@@ -14,10 +14,20 @@ import anyio
 from anyio.abc import Process
 
 from sandbox.bundle import PAYLOAD_UID, WORKSPACE, write_bundle
+from sandbox.environments.environment import Environment
 from sandbox.errors import INSTALL_RUNSC, SandboxUnavailable
 from sandbox.leftovers import claim, sweep
 from sandbox.limits import GvisorOptions, Platform, SandboxLimits
-from sandbox.runtime import mounted_venvs, runtime_paths, workspace_venvs
+from sandbox.runtime import (
+    environment_bins,
+    environment_paths,
+    environment_variables,
+    mounted_venvs,
+    product_mounts,
+    project_aliases,
+    runtime_paths,
+    workspace_venvs,
+)
 from sandbox.workspace import WorkspaceMirror
 
 PROBE_TIMEOUT_S = 20.0
@@ -133,8 +143,10 @@ class GvisorLauncher:
         limits: SandboxLimits,
         options: GvisorOptions,
         ro_paths: tuple[Path, ...] = (),
+        environment: Environment | None = None,
     ) -> None:
         self.workspace = workspace
+        self.environment = environment
         self.limits = limits
         self.options = options
         self.runsc = shutil.which(options.runsc) or options.runsc
@@ -142,15 +154,17 @@ class GvisorLauncher:
         # Fixed for the sandbox's life: a virtualenv made or removed later is mirrored as files
         # (made) or keeps its mount (removed) until the next sandbox.
         self.venvs = mounted_venvs(workspace)
+        self.products = product_mounts(environment, workspace)
         self.mirror = WorkspaceMirror(
             workspace,
             self.base / "workspace",
             write_cap_mb=limits.workspace_write_mb,
             owner=PAYLOAD_UID,
             unmirrored=frozenset(venv.name for venv in self.venvs),
+            placeholders=self.products,
         )
         self.payload_uid: int | None = PAYLOAD_UID
-        self.extra_ro_paths = (*options.extra_ro_paths, *ro_paths)
+        self.extra_ro_paths = (*options.extra_ro_paths, *ro_paths, *environment_paths(environment))
         self.ro_paths: list[Path] = []
         self.container_id = ""
         self.generation = 0
@@ -209,6 +223,12 @@ class GvisorLauncher:
             limits=self.limits,
             venvs=self.venvs,
             cache_runtime=self.options.cache_runtime,
+            workspace_aliases=project_aliases(self.environment, self.workspace),
+            alias_overlays=[
+                (self.environment.project_path / rel, rel)
+                for rel in self.products
+                if self.environment is not None and self.environment.project_path is not None
+            ],
         )
 
     def log_tail(self) -> str:
@@ -249,8 +269,9 @@ class GvisorLauncher:
 
     def base_env(self) -> dict[str, str]:
         bins = [f"{WORKSPACE}/{venv.name}/bin" for venv in workspace_venvs(self.workspace)]
-        path = ":".join([*bins, "/usr/local/bin", "/usr/bin", "/bin"])
-        return {"PATH": path, "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
+        path = ":".join([*environment_bins(self.environment), *bins, "/usr/local/bin", "/usr/bin", "/bin"])
+        env = {"PATH": path, "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
+        return {**env, **environment_variables(self.environment)}
 
     def rlimits(self) -> dict[str, int]:
         return {

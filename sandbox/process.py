@@ -23,8 +23,9 @@ import anyio
 from anyio.abc import Process
 
 from sandbox.bundle import WORKSPACE
+from sandbox.environments.environment import Environment
 from sandbox.limits import SandboxLimits
-from sandbox.runtime import workspace_venvs
+from sandbox.runtime import environment_bins, environment_variables, process_import_roots, workspace_venvs
 
 SUPERVISOR = Path(__file__).with_name("_supervisor.py")
 
@@ -34,8 +35,11 @@ class ProcessLauncher:
 
     backend = "process"
 
-    def __init__(self, workspace: Path, *, limits: SandboxLimits) -> None:
+    def __init__(
+        self, workspace: Path, *, limits: SandboxLimits, environment: Environment | None = None
+    ) -> None:
         self.workspace = workspace
+        self.environment = environment
         self.limits = limits
         self.payload_uid: int | None = None  # commands run as the calling user
         self.home: Path | None = None
@@ -83,9 +87,17 @@ class ProcessLauncher:
 
     def base_env(self) -> dict[str, str]:
         bins = [str(venv / "bin") for venv in workspace_venvs(self.workspace)]
-        path = ":".join([*bins, "/usr/local/bin", "/usr/bin", "/bin"])
+        path = ":".join([*environment_bins(self.environment), *bins, "/usr/local/bin", "/usr/bin", "/bin"])
         home = str(self.home or self.workspace)
-        return {"PATH": path, "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8"}
+        env = {"PATH": path, "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8"}
+        env.update(environment_variables(self.environment))
+        roots = process_import_roots(self.environment, self.workspace)
+        if roots:
+            # No mounts here: the workspace cannot be shown at the environment's project path,
+            # where its editable install points. Its import roots first on sys.path instead, so
+            # the project imported is still the workspace's, never the build's copy.
+            env["PYTHONPATH"] = ":".join(roots)
+        return env
 
     def rlimits(self) -> dict[str, int]:
         return {

@@ -5,6 +5,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sandbox.environments.environment import EnvironmentInfo
+
 Backend = Literal["gvisor", "process"]
 
 
@@ -37,3 +39,6 @@ class ExecResult(BaseModel):
     warning: str | None = None
     """Set whenever the weaker `process` backend ran the command: why (gVisor unusable and
     `auto` fell back, or `process` was chosen) and what that means. None under gVisor."""
+    environment: EnvironmentInfo | None = None
+    """The project environment the command ran in (its key, what its recipe came from, the
+    Python, whether this use built it and how long that took); None: no project environment."""

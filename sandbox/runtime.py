@@ -4,6 +4,10 @@ workspace's code needs, found from the workspace's own virtualenv and the interp
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sandbox.environments.environment import Environment
 
 # Shown whole: programs and libraries. Everything else of the host stays invisible.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -89,3 +93,60 @@ def system_symlinks() -> dict[str, str]:
 def python_for_supervisor() -> Path:
     """The real interpreter binary behind sys.executable (venvs link to it)."""
     return Path(sys.executable).resolve()
+
+
+def environment_paths(environment: "Environment | None") -> tuple[Path, ...]:
+    """Host paths a project environment needs shown read-only: its directory (virtualenv, tools,
+    the build's copy of the project) and its base interpreter's installation."""
+    if environment is None:
+        return ()
+    return (environment.path, environment.base_prefix)
+
+
+def environment_bins(environment: "Environment | None") -> list[str]:
+    """The environment's bin, first on the commands' PATH."""
+    return [] if environment is None else [str(environment.venv / "bin")]
+
+
+def environment_variables(environment: "Environment | None") -> dict[str, str]:
+    """VIRTUAL_ENV for the commands of a sandbox with a project environment."""
+    return {} if environment is None else {"VIRTUAL_ENV": str(environment.venv)}
+
+
+def project_aliases(environment: "Environment | None", workspace: Path) -> tuple[Path, ...]:
+    """Where the sandbox also shows the workspace: the environment's project path, unless that
+    is the workspace itself."""
+    if environment is None or environment.project_path is None or environment.project_path == workspace:
+        return ()
+    return (environment.project_path,)
+
+
+def process_import_roots(environment: "Environment | None", workspace: Path) -> list[str]:
+    """For the process backend: the workspace's directories the environment's editable install
+    imports from (absolute), to put first on PYTHONPATH."""
+    if environment is None or environment.project_path is None:
+        return []
+    return [str((workspace / root).resolve()) for root in environment.import_roots]
+
+
+def product_mounts(environment: "Environment | None", workspace: Path) -> dict[str, bool]:
+    """The environment's build products to show over the workspace at its project path: relative
+    path -> is a directory. Left out: a path the workspace has itself (its own file wins), one
+    whose parent directory the workspace lacks, and anything not under the project copy."""
+    if environment is None or environment.project_path is None or not project_aliases(environment, workspace):
+        return {}
+    shown = {}
+    for rel in environment.build_products:
+        source = environment.project_path / rel
+        target = workspace / rel
+        if ".." in Path(rel).parts or Path(rel).is_absolute() or target.exists() or target.is_symlink():
+            continue
+        if (
+            not target.parent.is_dir()
+            or target.parent.is_symlink()
+            or source.is_symlink()
+            or not source.exists()
+        ):
+            continue
+        shown[rel] = source.is_dir()
+    return shown

@@ -57,9 +57,12 @@ Entry = tuple[str, int, int]  # kind ("f", "d", "l"), size, mtime_ns
 Snapshot = dict[str, Entry]
 
 
-def snapshot(root: Path, exclude: frozenset[str] = frozenset()) -> Snapshot:
+def snapshot(
+    root: Path, exclude: frozenset[str] = frozenset(), hidden: frozenset[str] = frozenset()
+) -> Snapshot:
     """Every file, directory and symlink under root (not following links), by relative path,
-    except the top-level entries named in `exclude` and what they hold."""
+    except the top-level entries named in `exclude`, the relative paths in `hidden` (at any
+    depth), and what they hold."""
     found: Snapshot = {}
     stack = [""]
     while stack:
@@ -72,6 +75,8 @@ def snapshot(root: Path, exclude: frozenset[str] = frozenset()) -> Snapshot:
             if not rel and entry.name in exclude:
                 continue
             path = f"{rel}/{entry.name}" if rel else entry.name
+            if path in hidden:
+                continue
             try:
                 st = entry.stat(follow_symlinks=False)
             except OSError:
@@ -174,9 +179,14 @@ class WorkspaceMirror:
         write_cap_mb: int,
         owner: int | None = None,
         unmirrored: frozenset[str] = frozenset(),
+        placeholders: dict[str, bool] | None = None,
     ) -> None:
         self.workspace = workspace
         self.unmirrored = unmirrored
+        self.placeholders = placeholders or {}
+        """Relative path -> is a directory: mount points the mirror holds for a project
+        environment's build products (`sandbox.bundle`), never synchronised either way."""
+        self.hidden = frozenset(self.placeholders)
         self.path = mount_point
         self.write_cap = write_cap_mb * 1024 * 1024
         self.host_snap: Snapshot = {}
@@ -204,7 +214,7 @@ class WorkspaceMirror:
     def open(self) -> None:
         """Mounts the tmpfs and copies the workspace in."""
         self.path.mkdir(parents=True, exist_ok=True)
-        self.host_snap = snapshot(self.workspace, self.unmirrored)
+        self.host_snap = snapshot(self.workspace, self.unmirrored, self.hidden)
         used = sum(size for _, size, _ in self.host_snap.values())
         # tmpfs rounds every file up to a page; keep room for that beside the write cap.
         size = used * 2 + len(self.host_snap) * 4096 + self.write_cap + 64 * 1024 * 1024
@@ -213,7 +223,11 @@ class WorkspaceMirror:
         self._copy_in()
         for name in self.unmirrored:
             (self.path / name).mkdir(mode=0o755, exist_ok=True)
-        self.mirror_snap = snapshot(self.path, self.unmirrored)
+        for rel, is_dir in self.placeholders.items():
+            (self.path / rel).mkdir(mode=0o755, exist_ok=True) if is_dir else (self.path / rel).touch(
+                mode=0o644
+            )
+        self.mirror_snap = snapshot(self.path, self.unmirrored, self.hidden)
 
     def _copy_in(self) -> None:
         # cp -a is about four times faster than copying file by file from Python (5,000 files:
@@ -235,7 +249,7 @@ class WorkspaceMirror:
 
     def before_command(self) -> None:
         """Brings host edits into the mirror and re-arms the cap for the next command."""
-        now = snapshot(self.workspace, self.unmirrored)
+        now = snapshot(self.workspace, self.unmirrored, self.hidden)
         touched = apply_changes(self.workspace, self.path, self.host_snap, now, owner=self.owner)
         self.host_snap = now
         restat(self.path, self.mirror_snap, touched)
@@ -250,14 +264,14 @@ class WorkspaceMirror:
         someone uses git there, and `.codeloop/` holds the audit log: those writes are undone in
         the mirror instead of reaching the workspace.
         """
-        now = snapshot(self.path, self.unmirrored)
+        now = snapshot(self.path, self.unmirrored, self.hidden)
         before, after = _unprotected(self.mirror_snap), _unprotected(now)
         touched = apply_changes(self.path, self.workspace, before, after)
         protected_now = {p: e for p, e in now.items() if _is_protected(p)}
         protected_host = {p: e for p, e in self.host_snap.items() if _is_protected(p)}
         if protected_now != {p: e for p, e in self.mirror_snap.items() if _is_protected(p)}:
             apply_changes(self.workspace, self.path, protected_now, protected_host, owner=self.owner)
-            now = snapshot(self.path, self.unmirrored)
+            now = snapshot(self.path, self.unmirrored, self.hidden)
         self.mirror_snap = now
         # Only the copied paths: a full re-snapshot would swallow host edits made meanwhile,
         # which the next command must still receive.

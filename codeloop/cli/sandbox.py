@@ -8,7 +8,14 @@ The contract other tools depend on, kept exactly:
 With `--json` it prints one `ExecResult` as JSON. Without it, it behaves like the command: the
 command's stdout and stderr, and its exit status, or 124 when the timeout killed it (as
 coreutils' timeout) and 137 when another limit did. 125 means the sandbox itself failed (as
-`docker run` and `timeout` use it), with a message on stderr saying why and how to fix it.
+`docker run` and `timeout` use it), or the workspace's environment could not be made ready
+(`env.setup`), with a message on stderr saying why and how to fix it.
+
+The command runs in the workspace's project environment (`--environment auto`, the default): the
+recipe its files describe (or its own `.venv`), built into codeloop's cache the first time, with
+progress on stderr, its bin first on PATH. When the workspace describes none, codeloop's own
+interpreter is on PATH, so `python -m pytest` works either way. `--environment none` runs the
+command with the system's programs only.
 """
 
 import signal
@@ -60,6 +67,14 @@ def exec_command(
     network: Annotated[
         str, typer.Option("--network", help="Network of the sandbox; only `none` exists.")
     ] = "none",
+    environment: Annotated[
+        str,
+        typer.Option(
+            "--environment",
+            help="auto: the workspace's project environment (built on first use, progress on stderr), else "
+            "codeloop's own interpreter; none: system programs only.",
+        ),
+    ] = "auto",
     json_output: Annotated[
         bool,
         typer.Option(
@@ -73,11 +88,15 @@ def exec_command(
 
     Example: codeloop sandbox exec --workspace . --timeout 120 --json -- python -m pytest -q
     """
+    from contextlib import AsyncExitStack
+
     import anyio
 
+    from codeloop.cli.env import environment_settings
     from codeloop.config.environment import tool_server_config
     from sandbox.backend import open_sandbox, parse_policy
-    from sandbox.errors import PolicyError, SandboxError
+    from sandbox.environments import open_environment
+    from sandbox.errors import EnvironmentSetupError, PolicyError, SandboxError
     from sandbox.limits import SandboxLimits
     from sandbox.result import ExecResult
 
@@ -89,6 +108,8 @@ def exec_command(
         raise usage_error(f"--backend {backend!r} is not one of gvisor, process")
     if not workspace.is_dir():
         raise usage_error(f"--workspace {workspace} is not an existing directory")
+    if environment not in ("auto", "none"):
+        raise usage_error(f"--environment {environment!r} is not one of auto, none")
     try:
         policy = parse_policy(tool_server_config().sandbox_policy)
     except PolicyError as exc:
@@ -107,10 +128,31 @@ def exec_command(
         async with anyio.create_task_group() as tg:
             tg.start_soon(cancel_on_termination, tg.cancel_scope)
             try:
-                async with open_sandbox(
-                    workspace, limits=limits, backend=backend or "auto", policy=policy
-                ) as sandbox:
-                    outcome = await sandbox.exec(command)
+                async with AsyncExitStack() as stack:
+                    lease = None
+                    if environment == "auto":
+                        lease = await stack.enter_async_context(
+                            open_environment(workspace, environment_settings(), progress=_progress)
+                        )
+                    own = () if lease is not None or environment == "none" else _own_interpreter(workspace)
+                    sandbox = await stack.enter_async_context(
+                        open_sandbox(
+                            workspace,
+                            limits=limits,
+                            backend=backend or "auto",
+                            policy=policy,
+                            environment=lease.environment if lease else None,
+                            ro_paths=own,
+                        )
+                    )
+                    env = (
+                        {"PATH": f"{Path(sys.executable).parent}:{sandbox.launcher.base_env()['PATH']}"}
+                        if own
+                        else None
+                    )
+                    outcome = await sandbox.exec(command, env=env)
+                    if lease is not None:
+                        outcome = outcome.model_copy(update={"environment": lease.info})
             except SandboxError as exc:  # caught here: the task group would wrap it in a group
                 outcome = exc
             tg.cancel_scope.cancel()
@@ -121,6 +163,8 @@ def exec_command(
         result = anyio.run(main)
     except KeyboardInterrupt:
         raise fail("interrupted; the sandbox was killed and deleted", 130) from None
+    if isinstance(result, EnvironmentSetupError):
+        raise fail(f"env.setup: {result}", EXIT_SANDBOX_FAILED)
     if isinstance(result, SandboxError):
         raise fail(str(result), EXIT_SANDBOX_FAILED)
     if result is None:
@@ -138,6 +182,19 @@ def exec_command(
     if result.timed_out:
         raise typer.Exit(EXIT_TIMED_OUT)
     raise typer.Exit(EXIT_KILLED_AT_LIMIT if result.exit_code is None else result.exit_code)
+
+
+def _progress(line: str) -> None:
+    """A build's progress, on stderr (stdout is the command's, or the JSON result)."""
+    sys.stderr.write(f"  {line}\n")
+    sys.stderr.flush()
+
+
+def _own_interpreter(workspace: Path) -> tuple[Path, ...]:
+    """codeloop's virtualenv, shown read-only, when the workspace has no environment of its own
+    (nothing to show when it lives inside the workspace)."""
+    prefix = Path(sys.prefix).resolve()
+    return () if prefix.is_relative_to(workspace.resolve()) else (prefix,)
 
 
 def register(app: typer.Typer) -> None:

@@ -72,7 +72,11 @@ def _pod_labels(doc: dict[str, Any]) -> dict[str, str]:
 def test_every_manifest_validates_and_every_codeloop_line_parses() -> None:
     """The acceptance check itself: base and overlay render, validate and parse in the CLI, and no
     YAML file under infra/k8s is left out of a kustomization."""
-    assert sorted(p.parent.name for p in K8S.rglob("kustomization.yaml")) == ["base", "production"]
+    assert sorted(p.parent.name for p in K8S.rglob("kustomization.yaml")) == [
+        "base",
+        "production",
+        "swebench",
+    ]
     assert manifests.check_tree(K8S) == []
     rendered = build(K8S / "base")
     assert {r.kind for r in rendered} >= {

@@ -19,8 +19,10 @@ CONTRACT_KEYS = {
     "duration_s",
     "truncated",
     "warning",
+    "environment",
 }
-"""The contract's fields, extended by `warning` (None under gVisor, set whenever the process backend ran)."""
+"""The contract's fields, extended by `warning` (None under gVisor, set whenever the process backend ran)
+and `environment` (the workspace's project environment; None when it has none)."""
 
 
 def codeloop(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

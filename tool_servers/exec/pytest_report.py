@@ -23,6 +23,8 @@ import defusedxml.ElementTree as SafeET
 from defusedxml import DefusedXmlException
 from pydantic import BaseModel, ConfigDict
 
+from sandbox.environments.environment import EnvironmentInfo
+
 _CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 TRACEBACK_LINES = 40
 TRACEBACK_CHARS = 4000
@@ -30,6 +32,7 @@ MESSAGE_CHARS = 1000
 MAX_FAILURES = 50
 MAX_REPORT_BYTES = 32 * 1024 * 1024
 """A report above this is refused unread: ~100,000 test cases' worth, far beyond any real run."""
+SetupClass = Literal["env.setup", "test.collection_error"]
 _LOCATION = re.compile(r"^(?P<path>[^\s:][^:\n]*\.py):(?P<line>\d+): ", re.M)
 
 
@@ -54,6 +57,27 @@ class TestFailure(BaseModel):
     """The exception line, e.g. `AssertionError: assert 3 == 4`."""
     traceback: str
     """The traceback in pytest's short form, trimmed to its last lines."""
+    failure_class: SetupClass | None = None
+    """For a test file that could not be collected: `env.setup` when a module it imports is
+    neither installed nor part of the project, else `test.collection_error`. None for tests."""
+
+
+class SetupProblem(BaseModel):
+    """What kept the suite (or part of it) from running, for a report to name."""
+
+    model_config = _CONFIG
+
+    failure_class: SetupClass
+    message: str
+    """One paragraph: what failed and what to do; for a failed build, the step and the log's tail."""
+    module: str | None = None
+    """The module that could not be imported, when that is the problem."""
+    file: str | None = None
+    """The root-relative file whose import failed (a test module, a conftest.py)."""
+    step: str | None = None
+    """For a failed environment build: the step that failed."""
+    missing: str | None = None
+    """For a failed environment build: the requirement the package index does not have."""
 
 
 class TestRunOutput(BaseModel):
@@ -88,6 +112,14 @@ class TestRunOutput(BaseModel):
     report_error: str | None = None
     """Why the report at pytest's report path could not be used (too large, not a regular file,
     not JUnit XML, declaring a DTD or entities); None when it was read or none was written."""
+    environment: EnvironmentInfo | None = None
+    """The project environment pytest ran in (its key, what its recipe came from, the Python,
+    whether this run had to build it and how long that took); None: codeloop's own interpreter."""
+    setup_error: SetupProblem | None = None
+    """Why the suite could not run, when it could not: the environment could not be built
+    (`env.setup`, naming the step and the log's tail), or no test could be imported (`env.setup`
+    for a missing module, `test.collection_error` for the project's own code), naming the module
+    and the file. None when tests ran (or the suite simply has none)."""
 
 
 class ReportError(ValueError):

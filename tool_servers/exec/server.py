@@ -25,6 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from layout import TREE_OUTBOX
 from sandbox.backend import BackendChoice
+from sandbox.environments.settings import EnvironmentSettings
+from sandbox.errors import EnvironmentSetupError
 from sandbox.limits import GvisorOptions, SandboxLimits
 from sandbox.result import ExecResult
 from tool_servers.confinement import Root
@@ -37,6 +39,12 @@ from tool_servers.exec.pytest_report import (
     read_junit_file,
 )
 from tool_servers.exec.pytest_warmup import warm_pytest_cache
+from tool_servers.exec.setup_problems import (
+    classify_failures,
+    from_collection_errors,
+    from_environment_error,
+    from_output,
+)
 from tool_servers.exec.shared_sandbox import SharedSandbox, find_toolchain
 from tool_servers.exec.static_checks import (
     CHECKS_SCRIPT,
@@ -50,6 +58,7 @@ from tool_servers.exec.static_checks import (
     parse_ruff,
     split_checks,
 )
+from tool_servers.project_environment import default_environment_settings
 from tool_servers.protocol.errors import InvalidArguments, NotFound
 from tool_servers.protocol.scopes import Risk, Scope
 from tool_servers.protocol.sdk import build_server
@@ -127,8 +136,16 @@ class ExecTools:
     def __init__(self, root: Root, box: SharedSandbox) -> None:
         self.root = root
         self.box = box
-        # Absolute spellings of the root in reported paths: gVisor shows it at /workspace.
-        self.prefixes = (str(root.path) + "/", "/workspace/")
+
+    @property
+    def prefixes(self) -> tuple[str, ...]:
+        """Absolute spellings of the root in reported paths: gVisor shows it at /workspace, and at
+        the project environment's project path, where its editable install imports from."""
+        spellings = [str(self.root.path) + "/", "/workspace/"]
+        environment = self.box.environment
+        if environment is not None and environment.project_path is not None:
+            spellings.append(str(environment.project_path) + "/")
+        return tuple(spellings)
 
     def _relative_paths(self, raw: list[str], *, node_ids: bool = False) -> list[str]:
         """Root-relative spellings of `raw`, refused when they leave the root or do not exist."""
@@ -150,12 +167,16 @@ class ExecTools:
         cwd = self._relative_paths([args.cwd])[0]
         if not self.root.resolve(cwd).is_dir():
             raise InvalidArguments(f"cwd {args.cwd!r} is not a directory", cwd=args.cwd)
-        env = {"PATH": find_toolchain(self.root.path).path}
+        await self.box.prepare()
+        env = {"PATH": find_toolchain(self.root.path, self.box.environment).path}
         return await self.box.exec(args.argv, timeout_s=args.timeout_s, cwd=cwd, env=env)
 
     async def run_tests(self, args: RunTestsInput, call: CallContext) -> TestRunOutput:
         selection = self._relative_paths(args.paths, node_ids=True)
-        tools = find_toolchain(self.root.path)
+        await self.box.prepare()
+        if self.box.environment_error is not None:
+            return self._unbuilt(self.box.environment_error)
+        tools = find_toolchain(self.root.path, self.box.environment)
         # Through the confinement check: a `.codeloop` symlink must not lead the host's writes out.
         report_dir = self.root.resolve(str(REPORT_DIR))
         await anyio.to_thread.run_sync(_make_report_dir, report_dir)
@@ -198,6 +219,14 @@ class ExecTools:
         finally:
             await anyio.Path(report).unlink(missing_ok=True)
             await anyio.to_thread.run_sync(_remove_report_dir, report_dir)
+        failures = classify_failures(self.root.path, failures)
+        if not found:
+            output = f"{result.stdout}\n{result.stderr}"
+            setup_error = from_output(self.root.path, output, self.prefixes, tools.test_python)
+        elif counts is not None and counts.passed + counts.failed + counts.skipped == 0:
+            setup_error = from_collection_errors(failures)
+        else:
+            setup_error = None
         return TestRunOutput(
             passed=counts.passed if counts else 0,
             failed=counts.failed if counts else 0,
@@ -213,11 +242,36 @@ class ExecTools:
             warning=result.warning,
             duration_s=result.duration_s,
             report_error=report_error,
+            environment=self.box.environment_info,
+            setup_error=setup_error,
+        )
+
+    def _unbuilt(self, error: EnvironmentSetupError) -> TestRunOutput:
+        """The result of a test run that could not start: the project environment is not usable."""
+        problem = from_environment_error(error)
+        return TestRunOutput(
+            passed=0,
+            failed=0,
+            errors=0,
+            skipped=0,
+            failures=[],
+            exit_code=None,
+            timed_out=False,
+            report_found=False,
+            output_tail=getattr(error, "log_tail", "") or str(error),
+            python="",
+            backend=self.box.backend_in_use or "process",
+            warning=self.box.warning_in_use,
+            duration_s=0.0,
+            setup_error=problem,
         )
 
     async def run_static_checks(self, args: StaticChecksInput, call: CallContext) -> StaticChecksOutput:
         paths = self._relative_paths(args.paths)
-        tools = find_toolchain(self.root.path)
+        # The checks need no project package: with an environment that could not be built they
+        # run on codeloop's interpreter instead.
+        await self.box.prepare()
+        tools = find_toolchain(self.root.path, self.box.environment)
         env = {"PATH": tools.path, **_QUIET_ENV}
         if tools.warm_tests:
             # Test runs usually follow the checks: the sandbox imports pytest while they run.
@@ -235,7 +289,9 @@ class ExecTools:
             ]
         # No "--" here: after -c every word is the script's argument (paths never start with "-").
         argv = [tools.python, "-I", "-S", "-c", CHECKS_SCRIPT, str(len(ruff_argv)), *ruff_argv, *paths]
-        result = await self.box.exec(argv, timeout_s=args.timeout_s, cwd=".", env=env)
+        result = await self.box.exec(
+            argv, timeout_s=args.timeout_s, cwd=".", env=env, require_environment=False
+        )
         compile_out, ruff_out = split_checks(result.stdout)
         compiled, checked = parse_compile(compile_out, self.prefixes)
         compile_run = CheckRun(
@@ -368,6 +424,8 @@ def build_exec_server(
     backend: BackendChoice = "auto",
     gvisor: GvisorOptions | None = None,
     policy: str = "auto",
+    environment: EnvironmentSettings | None = None,
+    cache_root: Path | None = None,
     **_: Any,
 ) -> MCPServer[Any]:
     """The `exec` MCP server on `root`: one sandbox (gVisor, or the process backend where
@@ -376,11 +434,19 @@ def build_exec_server(
     `limits` apply to every command (default `SandboxLimits()`; a call's `timeout_s` replaces the
     wall-clock limit); `gvisor` says how runsc is run (default `GvisorOptions()`); `policy` is the
     deployment's CODELOOP_SANDBOX, read by the caller (a bad one makes each command a
-    `sandbox_error` of type PolicyError).
+    `sandbox_error` of type PolicyError). `environment` says how the root's project environment
+    is found and built (the `[environment]` settings; `enabled=False` for none); default: detected
+    from the root's files, cached under `cache_root` (codeloop's cache directory, default the
+    platform's) in `environments/`.
     """
     confined = Root(root)
     box = SharedSandbox(
-        confined.path, limits=limits or SandboxLimits(), backend=backend, gvisor=gvisor, policy=policy
+        confined.path,
+        limits=limits or SandboxLimits(),
+        backend=backend,
+        gvisor=gvisor,
+        policy=policy,
+        environment=environment or default_environment_settings(cache_root),
     )
 
     @asynccontextmanager

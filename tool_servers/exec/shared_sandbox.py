@@ -5,10 +5,15 @@ starts one), reuses it for every later command, and closes it when the server's 
 The sandbox layer itself starts a fresh container after a command that killed it (memory limit)
 or timed out, so the same object keeps serving. Its failures become `sandbox_error` results.
 
-Which Python: the workspace's own virtualenv (`.venv`, `venv`, `env`) when it has one, else the
-interpreter running codeloop, whose virtualenv has pytest and ruff. That virtualenv is outside
-the workspace, so it is shown read-only inside the sandbox (`open_sandbox(ro_paths=...)`), and
-its `bin/` follows the workspace virtualenv's on the sandbox's PATH.
+Which Python: the project environment (`sandbox.environments`) when the root has a recipe — the
+`[environment]` settings, or one detected from its files, the root's own virtualenv included —
+resolved, and built if the cache lacks it, when the first command opens the sandbox (listing
+tools never does), once per server; else the interpreter running codeloop, whose virtualenv has
+pytest and ruff. codeloop's virtualenv is outside the workspace, so it is shown read-only inside
+the sandbox (`open_sandbox(ro_paths=...)`), and its `bin/` follows the environment's on the
+sandbox's PATH (ruff comes from it). An environment that cannot be made ready is remembered for
+the server's life (`environment_error`): test runs report it as `env.setup`, other commands as a
+`sandbox_error`, and nothing runs with a wrong interpreter in its place.
 """
 
 import logging
@@ -24,8 +29,11 @@ import anyio
 # package as a namespace package, while the editable install still resolves its submodules.
 from sandbox import errors as sandbox_errors
 from sandbox.backend import BackendChoice, open_sandbox
+from sandbox.environments.environment import Environment, EnvironmentInfo
+from sandbox.environments.opening import open_environment
+from sandbox.environments.settings import EnvironmentSettings
 from sandbox.limits import GvisorOptions, SandboxLimits
-from sandbox.result import ExecResult
+from sandbox.result import Backend, ExecResult
 from sandbox.session import Sandbox
 from tool_servers.protocol.errors import SandboxError
 
@@ -62,10 +70,30 @@ def _has_module(venv: Path, module: str) -> bool:
     return any(venv.glob(f"lib/python3*/site-packages/{module}/__init__.py"))
 
 
-def find_toolchain(root: Path) -> Toolchain:
-    """The toolchain for `root`, looked up now (a command may have created a virtualenv)."""
+def _environment_has_pytest(environment: Environment) -> bool:
+    tools = environment.tools_path
+    return _has_module(environment.venv, "pytest") or (tools is not None and (tools / "pytest").is_dir())
+
+
+def find_toolchain(root: Path, environment: Environment | None = None) -> Toolchain:
+    """The toolchain for `root`, looked up now (a command may have created a virtualenv); with a
+    project environment, its interpreter runs the tests and the checks."""
     own_bin = Path(sys.executable).parent
     own_python = str(Path(sys.executable))
+    if environment is not None:
+        python = str(environment.python)
+        test_python = python if _environment_has_pytest(environment) else own_python
+        bins = [str(environment.venv / "bin"), str(own_bin)]
+        ruff = next(
+            (str(p) for p in (environment.venv / "bin" / "ruff", own_bin / "ruff") if p.is_file()), None
+        )
+        return Toolchain(
+            python=python,
+            test_python=test_python,
+            warm_tests=test_python == own_python,
+            ruff=ruff,
+            path=":".join([*dict.fromkeys(bins), *SYSTEM_PATH]),
+        )
     venv = _workspace_venv(root)
     bins = ([str(venv / "bin")] if venv else []) + [str(own_bin)]
     ruff_candidates = ([venv / "bin" / "ruff"] if venv else []) + [own_bin / "ruff"]
@@ -109,8 +137,18 @@ class SharedSandbox:
         backend: BackendChoice,
         gvisor: GvisorOptions | None = None,
         policy: str = "auto",
+        environment: EnvironmentSettings | None = None,
     ) -> None:
         self.root = root
+        self.environment_settings = environment
+        """How the root's project environment is found and built; None: codeloop's interpreter."""
+        self.environment: Environment | None = None
+        """The environment the open sandbox runs commands in (None: codeloop's interpreter)."""
+        self.environment_info: EnvironmentInfo | None = None
+        """Its key, recipe source and build time, as this server got it, for tool results."""
+        self.environment_error: sandbox_errors.EnvironmentSetupError | None = None
+        """Why the root's environment could not be made ready (remembered for the server's life)."""
+        self._environment_tried = False
         self.limits = limits
         self.backend = backend
         self.gvisor = gvisor
@@ -133,17 +171,34 @@ class SharedSandbox:
                 await self.aclose()
 
     async def exec(
-        self, argv: list[str], *, timeout_s: float, cwd: str, env: dict[str, str], warm: bool = False
+        self,
+        argv: list[str],
+        *,
+        timeout_s: float,
+        cwd: str,
+        env: dict[str, str],
+        warm: bool = False,
+        require_environment: bool = True,
     ) -> ExecResult:
         """Run one command; a failing or timed-out command is a result. `warm`: a pytest run that
         may start in the interpreter `keep_warm` prepared (see `Sandbox.exec`).
+        `require_environment`: refuse to run when the project environment could not be made
+        ready (False: run with codeloop's interpreter instead, for commands that do not need
+        the project's packages). The result carries the environment it ran in.
 
         Raises:
-            SandboxError: the sandbox could not start or died for a reason not of the command.
+            SandboxError: the sandbox could not start or died for a reason not of the command, or
+                the project environment could not be made ready (`sandbox_error` names the
+                EnvironmentSetupError: RecipeInvalid, PythonNotFound, BuildFailed).
         """
-        box = await self._open()
+        box = await self._open(require_environment=require_environment)
         with sandbox_errors_as_tool_errors():
-            return await box.exec(argv, timeout_s=timeout_s, cwd=cwd, env=env, warm=warm)
+            result = await box.exec(argv, timeout_s=timeout_s, cwd=cwd, env=env, warm=warm)
+        return (
+            result.model_copy(update={"environment": self.environment_info})
+            if self.environment_info
+            else result
+        )
 
     async def keep_warm(self, python: str, env: dict[str, str]) -> None:
         """Have the sandbox import pytest for `python` now, ahead of a test run (`Sandbox.keep_warm`);
@@ -158,32 +213,83 @@ class SharedSandbox:
         if not reply.warm:
             log.debug("no warm pytest in the sandbox on %s: %s", self.root, reply.note)
 
-    async def _open(self) -> Sandbox:
+    @property
+    def backend_in_use(self) -> Backend | None:
+        """The backend of the open sandbox; None before one is open."""
+        return None if self._sandbox is None else self._sandbox.backend
+
+    @property
+    def warning_in_use(self) -> str | None:
+        """The open sandbox's warning (the weaker backend ran); None under gVisor or before."""
+        return None if self._sandbox is None else self._sandbox.warning
+
+    async def prepare(self) -> None:
+        """Opens the sandbox now — resolving, and if needed building, the project environment —
+        without failing on an environment that cannot be made ready (see `environment_error`).
+
+        Raises:
+            SandboxError: the sandbox itself could not start.
+        """
+        await self._open(require_environment=False)
+
+    async def _lease_environment(self, stack: AsyncExitStack) -> None:
+        """Resolves the root's environment once per server, holding its lease in `stack`."""
+        settings = self.environment_settings
+        if settings is None or self._environment_tried and self.environment_error is not None:
+            return
+        self._environment_tried = True
+        try:
+            lease = await stack.enter_async_context(
+                open_environment(self.root, settings, progress=lambda line: log.info("environment: %s", line))
+            )
+        except sandbox_errors.EnvironmentSetupError as exc:
+            log.warning("exec server on %s: the project environment is not usable: %s", self.root, exc)
+            self.environment_error = exc
+            return
+        if lease is not None:
+            self.environment, self.environment_info = lease.environment, lease.info
+
+    async def _open(self, *, require_environment: bool = True) -> Sandbox:
         async with self._lock:
             if self._sandbox is None:
                 stack = AsyncExitStack()
-                with sandbox_errors_as_tool_errors():
-                    self._sandbox = await stack.enter_async_context(
-                        open_sandbox(
-                            self.root,
-                            limits=self.limits,
-                            backend=self.backend,
-                            gvisor=self.gvisor,
-                            ro_paths=codeloop_runtime(self.root),
-                            policy=self.policy,
+                try:
+                    await self._lease_environment(stack)
+                    with sandbox_errors_as_tool_errors():
+                        self._sandbox = await stack.enter_async_context(
+                            open_sandbox(
+                                self.root,
+                                limits=self.limits,
+                                backend=self.backend,
+                                gvisor=self.gvisor,
+                                ro_paths=codeloop_runtime(self.root),
+                                policy=self.policy,
+                                environment=self.environment,
+                            )
                         )
-                    )
+                except BaseException:
+                    with anyio.CancelScope(shield=True):
+                        await stack.aclose()
+                    raise
                 self._stack = stack
                 if (
                     self._sandbox.warning
                 ):  # said once per sandbox on the server's stderr; each result says it too
                     log.warning("exec server on %s: %s", self.root, self._sandbox.warning)
+            if require_environment and self.environment_error is not None:
+                raise SandboxError(
+                    f"the project environment could not be made ready ({self.environment_error.failure_class}): "
+                    f"{self.environment_error}",
+                    sandbox_error=type(self.environment_error).__name__,
+                )
             return self._sandbox
 
     async def aclose(self) -> None:
-        """Kill and delete the sandbox if it was opened; the next command opens a new one."""
+        """Kill and delete the sandbox if it was opened (and let go of its environment's lease);
+        the next command opens a new one."""
         with anyio.CancelScope(shield=True):
             async with self._lock:
                 stack, self._stack, self._sandbox = self._stack, None, None
+                self.environment = None
                 if stack is not None:
                     await stack.aclose()

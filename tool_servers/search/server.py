@@ -29,6 +29,8 @@ import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, ConfigDict, Field
 
+from sandbox.environments.settings import EnvironmentSettings
+from tool_servers.project_environment import default_environment_settings
 from tool_servers.protocol.errors import InternalError, InvalidArguments, NotFound, ToolTimeout
 from tool_servers.protocol.scopes import Risk, Scope
 from tool_servers.protocol.sdk import build_server
@@ -244,10 +246,19 @@ class SearchTools:
     """Handlers of the `search` server over one `LiveIndex`; `backend` and `policy` choose the
     sandbox a query's examples run in."""
 
-    def __init__(self, live: LiveIndex, *, backend: str = "auto", policy: str = "auto") -> None:
+    def __init__(
+        self,
+        live: LiveIndex,
+        *,
+        backend: str = "auto",
+        policy: str = "auto",
+        environment: "EnvironmentSettings | None" = None,
+    ) -> None:
         self.live = live
         self.backend = backend
         self.policy = policy
+        self.environment = environment
+        """How the repository's project environment (the examples' interpreter) is found and built."""
 
     async def search_code(self, args: SearchCodeInput, call: CallContext) -> SearchResult:
         from tool_servers.search.index.query import parse_query
@@ -277,6 +288,7 @@ class SearchTools:
                 timeout_s=args.timeout_s,
                 backend=self.backend,
                 policy=self.policy,
+                environment=self.environment,
             )
 
     async def find_symbol(self, args: FindSymbolInput, call: CallContext) -> SymbolResult:
@@ -308,9 +320,15 @@ class SearchTools:
             )
 
 
-def search_tools(live: LiveIndex, *, backend: str = "auto", policy: str = "auto") -> list[ToolSpec]:
+def search_tools(
+    live: LiveIndex,
+    *,
+    backend: str = "auto",
+    policy: str = "auto",
+    environment: "EnvironmentSettings | None" = None,
+) -> list[ToolSpec]:
     """The `search` tool specs over `live`."""
-    tools = SearchTools(live, backend=backend, policy=policy)
+    tools = SearchTools(live, backend=backend, policy=policy, environment=environment)
     return [
         read_tool(
             "search_code",
@@ -381,6 +399,7 @@ def build_search_server(
     cache_root: Path | None = None,
     backend: str = "auto",
     policy: str = "auto",
+    environment: "EnvironmentSettings | None" = None,
     **_: Any,
 ) -> MCPServer[Any]:
     """The `search` MCP server over the code under `root`.
@@ -389,7 +408,9 @@ def build_search_server(
     `<root>/.codeloop/index`); `embedder` is an already loaded model to share (default: the
     bundled model, loaded on first use, with its caches under `cache_root`, default the
     platform's cache directory). `backend` and `policy` (the deployment's CODELOOP_SANDBOX) choose
-    the sandbox `search_files_running_examples` runs examples in.
+    the sandbox `search_files_running_examples` runs examples in; `environment` how the examples'
+    interpreter, the repository's project environment, is found (default: detected, cached under
+    `cache_root`).
     """
     options = options or ServerOptions()
     live = LiveIndex(
@@ -407,7 +428,12 @@ def build_search_server(
 
     return build_server(
         "search",
-        search_tools(live, backend=backend, policy=policy),
+        search_tools(
+            live,
+            backend=backend,
+            policy=policy,
+            environment=environment or default_environment_settings(cache_root),
+        ),
         options,
         instructions=(
             "Code search over one repository: search_code for code by meaning or name, find_symbol "

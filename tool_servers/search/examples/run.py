@@ -2,8 +2,12 @@
 
 The copy keeps the checkout untouched whatever the example does (a search has a read grant: it
 writes nothing in the user's tree), and holds only the files the index holds, so secrets the
-index leaves out stay out. The interpreter is the repository's own virtualenv's (`.venv`, `venv`,
-`env`, `.env`) when it has one, shown read-only in the sandbox, else codeloop's.
+index leaves out stay out. The interpreter is the repository's project environment's
+(`sandbox.environments`, given `environment` settings: detected from the repository's files,
+built once and cached; the copy is what its editable install imports), else the repository's own
+virtualenv's (`.venv`, `venv`, `env`, `.env`) when it has one, shown read-only in the sandbox,
+else codeloop's. An environment that cannot be made ready leaves the examples to codeloop's
+interpreter, and the run's note says why.
 """
 
 import json
@@ -12,6 +16,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,7 +24,10 @@ import anyio
 import anyio.to_thread
 
 from sandbox.backend import BackendChoice, open_sandbox
-from sandbox.errors import BackendForbidden, PolicyError, SandboxError
+from sandbox.environments.environment import Environment
+from sandbox.environments.opening import open_environment
+from sandbox.environments.settings import EnvironmentSettings
+from sandbox.errors import BackendForbidden, EnvironmentSetupError, PolicyError, SandboxError
 from sandbox.limits import GvisorOptions, SandboxLimits
 from sandbox.runtime import mounted_venvs
 from tool_servers.search.errors import ExamplesForbidden
@@ -65,6 +73,7 @@ async def search_running_examples(
     timeout_s: float = EXAMPLE_TIMEOUT_S,
     backend: BackendChoice = "auto",
     policy: str = "auto",
+    environment: EnvironmentSettings | None = None,
 ) -> SearchResult:
     """`index`'s file ranking for `query`, with the files its example code executed (run as in
     `trace_examples`) filling ranks, the files of the tracebacks it raised boosted as a pasted
@@ -83,6 +92,7 @@ async def search_running_examples(
         timeout_s=timeout_s,
         backend=backend,
         policy=policy,
+        environment=environment,
     )
     raised = [[frame.path for frame in error.frames] for error in run.raised]
     result = await index.search(
@@ -102,18 +112,51 @@ async def trace_examples(
     backend: BackendChoice = "auto",
     policy: str = "auto",
     gvisor: GvisorOptions | None = None,
+    environment: EnvironmentSettings | None = None,
 ) -> ExampleRun:
     """Run `blocks` (after `setup`) in a sandbox on a copy of `paths` (relative to `root`), and
-    report which of those files' functions ran. `python`: the interpreter (default
-    `repository_python(root)`). A failure to run at all is a result with a note.
+    report which of those files' functions ran. `python`: the interpreter (default: the project
+    environment `environment` settings find for `root`, else `repository_python(root)`). A
+    failure to run at all is a result with a note.
 
     Raises:
         ExamplesForbidden: the deployment's sandbox policy forbids every backend here.
     """
-    python = python or repository_python(root)
     if not blocks:
-        return ExampleRun(python=python, note="the query holds no example code to run")
-    shown = interpreter_paths(python)
+        return ExampleRun(
+            python=python or repository_python(root), note="the query holds no example code to run"
+        )
+    async with AsyncExitStack() as stack:
+        project_env, env_note = None, None
+        if python is None and environment is not None:
+            try:
+                lease = await stack.enter_async_context(open_environment(root, environment))
+                project_env = lease.environment if lease else None
+            except EnvironmentSetupError as exc:
+                env_note = (
+                    f"the project environment could not be made ready ({exc}); ran on codeloop's interpreter"
+                )
+        python = str(project_env.python) if project_env else python or repository_python(root)
+        run = await _trace_in_sandbox(
+            root, paths, blocks, setup, python, timeout_s, backend, policy, gvisor, project_env
+        )
+    return run.model_copy(update={"note": env_note}) if env_note and not run.note else run
+
+
+async def _trace_in_sandbox(
+    root: Path,
+    paths: Sequence[str],
+    blocks: Sequence[str],
+    setup: str,
+    python: str,
+    timeout_s: float,
+    backend: BackendChoice,
+    policy: str,
+    gvisor: GvisorOptions | None,
+    project_env: Environment | None,
+) -> ExampleRun:
+    """`trace_examples` once its interpreter (and project environment, if any) is chosen."""
+    shown = interpreter_paths(python) if project_env is None else ()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="codeloop-examples-") as scratch:
         workspace = Path(scratch) / "workspace"
@@ -126,7 +169,13 @@ async def trace_examples(
         env = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "PYTHONIOENCODING": "utf-8"}
         try:
             async with open_sandbox(
-                workspace, limits=limits, backend=backend, gvisor=gvisor, ro_paths=shown, policy=policy
+                workspace,
+                limits=limits,
+                backend=backend,
+                gvisor=gvisor,
+                ro_paths=shown,
+                policy=policy,
+                environment=project_env,
             ) as box:
                 result = await box.exec(argv, env=env)
         except (PolicyError, BackendForbidden) as exc:

@@ -1,0 +1,106 @@
+"""Project environment benchmark: the first build of Flask's environment against what a second
+task on the same tree pays to get it from the cache.
+
+    .venv/bin/python benchmarks/env_bench.py [--rounds 5] [--keep-cache DIR]
+
+Flask comes from tests/data/swebench/flask.bundle (the pallets__flask-4992 base commit), checked
+out as a git tree so its dependency files resolve as of their last commit. In one run it prints:
+- the first build: detection, interpreter lookup, key, and the build itself (from the package
+  index; pip's and uv's own download caches may be warm, which is what a second machine of a
+  fleet sees too), into an empty environment cache;
+- a second task on the same tree, in this process (a long-lived `codeloop serve`): the median
+  over `--rounds` of `open_environment` on a fresh copy of the tree — detection, the key (hashing
+  the dependency files), the cache lookup and the lease;
+- the same in a new process each round (`codeloop run` without a serve), which also pays the
+  interpreter lookup and imports (the process start itself is not counted).
+Nothing of Flask runs here: the benchmark builds and looks up; the tests run only in the sandbox.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+from sandbox.environments import EnvironmentSettings, build_variables, open_environment
+
+ROOT = Path(__file__).resolve().parent.parent
+BUNDLE = ROOT / "tests" / "data" / "swebench" / "flask.bundle"
+BASE = "4c288bc97ea371817199908d0d9b12de9dae327e"
+LOOKUP = """
+import anyio, json, os, sys, time
+from pathlib import Path
+started = time.monotonic()
+from sandbox.environments import EnvironmentSettings, build_variables, open_environment
+async def main():
+    settings = EnvironmentSettings(cache_dir=Path(sys.argv[1]), build_env=build_variables(os.environ))
+    async with open_environment(Path(sys.argv[2]), settings) as lease:
+        return lease.info.built
+built = anyio.run(main)
+print(json.dumps({"built": built, "seconds": time.monotonic() - started}))
+"""
+
+
+def checkout(target: Path) -> Path:
+    git = ["git", "-C", str(target)]
+    subprocess.run(["git", "init", "-q", str(target)], check=True)
+    subprocess.run([*git, "fetch", "-q", str(BUNDLE), f"refs/swbase/{BASE}:refs/heads/base"], check=True)
+    subprocess.run([*git, "checkout", "-q", "base"], check=True)
+    return target
+
+
+async def lookup(tree: Path, settings: EnvironmentSettings) -> tuple[float, bool, float]:
+    """Wall seconds of one `open_environment`, whether it built, and the build's own seconds."""
+    started = time.monotonic()
+    async with open_environment(tree, settings) as lease:
+        assert lease is not None
+        return time.monotonic() - started, lease.info.built, lease.info.build_s
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--keep-cache", type=Path, default=None, help="use (and keep) this cache directory")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="codeloop-env-bench-") as scratch:
+        base = Path(scratch)
+        cache = args.keep_cache or base / "cache"
+        settings = EnvironmentSettings(cache_dir=cache, build_env=build_variables(os.environ))
+        first_s, built, build_s = anyio.run(lookup, checkout(base / "tree-0"), settings)
+        in_process, new_process = [], []
+        for round_ in range(1, args.rounds + 1):
+            tree = base / f"tree-{round_}"
+            shutil.copytree(base / "tree-0", tree, symlinks=True)
+            seconds, rebuilt, _ = anyio.run(lookup, tree, settings)
+            assert not rebuilt, "the second task rebuilt the environment"
+            in_process.append(seconds)
+            done = subprocess.run(
+                [sys.executable, "-c", LOOKUP, str(cache), str(tree)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            measured = json.loads(done.stdout.strip().splitlines()[-1])
+            assert not measured["built"]
+            new_process.append(measured["seconds"])
+    second = statistics.median(in_process)
+    fresh = statistics.median(new_process)
+    print(
+        f"Flask environment ({'built' if built else 'found in the cache'}; its build step took {build_s:.1f} s)"
+    )
+    print(f"{'first build (detect + build)':<50}{first_s:>10.3f} s")
+    print(f"{'second task, same process (median)':<50}{second:>10.3f} s   {first_s / second:>8.0f}x faster")
+    print(
+        f"{'second task, new process (median, imports incl.)':<50}{fresh:>10.3f} s   {first_s / fresh:>8.0f}x faster"
+    )
+
+
+if __name__ == "__main__":
+    main()

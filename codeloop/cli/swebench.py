@@ -1,0 +1,216 @@
+"""`codeloop swebench`: run and grade SWE-bench instances in the gVisor sandbox, without Docker.
+
+Everything is checked before anything runs (the instances file, the ids, the predictions, the
+specs, the repositories, the interpreters, the output directory): a bad input is one line on
+stderr and exit 2, with nothing written. Then each instance is run and graded as it finishes
+(`codeloop.swebench`), the report rewritten each time. Exit 0 when every instance was graded,
+1 when some could not be (an environment that did not build, a timeout), 2 usage errors.
+"""
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from codeloop.cli.common import fail, usage_error
+from codeloop.cli.connection import Connection, run_async
+from codeloop.cli.option_groups import with_option_groups
+
+DEFAULT_TIMEOUT_S = 1800.0
+"""The official harness's per-instance timeout: a slower suite under gVisor must not be cut
+where Docker would have let it finish."""
+
+
+@with_option_groups
+def swebench(
+    instances: Annotated[
+        Path, typer.Argument(help="SWE-bench instances: a JSON list, JSON lines or a Parquet file.")
+    ],
+    predictions: Annotated[
+        str | None,
+        typer.Option(
+            "--predictions",
+            help="A predictions file (instance_id, model_name_or_path, model_patch; JSON list/dict or "
+            "JSON lines), `gold` (each instance's own patch: validates the environments) or `empty` "
+            "(no change: the test patch alone must resolve nothing).",
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="Solve each instance with this model first (writes predictions.jsonl)."),
+    ] = None,
+    instance_ids: Annotated[
+        str | None, typer.Option("--instance-ids", help="Only these instances (comma-separated ids).")
+    ] = None,
+    repo: Annotated[str | None, typer.Option("--repo", help="Only instances of OWNER/NAME.")] = None,
+    sample: Annotated[
+        int | None,
+        typer.Option("--sample", min=1, help="A random (seeded, repeatable) sample of N instances."),
+    ] = None,
+    repos: Annotated[
+        Path | None,
+        typer.Option(
+            "--repos",
+            help="Directory of repositories: per OWNER/NAME a clone, bare mirror or bundle named NAME, "
+            "OWNER+NAME or NAME.bundle. Default: clone from GitHub into the cache.",
+        ),
+    ] = None,
+    specs: Annotated[
+        Path | None,
+        typer.Option(
+            "--specs",
+            help="JSON or TOML file of specs (OWNER/NAME -> version -> spec) for repositories SWE-bench lacks.",
+        ),
+    ] = None,
+    left_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--left-out",
+            help="validation.json of a gold run: leave the listed tests it found unrunnable here out of grading.",
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Output directory (default swebench-runs/<UTC time>).")
+    ] = None,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            "--jobs", min=0, help="Instances run at once here (0: only remote workers, with --nats)."
+        ),
+    ] = 1,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout", min=1.0, help="Seconds the tests of one instance may take (official: 1800)."
+        ),
+    ] = DEFAULT_TIMEOUT_S,
+    memory_mb: Annotated[
+        int, typer.Option("--memory-mb", min=256, help="Memory of one instance's sandbox.")
+    ] = 6144,
+    resume: Annotated[
+        Path | None,
+        typer.Option(
+            "--resume", help="Continue the run in this directory: graded instances are not run again."
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the summary (report.json) on stdout.")
+    ] = False,
+    *,
+    connection: Connection,
+) -> None:
+    """Run SWE-bench INSTANCES in the gVisor sandbox and grade them as the official harness does.
+
+    Writes OUT/report.json (the official summary's shape), OUT/instances/<id>/ (report.json,
+    test_output.txt, run_instance.log, patch.diff, outcome.json), OUT/report.html, and with
+    `gold` OUT/validation.json. Environments are built once per (repository, version) and cached.
+
+    With --nats URL (or a running `codeloop serve`) the instances go on the bus: this process runs
+    --jobs of them (0: none) and `codeloop swebench-worker` processes on any machine run the rest.
+    """
+    from codeloop.swebench.cli_support import Options, prepare, run
+
+    options = Options(
+        instances=instances,
+        predictions=predictions,
+        model=model,
+        instance_ids=[i.strip() for i in instance_ids.split(",") if i.strip()] if instance_ids else None,
+        repo=repo,
+        sample=sample,
+        repos=repos,
+        specs=specs,
+        left_out=left_out,
+        out=out,
+        jobs=jobs,
+        timeout_s=timeout,
+        memory_mb=memory_mb,
+        resume=resume,
+    )
+    _run_and_report(options, prepare, run, as_json=as_json, connection=connection)
+
+
+def _run_and_report(
+    options: object, prepare: object, run: object, *, as_json: bool, connection: Connection
+) -> None:
+    """Check the inputs (exit 2 on a bad one), run, print the summary, exit 1 if some instance
+    could not be evaluated or the run was interrupted."""
+    from codeloop.config.errors import ConfigError
+    from codeloop.swebench.errors import SwebenchError
+
+    try:
+        plan = prepare(options)  # type: ignore[operator]
+    except SwebenchError as exc:
+        raise usage_error(str(exc)) from None
+    try:
+        report = run(plan, connection)  # type: ignore[operator]
+    except ConfigError as exc:
+        raise usage_error(str(exc)) from None
+    if as_json:
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    else:
+        typer.echo(
+            f"resolved {report['resolved_instances']}/{report['submitted_instances']}, unresolved "
+            f"{report['unresolved_instances']}, errors {report['error_instances']}; report in {plan.out}",
+            err=True,
+        )
+    if report["error_instances"] or report["codeloop"].get("interrupted"):
+        raise fail(
+            f"{report['error_instances']} instances could not be evaluated (see {plan.out}/report.html)"
+        )
+
+
+@with_option_groups
+def swebench_worker(
+    repos: Annotated[
+        Path | None,
+        typer.Option("--repos", help="This machine's repositories (as for `codeloop swebench --repos`)."),
+    ] = None,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Instances run at once.")] = 1,
+    idle_exit: Annotated[
+        float | None,
+        typer.Option(
+            "--idle-exit", min=1.0, help="Exit after this many seconds without work (a batch Job's pods)."
+        ),
+    ] = None,
+    *,
+    connection: Connection,
+) -> None:
+    """Run SWE-bench instances of any run on the bus (`codeloop swebench --nats URL`), here.
+
+    Takes instances from the shared durable consumer, builds their environments where needed
+    (cached on this machine), runs and grades them in gVisor, and publishes each outcome with its
+    files. A worker killed mid-instance loses nothing: the instance is run again elsewhere.
+    """
+
+    from bus.connection import open_bus
+    from codeloop.config.environment import bus_config
+    from codeloop.config.errors import ConfigError
+    from codeloop.swebench.cli_support import cache_dir, settings_for
+    from codeloop.swebench.worker import serve_workers
+
+    try:
+        config = bus_config(**connection)
+    except ConfigError as exc:
+        raise usage_error(str(exc)) from None
+    if not config.servers:
+        raise usage_error("no NATS URL: pass --nats URL or set CODELOOP_NATS_URL")
+
+    async def main() -> None:
+        async with open_bus(config) as bus:
+            await serve_workers(
+                bus,
+                settings_for=settings_for,
+                repos_dir=repos,
+                cache_dir=cache_dir(),
+                jobs=jobs,
+                idle_exit_s=idle_exit,
+            )
+
+    run_async(main)
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="swebench")(swebench)
+    app.command(name="swebench-worker")(swebench_worker)

@@ -1,0 +1,121 @@
+"""`--model M`: codeloop solves each instance first, through the normal agent pipeline (as
+`codeloop eval` runs tasks: one bus, the local serve or an embedded one, N tasks at once), and
+the patch each task ends with becomes that instance's prediction, in SWE-bench's format, in
+`OUT/predictions.jsonl` (written after each instance, atomically). The predictions are then
+graded like any predictions file.
+
+Each task is the instance's problem statement, in write mode, on a scratch copy of the repository
+at the base commit (the tests of the test patch are not there: the model sees what a SWE-bench
+model sees). A task that ends without a patch is an empty prediction.
+"""
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from codeloop.swebench.instances import Instance
+from codeloop.swebench.predictions import Prediction, write_predictions
+from codeloop.swebench.repositories import RepoSource, materialise
+
+
+def model_settings(model: str) -> Any:
+    """The settings of a run with `model` for every LLM role (checked as `codeloop eval` checks).
+
+    Raises:
+        ConfigError: the model cannot be resolved (unknown provider, missing file or credentials).
+    """
+    from agents.messages import TaskSubmitted
+    from codeloop.config.checks import check_submission
+    from codeloop.config.settings import load_settings
+    from codeloop.config.task_options import TaskOptions
+
+    settings = load_settings(flags=TaskOptions(model=model).layer())
+    check_submission(
+        TaskSubmitted(
+            text="swebench", repo=str(Path.cwd()), models=settings.models, budgets=settings.budgets
+        ),
+        settings=settings,
+    )
+    return settings
+
+
+async def solve(
+    instances: list[Instance],
+    sources: dict[str, RepoSource],
+    *,
+    model: str,
+    settings: Any,
+    connection: dict[str, Any],
+    out: Path,
+    jobs: int,
+    done: dict[str, Prediction] | None = None,
+) -> dict[str, Prediction]:
+    """Run one task per instance not in `done` (made by an earlier, resumed run) and return
+    every prediction (also in `out/predictions.jsonl`)."""
+    from agents.messages import TaskSubmitted
+    from codeloop.config.environment import bus_config, tool_server_config
+    from codeloop.evaluation.runner import Outcome as TaskOutcome
+    from codeloop.evaluation.runner import run_tasks
+    from codeloop.evaluation.taskset import EvalTask
+    from codeloop.wiring.embedded import embedded_serve
+    from codeloop.wiring.process import RoleSetup, Workers
+    from codeloop.wiring.roles import every_role
+
+    predictions: dict[str, Prediction] = dict(done or {})
+    instances_to_solve = [i for i in instances if i.instance_id not in predictions]
+    await anyio.Path(out).mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="codeloop-swebench-solve-") as scratch:
+        bases = Path(scratch) / "bases"
+        tasks = []
+        for instance in instances_to_solve:
+            base = bases / instance.instance_id
+            await anyio.to_thread.run_sync(materialise, sources[instance.repo], instance.base_commit, base)
+            await anyio.to_thread.run_sync(lambda b=base: shutil.rmtree(b / ".git"))
+            tasks.append(
+                EvalTask(
+                    id=instance.instance_id,
+                    repo=str(base),
+                    kind="fix",
+                    mode="write",
+                    text=instance.problem_statement,
+                )
+            )
+
+        def submit(task: EvalTask, repo: Path) -> TaskSubmitted:
+            return TaskSubmitted(
+                text=task.text,
+                repo=str(repo),
+                mode=task.mode,
+                models=settings.models,
+                budgets=settings.budgets,
+                interactive=False,
+            )
+
+        async def on_done(outcome: TaskOutcome) -> None:
+            patch = (outcome.result.patch or "") if outcome.result is not None else ""
+            predictions[outcome.task.id] = Prediction(
+                instance_id=outcome.task.id, model_name_or_path=model, model_patch=patch
+            )
+            ordered = [predictions[i.instance_id] for i in instances if i.instance_id in predictions]
+            await anyio.to_thread.run_sync(write_predictions, out / "predictions.jsonl", ordered)
+
+        # One bus for the whole run: the serve `connection` names or the local one, else one
+        # started here with every role, as `codeloop eval` does.
+        async with embedded_serve(
+            bus_config(**connection),
+            store="temporary",
+            workers=lambda: Workers(roles=every_role()),
+            setup=RoleSetup(tool_config=tool_server_config()),
+        ) as serve:
+            await run_tasks(
+                tasks,
+                config=serve.config,
+                submit=submit,
+                scratch=Path(scratch) / "tasks",
+                jobs=jobs,
+                on_done=on_done,
+            )
+    return predictions
