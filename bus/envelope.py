@@ -57,7 +57,7 @@ class Envelope(BaseModel):
         causation_id: str | None = None,
         id: str | None = None,
     ) -> "Envelope":
-        fields: dict[str, Any] = {"kind": payload.kind, "task_id": task_id, "causation_id": causation_id}  # type: ignore[attr-defined]
+        fields: dict[str, Any] = {"kind": payload.kind, "task_id": task_id, "causation_id": causation_id}  # type: ignore[attr-defined] - every registered payload model declares its kind field
         if trace_id is not None:
             fields["trace_id"] = trace_id
         if id is not None:

@@ -32,6 +32,10 @@ import subprocess
 import sys
 import time
 
+TYPE_CHECKING = False  # typing's, without importing typing: every import costs start-up under gVisor
+if TYPE_CHECKING:
+    import socket
+
 _MARKER = "\n[codeloop sandbox: {dropped} bytes of {stream} truncated]\n"
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_PDEATHSIG = 1
@@ -148,11 +152,11 @@ def _cpu_seconds(me: int, idle: int | None = None) -> float:
     return total + times.children_user + times.children_system
 
 
-def _spawn(req: dict, rlimits: dict[str, int], identity: dict) -> subprocess.Popen[bytes] | str:
+def _spawn(req: dict, rlimits: dict[str, int], identity: dict) -> "subprocess.Popen[bytes] | str":
     """Start the command of `req` in a session of its own, or say why it cannot start (the
     stderr of an exit code 127, as a shell's "command not found")."""
     try:
-        return subprocess.Popen(
+        return subprocess.Popen(  # pyright: ignore[reportReturnType] - no text mode is asked for: the pipes are bytes
             req["argv"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -471,6 +475,7 @@ class Supervisor:
             return {"warm": False, "note": f"cannot start {python!r}: {exc}"}
         finally:
             theirs.close()
+        assert uid is not None  # _why_not_warm refused to keep one warm without a payload user
         self.warm = WarmPytest(proc, ours, python, env, uid)
         return {"warm": True, "note": ""}
 
@@ -495,7 +500,7 @@ class Supervisor:
         ):
             return None
         import select
-        import socket
+        import socket  # only here: every import costs startup time under gVisor
 
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -527,7 +532,9 @@ class Supervisor:
 class WarmPytest:
     """The supervisor's handle on its warm pytest interpreter (`warm_pytest.py`)."""
 
-    def __init__(self, proc: subprocess.Popen, sock: object, python: str, env: dict, uid: int) -> None:
+    def __init__(
+        self, proc: subprocess.Popen, sock: "socket.socket", python: str, env: dict, uid: int
+    ) -> None:
         self.proc = proc
         self.pid = proc.pid
         self.sock = sock

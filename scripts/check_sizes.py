@@ -6,8 +6,9 @@ line per offender (`path:line: name: what`) and exits 1 if there is any.
 Exempt, because their size or their parameters are declarations rather than logic:
 
 - the parameter limit does not apply to a typer command or callback (a function decorated with
-  `<app>.command(...)` or `<app>.callback(...)`): each of its parameters is one command-line
-  option, declared with its help text, and the CLI's `--help` is the list;
+  `<app>.command(...)` or `<app>.callback(...)`, or with `with_option_groups`, which makes a
+  function a command registered later by `app.command()(fn)`): each of its parameters is one
+  command-line option, declared with its help text, and the CLI's `--help` is the list;
 - `EXEMPT` below names any other function, with the reason. Keep it short: a function that grew
   past the limits is split, not listed.
 """
@@ -28,6 +29,8 @@ SKIP_DIRS = {".venv", "node_modules", "__pycache__", ".codeloop", "build", "dist
 # "path::qualified.name" -> why it is exempt from both limits.
 EXEMPT: dict[str, str] = {}
 TYPER_DECORATORS = {"command", "callback"}
+# A decorator by name that marks a typer command (codeloop.cli.option_groups).
+COMMAND_DECORATORS = {"with_option_groups"}
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,8 @@ def _is_typer_command(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     for decorator in node.decorator_list:
         target = decorator.func if isinstance(decorator, ast.Call) else decorator
         if isinstance(target, ast.Attribute) and target.attr in TYPER_DECORATORS:
+            return True
+        if isinstance(target, ast.Name) and target.id in COMMAND_DECORATORS:
             return True
     return False
 

@@ -317,7 +317,7 @@ class BusTasks:
         except BusError:
             return None  # no confirmation was ever asked (NotFound) or the stream is away
         try:
-            data = parse_envelope(msg.data).payload.get("data") or {}
+            data = parse_envelope(msg.data).payload.get("data") or {}  # pyright: ignore[reportArgumentType] - a message fetched from the stream always has data
         except MalformedMessage:
             return None
         request_id = str(data.get("request_id", ""))
@@ -334,7 +334,7 @@ class BusTasks:
 def _view_of(state: TaskState, submitted_at: float, pending: PendingConfirmation | None) -> TaskView:
     result = state.result.model_dump(mode="json") if state.result is not None else None
     if result is not None:
-        elapsed = float(state.result.usage.get("wall_s") or (state.updated_at.timestamp() - submitted_at))
+        elapsed = float(state.result.usage.get("wall_s") or (state.updated_at.timestamp() - submitted_at))  # pyright: ignore[reportOptionalMemberAccess] - result is not None here: checked on the line above
     else:
         elapsed = datetime.now(UTC).timestamp() - submitted_at
     return TaskView(
