@@ -76,13 +76,10 @@ $(PYRIGHT_STAMP): $(STAMP) pyproject.toml $(PY_SOURCES) $(wildcard typings/*/*.p
 
 # Scripts that need input (a development set, a repository to search) are named, not run.
 NEEDS_INPUT := benchmarks/issue_latency.py benchmarks/localization_eval.py
-# Modules the benchmarks (and tests) import, not benchmarks themselves.
-BENCH_LIBRARIES := benchmarks/scale_cluster.py
 
 bench: $(STAMP)
 	@for b in benchmarks/*.py; do \
 		case " $(NEEDS_INPUT) " in *" $$b "*) echo "== $$b: needs input, run it by hand (README, Benchmarks)"; continue;; esac; \
-		case " $(BENCH_LIBRARIES) " in *" $$b "*) continue;; esac; \
 		echo "== $$b"; $(BIN)/python $$b || exit 1; \
 	done
 

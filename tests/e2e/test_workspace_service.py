@@ -25,10 +25,12 @@ from bus.config import BusConfig
 from bus.connection import Bus, open_bus
 from bus.requests import request
 from codeloop.config.serve_note import client_config_for
+from codeloop.testing import make_repo
 from codeloop.wiring.process import Workers, serve
 from tests.codeloop.serve_support import http_client
-from tests.e2e.conftest import make_repo, model
+from tests.e2e.conftest import model
 from tests.processes import stop_process
+from tests.support.repos import CALC
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 ROLES_HERE = ("orchestrator", "planner", "retriever")
@@ -134,7 +136,7 @@ async def _assert_each_token_opens_its_workspace_only(bus: Bus, snapshot: Snapsh
 
 
 async def test_a_coder_works_only_through_the_workspace_service_which_holds_no_key(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     ws_home, worker_home = tmp_path / "ws-home", tmp_path / "coder-home"
     config = BusConfig(state_dir=tmp_path / "state")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
