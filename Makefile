@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench clean
+.PHONY: run test test-fast lint constraints bench clean
 
 # The stamp makes a second call take seconds: pip runs again only when pyproject.toml changed.
 $(BIN)/python:
@@ -12,11 +12,21 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(STAMP): $(BIN)/python pyproject.toml
+# constraints.txt pins every installed package to the versions the suite last passed with, so
+# two machines install the same set (README, "Development", says how to refresh it).
+CONSTRAINTS := $(wildcard constraints.txt)
+$(STAMP): $(BIN)/python pyproject.toml $(CONSTRAINTS)
 	# torch first and pinned: an unpinned torch pulls a multi-GB CUDA build; 2.13.0 is the CPU build.
-	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet $(if $(CONSTRAINTS),-c $(CONSTRAINTS)) torch==2.13.0
+	$(BIN)/pip install --quiet $(if $(CONSTRAINTS),-c $(CONSTRAINTS)) -e '.[dev]'
 	@touch $(STAMP)
+
+# Writes the exact versions of the installed set: `rm constraints.txt && make clean constraints`
+# installs the newest versions pyproject.toml allows and pins them.
+constraints: $(STAMP)
+	@{ echo "# The installed set, exactly: rewritten by \`make constraints\` (README, Development)."; \
+	   $(BIN)/pip freeze --exclude-editable; } > constraints.txt
+	@echo "constraints.txt: $$(grep -c '==' constraints.txt) packages pinned"
 
 # A real task on the example project: diagnose mode without a model, the full loop with one.
 run: $(STAMP)
@@ -31,24 +41,47 @@ run: $(STAMP)
 # bus or the sandbox, so two at a time take little more than half the serial time on 2 cores.
 TEST_WORKERS ?= 2
 
-test: $(STAMP)
-	$(BIN)/ruff check .
+test: lint
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+
+# The everyday loop: everything but the slow groups (whole tasks, clusters, serve restarts) and
+# the gVisor tests; `make test` (CI) runs all of it.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow and not gvisor" -q
+
+# The conventions as checks (docs/testing.md, "Checks"); the pre-commit hook runs the same.
+# PYRIGHT_FILES narrows the type check to some files (the tests of these checks use it); empty is
+# the whole tree. pyright keeps nothing between runs, so its clean result is remembered in a stamp
+# that any change to a Python file, the configuration or the installed set makes stale.
+PYRIGHT_FILES ?=
+PYRIGHT_STAMP := .lint/pyright.ok
+PY_SOURCES := $(shell find . -name '*.py' -not -path './.venv/*' -not -path '*/node_modules/*' -not -path './.git/*' 2>/dev/null)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python scripts/check_sizes.py
+	$(BIN)/python scripts/check_ignores.py
+	$(BIN)/python scripts/check_dependencies.py
+	$(BIN)/lint-imports --no-cache
+ifeq ($(PYRIGHT_FILES),)
+	@$(MAKE) --no-print-directory $(PYRIGHT_STAMP)
+else
+	$(BIN)/basedpyright $(PYRIGHT_FILES)
+endif
+
+$(PYRIGHT_STAMP): $(STAMP) pyproject.toml $(PY_SOURCES) $(wildcard typings/*/*.pyi typings/*/*/*.pyi)
+	$(BIN)/basedpyright
+	@mkdir -p $(dir $@) && touch $@
 
 # Scripts that need input (a development set, a repository to search) are named, not run.
 NEEDS_INPUT := benchmarks/issue_latency.py benchmarks/localization_eval.py
-# Modules the benchmarks (and tests) import, not benchmarks themselves.
-BENCH_LIBRARIES := benchmarks/scale_cluster.py
 
 bench: $(STAMP)
 	@for b in benchmarks/*.py; do \
 		case " $(NEEDS_INPUT) " in *" $$b "*) echo "== $$b: needs input, run it by hand (README, Benchmarks)"; continue;; esac; \
-		case " $(BENCH_LIBRARIES) " in *" $$b "*) continue;; esac; \
 		echo "== $$b"; $(BIN)/python $$b || exit 1; \
 	done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .lint

@@ -6,6 +6,7 @@ language does the same with the subjects of `bus/__init__.py` and the schemas of
 
 import uuid
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import anyio
 from nats.js import JetStreamContext
@@ -56,7 +57,7 @@ async def watch_task(
     on_event: Callable[[Envelope], Awaitable[None] | None],
     *,
     until_final: bool = True,
-) -> Envelope | None:
+) -> Envelope:
     """Replay the task's events from its first, then follow live; return the final one.
 
     Runs until the task's result arrives (`until_final`) or the caller cancels. Events that do not
@@ -102,7 +103,7 @@ _IDLE_CHECK_S = 2.0
 
 async def _subscribe_events(bus: Bus, task_id: str, *, after: int) -> JetStreamContext.PushSubscription:
     """An ordered push subscription to the task's events, from its first or after stream seq `after`."""
-    start = {"deliver_policy": DeliverPolicy.ALL}
+    start: dict[str, Any] = {"deliver_policy": DeliverPolicy.ALL}
     if after:
         start = {
             "deliver_policy": DeliverPolicy.BY_START_SEQUENCE,

@@ -35,7 +35,7 @@ def _time(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--samples", type=int, default=5)
     samples = parser.parse_args().samples
     with tempfile.TemporaryDirectory(prefix="codeloop-config-bench-") as scratch:

@@ -65,7 +65,7 @@ async def lookup(tree: Path, settings: EnvironmentSettings) -> tuple[float, bool
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--keep-cache", type=Path, default=None, help="use (and keep) this cache directory")
     args = parser.parse_args()

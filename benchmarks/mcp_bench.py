@@ -148,13 +148,13 @@ async def _session(case: Case, transport: str, root: Path, token_file: Path) -> 
         buffer = b""
         with anyio.fail_after(60):
             while b"\n" not in buffer:
-                buffer += await process.stdout.receive()  # type: ignore[union-attr]
+                buffer += await process.stdout.receive()  # type: ignore[union-attr] - stdout is piped, so never None here
         url = buffer.decode().split("\n", 1)[0].strip()
         # The SDK's own client timeouts (httpx's 5 s default would cut the search server's first
         # call, which loads the model and builds the index).
         timeout = httpx2.Timeout(30.0, read=300.0)
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=timeout) as http:
-            async with Client(streamable_http_client(url, http_client=http)) as client:  # type: ignore[arg-type]
+            async with Client(streamable_http_client(url, http_client=http)) as client:
                 yield client
     finally:
         process.terminate()
@@ -214,7 +214,7 @@ async def main(calls: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=200, help="timed calls per case and transport")
     parser.add_argument("--bare", choices=["stdio", "http"], help=argparse.SUPPRESS)
     options = parser.parse_args()

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 import anyio
-from pipeline_bench import SCRIPT, make_repo  # the same scripted task, measured the same way
+from pipeline_bench import SCRIPT, calc_repo  # the same scripted task, measured the same way
 
 from agents.client import submit_task, watch_task
 from agents.messages import ModelNames, TaskResult, TaskSubmitted
@@ -128,7 +128,7 @@ def main(rounds: int) -> None:
     with tempfile.TemporaryDirectory(prefix="codeloop-observability-bench-") as tmp:
         base = Path(tmp)
         (base / "decide.py").write_text(SCRIPT)
-        repo = make_repo(base / "repo", 0)
+        repo = calc_repo(base / "repo", 0)
         task = TaskSubmitted(
             text="add(2, 3) returns -1",
             repo=str(repo),
@@ -175,7 +175,7 @@ def main(rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--side", choices=("on", "off"), help=argparse.SUPPRESS)
     parser.add_argument("--state", type=Path, help=argparse.SUPPRESS)

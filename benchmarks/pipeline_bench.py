@@ -24,7 +24,6 @@ bus's own share.
 
 import argparse
 import statistics
-import subprocess
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -50,6 +49,7 @@ from agents.runtime.plugins import InstalledRole, RoleRegistry, load_roles
 from agents.workspace import capture_snapshot
 from bus.config import BusConfig
 from bus.connection import open_bus
+from codeloop.testing import make_repo
 from codeloop.wiring.embedded import embedded_serve
 from codeloop.wiring.process import RoleSetup, Workers
 from codeloop.wiring.roles import DEFAULT_ROLES, role_deps
@@ -97,18 +97,14 @@ def with_noop_reviewer() -> RoleRegistry:
     return RoleRegistry(roles, installed.broken)
 
 
-def make_repo(root: Path, extra_files: int) -> Path:
+def calc_repo(root: Path, extra_files: int) -> Path:
+    """The calculator with `extra_files` more modules beside it (a bigger tree to snapshot)."""
     files = dict(CALC)
     for i in range(extra_files):
         files[f"pkg/mod{i // 50}/m{i}.py"] = (
             f'"""Module {i}."""\n\n\ndef f{i}(x):\n    return x * {i} + {i % 7}\n'
         )
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "init"]):
-        subprocess.run(["git", "-c", "user.email=b@e", "-c", "user.name=b", *command], cwd=root, check=True)
-    return root
+    return make_repo(root, files)
 
 
 async def through_pipeline(bus, task: TaskSubmitted) -> dict[str, float]:
@@ -209,8 +205,8 @@ async def main(rounds: int, big_files: int) -> None:
         script = base / "decide.py"
         script.write_text(SCRIPT)
         repos = {
-            "small (2 files)": make_repo(base / "small", 0),
-            f"big ({big_files + 2} files)": make_repo(base / "big", big_files),
+            "small (2 files)": calc_repo(base / "small", 0),
+            f"big ({big_files + 2} files)": calc_repo(base / "big", big_files),
         }
         config = BusConfig(state_dir=base / "state")
         (base / "spares").mkdir()
@@ -256,7 +252,7 @@ async def main(rounds: int, big_files: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--big-files", type=int, default=1000)
     args = parser.parse_args()

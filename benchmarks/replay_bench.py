@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from pipeline_bench import SCRIPT, make_repo  # the same scripted task as the pipeline benchmark
+from pipeline_bench import SCRIPT, calc_repo  # the same scripted task as the pipeline benchmark
 
 from agents.client import submit_task, watch_task
 from agents.messages import ModelNames, TaskResult, TaskSubmitted
@@ -67,7 +67,7 @@ async def main(rounds: int) -> None:
         tmp_path = Path(tmp)
         script = tmp_path / "decide.py"
         script.write_text(SCRIPT)
-        repo = make_repo(tmp_path / "repo", 0)
+        repo = calc_repo(tmp_path / "repo", 0)
         task = TaskSubmitted(
             text="add subtracts",
             repo=str(repo),
@@ -131,6 +131,6 @@ async def main(rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the four runs")
     anyio.run(main, parser.parse_args().rounds)

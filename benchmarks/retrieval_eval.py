@@ -171,7 +171,7 @@ def copy_codebase(package: str, into: Path) -> Path:
 
 async def rank_of_target(index: CodeIndex, query: Query, mode: str) -> int | None:
     try:
-        result = await index.search(query.text, k=TOP_K, per_file=True, mode=mode)  # type: ignore[arg-type]
+        result = await index.search(query.text, k=TOP_K, per_file=True, mode=mode)  # type: ignore[arg-type] - mode comes from the command line, checked against the index's modes
     except InvalidQuery:
         return None
     for position, hit in enumerate(result.hits, start=1):

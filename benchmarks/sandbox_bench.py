@@ -127,7 +127,7 @@ def plain_run(argv: list[str], cwd: Path) -> tuple[float, float]:
 
 def sandbox_cpu_s(sandbox: Sandbox) -> float:
     """CPU seconds of the whole sandbox (sentry, gofer, ptrace stubs) from its cpuacct cgroup."""
-    container = sandbox.launcher.container_id  # type: ignore[attr-defined]
+    container = sandbox.launcher.container_id  # type: ignore[attr-defined] - only the gVisor launcher has a container id; this is the gVisor run
     return int(Path(f"/sys/fs/cgroup/cpuacct/codeloop/{container}/cpuacct.usage").read_text()) / 1e9
 
 
@@ -150,8 +150,12 @@ async def reused_runs(
     """Wall and (gVisor) CPU seconds of n runs of argv in one sandbox, after one warm-up command."""
     walls, cpus = [], []
     async with open_sandbox(
-        workspace, limits=LIMITS, backend=backend, gvisor=options, ro_paths=RUNTIME
-    ) as sandbox:  # type: ignore[arg-type]
+        workspace,
+        limits=LIMITS,
+        backend=backend,  # pyright: ignore[reportArgumentType] - backend is gvisor or process, from the benchmark's own loop
+        gvisor=options,
+        ro_paths=RUNTIME,
+    ) as sandbox:
         await sandbox.exec(["true"])
         for _ in range(n):
             if before_each:
@@ -173,7 +177,7 @@ async def pytest_suite(suite: Path, rounds: int = 5) -> None:
         sandboxes = {}
         for backend in ("gvisor", "process"):
             sandboxes[backend] = await stack.enter_async_context(
-                open_sandbox(suite, limits=LIMITS, backend=backend, ro_paths=RUNTIME)  # type: ignore[arg-type]
+                open_sandbox(suite, limits=LIMITS, backend=backend, ro_paths=RUNTIME)
             )
             warm_up = await sandboxes[backend].exec(PYTEST)  # the first run also writes bytecode
             assert warm_up.exit_code == 0, warm_up.stdout[-400:] + warm_up.stderr[-400:]
@@ -441,6 +445,6 @@ async def main(rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of sections 4 and 5")
     anyio.run(main, parser.parse_args().rounds)

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/scale_bench.py [--tasks 60] [--workers 1,2,4] [--model-delay 0.3] [--json]
     .venv/bin/python benchmarks/scale_bench.py --faults [--tasks 100] [--workers 2] [--json]
 
-Starts the 3-node JetStream cluster (`benchmarks/scale_cluster.py`: the cluster of
+Starts the 3-node JetStream cluster (`tests/support/cluster.py`: the cluster of
 `infra/nats/n{1,2,3}.conf` on free loopback ports, streams at 3 replicas), an orchestrator and,
 for each W in `--workers`, W `codeloop serve --role R` processes per role (planner, retriever,
 coder, verifier), each with its own CODELOOP_HOME and, when run as root, as uid 65534, which
@@ -31,12 +31,9 @@ import argparse
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,31 +41,24 @@ sys.path.insert(0, str(ROOT))
 
 import anyio  # noqa: E402
 
-from agents.client import submit_task, watch_task  # noqa: E402
-from agents.messages import TERMINAL_STATUSES, ModelNames, TaskSubmitted  # noqa: E402
+from agents.client import submit_task  # noqa: E402
+from agents.messages import ModelNames, TaskSubmitted  # noqa: E402
 from agents.orchestrator.records import TaskRecords  # noqa: E402
 from agents.workspace import capture_snapshot  # noqa: E402
-from benchmarks.scale_cluster import ROLES, Cluster, open_cluster, slow_model  # noqa: E402
 from bus.config import BusConfig  # noqa: E402
 from bus.connection import Bus, open_bus  # noqa: E402
 from bus.envelope import Envelope  # noqa: E402
-from bus.errors import BusError  # noqa: E402
-from codeloop.testing import PipelineRunner  # noqa: E402
+from tests.support.cluster import ROLES, Cluster, open_cluster, slow_model  # noqa: E402
+from tests.support.scale_faults import (  # noqa: E402
+    TASK,
+    calc_repo,
+    events_of,
+    faults,
+    retrying,
+    wait_terminal,
+)
 
-TASK = "add(2, 3) returns -1: replace `a - b` with `a + b` in `calc/__init__.py`"
-CALC = {
-    "calc/__init__.py": '"""Tiny arithmetic."""\n\n\ndef add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n',
-    "tests/test_calc.py": "from calc import add, mul\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
-    "def test_mul():\n    assert mul(2, 3) == 6\n",
-    "README.md": "# calc\n\nSmall arithmetic helpers.\n",
-}
 WORKER_EVENTS = ("model_call", "tool_call")
-
-
-def make_repo(root: Path) -> Path:
-    """The task's repository, closed to the workers' user (mode 0700): they have only the snapshot."""
-    PipelineRunner.make_repo(root, CALC).chmod(0o700)
-    return root
 
 
 def cpu_jiffies() -> tuple[int, int]:
@@ -133,36 +123,6 @@ def breakdown(events: list[Envelope]) -> dict[str, float]:
     return {"total": end - start, "model": model, "tools": tools, "handoff": handoff}
 
 
-async def retrying(call, *args, **kwargs):
-    with anyio.fail_after(120):
-        while True:
-            try:
-                return await call(*args, **kwargs)
-            except BusError:
-                await anyio.sleep(0.5)  # a node is down: the cluster elects another leader
-
-
-async def events_of(bus: Bus, task_id: str) -> list[Envelope]:
-    seen: list[Envelope] = []
-    with anyio.move_on_after(30):
-        await watch_task(bus, task_id, seen.append)
-    return seen
-
-
-async def wait_terminal(records: TaskRecords, ids: list[str], timeout_s: float) -> dict[str, object]:
-    """The final state of each id that reached a terminal status within `timeout_s`."""
-    final: dict[str, object] = {}
-    with anyio.move_on_after(timeout_s):
-        while len(final) < len(ids):
-            for task_id in ids:
-                if task_id not in final:
-                    state = await retrying(records.get, task_id)
-                    if state is not None and state.status in TERMINAL_STATUSES:
-                        final[task_id] = state
-            await anyio.sleep(0.5)
-    return final
-
-
 async def submit_batch(bus: Bus, task: TaskSubmitted, prefix: str, count: int) -> list[str]:
     ids = [f"{prefix}-{i:04d}" for i in range(count)]
     for task_id in ids:
@@ -187,7 +147,7 @@ async def run_w(cluster: Cluster, bus: Bus, task: TaskSubmitted, w: int, tasks: 
     totals = [p["total"] for p in parts]
     spent = sum(totals) or 1.0
     cores = os.cpu_count() or 1
-    done = sum(1 for s in final.values() if s.status == "done")  # type: ignore[attr-defined]
+    done = sum(1 for s in final.values() if s.status == "done")  # type: ignore[attr-defined] - final holds TaskState values, read back untyped from the bus
     return {
         "workers_per_role": w,
         "tasks": tasks,
@@ -206,7 +166,7 @@ async def run_w(cluster: Cluster, bus: Bus, task: TaskSubmitted, w: int, tasks: 
 
 
 async def bench(args: argparse.Namespace, base: Path) -> list[dict]:
-    repo = make_repo(base / "repo")
+    repo = calc_repo(base / "repo")
     rows: list[dict] = []
     async with open_cluster(
         base / "cluster",
@@ -247,129 +207,6 @@ def print_row(row: dict) -> None:
     )
 
 
-async def faults(args: argparse.Namespace, base: Path) -> dict:
-    repo = make_repo(base / "repo")
-    w = args.workers[0]
-    injected: list[str] = []
-    async with open_cluster(
-        base / "cluster",
-        model_delay_s=args.model_delay,
-        ack_wait_s=10,
-        workspaces=args.workspace_service,
-        concurrency=args.worker_concurrency,
-    ) as cluster:
-        config = BusConfig(
-            servers=tuple(n.url for n in cluster.nodes),
-            replicas=3,
-            state_dir=base / "submitter",
-            reconnect_attempts=600,
-        )
-        async with open_bus(config) as bus:
-            task = TaskSubmitted(
-                text=TASK,
-                repo=str(repo),
-                mode="write",
-                models=ModelNames(default=slow_model()),
-                snapshot=await capture_snapshot(bus, repo),
-            )
-            await cluster.scale(w)
-            records = await TaskRecords.open(bus)
-            started = time.monotonic()
-            ids = [f"fault-{i:04d}" for i in range(args.tasks)]
-
-            async def progress() -> int:
-                ended = 0
-                for task_id in ids:
-                    state = await retrying(records.get, task_id)
-                    ended += state is not None and state.status in TERMINAL_STATUSES
-                return ended
-
-            async def reached(count: int) -> None:
-                """Polled: the records are read as a client would, the run's own progress."""
-                while await progress() < count:  # noqa: ASYNC110 - other processes move it
-                    await anyio.sleep(1)
-
-            async def inject() -> None:
-                await reached(args.tasks // 5)
-                node = cluster.nodes[1]
-                node.process.send_signal(signal.SIGKILL)
-                injected.append(f"nats node {node.name} SIGKILLed at {time.monotonic() - started:.0f} s")
-                await anyio.sleep(5)
-                await node.restart(timeout_s=60)
-                injected.append(f"nats node {node.name} restarted at {time.monotonic() - started:.0f} s")
-                await reached(args.tasks * 2 // 5)
-                for role in ("orchestrator", *ROLES):
-                    # The one most likely to hold a message: the oldest live worker of the role.
-                    victim = cluster.live(role)[0]
-                    await cluster.kill(victim)
-                    injected.append(f"{role} worker SIGKILLed at {time.monotonic() - started:.0f} s")
-                    await cluster.start(role)
-                all_injected.set()
-
-            all_injected = anyio.Event()
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(inject)
-                for task_id in ids:
-                    await retrying(submit_task, bus, task, task_id=task_id)
-                with anyio.move_on_after(args.max_seconds):
-                    await all_injected.wait()  # every fault, even if the tasks outran them
-                final = await wait_terminal(records, ids, args.max_seconds)
-                tg.cancel_scope.cancel()
-            elapsed = time.monotonic() - started
-            results: Counter[str] = Counter()
-            for task_id in ids:
-                events = await events_of(bus, task_id)
-                results[task_id] = sum(1 for e in events if e.kind == "task_result")
-            patches = {i: s.result.patch for i, s in final.items() if s.status == "done"}  # type: ignore[attr-defined]
-            why = Counter(
-                f"{s.status} {s.result.failure_class}: {s.result.report[:160]}"  # type: ignore[attr-defined]
-                for s in final.values()
-                if s.status != "done" and s.result is not None  # type: ignore[attr-defined]
-            )
-            steps_twice = {
-                i: [step for step, n in Counter(s.steps_done).items() if n > 1]  # type: ignore[attr-defined]
-                for i, s in final.items()
-            }
-    bad_patches = await anyio.to_thread.run_sync(patches_applying_once, repo, patches, base / "apply")
-    lost = [i for i in ids if i not in final]
-    not_done = [i for i, s in final.items() if s.status != "done"]  # type: ignore[attr-defined]
-    return {
-        "tasks": args.tasks,
-        "workers_per_role": w,
-        "seconds": round(elapsed, 1),
-        "lost": len(lost),
-        "not_done": len(not_done),
-        "done": args.tasks - len(lost) - len(not_done),
-        "results_doubled": sum(1 for n in results.values() if n > 1),
-        "steps_applied_twice": sum(1 for steps in steps_twice.values() if steps),
-        "patches_not_applying_once": len(bad_patches),
-        "faults": injected,
-        "why_not_done": dict(why.most_common(5)),
-        "examples": {"lost": lost[:5], "not_done": not_done[:5], "bad_patches": bad_patches[:5]},
-    }
-
-
-def patches_applying_once(repo: Path, patches: dict[str, str | None], scratch: Path) -> list[str]:
-    """Task ids whose patch does not apply to a fresh copy of the original tree, or applies a
-    second time on top of itself (a change made twice would show as a doubled hunk or a patch
-    that is not the one fix)."""
-    bad = []
-    for task_id, patch in patches.items():
-        copy = scratch / task_id
-        shutil.copytree(repo, copy, symlinks=True)
-        once = subprocess.run(
-            ["git", "apply", "-"], cwd=copy, input=patch or "", text=True, capture_output=True
-        )
-        twice = subprocess.run(
-            ["git", "apply", "--check", "-"], cwd=copy, input=patch or "", text=True, capture_output=True
-        )
-        fixed = "return a + b" in (copy / "calc" / "__init__.py").read_text()
-        if not patch or once.returncode != 0 or twice.returncode == 0 or not fixed:
-            bad.append(task_id)
-        shutil.rmtree(copy)
-    return bad
-
-
 async def main(args: argparse.Namespace) -> None:
     base = Path(tempfile.mkdtemp(prefix="codeloop-scale-bench-"))
     os.chmod(base, 0o755)  # the workers' homes are under it
@@ -390,7 +227,7 @@ async def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--tasks", type=int, default=None, help="tasks per W (default 60; 100 with --faults)")
     parser.add_argument("--workers", default="1,2,4", help="workers per role to measure, comma-separated")
     parser.add_argument(

@@ -66,8 +66,8 @@ async def one_round(bus: Bus, base: Path, files: int, round_no: int) -> dict[str
     (repo / "pkg0" / "mod0.py").write_text("changed\n")
     times["capture 1 changed"], ref = await timed(lambda: capture_snapshot(bus, repo))
     local = base / f"local-{files}-{round_no}"
-    times["materialize local"], _ = await timed(lambda: materialize(bus, ref, local))
-    elsewhere = ref.model_copy(update={"source_path": str(base / "not-on-this-machine")})
+    times["materialize local"], _ = await timed(lambda: materialize(bus, ref, local))  # pyright: ignore[reportArgumentType] - timed returns the snapshot reference the call made
+    elsewhere = ref.model_copy(update={"source_path": str(base / "not-on-this-machine")})  # pyright: ignore[reportAttributeAccessIssue] - timed returns the snapshot reference the call made
     remote = base / f"remote-{files}-{round_no}"
     times["materialize store"], _ = await timed(lambda: materialize(bus, elsewhere, remote))
     (remote / "pkg1" / "mod1.py").write_text("edited\n")
@@ -99,6 +99,6 @@ async def main(rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     anyio.run(main, parser.parse_args().rounds)

@@ -258,7 +258,7 @@ async def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--tasks", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--kill-worker-every", type=float, default=5.0)

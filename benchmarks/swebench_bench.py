@@ -157,7 +157,7 @@ def throughput(inputs: dict[str, Path], tmp: Path, count: int, env: dict[str, st
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--instances", type=int, default=6)
     args = parser.parse_args()

@@ -22,7 +22,7 @@ from codeloop.swebench.variants import gold_variants
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("instances", type=Path)
     parser.add_argument("--repos", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)

@@ -29,8 +29,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 # The same task and scripted model as pipeline_bench.py, so the two benches' figures compare.
-from pipeline_bench import SCRIPT
-from pipeline_bench import make_repo as _make_repo
+from pipeline_bench import SCRIPT, calc_repo
 
 from agents.client import submit_task, watch_task
 from agents.messages import ModelNames, TaskSubmitted
@@ -46,10 +45,6 @@ from tool_servers.protocol.spec import ServerOptions
 from tool_servers.tasks.server import build_tasks_server
 
 TOKEN = "bench-token-0123456789abcdef"
-
-
-def make_repo(root: Path) -> Path:
-    return _make_repo(root, 0)
 
 
 async def like_run(bus, task: TaskSubmitted) -> float:
@@ -103,7 +98,7 @@ def spread(values: list[float]) -> str:
 async def main(rounds: int) -> None:
     with tempfile.TemporaryDirectory(prefix="tasks-bench-") as tmp:
         root = Path(tmp) / "root"
-        make_repo(root / "repo")
+        calc_repo(root / "repo", 0)
         script = Path(tmp) / "model.py"
         script.write_text(SCRIPT)
         model = f"function:{script}:decide"
@@ -113,15 +108,13 @@ async def main(rounds: int) -> None:
             async with open_bus(serve.config) as bus:
                 tokens = TokenTable({TOKEN: TokenGrant("bench", ALL_SCOPES)})
                 options = ServerOptions(token_verifier=tokens)
-                server = build_tasks_server(root, options, await BusTasks.open(bus))
+                server = build_tasks_server(root, options, await BusTasks.open(bus))  # pyright: ignore[reportArgumentType] - BusTasks.changes is an async generator function, which the protocol's iterator describes
                 async with anyio.create_task_group() as http_tg:
                     url = await http_tg.start(lambda task_status: serve_http(server, task_status=task_status))
                     headers = {"Authorization": f"Bearer {TOKEN}"}
                     async with (
                         create_mcp_http_client(headers=headers) as http,
-                        Client(
-                            streamable_http_client(url, http_client=http)  # type: ignore[arg-type]
-                        ) as client,
+                        Client(streamable_http_client(url, http_client=http)) as client,
                     ):
                         task = TaskSubmitted(
                             text="add(2, 3) returns -1",
@@ -148,6 +141,6 @@ async def main(rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     anyio.run(main, parser.parse_args().rounds)

@@ -49,6 +49,7 @@ from mcp import Client
 
 from agents.roles.verifier.spares import VerifierSpares
 from agents.roles.verifier.verify import PatchTask, verify_patch
+from codeloop.testing import make_repo
 from tool_servers.protocol.scopes import Scope
 from tool_servers.protocol.spec import ServerOptions
 from tool_servers.serve import server_builder
@@ -63,7 +64,7 @@ class Tools:
     def __init__(self, backend: str) -> None:
         self.backend = backend
 
-    def servers(self, root: Path, scopes: frozenset[str]) -> dict[str, Any]:
+    def servers(self, root: Path, scopes: frozenset[str], *, index_dir: Path | None = None) -> dict[str, Any]:
         options = ServerOptions(scopes=frozenset(Scope(s) for s in scopes))
         return {"exec": server_builder("exec")(root, options, backend=self.backend)}
 
@@ -95,18 +96,15 @@ def _git(root: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
 
 
-def make_repo(root: Path, *, work_ms: float, lean: bool) -> None:
-    (root / "pkg").mkdir(parents=True)
-    (root / "tests").mkdir()
-    (root / "pkg" / "__init__.py").write_text("")
+def modules_repo(root: Path, *, work_ms: float, lean: bool) -> None:
+    """The package of `MODULES` modules (one buggy) with a test file each, committed."""
+    files = {"pkg/__init__.py": ""}
     for i in range(MODULES):
-        (root / "pkg" / f"m{i}.py").write_text(_module(i, buggy=i == BUGGY))
-        (root / "tests" / f"test_m{i}.py").write_text(_tests(i, work_ms))
+        files[f"pkg/m{i}.py"] = _module(i, buggy=i == BUGGY)
+        files[f"tests/test_m{i}.py"] = _tests(i, work_ms)
     if lean:
-        (root / "pytest.ini").write_text(LEAN_PYTEST)
-    _git(root, "init", "-q", "-b", "main")
-    _git(root, "-c", "user.name=b", "-c", "user.email=b@b", "add", ".")
-    _git(root, "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "-m", "start")
+        files["pytest.ini"] = LEAN_PYTEST
+    make_repo(root, files, branch="main")
 
 
 def patch_of(root: Path, path: str, text: str) -> str:
@@ -262,7 +260,7 @@ async def main(args: argparse.Namespace) -> None:
     for lean in (False, True):
         with tempfile.TemporaryDirectory(prefix="verify-bench-") as tmp:
             root = Path(tmp) / "repo"
-            make_repo(root, work_ms=args.work_ms, lean=lean)
+            modules_repo(root, work_ms=args.work_ms, lean=lean)
             (Path(tmp) / "scratch").mkdir()
             async with VerifierSpares(tools, Path(tmp) / "scratch") as spares:
                 figures = await setup_figures(root, tools, args.repeat, spares)
@@ -282,7 +280,7 @@ async def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--work-ms", type=float, default=10.0)
     parser.add_argument("--backend", default="gvisor", choices=["gvisor", "process"])

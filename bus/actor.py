@@ -171,7 +171,7 @@ class Actor:
         """Consume until `stop()` (returns) or cancellation / a handler crash (raises)."""
         address = self.spec.address
         with nats_errors():
-            await self.bus.js.add_consumer(address.stream, self._consumer_config())
+            await self.bus.js.add_consumer(address.stream, self._consumer_config())  # pyright: ignore[reportUnknownMemberType] - nats-py leaves its **params untyped
             if self.policy.remember_handled:
                 self._handled_kv = await self.bus.js.key_value(subjects.HANDLED_BUCKET)
         feed = PullFeed(

@@ -6,9 +6,10 @@ transport edge, so agents and the CLI only ever see `BusError` subclasses.
 
 import math
 import ssl
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncGenerator, Generator, Mapping
 from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 import nats
@@ -16,6 +17,7 @@ import nats.errors
 import nats.js.errors
 from anyio.streams.memory import MemoryObjectReceiveStream
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.kv import KeyValue
 
@@ -40,7 +42,7 @@ _NO_SUITABLE_PEERS = 10005
 
 
 @contextmanager
-def nats_errors() -> Iterator[None]:
+def nats_errors() -> Generator[None, None, None]:
     """Re-raise nats-py exceptions as `bus.errors`, most specific first, chained with `from`."""
     try:
         yield
@@ -91,7 +93,7 @@ class Bus:
 
     def __init__(self, nc: Client, config: BusConfig) -> None:
         self.nc = nc
-        self.js: JetStreamContext = nc.jetstream(timeout=5)
+        self.js: JetStreamContext = nc.jetstream(timeout=5)  # pyright: ignore[reportUnknownMemberType] - nats-py leaves its **opts untyped
         self.config = config
 
     @property
@@ -151,17 +153,17 @@ class Bus:
 @asynccontextmanager
 async def queue_subscription(
     bus: "Bus", subject: str, queue: str
-) -> AsyncIterator[MemoryObjectReceiveStream[bytes]]:
+) -> AsyncGenerator[MemoryObjectReceiveStream[bytes], None]:
     """The data of the core-NATS messages on `subject` that reach this member of the queue group
     `queue` (each message reaches one member), as a stream; subscribed (and flushed, so nothing
     published after entry is missed) on entry, unsubscribed on the way out."""
     send, receive = anyio.create_memory_object_stream[bytes](math.inf)
 
-    async def on_message(msg: object) -> None:
-        send.send_nowait(msg.data)  # type: ignore[attr-defined]
+    async def on_message(msg: Msg) -> None:
+        send.send_nowait(msg.data)
 
     with nats_errors():
-        sub = await bus.nc.subscribe(subject, queue=queue, cb=on_message)
+        sub = await bus.nc.subscribe(subject, queue=queue, cb=on_message)  # pyright: ignore[reportUnknownMemberType] - nats-py types its callback as a bare Callable
         await bus.nc.flush()
     try:
         async with receive:
@@ -180,7 +182,7 @@ def _ssl_context(tls: TlsConfig) -> ssl.SSLContext:
 
 
 @asynccontextmanager
-async def open_bus(config: BusConfig, *, servers: tuple[str, ...] | None = None) -> AsyncIterator[Bus]:
+async def open_bus(config: BusConfig, *, servers: tuple[str, ...] | None = None) -> AsyncGenerator[Bus, None]:
     """Connect to `servers` (default `config.servers`), yield a `Bus`, close the connection on exit.
 
     On exit the connection is flushed and closed, not drained: a drain waits `drain_timeout` for
@@ -195,7 +197,7 @@ async def open_bus(config: BusConfig, *, servers: tuple[str, ...] | None = None)
         raise BusClosed("no NATS URL given: pass --nats URL, set CODELOOP_NATS_URL, or run `codeloop serve`")
 
     events = ConnectionEvents(urls)
-    options: dict = {
+    options: dict[str, Any] = {
         "name": config.name,
         "connect_timeout": config.connect_timeout_s,
         "reconnect_time_wait": 1,
@@ -214,7 +216,7 @@ async def open_bus(config: BusConfig, *, servers: tuple[str, ...] | None = None)
     if config.tls:
         options["tls"] = _ssl_context(config.tls)
     try:
-        nc = await nats.connect(urls, **options)
+        nc = await nats.connect(urls, **options)  # pyright: ignore[reportUnknownMemberType] - nats-py types its callbacks as bare Callables
     except (OSError, nats.errors.Error) as exc:
         # nats-py ends a refused connect with "no servers available"; the server's refusal
         # (a wrong password, expired credentials) is what a person can act on.

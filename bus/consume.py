@@ -44,7 +44,7 @@ class PullFeed:
             self._send.send_nowait(msg)
 
         with nats_errors():
-            self._sub = await self.bus.nc.subscribe(self._inbox, cb=deliver)
+            self._sub = await self.bus.nc.subscribe(self._inbox, cb=deliver)  # pyright: ignore[reportUnknownMemberType] - nats-py types its callback as a bare Callable
 
     async def request(self, batch: int) -> None:
         """Ask for up to `batch` more messages, delivered as they become available."""

@@ -51,7 +51,7 @@ async def publish_dead_letter(
     """
     task_id = task_id or guess_task_id(data)
     letter = DeadLetter(
-        reason=reason,  # type: ignore[arg-type]
+        reason=reason,  # type: ignore[arg-type] - reason is one of the DeadLetter literals, checked by pydantic at construction
         error=error[:4000],
         subject=subject,
         data=data[:DATA_LIMIT].decode(errors="replace"),

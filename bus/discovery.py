@@ -22,14 +22,14 @@ import json
 import logging
 import os
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
 import nats.errors
-from nats.micro import add_service
+from nats.micro import add_service  # pyright: ignore[reportUnknownVariableType] - nats-py types the stats handler as a bare Callable
 
 from bus.actor import ActorSpec, Delivery
 from bus.connection import Bus, nats_errors
@@ -124,7 +124,7 @@ def counted(spec: ActorSpec, counts: WorkCounts, *, failed: Callable[[Any], bool
 @asynccontextmanager
 async def advertise(
     bus: Bus, *, role: str, kind: str, version: str, counts: WorkCounts, description: str = ""
-) -> AsyncIterator[str]:
+) -> AsyncGenerator[str, None]:
     """Register this worker as a micro service for its life; yields the service id."""
     from nats.micro.request import Request
 
@@ -144,7 +144,7 @@ async def advertise(
                 META_HOST: socket.gethostname(),
                 META_PID: str(os.getpid()),
             },
-            stats_handler=lambda _endpoint: counts.as_data(),
+            stats_handler=lambda _endpoint: counts.as_data(),  # pyright: ignore[reportUnknownLambdaType] - nats-py types the stats handler as a bare Callable
         )
         try:
             await service.add_endpoint(
@@ -171,7 +171,7 @@ async def discover(bus: Bus, *, wait_s: float = DISCOVER_WAIT_S) -> list[WorkerI
     inbox = nc.new_inbox()
     answers: list[bytes] = []
     with nats_errors():
-        sub = await nc.subscribe(inbox)
+        sub = await nc.subscribe(inbox)  # pyright: ignore[reportUnknownMemberType] - nats-py types its callback as a bare Callable
         try:
             await nc.publish("$SRV.STATS", b"", reply=inbox)
             await nc.flush()
@@ -193,7 +193,7 @@ async def discover(bus: Bus, *, wait_s: float = DISCOVER_WAIT_S) -> list[WorkerI
 def _worker(data: bytes) -> WorkerInfo | None:
     try:
         stats = json.loads(data)
-        meta = stats.get("metadata") or {}
+        meta: dict[str, Any] = stats.get("metadata") or {}
         role = meta.get(META_ROLE)
         if not role:
             return None  # some other micro service on the same bus
@@ -202,8 +202,9 @@ def _worker(data: bytes) -> WorkerInfo | None:
         except ValueError:
             schema = None
         totals = WorkCounts()
-        for endpoint in stats.get("endpoints") or []:
-            extra = endpoint.get("data") or {}
+        endpoints: list[dict[str, Any]] = stats.get("endpoints") or []
+        for endpoint in endpoints:
+            extra: dict[str, Any] = endpoint.get("data") or {}
             totals.requests += int(extra.get("requests", endpoint.get("num_requests", 0)) or 0)
             totals.errors += int(extra.get("errors", endpoint.get("num_errors", 0)) or 0)
             totals.in_flight += int(extra.get("in_flight", 0) or 0)

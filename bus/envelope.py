@@ -7,7 +7,7 @@ ignored) but its payload is validated closed against the model registered for it
 import json
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -57,7 +57,7 @@ class Envelope(BaseModel):
         causation_id: str | None = None,
         id: str | None = None,
     ) -> "Envelope":
-        fields: dict[str, Any] = {"kind": payload.kind, "task_id": task_id, "causation_id": causation_id}  # type: ignore[attr-defined]
+        fields: dict[str, Any] = {"kind": payload.kind, "task_id": task_id, "causation_id": causation_id}  # type: ignore[attr-defined] - every registered payload model declares its kind field
         if trace_id is not None:
             fields["trace_id"] = trace_id
         if id is not None:
@@ -102,7 +102,7 @@ def parse_envelope(data: bytes) -> Envelope:
         raise MalformedMessage(f"not JSON: {exc}") from exc
     if not isinstance(raw, dict):
         raise MalformedMessage(f"an envelope is a JSON object, got {type(raw).__name__}")
-    version = raw.get("schema_version", SCHEMA_VERSION)
+    version = cast(dict[str, Any], raw).get("schema_version", SCHEMA_VERSION)
     if version != SCHEMA_VERSION:
         raise UnsupportedSchemaVersion(version, SCHEMA_VERSION)
     try:

@@ -104,9 +104,9 @@ class Records(Generic[M]):
         """Every key of the bucket, from the stream's subjects. Not `kv.keys()`: its watcher can
         signal "no more keys" before the first one arrives when the server is busy, and a listing
         then comes back empty. A deleted key stays listed (its tombstone); `get` finds it gone."""
-        kv_prefix = self.kv._pre  # `$KV.<bucket>.`
+        kv_prefix = self.kv._pre  # pyright: ignore[reportPrivateUsage] - `$KV.<bucket>.`; nats-py keeps the stream's name private
         with nats_errors():
-            info = await self.kv._js.stream_info(self.kv._stream, subjects_filter=f"{kv_prefix}>")
+            info = await self.kv._js.stream_info(self.kv._stream, subjects_filter=f"{kv_prefix}>")  # pyright: ignore[reportPrivateUsage] - nats-py exposes no listing of a bucket's subjects
         return [subject.removeprefix(kv_prefix) for subject in info.state.subjects or {}]
 
     async def ids_starting_with(self, prefix: str) -> list[str]:

@@ -9,9 +9,11 @@ JSON of `bus.messages.Message` models, looked up by their `kind` like envelopes'
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any, cast
 
 import anyio
 from anyio.abc import TaskStatus
+from nats.aio.msg import Msg
 from pydantic import ValidationError
 
 from bus.connection import Bus, nats_errors
@@ -32,7 +34,7 @@ def decode(data: bytes) -> Message:
         fields = json.loads(data)
     except ValueError as exc:
         raise MalformedMessage(f"not JSON: {exc}") from None
-    kind = fields.get("kind") if isinstance(fields, dict) else None
+    kind = cast(dict[str, Any], fields).get("kind") if isinstance(fields, dict) else None
     model = payload_model(str(kind))
     if model is None:
         raise MalformedMessage(f"unknown kind {kind!r}")
@@ -69,7 +71,7 @@ async def respond(
     A request that is not a registered payload is logged and left unanswered (the caller times
     out); `answer` turns the failures it expects into replies itself."""
     with nats_errors():
-        subscription = await bus.nc.subscribe(subject, queue=queue)
+        subscription = await bus.nc.subscribe(subject, queue=queue)  # pyright: ignore[reportUnknownMemberType] - nats-py types its callback as a bare Callable
     try:
         task_status.started()
         async with anyio.create_task_group() as tg:
@@ -80,7 +82,7 @@ async def respond(
             await subscription.unsubscribe()
 
 
-async def _answer(msg, answer: Responder) -> None:  # type: ignore[no-untyped-def]
+async def _answer(msg: Msg, answer: Responder) -> None:
     try:
         request_message = decode(msg.data)
     except MalformedMessage as exc:
@@ -101,7 +103,7 @@ async def watch_subjects(
     """Call `seen(subject)` for every message on the wildcard `subject`, in order, until cancelled;
     never replies (a JetStream publish's reply subject is its publisher's ack inbox)."""
     with nats_errors():
-        subscription = await bus.nc.subscribe(subject)
+        subscription = await bus.nc.subscribe(subject)  # pyright: ignore[reportUnknownMemberType] - nats-py types its callback as a bare Callable
     try:
         task_status.started()
         async for msg in subscription.messages:

@@ -31,7 +31,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -168,7 +168,7 @@ async def open_nats_server(
     extra_args: Sequence[str] = (),
     wait_healthy: bool = True,
     ready_timeout_s: float = 15.0,
-) -> AsyncIterator[NatsServer]:
+) -> AsyncGenerator[NatsServer, None]:
     """Start nats-server with JetStream on a free loopback port, yield it healthy, stop it on exit.
 
     A lone server asks for the port its state directory's last server had, if it is free.
@@ -274,7 +274,7 @@ async def keep_server_running(server: NatsServer, *, max_restarts: int = 10, win
 @asynccontextmanager
 async def open_nats_cluster(
     base_dir: Path, *, size: int = 3, cluster_name: str = "codeloop", ready_timeout_s: float = 30.0
-) -> AsyncIterator[list[NatsServer]]:
+) -> AsyncGenerator[list[NatsServer], None]:
     """Start `size` JetStream nodes clustered on loopback, yield them once all are healthy.
 
     Client ports are discovered as for one server; route ports are chosen free beforehand because

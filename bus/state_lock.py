@@ -10,7 +10,7 @@ never inherits the lock and cannot keep it after its owner is gone.
 """
 
 import os
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -22,7 +22,7 @@ LOCK_FILE = "owner.lock"
 
 
 @contextmanager
-def hold_state_dir(directory: Path, *, what: str) -> Iterator[Path]:
+def hold_state_dir(directory: Path, *, what: str) -> Generator[Path, None, None]:
     """Hold `directory`'s lock (creating both) until the block exits; yields the lock file.
 
     `what` names the holder in the refusal another process gets, e.g. "codeloop serve".

@@ -21,19 +21,22 @@ _STREAM_EXISTS_DIFFERENTLY = 10058
 
 
 def stream_configs(replicas: int) -> list[StreamConfig]:
-    common = {"num_replicas": replicas, "storage": StorageType.FILE, "duplicate_window": DUPLICATE_WINDOW_S}
     return [
         StreamConfig(
             name=subjects.TASKS_STREAM,
             subjects=[subjects.TASKS_ALL],
             retention=RetentionPolicy.WORK_QUEUE,
-            **common,
+            num_replicas=replicas,
+            storage=StorageType.FILE,
+            duplicate_window=DUPLICATE_WINDOW_S,
         ),
         StreamConfig(
             name=subjects.WORK_STREAM,
             subjects=[subjects.WORK_ALL],
             retention=RetentionPolicy.WORK_QUEUE,
-            **common,
+            num_replicas=replicas,
+            storage=StorageType.FILE,
+            duplicate_window=DUPLICATE_WINDOW_S,
         ),
         StreamConfig(
             name=subjects.EVENTS_STREAM,
@@ -41,7 +44,9 @@ def stream_configs(replicas: int) -> list[StreamConfig]:
             retention=RetentionPolicy.LIMITS,
             max_age=EVENTS_MAX_AGE_S,
             discard=DiscardPolicy.OLD,
-            **common,
+            num_replicas=replicas,
+            storage=StorageType.FILE,
+            duplicate_window=DUPLICATE_WINDOW_S,
         ),
     ]
 
@@ -76,13 +81,13 @@ async def _ensure_once(bus: Bus, replicas: int) -> None:
     with nats_errors():
         for config in stream_configs(replicas):
             try:
-                await bus.js.add_stream(config)
+                await bus.js.add_stream(config)  # pyright: ignore[reportUnknownMemberType] - nats-py leaves its **params untyped
             except nats.js.errors.BadRequestError as exc:
                 if exc.err_code != _STREAM_EXISTS_DIFFERENTLY:
                     raise
-                await bus.js.update_stream(config)
-        await bus.js.create_key_value(bucket=subjects.TASKS_BUCKET, history=5, replicas=replicas)
-        await bus.js.create_key_value(
+                await bus.js.update_stream(config)  # pyright: ignore[reportUnknownMemberType] - nats-py leaves its **params untyped
+        await bus.js.create_key_value(bucket=subjects.TASKS_BUCKET, history=5, replicas=replicas)  # pyright: ignore[reportUnknownMemberType] - nats-py leaves its **params untyped
+        await bus.js.create_key_value(  # pyright: ignore[reportUnknownMemberType] - nats-py leaves its **params untyped
             bucket=subjects.HANDLED_BUCKET, history=1, ttl=HANDLED_TTL_S, replicas=replicas
         )
-        await bus.js.create_object_store(bucket=subjects.ARTIFACTS_BUCKET, replicas=replicas)
+        await bus.js.create_object_store(bucket=subjects.ARTIFACTS_BUCKET, replicas=replicas)  # pyright: ignore[reportUnknownMemberType] - nats-py leaves its **params untyped

@@ -7,15 +7,16 @@ supervisor decides; "Exceptions always propagate" (trio's design) still holds on
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import anyio
 from anyio.abc import TaskStatus
 
 log = logging.getLogger("codeloop.bus")
 
-Startable = Callable[..., Awaitable[None]]
+Startable = Callable[..., Coroutine[Any, Any, None]]
 """An async function taking `task_status=` and calling `task_status.started()` once ready."""
 
 
@@ -66,6 +67,15 @@ class Supervisor:
 
 def _leaf(exc: BaseException) -> BaseException:
     """The one real error inside the task groups' wrappers, for logs and `restarts`."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
+    while (inner := _only_member(exc)) is not None:
+        exc = inner
     return exc
+
+
+def _only_member(exc: BaseException) -> BaseException | None:
+    """The single exception an exception group wraps; None for a plain error or several."""
+    if isinstance(exc, BaseExceptionGroup):
+        group = cast("BaseExceptionGroup[BaseException]", exc)
+        if len(group.exceptions) == 1:
+            return group.exceptions[0]
+    return None

@@ -19,7 +19,7 @@ non-recording and all of this costs a few microseconds per message.
 """
 
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -78,7 +78,7 @@ def incoming_context(headers: Mapping[str, str] | None, trace_id: str) -> Contex
 @contextmanager
 def handling_span(
     *, subject: str, headers: Mapping[str, str] | None, trace_id: str, attributes: dict[str, Any]
-) -> Iterator[trace.Span]:
+) -> Generator[trace.Span, None, None]:
     """The CONSUMER span of one handler run (messaging conventions: `process <destination>`)."""
     with _tracer.start_as_current_span(
         f"process {subject}",

@@ -1,3 +1,6 @@
 """codeloop: the CLI, configuration and the composition root that wires bus, agents, tools and sandbox."""
 
-__version__ = "0.1.0"
+from importlib.metadata import version
+
+# One version source: pyproject.toml's, as the installed metadata carries it.
+__version__ = version("codeloop")

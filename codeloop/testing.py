@@ -20,11 +20,13 @@ The fixture runs a `codeloop serve` in the test's process (`codeloop.wiring.embe
 `function:PATH.py:NAME` model file, see `examples/models/scripted.py`).
 """
 
+import inspect
 import subprocess
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 
@@ -39,6 +41,45 @@ from bus.connection import Bus, open_bus
 from codeloop.wiring.embedded import embedded_serve
 from codeloop.wiring.process import Hosting, RoleSetup, Workers
 from codeloop.wiring.roles import every_role, plugin_roles
+
+T = TypeVar("T")
+
+
+def make_repo(root: Path, files: dict[str, str], *, branch: str | None = None) -> Path:
+    """A git repository at `root` with `files` committed (what a task starts from); `branch`
+    names its first branch (default: git's own choice). The committer identity is set in the
+    repository, so a test can commit there again."""
+    root.mkdir(parents=True)
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    subprocess.run(["git", "init", "-q", *(["-b", branch] if branch else [])], cwd=root, check=True)
+    subprocess.run(["git", "config", "user.email", "t@example.com"], cwd=root, check=True)
+    subprocess.run(["git", "config", "user.name", "t"], cwd=root, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run(["git", "commit", "-qm", "init"], cwd=root, check=True)
+    return root
+
+
+async def eventually(
+    check: Callable[[], Awaitable[T | None] | T | None], *, timeout_s: float = 30.0, interval_s: float = 0.05
+) -> T:
+    """Poll `check` until it returns something other than None (or False); return that.
+
+    For what another process or task brings about in its own time: a test waits for the state it
+    expects with a deadline instead of sleeping a fixed time. Raises `TimeoutError` (the last value
+    in its message) when `timeout_s` passes first."""
+    last: object = None
+    with anyio.move_on_after(timeout_s):
+        while True:
+            value = check()
+            if inspect.isawaitable(value):
+                value = await value
+            last = value
+            if value is not None and value is not False:
+                return value  # pyright: ignore[reportReturnType] - a value that is neither None nor False, awaited if it was awaitable: the T of check
+            await anyio.sleep(interval_s)
+    raise TimeoutError(f"not within {timeout_s} s (last: {last!r})")
 
 
 @dataclass
@@ -74,8 +115,8 @@ class PipelineRunner:
         task = TaskSubmitted(
             text=text,
             repo=str(repo),
-            mode=mode,
-            models=ModelNames(default=model),  # type: ignore[arg-type]
+            mode=mode,  # pyright: ignore[reportArgumentType] - mode is validated by TaskSubmitted, which names the allowed ones
+            models=ModelNames(default=model),
             budgets=budgets or Budgets(),
             pipeline=choice,
         )
@@ -93,18 +134,8 @@ class PipelineRunner:
         self.results.append(result)
         return result
 
-    @staticmethod
-    def make_repo(root: Path, files: dict[str, str]) -> Path:
-        """A git repository at `root` with `files` committed (what a task starts from)."""
-        root.mkdir(parents=True)
-        for rel, text in files.items():
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_text(text)
-        git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
-        subprocess.run([*git, "init", "-q"], cwd=root, check=True)
-        subprocess.run([*git, "add", "-A"], cwd=root, check=True)
-        subprocess.run([*git, "commit", "-qm", "init"], cwd=root, check=True)
-        return root
+    make_repo = staticmethod(make_repo)
+    """`make_repo` of this module, at hand on the `codeloop_pipeline` fixture."""
 
 
 @asynccontextmanager
@@ -142,12 +173,12 @@ async def running_pipeline(
             yield PipelineRunner(bus=bus, nats_url=",".join(client.servers), auth_env=auth, roles=chosen)
 
 
-__all__ = ["PipelineRunner", "plugin_roles", "running_pipeline"]
+__all__ = ["PipelineRunner", "eventually", "make_repo", "plugin_roles", "running_pipeline"]
 
 try:
     import pytest
 except ImportError:  # pragma: no cover - only tests import this module
-    pytest = None  # type: ignore[assignment]
+    pytest = None
 
 if pytest is not None:
 

@@ -32,6 +32,10 @@ import subprocess
 import sys
 import time
 
+TYPE_CHECKING = False  # typing's, without importing typing: every import costs start-up under gVisor
+if TYPE_CHECKING:
+    import socket
+
 _MARKER = "\n[codeloop sandbox: {dropped} bytes of {stream} truncated]\n"
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_PDEATHSIG = 1
@@ -146,6 +150,41 @@ def _cpu_seconds(me: int, idle: int | None = None) -> float:
                 total += (int(fields[11]) + int(fields[12])) / tick
     times = os.times()
     return total + times.children_user + times.children_system
+
+
+def _spawn(req: dict, rlimits: dict[str, int], identity: dict) -> "subprocess.Popen[bytes] | str":
+    """Start the command of `req` in a session of its own, or say why it cannot start (the
+    stderr of an exit code 127, as a shell's "command not found")."""
+    try:
+        return subprocess.Popen(  # pyright: ignore[reportReturnType] - no text mode is asked for: the pipes are bytes
+            req["argv"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=req.get("env", {}),
+            cwd=req.get("cwd"),
+            start_new_session=True,
+            preexec_fn=lambda: _limit_child(rlimits),
+            **identity,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        reason = getattr(exc, "strerror", None) or exc
+        filename = getattr(exc, "filename", None)
+        if isinstance(exc, FileNotFoundError) and filename == req["argv"][0] and "/" not in filename:
+            reason = f"no such program on the sandbox's PATH ({req.get('env', {}).get('PATH', '')})"
+        elif filename:
+            reason = f"{reason}: {filename}"  # names the missing program or working directory
+        return f"codeloop sandbox: cannot run {req['argv'][0]!r}: {reason}\n"
+
+
+def _drain(fd: int) -> None:
+    """Read a non-blocking wake-up pipe empty."""
+    while True:
+        try:
+            if not os.read(fd, 4096):
+                return
+        except BlockingIOError:
+            return
 
 
 class Supervisor:
@@ -264,42 +303,58 @@ class Supervisor:
         if warm_start is not None:
             pid, out_fd, err_fd = warm_start
         else:
-            try:
-                proc = subprocess.Popen(
-                    req["argv"],
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    env=req.get("env", {}),
-                    cwd=req.get("cwd"),
-                    start_new_session=True,
-                    preexec_fn=lambda: _limit_child(rlimits),
-                    **identity,
-                )
-            except (OSError, subprocess.SubprocessError) as exc:
-                reason = getattr(exc, "strerror", None) or exc
-                if isinstance(exc, FileNotFoundError) and exc.filename == req["argv"][0]:
-                    path = req.get("env", {}).get("PATH", "")
-                    reason = (
-                        f"no such program on the sandbox's PATH ({path})"
-                        if "/" not in exc.filename
-                        else reason
-                    )
-                elif getattr(exc, "filename", None):
-                    reason = f"{reason}: {exc.filename}"  # names the missing program or working directory
-                message = f"codeloop sandbox: cannot run {req['argv'][0]!r}: {reason}\n"
+            spawned = _spawn(req, rlimits, identity)
+            if not isinstance(spawned, subprocess.Popen):
                 return {
                     "exit_code": 127,
                     "stdout": "",
-                    "stderr": message,
+                    "stderr": spawned,
                     "truncated": False,
                     "killed_by": None,
                     "duration_s": time.monotonic() - started,
                 }
+            proc = spawned
+            assert proc.stdout is not None and proc.stderr is not None  # both are PIPE
             pid, out_fd, err_fd = proc.pid, proc.stdout.fileno(), proc.stderr.fileno()
         children_cpu_before = _children_cpu()
         cap = int(req["output_bytes"])
         captures = {out_fd: Capture(cap), err_fd: Capture(cap)}
+        killed_by, ended = self._pump(pid, captures, req, started, deadline)
+        if self.warm is None or self.last_kill < ended:
+            # Once more for good measure, unless a kill as the payload user (a fork, not a system
+            # call) already came after the end: kill(-1) signals every process at once (forks
+            # wait for it), so nothing of the command can have started since.
+            self.kill_all(pid)
+        if self.child_status is None:
+            _, self.child_status = os.waitpid(pid, 0)
+        self.reap(pid)
+        status = self.child_status
+        if proc is not None:
+            assert proc.stdout is not None and proc.stderr is not None  # both are PIPE
+            proc.returncode = os.waitstatus_to_exitcode(status)  # stops Popen from waiting on it again
+            proc.stdout.close()
+            proc.stderr.close()
+        else:
+            os.close(out_fd)
+            os.close(err_fd)
+        exit_code, killed_by = self._exit_code(status, killed_by, rlimits, children_cpu_before)
+        out, err = captures[out_fd], captures[err_fd]
+        return {
+            "exit_code": exit_code,
+            "stdout": out.text("stdout"),
+            "stderr": err.text("stderr"),
+            "truncated": bool(out.dropped or err.dropped),
+            "killed_by": killed_by,
+            "duration_s": time.monotonic() - started,
+            "warm": warm_start is not None,
+        }
+
+    def _pump(
+        self, pid: int, captures: dict[int, Capture], req: dict, started: float, deadline: float
+    ) -> tuple[str | None, float]:
+        """Capture the command's output until it is drained and the command has exited or was
+        killed (timeout, CPU); returns what killed it (None: it exited) and when it ended."""
+        out_fd, err_fd = captures
         sel = selectors.DefaultSelector()
         for fd in (out_fd, err_fd, self.wake_r, _CHANNEL):
             sel.register(fd, selectors.EVENT_READ)
@@ -349,12 +404,7 @@ class Supervisor:
                     sel.unregister(fd)  # a request during a command waits for the next read
                     continue
                 if fd == self.wake_r:
-                    while True:
-                        try:
-                            if not os.read(fd, 4096):
-                                break
-                        except BlockingIOError:
-                            break
+                    _drain(fd)
                     self.reap(pid)
                     if self.child_status is not None and not exited:
                         exited, ended = True, time.monotonic()
@@ -372,43 +422,25 @@ class Supervisor:
                 else:
                     sel.unregister(fd)
                     open_fds.discard(fd)
-        if self.warm is None or self.last_kill < ended:
-            # Once more for good measure, unless a kill as the payload user (a fork, not a system
-            # call) already came after the end: kill(-1) signals every process at once (forks
-            # wait for it), so nothing of the command can have started since.
-            self.kill_all(pid)
-        if self.child_status is None:
-            _, self.child_status = os.waitpid(pid, 0)
-        self.reap(pid)
-        status = self.child_status
         sel.close()
-        if proc is not None:
-            proc.returncode = os.waitstatus_to_exitcode(status)  # stops Popen from waiting on it again
-            proc.stdout.close()
-            proc.stderr.close()
-        else:
-            os.close(out_fd)
-            os.close(err_fd)
-        exit_code = None
-        if killed_by is None:
-            exit_code = os.waitstatus_to_exitcode(status)
-            if exit_code < 0:
-                # Killed by a signal nobody here sent (a crash, or the payload killing itself):
-                # report it the way a shell does.
-                exit_code = 128 - exit_code
-            if self.mode == "group" and exit_code in (128 + signal.SIGXCPU, 128 + signal.SIGKILL):
-                if rlimits.get("CPU") and _children_cpu() - children_cpu_before >= rlimits["CPU"] - 1:
-                    killed_by, exit_code = "cpu", None
-        out, err = captures[out_fd], captures[err_fd]
-        return {
-            "exit_code": exit_code,
-            "stdout": out.text("stdout"),
-            "stderr": err.text("stderr"),
-            "truncated": bool(out.dropped or err.dropped),
-            "killed_by": killed_by,
-            "duration_s": time.monotonic() - started,
-            "warm": warm_start is not None,
-        }
+        return killed_by, ended
+
+    def _exit_code(
+        self, status: int, killed_by: str | None, rlimits: dict[str, int], children_cpu_before: float
+    ) -> tuple[int | None, str | None]:
+        """The command's exit code as a shell reports it (None when we killed it), and what killed
+        it: the process backend learns of its CPU limit only from the signal RLIMIT_CPU sent."""
+        if killed_by is not None:
+            return None, killed_by
+        exit_code = os.waitstatus_to_exitcode(status)
+        if exit_code < 0:
+            # Killed by a signal nobody here sent (a crash, or the payload killing itself):
+            # report it the way a shell does.
+            exit_code = 128 - exit_code
+        if self.mode == "group" and exit_code in (128 + signal.SIGXCPU, 128 + signal.SIGKILL):
+            if rlimits.get("CPU") and _children_cpu() - children_cpu_before >= rlimits["CPU"] - 1:
+                return None, "cpu"
+        return exit_code, None
 
     def cpu_seconds(self) -> float:
         """CPU seconds of the command's processes so far (see `_cpu_seconds`), not counting the
@@ -445,6 +477,7 @@ class Supervisor:
             return {"warm": False, "note": f"cannot start {python!r}: {exc}"}
         finally:
             theirs.close()
+        assert uid is not None  # _why_not_warm refused to keep one warm without a payload user
         self.warm = WarmPytest(proc, ours, python, env, uid)
         return {"warm": True, "note": ""}
 
@@ -469,7 +502,7 @@ class Supervisor:
         ):
             return None
         import select
-        import socket
+        import socket  # only here: every import costs startup time under gVisor
 
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -501,7 +534,9 @@ class Supervisor:
 class WarmPytest:
     """The supervisor's handle on its warm pytest interpreter (`warm_pytest.py`)."""
 
-    def __init__(self, proc: subprocess.Popen, sock: object, python: str, env: dict, uid: int) -> None:
+    def __init__(
+        self, proc: subprocess.Popen, sock: "socket.socket", python: str, env: dict, uid: int
+    ) -> None:
         self.proc = proc
         self.pid = proc.pid
         self.sock = sock

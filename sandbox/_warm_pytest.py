@@ -117,7 +117,7 @@ def _run_command(request: dict, control: socket.socket, fds: list[int], uid: int
         os.write(2, f"codeloop sandbox: cannot start the test run: {exc!r}\n".encode())
         os._exit(127)
     try:
-        runpy._run_module_as_main("pytest", alter_argv=True)
+        runpy._run_module_as_main("pytest", alter_argv=True)  # pyright: ignore[reportAttributeAccessIssue] - private, but what `python -m pytest` runs
         code = 0
     except SystemExit as exc:
         code = _exit_status(exc)
@@ -143,7 +143,7 @@ def _finish(code: int) -> None:
     streams. Tearing down the hundreds of modules imported here (which a cold run pays for too)
     would only cost time."""
     try:
-        threading._shutdown()
+        threading._shutdown()  # pyright: ignore[reportAttributeAccessIssue] - private, but what the interpreter calls at exit
     except Exception:
         pass
     atexit._run_exitfuncs()

@@ -37,7 +37,7 @@ def parse_policy(value: str) -> BackendChoice:
     policy = value.strip().lower() or "auto"
     if policy not in ("gvisor", "process", "auto"):
         raise PolicyError(f"{POLICY_VARIABLE}={policy!r} is not one of gvisor, process, auto")
-    return policy  # type: ignore[return-value]
+    return policy
 
 
 def resolve_backend(

@@ -18,6 +18,7 @@ from sandbox.environments.environment import Environment
 from sandbox.errors import INSTALL_RUNSC, SandboxUnavailable
 from sandbox.leftovers import claim, sweep
 from sandbox.limits import GvisorOptions, Platform, SandboxLimits
+from sandbox.result import Backend
 from sandbox.runtime import (
     environment_bins,
     environment_paths,
@@ -134,7 +135,7 @@ def _ended_with_parent(cmd: list[str]) -> list[str]:
 class GvisorLauncher:
     """Starts and stops the supervisor of one sandbox under runsc; holds its bundle and mirror."""
 
-    backend = "gvisor"
+    backend: Backend = "gvisor"
 
     def __init__(
         self,

@@ -25,6 +25,7 @@ from anyio.abc import Process
 from sandbox.bundle import WORKSPACE
 from sandbox.environments.environment import Environment
 from sandbox.limits import SandboxLimits
+from sandbox.result import Backend
 from sandbox.runtime import environment_bins, environment_variables, process_import_roots, workspace_venvs
 
 SUPERVISOR = Path(__file__).with_name("_supervisor.py")
@@ -33,7 +34,7 @@ SUPERVISOR = Path(__file__).with_name("_supervisor.py")
 class ProcessLauncher:
     """Starts and stops the supervisor of one process-backend sandbox."""
 
-    backend = "process"
+    backend: Backend = "process"
 
     def __init__(
         self, workspace: Path, *, limits: SandboxLimits, environment: Environment | None = None

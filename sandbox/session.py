@@ -27,7 +27,7 @@ START_TIMEOUT_S = 30.0
 HOST_GRACE_S = 0.6
 
 
-ReplyT = TypeVar("ReplyT", CommandReply, Ready)
+ReplyT = TypeVar("ReplyT", CommandReply, Ready, WarmReply)
 
 
 def _killed(by: KilledBy) -> CommandReply:

@@ -40,7 +40,7 @@ async def stop_process(process: Process, sig: int = signal.SIGTERM, *, grace_s: 
     shielded, so a test's cancellation still leaves nothing running."""
     with anyio.CancelScope(shield=True):
         if process.returncode is None:
-            process.send_signal(sig)
+            process.send_signal(sig)  # pyright: ignore[reportArgumentType] - signal numbers are what send_signal passes on to os.kill
             with anyio.move_on_after(grace_s):
                 await process.wait()
         if process.returncode is None:

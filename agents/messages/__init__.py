@@ -95,7 +95,7 @@ register_payloads(
     CancelTask,
     TaskResult,
     TaskState,
-    VerificationReport,
+    VerificationReport,  # pyright: ignore[reportArgumentType] - VerificationReport is a BaseModel with a kind, registered for the events that carry it
 )
 
 __all__ = [

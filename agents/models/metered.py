@@ -136,7 +136,7 @@ class MeteredModel(WrapperModel):
         """What this model's requests cost, shared with the other models of a fallback chain."""
 
     @property
-    def wrapped(self) -> Model:  # type: ignore[override]
+    def wrapped(self) -> Model:
         """The real model, built at first use. Raises `ModelNotConfigured` while a variable is unset."""
         if self._built is None:
             try:

@@ -59,7 +59,7 @@ def model_factory(name: str, *, base_dir: Path | None = None) -> ModelFactory:
         task_id = name[len(REPLAY_PREFIX) :]
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,128}", task_id):
             raise ModelSpecError(f"model {name!r} is not replay:TASK_ID")
-        return lambda: FunctionModel(_replay_only, model_name=name)
+        return lambda: FunctionModel(_replay_only, model_name=name)  # pyright: ignore[reportArgumentType] - replay models never call it: _replay_only raises, the recording answers
     if name == "test":
         return lambda: infer_model("test")
     provider, model_name = parse_model_id(name)
@@ -132,14 +132,14 @@ def load_function_model(name: str, *, base_dir: Path | None = None) -> FunctionM
         # An async generator yields pieces of a streamed response: FunctionModel's stream_function.
         model = FunctionModel(stream_function=function, model_name=model_name)
     else:
-        model = FunctionModel(function, model_name=model_name)
+        model = FunctionModel(function, model_name=model_name)  # pyright: ignore[reportArgumentType] - a model file's function, checked by _check_signature, not by its annotations
     priced_as = getattr(function, "priced_as", None)
     if priced_as is not None:
         if not isinstance(priced_as, str) or not priced_as.strip():
             raise ModelSpecError(f"model {name!r}: {attr}.priced_as must be a model name, e.g. 'gpt-4o'")
         # A scripted stand-in priced like the model it stands in for: what cost budgets and eval
         # cost figures are tested with (see `agents.models.metered`).
-        model.priced_as = priced_as.strip()  # type: ignore[attr-defined]
+        model.priced_as = priced_as.strip()  # type: ignore[attr-defined] - pydantic-ai's FunctionModel has no priced_as: metered.py reads it with getattr
     return model
 
 

@@ -27,7 +27,7 @@ from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, SkipToolExecu
 
 from agents.observe.events import StepInfo, cap, current_step, digest, publish_event
 from agents.runtime.role import RunInfo
-from agents.runtime.tools import ScopeName, ServerName, ToolProvider
+from agents.runtime.tools import ToolProvider
 from bus.connection import Bus
 
 EVENT = "tool_call"
@@ -229,9 +229,7 @@ class ObservedTools:
         self.bus = bus
         self.hooked_roles = hooked_roles
 
-    def servers(
-        self, root: Path, scopes: frozenset[ScopeName], *, index_dir: Path | None = None
-    ) -> dict[ServerName, Any]:
+    def servers(self, root: Path, scopes: frozenset[str], *, index_dir: Path | None = None) -> dict[str, Any]:
         servers = self.inner.servers(root, scopes, index_dir=index_dir)
         step = current_step.get()
         publish_for = step if step is not None and step.role not in self.hooked_roles else None

@@ -138,7 +138,7 @@ def _carry_out(reaction: Reaction, pipeline: Pipeline, index: int, now: datetime
         return _enter(reaction.state, pipeline, index + 1, now, reaction.events)
     if isinstance(reaction, Revisit):
         return _enter(reaction.state, pipeline, reaction.index, now, reaction.events)
-    if isinstance(reaction, End):
+    if isinstance(reaction, End):  # pyright: ignore[reportUnnecessaryIsInstance] - a plug-in kind may react with anything at run time
         return _end(
             reaction.state, reaction.status, reaction.failure_class, reaction.report, now, reaction.events
         )

@@ -104,7 +104,7 @@ def pipeline_problems(
     kinds = installed_kinds() if kinds is None else kinds
     if not stages:
         return ["a pipeline needs at least one stage"]
-    problems = []
+    problems: list[str] = []
     seen: list[str] = []
     for i, (kind_name, role) in enumerate(stages, 1):
         kind = kinds.get(kind_name)

@@ -1,5 +1,7 @@
 """The task records: one `TaskState` per task id in the `codeloop-tasks` bucket."""
 
+from nats.js.kv import KeyValue
+
 from agents.messages import TaskState
 from bus import subjects
 from bus.connection import Bus
@@ -7,12 +9,12 @@ from bus.records import Records
 
 
 class TaskRecords(Records[TaskState]):
-    def __init__(self, kv) -> None:
+    def __init__(self, kv: KeyValue) -> None:
         super().__init__(kv, TaskState, prefix="task")
 
     @classmethod
     async def open(cls, bus: Bus) -> "TaskRecords":
         return cls(await bus.kv(subjects.TASKS_BUCKET))
 
-    async def all(self) -> list[TaskState]:  # type: ignore[override]
+    async def all(self) -> list[TaskState]:
         return sorted(await super().all(), key=lambda s: s.created_at)

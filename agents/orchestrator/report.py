@@ -79,7 +79,7 @@ def asks_for_change(text: str) -> bool:
 
 def summary(state: TaskState) -> str:
     """The report of a task that went through its whole pipeline."""
-    lines = []
+    lines: list[str] = []
     if state.task.mode == "read":
         lines.append("Answered.")
         if asks_for_change(state.task.text):

@@ -11,6 +11,7 @@ same input produced, under the same ids, which JetStream stores once.
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from agents.messages import TERMINAL_STATUSES, CancelTask, StepFailed, TaskResult, TaskState, TaskSubmitted
 from agents.orchestrator.io import (
@@ -175,10 +176,10 @@ class Orchestrator:
         return state.result if state and state.status in TERMINAL_STATUSES else None
 
 
-def _outbox(commands: tuple[Command, ...], delivery: Delivery) -> tuple[list[dict], str | None]:
+def _outbox(commands: tuple[Command, ...], delivery: Delivery) -> tuple[list[dict[str, Any]], str | None]:
     """The replies of `commands` as plain data for the record, and the id the dispatch will carry."""
     task_id = delivery.envelope.task_id
-    items: list[dict] = []
+    items: list[dict[str, Any]] = []
     request_id = None
     for i, command in enumerate(commands):
         if isinstance(command, Dispatch):
@@ -194,14 +195,14 @@ def _outbox(commands: tuple[Command, ...], delivery: Delivery) -> tuple[list[dic
                 Event(name=command.name, message=command.message, data=command.data),
                 f"{i}-event",
             )
-        elif isinstance(command, Finish):
+        elif isinstance(command, Finish):  # pyright: ignore[reportUnnecessaryIsInstance] - the else is a guard for a command added later
             subject, payload, label = subjects.event(task_id, "result"), command.result, f"{i}-result"
         else:  # pragma: no cover - the machine has no other commands
             raise TypeError(command)
         items.append(
             {
                 "subject": subject,
-                "kind": payload.kind,
+                "kind": payload.kind,  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType] - every payload model declares its literal kind; the base cannot without narrowing it
                 "payload": payload.model_dump(mode="json"),
                 "label": label,
             }
@@ -209,7 +210,7 @@ def _outbox(commands: tuple[Command, ...], delivery: Delivery) -> tuple[list[dic
     return items, request_id
 
 
-def _reply_of(item: dict) -> Reply:
+def _reply_of(item: dict[str, Any]) -> Reply:
     model = payload_model(item["kind"])
     if model is None:  # pragma: no cover - every kind we write is registered
         raise MalformedMessage(f"outbox holds unknown kind {item['kind']!r}")

@@ -48,7 +48,7 @@ async def replay_submission(bus: Bus, task_id: str) -> TaskSubmitted:
             f"task {task_id} was submitted without a snapshot: its tree cannot be replayed"
         )
     replayed = {role: f"{REPLAY_PREFIX}{task_id}" for role in LLM_ROLES if task.models.for_role(role)}
-    return task.model_copy(update={"models": ModelNames(**replayed), "interactive": False})
+    return task.model_copy(update={"models": ModelNames(**replayed), "interactive": False})  # pyright: ignore[reportArgumentType] - the keys are built-in role names, each a str field of ModelNames
 
 
 async def divergences_of(bus: Bus, replay_task_id: str) -> list[Divergence]:

@@ -160,7 +160,11 @@ async def code(
             max_repeated=request.budget.max_repeated_calls, max_failures=request.budget.max_tool_failures
         )
         model = model_for(
-            deps, task.models.chain_for(ROLE), role=ROLE, task_id=task_id, budget=request.budget
+            deps,
+            task.models.chain_for(ROLE),  # pyright: ignore[reportArgumentType] - the coder runs only with a model, so chain_for(ROLE) is not None
+            role=ROLE,
+            task_id=task_id,
+            budget=request.budget,
         )
         agent = Agent(
             model,

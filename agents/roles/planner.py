@@ -73,7 +73,7 @@ async def plan(
     name = task.models.for_role(ROLE)
     if not name:
         return PlanResult(step_id=request.step_id, plan=fixed_plan(task, files))
-    model = model_for(deps, task.models.chain_for(ROLE), role=ROLE, task_id=task_id, budget=request.budget)
+    model = model_for(deps, task.models.chain_for(ROLE), role=ROLE, task_id=task_id, budget=request.budget)  # pyright: ignore[reportArgumentType] - for_role(ROLE) named a model above, so chain_for(ROLE) is not None
     run_info = RunInfo(task_id=task_id, role=ROLE, step_id=request.step_id, trace_id=trace_id)
     agent = Agent(
         model,

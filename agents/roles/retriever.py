@@ -107,7 +107,7 @@ async def retrieve(deps: RoleDeps, task_id: str, request: ContextRequest) -> Con
 async def _call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any] | None:
     result = await client.call_tool(tool, args)
     if result.is_error:
-        text = result.content[0].text if result.content else ""
+        text = result.content[0].text if result.content else ""  # pyright: ignore[reportAttributeAccessIssue] - a tool server's error result is text content
         if "not_found" in text or "nothing in the index" in text:
             return None
         raise StepError("env.infra", f"search server: {tool} failed: {text[:500]}")

@@ -95,7 +95,7 @@ class StepError(AgentError):
     def __init__(self, failure_class: str, message: str, *, usage: "Usage | None" = None) -> None:
         super().__init__(message)
         # Per instance, shadowing AgentError's class-level default: the raiser names the class.
-        self.failure_class = failure_class  # type: ignore[misc]
+        self.failure_class = failure_class  # type: ignore[misc] - a class attribute of StepError set per instance on purpose
         self.usage = usage
         """What the step consumed before it failed (a budget hit mid-step), charged to the task."""
 
@@ -179,7 +179,7 @@ def role_spec(
             if isinstance(innermost_exception(exc), StepError):
                 return Reply(
                     subjects.task_result(role),
-                    failed(request, failure_class, str(innermost_exception(exc))),
+                    failed(request, failure_class, str(innermost_exception(exc))),  # pyright: ignore[reportArgumentType] - the innermost exception is a StepError (checked above), which has a failure class
                     label="result",
                 )
             retry = failure_class is None or _bus_failed_under(innermost_exception(exc))

@@ -29,9 +29,7 @@ MODE_SCOPES: dict[str, frozenset[ScopeName]] = {
 class ToolProvider(Protocol):
     """Opens the tool servers of one root with a grant; see the module docstring."""
 
-    def servers(
-        self, root: Path, scopes: frozenset[ScopeName], *, index_dir: Path | None = None
-    ) -> dict[ServerName, Any]:
+    def servers(self, root: Path, scopes: frozenset[str], *, index_dir: Path | None = None) -> dict[str, Any]:
         """MCP targets of the servers for `root`, each granted `scopes` (tools outside them are
         neither listed nor callable); `index_dir` is where `search` keeps its index (default: the
         server's own choice). The caller owns the sessions it opens on them."""
@@ -71,5 +69,5 @@ async def mcp_client(target: Any) -> AsyncIterator[Any]:
     from mcp.client.streamable_http import streamable_http_client
 
     async with httpx2.AsyncClient(headers=target.headers(), timeout=httpx2.Timeout(30, read=None)) as http:
-        async with Client(streamable_http_client(target.url, http_client=http)) as client:  # type: ignore[arg-type]
+        async with Client(streamable_http_client(target.url, http_client=http)) as client:
             yield client

@@ -40,8 +40,10 @@ log = logging.getLogger("codeloop.agents")
 
 
 class Workspace(Protocol):
-    servers: dict[str, Any]
-    """MCP target of each server (fs, search, git, exec) rooted at the workspace."""
+    @property
+    def servers(self) -> dict[str, Any]:
+        """MCP target of each server (fs, search, git, exec) rooted at the workspace."""
+        ...
 
     async def patch(self) -> Patch:
         """The workspace's diff against its snapshot."""
@@ -118,7 +120,7 @@ class _RemoteWorkspace:
         if isinstance(reply, WorkspaceRefused):
             raise StepError(reply.failure_class, f"the workspace service: {reply.message}")
         if not isinstance(reply, WorkspacePatch):
-            raise StepError("env.infra", f"the workspace service answered a {verb} with {reply.kind}")
+            raise StepError("env.infra", f"the workspace service answered a {verb} with {reply.kind}")  # pyright: ignore[reportAttributeAccessIssue] - every registered payload model declares its kind field
         return Patch(diff=reply.diff, files_changed=reply.files_changed)
 
 
@@ -163,7 +165,7 @@ class RemoteWorkspaces:
         if isinstance(reply, WorkspaceRefused):
             raise StepError(reply.failure_class, f"the workspace service: {reply.message}")
         if not isinstance(reply, WorkspaceOpened):
-            raise StepError("env.infra", f"the workspace service answered an open with {reply.kind}")
+            raise StepError("env.infra", f"the workspace service answered an open with {reply.kind}")  # pyright: ignore[reportAttributeAccessIssue] - every registered payload model declares its kind field
         try:
             yield _RemoteWorkspace(deps, reply, self.timeout_s)
         finally:

@@ -295,7 +295,7 @@ def doctor(
     """
     if platform not in ("ptrace", "kvm"):
         raise usage_error(f"--platform {platform!r} is not one of ptrace, kvm")
-    report = run_checks(platform=platform, load_model=load_model)  # type: ignore[arg-type]
+    report = run_checks(platform=platform, load_model=load_model)
     if json_output:
         typer.echo(report.model_dump_json())
     else:

@@ -111,7 +111,7 @@ def _serve_config(
         root=root,
         audit_log=state.audit_log or home / ROOT_AUDIT,
         scopes=granted,
-        transport=transport.transport,  # type: ignore[arg-type]
+        transport=transport.transport,  # type: ignore[arg-type] - transport was validated against the Transport literals above
         host=transport.host,
         port=transport.port,
         token_file=transport.token_file,
@@ -153,7 +153,7 @@ def _run(config: Any, tasks: TasksServerOptions, health: tuple[str, int] | None)
         oserrors, rest = group.split(OSError)
         if rest is not None or oserrors is None:
             raise
-        raise fail("; ".join(os_error_message(e) for e in _leaves(oserrors))) from None  # type: ignore[arg-type]
+        raise fail("; ".join(os_error_message(e) for e in _leaves(oserrors))) from None  # type: ignore[arg-type] - the leaves of an OSError group are OSErrors
 
 
 def _run_tasks(config: Any, tasks: TasksServerOptions, *, health: tuple[str, int] | None) -> None:
@@ -190,7 +190,7 @@ async def _run_with_health(config: object, host: str, port: int) -> None:
     try:
         async with anyio.create_task_group() as tg:
             await tg.start(partial(serve_health, readiness, host=host, port=port))
-            await run_server(config, on_ready=listening)  # type: ignore[arg-type]
+            await run_server(config, on_ready=listening)  # type: ignore[arg-type] - run_server takes the narrower config type the branch above built
     except BaseExceptionGroup as group:
         # One cause (a bad token file, a taken port) is reported as it is without the endpoint.
         if len(group.exceptions) == 1 and not isinstance(group.exceptions[0], BaseExceptionGroup):

@@ -54,7 +54,7 @@ class OptionGroup:
         hints = typing.get_type_hints(cls, include_extras=True)
         return [
             inspect.Parameter(field.name, KEYWORD, default=field.default, annotation=hints[field.name])
-            for field in dataclasses.fields(cls)  # type: ignore[arg-type]
+            for field in dataclasses.fields(cls)  # type: ignore[arg-type] - cls is a dataclass type, checked by the caller
         ]
 
     @classmethod
@@ -98,13 +98,13 @@ def with_option_groups(command: Callable[..., Any]) -> Callable[..., Any]:
             values[name] = expansion.build({option: values.pop(option) for option in options})
         return command(**values)
 
-    cli_command.__signature__ = signature.replace(parameters=ordered)  # type: ignore[attr-defined]
+    cli_command.__signature__ = signature.replace(parameters=ordered)  # type: ignore[attr-defined] - click reads __signature__, which functions accept at run time
     return cli_command
 
 
 def _expansion(annotation: Any) -> Expansion | None:
     if isinstance(annotation, type) and issubclass(annotation, OptionGroup):
-        return annotation  # type: ignore[return-value]
+        return annotation
     if typing.get_origin(annotation) is typing.Annotated:
         found = [
             m for m in typing.get_args(annotation)[1:] if hasattr(m, "parameters") and hasattr(m, "build")

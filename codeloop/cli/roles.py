@@ -43,7 +43,7 @@ def roles(
         from bus.connection import open_bus
         from bus.discovery import discover
 
-        async with open_bus(config) as bus:
+        async with open_bus(config) as bus:  # pyright: ignore[reportArgumentType] - only reached with a config: the bus note above says why there is none
             return await discover(bus)
 
     workers = run_async(main) if config is not None else []

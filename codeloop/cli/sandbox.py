@@ -21,11 +21,19 @@ command with the system's programs only.
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from codeloop.cli.common import fail, usage_error
+
+if TYPE_CHECKING:  # imported when the command runs: `codeloop --help` stays fast
+    import anyio
+
+    from sandbox.backend import BackendChoice
+    from sandbox.errors import SandboxError
+    from sandbox.limits import SandboxLimits
+    from sandbox.result import ExecResult
 
 EXIT_SANDBOX_FAILED = 125
 EXIT_TIMED_OUT = 124
@@ -88,17 +96,12 @@ def exec_command(
 
     Example: codeloop sandbox exec --workspace . --timeout 120 --json -- python -m pytest -q
     """
-    from contextlib import AsyncExitStack
-
     import anyio
 
-    from codeloop.cli.env import environment_settings
     from codeloop.config.environment import tool_server_config
-    from sandbox.backend import open_sandbox, parse_policy
-    from sandbox.environments import open_environment
+    from sandbox.backend import parse_policy
     from sandbox.errors import EnvironmentSetupError, PolicyError, SandboxError
     from sandbox.limits import SandboxLimits
-    from sandbox.result import ExecResult
 
     if network != "none":
         raise usage_error(
@@ -115,52 +118,11 @@ def exec_command(
     except PolicyError as exc:
         raise usage_error(f"{exc}; set it to gvisor, process or auto") from None
 
-    async def cancel_on_termination(scope: anyio.CancelScope) -> None:
-        # SIGTERM/SIGHUP would end Python at once and leave the sandbox running: cancel instead,
-        # so the sandbox is killed and deleted before we exit.
-        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
-            async for _ in signals:
-                scope.cancel()
-                return
-
-    async def main() -> ExecResult | SandboxError | None:
-        outcome: ExecResult | SandboxError | None = None
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(cancel_on_termination, tg.cancel_scope)
-            try:
-                async with AsyncExitStack() as stack:
-                    lease = None
-                    if environment == "auto":
-                        lease = await stack.enter_async_context(
-                            open_environment(workspace, environment_settings(), progress=_progress)
-                        )
-                    own = () if lease is not None or environment == "none" else _own_interpreter(workspace)
-                    sandbox = await stack.enter_async_context(
-                        open_sandbox(
-                            workspace,
-                            limits=limits,
-                            backend=backend or "auto",
-                            policy=policy,
-                            environment=lease.environment if lease else None,
-                            ro_paths=own,
-                        )
-                    )
-                    env = (
-                        {"PATH": f"{Path(sys.executable).parent}:{sandbox.launcher.base_env()['PATH']}"}
-                        if own
-                        else None
-                    )
-                    outcome = await sandbox.exec(command, env=env)
-                    if lease is not None:
-                        outcome = outcome.model_copy(update={"environment": lease.info})
-            except SandboxError as exc:  # caught here: the task group would wrap it in a group
-                outcome = exc
-            tg.cancel_scope.cancel()
-        return outcome
-
     limits = SandboxLimits(timeout_s=timeout, memory_mb=memory_mb)
     try:
-        result = anyio.run(main)
+        result = anyio.run(
+            _exec_in_sandbox, command, workspace, limits, backend or "auto", policy, environment
+        )
     except KeyboardInterrupt:
         raise fail("interrupted; the sandbox was killed and deleted", 130) from None
     if isinstance(result, EnvironmentSetupError):
@@ -200,6 +162,71 @@ def missing_program_hint(environment: str) -> str:
         "it has none), then the system's programs; what the project needs belongs in its "
         "environment (`codeloop env show --repo DIR`)\n"
     )
+
+
+async def _cancel_on_termination(scope: "anyio.CancelScope") -> None:
+    """Cancel `scope` at SIGTERM/SIGHUP, which would end Python at once and leave the sandbox
+    running: cancelled, the sandbox is killed and deleted before we exit."""
+    import anyio
+
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return
+
+
+async def _exec_in_sandbox(
+    command: list[str],
+    workspace: Path,
+    limits: "SandboxLimits",
+    backend: "BackendChoice",
+    policy: "BackendChoice",
+    environment: str,
+) -> "ExecResult | SandboxError | None":
+    """Run `command` in a sandbox on `workspace`: its result, the sandbox's error, or None when a
+    signal ended it first."""
+    from contextlib import AsyncExitStack
+
+    import anyio
+
+    from codeloop.cli.env import environment_settings
+    from sandbox.backend import open_sandbox
+    from sandbox.environments import open_environment
+    from sandbox.errors import SandboxError
+
+    outcome: ExecResult | SandboxError | None = None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_cancel_on_termination, tg.cancel_scope)
+        try:
+            async with AsyncExitStack() as stack:
+                lease = None
+                if environment == "auto":
+                    lease = await stack.enter_async_context(
+                        open_environment(workspace, environment_settings(), progress=_progress)
+                    )
+                own = () if lease is not None or environment == "none" else _own_interpreter(workspace)
+                sandbox = await stack.enter_async_context(
+                    open_sandbox(
+                        workspace,
+                        limits=limits,
+                        backend=backend,
+                        policy=policy,
+                        environment=lease.environment if lease else None,
+                        ro_paths=own,
+                    )
+                )
+                env = (
+                    {"PATH": f"{Path(sys.executable).parent}:{sandbox.launcher.base_env()['PATH']}"}
+                    if own
+                    else None
+                )
+                outcome = await sandbox.exec(command, env=env)
+                if lease is not None:
+                    outcome = outcome.model_copy(update={"environment": lease.info})
+        except SandboxError as exc:  # caught here: the task group would wrap it in a group
+            outcome = exc
+        tg.cancel_scope.cancel()
+    return outcome
 
 
 def _progress(line: str) -> None:

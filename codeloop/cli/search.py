@@ -171,7 +171,7 @@ def search_command(
             policy=tool_server_config().sandbox_policy,
             environment=environment_settings(),
         )
-        typer.echo(f"note: examples: {_examples_summary(result.examples)}", err=True)
+        typer.echo(f"note: examples: {_examples_summary(result.examples)}", err=True)  # pyright: ignore[reportArgumentType] - examples were asked for, so the result carries their run
         return result
 
     result = _run(run)

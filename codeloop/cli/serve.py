@@ -186,7 +186,10 @@ def _run(plan: _Plan, health: HealthOptions, *, show: Any) -> None:
                 # Before the bus: a probe finds the process live (not ready) while it connects.
                 await tg.start(
                     partial(
-                        serve_health, plan.hosting.readiness, host=health.health_host, port=health.health_port
+                        serve_health,
+                        plan.hosting.readiness,  # pyright: ignore[reportArgumentType] - a plan with a health port always has its readiness
+                        host=health.health_host,
+                        port=health.health_port,
                     )
                 )
             await serve_process(

@@ -140,11 +140,11 @@ def _run_and_report(
     from codeloop.swebench.errors import SwebenchError
 
     try:
-        plan = prepare(options)  # type: ignore[operator]
+        plan = prepare(options)  # type: ignore[operator] - imported lazily, typed as the module's function
     except SwebenchError as exc:
         raise usage_error(str(exc)) from None
     try:
-        report = run(plan, connection)  # type: ignore[operator]
+        report = run(plan, connection)  # type: ignore[operator] - imported lazily, typed as the module's function
     except ConfigError as exc:
         raise usage_error(str(exc)) from None
     if as_json:

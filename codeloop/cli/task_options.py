@@ -45,7 +45,7 @@ class TaskFlags:
                 KEYWORD,
                 default=None,
                 annotation=Annotated[
-                    TaskOptions.model_fields[name].annotation,  # type: ignore[name-defined]
+                    TaskOptions.model_fields[name].annotation,
                     typer.Option(spellings[name].flag, help=self.help.get(name, spellings[name].help)),
                 ],
             )
@@ -95,7 +95,7 @@ def build_task(task: str, repo: Path, *, mode: str, options: TaskOptions, task_i
         submitted = TaskSubmitted(
             text=text,
             repo=str(repo.resolve()),
-            mode=mode,  # type: ignore[arg-type]
+            mode=mode,  # type: ignore[arg-type] - mode was validated against the Mode literals above
             budgets=settings.budgets,
             models=settings.models,
             interactive=sys.stdin.isatty(),

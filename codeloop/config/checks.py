@@ -70,7 +70,7 @@ def submission_problems(
                 )
     if pipeline is not None:
         try:
-            resolve_pipeline(pipeline, Path(task.repo), mode=task.mode, settings=settings or Settings())
+            resolve_pipeline(pipeline, Path(task.repo), mode=task.mode, settings=settings or Settings())  # pyright: ignore[reportCallIssue] - task is a TaskSubmitted whose models and budgets have defaults
         except PipelineError as exc:
             problems.append(str(exc))
     return problems

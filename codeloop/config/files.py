@@ -40,7 +40,7 @@ Stage = Annotated[str, StringConstraints(pattern=rf"^({'|'.join(STAGE_KINDS)}):[
 def _all_optional(model: type[BaseModel], name: str) -> type[BaseModel]:
     """`model`'s fields, each optional with its constraints kept: a file sets only some of them."""
     fields: dict[str, Any] = {
-        key: (info.annotation | None, FieldInfo.merge_field_infos(info, default=None))
+        key: (info.annotation | None, FieldInfo.merge_field_infos(info, default=None))  # pyright: ignore[reportOperatorIssue] - annotation | None builds the optional type at run time
         for key, info in model.model_fields.items()
     }
     return create_model(name, __config__=ConfigDict(extra="forbid", frozen=True), **fields)
@@ -50,7 +50,7 @@ class _Closed(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
-class SandboxFile(_all_optional(SandboxLimits, "SandboxLimitsFile")):  # type: ignore[misc]
+class SandboxFile(_all_optional(SandboxLimits, "SandboxLimitsFile")):
     backend: str | None = Field(default=None, pattern=r"^(auto|gvisor|process)$")
     """gvisor | process | auto (`CODELOOP_SANDBOX`)."""
 
@@ -83,7 +83,7 @@ class FileConfig(_Closed):
     """Role (`default`, `planner`, `coder`, a plug-in role's name) -> a model, or a list tried in order."""
     model_settings: dict[ModelName, ModelOptions] = {}
     """Model name -> its settings and price."""
-    budgets: BudgetsFile = BudgetsFile()  # type: ignore[valid-type]
+    budgets: BudgetsFile = BudgetsFile()  # type: ignore[valid-type] - BudgetsFile is a model class built at import time by create_model
     """Limits of every task."""
     pipelines: dict[RoleName, Annotated[list[Stage], Field(min_length=1)]] = {}
     """Pipeline name -> its stages, `KIND:ROLE` each."""

@@ -101,7 +101,7 @@ def client_bus_config(**options: object) -> BusConfig:
     Raises:
         ConfigError: no URL given and no running `codeloop serve` found.
     """
-    config = bus_config(**options)  # type: ignore[arg-type]
+    config = bus_config(**options)  # type: ignore[arg-type] - the note's options are bus_config's keyword arguments, validated by pydantic
     found = serve_to_join(config)
     if found is None:
         raise ConfigError(

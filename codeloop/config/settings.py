@@ -238,7 +238,7 @@ def _put(layer: _Layer, key: str, value: Any, *, where: str, cwd: Path) -> None:
 
 def _file_layer(source: Source, file: ConfigFile) -> _Layer:
     config = file.config
-    layer = _Layer(source=source, where=str(file.path), models=dict(config.models))  # type: ignore[arg-type]
+    layer = _Layer(source=source, where=str(file.path), models=dict(config.models))  # type: ignore[arg-type] - a file's models table maps role names to model names, validated by the layer model
     for name, options in config.model_settings.items():
         for option, value in options.model_dump(exclude_none=True).items():
             layer.values[f"model_settings.{name}.{option}"] = value
@@ -309,7 +309,7 @@ def _model_names(chains: dict[str, list[str]], values: dict[str, Any]) -> ModelN
             options.setdefault(_model_of(key), {})[key.rpartition(".")[2]] = value
     builtin = {role: chain[0] for role, chain in chains.items() if role in BUILTIN_MODEL_ROLES}
     models = ModelNames(
-        **builtin,
+        **builtin,  # pyright: ignore[reportArgumentType] - the keys are built-in role names, each a str field of ModelNames
         roles={role: chain[0] for role, chain in chains.items() if role not in BUILTIN_MODEL_ROLES},
         fallbacks={role: chain[1:] for role, chain in chains.items() if len(chain) > 1},
     )

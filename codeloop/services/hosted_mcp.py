@@ -154,7 +154,7 @@ async def _tasks_server(config: ServeConfig, bus: Bus | None, sink: AuditSink | 
         token_verifier=TokenTable.from_file(config.token_file) if config.token_file else None,
         secrets=config.secrets,
     )
-    return build_tasks_server(config.root.resolve(), options, await BusTasks.open(bus))
+    return build_tasks_server(config.root.resolve(), options, await BusTasks.open(bus))  # pyright: ignore[reportArgumentType] - BusTasks.changes is an async generator function, which the protocol's iterator describes
 
 
 __all__ = ["HOSTED", "PRINCIPAL", "McpHosting", "host_tool_servers", "write_token_file"]

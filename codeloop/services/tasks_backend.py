@@ -328,7 +328,7 @@ class BusTasks:
 def _view_of(state: TaskState, submitted_at: float, pending: PendingConfirmation | None) -> TaskView:
     result = state.result.model_dump(mode="json") if state.result is not None else None
     if result is not None:
-        elapsed = float(state.result.usage.get("wall_s") or (state.updated_at.timestamp() - submitted_at))
+        elapsed = float(state.result.usage.get("wall_s") or (state.updated_at.timestamp() - submitted_at))  # pyright: ignore[reportOptionalMemberAccess] - result is not None here: checked on the line above
     else:
         elapsed = datetime.now(UTC).timestamp() - submitted_at
     return TaskView(

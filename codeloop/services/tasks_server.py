@@ -81,7 +81,7 @@ async def run_tasks_server(
         async with open_bus(client_config) as bus:
             readiness.add("nats", lambda: bus.connected)
             backend = await BusTasks.open(bus, max_running=max_running, check_credentials=check_credentials)
-            server = build_tasks_server(config.root.resolve(), options, backend)
+            server = build_tasks_server(config.root.resolve(), options, backend)  # pyright: ignore[reportArgumentType] - BusTasks.changes is an async generator function, which the protocol's iterator describes
             await serve_over(server, config, on_ready=listening)
 
     async with anyio.create_task_group() as tg:

@@ -148,7 +148,10 @@ class WorkspaceService:
             for verb in ("diff", "sync", "close"):
                 await tg.start(
                     lambda task_status, verb=verb: respond(
-                        self.bus, service_subject(self.id, verb), self._answer, task_status=task_status
+                        self.bus,
+                        service_subject(self.id, verb),  # pyright: ignore[reportArgumentType] - verb is one of the three literals of the loop
+                        self._answer,
+                        task_status=task_status,
                     )
                 )
             # A task's end closes what its steps left open (a worker that died mid-step).
@@ -201,10 +204,11 @@ class WorkspaceService:
                     await hosted.gone.wait()
                 return WorkspaceClosed(workspace=request.workspace, existed=hosted is not None)
             return WorkspaceRefused(
-                failure_class="agent.format", message=f"the workspace service takes no {request.kind}"
+                failure_class="agent.format",
+                message=f"the workspace service takes no {request.kind}",  # pyright: ignore[reportAttributeAccessIssue] - every registered payload model declares its kind field
             )
         except Exception as exc:  # the asker gets the reason instead of a timeout
-            log.warning("workspace request %s failed: %s: %s", request.kind, type(exc).__name__, exc)
+            log.warning("workspace request %s failed: %s: %s", request.kind, type(exc).__name__, exc)  # pyright: ignore[reportAttributeAccessIssue] - every registered payload model declares its kind field
             failure_class = getattr(exc, "failure_class", None) or "env.infra"
             return WorkspaceRefused(
                 failure_class=failure_class, message=f"{type(exc).__name__}: {exc}"[:2000]

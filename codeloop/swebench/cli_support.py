@@ -281,7 +281,7 @@ def _solve(plan: RunPlan, connection: dict[str, Any]) -> None:
         lambda: solve(
             plan.instances,
             plan.sources,
-            model=plan.model,
+            model=plan.model,  # pyright: ignore[reportArgumentType] - only called when --model was given
             settings=plan.model_settings,
             connection=connection,
             out=plan.out,

@@ -5,7 +5,7 @@ official grading must tell it from gold by the per-test outcomes of the same log
 `benchmarks/swebench_variants.py` and the grading tests.
 """
 
-from unidiff import PatchSet
+from unidiff.patch import PatchSet
 
 from codeloop.swebench.instances import Instance
 

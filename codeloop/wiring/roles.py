@@ -127,5 +127,5 @@ async def role_specs(
         assert definition is not None  # checked above
         if deps is None and definition.actor is None:
             raise ValueError(f"role {role} needs RoleDeps")
-        specs.append(definition.spec(deps, policy))  # type: ignore[arg-type]
+        specs.append(definition.spec(deps, policy))  # type: ignore[arg-type] - a plug-in's spec function, typed loosely by its entry point
     return [traced(spec) for spec in specs]  # spans are non-recording unless telemetry is set up

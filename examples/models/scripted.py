@@ -340,7 +340,7 @@ def _mutations(path: str, source: str, node: ast.FunctionDef | ast.AsyncFunction
     body_start = node.body[0].lineno
     if isinstance(node.body[0], ast.Expr) and isinstance(getattr(node.body[0], "value", None), ast.Constant):
         body_start = (
-            node.body[0].end_lineno + 1 if len(node.body) > 1 else node.end_lineno + 1
+            node.body[0].end_lineno + 1 if len(node.body) > 1 else node.end_lineno + 1  # pyright: ignore[reportOptionalOperand] - parsed from source: every node has its line numbers
         )  # skip docstring
     end = node.end_lineno or node.lineno
     found: list[Mutation] = []
@@ -588,7 +588,7 @@ def _add_test(ctx: Ctx, node: str) -> Strategy:
     if raises:
         body = f"    with pytest.raises({raises['error']}):\n        {expr}\n"
     else:
-        body = f"    assert {expr} == {expect['value']}\n"  # type: ignore[index]
+        body = f"    assert {expr} == {expect['value']}\n"  # type: ignore[index] - expect is the dict the scripted plan wrote, with a value key
     content = existing or ""
     imports = [line for line in imports if line not in content]
     content = (
@@ -716,7 +716,7 @@ def _wrong_fix(ctx: Ctx) -> Strategy:
         return "Nothing to change."
     suspect = candidates[0]
     lines = texts[suspect.path].splitlines(keepends=True)
-    indent = re.match(r"\s*", lines[suspect.line - 1]).group(0)  # type: ignore[union-attr]
+    indent = re.match(r"\s*", lines[suspect.line - 1]).group(0)  # type: ignore[union-attr] - the pattern matches any line, even an empty one
     lines.insert(suspect.line - 1, f"{indent}{MARKER}\n")
     yield Call("write_file", {"path": suspect.path, "content": "".join(lines)})
     return f"Fixed the problem in {suspect.path} around line {suspect.line}."
@@ -744,7 +744,7 @@ explain = _role(_explain)
 loop = _role(_loop)
 wrong_fix = _role(_wrong_fix)
 fix_priced = _role(_fix)
-fix_priced.priced_as = "gpt-4o"  # type: ignore[attr-defined]
+fix_priced.priced_as = "gpt-4o"
 
 
 async def slow(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:

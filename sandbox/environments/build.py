@@ -216,7 +216,7 @@ class Builder:
         log_path = self.target / LOG
         log = await anyio.to_thread.run_sync(open, log_path, "ab")
         try:
-            steps = StepRunner(log, log_path, deadline=anyio.current_time() + timeout_s, progress=progress)
+            steps = StepRunner(log, log_path, deadline=anyio.current_time() + timeout_s, progress=progress)  # pyright: ignore[reportArgumentType] - opened in binary mode, so a BinaryIO
             await self._project(progress)
             await steps.run(
                 "create the virtualenv",

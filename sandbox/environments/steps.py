@@ -90,7 +90,7 @@ class StepRunner:
             self._fail(step, f"exited with {process.returncode}", tail, output)
         return output
 
-    async def _pump(self, stream, tail: deque[str], chunks: list[bytes]) -> None:  # type: ignore[no-untyped-def]
+    async def _pump(self, stream, tail: deque[str], chunks: list[bytes]) -> None:
         pending = b""
         async for chunk in stream:
             self.log.write(chunk)

@@ -1,6 +1,10 @@
 """The orchestrator's transition function, exhaustively: every status against every kind of input,
 then the paths a task takes (pass, revise, re-plan, hand-off by each budget, stale results)."""
 
+# The tests drive each step to the state they assert and then read its fields: a None there fails
+# the test as an assert would, so the checker's Optional rules are off in this file.
+# pyright: reportOptionalMemberAccess=false, reportOptionalSubscript=false, reportOptionalOperand=false
+
 from datetime import UTC, datetime, timedelta
 from typing import get_args
 
@@ -34,8 +38,14 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 MODELS = ModelNames(default="function:/x.py:f")
 
 
+def _awaited(state: TaskState) -> str:
+    """The id of the step `state` waits for (the tests drive it only while it waits for one)."""
+    assert state.expected_step is not None
+    return state.expected_step
+
+
 def _task(mode: str = "write", **budgets: object) -> TaskSubmitted:
-    return TaskSubmitted(text="fix it", repo="/r", mode=mode, models=MODELS, budgets=Budgets(**budgets))  # type: ignore[arg-type]
+    return TaskSubmitted(text="fix it", repo="/r", mode=mode, models=MODELS, budgets=Budgets(**budgets))  # type: ignore[arg-type] - mode and budgets are literals of each test, validated by pydantic
 
 
 def _state(task: TaskSubmitted | None = None) -> TaskState:
@@ -44,7 +54,7 @@ def _state(task: TaskSubmitted | None = None) -> TaskState:
 
 def _step(state: TaskState, payload, *, role: str = "x", now: datetime = T0, pipeline=FIX):
     assert state.expected_step is not None
-    return transition(state, StepDone(state.expected_step, role, payload), pipeline=pipeline, now=now)
+    return transition(state, StepDone(_awaited(state), role, payload), pipeline=pipeline, now=now)
 
 
 def _dispatched(outcome):
@@ -52,12 +62,16 @@ def _dispatched(outcome):
 
 
 def _report(verdict: str, *failures: Failure) -> VerificationReport:
-    return VerificationReport(verdict=verdict, failures=list(failures))  # type: ignore[arg-type]
+    return VerificationReport(verdict=verdict, failures=list(failures))  # type: ignore[arg-type] - verdict is one of the literals, given by each test
 
 
 def _fail(test_id: str = "tests/test_a.py::test_x") -> Failure:
     return Failure(
-        failure_class="test.still_failing", test_id=test_id, path="tests/test_a.py", line=3, message="boom"
+        failure_class="test.still_failing",  # pyright: ignore[reportArgumentType] - pydantic turns the value into its FailureClass member
+        test_id=test_id,
+        path="tests/test_a.py",
+        line=3,
+        message="boom",
     )
 
 
@@ -66,16 +80,16 @@ def _to_verifying(task: TaskSubmitted | None = None) -> TaskState:
     state = _step(
         state,
         PlanResult(
-            step_id=state.expected_step,
+            step_id=_awaited(state),
             plan=Plan(steps=[PlanStep(description="s")]),
             usage=Usage(requests=1, input_tokens=10),
         ),
     ).state
-    state = _step(state, Context(step_id=state.expected_step)).state
+    state = _step(state, Context(step_id=_awaited(state))).state
     state = _step(
         state,
         CodeResult(
-            step_id=state.expected_step,
+            step_id=_awaited(state),
             patch="diff",
             files_changed=["a.py"],
             usage=Usage(requests=2, input_tokens=20),
@@ -138,9 +152,7 @@ def test_every_status_answers_every_input_kind(status: str, kind: str) -> None:
 # ── paths ───────────────────────────────────────────────────────────────────────────────────────
 def test_a_passing_verification_ends_the_task_done_with_the_patch_and_usage_by_role() -> None:
     state = _to_verifying()
-    outcome = _step(
-        state, VerifyResult(step_id=state.expected_step, report=_report("passed")), role="verifier"
-    )
+    outcome = _step(state, VerifyResult(step_id=_awaited(state), report=_report("passed")), role="verifier")
     result = outcome.state.result
     assert outcome.state.status == "done" and result.status == "done" and result.patch == "diff"
     assert result.files_changed == ["a.py"] and result.verification.verdict == "passed"
@@ -150,21 +162,21 @@ def test_a_passing_verification_ends_the_task_done_with_the_patch_and_usage_by_r
 
 def test_a_failed_verification_sends_the_failures_back_to_the_coder() -> None:
     state = _to_verifying()
-    outcome = _step(state, VerifyResult(step_id=state.expected_step, report=_report("failed", _fail())))
+    outcome = _step(state, VerifyResult(step_id=_awaited(state), report=_report("failed", _fail())))
     (dispatch,) = _dispatched(outcome)
     assert dispatch.role == "coder" and isinstance(dispatch.payload, CodeRequest)
     assert (
-        "tests/test_a.py::test_x" in dispatch.payload.feedback
-        and "tests/test_a.py:3" in dispatch.payload.feedback
+        "tests/test_a.py::test_x" in dispatch.payload.feedback  # pyright: ignore[reportOperatorIssue] - the feedback of a revision request is set
+        and "tests/test_a.py:3" in dispatch.payload.feedback  # pyright: ignore[reportOperatorIssue] - the feedback of a revision request is set
     )
     assert dispatch.payload.previous_patch == "diff" and outcome.state.revisions == 1
 
 
 def test_the_same_failures_twice_in_a_row_hand_the_task_off() -> None:
     state = _to_verifying()
-    state = _step(state, VerifyResult(step_id=state.expected_step, report=_report("failed", _fail()))).state
-    state = _step(state, CodeResult(step_id=state.expected_step, patch="diff2", files_changed=["a.py"])).state
-    outcome = _step(state, VerifyResult(step_id=state.expected_step, report=_report("failed", _fail())))
+    state = _step(state, VerifyResult(step_id=_awaited(state), report=_report("failed", _fail()))).state
+    state = _step(state, CodeResult(step_id=_awaited(state), patch="diff2", files_changed=["a.py"])).state
+    outcome = _step(state, VerifyResult(step_id=_awaited(state), report=_report("failed", _fail())))
     assert outcome.state.status == "handed_off" and outcome.state.result.failure_class == "test.still_failing"
     assert "Handed off" in outcome.state.result.report and "a.py" in outcome.state.result.report
 
@@ -174,7 +186,7 @@ def test_the_revision_budget_ends_the_loop_and_two_failed_revisions_bring_a_new_
     roles = []
     for i in range(4):
         outcome = _step(
-            state, VerifyResult(step_id=state.expected_step, report=_report("failed", _fail(f"t::{i}")))
+            state, VerifyResult(step_id=_awaited(state), report=_report("failed", _fail(f"t::{i}")))
         )
         state = outcome.state
         if state.status == "handed_off":
@@ -184,12 +196,10 @@ def test_the_revision_budget_ends_the_loop_and_two_failed_revisions_bring_a_new_
         if dispatch.role == "planner":
             assert isinstance(dispatch.payload, PlanRequest) and dispatch.payload.feedback
             state = _step(
-                state, PlanResult(step_id=state.expected_step, plan=Plan(revision_reason="tests fail"))
+                state, PlanResult(step_id=_awaited(state), plan=Plan(revision_reason="tests fail"))
             ).state
-            state = _step(state, Context(step_id=state.expected_step)).state
-        state = _step(
-            state, CodeResult(step_id=state.expected_step, patch=f"d{i}", files_changed=["a.py"])
-        ).state
+            state = _step(state, Context(step_id=_awaited(state))).state
+        state = _step(state, CodeResult(step_id=_awaited(state), patch=f"d{i}", files_changed=["a.py"])).state
     assert roles == ["coder", "coder", "planner"]
     assert state.status == "handed_off" and state.result.failure_class == "budget.revisions"
     assert state.result.plan["revisions"][0]["reason"] == "tests fail"
@@ -212,7 +222,7 @@ def _priced_planner_usage() -> Usage:
         return ModelResponse(parts=[call], usage=RequestUsage(input_tokens=1000, output_tokens=500))
 
     function = FunctionModel(plan)
-    function.priced_as = "gpt-4o"  # type: ignore[attr-defined]
+    function.priced_as = "gpt-4o"  # type: ignore[attr-defined] - a scripted model function carries priced_as, as in examples/models
     model = MeteredModel(function, name="function:plan.py:plan", role="planner")
     result = anyio.run(Agent(model, output_type=Plan).run, "plan")
     return usage_of(result.usage, model)
@@ -229,30 +239,28 @@ def _priced_planner_usage() -> Usage:
 def test_a_spent_budget_hands_off_before_the_next_model_step(budgets: dict, usage, limit: str) -> None:
     if callable(usage):
         usage = usage()
-        assert usage.cost_usd == pytest.approx(0.0075)  # $2.50 in, $10 out per million tokens
+        assert usage.cost_usd == pytest.approx(0.0075)  # $2.50 in, $10 out per million tokens  # pyright: ignore[reportAttributeAccessIssue] - usage is the Usage the parametrized factory returned
     state = transition(_state(_task(**budgets)), Start(), pipeline=FIX, now=T0).state
-    state = _step(state, PlanResult(step_id=state.expected_step, plan=Plan(), usage=usage)).state
-    outcome = _step(state, Context(step_id=state.expected_step))  # the coder would be next
+    state = _step(state, PlanResult(step_id=_awaited(state), plan=Plan(), usage=usage)).state  # pyright: ignore[reportArgumentType] - usage is the Usage the parametrized factory returned
+    outcome = _step(state, Context(step_id=_awaited(state)))  # the coder would be next
     assert outcome.state.status == "handed_off" and outcome.state.result.failure_class == limit
     assert not _dispatched(outcome)
 
 
 def test_the_deadline_hands_off_at_the_next_step_whatever_it_is() -> None:
     state = transition(_state(_task(deadline_s=60)), Start(), pipeline=FIX, now=T0).state
-    outcome = _step(
-        state, PlanResult(step_id=state.expected_step, plan=Plan()), now=T0 + timedelta(seconds=61)
-    )
+    outcome = _step(state, PlanResult(step_id=_awaited(state), plan=Plan()), now=T0 + timedelta(seconds=61))
     assert outcome.state.status == "handed_off" and outcome.state.result.failure_class == "budget.wall"
 
 
 def test_a_coder_stopped_by_a_limit_hands_off_with_its_partial_patch() -> None:
     state = transition(_state(), Start(), pipeline=FIX, now=T0).state
-    state = _step(state, PlanResult(step_id=state.expected_step, plan=Plan())).state
-    state = _step(state, Context(step_id=state.expected_step)).state
+    state = _step(state, PlanResult(step_id=_awaited(state), plan=Plan())).state
+    state = _step(state, Context(step_id=_awaited(state))).state
     outcome = _step(
         state,
         CodeResult(
-            step_id=state.expected_step,
+            step_id=_awaited(state),
             patch="partial",
             files_changed=["b.py"],
             stopped_by="agent.loop",
@@ -276,9 +284,7 @@ def test_a_late_result_of_a_superseded_step_is_ignored() -> None:
 
 def test_a_result_of_the_wrong_kind_for_the_stage_is_ignored() -> None:
     state = _to_verifying()
-    outcome = transition(
-        state, StepDone(state.expected_step, "echo", EchoResult(text="x")), pipeline=FIX, now=T0
-    )
+    outcome = transition(state, StepDone(_awaited(state), "echo", EchoResult(text="x")), pipeline=FIX, now=T0)
     assert outcome.ignored and outcome.state == state
 
 
@@ -289,42 +295,42 @@ def test_read_mode_answers_then_checks_the_answer_and_no_model_diagnoses() -> No
         and pipeline_for(_task().model_copy(update={"models": ModelNames()})) is DIAGNOSE
     )
     state = transition(_state(read), Start(), pipeline=EXPLAIN, now=T0).state
-    state = _step(state, PlanResult(step_id=state.expected_step, plan=Plan()), pipeline=EXPLAIN).state
-    state = _step(state, Context(step_id=state.expected_step), pipeline=EXPLAIN).state
+    state = _step(state, PlanResult(step_id=_awaited(state), plan=Plan()), pipeline=EXPLAIN).state
+    state = _step(state, Context(step_id=_awaited(state)), pipeline=EXPLAIN).state
     assert state.status == "answering"
-    outcome = _step(state, CodeResult(step_id=state.expected_step, answer="see a.py:3"), pipeline=EXPLAIN)
+    outcome = _step(state, CodeResult(step_id=_awaited(state), answer="see a.py:3"), pipeline=EXPLAIN)
     (dispatch,) = _dispatched(outcome)
     assert isinstance(dispatch.payload, VerifyRequest) and dispatch.payload.answer == "see a.py:3"
     final = _step(
         outcome.state,
-        VerifyResult(step_id=outcome.state.expected_step, report=_report("passed")),
+        VerifyResult(step_id=_awaited(outcome.state), report=_report("passed")),
         pipeline=EXPLAIN,
     ).state
     assert final.status == "done" and final.result.answer == "see a.py:3" and final.result.patch is None
 
     quiet = _task().model_copy(update={"models": ModelNames()})
     state = transition(_state(quiet), Start(), pipeline=DIAGNOSE, now=T0).state
-    state = _step(
-        state, PlanResult(step_id=state.expected_step, plan=Plan(fixed=True)), pipeline=DIAGNOSE
-    ).state
+    state = _step(state, PlanResult(step_id=_awaited(state), plan=Plan(fixed=True)), pipeline=DIAGNOSE).state
     raised = ["ZeroDivisionError raised at a.py:3 in mean"]
-    state = _step(state, Context(step_id=state.expected_step, raised=raised), pipeline=DIAGNOSE).state
+    state = _step(state, Context(step_id=_awaited(state), raised=raised), pipeline=DIAGNOSE).state
     (verify,) = [c for c in [state] if c.status == "verifying"]
     final = _step(
         verify,
-        VerifyResult(step_id=verify.expected_step, report=_report("failed", _fail())),
+        VerifyResult(step_id=_awaited(verify), report=_report("failed", _fail())),
         pipeline=DIAGNOSE,
     ).state
-    assert final.status == "diagnosed" and "tests/test_a.py::test_x" in final.result.answer
+    assert final.status == "diagnosed" and "tests/test_a.py::test_x" in final.result.answer  # pyright: ignore[reportOperatorIssue] - a diagnosed task's result has its answer
     # Without a model, what the example raised and where is the diagnosis's lead.
-    assert "raised: ZeroDivisionError raised at a.py:3 in mean." in final.result.answer
+    assert "raised: ZeroDivisionError raised at a.py:3 in mean." in final.result.answer  # pyright: ignore[reportOperatorIssue] - a diagnosed task's result has its answer
 
 
 def test_the_transition_is_pure() -> None:
     """Same record and input, same outcome: what lets a redelivered input be handled again safely."""
     state = _to_verifying()
     event = StepDone(
-        state.expected_step, "verifier", VerifyResult(step_id=state.expected_step, report=_report("passed"))
+        state.expected_step,  # pyright: ignore[reportArgumentType] - the task waits for a step here
+        "verifier",
+        VerifyResult(step_id=_awaited(state), report=_report("passed")),
     )
     assert transition(state, event, pipeline=FIX, now=T0) == transition(state, event, pipeline=FIX, now=T0)
 
@@ -345,7 +351,9 @@ def test_a_stage_result_event_names_the_role_and_step_that_produced_it() -> None
     state = transition(_state(), Start(), pipeline=FIX, now=T0).state
     plan_step = state.expected_step
     outcome = _step(
-        state, PlanResult(step_id=plan_step, plan=Plan(steps=[PlanStep(description="s")])), role="planner"
+        state,
+        PlanResult(step_id=plan_step, plan=Plan(steps=[PlanStep(description="s")])),  # pyright: ignore[reportArgumentType] - the task waits for a step here
+        role="planner",
     )
     (plan_event,) = _emitted(outcome, "plan")
     assert (plan_event.data["role"], plan_event.data["step_id"]) == ("planner", plan_step)
@@ -356,7 +364,7 @@ def test_a_stage_result_event_names_the_role_and_step_that_produced_it() -> None
 def test_a_hand_off_is_an_event_carrying_the_report_and_what_is_left() -> None:
     state = _to_verifying(_task(max_revisions=0))
     outcome = _step(
-        state, VerifyResult(step_id=state.expected_step, report=_report("failed", _fail())), role="verifier"
+        state, VerifyResult(step_id=_awaited(state), report=_report("failed", _fail())), role="verifier"
     )
     assert outcome.state.status == "handed_off"
     (hand_off,) = _emitted(outcome, "hand_off")
@@ -378,16 +386,14 @@ def test_a_secret_the_model_wrote_into_its_plan_or_answer_leaves_in_no_event_or_
     plan = Plan(
         steps=[PlanStep(description=f"call the API with {key}")], hypotheses=[f"OPENAI_API_KEY={key}"]
     )
-    state = _step(state, PlanResult(step_id=state.expected_step, plan=plan), role="planner", pipeline=EXPLAIN)
+    state = _step(state, PlanResult(step_id=_awaited(state), plan=plan), role="planner", pipeline=EXPLAIN)
     assert key not in repr(_published(state))
     assert key in repr(_dispatched(state))  # the work itself goes on to the retriever as planned
-    state = _step(state.state, Context(step_id=state.state.expected_step), pipeline=EXPLAIN).state
-    outcome = _step(
-        state, CodeResult(step_id=state.expected_step, answer=f"The key is {key}."), pipeline=EXPLAIN
-    )
+    state = _step(state.state, Context(step_id=_awaited(state.state)), pipeline=EXPLAIN).state
+    outcome = _step(state, CodeResult(step_id=_awaited(state), answer=f"The key is {key}."), pipeline=EXPLAIN)
     outcome = _step(
         outcome.state, VerifyResult(step_id="", report=_report("passed")), role="verifier", pipeline=EXPLAIN
     )
     assert outcome.state.status == "done"
     assert key not in repr(_published(outcome)) and key not in outcome.state.result.model_dump_json()
-    assert "[redacted]" in outcome.state.result.answer and "[redacted]" in str(outcome.state.result.plan)
+    assert "[redacted]" in outcome.state.result.answer and "[redacted]" in str(outcome.state.result.plan)  # pyright: ignore[reportOperatorIssue] - the result of an answered task has its answer

@@ -123,4 +123,4 @@ def test_one_function_file_named_for_both_roles_is_loaded_once(script: Path) -> 
     """Our choice: planner and coder named by one --model share the script's module state, as they
     would share one real model."""
     models = {role: build_model(f"function:{script}:answer", role=role) for role in ("planner", "coder")}
-    assert models["planner"].wrapped.function is models["coder"].wrapped.function
+    assert models["planner"].wrapped.function is models["coder"].wrapped.function  # pyright: ignore[reportAttributeAccessIssue] - the built models are MeteredModels, which have wrapped

@@ -111,7 +111,7 @@ async def test_known_model_reports_tokens_and_a_price(api_key: str, monkeypatch,
     async with serve_fake_llm(Reply(text="priced")) as fake:
         with caplog.at_level(logging.INFO, logger="codeloop.agents"):
             result, calls = await _run(fake.base_url, monkeypatch)
-    assert result.output == "priced"
+    assert result.output == "priced"  # pyright: ignore[reportAttributeAccessIssue] - the exception group's leaf is the provider's result error, which has output
     [call] = calls
     assert call.cost_usd is not None and call.cost_usd > 0
     [line] = [r.getMessage() for r in caplog.records if r.name == "codeloop.agents"]

@@ -121,8 +121,8 @@ def test_a_task_s_chain_becomes_metered_models_with_their_own_attempts(tmp_path)
     names = ModelNames(
         coder=first, fallbacks={"coder": [second]}, options={first: ModelOptions(max_attempts=1)}
     )
-    assert names.chain_for("planner") is None and names.chain_for("coder").names == [first, second]
-    model = build_model(names.chain_for("coder"), role="coder")
+    assert names.chain_for("planner") is None and names.chain_for("coder").names == [first, second]  # pyright: ignore[reportOptionalMemberAccess] - the coder has a model here: the test set it
+    model = build_model(names.chain_for("coder"), role="coder")  # pyright: ignore[reportArgumentType] - the coder has a model here: the test set it
     assert isinstance(model, FallbackChain) and model.names == [first, second]
-    assert [m.retry.max_attempts for m in model.models] == [1, 4]  # type: ignore[attr-defined]
-    assert isinstance(build_model(ModelNames(default=first).chain_for("coder"), role="coder"), MeteredModel)
+    assert [m.retry.max_attempts for m in model.models] == [1, 4]  # type: ignore[attr-defined] - the built model is a FallbackModel of RetryModels here
+    assert isinstance(build_model(ModelNames(default=first).chain_for("coder"), role="coder"), MeteredModel)  # pyright: ignore[reportArgumentType] - the coder has a model here: the test set it

@@ -14,7 +14,7 @@ def _entry(result: object, outcome: str = "ok") -> Entry:
         kind="tool_result",
         tool="run_tests",
         tool_call_id="c1",
-        outcome=outcome,
+        outcome=outcome,  # pyright: ignore[reportArgumentType] - outcome is one of the literals, given by each test
         result=result,
     )
 

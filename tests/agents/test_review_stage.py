@@ -31,6 +31,12 @@ SECURE = parse_pipeline(
 KEY = Finding(message="hard-coded key", path="app.py", line=3, rule="hardcoded-secret")
 
 
+def _awaited(state: TaskState) -> str:
+    """The id of the step `state` waits for (the tests drive it only while it waits for one)."""
+    assert state.expected_step is not None
+    return state.expected_step
+
+
 def _start(max_revisions: int = 3) -> TaskState:
     task = TaskSubmitted(
         text="fix",
@@ -46,7 +52,7 @@ def _start(max_revisions: int = 3) -> TaskState:
 def _answer(state: TaskState, payload_for):
     outcome = transition(
         state,
-        StepDone(state.expected_step, state.stage_role, payload_for(state.expected_step)),
+        StepDone(_awaited(state), state.stage_role, payload_for(_awaited(state))),  # pyright: ignore[reportArgumentType] - the task is in a stage with a role here
         pipeline=SECURE,
         now=T0,
     )
@@ -88,13 +94,13 @@ def test_request_changes_is_a_revision_with_the_reviews_feedback_then_the_review
     assert state.status == "coding" and state.revisions == 1
     request = sent[0].payload
     assert isinstance(request, CodeRequest) and request.previous_patch == "diff-1"
-    assert "The security reviewed the patch and requested changes." in request.feedback
+    assert "The security reviewed the patch and requested changes." in request.feedback  # pyright: ignore[reportOperatorIssue] - the feedback of a revision request is set
     assert (
-        "use os.environ" in request.feedback
-        and "app.py:3: hard-coded key [hardcoded-secret]" in request.feedback
+        "use os.environ" in request.feedback  # pyright: ignore[reportOperatorIssue] - the feedback of a revision request is set
+        and "app.py:3: hard-coded key [hardcoded-secret]" in request.feedback  # pyright: ignore[reportOperatorIssue] - the feedback of a revision request is set
     )
     state, sent, _ = _answer(state, lambda s: CodeResult(step_id=s, patch="diff-2", files_changed=["app.py"]))
-    assert sent[0].role == "security" and sent[0].payload.round == 2 and sent[0].payload.patch == "diff-2"
+    assert sent[0].role == "security" and sent[0].payload.round == 2 and sent[0].payload.patch == "diff-2"  # pyright: ignore[reportAttributeAccessIssue] - the dispatched payload is a ReviewRequest, which has round and patch
     assert state.review_feedback is None  # answered: a later verification's feedback is its own
 
 
@@ -123,9 +129,7 @@ def test_a_review_result_answering_another_stage_is_ignored() -> None:
     state = _start()  # planning
     outcome = transition(
         state,
-        StepDone(
-            state.expected_step, "planner", ReviewResult(step_id=state.expected_step, verdict="approve")
-        ),
+        StepDone(state.expected_step, "planner", ReviewResult(step_id=_awaited(state), verdict="approve")),  # pyright: ignore[reportArgumentType] - the task waits for a step here, the planner's
         pipeline=SECURE,
         now=T0,
     )

@@ -37,7 +37,7 @@ async def main(url: str, mode: str) -> None:
         "user": os.environ.get("CODELOOP_NATS_USER"),
         "password": os.environ.get("CODELOOP_NATS_PASSWORD"),
     }
-    async with open_bus(BusConfig(servers=(url,), name=f"crash-worker-{mode}", **auth)) as bus:
+    async with open_bus(BusConfig(servers=(url,), name=f"crash-worker-{mode}", **auth)) as bus:  # pyright: ignore[reportArgumentType] - the auth options come from the environment of the test, BusConfig validates them
         effects = await bus.js.key_value(EFFECTS_BUCKET)
 
         async def announce(stage: str) -> None:

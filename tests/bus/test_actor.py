@@ -102,10 +102,10 @@ async def test_two_poison_messages_among_sixty_leave_the_healthy_ones_and_the_wo
 
     async def handler(delivery: Delivery) -> Reply:
         request = delivery.envelope.open()
-        if request.text == "poison":
+        if request.text == "poison":  # pyright: ignore[reportAttributeAccessIssue] - the echo role's requests are EchoRequests, which have text
             raise ValueError("cannot digest this")
         await anyio.sleep(0.01)
-        return Reply(subjects.event(delivery.envelope.task_id, "result"), EchoResult(text=request.text))
+        return Reply(subjects.event(delivery.envelope.task_id, "result"), EchoResult(text=request.text))  # pyright: ignore[reportAttributeAccessIssue] - the echo role's requests are EchoRequests, which have text
 
     async with running(bus, _spec(handler, max_deliver=2, backoff_s=(0.05,), concurrency=16)) as (actor,):
         for i in range(60):

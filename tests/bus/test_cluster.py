@@ -44,7 +44,7 @@ async def test_killing_a_node_while_tasks_flow_loses_no_task(tmp_path: Path) -> 
                     info = await client.js.stream_info("CODELOOP_WORK")
                     assert info.config.num_replicas == 3
                     # The most disruptive node to lose: the one leading the work stream.
-                    victim = next(n for n in nodes if n.name == info.cluster.leader)
+                    victim = next(n for n in nodes if n.name == info.cluster.leader)  # pyright: ignore[reportOptionalMemberAccess] - a cluster's stream always reports its cluster
                     records = await TaskRecords.open(client)
                     submitted = []
                     for i in range(TASKS):

@@ -31,7 +31,7 @@ async def restricted_server(tmp_path: Path):
 
 
 def _config(server: NatsServer, **kwargs: object) -> BusConfig:
-    return BusConfig(servers=(server.url,), user="limited", password=PASSWORD, **kwargs)
+    return BusConfig(servers=(server.url,), user="limited", password=PASSWORD, **kwargs)  # pyright: ignore[reportArgumentType] - each test passes BusConfig's own keyword arguments
 
 
 async def _logged(

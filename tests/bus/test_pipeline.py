@@ -73,7 +73,7 @@ async def test_a_late_result_of_a_superseded_step_changes_nothing(bus: Bus) -> N
         with anyio.fail_after(10):
             await started.wait()
         state = await records.get("t-late")
-        request_id = state.outbox_request_id
+        request_id = state.outbox_request_id  # pyright: ignore[reportOptionalMemberAccess] - the record exists: the task was submitted above
         # the step's answer, caused by the request the record waits for: applied
         answer = Envelope.wrap(EchoResult(text="first"), task_id="t-late", causation_id=request_id)
         await bus.publish(subjects.task_result("echo"), answer)
@@ -87,7 +87,7 @@ async def test_a_late_result_of_a_superseded_step_changes_nothing(bus: Bus) -> N
             await wait_stream_empty(bus, subjects.TASKS_STREAM)
         hold.set()
     after = await records.get("t-late")
-    assert done.status == "done" and done.result.answer == "first"
+    assert done.status == "done" and done.result.answer == "first"  # pyright: ignore[reportOptionalMemberAccess] - the task ended: its record has its result
     assert after == done
     events = await collect_events(bus, "t-late", lambda evs: is_final(evs[-1]))
     assert [e.kind for e in events].count("task_result") == 1

@@ -49,7 +49,7 @@ async def test_two_writers_racing_on_a_record_lose_neither_update(bus: Bus) -> N
 
     async def fast_writer() -> None:
         await slow_has_read.wait()
-        await records.update("t1", lambda s: s.model_copy(update={"revisions": s.revisions + 1}))
+        await records.update("t1", lambda s: s.model_copy(update={"revisions": s.revisions + 1}))  # pyright: ignore[reportOptionalMemberAccess] - the record exists: it was created above
         fast_has_written.set()
 
     with anyio.fail_after(10):

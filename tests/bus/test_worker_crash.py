@@ -66,7 +66,7 @@ async def test_task_completes_with_its_effect_once_after_its_worker_is_killed(
             await holding.unsubscribe()
     assert first.returncode == -signal.SIGKILL
     assert events[-1].payload["status"] == "done" and events[-1].payload["answer"] == "survive"
-    effect = json.loads((await effects.get(f"count.{envelope.task_id}")).value)
+    effect = json.loads((await effects.get(f"count.{envelope.task_id}")).value)  # pyright: ignore[reportArgumentType] - the effect was written by the worker, with a value
     assert effect["count"] == 1
 
 
@@ -93,5 +93,5 @@ async def test_a_redelivery_of_a_handled_message_does_not_run_its_handler_again(
             await _reap(first, second)
     assert first.returncode == -signal.SIGKILL
     assert events[-1].payload["status"] == "done"
-    effect = json.loads((await effects.get(f"count.{envelope.task_id}")).value)
+    effect = json.loads((await effects.get(f"count.{envelope.task_id}")).value)  # pyright: ignore[reportArgumentType] - the effect was written by the worker, with a value
     assert effect["count"] == 1  # unguarded: a second run of the handler would have made it 2

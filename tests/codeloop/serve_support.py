@@ -46,5 +46,5 @@ async def http_client(url: str, token: str | None) -> AsyncIterator[Client]:
     """The real MCP client over streamable HTTP, sending `token` as a bearer token."""
     headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
     async with httpx2.AsyncClient(headers=headers) as http:
-        async with Client(streamable_http_client(url, http_client=http)) as client:  # type: ignore[arg-type]
+        async with Client(streamable_http_client(url, http_client=http)) as client:
             yield client

@@ -166,7 +166,7 @@ async def test_ctrl_c_with_a_tool_call_in_flight_stops_serve_without_a_traceback
             async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
                 async with Client(
                     streamable_http_client(note["mcp"]["urls"]["exec"], http_client=http)
-                ) as client:  # type: ignore[arg-type]
+                ) as client:
                     async with anyio.create_task_group() as tg:
                         tg.start_soon(_call_until_shutdown, client, sleeper)
                         await _wait_for_process(marker)  # the call is running

@@ -10,9 +10,11 @@ from pathlib import Path
 import anyio
 import pytest
 
+from codeloop.testing import make_repo
 from tests.codeloop.serve_support import CODELOOP, codeloop_env, running_serve
-from tests.e2e.conftest import SCRIPTED, make_repo
+from tests.e2e.conftest import SCRIPTED
 from tests.processes import processes_mentioning
+from tests.support.repos import CALC
 
 pytestmark = pytest.mark.anyio
 
@@ -60,7 +62,7 @@ async def test_a_bad_name_is_a_usage_error_before_anything_starts(tmp_path: Path
     """Issue acceptance: each bad name, and a malformed project file, exits 2 with one `error:` line
     naming the value and the fix; no NATS process, store, snapshot or home state is left (nothing
     was started)."""
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     env = _env(tmp_path)
     head = {
         "run": ["run", "fix add", "--repo", str(repo)],
@@ -97,7 +99,7 @@ async def test_config_show_reports_each_source_and_the_task_record_carries_the_r
     """Issue acceptance: the project file sets the coder, the user file the default; `config show
     --json` says where each came from; a flag overrides both; the task's record carries the models
     and budgets it ran with, and `trace` shows them."""
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     (tmp_path / "xdg" / "codeloop").mkdir(parents=True)
     user = tmp_path / "xdg" / "codeloop" / "config.toml"
     user.write_text(f'[models]\ndefault = "function:{SCRIPTED}:explain"\n\n[budgets]\nmax_steps = 9\n')
@@ -172,7 +174,7 @@ async def test_config_show_reports_each_source_and_the_task_record_carries_the_r
 
 async def test_config_check_refuses_a_pipeline_that_cannot_run(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
-    make_repo(repo)
+    make_repo(repo, CALC)
     (repo / "codeloop.toml").write_text(
         '[pipelines]\nbackwards = ["code:coder", "plan:planner"]\nlonely = ["code:coder", "review:nobody"]\n'
         'fine = ["plan:planner", "code:coder", "verify:verifier"]\n'

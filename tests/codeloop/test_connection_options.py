@@ -15,7 +15,7 @@ def test_each_connection_option_arrives_as_its_bus_config_keyword(tmp_path) -> N
     seen: list[Connection] = []
 
     @with_option_groups
-    def probe(name: str, connection: Connection = None, loud: bool = False) -> None:  # type: ignore[assignment]
+    def probe(name: str, connection: Connection = None, loud: bool = False) -> None:  # type: ignore[assignment] - typer fills the option group: the default is never used
         seen.append(connection)
         typer.echo(f"{name} {loud}")
 
@@ -48,7 +48,7 @@ def test_options_left_out_are_none_so_the_environment_decides() -> None:
     seen: list[Connection] = []
 
     @with_option_groups
-    def probe(connection: Connection = None) -> None:  # type: ignore[assignment]
+    def probe(connection: Connection = None) -> None:  # type: ignore[assignment] - typer fills the option group: the default is never used
         seen.append(connection)
 
     app = typer.Typer()

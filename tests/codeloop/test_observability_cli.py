@@ -17,8 +17,10 @@ from agents.workspace import capture_snapshot
 from bus.connection import open_bus
 from codeloop.cli.trace import read_task_events
 from codeloop.config.serve_note import client_bus_config
+from codeloop.testing import make_repo
 from tests.codeloop.serve_support import CODELOOP, codeloop_env, running_serve
-from tests.e2e.conftest import make_repo, model
+from tests.e2e.conftest import model
+from tests.support.repos import CALC
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -40,7 +42,7 @@ async def test_serve_metrics_count_known_tasks_and_trace_shows_their_calls(tmp_p
     """Two known tasks (a fix, a diagnosis) through a real `codeloop serve`: its /metrics counts
     them by status, and counts exactly the model calls, tool calls and steps their events show."""
     home = tmp_path / "home"
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     async with running_serve(home, "--pipeline", "auto", "--no-mcp") as (_process, note):
         url = note["metrics_url"]
         assert url.startswith("http://127.0.0.1:") and url.endswith("/metrics")

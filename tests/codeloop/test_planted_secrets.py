@@ -91,7 +91,7 @@ async def _drive_http(note: dict[str, Any]) -> int:
     for server, calls in _calls().items():
         headers = {"Authorization": f"Bearer {token}"}
         async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(180.0)) as http:
-            async with Client(streamable_http_client(mcp["urls"][server], http_client=http)) as client:  # type: ignore[arg-type]
+            async with Client(streamable_http_client(mcp["urls"][server], http_client=http)) as client:
                 for name, args in calls:
                     await client.call_tool(name, args)
                     count += 1

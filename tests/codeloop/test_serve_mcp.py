@@ -81,7 +81,7 @@ async def test_serve_hosts_the_tool_servers_with_a_generated_token_and_publishes
                 wrong = {"Authorization": "Bearer not-the-token"}
                 assert (await http.post(mcp["urls"]["fs"], json=body, headers=wrong)).status_code == 401
 
-            outside = await _tool_call_event(home, tmp_path / "client", "mcp", read.meta[TRACE_KEY])
+            outside = await _tool_call_event(home, tmp_path / "client", "mcp", read.meta[TRACE_KEY])  # pyright: ignore[reportOptionalSubscript] - every tool result carries the trace id in its meta
             record = outside.payload["data"]
             assert (record["server"], record["tool"], record["principal"], record["outcome"]) == (
                 "fs",

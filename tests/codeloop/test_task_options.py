@@ -21,7 +21,7 @@ SCRIPTED = ROOT / "examples" / "models" / "scripted.py"
 
 
 def _flags(command: str) -> set[str]:
-    click_command = typer.main.get_command(app).commands[command]  # type: ignore[attr-defined]
+    click_command = typer.main.get_command(app).commands[command]  # type: ignore[attr-defined] - the root command of a typer app with subcommands is a click Group
     return {opt for param in click_command.params for opt in param.opts if opt.startswith("--")}
 
 

@@ -16,8 +16,9 @@ from bus.config import BusConfig
 from bus.connection import open_bus
 from codeloop.config.serve_note import client_config_for
 from codeloop.services.tasks_backend import BusTasks, check_submission
+from codeloop.testing import make_repo
 from codeloop.wiring.process import Hosting, Workers, serve
-from tests.e2e.conftest import make_repo
+from tests.support.repos import CALC
 from tool_servers.protocol.spec import ServerOptions
 from tool_servers.tasks.backend import Submission, SubmissionRefused
 from tool_servers.tasks.server import build_tasks_server
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture
 async def server(tmp_path: Path) -> AsyncIterator[Any]:
-    make_repo(tmp_path / "root" / "calc")
+    make_repo(tmp_path / "root" / "calc", CALC)
     config = BusConfig(state_dir=tmp_path / "state")
     stop = anyio.Event()
     async with anyio.create_task_group() as tg:
@@ -42,7 +43,7 @@ async def server(tmp_path: Path) -> AsyncIterator[Any]:
         )
         async with open_bus(client_config_for(config, note)) as bus:
             backend = await BusTasks.open(bus, max_running=2)
-            yield build_tasks_server(tmp_path / "root", ServerOptions(), backend)
+            yield build_tasks_server(tmp_path / "root", ServerOptions(), backend)  # pyright: ignore[reportArgumentType] - BusTasks.changes is an async generator function, which the protocol's iterator describes
         stop.set()
 
 
@@ -105,11 +106,11 @@ def test_the_submission_check_names_what_is_wrong(tmp_path: Path) -> None:
     names, budgets, pipeline = check_submission(
         submission(options={"max_steps": 3, "timeout_s": 60, "pipeline": "explain"})
     )
-    assert (budgets.max_steps, budgets.deadline_s, pipeline.name) == (3, 60, "explain")
+    assert (budgets.max_steps, budgets.deadline_s, pipeline.name) == (3, 60, "explain")  # pyright: ignore[reportOptionalMemberAccess] - a checked submission has its pipeline
     # The repository's configuration gives what the client left out, and declares its pipelines.
     (tmp_path / "codeloop.toml").write_text('[budgets]\nmax_steps = 7\n[pipelines]\nquick = ["code:coder"]\n')
     names, budgets, pipeline = check_submission(submission(mode="write", options={"pipeline": "quick"}))
-    assert (budgets.max_steps, pipeline.stages) == (7, ["code:coder"])
+    assert (budgets.max_steps, pipeline.stages) == (7, ["code:coder"])  # pyright: ignore[reportOptionalMemberAccess] - a checked submission has its pipeline
     with pytest.raises(SubmissionRefused, match="no pipeline named 'quik'; known: .*quick") as refused:
         check_submission(submission(options={"pipeline": "quik"}))
     assert refused.value.details["field"] == "pipeline"

@@ -19,10 +19,12 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from codeloop.testing import make_repo
 from tests.codeloop.serve_support import running_serve
-from tests.e2e.conftest import make_repo, model
+from tests.e2e.conftest import model
 from tests.e2e.tasks_support import tasks_over_http
 from tests.processes import processes_mentioning
+from tests.support.repos import CALC
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 ALICE, BOB = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
@@ -33,7 +35,7 @@ SERVE_ARGS = ("--pipeline", "auto", "--mcp-scopes", "read,write,execute", "--ack
 async def http_client(url: str, token: str) -> AsyncIterator[Client]:
     """The MCP client over streamable HTTP with the SDK's own timeouts (long reads: a wait, a listen)."""
     async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http:
-        async with Client(streamable_http_client(url, http_client=http)) as client:  # type: ignore[arg-type]
+        async with Client(streamable_http_client(url, http_client=http)) as client:
             yield client
 
 
@@ -65,7 +67,7 @@ async def test_principals_are_apart_a_cancel_is_followed_and_a_task_outlives_a_k
     tmp_path: Path,
 ) -> None:
     home, root = tmp_path / "home", tmp_path / "root"
-    make_repo(root / "calc")
+    make_repo(root / "calc", CALC)
     token_file = tmp_path / "tokens"
     token_file.write_text(f"{ALICE} alice read,write,execute\n{BOB} bob read,write,execute\n")
     token_file.chmod(0o600)
@@ -118,7 +120,7 @@ async def test_principals_are_apart_a_cancel_is_followed_and_a_task_outlives_a_k
 
                     async def follow() -> None:
                         async for _ in updates:
-                            status = json.loads((await alice.read_resource(uri)).contents[0].text)["status"]  # type: ignore[union-attr]
+                            status = json.loads((await alice.read_resource(uri)).contents[0].text)["status"]  # type: ignore[union-attr] - a JSON resource is text contents
                             seen.append(status)
                             if status == "coding":
                                 coding.set()

@@ -8,24 +8,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from codeloop.testing import PipelineRunner
 from tests.processes import processes_mentioning
 
 SCRIPTED = Path(__file__).with_name("scripted.py")
-
-CALC = {
-    "calc/__init__.py": '"""Tiny arithmetic."""\n\n\ndef add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n',
-    "calc/stats.py": '"""Averages over the arithmetic."""\n\nfrom calc import add\n\n\ndef mean(values):\n'
-    "    total = 0\n    for v in values:\n        total = add(total, v)\n    return total / len(values)\n",
-    "tests/test_calc.py": "from calc import add, mul\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
-    "def test_mul():\n    assert mul(2, 3) == 6\n",
-    "tests/test_stats.py": "from calc.stats import mean\n\n\ndef test_mean_of_one():\n    assert mean([4]) == 4\n",
-    "README.md": "# calc\n\nSmall arithmetic helpers.\n",
-}
-
-
-def make_repo(root: Path, files: dict[str, str] = CALC) -> Path:
-    return PipelineRunner.make_repo(root, files)
 
 
 def tree_digest(root: Path) -> dict[str, str]:
@@ -88,7 +73,7 @@ async def pipeline(tmp_path: Path) -> AsyncIterator[Callable]:
                     final = await watch_task(bus, envelope.task_id, lambda e: None)
                 return TaskResult.model_validate(final.payload)
 
-            run.bus = bus  # type: ignore[attr-defined]
-            run.nats_url = note.nats_url  # type: ignore[attr-defined]
+            run.bus = bus
+            run.nats_url = note.nats_url
             yield run
         stop.set()

@@ -183,7 +183,7 @@ def hang_once(messages, info) -> ModelResponse:
     if not _is_planner(info):
         import os
 
-        marker = Path(re.search(r"^marker: (\S+)$", _prompt(messages), re.M).group(1))
+        marker = Path(re.search(r"^marker: (\S+)$", _prompt(messages), re.M).group(1))  # pyright: ignore[reportOptionalMemberAccess] - the test's prompt always holds its marker line
         if not marker.exists():
             marker.write_text(str(os.getpid()))
             time.sleep(3600)
@@ -204,9 +204,9 @@ def fix_quoting_secrets(messages, info) -> ModelResponse:
 
     if _is_planner(info):
         response = _plan(messages, info)
-        plan = dict(response.parts[0].args)  # type: ignore[union-attr]
-        plan["hypotheses"] = [*plan["hypotheses"], planted.IN_TEXT["openai_project"]]
-        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, plan)])
+        plan = dict(response.parts[0].args)  # type: ignore[union-attr] - the first part of the scripted response is its tool call
+        plan["hypotheses"] = [*plan["hypotheses"], planted.IN_TEXT["openai_project"]]  # pyright: ignore[reportArgumentType] - the plan's arguments are the JSON object the model wrote
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, plan)])  # pyright: ignore[reportArgumentType] - the plan's arguments are the JSON object the model wrote
     returns = _returns(messages)
     if not any(p.tool_name == "list_files" for p in returns):
         return ModelResponse(parts=[ToolCallPart("list_files", {"pattern": f"**/{planted.SLACK}"})])

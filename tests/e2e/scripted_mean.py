@@ -32,7 +32,7 @@ def _code(messages, divisor_for) -> ModelResponse:
                 out.write(prompt + "\n\x1e\n")
         return ModelResponse(parts=[ToolCallPart("read_file", {"path": "stats/ops.py"})])
     if not any(p.tool_name == "write_file" for p in returns):
-        source = next(p.content["content"] for p in returns if p.tool_name == "read_file")
+        source = next(p.content["content"] for p in returns if p.tool_name == "read_file")  # pyright: ignore[reportArgumentType, reportCallIssue, reportIndexIssue] - read_file returns its structured content as a dict
         feedback = prompt.split(FEEDBACK)[1].split("## Task")[0] if FEEDBACK in prompt else ""
         text = re.sub(r"/ \(len\(xs\)[^)]*\)", f"/ ({divisor_for(feedback)})", source)
         return ModelResponse(parts=[ToolCallPart("write_file", {"path": "stats/ops.py", "content": text})])
@@ -68,4 +68,4 @@ def priced_busy(messages, info) -> ModelResponse:
     return response
 
 
-priced_busy.priced_as = "gpt-4o"  # type: ignore[attr-defined]
+priced_busy.priced_as = "gpt-4o"

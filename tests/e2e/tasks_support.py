@@ -55,7 +55,7 @@ async def wait_until_ended(client: Client, task_id: str, progress: list[str] | N
                 "wait_task",
                 {"task_id": task_id, "timeout_s": 60},
                 read_timeout_seconds=120,
-                progress_callback=on_progress,
+                progress_callback=on_progress,  # pyright: ignore[reportArgumentType] - the callback matches the SDK's progress signature
             )
             assert not result.is_error, result.content
             view = result.structured_content or {}

@@ -8,7 +8,9 @@ import pytest
 from agents.client import watch_task
 from agents.messages import ModelNames, TaskSubmitted
 from agents.runtime.confirmations import answer
-from tests.e2e.conftest import make_repo, model
+from codeloop.testing import make_repo
+from tests.e2e.conftest import model
+from tests.support.repos import CALC
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -55,22 +57,22 @@ async def _run_answering(pipeline, repo: Path, reply: bool | None, *, timeout_s:
 
 
 async def test_an_approved_protected_write_lands_in_the_patch(pipeline, tmp_path: Path) -> None:
-    result, seen = await _run_answering(pipeline, make_repo(tmp_path / "repo"), True)
-    assert ".github/workflows/ci.yml" in result.files_changed
+    result, seen = await _run_answering(pipeline, make_repo(tmp_path / "repo", CALC), True)
+    assert ".github/workflows/ci.yml" in result.files_changed  # pyright: ignore[reportAttributeAccessIssue] - the helper returns the task's result, set when it ended
     answered = [e for e in seen if e["name"] == "confirmation_answered"]
     assert answered and answered[0]["data"]["approved"] is True and answered[0]["data"]["by"] == "person"
 
 
 async def test_a_denied_protected_write_does_nothing(pipeline, tmp_path: Path) -> None:
-    result, seen = await _run_answering(pipeline, make_repo(tmp_path / "repo"), False)
-    assert ".github/workflows/ci.yml" not in result.files_changed
-    assert "not approve" in (result.answer or "")
+    result, seen = await _run_answering(pipeline, make_repo(tmp_path / "repo", CALC), False)
+    assert ".github/workflows/ci.yml" not in result.files_changed  # pyright: ignore[reportAttributeAccessIssue] - the helper returns the task's result, set when it ended
+    assert "not approve" in (result.answer or "")  # pyright: ignore[reportAttributeAccessIssue] - the helper returns the task's result, set when it ended
     answers = [e["data"]["approved"] for e in seen if e["name"] == "confirmation_answered"]
     assert answers and not any(answers)  # each attempt of the coder asked again, and heard no
 
 
 async def test_an_unanswered_confirmation_is_declined_after_the_timeout(pipeline, tmp_path: Path) -> None:
-    result, seen = await _run_answering(pipeline, make_repo(tmp_path / "repo"), None, timeout_s=1.0)
-    assert ".github/workflows/ci.yml" not in result.files_changed
+    result, seen = await _run_answering(pipeline, make_repo(tmp_path / "repo", CALC), None, timeout_s=1.0)
+    assert ".github/workflows/ci.yml" not in result.files_changed  # pyright: ignore[reportAttributeAccessIssue] - the helper returns the task's result, set when it ended
     answered = [e for e in seen if e["name"] == "confirmation_answered"]
     assert answered and answered[0]["data"] == {**answered[0]["data"], "approved": False, "by": "timeout"}

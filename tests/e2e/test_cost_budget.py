@@ -6,7 +6,9 @@ from pathlib import Path
 import pytest
 
 from agents.messages import Budgets, ModelNames, ModelOptions, TaskSubmitted
-from tests.e2e.conftest import make_repo, model
+from codeloop.testing import make_repo
+from tests.e2e.conftest import model
+from tests.support.repos import CALC
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -24,7 +26,7 @@ async def test_a_priced_task_past_its_cost_budget_is_handed_off_with_the_cost_pe
     )
     task = TaskSubmitted(
         text="what does add do?",
-        repo=str(make_repo(tmp_path / "repo")),
+        repo=str(make_repo(tmp_path / "repo", CALC)),
         mode="read",
         models=names,
         budgets=Budgets(max_cost_usd=0.01),

@@ -9,7 +9,9 @@ import pytest
 
 from agents.messages import ModelNames, TaskSubmitted
 from codeloop.cli.trace import read_task_events
-from tests.e2e.conftest import CALC, make_repo, model
+from codeloop.testing import make_repo
+from tests.e2e.conftest import model
+from tests.support.repos import CALC
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -23,7 +25,7 @@ async def test_the_tool_calls_of_a_fixed_task_are_events_with_outcome_duration_a
 ) -> None:
     """Every role's tool calls are `tool_call` events naming server, tool, outcome and duration,
     with the task's trace id, step and role; written contents appear only as size and sha256."""
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     task = TaskSubmitted(
         text="add(2, 3) returns -1 instead of 5",
         repo=str(repo),
@@ -61,7 +63,7 @@ async def test_the_tool_calls_of_a_fixed_task_are_events_with_outcome_duration_a
 
 async def test_a_refused_protected_write_is_a_refused_tool_call(pipeline, tmp_path: Path) -> None:
     """A high-risk call nobody confirms is refused by the server; its event says `refused` and why."""
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     task = TaskSubmitted(
         text="add a CI workflow",
         repo=str(repo),

@@ -8,8 +8,9 @@ import pytest
 
 from agents.client import watch_task
 from agents.messages import ModelNames, TaskSubmitted
+from codeloop.testing import make_repo
 from tests.agents.fake_llm import Reply, error, serve_fake_llm
-from tests.e2e.conftest import make_repo
+from tests.support.repos import CALC
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 KEY = "sk-test-provider-key-0123456789abcdef"
@@ -35,7 +36,7 @@ async def test_a_provider_that_stays_down_fails_the_task_as_infrastructure(
         monkeypatch.setenv("OPENAI_API_KEY", KEY)
         task = TaskSubmitted(
             text="fix add",
-            repo=str(make_repo(tmp_path / "repo")),
+            repo=str(make_repo(tmp_path / "repo", CALC)),
             mode="write",
             models=ModelNames(default="openai-chat:gpt-4o"),
         )
@@ -58,7 +59,7 @@ async def test_a_rate_limit_is_ridden_out_and_bad_output_is_the_models_fault(
         monkeypatch.setenv("OPENAI_API_KEY", KEY)
         task = TaskSubmitted(
             text="fix add",
-            repo=str(make_repo(tmp_path / "repo")),
+            repo=str(make_repo(tmp_path / "repo", CALC)),
             mode="write",
             models=ModelNames(default="openai-chat:gpt-4o"),
         )
@@ -77,7 +78,7 @@ async def test_a_fallback_answers_after_a_500_and_a_worker_without_the_key_fails
     from agents.messages import ModelOptions
     from tests.e2e.conftest import model
 
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     first, second = "openai-chat:gpt-4o", model("explain")
     async with serve_fake_llm(Reply(status=500, body=error(500, "upstream exploded"))) as fake:
         monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)

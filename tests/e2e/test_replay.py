@@ -15,8 +15,10 @@ from agents.replay.exact import exact_replay
 from agents.replay.session import divergences_of, replay_submission
 from agents.replay.store import load_runs, save_run
 from agents.workspace.scratch import OWNER_SUFFIX
+from codeloop.testing import make_repo
 from codeloop.wiring.tools import InProcessTools
-from tests.e2e.conftest import make_repo, model
+from tests.e2e.conftest import model
+from tests.support.repos import CALC
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 REPO_ROOT = Path(__file__).parents[2]
@@ -76,12 +78,12 @@ async def pipeline(tmp_path: Path) -> AsyncIterator[Callable]:
                     final = await watch_task(bus, envelope.task_id, lambda e: None)
                 return TaskResult.model_validate(final.payload)
 
-            run.bus, run.tools, run.nats_url = bus, tools, note.nats_url  # type: ignore[attr-defined]
+            run.bus, run.tools, run.nats_url = bus, tools, note.nats_url
             # the embedded server's generated credentials, for the command-line clients of a test
             run.auth_env = {
                 "CODELOOP_NATS_USER": client.user or "",
                 "CODELOOP_NATS_PASSWORD": client.password or "",
-            }  # type: ignore[attr-defined]
+            }
             yield run
         stop.set()
 
@@ -90,7 +92,7 @@ def _fix(repo: Path, mode: str = "write") -> TaskSubmitted:
     return TaskSubmitted(
         text="add(2, 3) returns -1 instead of 5",
         repo=str(repo),
-        mode=mode,  # type: ignore[arg-type]
+        mode=mode,  # type: ignore[arg-type] - mode is a literal of each test, validated by pydantic
         models=ModelNames(default=model("fix")),
         budgets=Budgets(),
     )
@@ -101,7 +103,7 @@ async def test_a_replayed_task_reproduces_its_patch_and_verdict_with_no_divergen
 ) -> None:
     """Replay of an unchanged system: the recorded responses, the tools run again on a fresh
     workspace, the verifier judges the patch again: the same patch and verdict, no divergence."""
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     original = await pipeline(_fix(repo))
     assert original.status == "done", original.report
     runs = await load_runs(pipeline.bus, original.task_id)
@@ -127,7 +129,7 @@ async def test_a_tool_that_answers_differently_on_replay_is_reported_as_a_diverg
 ) -> None:
     """A tool changed between record and replay: the replay names the step, the call and what
     differed, with both observations trimmed."""
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     original = await pipeline(_fix(repo))
     assert original.status == "done", original.report
     pipeline.tools.change = True
@@ -144,7 +146,7 @@ async def test_a_tool_that_answers_differently_on_replay_is_reported_as_a_diverg
 async def test_the_exact_replay_executes_no_tool_and_reproduces_every_run(pipeline, tmp_path: Path) -> None:
     """`--recorded-tools`: every run again from the recording — no tool server built, no scratch
     workspace made — so a changed tool makes no difference, and the result is the task's."""
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     original = await pipeline(_fix(repo))
     assert original.status == "done", original.report
     pipeline.tools.change = True
@@ -172,7 +174,7 @@ async def test_the_exact_replay_executes_no_tool_and_reproduces_every_run(pipeli
 async def test_the_replay_command_prints_the_result_with_its_divergences(pipeline, tmp_path: Path) -> None:
     """`codeloop replay TASK_ID --json` against a running bus: the shape of `run --json` plus
     `divergences`, the exit code of the replayed task's status."""
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     original = await pipeline(_fix(repo))
     env = {**os.environ, "CODELOOP_HOME": str(tmp_path / "home"), **pipeline.auth_env}
     for extra in ([], ["--recorded-tools"]):

@@ -9,7 +9,9 @@ import anyio
 import pytest
 
 from agents.messages import Budgets, ModelNames, TaskSubmitted
-from tests.e2e.conftest import CALC, make_repo, model, tree_digest
+from codeloop.testing import make_repo
+from tests.e2e.conftest import model, tree_digest
+from tests.support.repos import CALC
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -18,16 +20,16 @@ def _task(repo: Path, text: str, name: str, mode: str = "write", **budgets: obje
     return TaskSubmitted(
         text=text,
         repo=str(repo),
-        mode=mode,
-        models=ModelNames(default=model(name)),  # type: ignore[arg-type]
-        budgets=Budgets(**budgets),
+        mode=mode,  # pyright: ignore[reportArgumentType] - mode and budgets are literals of each test, validated by pydantic
+        models=ModelNames(default=model(name)),
+        budgets=Budgets(**budgets),  # pyright: ignore[reportArgumentType] - mode and budgets are literals of each test, validated by pydantic
     )
 
 
 async def test_a_bug_is_fixed_end_to_end_and_the_checkout_is_untouched(pipeline, tmp_path: Path) -> None:
     """The closed loop: the patch applies with `git apply` to a fresh copy of the original, its
     tests pass there, and the user's checkout is byte-for-byte what it was."""
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     before = tree_digest(repo)
     result = await pipeline(_task(repo, "add(2, 3) returns -1 instead of 5", "fix", mode="execute"))
     assert result.status == "done", result.report
@@ -68,7 +70,7 @@ async def test_a_read_mode_explanation_offers_no_write_tool_and_cites_real_files
     pipeline, tmp_path: Path
 ) -> None:
     """Read mode: the coder is offered read tools only, answers, and the answer's citations are checked."""
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     record = tmp_path / "seen.jsonl"
     result = await pipeline(
         _task(repo, f"Why does mean() come out wrong?\nrecord: {record}", "explain", mode="read")
@@ -85,7 +87,7 @@ async def test_a_failed_verification_is_revised_with_the_failures_the_coder_is_s
     pipeline, tmp_path: Path
 ) -> None:
     """The verifier's failures reach the coder on revision, leading with the failing test and its place."""
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     record = tmp_path / "seen.jsonl"
     result = await pipeline(_task(repo, f"add is wrong\nrecord: {record}", "wrong_then_right"))
     assert result.status == "done" and result.revisions == 1, result.report
@@ -95,14 +97,14 @@ async def test_a_failed_verification_is_revised_with_the_failures_the_coder_is_s
 
 
 async def test_a_model_that_repeats_one_call_is_stopped_as_a_loop(pipeline, tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     result = await pipeline(_task(repo, "fix add", "same_call_forever", max_steps=50))
     assert result.status == "handed_off" and result.failure_class == "agent.loop"
     assert "Handed off" in result.report and "list_files" in result.report
 
 
 async def test_a_model_that_never_stops_is_ended_by_the_step_budget(pipeline, tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     result = await pipeline(_task(repo, "fix add", "busy_forever", max_steps=6))
     assert result.status == "handed_off" and result.failure_class == "budget.steps"
     assert result.steps <= 6 and "Plan:" in result.report
@@ -114,7 +116,7 @@ async def test_a_model_that_never_stops_is_ended_by_the_step_budget(pipeline, tm
 
 
 async def test_a_model_that_overruns_the_deadline_is_ended_by_the_clock(pipeline, tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     result = await pipeline(_task(repo, "fix add", "slow_forever", deadline_s=12, max_steps=500))
     assert result.status == "handed_off" and result.failure_class == "budget.wall"
     assert result.usage["wall_s"] < 40
@@ -125,7 +127,7 @@ async def test_a_worker_that_never_had_the_users_path_still_completes_the_task(
     pipeline, tmp_path: Path
 ) -> None:
     """The snapshot is the truth: the original moved away after submission, the task still finishes."""
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     moved = tmp_path / "elsewhere"
     result = await pipeline(
         _task(repo, "add(2, 3) returns -1", "fix"), before_submit=lambda: repo.rename(moved)
@@ -138,7 +140,7 @@ async def test_a_cancelled_task_ends_cancelled_and_ignores_the_step_in_flight(
 ) -> None:
     from agents.client import cancel_task
 
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     results = {}
 
     async def cancel_when_coding() -> None:
@@ -160,7 +162,7 @@ async def test_a_run_of_failing_tool_calls_is_stopped_after_the_budgeted_number(
     pipeline, tmp_path: Path
 ) -> None:
     """Consecutive tool failures (3 by default) end the coder's run; the hand-off says so."""
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     result = await pipeline(_task(repo, "fix add", "failing_tools", max_steps=50))
     assert result.status == "handed_off" and result.failure_class == "agent.loop"
     assert "3 tool calls failed in a row" in result.report

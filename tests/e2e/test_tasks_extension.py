@@ -12,8 +12,10 @@ from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp_types import CallToolResult, Request, RequestParams, Result, TextContent
 from pydantic import ConfigDict, Field, TypeAdapter
 
-from tests.e2e.conftest import CALC, make_repo, model
+from codeloop.testing import make_repo
+from tests.e2e.conftest import model
 from tests.e2e.tasks_support import TASKS_MODEL, call, tasks_server
+from tests.support.repos import CALC
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 EXTENSION = "io.modelcontextprotocol/tasks"
@@ -65,7 +67,7 @@ class TasksClient(ClientExtension):
         import anyio
 
         self.stubs.append(stub)
-        task = TaskIdParams(task_id=stub.task_id)
+        task = TaskIdParams(task_id=stub.task_id)  # pyright: ignore[reportCallIssue] - the model populates by field name too; pyright sees only the alias
         cancelled = False
         with anyio.fail_after(240):
             while True:
@@ -79,8 +81,9 @@ class TasksClient(ClientExtension):
                     asks = got["inputRequests"]
                     self.questions += [ask["params"]["message"] for ask in asks.values()]
                     approval = {"action": "accept", "content": {"approve": True}}
-                    update = UpdateParams(
-                        task_id=stub.task_id, input_responses={key: approval for key in asks}
+                    update = UpdateParams(  # pyright: ignore[reportCallIssue] - the model populates by field name too; pyright sees only the alias
+                        task_id=stub.task_id,  # pyright: ignore[reportCallIssue] - the model populates by field name too; pyright sees only the alias
+                        input_responses={key: approval for key in asks},  # pyright: ignore[reportCallIssue] - the model populates by field name too; pyright sees only the alias
                     )
                     await task_request(ctx.session, "tasks/update", update)
                 if self.cancel and not cancelled and got["status"] == "working":
@@ -95,7 +98,7 @@ async def submit(client: Client, **arguments: Any) -> CallToolResult:
 
 async def test_a_client_with_the_tasks_extension_runs_submit_task_as_a_task(tmp_path: Path) -> None:
     root, home = tmp_path / "root", tmp_path / "home"
-    make_repo(root / "calc")
+    make_repo(root / "calc", CALC)
     make_repo(root / "ok", {**CALC, "calc/__init__.py": CALC["calc/__init__.py"].replace("a - b", "a + b")})
     tasks = TasksClient()
     async with Client(tasks_server(root, home, "read,write"), extensions=[tasks]) as client:
@@ -108,7 +111,7 @@ async def test_a_client_with_the_tasks_extension_runs_submit_task_as_a_task(tmp_
         assert tasks.stubs[0].task_id == final["task_id"] and tasks.stubs[0].status == "working"
         assert tasks.statuses[0] == "working" and tasks.statuses[-1] == "completed"
         # The earlier draft's tasks/result gives the same result for the finished task.
-        again = await task_request(client.session, "tasks/result", TaskIdParams(task_id=final["task_id"]))
+        again = await task_request(client.session, "tasks/result", TaskIdParams(task_id=final["task_id"]))  # pyright: ignore[reportCallIssue] - the model populates by field name too; pyright sees only the alias
         assert again["structuredContent"]["task"]["result"] == final["task"]["result"]
 
         # A confirmation inside the task is input_required; tasks/update answers it.

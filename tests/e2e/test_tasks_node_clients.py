@@ -14,8 +14,9 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.e2e.conftest import make_repo
+from codeloop.testing import make_repo
 from tests.e2e.tasks_support import TOOLS, tasks_over_http
+from tests.support.repos import CALC
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 PACKAGES = ("@modelcontextprotocol/sdk@1.32.2", "@modelcontextprotocol/inspector@2.12.0")
@@ -52,7 +53,7 @@ async def test_the_typescript_sdk_and_the_inspector_cli_list_and_call_the_tasks_
     tmp_path: Path, node_clients: Path
 ) -> None:
     root, home = tmp_path / "root", tmp_path / "home"
-    make_repo(root / "calc")
+    make_repo(root / "calc", CALC)
     token_file = tmp_path / "tokens"
     token_file.write_text(f"{TOKEN} ts-client read\n")
     token_file.chmod(0o600)

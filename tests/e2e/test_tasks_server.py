@@ -16,8 +16,10 @@ import pytest
 from mcp import Client
 
 from agents.messages import TaskResult
-from tests.e2e.conftest import CALC, make_repo, model, tree_digest
+from codeloop.testing import make_repo
+from tests.e2e.conftest import model, tree_digest
 from tests.e2e.tasks_support import TASKS_MODEL, TOOLS, call, refused, tasks_server, wait_until_ended
+from tests.support.repos import CALC
 from tests.tool_servers.ts_helpers import Elicitor
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -25,7 +27,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 async def test_a_stdio_client_runs_a_task_to_a_patch_it_can_apply(tmp_path: Path) -> None:
     root, home = tmp_path / "root", tmp_path / "home"
-    repo = make_repo(root / "calc")
+    repo = make_repo(root / "calc", CALC)
     # Its tests pass as it is: the tasks that write `.env` need no fix to be verified.
     make_repo(root / "ok", {**CALC, "calc/__init__.py": CALC["calc/__init__.py"].replace("a - b", "a + b")})
     before = tree_digest(root)
@@ -80,7 +82,7 @@ async def test_a_stdio_client_runs_a_task_to_a_patch_it_can_apply(tmp_path: Path
         assert any("coding" in line for line in progress) and any("verifying" in line for line in progress)
         assert await call(client, "get_task", task_id=submitted["task_id"]) == view
         resource = await client.read_resource(f"codeloop://tasks/{submitted['task_id']}")
-        assert json.loads(resource.contents[0].text) == view  # type: ignore[union-attr]
+        assert json.loads(resource.contents[0].text) == view  # type: ignore[union-attr] - a JSON resource is text contents
 
         # The patch is the client's to apply: it applies to a copy of the repository and its tests pass.
         copy = tmp_path / "copy"

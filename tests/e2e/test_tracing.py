@@ -24,9 +24,11 @@ from agents.workspace import capture_snapshot
 from bus.config import BusConfig
 from bus.connection import open_bus
 from codeloop.cli.trace import read_task_events
-from tests.e2e.conftest import make_repo, model
+from codeloop.testing import make_repo
+from tests.e2e.conftest import model
 from tests.processes import stop_process
 from tests.redaction import secrets_corpus as planted
+from tests.support.repos import CALC
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 PROMPT_CANARY = "prompt-canary-4f1d9c"
@@ -79,7 +81,7 @@ async def _traced_run(tmp_path_factory: pytest.TempPathFactory) -> TracedRun:
 
 
 async def _run_traced_task(tmp_path: Path) -> TracedRun:
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     (repo / ".env").write_text(f"DATABASE_URL=postgres://app:{planted.PASSWORD}@db/app\n")
     spans_file = tmp_path / "spans.jsonl"
     env = {
@@ -149,7 +151,7 @@ async def test_one_task_is_one_trace_across_orchestrator_workers_and_a_stdio_too
     result, spans = run.result, run.spans
     assert result.status == "done", result.report
 
-    assert {s["context"]["trace_id"] for s in spans} == {"0x" + result.trace_id}
+    assert {s["context"]["trace_id"] for s in spans} == {"0x" + result.trace_id}  # pyright: ignore[reportOperatorIssue] - a traced task's result carries its trace id
     by_id = {s["context"]["span_id"]: s for s in spans}
     # One tree: the only parent not among the spans is the task context every process derives.
     assert len({s["parent_id"] for s in spans if s["parent_id"] not in by_id}) == 1
@@ -239,7 +241,7 @@ async def test_a_secret_planted_anywhere_reaches_no_span_log_event_audit_record_
     seen = json.dumps(run.events) + run.result.model_dump_json()
     assert [s for s in secrets if s in seen] == []
     # The grep could see: the model's words are there, its secrets masked; the tool call is an event.
-    assert "[redacted]" in run.result.answer and "add subtracted instead of adding" in run.result.answer
+    assert "[redacted]" in run.result.answer and "add subtracted instead of adding" in run.result.answer  # pyright: ignore[reportOperatorIssue] - the result of an answered task has its answer
     assert "[redacted]" in json.dumps(run.result.plan)
     assert any(
         e["payload"].get("name") == "tool_call" and e["payload"]["data"]["tool"] == "list_files"

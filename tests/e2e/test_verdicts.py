@@ -7,7 +7,9 @@ import anyio
 import pytest
 
 from agents.messages import Budgets, ModelNames, TaskSubmitted
-from tests.e2e.conftest import CALC, make_repo, model
+from codeloop.testing import make_repo
+from tests.e2e.conftest import model
+from tests.support.repos import CALC
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -29,7 +31,7 @@ def _task(repo: Path, name: str, text: str = TEXT, **budgets: object) -> TaskSub
         repo=str(repo),
         mode="execute",
         models=ModelNames(default=f"function:{SCRIPTED}:{name}"),
-        budgets=Budgets(**budgets),
+        budgets=Budgets(**budgets),  # pyright: ignore[reportArgumentType] - budgets are literals of each test, validated by pydantic
     )
 
 

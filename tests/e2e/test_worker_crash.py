@@ -16,9 +16,11 @@ from bus.actor import DeliveryPolicy
 from bus.config import BusConfig
 from bus.connection import open_bus
 from codeloop.config.serve_note import client_config_for
+from codeloop.testing import make_repo
 from codeloop.wiring.process import Workers, serve
-from tests.e2e.conftest import make_repo, model
+from tests.e2e.conftest import model
 from tests.processes import stop_process
+from tests.support.repos import CALC
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 ROLES_HERE = ("orchestrator", "planner", "retriever", "verifier")
@@ -44,7 +46,7 @@ async def _coder_worker(nats_url: str, home: Path, env: dict) -> anyio.abc.Proce
 
 
 async def test_a_coder_killed_mid_run_is_replaced_and_the_task_finishes_once(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     marker = tmp_path / "marker"
     config = BusConfig(state_dir=tmp_path / "state")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
@@ -96,4 +98,4 @@ async def test_a_coder_killed_mid_run_is_replaced_and_the_task_finishes_once(tmp
     result = TaskResult.model_validate(final.payload)
     assert result.status == "done" and result.files_changed == ["calc/__init__.py"], result.report
     assert len(results) == 1  # one result published
-    assert [s for s in record.steps_done if s.endswith("-code")] == ["03-code"]  # one coder result applied
+    assert [s for s in record.steps_done if s.endswith("-code")] == ["03-code"]  # one coder result applied  # pyright: ignore[reportOptionalMemberAccess] - the record exists: the task ended

@@ -12,7 +12,7 @@ import pytest
 
 from agents.client import submit_task, watch_task
 from agents.messages import ModelNames, TaskResult, TaskSubmitted
-from agents.workspace import capture_snapshot
+from agents.workspace import SnapshotRef, capture_snapshot
 from agents.workspace.messages import (
     OPEN_SUBJECT,
     WorkspaceClose,
@@ -22,13 +22,15 @@ from agents.workspace.messages import (
     service_subject,
 )
 from bus.config import BusConfig
-from bus.connection import open_bus
+from bus.connection import Bus, open_bus
 from bus.requests import request
 from codeloop.config.serve_note import client_config_for
+from codeloop.testing import make_repo
 from codeloop.wiring.process import Workers, serve
 from tests.codeloop.serve_support import http_client
-from tests.e2e.conftest import make_repo, model
+from tests.e2e.conftest import model
 from tests.processes import stop_process
+from tests.support.repos import CALC
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 ROLES_HERE = ("orchestrator", "planner", "retriever")
@@ -99,8 +101,42 @@ async def _status(url: str, token: str | None) -> int:
         return (await http.post(url, json=INITIALIZE, headers=headers)).status_code
 
 
+async def _assert_each_token_opens_its_workspace_only(bus: Bus, snapshot: SnapshotRef, ws_home: Path) -> None:
+    """Tokens: each workspace's opens that workspace only, and only for its grant; closing a
+    workspace revokes its token."""
+
+    async def open_one(label: str) -> WorkspaceOpened:
+        ask = WorkspaceOpen(task_id="t-direct", label=label, snapshot=snapshot, scopes=["read"])
+        opened = await request(bus, OPEN_SUBJECT, ask, timeout_s=60)
+        assert isinstance(opened, WorkspaceOpened), opened
+        return opened
+
+    first, second = await open_one("a"), await open_one("b")
+    assert first.token != second.token and first.urls["fs"] != second.urls["fs"]
+    url = first.urls["fs"]
+    assert await _status(url, None) == 401
+    assert await _status(url, "not-a-token-of-anyone-here") == 401
+    assert await _status(url, second.token) == 401
+    assert await _status(url, first.token) == 200
+    async with http_client(url, first.token) as fs:
+        names = {t.name for t in (await fs.list_tools()).tools}
+        assert "read_file" in names and "write_file" not in names  # read was granted
+        read = await fs.call_tool("read_file", {"path": "calc/__init__.py"})
+        assert "a - b" in json.dumps(read.structured_content)
+    for opened in (first, second):
+        closed = await request(
+            bus,
+            service_subject(opened.service, "close"),
+            WorkspaceClose(workspace=opened.workspace),
+            timeout_s=30,
+        )
+        assert isinstance(closed, WorkspaceClosed) and closed.existed
+    assert await _status(url, first.token) == 404  # revoked with its workspace
+    assert list((ws_home / "work").glob("*")) == []
+
+
 async def test_a_coder_works_only_through_the_workspace_service_which_holds_no_key(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     ws_home, worker_home = tmp_path / "ws-home", tmp_path / "coder-home"
     config = BusConfig(state_dir=tmp_path / "state")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
@@ -194,37 +230,7 @@ async def test_a_coder_works_only_through_the_workspace_service_which_holds_no_k
                     assert PLANTED.encode() in _environ(coder.pid)  # the test did plant it
                     assert _files_mentioning(ws_home, PLANTED.encode()) == []
 
-                    # Tokens: each workspace's opens that workspace only, and only for its grant.
-                    async def open_one(label: str) -> WorkspaceOpened:
-                        ask = WorkspaceOpen(
-                            task_id="t-direct", label=label, snapshot=snapshot, scopes=["read"]
-                        )
-                        opened = await request(bus, OPEN_SUBJECT, ask, timeout_s=60)
-                        assert isinstance(opened, WorkspaceOpened), opened
-                        return opened
-
-                    first, second = await open_one("a"), await open_one("b")
-                    assert first.token != second.token and first.urls["fs"] != second.urls["fs"]
-                    url = first.urls["fs"]
-                    assert await _status(url, None) == 401
-                    assert await _status(url, "not-a-token-of-anyone-here") == 401
-                    assert await _status(url, second.token) == 401
-                    assert await _status(url, first.token) == 200
-                    async with http_client(url, first.token) as fs:
-                        names = {t.name for t in (await fs.list_tools()).tools}
-                        assert "read_file" in names and "write_file" not in names  # read was granted
-                        read = await fs.call_tool("read_file", {"path": "calc/__init__.py"})
-                        assert "a - b" in json.dumps(read.structured_content)
-                    for opened in (first, second):
-                        closed = await request(
-                            bus,
-                            service_subject(opened.service, "close"),
-                            WorkspaceClose(workspace=opened.workspace),
-                            timeout_s=30,
-                        )
-                        assert isinstance(closed, WorkspaceClosed) and closed.existed
-                    assert await _status(url, first.token) == 404  # revoked with its workspace
-                    assert list((ws_home / "work").glob("*")) == []
+                    await _assert_each_token_opens_its_workspace_only(bus, snapshot, ws_home)
             finally:
                 for process in (coder, service):
                     await stop_process(process)

@@ -31,7 +31,7 @@ def chromium(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         "--v=0",
         *args,
     ]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=cwd)  # type: ignore[arg-type]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
 def png_pixels(path: Path) -> tuple[int, int, list[bytes]]:

@@ -133,7 +133,7 @@ async def test_the_role_containers_start_get_ready_and_make_the_streams_three_wa
                     for stream in (TASKS_STREAM, WORK_STREAM, EVENTS_STREAM):
                         info = await bus.js.stream_info(stream)
                         assert info.config.num_replicas == 3, stream
-                        assert len(info.cluster.replicas or []) == 2, stream  # a leader and two followers
+                        assert len(info.cluster.replicas or []) == 2, stream  # a leader and two followers  # pyright: ignore[reportOptionalMemberAccess] - a cluster's stream always reports its cluster
             finally:
                 with anyio.CancelScope(shield=True):
                     for _, _, process in processes:

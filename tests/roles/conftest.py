@@ -1,10 +1,10 @@
-"""Custom roles end to end: plug-in roles installed as packages, review stages, pipelines from the
+"""Custom roles end to end: plug-in roles as packages on the path, review stages, pipelines from the
 configuration, discovery. Real nats-server, real roles and tool servers; only models are scripted."""
 
-import fcntl
 import importlib
-import subprocess
-import sys
+import os
+import tomllib
+from collections.abc import Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -18,45 +18,54 @@ FIXTURE_ROLES = Path(__file__).resolve().parent / "fixture_roles"
 SECURE = ["plan:planner", "retrieve:retriever", "code:coder", "review:security-reviewer", "verify:verifier"]
 
 
-def _installed(name: str, project: Path) -> None:
-    """`pip install -e PROJECT`, as a user would, unless its role `name` is installed already."""
-    # Test workers run at once: one pip at a time, and whichever worker installed it, the others
-    # see its entry point without having its package on their path yet.
-    with open(Path(sys.prefix) / ".codeloop-test-plugins.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not any(ep.name == name for ep in entry_points(group="codeloop.roles")):
-            subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--no-deps",
-                    "--no-build-isolation",
-                    "-e",
-                    str(project),
-                ],
-                check=True,
-                capture_output=True,
-            )
-    # An editable install's path hook is read at interpreter start; a process started before the
-    # install needs the package on its path now (its entry point is found from the new metadata).
-    if str(project) not in sys.path:
-        sys.path.insert(0, str(project))
+def _dist_info(project: Path, into: Path) -> None:
+    """The distribution metadata `pip install PROJECT` would leave (name, version, entry points),
+    written under `into`: on a path, it makes the project's roles discoverable there only."""
+    meta = tomllib.loads((project / "pyproject.toml").read_text())["project"]
+    info = into / f"{meta['name'].replace('-', '_')}-{meta['version']}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {meta['name']}\nVersion: {meta['version']}\n"
+    )
+    groups = meta.get("entry-points", {})
+    (info / "entry_points.txt").write_text(
+        "".join(
+            f"[{group}]\n" + "".join(f"{name} = {value}\n" for name, value in points.items()) + "\n"
+            for group, points in groups.items()
+        )
+    )
+
+
+@pytest.fixture(scope="session")
+def plug_ins(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The plug-in role packages (the security reviewer, the tests' own `scripted-coder` and
+    `slow-reviewer`) on this test process's path and on PYTHONPATH for the processes it starts,
+    as if installed, without installing anything into the virtualenv: `pip list` stays the same."""
+    metadata = tmp_path_factory.mktemp("plug-ins")
+    for project in (SECURITY_REVIEWER, FIXTURE_ROLES):
+        _dist_info(project, metadata)
+    paths = [str(metadata), str(SECURITY_REVIEWER), str(FIXTURE_ROLES)]
+    with pytest.MonkeyPatch.context() as patch:
+        for path in reversed(paths):
+            patch.syspath_prepend(path)
+        patch.setenv("PYTHONPATH", os.pathsep.join([*paths, *filter(None, [os.environ.get("PYTHONPATH")])]))
         importlib.invalidate_caches()
-    assert any(ep.name == name for ep in entry_points(group="codeloop.roles"))
+        yield
+
+
+def _discoverable(name: str) -> None:
+    assert any(ep.name == name for ep in entry_points(group="codeloop.roles")), name
 
 
 @pytest.fixture(scope="session")
-def security_reviewer_installed() -> None:
-    _installed("security-reviewer", SECURITY_REVIEWER)
+def security_reviewer_installed(plug_ins: None) -> None:
+    _discoverable("security-reviewer")
 
 
 @pytest.fixture(scope="session")
-def fixture_roles_installed() -> None:
+def fixture_roles_installed(plug_ins: None) -> None:
     """The tests' own plug-in package (`scripted-coder`, `slow-reviewer`)."""
-    _installed("slow-reviewer", FIXTURE_ROLES)
+    _discoverable("slow-reviewer")
 
 
 @pytest.fixture(autouse=True)

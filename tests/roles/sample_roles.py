@@ -54,4 +54,4 @@ def sync_handler(request, ctx):
 
 def wrong_signature():
     """A factory whose role's handler is not async: the definition refuses it."""
-    return define_role("wrong-signature", "review", sync_handler)
+    return define_role("wrong-signature", "review", sync_handler)  # pyright: ignore[reportArgumentType] - a wrong signature on purpose: the test checks it is refused

@@ -16,10 +16,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.e2e.conftest import CALC, make_repo, model
+from codeloop.testing import make_repo
+from tests.e2e.conftest import model
 from tests.e2e.scripted import PLANTED_KEY
 from tests.processes import ready_process
 from tests.roles.conftest import ROOT
+from tests.support.repos import CALC
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 EXAMPLE = ROOT / "examples" / "roles" / "js_reviewer"

@@ -69,11 +69,11 @@ def test_define_role_refuses_a_handler_of_the_wrong_shape_and_an_unknown_kind() 
         return {}
 
     with pytest.raises(TypeError, match=r"must take \(request, ctx\)"):
-        define_role("x", "review", one_argument)
+        define_role("x", "review", one_argument)  # pyright: ignore[reportArgumentType] - a wrong signature on purpose: the test checks it is refused
     with pytest.raises(ValueError, match="unknown stage kind 'lint'"):
-        define_role("x", "lint", one_argument)
+        define_role("x", "lint", one_argument)  # pyright: ignore[reportArgumentType] - a wrong signature on purpose: the test checks it is refused
     with pytest.raises(ValueError, match="use letters, digits"):
-        define_role("a role", "review", one_argument)
+        define_role("a role", "review", one_argument)  # pyright: ignore[reportArgumentType] - a wrong signature on purpose: the test checks it is refused
 
 
 def _review_request() -> ReviewRequest:

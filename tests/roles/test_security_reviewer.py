@@ -12,9 +12,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.e2e.conftest import CALC, make_repo, model
+from codeloop.testing import make_repo
+from tests.e2e.conftest import model
 from tests.e2e.scripted import PLANTED_KEY
 from tests.roles.conftest import ROOT, SECURE
+from tests.support.repos import CALC
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from benchmarks.scale_bench import faults
-from benchmarks.scale_cluster import ROLES
 from tests.processes import processes_mentioning
+from tests.support.cluster import ROLES
+from tests.support.scale_faults import faults
 
 pytestmark = [
     pytest.mark.anyio,

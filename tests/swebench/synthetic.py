@@ -7,8 +7,10 @@ never routed), which can only fail in the sandbox: a test this environment canno
 """
 
 import json
-import subprocess
 from pathlib import Path
+
+from codeloop.testing import make_repo
+from tests.support.repos import head_commit
 
 REPO = "synthetic/calc"
 VERSION = "1.0"
@@ -114,23 +116,9 @@ new file mode 100644
 """)
 
 
-def make_repo(root: Path) -> str:
+def base_repo(root: Path) -> str:
     """A git repository of `calc` at `root`; returns its base commit."""
-    root.mkdir(parents=True)
-    for name, text in BASE_FILES.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    env = {
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@t",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@t",
-    }
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "calc"]):
-        subprocess.run(["git", *args], cwd=root, check=True, env={**env, "PATH": "/usr/bin:/bin"})
-    return subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=root, check=True, capture_output=True, text=True
-    ).stdout.strip()
+    return head_commit(make_repo(root, BASE_FILES))
 
 
 def instances(base: str) -> list[dict]:
@@ -177,7 +165,7 @@ def specs() -> dict:
 
 def write_inputs(tmp: Path) -> dict[str, Path]:
     """The repository (under `repos/calc`), the instances file and the specs file."""
-    base = make_repo(tmp / "repos" / "calc")
+    base = base_repo(tmp / "repos" / "calc")
     paths = {"repos": tmp / "repos", "instances": tmp / "instances.jsonl", "specs": tmp / "specs.json"}
     paths["instances"].write_text("".join(json.dumps(i) + "\n" for i in instances(base)))
     paths["specs"].write_text(json.dumps(specs()))

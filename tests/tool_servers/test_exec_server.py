@@ -9,6 +9,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from sandbox.backend import BackendChoice
 from sandbox.gvisor import probe_runsc
 from sandbox.limits import GvisorOptions, SandboxLimits
 from tests.processes import processes_mentioning
@@ -80,7 +81,7 @@ async def _call(server: Any, tool: str, args: dict[str, Any], **client: Any) -> 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 async def test_run_tests_names_each_failing_test_with_its_location_and_message(
-    project: Path, backend: str
+    project: Path, backend: BackendChoice
 ) -> None:
     """Run_tests returns the failing test's id and file:line, the message, and the counts."""
     result = await _call(build_exec_server(project, backend=backend), "run_tests", {})
@@ -117,7 +118,7 @@ async def test_run_tests_runs_only_the_selected_node_ids(project: Path) -> None:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 async def test_run_command_returns_the_output_and_exit_code_of_an_allowlisted_program(
-    project: Path, backend: str
+    project: Path, backend: BackendChoice
 ) -> None:
     """Allowlisted programs run at once in the sandbox; a failing exit status is a result, not an error."""
     elicitor = Elicitor("decline")
@@ -176,7 +177,7 @@ async def test_a_client_that_cannot_elicit_gets_needs_confirmation_and_nothing_r
 
 @pytest.mark.parametrize("backend", BACKENDS)
 async def test_run_static_checks_reports_a_syntax_error_and_an_undefined_name_with_path_and_line(
-    project: Path, backend: str
+    project: Path, backend: BackendChoice
 ) -> None:
     """Run_static_checks (ruff and py_compile) gives structured findings: path, line, code, message."""
     (project / "pkg").mkdir()

@@ -31,7 +31,7 @@ EXTERNAL_ENTITY = (
 
 def test_a_real_report_is_read_into_counts_and_failures(tmp_path: Path) -> None:
     (tmp_path / "junit.xml").write_text(REPORT)
-    counts, failures = parse_junit(read_junit_file(tmp_path / "junit.xml"))
+    counts, failures = parse_junit(read_junit_file(tmp_path / "junit.xml"))  # pyright: ignore[reportArgumentType] - the test's run wrote its junit file
     assert (counts.passed, counts.failed) == (1, 1)
     assert failures[0].test_id == "tests/test_calc.py::test_bad" and failures[0].line == 8
 

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.anyio
 
 
 def _cache_of(source):
-    return rewrite_cache_path(source, _pytest_tag())
+    return rewrite_cache_path(source, _pytest_tag())  # pyright: ignore[reportArgumentType] - the interpreter's pytest tag is set for the installed pytest
 
 
 async def test_a_missing_rewrite_cache_is_filled_once(monkeypatch: pytest.MonkeyPatch) -> None:

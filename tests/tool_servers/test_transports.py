@@ -29,7 +29,7 @@ async def test_stdio_server_lists_tools_per_scope_and_answers_with_valid_structu
         async with Client(stdio_params(server, repo, "--scopes", "read"), mode=mode) as client:
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
             result = await client.call_tool(*call)
-    assert {tool.meta["codeloop/scope"] for tool in tools.values()} == {"read"}
+    assert {tool.meta["codeloop/scope"] for tool in tools.values()} == {"read"}  # pyright: ignore[reportOptionalSubscript] - every listed tool declares its scope in meta
     assert not result.is_error
     assert_valid(result.structured_content, tools[call[0]].output_schema)
 
@@ -52,7 +52,7 @@ async def test_http_without_a_token_or_with_a_wrong_one_gets_401(repo: Path, tok
         headers = {"Authorization": "Bearer not-a-token"}
         with anyio.fail_after(20), pytest.raises(Exception) as refused:
             async with httpx2.AsyncClient(headers=headers, event_hooks={"response": [seen]}) as http:
-                async with Client(streamable_http_client(url, http_client=http)) as client:  # type: ignore[arg-type]
+                async with Client(streamable_http_client(url, http_client=http)) as client:
                     await client.list_tools()
         assert statuses and set(statuses) == {401}, (statuses, repr(refused.value))
     assert missing.status_code == 401 and wrong.status_code == 401

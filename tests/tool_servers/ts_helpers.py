@@ -42,7 +42,7 @@ async def http_server(server: str, root: Path, token_file: Path, *extra: str) ->
         buffer = b""
         with anyio.fail_after(30):
             while b"\n" not in buffer:
-                chunk = await process.stdout.receive()  # type: ignore[union-attr]
+                chunk = await process.stdout.receive()  # type: ignore[union-attr] - stdout is piped, so never None here
                 buffer += chunk
         yield buffer.decode().split("\n", 1)[0].strip()
     finally:
@@ -59,7 +59,7 @@ async def http_server(server: str, root: Path, token_file: Path, *extra: str) ->
 async def http_client(url: str, token: str | None, **kwargs: object) -> AsyncIterator[Client]:
     headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
     async with httpx2.AsyncClient(headers=headers) as http:
-        async with Client(streamable_http_client(url, http_client=http), **kwargs) as client:  # type: ignore[arg-type]
+        async with Client(streamable_http_client(url, http_client=http), **kwargs) as client:  # type: ignore[arg-type] - the client options of each test are Client's keyword arguments
             yield client
 
 
@@ -74,4 +74,4 @@ class Elicitor:
     async def __call__(self, context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
         self.questions.append(params.message)
         content = {"approve": self.approve} if self.action == "accept" else None
-        return types.ElicitResult(action=self.action, content=content)  # type: ignore[arg-type]
+        return types.ElicitResult(action=self.action, content=content)  # type: ignore[arg-type] - the scripted answer is a flat JSON object, as elicitation requires

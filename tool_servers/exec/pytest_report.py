@@ -221,7 +221,7 @@ def _failure(case: ET.Element, problem: ET.Element, prefixes: tuple[str, ...]) -
         line = in_file[-1]
     else:
         # xunit1's `line` is the 0-based line of the test's `def`.
-        line = int(case.get("line")) + 1 if case.get("line", "").isdigit() else 0
+        line = int(case.get("line")) + 1 if case.get("line", "").isdigit() else 0  # pyright: ignore[reportArgumentType] - the line attribute was checked to be digits just before
     return TestFailure(
         test_id=test_id,
         outcome="failed" if problem.tag == "failure" else "error",

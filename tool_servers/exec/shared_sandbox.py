@@ -260,7 +260,7 @@ class SharedSandbox:
                             open_sandbox(
                                 self.root,
                                 limits=self.limits,
-                                backend=self.backend,
+                                backend=self.backend,  # pyright: ignore[reportArgumentType] - the backend was validated by parse_policy when the server was built
                                 gvisor=self.gvisor,
                                 ro_paths=codeloop_runtime(self.root),
                                 policy=self.policy,

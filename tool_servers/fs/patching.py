@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from unidiff import PatchSet, UnidiffParseError
-from unidiff.patch import Hunk, PatchedFile
+from unidiff.errors import UnidiffParseError
+from unidiff.patch import Hunk, PatchedFile, PatchSet
 
 from tool_servers.confinement import Root
 from tool_servers.protocol.errors import Conflict, InvalidArguments, NotFound

@@ -211,5 +211,5 @@ def _with_trace(result: Any, trace_id: str) -> Any:
     if isinstance(result, dict):
         return {**result, "_meta": {**(result.get("_meta") or {}), TRACE_META_KEY: trace_id}}
     if isinstance(result, BaseModel) and hasattr(result, "meta"):
-        return result.model_copy(update={"meta": {**(result.meta or {}), TRACE_META_KEY: trace_id}})
+        return result.model_copy(update={"meta": {**(result.meta or {}), TRACE_META_KEY: trace_id}})  # pyright: ignore[reportAttributeAccessIssue] - every MCP result model has meta
     return result

@@ -225,7 +225,7 @@ async def serve_asgi(
         host=host,
         port=port,
         log_level="warning",
-        lifespan=lifespan,
+        lifespan=lifespan,  # pyright: ignore[reportArgumentType] - callers pass "on" or "off", uvicorn's literals
         timeout_graceful_shutdown=2,
         interface="asgi3",
     )

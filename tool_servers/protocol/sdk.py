@@ -68,7 +68,7 @@ def build_server(
     auth = None
     if options.token_verifier is not None:
         # Only the bearer check is used; no OAuth endpoints are served (resource_server_url=None).
-        auth = AuthSettings(issuer_url="http://127.0.0.1", resource_server_url=None)
+        auth = AuthSettings(issuer_url="http://127.0.0.1", resource_server_url=None)  # pyright: ignore[reportArgumentType] - pydantic validates the string into its URL type
     server: MCPServer[Any] = MCPServer(
         f"codeloop-{name}",
         instructions=instructions,
@@ -173,7 +173,7 @@ def _tool_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
     if spec.ask is not None:
         params.append(inspect.Parameter(REPLY_PARAM, inspect.Parameter.KEYWORD_ONLY, annotation=ReplyParam))
     returns = Annotated[CallToolResult, spec.output_model]
-    call_tool.__signature__ = inspect.Signature(params, return_annotation=returns)  # type: ignore[attr-defined]
+    call_tool.__signature__ = inspect.Signature(params, return_annotation=returns)
     call_tool.__annotations__ = {p.name: p.annotation for p in params} | {"return": returns}
     call_tool.__name__ = call_tool.__qualname__ = spec.name
     return call_tool

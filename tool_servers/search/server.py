@@ -164,7 +164,7 @@ class LiveIndex:
         self._update_lock = anyio.Lock()
         self._sessions = 0
         local = index_dir is not None and "://" not in str(index_dir)
-        self._skip = [Path(index_dir).expanduser().resolve()] if local else []
+        self._skip = [Path(index_dir).expanduser().resolve()] if local else []  # pyright: ignore[reportArgumentType] - local is true only when index_dir is set
 
     def _fingerprint_now(self) -> Fingerprint:
         return tree_fingerprint(self.root, skip=self._skip)
@@ -222,7 +222,7 @@ class LiveIndex:
         return await anyio.to_thread.run_sync(self._fingerprint_now) != self._fingerprint
 
     def _on_progress(self, stage: str, done: int, total: int) -> None:
-        self.progress = IndexProgress(stage=stage, done=done, total=total)  # type: ignore[arg-type]
+        self.progress = IndexProgress(stage=stage, done=done, total=total)  # type: ignore[arg-type] - stage is one of the IndexProgress literals, set by the indexer
 
 
 @contextmanager
@@ -286,7 +286,7 @@ class SearchTools:
                 keep_tests=args.keep_tests,
                 setup=args.setup,
                 timeout_s=args.timeout_s,
-                backend=self.backend,
+                backend=self.backend,  # pyright: ignore[reportArgumentType] - the backend was validated by parse_policy when the server was built
                 policy=self.policy,
                 environment=self.environment,
             )

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.runtime.tools import ToolProvider, mcp_client
+from agents.runtime.tools import ScopeName, ToolProvider, mcp_client
 
-EXAMPLE_SCOPES = frozenset({"read", "execute"})
+EXAMPLE_SCOPES: frozenset[ScopeName] = frozenset({"read", "execute"})
 
 
 @dataclass(frozen=True)

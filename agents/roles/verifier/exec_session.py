@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agents.roles.verifier.errors import VerifierError
-from agents.runtime.tools import mcp_client
+from agents.runtime.tools import ScopeName, mcp_client
 
 _OPEN = ConfigDict(extra="ignore", frozen=True)
 MAX_CALL_TIMEOUT_S = 1800.0
@@ -26,7 +26,7 @@ TRANSPORT_GRACE_S = 15.0
 """Beyond a call's `timeout_s`: the sandbox's kill and report; past it the call itself is abandoned."""
 
 
-EXEC_SCOPES = frozenset({"read", "execute"})
+EXEC_SCOPES: frozenset[ScopeName] = frozenset({"read", "execute"})
 """The grant of every exec server the verifier opens: it reads and runs, never writes."""
 
 

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Literal
 
-from unidiff import PatchSet, UnidiffParseError
+from unidiff.errors import UnidiffParseError
+from unidiff.patch import PatchSet
 
 from agents.roles.verifier.errors import VerifierError
 
@@ -114,8 +115,8 @@ def parse_patch(text: str) -> list[FileChange]:
                 path=path,
                 old_path=None if kind == "added" else source,
                 kind=kind,
-                added=added,
-                removed=removed,
+                added=added,  # pyright: ignore[reportArgumentType] - added lines always carry their target line number
+                removed=removed,  # pyright: ignore[reportArgumentType] - removed lines always carry their source line number
                 binary=bool(patched.is_binary_file) or "GIT binary patch" in info,
                 special=special,
                 text=str(patched),

@@ -143,7 +143,7 @@ async def diagnose_tree(
         raise
     summary = f"{run.passed} passed, {run.failed} failed, {run.errors} errors, {run.skipped} skipped"
     if run.timed_out:
-        failure = Failure(failure_class="test.timeout", message=f"the test suite did not finish: {summary}")
+        failure = Failure(failure_class="test.timeout", message=f"the test suite did not finish: {summary}")  # pyright: ignore[reportArgumentType] - pydantic turns the value into its FailureClass member
         return VerificationReport(
             verdict="failed", checks=[Check(name="tests", ok=False, summary=summary)], failures=[failure]
         )
@@ -151,11 +151,11 @@ async def diagnose_tree(
         return VerificationReport(
             verdict="unverified",
             checks=[Check(name="tests", ok=False, summary="no tests were collected")],
-            failures=[Failure(failure_class="verify.unverifiable", message="no tests were collected")],
+            failures=[Failure(failure_class="verify.unverifiable", message="no tests were collected")],  # pyright: ignore[reportArgumentType] - pydantic turns the value into its FailureClass member
         )
     failures = [
         Failure(
-            failure_class="test.still_failing",
+            failure_class="test.still_failing",  # pyright: ignore[reportArgumentType] - pydantic turns the value into its FailureClass member
             test_id=f.test_id,
             path=f.file or f.test_id.split("::")[0],
             line=f.line or None,

@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import anyio
@@ -68,10 +69,15 @@ class VerifierSpares:
         self._group.start_soon(self._keep_one_ready)
         return self
 
-    async def __aexit__(self, *exc_info: object) -> bool | None:
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
         assert self._group is not None
         self._group.cancel_scope.cancel()
-        return await self._group.__aexit__(*exc_info)
+        return await self._group.__aexit__(exc_type, exc, tb)
 
     async def wait_ready(self) -> bool:
         """Wait until a spare waits to be taken (True) or none can be made (False)."""

@@ -21,14 +21,20 @@ from agents.orchestrator.machine import transition
 from agents.orchestrator.pipeline import PipelineError, parse_pipeline
 from agents.orchestrator.stages import ENTRY_POINT_GROUP, installed_kinds, load_kinds
 from agents.roles.echo import EchoResult
+from codeloop.testing import make_repo
 from tests.agents.orchestrator.count_kind import COUNT, CountRequest, CountResult
-from tests.e2e.conftest import make_repo
 from tests.processes import processes_mentioning, ready_process
 from tests.roles.workers import auth_of
 
 ROOT = Path(__file__).resolve().parents[3]
 MODULE = "tests.agents.orchestrator.count_kind"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _awaited(state: TaskState) -> str:
+    """The id of the step `state` waits for (the tests drive it only while it waits for one)."""
+    assert state.expected_step is not None
+    return state.expected_step
 
 
 class _Impostor(StepRequest):
@@ -45,7 +51,7 @@ def _point(name: str, value: str) -> EntryPoint:
 
 
 def test_the_built_in_kinds_come_from_codeloops_own_entry_points_in_pipeline_order() -> None:
-    points = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.dist.name == "codeloop"}
+    points = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.dist.name == "codeloop"}  # pyright: ignore[reportOptionalMemberAccess] - entry points found on the path always have their distribution
     assert points["plan"] == "agents.orchestrator.stages.plan:PLAN"
     assert list(installed_kinds())[:6] == ["plan", "retrieve", "code", "review", "verify", "echo"]
 
@@ -96,7 +102,7 @@ def test_the_machine_builds_the_request_and_reacts_through_the_stages_kind() -> 
     state = transition(state, Start(), pipeline=pipeline, now=T0).state
     outcome = transition(
         state,
-        StepDone(state.expected_step, "echo", EchoResult(text="one two three")),
+        StepDone(_awaited(state), "echo", EchoResult(text="one two three")),
         pipeline=pipeline,
         now=T0,
     )

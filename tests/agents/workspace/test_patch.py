@@ -18,7 +18,8 @@ from agents.workspace import (
 )
 from bus.connection import Bus
 from tests.agents.workspace.conftest import GIT_ENV, git
-from tests.agents.workspace.test_snapshot import hash_everything, make_repo, tree_files
+from tests.agents.workspace.test_snapshot import hash_everything, tree_files
+from tests.support.repos import dirty_repo
 
 pytestmark = pytest.mark.anyio
 
@@ -47,7 +48,7 @@ async def test_the_patch_applies_with_plain_git_apply_to_a_fresh_copy_of_the_ori
 ) -> None:
     """The issue's acceptance: the patch applies with `git apply` to a fresh copy of the original tree,
     new, deleted, renamed, binary and mode changes included, and gives the workspace's tree."""
-    repo = make_repo(tmp_path / "repo")
+    repo = dirty_repo(tmp_path / "repo")
     with anyio.fail_after(30):
         ref = await capture_snapshot(bus, repo)
         dest = await materialize(bus, ref, tmp_path / "work")
@@ -76,7 +77,7 @@ async def test_the_patch_leaves_the_workspace_index_alone_and_is_empty_without_c
     bus: Bus, tmp_path: Path
 ) -> None:
     """The verifier and the git tool server see the workspace as the coder left it: unstaged."""
-    repo = make_repo(tmp_path / "repo")
+    repo = dirty_repo(tmp_path / "repo")
     with anyio.fail_after(30):
         ref = await capture_snapshot(bus, repo)
         dest = await materialize(bus, ref, tmp_path / "work")
@@ -91,7 +92,7 @@ async def test_apply_writes_the_patch_into_an_unchanged_checkout_without_committ
     bus: Bus, tmp_path: Path
 ) -> None:
     """`codeloop run --apply`: the finished patch lands in the checkout, as uncommitted changes."""
-    repo = make_repo(tmp_path / "repo")
+    repo = dirty_repo(tmp_path / "repo")
     head = git(repo, "rev-parse", "HEAD")
     with anyio.fail_after(30):
         ref = await capture_snapshot(bus, repo)
@@ -111,7 +112,7 @@ async def test_apply_is_refused_when_the_checkout_changed_since_the_task_started
 ) -> None:
     """A patch made against another tree could land in the wrong place: refused, checkout untouched;
     once the checkout is back to the snapshot's tree, the same patch applies."""
-    repo = make_repo(tmp_path / "repo")
+    repo = dirty_repo(tmp_path / "repo")
     with anyio.fail_after(30):
         ref = await capture_snapshot(bus, repo)
         dest = await materialize(bus, ref, tmp_path / "work")
@@ -134,7 +135,7 @@ async def test_apply_is_refused_when_the_checkout_changed_since_the_task_started
 
 async def test_a_patch_that_does_not_apply_writes_nothing(bus: Bus, tmp_path: Path) -> None:
     """All or nothing: a patch whose second file fails leaves the first file as it was."""
-    repo = make_repo(tmp_path / "repo")
+    repo = dirty_repo(tmp_path / "repo")
     with anyio.fail_after(30):
         ref = await capture_snapshot(bus, repo)
         dest = await materialize(bus, ref, tmp_path / "work")
@@ -151,7 +152,7 @@ async def test_a_patch_that_does_not_apply_writes_nothing(bus: Bus, tmp_path: Pa
 
 async def test_a_snapshot_of_a_subdirectory_patches_that_subdirectory(bus: Bus, tmp_path: Path) -> None:
     """`--repo` may name a directory inside a repository; patch paths are relative to it."""
-    repo = make_repo(tmp_path / "repo")
+    repo = dirty_repo(tmp_path / "repo")
     sub = repo / "src"
     with anyio.fail_after(30):
         ref = await capture_snapshot(bus, sub)
@@ -214,7 +215,7 @@ async def test_a_same_size_rewrite_in_the_index_s_last_second_is_in_the_patch(
     """A file rewritten at its old size with its old timestamp, as fast tools do within one
     second of the index's last write (the verifier applying and restoring a patch): git can tell
     it changed only by its racy-entry check, which must still see the index's own mtime."""
-    repo = make_repo(tmp_path / "repo")
+    repo = dirty_repo(tmp_path / "repo")
     with anyio.fail_after(30):
         ref = await capture_snapshot(bus, repo)
         dest = await materialize(bus, ref, tmp_path / "work")

@@ -25,6 +25,7 @@ from agents.workspace.snapshot import SnapshotRef, read_manifest
 from bus.connection import Bus
 from bus.subjects import ARTIFACTS_BUCKET
 from tests.agents.workspace.conftest import git
+from tests.support.repos import dirty_repo
 
 pytestmark = pytest.mark.anyio
 
@@ -40,32 +41,12 @@ def tree_files(root: Path) -> dict[str, bytes]:
     return out
 
 
-def make_repo(root: Path) -> Path:
-    """A small git repository with a commit, then uncommitted, untracked and ignored changes."""
-    root.mkdir()
-    (root / "src").mkdir()
-    (root / "src" / "app.py").write_text("def add(a, b):\n    return a - b\n")
-    (root / "README.md").write_text("# demo\n")
-    (root / "gone.txt").write_text("deleted in the working tree\n")
-    (root / ".gitignore").write_text("*.log\nbuild/\n")
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "start")
-    (root / "src" / "app.py").write_text("def add(a, b):\n    return a + b  # fixed, not committed\n")
-    (root / "notes.txt").write_text("untracked, not ignored\n")
-    (root / "debug.log").write_text("ignored\n")
-    (root / "build").mkdir()
-    (root / "build" / "out.bin").write_bytes(b"\0ignored")
-    (root / "gone.txt").unlink()
-    return root
-
-
 async def test_snapshot_holds_uncommitted_and_untracked_files_but_not_ignored_ones(
     bus: Bus, tmp_path: Path
 ) -> None:
     """The design's capture rule: tracked and untracked files git does not ignore, uncommitted changes
     included; a tracked file deleted in the working tree is not there."""
-    repo = make_repo(tmp_path / "repo")
+    repo = dirty_repo(tmp_path / "repo")
     with anyio.fail_after(30):
         ref = await capture_snapshot(bus, repo)
         dest = await materialize(bus, ref, tmp_path / "work")
@@ -82,7 +63,7 @@ async def test_workspace_is_a_git_repository_whose_head_is_exactly_the_snapshot(
 ) -> None:
     """Our contract with the verifier and the git tool server: HEAD is the starting tree, the work tree
     is clean against it, no hooks, a fixed author, and the same snapshot gives the same commit."""
-    repo = make_repo(tmp_path / "repo")
+    repo = dirty_repo(tmp_path / "repo")
     with anyio.fail_after(30):
         ref = await capture_snapshot(bus, repo)
         first = await materialize(bus, ref, tmp_path / "one")
@@ -103,7 +84,7 @@ async def test_a_worker_without_the_users_path_materializes_from_the_object_stor
 ) -> None:
     """The design: a worker on a machine that never had the user's path builds the same tree (here the
     original is moved away after capture)."""
-    repo = make_repo(tmp_path / "repo")
+    repo = dirty_repo(tmp_path / "repo")
     expected = tree_files(repo)
     del expected["debug.log"], expected["build/out.bin"]
     with anyio.fail_after(30):
@@ -117,7 +98,7 @@ async def test_a_local_file_that_changed_after_capture_is_taken_from_the_object_
     bus: Bus, tmp_path: Path
 ) -> None:
     """The same-machine shortcut copies a file only when it still has the manifest's digest."""
-    repo = make_repo(tmp_path / "repo")
+    repo = dirty_repo(tmp_path / "repo")
     with anyio.fail_after(30):
         ref = await capture_snapshot(bus, repo)
         (repo / "README.md").write_text("edited after submission\n")
@@ -247,7 +228,7 @@ async def test_capturing_the_same_tree_twice_gives_the_same_digest_and_stores_no
     bus: Bus, tmp_path: Path
 ) -> None:
     """Content addressing: blobs already in the object store are not stored again."""
-    repo = make_repo(tmp_path / "repo")
+    repo = dirty_repo(tmp_path / "repo")
     with anyio.fail_after(30):
         first = await capture_snapshot(bus, repo)
         stored = (await bus.js.stream_info(f"OBJ_{ARTIFACTS_BUCKET}")).state.messages
@@ -276,7 +257,7 @@ async def test_blobs_are_standard_nats_objects(bus: Bus, tmp_path: Path) -> None
 
 async def test_an_oversized_tree_is_refused_with_the_limit_named(bus: Bus, tmp_path: Path) -> None:
     """A snapshot must not fill the object store; the error says which limit to raise."""
-    repo = make_repo(tmp_path / "repo")
+    repo = dirty_repo(tmp_path / "repo")
     with anyio.fail_after(30):
         with pytest.raises(SnapshotTooLarge, match="limit of 10 bytes"):
             await capture_snapshot(bus, repo, max_bytes=10)
@@ -287,7 +268,7 @@ async def test_an_oversized_tree_is_refused_with_the_limit_named(bus: Bus, tmp_p
 
 async def test_materialize_refuses_a_directory_that_is_not_empty(bus: Bus, tmp_path: Path) -> None:
     """A workspace is always built fresh; writing into a used directory would mix two trees."""
-    repo = make_repo(tmp_path / "repo")
+    repo = dirty_repo(tmp_path / "repo")
     dest = tmp_path / "used"
     dest.mkdir()
     (dest / "old.txt").write_text("x")
@@ -299,7 +280,7 @@ async def test_materialize_refuses_a_directory_that_is_not_empty(bus: Bus, tmp_p
 
 async def test_a_snapshot_missing_from_the_object_store_is_reported(bus: Bus, tmp_path: Path) -> None:
     """A reference to a manifest the bus does not hold is `SnapshotUnavailable`, not a nats error."""
-    repo = make_repo(tmp_path / "repo")
+    repo = dirty_repo(tmp_path / "repo")
     with anyio.fail_after(30):
         ref = await capture_snapshot(bus, repo)
         bogus = ref.model_copy(update={"digest": "0" * 64})
@@ -324,7 +305,7 @@ async def test_the_users_checkout_is_byte_for_byte_unchanged_by_capture_material
     bus: Bus, tmp_path: Path
 ) -> None:
     """The rule agents live by: the user's checkout is never written, its `.git` included."""
-    repo = make_repo(tmp_path / "repo")
+    repo = dirty_repo(tmp_path / "repo")
     before = hash_everything(repo)
     with anyio.fail_after(30):
         ref = await capture_snapshot(bus, repo)
@@ -341,7 +322,7 @@ async def test_a_bucket_without_direct_gets_still_serves_snapshots(bus: Bus, tmp
     info = await bus.js.stream_info(f"OBJ_{ARTIFACTS_BUCKET}")
     info.config.allow_direct = False
     await bus.js.update_stream(info.config)
-    repo = make_repo(tmp_path / "repo")
+    repo = dirty_repo(tmp_path / "repo")
     (repo / "big.bin").write_bytes(os.urandom(300 * 1024))
     expected = tree_files(repo)
     del expected["debug.log"], expected["build/out.bin"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sandbox.backend import open_sandbox
+from sandbox.backend import BackendChoice, open_sandbox
 from sandbox.environments import (
     EnvironmentSettings,
     EnvironmentStore,
@@ -35,7 +35,7 @@ TEST_USES_DEPENDENCY = """\
 
 
 async def _run(
-    project: Path, settings: EnvironmentSettings, argv: list[str], *, backend: str = "process"
+    project: Path, settings: EnvironmentSettings, argv: list[str], *, backend: BackendChoice = "process"
 ) -> tuple:
     """Opens `project`'s environment and a sandbox on it; runs `argv`; returns (result, lease info)."""
     with anyio.fail_after(600):
@@ -69,7 +69,7 @@ def requirements_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 async def test_a_requirements_dev_project_runs_its_tests_with_its_dependencies(
-    requirements_project: Path, settings: EnvironmentSettings, backend: str
+    requirements_project: Path, settings: EnvironmentSettings, backend: BackendChoice
 ) -> None:
     """The README's promise: `python -m pytest` in the sandbox finds the project's dependencies
     (installed from requirements-dev.txt) and pytest (codeloop's test tools, the project lacking it)."""
@@ -138,7 +138,7 @@ async def test_a_setup_cfg_project_with_test_extras(tmp_path: Path, settings: En
 
 @pytest.mark.parametrize("backend", BACKENDS)
 async def test_the_patched_workspace_is_imported_not_the_build_copy(
-    tmp_path: Path, settings: EnvironmentSettings, backend: str
+    tmp_path: Path, settings: EnvironmentSettings, backend: BackendChoice
 ) -> None:
     """An editable install points at the build's copy; the sandbox makes the workspace under test
     what is imported (gVisor: shown at the project path; process: its import roots first)."""
@@ -289,7 +289,7 @@ async def test_the_retrievers_example_runs_use_the_projects_environment(
             environment=settings,
         )
     assert run.note is None and run.raised == [] and run.failed == 0, run
-    assert run.python.startswith(str(settings.cache_dir))
+    assert run.python.startswith(str(settings.cache_dir))  # pyright: ignore[reportOptionalMemberAccess] - an environment's run names its python
 
 
 @needs_gvisor

@@ -12,6 +12,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from sandbox.backend import BackendChoice
 from sandbox.environments import EnvironmentSettings
 from tests.sandbox.environments.conftest import needs_gvisor, write
 from tool_servers.exec.server import build_exec_server
@@ -25,7 +26,7 @@ GRANT = ServerOptions(scopes=frozenset({Scope.READ, Scope.EXECUTE}))
 
 
 async def _call(
-    root: Path, settings: EnvironmentSettings, tool: str, args: dict[str, Any], backend: str
+    root: Path, settings: EnvironmentSettings, tool: str, args: dict[str, Any], backend: BackendChoice
 ) -> Any:
     server = build_exec_server(root, GRANT, backend=backend, environment=settings)
     with anyio.fail_after(900):
@@ -89,7 +90,7 @@ async def test_an_environment_that_cannot_be_built_is_env_setup_for_tests_and_co
         "codeloop-no-such-package-7d1e0b",
     )
     assert tests["report_found"] is False and tests["passed"] == 0
-    assert command.is_error and "env.setup" in command.content[0].text
+    assert command.is_error and "env.setup" in command.content[0].text  # pyright: ignore[reportAttributeAccessIssue] - a tool server's error result is text content
 
 
 async def test_a_missing_module_is_env_setup_and_a_broken_module_a_collection_error(

@@ -134,7 +134,7 @@ class SentenceTransformerEmbedder:
         # `model` None (with the `recipe` saved beside a converted model) runs on OpenVINO without
         # loading sentence-transformers or torch; they are loaded if another path is asked for.
         if model is not None:
-            native, dimension = int(model.max_seq_length or 0), int(model.get_embedding_dimension())
+            native, dimension = int(model.max_seq_length or 0), int(model.get_embedding_dimension())  # pyright: ignore[reportArgumentType] - sentence-transformers' optional ints are set for the models we load
         elif recipe is not None:
             native, dimension = recipe.max_tokens, recipe.dimension
         else:
@@ -400,7 +400,7 @@ def _force_offline() -> None:
     hub_constants = sys.modules.get("huggingface_hub.constants")
     if hub_constants is not None:
         # Imported earlier without the variables: the hub reads this module attribute per call.
-        hub_constants.HF_HUB_OFFLINE = True
+        hub_constants.HF_HUB_OFFLINE = True  # pyright: ignore[reportAttributeAccessIssue] - huggingface_hub reads this module constant at run time
 
 
 def _import_sentence_transformers() -> Any:

@@ -128,7 +128,7 @@ class _PipelinePreprocessor:
     def __init__(self, model: "SentenceTransformer", inputs: list[str], max_tokens: int | None) -> None:
         self._model = model
         self._inputs = inputs
-        self._cap = min(max_tokens or model.max_seq_length, model.max_seq_length)
+        self._cap = min(max_tokens or model.max_seq_length, model.max_seq_length)  # pyright: ignore[reportArgumentType] - the models we load declare max_seq_length
 
     def encode(self, texts: list[str]) -> list[Any]:
         return texts
@@ -210,11 +210,11 @@ def load_encoder(
             tokenizer = SavedTokenizer(ir_dir, recipe, cap)
         except Exception as exc:  # tokenizers raises bare Exception for a missing or bad file
             raise OpenVinoUnavailable(f"the saved tokenizer of {name} does not load: {exc}") from exc
-        return OpenVinoEncoder(compiled, tokenizer, recipe.dimension)
+        return OpenVinoEncoder(compiled, tokenizer, recipe.dimension)  # pyright: ignore[reportArgumentType] - SavedTokenizer implements the Preprocessor protocol, with a wider lengths parameter
     if model is None:
         raise OpenVinoUnavailable(f"{name} needs its sentence-transformers pipeline to preprocess text")
     preprocessor = _PipelinePreprocessor(model, inputs, max_tokens)
-    return OpenVinoEncoder(compiled, preprocessor, int(model.get_embedding_dimension()))
+    return OpenVinoEncoder(compiled, preprocessor, int(model.get_embedding_dimension()))  # pyright: ignore[reportArgumentType] - sentence-transformers' optional ints are set for the models we load
 
 
 _convert_lock = threading.Lock()
@@ -233,7 +233,7 @@ def _core() -> Any:
 def _import_openvino() -> Any:
     # Blocks the telemetry package (module docstring) unless something imported it before us.
     if "openvino" not in sys.modules:
-        sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type]
+        sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type] - None in sys.modules makes importing the module fail, on purpose
     import openvino
 
     return openvino

@@ -89,8 +89,8 @@ def save_if_faithful(model: "SentenceTransformer", inputs: list[str], directory:
     tokenizer = model.tokenizer
     recipe = Recipe(
         inputs=tuple(inputs),
-        max_tokens=int(model.max_seq_length),
-        dimension=int(model.get_embedding_dimension()),
+        max_tokens=int(model.max_seq_length),  # pyright: ignore[reportArgumentType] - sentence-transformers' optional ints are set for the models we load
+        dimension=int(model.get_embedding_dimension()),  # pyright: ignore[reportArgumentType] - sentence-transformers' optional ints are set for the models we load
         pad_id=int(tokenizer.pad_token_id or 0),
         pad_type_id=int(getattr(tokenizer, "pad_token_type_id", 0) or 0),
         pad_left=tokenizer.padding_side == "left",

@@ -160,7 +160,7 @@ def keyword_leg(table: Any, parsed: ParsedQuery, *, limit: int) -> list[dict[str
 
     if not parsed.fts_text:
         return []
-    query = MatchQuery(parsed.fts_text, "terms")
+    query = MatchQuery(parsed.fts_text, "terms")  # pyright: ignore[reportCallIssue] - lancedb's MatchQuery gives the other parameters defaults at run time
     return table.search(query, query_type="fts").select([*_COLUMNS, "_score"]).limit(limit).to_list()
 
 

@@ -293,7 +293,7 @@ class Store:
             # `terms` column already holds camelCase parts split (see query.terms_of).
             config = FTS(base_tokenizer="simple", stem=True, remove_stop_words=True, lower_case=True)
             self.chunks.create_index(FTS_COLUMN, config=config, name=name)
-        elif self.chunks.index_stats(name).num_unindexed_rows > FTS_BACKLOG_ROWS:
+        elif self.chunks.index_stats(name).num_unindexed_rows > FTS_BACKLOG_ROWS:  # pyright: ignore[reportOptionalMemberAccess] - the index exists here: it was listed just before
             self.chunks.optimize()
 
     def version(self) -> int:

@@ -3,8 +3,8 @@
 import re
 from dataclasses import dataclass
 
-from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
+from unidiff.patch import PatchSet
 
 from redaction import names_secret, redact_text
 

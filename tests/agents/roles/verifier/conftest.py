@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agents.runtime.tools import ScopeName, ServerName
+from codeloop.testing import make_repo
 from sandbox.backend import BackendChoice
 from sandbox.gvisor import probe_runsc
 from tool_servers.protocol.scopes import Scope
@@ -29,7 +29,7 @@ class InProcessTools:
         self.backend = backend
         self.opened: list[Path] = []
 
-    def servers(self, root: Path, scopes: frozenset[ScopeName]) -> dict[ServerName, Any]:
+    def servers(self, root: Path, scopes: frozenset[str], *, index_dir: Path | None = None) -> dict[str, Any]:
         self.opened.append(root)
         options = ServerOptions(scopes=frozenset(Scope(s) for s in scopes))
         return {
@@ -53,20 +53,6 @@ def tools() -> InProcessTools:
 
 def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
-
-
-def make_repo(root: Path, files: dict[str, str]) -> Path:
-    """A git repository holding `files` in one commit (its HEAD is the starting tree)."""
-    root.mkdir(parents=True)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "Test")
-    git(root, "config", "user.email", "test@example.com")
-    for path, text in files.items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(text)
-    git(root, "add", ".")
-    git(root, "commit", "-q", "-m", "start")
-    return root
 
 
 def make_patch(root: Path, changes: dict[str, str | None]) -> str:

@@ -8,7 +8,8 @@ from agents.failures import FailureClass
 from agents.roles.verifier.diff_review import ReviewLimits, review_patch
 from agents.roles.verifier.patchset import MalformedPatch, parse_patch
 from agents.roles.verifier.secrets import find_secret
-from tests.agents.roles.verifier.conftest import CALC, CALC_FIXED, TEST_CALC, make_patch, make_repo
+from codeloop.testing import make_repo
+from tests.agents.roles.verifier.conftest import CALC, CALC_FIXED, TEST_CALC, make_patch
 
 
 @pytest.fixture

@@ -14,13 +14,13 @@ from agents.failures import FailureClass
 from agents.messages.verification import Baseline
 from agents.roles.verifier.verdict import revision_feedback
 from agents.roles.verifier.verify import PatchTask, verify_patch
+from codeloop.testing import make_repo
 from tests.agents.roles.verifier.conftest import (
     FAST_PYTEST,
     InProcessTools,
     deadline,
     git,
     make_patch,
-    make_repo,
 )
 
 pytestmark = pytest.mark.anyio

@@ -4,7 +4,8 @@ from pathlib import Path
 
 from agents.roles.verifier.patchset import parse_patch
 from agents.roles.verifier.selection import edited_tests, select_tests
-from tests.agents.roles.verifier.conftest import CALC, CALC_FIXED, TEST_CALC, make_patch, make_repo
+from codeloop.testing import make_repo
+from tests.agents.roles.verifier.conftest import CALC, CALC_FIXED, TEST_CALC, make_patch
 
 
 def test_targets_changed_tests_and_tests_of_changed_modules_are_targeted(tmp_path: Path) -> None:

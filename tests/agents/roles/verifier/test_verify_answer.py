@@ -6,7 +6,8 @@ import pytest
 
 from agents.failures import FailureClass
 from agents.roles.verifier.verify import verify_answer
-from tests.agents.roles.verifier.conftest import CALC, TEST_CALC, make_repo
+from codeloop.testing import make_repo
+from tests.agents.roles.verifier.conftest import CALC, TEST_CALC
 
 pytestmark = pytest.mark.anyio
 

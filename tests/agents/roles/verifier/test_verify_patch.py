@@ -9,6 +9,7 @@ import pytest
 from agents.failures import FailureClass
 from agents.roles.verifier.verdict import revision_feedback
 from agents.roles.verifier.verify import PatchTask, verify_patch
+from codeloop.testing import make_repo
 from tests.agents.roles.verifier.conftest import (
     CALC,
     CALC_FIXED,
@@ -20,7 +21,6 @@ from tests.agents.roles.verifier.conftest import (
     deadline,
     git,
     make_patch,
-    make_repo,
 )
 
 pytestmark = pytest.mark.anyio

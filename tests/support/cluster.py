@@ -26,7 +26,7 @@ from anyio.abc import Process
 
 from bus.server import NatsServer, open_nats_cluster
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPTED = ROOT / "examples" / "models" / "scripted.py"
 ROLES = ("planner", "retriever", "coder", "verifier")
 RUN_AS = 65534

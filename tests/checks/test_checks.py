@@ -1,0 +1,90 @@
+"""The checks of `make lint` fail on what they exist to catch, run on a temporary copy or a
+temporary file, never on the real tree: a planted upward import breaks the import contracts, a
+planted type error fails the type check, and each check passes the same input without the plant
+(so the failure is the plant's)."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+PACKAGES = ("codeloop", "agents", "bus", "tool_servers", "sandbox", "redaction", "layout")
+
+pytestmark = pytest.mark.slow
+
+
+def _copy_of_the_packages(into: Path) -> Path:
+    """The packages and pyproject.toml (which holds the contracts) under `into`."""
+    for package in PACKAGES:
+        shutil.copytree(
+            ROOT / package, into / package, ignore=shutil.ignore_patterns("__pycache__", "node_modules")
+        )
+    shutil.copy(ROOT / "pyproject.toml", into / "pyproject.toml")
+    return into
+
+
+def _lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
+    # The copy first on the path: its packages are the ones the contracts are checked on.
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    return subprocess.run(
+        [str(BIN / "lint-imports"), "--no-cache"],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_an_upward_import_breaks_the_contracts_naming_the_importer(tmp_path: Path) -> None:
+    tree = _copy_of_the_packages(tmp_path / "tree")
+    clean = _lint_imports(tree)
+    assert clean.returncode == 0, clean.stdout[-2000:] + clean.stderr[-2000:]
+
+    # bus may import only the leaves: an import of the CLI's configuration is upward.
+    (tree / "bus" / "planted.py").write_text(
+        '"""Planted by the test."""\n\nfrom codeloop.config import errors\n'
+    )
+    broken = _lint_imports(tree)
+    assert broken.returncode != 0
+    assert "BROKEN" in broken.stdout and "bus.planted -> codeloop.config" in broken.stdout, broken.stdout[
+        -3000:
+    ]
+
+
+def test_a_tool_server_importing_another_breaks_their_independence(tmp_path: Path) -> None:
+    tree = _copy_of_the_packages(tmp_path / "tree")
+    (tree / "tool_servers" / "tasks" / "planted.py").write_text(
+        '"""Planted."""\n\nimport tool_servers.fs.server\n'
+    )
+    broken = _lint_imports(tree)
+    assert broken.returncode != 0
+    assert "no tool server imports another BROKEN" in broken.stdout, broken.stdout[-3000:]
+
+
+def _make_lint(pyright_files: Path) -> subprocess.CompletedProcess[str]:
+    """`make lint` with the type check narrowed to one file (the other checks run on the real tree)."""
+    return subprocess.run(
+        ["make", "--no-print-directory", "lint", f"PYRIGHT_FILES={pyright_files}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_a_type_error_fails_make_lint_and_the_same_file_without_it_passes(tmp_path: Path) -> None:
+    checked = tmp_path / "planted.py"
+    checked.write_text("def half(n: int) -> float:\n    return n / 2\n\n\nhalf(3)\n")
+    clean = _make_lint(checked)
+    assert clean.returncode == 0, clean.stdout[-2000:] + clean.stderr[-2000:]
+
+    checked.write_text('def half(n: int) -> float:\n    return n / 2\n\n\nhalf("three")\n')
+    broken = _make_lint(checked)
+    assert broken.returncode != 0
+    assert "planted.py:5" in broken.stdout and "reportArgumentType" in broken.stdout, broken.stdout[-2000:]

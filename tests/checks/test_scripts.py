@@ -1,0 +1,47 @@
+"""The repository's own checks (`scripts/`, run by `make lint`) on small planted files."""
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _script(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # a dataclass looks its module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_long_function_and_a_long_parameter_list_are_offences_and_a_typer_command_is_exempt(
+    tmp_path: Path,
+) -> None:
+    sizes = _script("check_sizes")
+    body = "".join(f"    x{i} = {i}\n" for i in range(120))
+    params = ", ".join(f"p{i}" for i in range(11))
+    source = tmp_path / "planted.py"
+    source.write_text(
+        f"def long():\n{body}\n\n"
+        f"def many({params}):\n    pass\n\n\n"
+        f"@app.command()\ndef command({params}):\n    pass\n\n\n"
+        f"@with_option_groups\ndef grouped({params}):\n    pass\n\n\n"
+        f"class C:\n    def method(self, {', '.join(f'p{i}' for i in range(10))}):\n        pass\n"
+    )
+    found = {(o.name, o.what) for o in sizes.check_file(source, tmp_path)}
+    assert found == {("long", "121 lines (at most 120)"), ("many", "11 parameters (at most 10)")}
+
+
+def test_an_ignore_without_a_rule_or_a_reason_is_reported(tmp_path: Path) -> None:
+    ignores = _script("check_ignores")
+    source = tmp_path / "planted.py"
+    source.write_text(
+        "a = 1  # type: ignore\n"
+        "b = 2  # type: ignore[attr-defined]\n"
+        "c = 3  # pyright: ignore[reportArgumentType] - the value is checked by pydantic\n"
+        "d = '# type: ignore in a string is not a comment'\n"
+    )
+    assert [line for line, _ in ignores.bare_ignores(source)] == [1, 2]
