@@ -170,7 +170,7 @@ def _spawn(req: dict, rlimits: dict[str, int], identity: dict) -> "subprocess.Po
     except (OSError, subprocess.SubprocessError) as exc:
         reason = getattr(exc, "strerror", None) or exc
         filename = getattr(exc, "filename", None)
-        if isinstance(exc, FileNotFoundError) and filename == req["argv"][0] and "/" not in filename:
+        if isinstance(exc, FileNotFoundError) and filename == req["argv"][0] and "/" not in str(filename):
             reason = f"no such program on the sandbox's PATH ({req.get('env', {}).get('PATH', '')})"
         elif filename:
             reason = f"{reason}: {filename}"  # names the missing program or working directory

@@ -167,7 +167,7 @@ async def pending_confirmation(bus: Bus, task_id: str) -> Pending | None:
     try:
         with nats_errors():
             msg = await bus.js.get_last_msg(subjects.EVENTS_STREAM, subject)
-        data = parse_envelope(msg.data).payload.get("data") or {}
+        data = parse_envelope(msg.data or b"").payload.get("data") or {}
         request_id = str(data.get("request_id", ""))
         kv = await bus.kv(subjects.TASKS_BUCKET)
         if (await read(kv, _key(task_id, request_id))).value != PENDING:

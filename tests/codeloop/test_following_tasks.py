@@ -13,8 +13,10 @@ import pytest
 from agents.client import watch_task
 from bus.connection import open_bus
 from codeloop.config.serve_note import client_bus_config
+from codeloop.testing import make_repo
 from tests.codeloop.serve_support import CODELOOP, codeloop_env, running_serve
-from tests.e2e.conftest import make_repo, model
+from tests.e2e.conftest import model
+from tests.support.repos import CALC
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -45,7 +47,7 @@ async def test_an_approved_protected_write_ends_done_and_the_record_names_who_ap
     """An approval travels with the task to the verifier: the CI workflow a person approved is judged
     on its merits (the fix makes the failing test pass: `passed`), and the record says who approved
     which path. Meanwhile `status` shows the pending confirmation and the command that answers it."""
-    home, repo = tmp_path / "home", make_repo(tmp_path / "repo")
+    home, repo = tmp_path / "home", make_repo(tmp_path / "repo", CALC)
     text = "fix add so tests/test_calc.py::test_add passes, and add a CI workflow running the tests"
     with anyio.fail_after(300):
         async with running_serve(home, "--pipeline", "auto", "--no-mcp"):

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from agents.orchestrator.report import READ_MODE_HINT
-from tests.e2e.conftest import make_repo, model
+from codeloop.testing import make_repo
+from tests.e2e.conftest import model
+from tests.support.repos import CALC
 
 REPO_ROOT = Path(__file__).parents[2]
 
@@ -32,7 +34,7 @@ def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_a_change_asked_in_read_mode_is_answered_with_how_to_get_a_patch(tmp_path: Path) -> None:
     """Our choice: read mode never changes anything, and says so when the words ask for a change."""
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     done = _run(tmp_path, "Please fix add: it subtracts", "--repo", str(repo), "--model", model("explain"))
     assert done.returncode == 0, done.stderr
     assert "note: the task asks for a change, but read mode (the default) only answers" in done.stderr
@@ -43,7 +45,7 @@ def test_a_change_asked_in_read_mode_is_answered_with_how_to_get_a_patch(tmp_pat
 
 def test_a_read_mode_question_without_a_model_is_not_headed_as_a_failed_verification(tmp_path: Path) -> None:
     """Diagnose mode checks the tree as it is: its failing tests are no verdict on an answer."""
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     # A virtualenv the project forgot to git-ignore: left out of the snapshot, and `run` says so.
     (repo / ".venv" / "lib").mkdir(parents=True)
     (repo / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")

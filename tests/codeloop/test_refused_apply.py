@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import CALC, make_repo, model
+from codeloop.testing import make_repo
+from tests.e2e.conftest import model
+from tests.support.repos import CALC
 
 REPO_ROOT = Path(__file__).parents[2]
 
@@ -18,7 +20,7 @@ pytestmark = pytest.mark.slow
 
 
 def _run_applying(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], Path]:
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     env = {k: v for k, v in os.environ.items() if k != "CODELOOP_MODEL"}
     env["CODELOOP_HOME"] = str(tmp_path / "home")
     task = f"fix add in calc\nmeanwhile: {repo / 'README.md'}"

@@ -11,9 +11,11 @@ import anyio
 import pexpect
 import pytest
 
+from codeloop.testing import make_repo
 from tests.codeloop.serve_support import CODELOOP, codeloop_env, running_serve
-from tests.e2e.conftest import make_repo, model
+from tests.e2e.conftest import model
 from tests.processes import processes_mentioning
+from tests.support.repos import CALC
 
 REPO_ROOT = Path(__file__).parents[2]
 CI = ".github/workflows/ci.yml"
@@ -47,7 +49,8 @@ def _finish(child: pexpect.spawn) -> tuple[str, int]:
     """The rest of the child's output and its exit status, once it exited."""
     child.expect(pexpect.EOF)
     child.close()
-    return child.before, child.exitstatus if child.exitstatus is not None else 128 + child.signalstatus
+    status = child.exitstatus if child.exitstatus is not None else 128 + (child.signalstatus or 0)
+    return str(child.before), status
 
 
 def test_y_at_the_prompt_approves_a_protected_write_that_ends_done_without_a_library_banner(
@@ -56,7 +59,7 @@ def test_y_at_the_prompt_approves_a_protected_write_that_ends_done_without_a_lib
     """The person at the terminal approves the CI workflow: the approval travels with the task, the
     verifier judges the patch on its merits (`passed`), the summary names who approved which path;
     and nothing but codeloop writes into the live view (pydantic-ai's first-run banner)."""
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     text = "fix add so tests/test_calc.py::test_add passes, and add a CI workflow running the tests"
     child = _spawn(
         tmp_path / "home",
@@ -69,7 +72,7 @@ def test_y_at_the_prompt_approves_a_protected_write_that_ends_done_without_a_lib
         model("fix_with_ci_workflow"),
     )
     child.expect(r"\[y/N\] ")
-    seen = child.before + child.after
+    seen = str(child.before) + str(child.after)
     child.sendline("y")
     rest, status = _finish(child)
     shown = seen + rest
@@ -84,7 +87,7 @@ def test_y_at_the_prompt_approves_a_protected_write_that_ends_done_without_a_lib
 def test_ctrl_c_on_a_task_of_a_running_serve_says_it_goes_on_and_how_to_cancel_it(tmp_path: Path) -> None:
     """Our choice: Ctrl-C stops only `codeloop run`; the task in the serve goes on, so say so and
     name the commands that follow and cancel it (which work: it is still running)."""
-    home, repo = tmp_path / "home", make_repo(tmp_path / "repo")
+    home, repo = tmp_path / "home", make_repo(tmp_path / "repo", CALC)
 
     async def main() -> tuple[str, int, bytes, int, int]:
         with anyio.fail_after(300):
@@ -113,7 +116,7 @@ def test_ctrl_c_on_a_task_of_a_running_serve_says_it_goes_on_and_how_to_cancel_i
 def test_ctrl_c_on_a_task_of_its_own_bus_says_it_stopped_with_the_process(tmp_path: Path) -> None:
     """Without a serve the task ran inside `codeloop run`: Ctrl-C ends it, leaves nothing running,
     and says so."""
-    repo = make_repo(tmp_path / "repo")
+    repo = make_repo(tmp_path / "repo", CALC)
     message, status = _interrupt_once_submitted(tmp_path / "home", repo, model("slow_forever"))
     assert status == 130, message
     assert "stopped with this process (it ran on a bus of its own)" in message, message
@@ -132,6 +135,6 @@ def _interrupt_once_submitted(home: Path, repo: Path, model_name: str) -> tuple[
     child.expect("coder")  # the live view's stage: the task is under way
     child.sendintr()
     child.expect(r"error: [^\r\n]+")
-    message = child.after
+    message = str(child.after)
     _, status = _finish(child)
     return message, status

@@ -9,13 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import make_repo, model
+from codeloop.testing import make_repo
+from tests.e2e.conftest import model
+from tests.support.repos import CALC
 
 pytestmark = pytest.mark.slow
 
 
 def test_a_resolved_task_the_pipeline_handed_off_is_shown_as_such(tmp_path: Path) -> None:
-    make_repo(tmp_path / "calc")
+    make_repo(tmp_path / "calc", CALC)
     task = {
         "id": "fix-add",
         "repo": "calc",
