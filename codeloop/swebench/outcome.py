@@ -43,3 +43,6 @@ class Outcome(BaseModel):
     skipped_steps: list[str] = []
     """Spec steps that cannot run here (system packages)."""
     model_name_or_path: str = ""
+    worker: str | None = None
+    """Which process ran it, `HOST:PID`: the submitting `codeloop swebench` or a worker (`codeloop
+    serve --role swebench`) of a run shared on the bus."""
