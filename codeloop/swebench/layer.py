@@ -22,6 +22,7 @@ from pathlib import Path
 
 from codeloop.swebench.recipe import CONSTRAINTS_PATH, EnvRecipe
 from sandbox.environments import Environment, Recipe
+from sandbox.environments.build import site_packages
 
 LAYER_FORMAT = 1
 INSTALL_INPUTS = ("setup.py", "setup.cfg", "pyproject.toml")
@@ -69,9 +70,4 @@ def eval_variables(layer: Environment, *, through_links: bool) -> dict[str, str]
     """
     if not through_links:
         return {}
-    return {"PYTHONPATH": ":".join(str(_site_packages(env.venv)) for env in layer.chain())}
-
-
-def _site_packages(venv: Path) -> Path:
-    found = sorted((venv / "lib").glob("python3*/site-packages"))
-    return found[0] if found else venv / "lib" / "site-packages"
+    return {"PYTHONPATH": ":".join(str(site_packages(env.venv)) for env in layer.chain())}

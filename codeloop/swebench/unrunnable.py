@@ -23,7 +23,9 @@ NETWORK_SIGNS = (
     "Failed to establish a new connection",
     "ConnectTimeout",
 )
-_HEADER = re.compile(r"^_{3,} (?:ERROR at (?:setup|teardown) of )?(.+?) _{3,}$", re.MULTILINE)
+# pytest pads a section's title with underscores to the terminal's width: a long title gets as
+# few as one each side. The separator lines inside a traceback (`_ _ _ _`) are not titles.
+_HEADER = re.compile(r"^_+ (?:ERROR at (?:setup|teardown) of )?([^_\s].*?) _+$", re.MULTILINE)
 
 
 def sections(log: str) -> dict[str, str]:
