@@ -10,7 +10,7 @@ import pytest
 from codeloop.swebench.grade import grade, not_passing, status_map
 from codeloop.swebench.instances import load_instances
 from codeloop.swebench.official import swebench
-from codeloop.swebench.unrunnable import NETWORK, OTHER, reasons, sections
+from codeloop.swebench.unrunnable import ABSENT, NETWORK, OTHER, reasons, sections
 
 DATA = Path(__file__).parents[1] / "data" / "swebench"
 LOGS = DATA / "logs"
@@ -101,5 +101,5 @@ def test_a_failure_is_put_down_to_the_network_only_when_its_section_shows_a_refu
         long_id: NETWORK,
         "t.py::TestTimeout::test_connect": NETWORK,
         "t.py::test_plain": OTHER,
-        "t.py::test_absent": OTHER,
+        "t.py::test_absent": ABSENT,
     }
