@@ -379,5 +379,7 @@ def write_manifest(environment: Environment) -> None:
     """Writes the manifest atomically: the environment exists for readers from this moment on."""
     manifest = environment.path / MANIFEST
     partial = manifest.with_suffix(".partial")
-    partial.write_text(environment.model_dump_json(indent=2))
+    # Unset fields left out: a manifest then reads in codeloop versions older than a field
+    # (a plain environment's `base`, say), which share this cache on one machine.
+    partial.write_text(environment.model_dump_json(indent=2, exclude_none=True))
     os.replace(partial, manifest)
