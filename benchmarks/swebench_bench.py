@@ -77,7 +77,7 @@ def environment_times(inputs: dict[str, Path], tmp: Path, env: dict[str, str]) -
 async def overhead(inputs: dict[str, Path], tmp: Path, rounds: int) -> None:
     from codeloop.swebench.cli_support import settings_for
     from codeloop.swebench.instances import load_instances
-    from codeloop.swebench.layer import layer_env, make_layer
+    from codeloop.swebench.layer import layer_recipe
     from codeloop.swebench.recipe import make_recipe
     from codeloop.swebench.repositories import find_source
     from codeloop.swebench.specs import load_extra_specs, spec_for
@@ -90,32 +90,30 @@ async def overhead(inputs: dict[str, Path], tmp: Path, rounds: int) -> None:
     source = find_source(instance.repo, repos_dir=inputs["repos"], cache_dir=settings.cache_dir / "swebench")
     recipe = make_recipe(instance, spec_for(instance), source)
     project = project_tree(recipe, source, settings.cache_dir)
-    environment, _ = await settings.store.ensure(recipe.to_recipe(), project)
-    tree, layer = tmp / "overhead" / "tree", tmp / "overhead" / "layer"
+    tree = tmp / "overhead" / "tree"
     instance_tree(source, instance.base_commit, tree, recipe)
-    await make_layer(
-        environment, tree, layer, install=recipe.install, build_env=settings.store.settings.build_env
-    )
-    variables = layer_env(layer, environment)
     argv = ["pytest", "-rA", "tests/test_core.py"]
     plain: list[float] = []
     boxed: list[float] = []
-    async with open_sandbox(
-        tree,
-        limits=settings.limits,
-        policy="gvisor",
-        ro_paths=(environment.path, environment.base_prefix, layer),
-    ) as box:
-        await box.exec(argv, env=variables, cwd=str(tree))  # the first run writes bytecode caches
-        for _ in range(rounds):  # interleaved, so the machine's load weighs on both alike
-            started = time.perf_counter()
-            await anyio.run_process(
-                argv, cwd=tree, env={**variables, "HOME": "/tmp", "LANG": "C.UTF-8"}, check=True
-            )
-            plain.append(time.perf_counter() - started)
-            result = await box.exec(argv, env=variables, cwd=str(tree))
-            assert result.exit_code == 0, result.stdout + result.stderr
-            boxed.append(result.duration_s)
+    async with settings.store.use(recipe.to_recipe(), project) as shared:
+        async with settings.store.use(layer_recipe(recipe, shared.environment, tree), tree) as lease:
+            env = lease.environment
+            host_env = {
+                "PATH": ":".join([*(str(e.venv / "bin") for e in env.chain()), "/usr/bin", "/bin"]),
+                "VIRTUAL_ENV": str(env.venv),
+                "HOME": "/tmp",
+                "LANG": "C.UTF-8",
+            }
+            workdir = str(env.project_path)  # where the harness runs the eval script
+            async with open_sandbox(tree, limits=settings.limits, policy="gvisor", environment=env) as box:
+                await box.exec(argv, cwd=workdir)  # the first run starts the sandbox, writes bytecode
+                for _ in range(rounds):  # interleaved, so the machine's load weighs on both alike
+                    started = time.perf_counter()
+                    await anyio.run_process(argv, cwd=tree, env=host_env, check=True)
+                    plain.append(time.perf_counter() - started)
+                    result = await box.exec(argv, cwd=workdir)
+                    assert result.exit_code == 0, result.stdout + result.stderr
+                    boxed.append(result.duration_s)
     p, b = statistics.median(plain), statistics.median(boxed)
     print(
         f"2. test run, median of {rounds}: plain {p:.3f} s, gVisor {b:.3f} s, ratio {b / p:.2f}x (target <= 1.5x)"

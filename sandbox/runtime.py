@@ -97,15 +97,16 @@ def python_for_supervisor() -> Path:
 
 def environment_paths(environment: "Environment | None") -> tuple[Path, ...]:
     """Host paths a project environment needs shown read-only: its directory (virtualenv, tools,
-    the build's copy of the project) and its base interpreter's installation."""
+    the build's copy of the project), a layer's parents' too, and its base interpreter's
+    installation."""
     if environment is None:
         return ()
-    return (environment.path, environment.base_prefix)
+    return (*(env.path for env in environment.chain()), environment.base_prefix)
 
 
 def environment_bins(environment: "Environment | None") -> list[str]:
-    """The environment's bin, first on the commands' PATH."""
-    return [] if environment is None else [str(environment.venv / "bin")]
+    """The environment's bin, first on the commands' PATH (a layer's, then its parents')."""
+    return [] if environment is None else [str(env.venv / "bin") for env in environment.chain()]
 
 
 def environment_variables(environment: "Environment | None") -> dict[str, str]:

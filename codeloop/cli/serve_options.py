@@ -26,7 +26,9 @@ class RoleOptions(OptionGroup):
             "--role",
             help="Role to run in this process (repeatable): a built-in one or any installed plug-in role "
             "(`codeloop roles` lists them). Default: orchestrator, planner, retriever, coder, verifier, "
-            "plus the installed roles --pipeline names (with --pipeline echo: orchestrator, echo).",
+            "plus the installed roles --pipeline names (with --pipeline echo: orchestrator, echo). "
+            "`swebench`: a SWE-bench worker taking the instances of `codeloop swebench --nats` runs, "
+            "one instance at a time per --role swebench given (see --swebench-repos).",
         ),
     ] = None
     pipeline: Annotated[
@@ -55,6 +57,15 @@ class RoleOptions(OptionGroup):
             help="Requests each role's worker in this process handles at once (default 64). Lower it "
             "where a worker has a fixed share of a machine (a pod's CPU limit), so that the work "
             "spreads over more workers instead of queueing inside one.",
+        ),
+    ] = None
+
+    swebench_repos: Annotated[
+        Path | None,
+        typer.Option(
+            "--swebench-repos",
+            help="With --role swebench: this machine's repositories (clones, mirrors or bundles, as for "
+            "`codeloop swebench --repos`). Default: none (cloned from GitHub where the network allows).",
         ),
     ] = None
 
@@ -111,7 +122,13 @@ class RoleOptions(OptionGroup):
             if any(given.values())
             else None
         )
-        return Workers(roles=roles, pipeline=chosen, policy=policy)
+        if self.swebench_repos is not None:
+            if "swebench" not in roles:
+                raise fail("--swebench-repos is for SWE-bench workers: add --role swebench", 2)
+            if not self.swebench_repos.is_dir():
+                raise fail(f"--swebench-repos {self.swebench_repos} is not a directory", 2)
+        repos = self.swebench_repos.resolve() if self.swebench_repos is not None else None
+        return Workers(roles=roles, pipeline=chosen, policy=policy, swebench_repos=repos)
 
 
 @dataclass(frozen=True)

@@ -108,7 +108,7 @@ def swebench(
     `gold` OUT/validation.json. Environments are built once per (repository, version) and cached.
 
     With --nats URL (or a running `codeloop serve`) the instances go on the bus: this process runs
-    --jobs of them (0: none) and `codeloop swebench-worker` processes on any machine run the rest.
+    --jobs of them (0: none) and `codeloop serve --role swebench` processes on any machine run the rest.
     """
     from codeloop.swebench.cli_support import Options, prepare, run
 
@@ -179,16 +179,17 @@ def swebench_worker(
 ) -> None:
     """Run SWE-bench instances of any run on the bus (`codeloop swebench --nats URL`), here.
 
-    Takes instances from the shared durable consumer, builds their environments where needed
-    (cached on this machine), runs and grades them in gVisor, and publishes each outcome with its
-    files. A worker killed mid-instance loses nothing: the instance is run again elsewhere.
+    The same workers as `codeloop serve --role swebench` (once per --jobs) without the rest of a
+    serve, and with --idle-exit for batch pods. Takes instances from the shared durable consumer,
+    builds their environments where needed (cached on this machine), runs and grades them in
+    gVisor, and publishes each outcome with its files. A worker killed mid-instance loses
+    nothing: the instance is run again elsewhere.
     """
 
     from bus.connection import open_bus
     from codeloop.config.environment import bus_config
     from codeloop.config.errors import ConfigError
-    from codeloop.swebench.cli_support import cache_dir, settings_for
-    from codeloop.swebench.worker import serve_workers
+    from codeloop.wiring.swebench import SwebenchWorkers, run_swebench_workers
 
     try:
         config = bus_config(**connection)
@@ -196,17 +197,11 @@ def swebench_worker(
         raise usage_error(str(exc)) from None
     if not config.servers:
         raise usage_error("no NATS URL: pass --nats URL or set CODELOOP_NATS_URL")
+    workers = SwebenchWorkers(jobs=jobs, repos_dir=repos, idle_exit_s=idle_exit)
 
     async def main() -> None:
         async with open_bus(config) as bus:
-            await serve_workers(
-                bus,
-                settings_for=settings_for,
-                repos_dir=repos,
-                cache_dir=cache_dir(),
-                jobs=jobs,
-                idle_exit_s=idle_exit,
-            )
+            await run_swebench_workers(bus, workers)
 
     run_async(main)
 

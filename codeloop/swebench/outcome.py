@@ -37,9 +37,13 @@ class Outcome(BaseModel):
     """Listed tests that did not pass (failed, errored or absent from the log)."""
     why_not_passing: dict[str, str] = {}
     """Per test of `not_passing`: `network` when its failure shows a connection the sandbox
-    refused, else `fails with the gold patch here` (`codeloop.swebench.unrunnable`)."""
+    refused, `no result in the log` when the log never names it, else `fails with the gold patch
+    here` (`codeloop.swebench.unrunnable`)."""
     skipped: list[str] = []
     """Listed tests the run skipped (graded as neither passing nor failing)."""
     skipped_steps: list[str] = []
     """Spec steps that cannot run here (system packages)."""
     model_name_or_path: str = ""
+    worker: str | None = None
+    """Which process ran it, `HOST:PID`: the submitting `codeloop swebench` or a worker (`codeloop
+    serve --role swebench`) of a run shared on the bus."""

@@ -52,6 +52,16 @@ CONDA_TO_PYPI = {"matplotlib-base": "matplotlib", "iris": "scitools-iris", "pyta
 # LaTeX writer imports; the images (2024) had 0.21. sphinxcontrib-jsmath 2 requires Sphinx 5; the
 # images had 1.0.1 (its release of 2019).
 IMAGE_ERA_CONSTRAINTS = ("docutils<0.22", "sphinxcontrib-jsmath<2")
+# Pins of one repository's instance install (its layer), added to the spec's install command as
+# requirements: Sphinx 3.x requires docutils unbounded (4.0 and later bound it below 0.18 to 0.21),
+# and its man-page tests expect the `.nf`/`.ft C` literal blocks docutils wrote before 0.21
+# (which writes `.EX`/`.EE`); SWE-bench's validation environments had 0.20.
+INSTALL_PINS = {"sphinx-doc/sphinx": ("docutils<0.21",)}
+# A non-editable install (requests' `pip install .`) copies the tree into site-packages before
+# the prediction: the official eval script installs again after applying it, which here would
+# run the prediction's setup.py on the host. Installed editable instead, the patched tree is what
+# is imported, as after the official re-install.
+_NON_EDITABLE = re.compile(r"^(python -m pip install) \.$")
 CONDA_ONLY = {"python", "pip", "hdf5", "libnetcdf", "cdms2", "pynio", "esmpy"}
 
 
@@ -136,9 +146,13 @@ def make_recipe(instance: Instance, spec: dict[str, Any], source: RepoSource) ->
         name = re.sub(r"[^A-Za-z0-9]", "_", instance.repo.split("/")[1]).upper()
         # setuptools_scm finds no tags in the scratch tree; give the version the spec stands for.
         version = f"{instance.version}.0"
+        command = _NON_EDITABLE.sub(r"\1 -e .", str(spec["install"]))
+        pins = " ".join(shlex.quote(pin) for pin in INSTALL_PINS.get(instance.repo, ()))
+        if pins and command.startswith("python -m pip install "):
+            command = f"{command} {pins}"
         install = (
             f"export SETUPTOOLS_SCM_PRETEND_VERSION_FOR_{name}={version} "
-            f"SETUPTOOLS_SCM_PRETEND_VERSION={version}; {spec['install']}"
+            f"SETUPTOOLS_SCM_PRETEND_VERSION={version}; {command}"
         )
     return EnvRecipe(
         label=f"{instance.repo}@{instance.version}",

@@ -1,5 +1,5 @@
-"""Running one instance: its environment, its scratch tree at the base commit with its own layer
-(the spec's install of that commit, `codeloop.swebench.layer`), the prediction
+"""Running one instance: its shared environment, its scratch tree at the base commit, its layer
+over that environment (the spec's install of that commit, `codeloop.swebench.layer`), the prediction
 applied as the official harness applies it, the eval script in the gVisor sandbox with no
 network, and the official grading of the log.
 
@@ -9,12 +9,13 @@ messages), `test_output.txt` (the eval script's output, which the official `get_
 reads), `patch.diff`, `eval.sh`, `report.json` (the official per-instance report, only for
 graded instances, as officially) and `outcome.json` (codeloop's record, `Outcome`).
 
-Builds of one environment are serialised per process (`RunSettings.env_lock`): the environment
-store's file lock raises instead of waiting when another build holds it (filelock 4's
-`acquire(blocking=False)`), so concurrent instances of one environment would fail.
+Both environments come from `sandbox.environments`' store (built once per key, the build lock
+making concurrent instances of one environment wait for it, across processes too).
 """
 
+import os
 import shutil
+import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,7 @@ import anyio
 from codeloop.swebench import grade
 from codeloop.swebench.errors import EnvironmentBuildError, SpecError
 from codeloop.swebench.instances import Instance
-from codeloop.swebench.layer import layer_env, make_layer
+from codeloop.swebench.layer import eval_variables, layer_recipe
 from codeloop.swebench.outcome import Outcome
 from codeloop.swebench.predictions import Prediction
 from codeloop.swebench.recipe import make_recipe
@@ -60,11 +61,6 @@ class RunSettings:
     """`gvisor` unless the deployment says `process` (CODELOOP_SANDBOX): inside a gVisor pod the
     pod is the sandbox and runsc cannot start again."""
     left_out: dict[str, list[str]] = field(default_factory=dict)
-    _env_locks: dict[str, anyio.Lock] = field(default_factory=dict)
-
-    def env_lock(self, key: str) -> anyio.Lock:
-        """The lock of one environment's build in this process."""
-        return self._env_locks.setdefault(key, anyio.Lock())
 
 
 class _Log:
@@ -98,6 +94,7 @@ async def run_instance(
         version=instance.version,
         status="error",
         model_name_or_path=prediction.model_name_or_path,
+        worker=f"{socket.gethostname()}:{os.getpid()}",
     )
     scratch = settings.scratch_dir / instance.instance_id
     try:
@@ -143,62 +140,54 @@ async def _run(
     project = await anyio.to_thread.run_sync(project_tree, recipe, source, settings.cache_dir)
     env_started = time.monotonic()
     log.info(f"Environment {recipe.label} (Python {recipe.python}): getting it ready")
-    environment_recipe = recipe.to_recipe()
-    # One build per environment in this process at a time (the store's own cross-process lock
-    # does not wait yet, see the module docstring); the others then find it built.
-    async with settings.env_lock(environment_recipe.digest()):
-        _, built = await settings.store.ensure(environment_recipe, project)
-    async with settings.store.use(environment_recipe, project, progress=None) as lease:
-        env = lease.environment
-        outcome = outcome.model_copy(
-            update={
-                "env_s": round(time.monotonic() - env_started, 3),
-                "environment": {
-                    "key": env.key,
-                    "python_version": env.python_version,
-                    "built": built,
-                    "build_s": env.build_s,
-                },
-            }
-        )
-        log.info(f"Environment {env.key} ready (built now: {built})")
-        tree, layer = scratch / "tree", scratch / "layer"
+    shared_recipe = recipe.to_recipe()
+    async with settings.store.use(shared_recipe, project, progress=None) as shared:
+        log.info(f"Environment {shared.environment.key} ready (built now: {shared.info.built})")
+        tree = scratch / "tree"
         base = await anyio.to_thread.run_sync(instance_tree, source, instance.base_commit, tree, recipe)
-        install_started = time.monotonic()
-        installed = await make_layer(
-            env,
-            tree,
-            layer,
-            install=recipe.install,
-            build_env=settings.store.settings.build_env,
-            constraints=recipe.constraints,
-        )
-        log.info(
-            f"Install in the instance's layer ({time.monotonic() - install_started:.1f} s):\n{installed[-4000:]}"
-        )
-        outcome = outcome.model_copy(update={"env_s": round(time.monotonic() - env_started, 3)})
-        async with open_sandbox(
-            tree,
-            limits=settings.limits,
-            gvisor=settings.gvisor,
-            policy=settings.policy,
-            ro_paths=(env.path, env.base_prefix, layer),
-        ) as box:
-            links = "tox --current-env" in str(spec.get("test_cmd", ""))
-            box_env = layer_env(layer, env, through_links=links)
-            return await _evaluate(
-                instance, prediction, spec, _Box(box, box_env), tree, base, settings, partial, log, outcome
+        install = layer_recipe(recipe, shared.environment, tree)
+        async with settings.store.use(install, tree, progress=None) as lease:
+            env = lease.environment
+            log.info(
+                f"Instance layer {env.key} over {shared.environment.key} ready (built now: {lease.info.built}, "
+                f"{lease.info.lookup_s:.1f} s): {recipe.install or 'no install'}"
             )
+            outcome = outcome.model_copy(
+                update={
+                    "env_s": round(time.monotonic() - env_started, 3),
+                    "environment": {
+                        "key": shared.environment.key,
+                        "python_version": env.python_version,
+                        "built": shared.info.built,
+                        "build_s": shared.environment.build_s,
+                        "layer_key": env.key,
+                        "layer_built": lease.info.built,
+                        "layer_build_s": env.build_s,
+                    },
+                }
+            )
+            async with open_sandbox(
+                tree, limits=settings.limits, gvisor=settings.gvisor, policy=settings.policy, environment=env
+            ) as box:
+                links = "tox --current-env" in str(spec.get("test_cmd", ""))
+                # gVisor shows the tree at the layer's project path, where the editable install
+                # points: the tests run there, so every module has one path (pylint's plugin loader
+                # matches files against sys.path). The process backend has no such mount: the tree.
+                workdir = env.project_path if box.backend == "gvisor" and env.project_path else tree
+                run = _Box(box, eval_variables(env, through_links=links))
+                return await _evaluate(
+                    instance, prediction, spec, run, tree, workdir, base, settings, partial, log, outcome
+                )
 
 
 class _Box:
-    """The sandbox with the instance's layer active in every command."""
+    """The sandbox with the eval script's extra variables in every command."""
 
     def __init__(self, box: Any, env: dict[str, str]) -> None:
         self.box, self.env = box, env
 
     async def exec(self, argv: list[str], *, timeout_s: float) -> Any:
-        return await self.box.exec(argv, timeout_s=timeout_s, env=self.env)
+        return await self.box.exec(argv, timeout_s=timeout_s, env=self.env or None)
 
 
 async def _evaluate(
@@ -207,6 +196,7 @@ async def _evaluate(
     spec: dict[str, Any],
     box: Any,
     tree: Path,
+    workdir: Path,
     base: str,
     settings: RunSettings,
     partial: Path,
@@ -227,11 +217,11 @@ async def _evaluate(
         return outcome.model_copy(
             update={"status": "unresolved", "patch_applied": False, "left_out": sorted(left_out)}
         )
-    script = eval_script(instance, spec, base_commit=base, workdir=str(tree))
+    script = eval_script(instance, spec, base_commit=base, workdir=str(workdir))
     (partial / "eval.sh").write_text(script, encoding="utf-8")
     (tree / SCRIPT_IN_TREE).parent.mkdir(parents=True, exist_ok=True)
     (tree / SCRIPT_IN_TREE).write_text(script, encoding="utf-8")
-    result = await box.exec(["bash", str(tree / SCRIPT_IN_TREE)], timeout_s=settings.timeout_s)
+    result = await box.exec(["bash", str(workdir / SCRIPT_IN_TREE)], timeout_s=settings.timeout_s)
     log.info(f"Test runtime: {result.duration_s:_.2f} seconds")
     output = result.stdout + result.stderr
     update: dict[str, Any] = {

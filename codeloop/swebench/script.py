@@ -2,12 +2,13 @@
 
 SWE-bench's own `make_eval_script_list_py` writes the script its container runs; it is taken as
 it is, then each line is mapped: the conda activations go (the environment's bin is first on
-PATH already), `/testbed` becomes the tree's own path (the sandbox shows the workspace there as
-well as at /workspace: the editable install names that path, and a tool that matches a module's
-file against sys.path, as pylint's plugin loader does, must see one path, as in the container), the base commit becomes the scratch repository's
-base commit (same tree, another hash), and the spec's `install` re-run is left out: it ran
-before the prediction, into the instance's layer (`codeloop.swebench.layer`), which the sandbox
-shows read-only, and being editable it imports the patched tree. Running it after the prediction
+PATH already), `/testbed` becomes the instance layer's project path (the sandbox shows the tree
+there as well as at /workspace: the editable install names that path, and a tool that matches a
+module's file against sys.path, as pylint's plugin loader does, must see one path, as in the
+container), the base commit becomes the scratch repository's base commit (same tree, another
+hash), and the spec's `install` re-run is left out: it ran before the prediction, into the
+instance's layer (`codeloop.swebench.layer`), which the sandbox shows read-only, and being
+editable it imports the patched tree. Running it after the prediction
 would mean running the prediction's setup.py on the host, outside the sandbox: a prediction that
 changes packaging metadata (entry points, dependencies) is tested without them. What remains (the informational `git status/show/diff`,
 resetting the test files, `git apply -v` of the test patch, the start/end markers around the test

@@ -13,6 +13,9 @@ from codeloop.swebench.instances import Instance
 
 NETWORK = "network"
 OTHER = "fails with the gold patch here"
+ABSENT = "no result in the log"
+"""Neither a failure section nor a per-test result line names it: not run, or run by a command
+whose output lists no per-test results (pytest without `-rA`)."""
 NETWORK_SIGNS = (
     "Temporary failure in name resolution",
     "Name or service not known",
@@ -23,7 +26,9 @@ NETWORK_SIGNS = (
     "Failed to establish a new connection",
     "ConnectTimeout",
 )
-_HEADER = re.compile(r"^_{3,} (?:ERROR at (?:setup|teardown) of )?(.+?) _{3,}$", re.MULTILINE)
+# pytest pads a section's title with underscores to the terminal's width: a long title gets as
+# few as one each side. The separator lines inside a traceback (`_ _ _ _`) are not titles.
+_HEADER = re.compile(r"^_+ (?:ERROR at (?:setup|teardown) of )?([^_\s].*?) _+$", re.MULTILINE)
 
 
 def sections(log: str) -> dict[str, str]:
@@ -44,10 +49,14 @@ def _title(test_id: str) -> str:
 
 def reasons(instance: Instance, not_passing: list[str], log: str) -> dict[str, str]:
     """For each listed test that did not pass, `network` when its failure shows a connection
-    attempt the sandbox refused, else `fails with the gold patch here`."""
+    attempt the sandbox refused, `no result in the log` when the log does not name it at all,
+    else `fails with the gold patch here`."""
     found = sections(log)
     why = {}
     for test in not_passing:
-        text = found.get(_title(test), "")
-        why[test] = NETWORK if any(sign in text for sign in NETWORK_SIGNS) else OTHER
+        text = found.get(_title(test))
+        if text is None and test not in log:
+            why[test] = ABSENT
+        else:
+            why[test] = NETWORK if any(sign in (text or "") for sign in NETWORK_SIGNS) else OTHER
     return why

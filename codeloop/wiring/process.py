@@ -61,6 +61,7 @@ from codeloop.services.hosted_mcp import McpHosting, host_tool_servers
 from codeloop.services.metrics import Metrics, MetricsServing, follow_events, poll_queues, serve_metrics
 from codeloop.services.workspace_service import WorkspaceHosting, WorkspaceService
 from codeloop.wiring.roles import DEFAULT_ROLES, role_deps, role_specs
+from codeloop.wiring.swebench import SwebenchWorkers, run_swebench_workers, split_roles
 from codeloop.wiring.telemetry import tracing_observers
 from codeloop.wiring.tools import InProcessTools
 from layout import NATS_DIR
@@ -81,6 +82,8 @@ class Workers:
     """Replaces every actor's delivery policy (e.g. a short `ack_wait_s` in tests)."""
     registry: RoleRegistry | None = None
     """The installed roles (default: the `codeloop.roles` entry points, broken ones logged and left out)."""
+    swebench_repos: Path | None = None
+    """With `swebench` among `roles` (`codeloop.wiring.swebench`): this machine's repositories."""
 
 
 @dataclass(frozen=True)
@@ -148,7 +151,8 @@ async def serve(
         bus = await stack.enter_async_context(open_bus(config))
         await ensure_streams(bus)
         registry = workers.registry or load_roles()
-        deps = await _role_deps(stack, bus, config, workers.roles, setup, registry)
+        roles, swebench_slots = split_roles(workers.roles)
+        deps = await _role_deps(stack, bus, config, roles, setup, registry)
         for broken in registry.broken:
             log.warning(
                 "installed role %s is broken and not available (%s): %s",
@@ -157,9 +161,9 @@ async def serve(
                 broken.reason,
             )
         specs = await role_specs(
-            bus, workers.roles, workers.policy, pipeline=workers.pipeline, deps=deps, registry=registry
+            bus, roles, workers.policy, pipeline=workers.pipeline, deps=deps, registry=registry
         )
-        if "orchestrator" not in workers.roles:
+        if "orchestrator" not in roles:
             # A worker joining another process's orchestrator: refuse a bus that speaks another version.
             await check_schema(bus, ", ".join(workers.roles))
         if setup.observe:
@@ -177,7 +181,12 @@ async def serve(
             if server is not None:
                 tg.start_soon(keep_server_running, server)
             metrics_url = await _start_metrics(tg, bus, meter, hosting.metrics, specs)
-            await _start_watchers(tg, bus, workers.roles)
+            await _start_watchers(tg, bus, roles)
+            if swebench_slots:
+                swebench = SwebenchWorkers(jobs=swebench_slots, repos_dir=workers.swebench_repos)
+                await tg.start(
+                    Supervisor("swebench workers", partial(run_swebench_workers, bus, swebench)).run
+                )
             for actor, n in zip(actors, counts, strict=True):
                 await tg.start(Supervisor(f"actor {actor.role}", actor.run).run)
                 # Discoverable once it consumes: `codeloop roles` and the waiting check see it.

@@ -38,7 +38,8 @@ class UnknownRole(CodeloopError, ValueError):
 def unknown_role_problem(roles: Sequence[str], registry: RoleRegistry) -> str | None:
     """Why one of `roles` cannot run in this process, or None when all can."""
     for role in roles:
-        if role != "orchestrator" and registry.get(role) is None:
+        # `swebench` is no actor but the SWE-bench worker loop serve runs (`codeloop.wiring.swebench`).
+        if role not in ("orchestrator", "swebench") and registry.get(role) is None:
             return registry.why_missing(role)
     return None
 

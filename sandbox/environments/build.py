@@ -1,6 +1,14 @@
 """Making a recipe real in its directory: copy the project, create the virtualenv, run the
 install commands, add the test tools the project lacks, record the result.
 
+A layered recipe (`Recipe.base`) gets a virtualenv of its parent's interpreter, without pip of
+its own, whose site-packages adds the parent's after itself (`LAYER_PTH`, `site.addsitedir`: the
+parent's own .pth files, its editable installs and tools, apply too), and the parent's console
+scripts re-pointed at the layer's interpreter (so `pip`, `tox`, `pytest` run with the layer's
+packages, and `pip install` installs into the layer). pip never removes a distribution outside
+the environment it runs in: an install that wants another version of a parent's package puts
+it in the layer, ahead of the parent's, and the parent is never changed.
+
 Everything runs on the host with the package index reachable (tests never do: they run in the
 sandbox). The directory is the environment's final place — a virtualenv is not relocatable —
 and its manifest is written last, so a build that stops half-way leaves a directory the store
@@ -29,6 +37,9 @@ VENV, PROJECT, TOOLS, BUILDER = "venv", "project", "tools", ".builder"
 LOG = "build.log"
 TOOLS_PTH = "zz_codeloop_tools.pth"
 """Appends the tools directory to sys.path; site-packages' own .pth files come first."""
+LAYER_PTH = "codeloop-base-environment.pth"
+"""In a layer's site-packages: adds its parent's site-packages (and so the parent's .pth files)."""
+_NOT_REPOINTED = ("python", "activate", "Activate", "deactivate")
 # Left out of the project's copy: other environments, caches and build output, which the install
 # commands do not read and which can be large. `.git` stays when the version comes from it.
 _NOT_COPIED = {".venv", "venv", ".tox", ".nox", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
@@ -101,6 +112,15 @@ def _copy_project(project: Path, target: Path) -> None:
         }
 
     shutil.copytree(project, target, symlinks=True, ignore=ignore, ignore_dangling_symlinks=True)
+
+
+def site_packages(venv: Path) -> Path:
+    """The purelib directory of a POSIX virtualenv.
+
+    Raises:
+        BuildFailed: it has none.
+    """
+    return _site_packages(venv)
 
 
 def _site_packages(venv: Path) -> Path:
@@ -195,8 +215,10 @@ class Builder:
         key: str,
         interpreter: Interpreter,
         build_env: Mapping[str, str],
+        base: Environment | None = None,
     ) -> None:
         self.recipe = recipe
+        self.base = base
         self.project = project
         self.target = target
         self.key = key
@@ -218,12 +240,7 @@ class Builder:
         try:
             steps = StepRunner(log, log_path, deadline=anyio.current_time() + timeout_s, progress=progress)  # pyright: ignore[reportArgumentType] - opened in binary mode, so a BinaryIO
             await self._project(progress)
-            await steps.run(
-                "create the virtualenv",
-                [str(self.interpreter.executable), "-m", "venv", str(self.venv)],
-                cwd=self.target,
-                env=self.env,
-            )
+            await self._venv(steps)
             env = await self._builder(steps)
             before = await anyio.to_thread.run_sync(tree_paths, self.project_copy)
             for command in self.recipe.install:
@@ -247,12 +264,33 @@ class Builder:
             import_roots=roots,
             build_products=new_roots(before, after) if self.recipe.copy_project else (),
             tools_path=tools,
+            base=self.base,
             built_at=datetime.now(UTC),
             build_s=round(time.monotonic() - started, 3),
             size_bytes=await anyio.to_thread.run_sync(disk_usage, self.target),
         )
         await anyio.to_thread.run_sync(write_manifest, environment)
         return environment
+
+    async def _venv(self, steps: StepRunner) -> None:
+        """The virtualenv; for a layer, one over its parent (see the module's docstring)."""
+        if self.base is None:
+            argv = [str(self.interpreter.executable), "-m", "venv", str(self.venv)]
+            await steps.run("create the virtualenv", argv, cwd=self.target, env=self.env)
+            return
+        # The parent's interpreter makes it (its own base, one level more); pip comes from the
+        # parent through the .pth, at the version the parent pinned.
+        argv = [str(self.base.python), "-m", "venv", "--without-pip", str(self.venv)]
+        await steps.run("create the layer's virtualenv", argv, cwd=self.target, env=self.env)
+        base = self.base
+
+        def link() -> None:
+            parent_site = _site_packages(base.venv)
+            line = f"import site; site.addsitedir({str(parent_site)!r})\n"
+            (_site_packages(self.venv) / LAYER_PTH).write_text(line)
+            repoint_scripts(base.venv / "bin", self.venv / "bin")
+
+        await anyio.to_thread.run_sync(link)
 
     async def _project(self, progress: Callable[[str], None]) -> None:
         if self.recipe.copy_project:
@@ -320,9 +358,28 @@ class Builder:
         return tools
 
 
+def repoint_scripts(source: Path, target: Path) -> None:
+    """Copies the console scripts of `source` (a virtualenv's bin) into `target` with `target`'s
+    interpreter in their shebang; scripts `target` has already, and binaries, are left."""
+    python = target / "python"
+    for script in sorted(source.iterdir()):
+        if script.name.startswith(_NOT_REPOINTED) or not script.is_file() or (target / script.name).exists():
+            continue
+        try:
+            first, _, rest = script.read_text(encoding="utf-8").partition("\n")
+        except (UnicodeDecodeError, OSError):
+            continue  # a binary: nothing to re-point
+        if not first.startswith("#!") or "python" not in first:
+            continue
+        (target / script.name).write_text(f"#!{python}\n{rest}", encoding="utf-8")
+        (target / script.name).chmod(0o755)
+
+
 def write_manifest(environment: Environment) -> None:
     """Writes the manifest atomically: the environment exists for readers from this moment on."""
     manifest = environment.path / MANIFEST
     partial = manifest.with_suffix(".partial")
-    partial.write_text(environment.model_dump_json(indent=2))
+    # Unset fields left out: a manifest then reads in codeloop versions older than a field
+    # (a plain environment's `base`, say), which share this cache on one machine.
+    partial.write_text(environment.model_dump_json(indent=2, exclude_none=True))
     os.replace(partial, manifest)

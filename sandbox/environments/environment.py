@@ -56,6 +56,14 @@ class Environment(BaseModel):
     """How long the build took (0 for kind `venv`)."""
     size_bytes: int
     """Disk used by the environment's directory (0 for kind `venv`: not codeloop's)."""
+    base: "Environment | None" = None
+    """A layered environment's parent (`Recipe.base`), as its manifest was when the layer was
+    built: the sandbox shows it read-only too, its bin after the layer's. None: not a layer."""
+
+    def chain(self) -> "tuple[Environment, ...]":
+        """This environment, then its parent, its parent's parent...: every directory a command
+        in it reads."""
+        return (self, *(self.base.chain() if self.base is not None else ()))
 
     def info(self, *, built: bool, lookup_s: float) -> "EnvironmentInfo":
         """The account of one use of this environment (see `EnvironmentInfo`)."""
@@ -69,6 +77,9 @@ class Environment(BaseModel):
             build_s=self.build_s,
             lookup_s=round(lookup_s, 4),
         )
+
+
+Environment.model_rebuild()
 
 
 class EnvironmentInfo(BaseModel):

@@ -85,8 +85,17 @@ class Recipe(BaseModel):
     key_extra: dict[str, str] = Field(default_factory=dict)
     """More values hashed into the key without changing the build (e.g. the commit an
     environment's files were read from)."""
+    base: str | None = None
+    """A layered environment: the key of the built environment (its parent) this one is layered
+    over. The layer is a virtualenv of the parent's interpreter whose site-packages sees the
+    parent's after its own; `install` runs into the layer (what it adds or upgrades lands there,
+    the parent is never changed); its key is the parent's key, this recipe and its own inputs. It
+    is leased together with its parent, and a parent is never removed under a child. `python`,
+    if given, must be satisfied by the parent's interpreter. None: a plain environment."""
 
     def digest(self) -> str:
-        """sha256 of the recipe's canonical JSON: every field but `source` (a description)."""
-        data = self.model_dump(mode="json", exclude={"source"})
+        """sha256 of the recipe's canonical JSON: every field but `source` (a description), and
+        `base` only when set (plain recipes keep the keys they had before layers existed)."""
+        excluded = {"source"} if self.base is not None else {"source", "base"}
+        data = self.model_dump(mode="json", exclude=excluded)
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()

@@ -10,6 +10,11 @@ Files beside each environment's directory `<key>/`:
   kernel drops a dead process's lease.
 - `<key>.used` — its mtime is the last use, for least-recently-used eviction.
 
+A layered environment (`Recipe.base`) needs its parent: the parent must be in the cache (the
+caller builds it first, with its own recipe and project); the layer's build and every use of the
+layer hold the parent's lease too, so a parent is never removed under a live child, and removing
+a parent removes its children first (none can be in use: their users hold the parent's lease).
+
 An environment exists once its manifest (`environment.json`) does: it is written last
 (`build.write_manifest`). A directory without one under a free build lock is a build that
 crashed: the next build of that key removes it and starts again; it is never used.
@@ -32,9 +37,10 @@ from pydantic import ValidationError
 from sandbox.environments.build import Builder
 from sandbox.environments.environment import MANIFEST, Environment, EnvironmentInfo
 from sandbox.environments.key import environment_key
-from sandbox.environments.pythons import find_python
+from sandbox.environments.pythons import Interpreter, find_python, satisfies
 from sandbox.environments.recipe import Recipe
 from sandbox.environments.settings import EnvironmentSettings
+from sandbox.errors import RecipeInvalid
 
 Progress = Callable[[str], None]
 """Receives one line at a time about a build's progress (steps, pip's output)."""
@@ -77,10 +83,38 @@ class EnvironmentStore:
         """The cache key of `recipe` built from `project`.
 
         Raises:
-            RecipeInvalid, PythonNotFound: see `find_python`.
+            RecipeInvalid, PythonNotFound: see `find_python` (and `parent` for a layer).
         """
-        interpreter = find_python(recipe.python, configured=tuple(self.settings.python_paths))
-        return environment_key(recipe, interpreter, project)
+        return environment_key(recipe, self._interpreter(recipe), project)
+
+    def parent(self, recipe: Recipe) -> Environment | None:
+        """The built parent of a layered recipe (`Recipe.base`); None for a plain recipe.
+
+        Raises:
+            RecipeInvalid: the parent is not in the cache, or its Python does not satisfy `recipe.python`.
+        """
+        if recipe.base is None:
+            return None
+        parent = self.load(recipe.base)
+        if parent is None:
+            raise RecipeInvalid(
+                f"the environment {recipe.base} this layer is based on is not in the cache {self.root}: "
+                "build (and lease) the parent first"
+            )
+        if recipe.python is not None and not satisfies(parent.python_version, recipe.python):
+            raise RecipeInvalid(
+                f"the layer asks for Python {recipe.python}; its parent {parent.key} has {parent.python_version}"
+            )
+        return parent
+
+    def _interpreter(self, recipe: Recipe) -> Interpreter:
+        parent = self.parent(recipe)
+        if parent is None:
+            return find_python(recipe.python, configured=tuple(self.settings.python_paths))
+        # The layer's virtualenv is made by the parent's: the same interpreter, one more level.
+        return Interpreter(
+            executable=parent.python, version=parent.python_version, base_prefix=parent.base_prefix
+        )
 
     def load(self, key: str) -> Environment | None:
         """The finished environment of `key`, or None (absent, unfinished or unreadable)."""
@@ -125,8 +159,23 @@ class EnvironmentStore:
                 return found, False
             # A directory without a manifest under a free lock: a build that crashed.
             await anyio.to_thread.run_sync(self._discard, key)
-            interpreter = find_python(recipe.python, configured=tuple(self.settings.python_paths))
-            say(f"building environment {key} ({recipe.source}; Python {interpreter.version})")
+            environment = await self._build(recipe, project, key, say)
+        finally:
+            lock.release()
+        keep = frozenset(env.key for env in environment.chain())
+        evicted = await anyio.to_thread.run_sync(lambda: self.evict(keep=keep))
+        if evicted:
+            say(f"evicted least recently used environments: {', '.join(evicted)}")
+        return environment, True
+
+    async def _build(self, recipe: Recipe, project: Path, key: str, say: Progress) -> Environment:
+        """Builds `key` (its build lock held); a layer's parent stays leased meanwhile."""
+        parents = await self._lease_chain(recipe)
+        try:
+            parent = await anyio.to_thread.run_sync(self.parent, recipe)
+            interpreter = await anyio.to_thread.run_sync(self._interpreter, recipe)
+            over = f"; layered over {parent.key}" if parent is not None else ""
+            say(f"building environment {key} ({recipe.source}; Python {interpreter.version}{over})")
             builder = Builder(
                 recipe,
                 project,
@@ -134,16 +183,34 @@ class EnvironmentStore:
                 key=key,
                 interpreter=interpreter,
                 build_env=self.settings.build_env,
+                base=parent,
             )
             environment = await builder.build(timeout_s=self.settings.build_timeout_s, progress=say)
-            await anyio.to_thread.run_sync(self._touch, key)
-            say(f"built environment {key} in {environment.build_s:.1f} s")
         finally:
-            lock.release()
-        evicted = await anyio.to_thread.run_sync(lambda: self.evict(keep=frozenset({key})))
-        if evicted:
-            say(f"evicted least recently used environments: {', '.join(evicted)}")
-        return environment, True
+            for fd in parents:
+                os.close(fd)
+        await anyio.to_thread.run_sync(self._touch, key)
+        say(f"built environment {key} in {environment.build_s:.1f} s")
+        return environment
+
+    async def _lease_chain(self, recipe: Recipe) -> list[int]:
+        """Leases of a layered recipe's parent and its ancestors (nothing for a plain recipe).
+
+        Raises:
+            RecipeInvalid: the parent is not in the cache (or was removed before its lease).
+        """
+        parent = await anyio.to_thread.run_sync(self.parent, recipe)
+        leases: list[int] = []
+        try:
+            for env in parent.chain() if parent is not None else ():
+                leases.append(await anyio.to_thread.run_sync(self._take_lease, env.key))
+                if await anyio.to_thread.run_sync(self.load, env.key) is None:
+                    raise RecipeInvalid(f"the environment {env.key} was removed before it could be leased")
+        except BaseException:
+            for fd in leases:
+                os.close(fd)
+            raise
+        return leases
 
     @asynccontextmanager
     async def use(
@@ -155,18 +222,25 @@ class EnvironmentStore:
             RecipeInvalid, PythonNotFound, BuildFailed: see `ensure`.
         """
         started = time.monotonic()
-        while True:
-            environment, built = await self.ensure(recipe, project, progress=progress)
-            lease = await anyio.to_thread.run_sync(self._take_lease, environment.key)
-            # Evicted between the lookup and the lease: find or build it again.
-            if await anyio.to_thread.run_sync(self.load, environment.key) is not None:
-                break
-            os.close(lease)
+        # A layer's parents first: held for the whole use, so neither is evicted under it.
+        parents = await self._lease_chain(recipe)
         try:
-            await anyio.to_thread.run_sync(self._touch, environment.key)
-            yield Lease(environment, environment.info(built=built, lookup_s=time.monotonic() - started))
+            while True:
+                environment, built = await self.ensure(recipe, project, progress=progress)
+                lease = await anyio.to_thread.run_sync(self._take_lease, environment.key)
+                # Evicted between the lookup and the lease: find or build it again.
+                if await anyio.to_thread.run_sync(self.load, environment.key) is not None:
+                    break
+                os.close(lease)
+            try:
+                for env in environment.chain():
+                    await anyio.to_thread.run_sync(self._touch, env.key)
+                yield Lease(environment, environment.info(built=built, lookup_s=time.monotonic() - started))
+            finally:
+                os.close(lease)  # closing the descriptor drops the shared lock
         finally:
-            os.close(lease)  # closing the descriptor drops the shared lock
+            for fd in parents:
+                os.close(fd)
 
     def _take_lease(self, key: str) -> int:
         fd = os.open(self.root / f"{key}.lease", os.O_RDWR | os.O_CREAT, 0o644)
@@ -204,8 +278,13 @@ class EnvironmentStore:
             os.close(fd)
         return False
 
+    def children(self, key: str) -> list[str]:
+        """The keys of the finished environments layered directly over `key`."""
+        return [env.key for env in self.environments() if env.base is not None and env.base.key == key]
+
     def remove(self, key: str) -> bool:
-        """Removes one environment unless it is in use or being built; True when it was removed."""
+        """Removes one environment, and the layers over it first, unless one of them is in use or
+        being built; True when it was removed."""
         lock = FileLock(self.root / f"{key}.lock", thread_local=False)
         if not self._dir(key).exists() or not _try_lock(lock):
             return False
@@ -216,6 +295,9 @@ class EnvironmentStore:
             except BlockingIOError:
                 return False
             try:
+                # Held exclusively, no child can be leased or built now (both lease the parent).
+                if not all(self.remove(child) for child in self.children(key)):
+                    return False
                 self._discard(key)
             finally:
                 os.close(fd)
@@ -262,10 +344,30 @@ class EnvironmentStore:
         environments = self.environments()
         total = sum(env.size_bytes for env in environments)
         removed = []
+        gone: set[str] = set()
         for env in reversed(environments):  # least recently used first
             if total <= limit:
                 break
-            if env.key not in keep and self.remove(env.key):
-                removed.append(env.key)
-                total -= env.size_bytes
+            if env.key in keep or env.key in gone:
+                continue
+            layers = self._descendants(env.key, environments)
+            if keep & {layer.key for layer in layers}:
+                continue  # the parent of a layer to keep
+            if self.remove(env.key):
+                for layer in (env, *layers):
+                    if layer.key not in gone:
+                        gone.add(layer.key)
+                        removed.append(layer.key)
+                        total -= layer.size_bytes
         return removed
+
+    @staticmethod
+    def _descendants(key: str, environments: list[Environment]) -> list[Environment]:
+        """The layers over `key`, their layers, and so on."""
+        found: list[Environment] = []
+        wanted = {key}
+        for env in sorted(environments, key=lambda env: len(env.chain())):
+            if env.base is not None and env.base.key in wanted:
+                found.append(env)
+                wanted.add(env.key)
+        return found

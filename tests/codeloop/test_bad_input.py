@@ -118,6 +118,16 @@ async def test_audit_verify_of_a_non_utf8_file_reports_damage_instead_of_crashin
             2,
             "error: --workspace-service is for a coder or verifier",
         ),
+        (
+            ["--swebench-repos", "/"],
+            2,
+            "error: --swebench-repos is for SWE-bench workers: add --role swebench",
+        ),
+        (
+            ["--role", "swebench", "--swebench-repos", "/no/such/repos"],
+            2,
+            "error: --swebench-repos /no/such/repos is not a directory",
+        ),
     ],
 )
 async def test_serve_validates_roles_and_replicas_before_starting_anything(

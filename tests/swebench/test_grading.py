@@ -10,7 +10,7 @@ import pytest
 from codeloop.swebench.grade import grade, not_passing, status_map
 from codeloop.swebench.instances import load_instances
 from codeloop.swebench.official import swebench
-from codeloop.swebench.unrunnable import NETWORK, OTHER, reasons, sections
+from codeloop.swebench.unrunnable import ABSENT, NETWORK, OTHER, reasons, sections
 
 DATA = Path(__file__).parents[1] / "data" / "swebench"
 LOGS = DATA / "logs"
@@ -86,11 +86,20 @@ def test_a_failure_is_put_down_to_the_network_only_when_its_section_shows_a_refu
         "_____ TestTimeout.test_connect _____\n    socket.create_connection(...)\n"
         "E   OSError: [Errno 113] No route to host\n"
         "_____ test_plain _____\nE   assert 1 == 2\n"
+        # A title as long as the terminal is wide gets one underscore each side.
+        "_ RequestsTestSuite.test_a_name_as_long_as_the_terminal_is_wide_minus_four_characters _\n"
+        "_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ \n"
+        "E       socket.gaierror: [Errno -3] Temporary failure in name resolution\n"
     )
-    assert set(sections(log)) == {"TestTimeout.test_connect", "test_plain"}
-    why = reasons(instance, ["t.py::TestTimeout::test_connect", "t.py::test_plain", "t.py::test_absent"], log)
+    long = "RequestsTestSuite.test_a_name_as_long_as_the_terminal_is_wide_minus_four_characters"
+    assert set(sections(log)) == {"TestTimeout.test_connect", "test_plain", long}
+    long_id = "t.py::" + long.replace(".", "::")
+    why = reasons(
+        instance, ["t.py::TestTimeout::test_connect", "t.py::test_plain", "t.py::test_absent", long_id], log
+    )
     assert why == {
+        long_id: NETWORK,
         "t.py::TestTimeout::test_connect": NETWORK,
         "t.py::test_plain": OTHER,
-        "t.py::test_absent": OTHER,
+        "t.py::test_absent": ABSENT,
     }
