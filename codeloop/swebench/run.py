@@ -174,17 +174,16 @@ async def _run(
                 # points: the tests run there, so every module has one path (pylint's plugin loader
                 # matches files against sys.path). The process backend has no such mount: the tree.
                 workdir = env.project_path if box.backend == "gvisor" and env.project_path else tree
-                run = _Box(box, eval_variables(env, through_links=links))
-                return await _evaluate(
-                    instance, prediction, spec, run, tree, workdir, base, settings, partial, log, outcome
-                )
+                run = _Box(box, eval_variables(env, through_links=links), tree=tree, workdir=workdir)
+                return await _evaluate(instance, prediction, spec, run, base, settings, partial, log, outcome)
 
 
 class _Box:
-    """The sandbox with the eval script's extra variables in every command."""
+    """The sandbox with the eval script's extra variables in every command, and where the
+    instance's tree is: on the host (`tree`) and where its commands see it (`workdir`)."""
 
-    def __init__(self, box: Any, env: dict[str, str]) -> None:
-        self.box, self.env = box, env
+    def __init__(self, box: Any, env: dict[str, str], *, tree: Path, workdir: Path) -> None:
+        self.box, self.env, self.tree, self.workdir = box, env, tree, workdir
 
     async def exec(self, argv: list[str], *, timeout_s: float) -> Any:
         return await self.box.exec(argv, timeout_s=timeout_s, env=self.env or None)
@@ -194,15 +193,14 @@ async def _evaluate(
     instance: Instance,
     prediction: Prediction,
     spec: dict[str, Any],
-    box: Any,
-    tree: Path,
-    workdir: Path,
+    box: _Box,
     base: str,
     settings: RunSettings,
     partial: Path,
     log: _Log,
     outcome: Outcome,
 ) -> Outcome:
+    tree, workdir = box.tree, box.workdir
     pred = {
         "instance_id": instance.instance_id,
         "model_name_or_path": prediction.model_name_or_path,

@@ -114,7 +114,9 @@ async def test_serve_workers_share_a_run_and_one_killed_mid_instance_loses_nothi
                 return (await bus.js.consumer_info(WORK_STREAM, WORKERS)).num_ack_pending == n
 
             async def delivered() -> int:
-                return (await bus.js.consumer_info(WORK_STREAM, WORKERS)).delivered.consumer_seq
+                info = await bus.js.consumer_info(WORK_STREAM, WORKERS)
+                assert info.delivered is not None  # a consumer's info always carries its delivered sequence
+                return info.delivered.consumer_seq
 
             stays = _serve_worker(server.url, synthetic_inputs["repos"], tmp_path / "stays.log")
             processes = [stays]
@@ -172,6 +174,6 @@ async def _has_waiting(bus: Bus) -> bool:
 
 async def _waiting_at_least(bus: Bus, n: int) -> bool:
     try:
-        return (await bus.js.consumer_info(WORK_STREAM, WORKERS)).num_waiting >= n
+        return ((await bus.js.consumer_info(WORK_STREAM, WORKERS)).num_waiting or 0) >= n
     except nats.js.errors.NotFoundError:
         return False

@@ -5,11 +5,12 @@ parent, which is never removed under it."""
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
-from sandbox.backend import open_sandbox
+from sandbox.backend import BackendChoice, open_sandbox
 from sandbox.environments import EnvironmentSettings, EnvironmentStore, Recipe
 from sandbox.errors import RecipeInvalid
 from sandbox.limits import SandboxLimits
@@ -30,8 +31,8 @@ SHOW = (
 )
 
 
-def _layer(parent_key: str, **changes: object) -> Recipe:
-    fields: dict = {
+def _layer(parent_key: str, **changes: Any) -> Recipe:
+    fields: dict[str, Any] = {
         "kind": "custom",
         "source": "layer",
         "base": parent_key,
@@ -69,7 +70,7 @@ def _host_python(python: Path, code: str) -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", [pytest.param("gvisor", marks=needs_gvisor), "process"])
 async def test_a_layer_sees_its_parent_installs_into_itself_and_runs_the_workspace(
-    tmp_path: Path, settings: EnvironmentSettings, parent_project: Path, backend: str
+    tmp_path: Path, settings: EnvironmentSettings, parent_project: Path, backend: BackendChoice
 ) -> None:
     store = EnvironmentStore(settings)
     workspace = _layered_project(tmp_path / "workspace")
@@ -128,7 +129,7 @@ async def test_a_layer_over_an_environment_not_in_the_cache_is_refused(
         await store.ensure(_layer("0123456789abcdef", install=()), tmp_path)
 
 
-def _empty(name: str, **changes: object) -> Recipe:
+def _empty(name: str, **changes: Any) -> Recipe:
     return Recipe(
         kind="custom", source=name, tools=(), copy_project=False, key_extra={"name": name}, **changes
     )
