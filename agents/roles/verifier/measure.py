@@ -13,11 +13,11 @@ from agents.roles.verifier.changed_code import Probes
 from agents.roles.verifier.exec_session import ExecSession, TestFailure
 from agents.roles.verifier.execution import CoverageCache, Reach, StartingRun, reach
 from agents.roles.verifier.patchset import join_sections
+from agents.roles.verifier.state import Verification
+from agents.roles.verifier.tree import apply_patch, restore
 
 SUITE_ESTIMATE_FACTOR = 1.2
 """The coverage run is skipped when the time left is below this multiple of the suite's duration."""
-from agents.roles.verifier.state import Verification
-from agents.roles.verifier.tree import apply_patch, restore
 
 
 @dataclass(frozen=True)
