@@ -7,7 +7,7 @@ import pytest
 
 from agents.messages import Plan, TaskSubmitted, VerifyRequest
 from agents.roles.verifier.role import diagnose_tree
-from tests.agents.roles.verifier.conftest import FAST_PYTEST, InProcessTools, deadline, make_repo
+from tests.agents.roles.verifier.conftest import FAST_PYTEST, deadline, make_repo
 
 pytestmark = pytest.mark.anyio
 
