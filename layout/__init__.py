@@ -16,6 +16,7 @@ The home: `$CODELOOP_HOME`, default `~/.codeloop/`
     nats/                   the embedded NATS server's store
     work/                   scratch directories, one per task step
     index/                  the workers' code indexes
+    coverage/               the verifier's coverage runs of starting trees, one JSON file per tree
     roots/<name>-<hash>/    per served root: `codeloop mcp`'s audit.jsonl and index/
 """
 
@@ -37,5 +38,6 @@ WORKSPACES_AUDIT = "workspaces-audit.jsonl"
 NATS_DIR = "nats"
 WORK_DIR = "work"
 INDEX_DIR = "index"
+COVERAGE_DIR = "coverage"
 ROOTS_DIR = "roots"
 ROOT_AUDIT = "audit.jsonl"

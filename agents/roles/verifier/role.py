@@ -118,6 +118,7 @@ async def _verify_patch(
         deadline=request.deadline_at,
         baseline=request.baseline,
         session=session,
+        cache_dir=deps.coverage_dir,
     )
     return VerifyResult(step_id=request.step_id, report=report, baseline=baseline)
 

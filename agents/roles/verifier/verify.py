@@ -14,13 +14,13 @@ The trees compared (the workspace's HEAD commit is the starting tree B):
   fails on P. R keeps the patch's version of that file, which may differ for it (a fixture of the
   file changed), so its starting outcome comes from running it with the whole patch taken back.
 
-Why not a full baseline run: running the whole suite on B as well would double the cost of every
-verification. Passing tests need no comparison (a pass is a pass); only a failure needs to know
-whether it was there before, so only failures are re-run — and on a revision the baseline already
-knows most of them. A failing test the task is about (a plan target, a test the patch edits) is
-the patch's failure whatever it did before, so it is not re-run either. A clean patch costs one
-static call, the targeted run and one suite run; a failing target, one static call and the
-targeted run.
+The suite runs once on B, under coverage of the files the patch changes (`measure`): that run
+gives every test's starting outcome and which tests execute the changed lines, so on P only those
+tests' files (with the named and edited ones) need to run — a test that executes none of the
+changed code cannot change outcome. A clean patch costs one static call, the coverage run on B
+(once per starting tree: kept in the cache) and a targeted run on P. Without coverage, the
+earlier design: the targeted run, then the whole suite on P, and only failures re-run on R or B
+(passing tests need no comparison).
 """
 
 import time
