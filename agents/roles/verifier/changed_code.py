@@ -147,16 +147,14 @@ def probe(change: FileChange, before: str, after: str) -> Probe:
     added_lines = {ln for ln, _ in change.added}
     texts = dict(change.added)
     for new_line, anchor in change.anchors:
-        if not texts.get(new_line, "").strip() or texts[new_line].strip().startswith("#"):
-            continue  # a blank line or a comment executes nothing
         in_new = _innermost(new_functions, new_line)
         if in_new is not None and in_new.def_line in added_lines:
             continue  # a new function: reached only through changed code that calls it
         holder = _innermost(functions, anchor) if in_new is not None else None
         if holder is not None:
             lines.update(range(holder.body_start, holder.end + 1))
-        else:
-            module_wide = True
+        elif texts.get(new_line, "").strip() and not texts[new_line].strip().startswith("#"):
+            module_wide = True  # a top-level blank line or comment executes nothing
     removed_top = {ln for ln, _ in change.removed if _innermost(functions, ln) is None}
     added = {ln for ln, _ in change.added}
     at_import = _runs_at_import(before, removed_top) or _runs_at_import(after, added)

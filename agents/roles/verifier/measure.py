@@ -66,6 +66,8 @@ async def measure_starting_tree(
             )
         )
     assert starting is not None
+    if not starting.outcomes:  # a suite with no tests: nothing to measure (`verify.unverifiable`)
+        return None
     _remember(run, starting)
     found = reach(starting, measurement.probes)
     return found
