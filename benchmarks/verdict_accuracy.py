@@ -115,6 +115,8 @@ async def verify_instance(
             "still_failing_f2p": sorted(set(report.still_failing) & f2p),
             "failures": [f"{f.failure_class} {f.test_id or f.path or ''}".strip() for f in report.errors][:3],
             "summary": report.summary,
+            "coverage": next((c.summary for c in report.checks if c.name == "coverage"), "not run"),
+            "covering": len(report.covering),
         }
         print(json.dumps(row), flush=True)
         rows.append(row)

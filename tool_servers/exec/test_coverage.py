@@ -34,8 +34,9 @@ MAX_COVERAGE_FILES = 200
 Outcome = Literal["passed", "failed", "error", "skipped"]
 
 COVERAGE_SCRIPT = r"""
-import json, sys
-out, n = sys.argv[1], int(sys.argv[2])
+import json, os, sys
+# Absolute now: a test may change the working directory before the result is written.
+out, n = os.path.abspath(sys.argv[1]), int(sys.argv[2])
 include, args = sys.argv[3 : 3 + n], sys.argv[3 + n :]
 sys.argv = [sys.argv[0]]
 result = {"error": None, "files": {}, "outcomes": {}}
@@ -50,15 +51,14 @@ import pytest
 
 
 class CodeloopPerTest:
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    # Old-style wrapper: projects pin pytest and pluggy versions that predate `wrapper=True`.
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_protocol(self, item, nextitem):
         if cov is not None:
             cov.switch_context(item.nodeid)
-        try:
-            return (yield)
-        finally:
-            if cov is not None:
-                cov.switch_context("")
+        yield
+        if cov is not None:
+            cov.switch_context("")
 
     def pytest_runtest_logreport(self, report):
         seen = result["outcomes"].get(report.nodeid)
