@@ -113,6 +113,9 @@ async def verify_instance(
             "verdict": report.verdict,
             "seconds": round(time.monotonic() - started, 1),
             "still_failing_f2p": sorted(set(report.still_failing) & f2p),
+            "failing_p2p": sorted(
+                set(report.still_failing + report.regressions) & set(instance.PASS_TO_PASS)
+            ),
             "failures": [f"{f.failure_class} {f.test_id or f.path or ''}".strip() for f in report.errors][:3],
             "summary": report.summary,
             "coverage": next((c.summary for c in report.checks if c.name == "coverage"), "not run"),
@@ -141,6 +144,8 @@ def table(rows: list[dict[str, Any]]) -> None:
     print(f"test patch alone: {named}/{len(tests)} name a FAIL_TO_PASS test as still failing")
     bad_gold = [r for r in rows if r["variant"] == "gold" and r["verdict"] == "failed"]
     print(f"gold alone failed: {len(bad_gold)} ({', '.join(r['instance'] for r in bad_gold) or 'none'})")
+    by_p2p = [r for r in rows if r["verdict"] == "failed" and r["label"] == "resolved" and r["failing_p2p"]]
+    print(f"resolved variants failed by a test the harness counts as passing (PASS_TO_PASS): {len(by_p2p)}")
 
 
 async def main(args: argparse.Namespace) -> None:
