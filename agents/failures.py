@@ -38,6 +38,7 @@ class FailureClass(StrEnum):
     TEST_TIMEOUT = "test.timeout"
     TEST_WEAKENED = "test.weakened"
     TEST_NO_REPRODUCTION = "test.no_reproduction"
+    TEST_COLLECTION_ERROR = "test.collection_error"
     AGENT_LOOP = "agent.loop"
     AGENT_FORMAT = "agent.format"
     BUDGET_STEPS = "budget.steps"
@@ -46,6 +47,7 @@ class FailureClass(StrEnum):
     BUDGET_WALL = "budget.wall"
     BUDGET_REVISIONS = "budget.revisions"
     VERIFY_UNVERIFIABLE = "verify.unverifiable"
+    VERIFY_UNVERIFIED = "verify.unverified"
     ANSWER_UNSUPPORTED = "answer.unsupported"
     REVIEW_REJECTED = "review.rejected"
     ROLE_MALFORMED = "role.malformed"
@@ -69,11 +71,12 @@ DEFINITIONS: dict[FailureClass, str] = {
     FailureClass.PATCH_PROTECTED_PATH: "The patch touches a protected path: .git/, .codeloop/, CI configuration.",
     FailureClass.STATIC_SYNTAX: "A file the patch changed no longer parses or compiles.",
     FailureClass.STATIC_LINT: "The patch introduced a correctness finding of the linter (undefined name, invalid comparison...).",
-    FailureClass.TEST_STILL_FAILING: "A test the task is about (a plan target or a test the patch adds) fails with the patch.",
+    FailureClass.TEST_STILL_FAILING: "A test the task is about (one that executes the changed code, one the task or plan names, one the patch adds) fails with the patch (when it passed before the patch, it is test.regression).",
     FailureClass.TEST_REGRESSION: "A test that passed on the starting tree fails with the patch.",
     FailureClass.TEST_TIMEOUT: "A test run did not finish within its time limit or the task's deadline.",
     FailureClass.TEST_WEAKENED: "The patch deletes, skips or xfails tests, or removes assertions, instead of fixing the code.",
-    FailureClass.TEST_NO_REPRODUCTION: "Nothing shows the task's problem gone: no test the task is about failed before the patch and passes with it (the tests the patch adds pass without its fix too, or it adds none).",
+    FailureClass.TEST_NO_REPRODUCTION: "Nothing checked the change: no test executes the code the patch changes, none went from failing to passing, and the task's example (execute mode) does not show the problem gone.",
+    FailureClass.TEST_COLLECTION_ERROR: "A test module cannot be imported because of the project's own code (a syntax error, an exception at import); the failure names the module and the file.",
     FailureClass.AGENT_LOOP: "The model repeated the same tool call or made no progress.",
     FailureClass.AGENT_FORMAT: "The model's output stayed unparseable after the retries.",
     FailureClass.BUDGET_STEPS: "The task used up its model requests.",
@@ -82,6 +85,7 @@ DEFINITIONS: dict[FailureClass, str] = {
     FailureClass.BUDGET_WALL: "The task passed its wall-clock deadline.",
     FailureClass.BUDGET_REVISIONS: "The task used up its revisions without a passing verification.",
     FailureClass.VERIFY_UNVERIFIABLE: "Nothing could check the patch: no tests to run and nothing else to judge by.",
+    FailureClass.VERIFY_UNVERIFIED: "The task required a verified patch (--require-verified) and its verification was unverified: no test executes the changed code.",
     FailureClass.ANSWER_UNSUPPORTED: "A read-mode answer cites files, lines or symbols that do not exist.",
     FailureClass.REVIEW_REJECTED: "A review stage rejected the change; its findings are in the report.",
     FailureClass.ROLE_MALFORMED: "A role answered with a result that does not fit its stage kind's message (a broken plug-in).",
@@ -94,6 +98,7 @@ BLAME: dict[FailureClass, Blame] = {
     FailureClass.ENV_CREDENTIALS: "environment",
     FailureClass.TEST_TIMEOUT: "ambiguous",
     FailureClass.VERIFY_UNVERIFIABLE: "ambiguous",
+    FailureClass.VERIFY_UNVERIFIED: "ambiguous",
     FailureClass.BUDGET_WALL: "ambiguous",
     FailureClass.TEST_NO_REPRODUCTION: "ambiguous",
     FailureClass.ROLE_MALFORMED: "environment",

@@ -1,5 +1,6 @@
-"""Verifier timings, in one run, on a generated repository with a 200-test suite (10 modules, 20
-tests each, one module with a bug its test shows), each in a fresh exec server session on gVisor:
+"""Verifier timings, in one run, on two generated repositories — one with a 200-test suite (10
+modules, 20 tests each, one module with a bug its test shows) and a calc-sized one (2 modules, 2
+tests each) — each figure in a fresh exec server session on gVisor:
 
 1. the plain suite: `run_tests` of the whole suite, sandbox start included — the unit of cost;
 2. a one-test `run_tests` call: pytest's own start-up in this setup;
@@ -7,8 +8,10 @@ tests each, one module with a bug its test shows), each in a fresh exec server s
    directly in the same sandbox";
 4. the suite after a first test run in the same session: the sandbox started and its pytest
    interpreter warm (`Sandbox.keep_warm`);
-5. `verify_patch` of a correct one-file fix, no baseline given (baseline work included): static
-   checks, targeted tests, the whole suite;
+5. `verify_patch` of a correct one-file fix, no baseline and no coverage cache (all of the
+   starting tree's work included): static checks, the coverage run of the suite on the starting
+   tree (every test's starting outcome, and which tests execute the changed lines), then only the
+   test files that execute them, with the patch;
 6. `verify_patch` of a one-file patch that leaves the targeted test failing: time to the report
    (the verifier returns after the targeted tests);
 7. `verify_patch` of a one-file fix that breaks a test in another module: the suite, then the
@@ -28,7 +31,10 @@ failure report under a third of one. Two setups: the repository's pytest loading
 codeloop's interpreter (it has no virtualenv of its own, so that interpreter runs its tests), and
 the repository's own `pytest.ini` disabling the two plugins it does not use (hypothesis, anyio).
 
-Run: .venv/bin/python benchmarks/verify_bench.py [--repeat 3] [--work-ms 10] [--backend gvisor]
+The last lines put the two figures the verifier is held to side by side for each repository and
+setup: the correct one-file fix's verification, and one plain suite run on the starting tree.
+
+Run: .venv/bin/python benchmarks/verify_bench.py [--repeat 3] [--work-ms 10] [--backend gvisor] [--sizes 200,4]
 """
 
 import argparse
@@ -57,6 +63,9 @@ from tool_servers.serve import server_builder
 MODULES = 10
 TESTS_PER_MODULE = 20
 BUGGY = 3
+OTHER = 7
+SIZES = {200: (10, 20, 3, 7), 4: (2, 2, 0, 1)}
+"""Suite size -> (modules, tests per module, the buggy module, the module a breaking fix touches)."""
 LEAN_PYTEST = "[pytest]\naddopts = -p no:hypothesispytest -p no:anyio\n"
 
 
@@ -94,6 +103,12 @@ def _tests(i: int, work_ms: float) -> str:
 
 def _git(root: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
+
+
+def use_size(tests: int) -> None:
+    """Generate repositories of `tests` tests (one of `SIZES`) from now on."""
+    global MODULES, TESTS_PER_MODULE, BUGGY, OTHER
+    MODULES, TESTS_PER_MODULE, BUGGY, OTHER = SIZES[tests]
 
 
 def modules_repo(root: Path, *, work_ms: float, lean: bool) -> None:
@@ -191,8 +206,10 @@ async def setup_figures(
     source = (root / "pkg" / f"m{BUGGY}.py").read_text()
     fix = patch_of(root, f"pkg/m{BUGGY}.py", source.replace("a - b", "a + b"))
     wrong = patch_of(root, f"pkg/m{BUGGY}.py", source.replace("a - b", "a * b"))
-    other = (root / "pkg" / "m7.py").read_text()
-    breaks_other = fix + patch_of(root, "pkg/m7.py", other.replace("return a + b", "return a + b + (a == 5)"))
+    other = (root / "pkg" / f"m{OTHER}.py").read_text()
+    breaks_other = fix + patch_of(
+        root, f"pkg/m{OTHER}.py", other.replace("return a + b", "return a + b + (a == 0)")
+    )
 
     measured = await timed(
         [
@@ -253,10 +270,23 @@ async def setup_figures(
 
 async def main(args: argparse.Namespace) -> None:
     tools = Tools(args.backend)
+    sizes = [int(n) for n in args.sizes.split(",")]
     print(
-        f"verify_bench: {MODULES * TESTS_PER_MODULE} tests, {args.work_ms} ms of work each, backend {args.backend}, median of {args.repeat}"
+        f"verify_bench: {args.work_ms} ms of work per test, backend {args.backend}, median of {args.repeat}"
     )
     print(f"load average at start: {os.getloadavg()[0]:.1f} (2 cores here are shared)")
+    held: list[str] = []
+    for size in sizes:
+        use_size(size)
+        await one_size(args, tools, size, held)
+    print("\nthe verifier's cost: a verified correct one-file fix beside one plain suite run")
+    for line in held:
+        print(f"  {line}")
+    print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
+
+
+async def one_size(args: argparse.Namespace, tools: Tools, size: int, held: list[str]) -> None:
+    print(f"\n== {MODULES * TESTS_PER_MODULE} tests ({MODULES} modules) ==")
     for lean in (False, True):
         with tempfile.TemporaryDirectory(prefix="verify-bench-") as tmp:
             root = Path(tmp) / "repo"
@@ -276,7 +306,11 @@ async def main(args: argparse.Namespace) -> None:
             print(
                 f"  {name:<52} {seconds:7.2f} s  {seconds / suite_s:5.2f}x suite  {seconds / started_s:5.2f}x (3)  {note}"
             )
-    print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
+        fix_s = figures[4][1]
+        held.append(
+            f"{size:>4} tests, {'lean pytest.ini' if lean else 'all plugins    '}: verify {fix_s:6.2f} s, "
+            f"plain suite {suite_s:6.2f} s, ratio {fix_s / suite_s:.2f}x"
+        )
 
 
 if __name__ == "__main__":
@@ -284,5 +318,6 @@ if __name__ == "__main__":
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--work-ms", type=float, default=10.0)
     parser.add_argument("--backend", default="gvisor", choices=["gvisor", "process"])
+    parser.add_argument("--sizes", default="200,4", help="suite sizes to generate, among 200 and 4")
     anyio.run(main, parser.parse_args(), backend="asyncio")
     sys.exit(0)

@@ -17,6 +17,7 @@ The home: `$CODELOOP_HOME`, default `~/.codeloop/`
     work/                   scratch directories, one per task step
     patches/<task id>.patch a patch `codeloop run --apply` did not apply, kept for the user
     index/                  the workers' code indexes
+    coverage/               the verifier's coverage runs of starting trees, one JSON file per tree
     roots/<name>-<hash>/    per served root: `codeloop mcp`'s audit.jsonl and index/
 """
 
@@ -40,5 +41,6 @@ WORK_DIR = "work"
 PATCHES_DIR = "patches"
 """Patches `codeloop run --apply` could not apply (or was not allowed to), one file per task."""
 INDEX_DIR = "index"
+COVERAGE_DIR = "coverage"
 ROOTS_DIR = "roots"
 ROOT_AUDIT = "audit.jsonl"

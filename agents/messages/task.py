@@ -181,6 +181,9 @@ class TaskSubmitted(Message):
     pipeline: PipelineChoice | None = None
     """The stages the task goes through, resolved from a named pipeline at submission; None: the
     standard pipeline for its mode (see `agents/orchestrator/pipeline.py`)."""
+    require_verified: bool = False
+    """A patch whose verification is `unverified` (no test executes the changed code) ends the task
+    `handed_off` with `verify.unverified` instead of `done` (`--require-verified`)."""
 
 
 class CancelTask(Message):

@@ -19,6 +19,7 @@ MAX_FAILURES = 100
 MAX_BASELINE_TESTS = 1000
 MAX_BASELINE_FINDINGS = 200
 MAX_TEST_ID_CHARS = 400
+MAX_COVERING = 200
 
 
 def _one_line(value: object) -> object:
@@ -133,6 +134,25 @@ class Baseline(BaseModel):
     before the deadline."""
 
 
+class TestEnvironment(BaseModel):
+    """Which project environment ran the tests, and what getting it cost."""
+
+    __test__ = False  # not a pytest test class, despite the name
+    model_config = ConfigDict(frozen=True, extra="ignore", use_attribute_docstrings=True)
+
+    key: str = ""
+    """The environment's key in the cache (a hash of its recipe and inputs)."""
+    kind: str = ""
+    """What kind of recipe made it (configured, project venv, lock file, requirements...)."""
+    source: str = ""
+    """The files its recipe came from."""
+    python_version: str = ""
+    built: bool = False
+    """True when this verification had to build it."""
+    build_s: float = 0.0
+    """How long its build took (whenever it was built)."""
+
+
 class VerificationReport(BaseModel):
     """The verifier's judgement of one patch (or one read-mode answer)."""
 
@@ -161,6 +181,11 @@ class VerificationReport(BaseModel):
     verdict of a patch rests on."""
     preexisting: list[str] = Field(default_factory=list)
     """Tests that failed on the starting tree and still fail, unrelated to the task: not blamed."""
+    covering: list[str] = Field(default_factory=list, max_length=MAX_COVERING)
+    """Tests that execute the code the patch changes, as coverage measured them on the starting
+    tree (the first `MAX_COVERING`); empty when it was not measured."""
+    environment: TestEnvironment | None = None
+    """The project environment the tests ran in; None: codeloop's own interpreter (or no test ran)."""
     files_changed: list[str] = Field(default_factory=list)
     """Repository-relative paths the judged patch touches; empty for an answer or diagnose mode."""
     tests_run: int = 0

@@ -109,9 +109,20 @@ def diagnosis(state: TaskState) -> str:
             "The task's example, run in the sandbox, raised: " + "; ".join(state.context.raised[:3]) + "."
         )
     if report is not None:
+        if report.environment is not None:
+            env = report.environment
+            built = f"built for this task in {env.build_s:.1f} s" if env.built else "from the cache"
+            lines.append(
+                f"Tests ran in the project environment {env.key[:12]} ({env.source or env.kind}, "
+                f"Python {env.python_version}), {built}."
+            )
         failing = [f for f in report.failures if f.test_id]
         if failing:
             lines.append("Failing now: " + "; ".join(_where(f) for f in failing[:10]) + ".")
+        elif report.verdict == "unverified" and report.failures:
+            lines.append(
+                f"The tests could not run: {report.failures[0].message} [{report.failures[0].failure_class}]"
+            )
         elif report.verdict == "unverified":
             lines.append("No tests could be run on the tree.")
         else:

@@ -69,6 +69,9 @@ class RoleDeps:
     so a second task on the same code re-embeds only what changed."""
     observers: tuple[RunObserver, ...] = ()
     """Capabilities added to every LLM role's run (see `RunObserver`)."""
+    coverage_dir: Path | None = None
+    """Where the verifier keeps its coverage runs of starting trees, shared by this machine's
+    verifications (`agents.roles.verifier.execution.CoverageCache`); None: measured every time."""
     model_base_dir: Path | None = None
     """Relative `function:` model paths resolve against it (the submitting client's directory)."""
     provided: Mapping[Capability[Any], Any] = field(default_factory=dict)

@@ -100,6 +100,7 @@ def build_task(task: str, repo: Path, *, mode: str, options: TaskOptions, task_i
             models=settings.models,
             interactive=sys.stdin.isatty(),
             pipeline=_pipeline_choice(options.pipeline, repo, mode=mode, settings=settings),
+            require_verified=settings.verification.require == "passed",
         )
         check_submission(submitted, settings=settings)
     except ConfigError as exc:

@@ -17,7 +17,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, create_model
@@ -73,6 +73,13 @@ class TelemetryFile(_Closed):
     """Prompts and tool content in spans (`CODELOOP_TRACE_CONTENT`)."""
 
 
+class VerificationFile(_Closed):
+    require: Literal["passed"] | None = None
+    """`passed`: an unverified patch ends its task `handed_off` (`--require-verified`)."""
+    test_command: str | None = Field(default=None, min_length=1)
+    """The repository's test command, `{tests}` for the selected test ids or files."""
+
+
 BudgetsFile = _all_optional(Budgets, "BudgetsFile")
 
 
@@ -90,6 +97,7 @@ class FileConfig(_Closed):
     sandbox: SandboxFile = SandboxFile()
     tools: ToolsFile = ToolsFile()
     telemetry: TelemetryFile = TelemetryFile()
+    verification: VerificationFile = VerificationFile()
 
 
 _ALLOWED: dict[str, type[BaseModel]] = {
@@ -98,6 +106,7 @@ _ALLOWED: dict[str, type[BaseModel]] = {
     "sandbox": SandboxFile,
     "tools": ToolsFile,
     "telemetry": TelemetryFile,
+    "verification": VerificationFile,
     "model_settings": ModelOptions,
 }
 

@@ -98,6 +98,18 @@ class TelemetrySettings(BaseModel):
     """Prompts, model output and tool arguments in spans."""
 
 
+class VerificationSettings(BaseModel):
+    """How the verifier judges a task's patch (`[verification]`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    require: Literal["passed"] | None = None
+    """`passed`: a task whose patch is `unverified` ends `handed_off` (`--require-verified`)."""
+    test_command: str | None = None
+    """The repository's test command, `{tests}` standing for the selected test ids or files.
+    None: detected (pytest, Django's tests/runtests.py, sympy's bin/test)."""
+
+
 class Settings(BaseModel):
     """The effective configuration of one command, and where each value came from."""
 
@@ -113,6 +125,7 @@ class Settings(BaseModel):
     sandbox: SandboxSettings = SandboxSettings()
     tools: ToolSettings = ToolSettings()
     telemetry: TelemetrySettings = TelemetrySettings()
+    verification: VerificationSettings = VerificationSettings()
     user_file: str | None = None
     """The user file that was read; None when there is none."""
     project_file: str | None = None
@@ -244,7 +257,7 @@ def _file_layer(source: Source, file: ConfigFile) -> _Layer:
             layer.values[f"model_settings.{name}.{option}"] = value
     for name, stages in config.pipelines.items():
         layer.values[f"pipelines.{name}"] = list(stages)
-    for section in ("budgets", "sandbox", "tools", "telemetry"):
+    for section in ("budgets", "sandbox", "tools", "telemetry", "verification"):
         for key, value in getattr(config, section).model_dump(exclude_none=True).items():
             layer.values[f"{section}.{key}"] = value
     return layer
@@ -281,6 +294,7 @@ def _merge(layers: list[_Layer]) -> Settings:
         ("sandbox", SandboxSettings),
         ("tools", ToolSettings),
         ("telemetry", TelemetrySettings),
+        ("verification", VerificationSettings),
     ):
         given = {k.partition(".")[2]: v for k, v in values.items() if k.startswith(f"{section}.")}
         try:

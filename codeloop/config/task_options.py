@@ -38,6 +38,9 @@ class Spelling:
     """The tasks server's `submit_task` argument (`max_steps`)."""
     help: str
     """What the flag's `--help` says."""
+    key_value: Mapping[Any, Any] | None = None
+    """How the option's value is spelled in the configuration, when not as given (a flag `True`
+    sets `[verification] require = "passed"`)."""
 
     def name(self, naming: Naming) -> str:
         return self.flag if naming == "flag" else self.argument
@@ -133,6 +136,19 @@ class TaskOptions(BaseModel):
     ] = None
     """US dollars the task may spend on models, all roles together; every model must have a price
     (genai-prices knows it, or the configuration sets one)."""
+    require_verified: Annotated[
+        bool | None,
+        Spelling(
+            "--require-verified",
+            "verification.require",
+            "require_verified",
+            "End the task handed_off (exit 3, verify.unverified) rather than done when no test checked "
+            "the patch (verdict unverified); for scripts and CI that must not take an unchecked patch.",
+            key_value={True: "passed", False: None},
+        ),
+    ] = None
+    """Refuse an unverified patch: a task whose verification is `unverified` ends `handed_off`
+    with `verify.unverified`. Sets `[verification] require = "passed"`."""
     pipeline: Annotated[str | None, Spelling("--pipeline", None, "pipeline", PIPELINE_HELP)] = None
     """A named pipeline: a built-in one (fix, explain, diagnose, echo) or one the configuration
     declares under [pipelines]; None: chosen by the task."""
@@ -145,11 +161,14 @@ class TaskOptions(BaseModel):
     def layer(self, naming: Naming = "flag") -> dict[str, tuple[Any, str]]:
         """The configuration's top layer these options make: key -> (value, the flag or argument
         that set it). Options not given, and the pipeline (no configuration value), are left out."""
-        return {
-            spelling.key: (value, spelling.name(naming))
-            for name, spelling in self.spellings().items()
-            if spelling.key is not None and (value := getattr(self, name)) is not None
-        }
+        layer = {}
+        for name, spelling in self.spellings().items():
+            value = getattr(self, name)
+            if spelling.key_value is not None and value is not None:
+                value = spelling.key_value.get(value)
+            if spelling.key is not None and value is not None:
+                layer[spelling.key] = (value, spelling.name(naming))
+        return layer
 
     @classmethod
     def from_arguments(cls, arguments: Mapping[str, Any]) -> "TaskOptions":

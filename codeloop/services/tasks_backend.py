@@ -61,8 +61,8 @@ _RECONNECT_CHECK_S = 2.0
 
 def check_submission(
     submission: Submission, *, credentials: bool = True
-) -> tuple[ModelNames, Budgets, PipelineChoice | None]:
-    """The submission's models, budgets and pipeline, checked the way `codeloop run` checks them.
+) -> tuple[ModelNames, Budgets, PipelineChoice | None, bool]:
+    """The submission's models, budgets, pipeline and whether it requires a verified patch, checked the way `codeloop run` checks them.
 
     With `credentials=False` the model keys are not looked for in this process's environment: the
     workers on a remote bus hold them, and a model whose key they lack fails there, at its first
@@ -93,15 +93,16 @@ def check_submission(
         message = str(exc)
         field = TaskOptions.named_in(message, "argument")
         raise SubmissionRefused(message, **({"field": field} if field else {})) from None
+    require = settings.verification.require == "passed"
     if options.pipeline is None:
-        return settings.models, settings.budgets, None
+        return settings.models, settings.budgets, None, require
     try:
         pipeline = resolve_pipeline(
             options.pipeline, submission.repo, mode=submission.mode, settings=settings
         )
     except (PipelineError, PipelineConfigError) as exc:
         raise SubmissionRefused(f"pipeline: {exc}", field="pipeline") from None
-    return settings.models, settings.budgets, choice_of(pipeline)
+    return settings.models, settings.budgets, choice_of(pipeline), require
 
 
 def _principal_key(principal: str) -> str:
@@ -153,7 +154,7 @@ class BusTasks:
     # TasksBackend
 
     async def submit(self, submission: Submission) -> str:
-        models, budgets, pipeline = check_submission(submission, credentials=self.check_credentials)
+        models, budgets, pipeline, require = check_submission(submission, credentials=self.check_credentials)
         running = [v for v in await self.list(submission.principal, status=None, limit=10_000) if not v.ended]
         if len(running) >= self.max_running:
             raise TooManyTasks(
@@ -182,6 +183,7 @@ class BusTasks:
             snapshot=snapshot,
             interactive=False,
             pipeline=pipeline,
+            require_verified=require,
         )
         task_id = new_task_id()
         owner = json.dumps({"principal": submission.principal, "submitted_at": time.time()}).encode()

@@ -23,7 +23,7 @@ from bus.connection import Bus
 from codeloop.config.pipelines import serving_roles
 from codeloop.errors import CodeloopError
 from codeloop.wiring.tools import InProcessTools
-from layout import INDEX_DIR, WORK_DIR
+from layout import COVERAGE_DIR, INDEX_DIR, WORK_DIR
 
 DEFAULT_ROLES = ("orchestrator", "planner", "retriever", "coder", "verifier")
 KNOWN_ROLES = (*DEFAULT_ROLES, "echo")
@@ -88,6 +88,7 @@ def role_deps(
         observers=observers,
         scratch_dir=scratch_dir,
         index_dir=_made(state_dir / INDEX_DIR),
+        coverage_dir=_made(state_dir / COVERAGE_DIR),
     )
 
 

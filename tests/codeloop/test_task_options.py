@@ -77,7 +77,7 @@ def test_the_tasks_server_refuses_a_cost_budget_it_cannot_price_and_carries_one_
 
     with pytest.raises(SubmissionRefused, match="cost_budget_usd needs a price for every model"):
         check_submission(submission("fix", 0.5))
-    _, budgets, _ = check_submission(submission("fix_priced", 0.5))
+    _, budgets, _, _ = check_submission(submission("fix_priced", 0.5))
     assert budgets.max_cost_usd == 0.5
     with pytest.raises(SubmissionRefused, match="cost_budget_usd: Input should be greater than 0") as refused:
         check_submission(submission("fix_priced", 0.0))

@@ -103,14 +103,16 @@ def test_the_submission_check_names_what_is_wrong(tmp_path: Path) -> None:
             check_submission(submission(**changes))
         if field is not None:
             assert refused.value.details.get("field") == field and field in str(refused.value)
-    names, budgets, pipeline = check_submission(
-        submission(options={"max_steps": 3, "timeout_s": 60, "pipeline": "explain"})
+    names, budgets, pipeline, require = check_submission(
+        submission(options={"max_steps": 3, "timeout_s": 60, "pipeline": "explain", "require_verified": True})
     )
-    assert (budgets.max_steps, budgets.deadline_s, pipeline.name) == (3, 60, "explain")  # pyright: ignore[reportOptionalMemberAccess] - a checked submission has its pipeline
+    assert (budgets.max_steps, budgets.deadline_s, pipeline.name, require) == (3, 60, "explain", True)
     # The repository's configuration gives what the client left out, and declares its pipelines.
     (tmp_path / "codeloop.toml").write_text('[budgets]\nmax_steps = 7\n[pipelines]\nquick = ["code:coder"]\n')
-    names, budgets, pipeline = check_submission(submission(mode="write", options={"pipeline": "quick"}))
-    assert (budgets.max_steps, pipeline.stages) == (7, ["code:coder"])  # pyright: ignore[reportOptionalMemberAccess] - a checked submission has its pipeline
+    names, budgets, pipeline, require = check_submission(
+        submission(mode="write", options={"pipeline": "quick"})
+    )
+    assert (budgets.max_steps, pipeline.stages, require) == (7, ["code:coder"], False)
     with pytest.raises(SubmissionRefused, match="no pipeline named 'quik'; known: .*quick") as refused:
         check_submission(submission(options={"pipeline": "quik"}))
     assert refused.value.details["field"] == "pipeline"
@@ -130,7 +132,7 @@ def test_model_keys_are_checked_here_unless_the_workers_hold_them(
     with pytest.raises(SubmissionRefused, match="ANTHROPIC_API_KEY") as refused:
         check_submission(submission("anthropic:claude-sonnet-4-5"))
     assert refused.value.details.get("field") == "model"
-    names, _, _ = check_submission(submission("anthropic:claude-sonnet-4-5"), credentials=False)
+    names, _, _, _ = check_submission(submission("anthropic:claude-sonnet-4-5"), credentials=False)
     assert names.default == "anthropic:claude-sonnet-4-5"
     with pytest.raises(SubmissionRefused, match="unknown provider 'nosuch'"):
         check_submission(submission("nosuch:model"), credentials=False)

@@ -24,6 +24,7 @@ from defusedxml import DefusedXmlException
 from pydantic import BaseModel, ConfigDict
 
 from sandbox.environments.environment import EnvironmentInfo
+from tool_servers.exec.test_coverage import TestCoverage
 
 _CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 TRACEBACK_LINES = 40
@@ -120,6 +121,9 @@ class TestRunOutput(BaseModel):
     (`env.setup`, naming the step and the log's tail), or no test could be imported (`env.setup`
     for a missing module, `test.collection_error` for the project's own code), naming the module
     and the file. None when tests ran (or the suite simply has none)."""
+    coverage: TestCoverage | None = None
+    """With `coverage_files`: per test, the lines of those files it executed, and every test's
+    outcome (`test_coverage`); None for a plain run."""
 
 
 class ReportError(ValueError):

@@ -32,7 +32,10 @@ from sandbox.result import ExecResult
 from tool_servers.confinement import Root
 from tool_servers.exec.allowlist import confirmation_action
 from tool_servers.exec.pytest_report import (
+    MAX_FAILURES,
     ReportError,
+    SetupProblem,
+    TestFailure,
     TestRunOutput,
     output_tail,
     parse_junit,
@@ -45,7 +48,7 @@ from tool_servers.exec.setup_problems import (
     from_environment_error,
     from_output,
 )
-from tool_servers.exec.shared_sandbox import SharedSandbox, find_toolchain
+from tool_servers.exec.shared_sandbox import SharedSandbox, Toolchain, find_toolchain
 from tool_servers.exec.static_checks import (
     CHECKS_SCRIPT,
     DEFAULT_SELECT,
@@ -57,6 +60,14 @@ from tool_servers.exec.static_checks import (
     parse_compile,
     parse_ruff,
     split_checks,
+)
+from tool_servers.exec.test_command import TestCommand, TestCommandError, find_test_command, parse_outcomes
+from tool_servers.exec.test_coverage import (
+    MAX_COVERAGE_FILES,
+    TestCoverage,
+    coverage_argv,
+    include_patterns,
+    read_coverage,
 )
 from tool_servers.project_environment import default_environment_settings
 from tool_servers.protocol.errors import InvalidArguments, NotFound
@@ -110,6 +121,10 @@ class RunTestsInput(BaseModel):
     """Stop after this many failures (`--maxfail`)."""
     timeout_s: float = Field(default=300.0, gt=0, le=MAX_TIMEOUT_S)
     """Wall-clock limit of the whole run."""
+    coverage_files: list[str] = Field(default=[], max_length=MAX_COVERAGE_FILES)
+    """Files (relative to the root) to measure per test with coverage.py: the result's `coverage`
+    then says which lines of them each test executed, and every test's outcome. Empty: a plain
+    run. The run starts a fresh interpreter, so it costs a second more than a plain one."""
 
 
 class StaticChecksInput(BaseModel):
@@ -176,15 +191,18 @@ class ExecTools:
         await self.box.prepare()
         if self.box.environment_error is not None:
             return self._unbuilt(self.box.environment_error)
+        try:
+            command = find_test_command(self.root.path)
+        except TestCommandError as exc:
+            return self._unrunnable(SetupProblem(failure_class="env.setup", message=str(exc)))
         tools = find_toolchain(self.root.path, self.box.environment)
+        if command.kind != "pytest":
+            return await self._run_command_tests(command, tools, selection, args)
         # Through the confinement check: a `.codeloop` symlink must not lead the host's writes out.
         report_dir = self.root.resolve(str(REPORT_DIR))
         await anyio.to_thread.run_sync(_make_report_dir, report_dir)
         report = report_dir / f"junit-{uuid.uuid4().hex}.xml"
-        argv = [
-            tools.test_python,
-            "-m",
-            "pytest",
+        pytest_args = [
             "-p",
             "no:cacheprovider",
             "--tb=short",
@@ -194,19 +212,34 @@ class ExecTools:
             f"--junitxml={REPORT_DIR / report.name}",
             "--continue-on-collection-errors",
             "--rootdir=.",
+            *(command.pytest_args or []),
         ]
         if args.keyword is not None:
-            argv += ["-k", args.keyword]
+            pytest_args += ["-k", args.keyword]
         if args.max_failures is not None:
-            argv.append(f"--maxfail={args.max_failures}")
-        argv += ["--", *selection] if selection else []
+            pytest_args.append(f"--maxfail={args.max_failures}")
+        pytest_args += ["--", *selection] if selection else []
+        measured = self._relative_paths(args.coverage_files)
+        coverage_file = report_dir / f"coverage-{uuid.uuid4().hex}.json"
+        if measured:
+            argv = coverage_argv(
+                tools.test_python,
+                str(REPORT_DIR / coverage_file.name),
+                include_patterns(measured, self.prefixes),
+                pytest_args,
+            )
+        else:
+            argv = [tools.test_python, "-m", "pytest", *pytest_args]
         env = {"PATH": tools.path, **_QUIET_ENV}
         await warm_pytest_cache(tools.test_python)
         counts, failures, found, report_error = None, [], False, None
+        coverage: TestCoverage | None = None
         try:
             result = await self.box.exec(
-                argv, timeout_s=args.timeout_s, cwd=".", env=env, warm=tools.warm_tests
+                argv, timeout_s=args.timeout_s, cwd=".", env=env, warm=tools.warm_tests and not measured
             )
+            if measured:
+                coverage = await anyio.to_thread.run_sync(read_coverage, coverage_file, self.prefixes)
             # The report is the tested code's output: read and parsed as hostile (`pytest_report`).
             xml = await anyio.to_thread.run_sync(read_junit_file, report)
             if xml is not None:
@@ -218,6 +251,7 @@ class ExecTools:
             report_error = str(exc)
         finally:
             await anyio.Path(report).unlink(missing_ok=True)
+            await anyio.Path(coverage_file).unlink(missing_ok=True)
             await anyio.to_thread.run_sync(_remove_report_dir, report_dir)
         failures = classify_failures(self.root.path, failures)
         if not found:
@@ -244,11 +278,66 @@ class ExecTools:
             report_error=report_error,
             environment=self.box.environment_info,
             setup_error=setup_error,
+            coverage=coverage,
+        )
+
+    async def _run_command_tests(
+        self, command: TestCommand, tools: Toolchain, selection: list[str], args: RunTestsInput
+    ) -> TestRunOutput:
+        """The tests run by the repository's own command (not pytest), outcomes read from its
+        verbose output (`test_command`); no per-test coverage."""
+        files = list(dict.fromkeys(s.split("::")[0] for s in selection))
+        env = {"PATH": tools.path, **_QUIET_ENV}
+        result = await self.box.exec(
+            command.argv(tools.test_python, files), timeout_s=args.timeout_s, cwd=".", env=env
+        )
+        output = f"{result.stdout}\n{result.stderr}"
+        outcomes = parse_outcomes(command, self.root.path, output)
+        failures = [
+            TestFailure(
+                test_id=tid,
+                outcome="failed" if o == "failed" else "error",
+                file=tid.split("::")[0],
+                line=0,
+                message=o,
+                traceback="",
+            )
+            for tid, o in outcomes.items()
+            if o in ("failed", "error")
+        ][:MAX_FAILURES]
+        counts = {
+            o: sum(1 for v in outcomes.values() if v == o) for o in ("passed", "failed", "error", "skipped")
+        }
+        coverage = None
+        if args.coverage_files:
+            coverage = TestCoverage(
+                outcomes=outcomes,
+                error=f"per-test coverage needs pytest; the tests run with {' '.join(command.argv('python', []))[:200]}",
+            )
+        return TestRunOutput(
+            passed=counts["passed"],
+            failed=counts["failed"],
+            errors=counts["error"],
+            skipped=counts["skipped"],
+            failures=failures,
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            report_found=bool(outcomes),
+            output_tail=output_tail(result.stdout, result.stderr),
+            python=tools.test_python,
+            backend=result.backend,
+            warning=result.warning,
+            duration_s=result.duration_s,
+            environment=self.box.environment_info,
+            coverage=coverage,
         )
 
     def _unbuilt(self, error: EnvironmentSetupError) -> TestRunOutput:
         """The result of a test run that could not start: the project environment is not usable."""
-        problem = from_environment_error(error)
+        return self._unrunnable(from_environment_error(error), getattr(error, "log_tail", "") or str(error))
+
+    def _unrunnable(self, problem: SetupProblem, tail: str = "") -> TestRunOutput:
+        """The result of a test run that could not start, `problem` saying why."""
         return TestRunOutput(
             passed=0,
             failed=0,
@@ -258,7 +347,7 @@ class ExecTools:
             exit_code=None,
             timed_out=False,
             report_found=False,
-            output_tail=getattr(error, "log_tail", "") or str(error),
+            output_tail=tail or problem.message,
             python="",
             backend=self.box.backend_in_use or "process",
             warning=self.box.warning_in_use,

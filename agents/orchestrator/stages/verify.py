@@ -40,6 +40,9 @@ def _react(state: TaskState, result: VerifyResult, at: At) -> Advance | Revisit 
     events = (Emit("verification", told, {"verdict": report.verdict, "checks": checks}),)
     if at.index_of("code") is None:  # diagnose: nothing was changed, the report is the answer
         return End(state, "diagnosed", None, diagnosis(state), events)
+    if report.verdict == "unverified" and state.task.require_verified and state.task.mode != "read":
+        why = f"The task requires a verified patch, and its verification was {report.summary}"
+        return End(state, "handed_off", "verify.unverified", why, events)
     if report.verdict != "failed":
         return Advance(state, events)
     signature = _signature(report)

@@ -22,12 +22,18 @@ verifier's role, `role.py`, calls; `verify.py` holds them):
 `verify_patch` steps, one module each: read the patch (`patchset`: `patch.malformed`,
 `patch.empty`), review the diff (`diff_review`, `secrets`), `git apply` it (`tree`:
 `patch.apply_failed`), static checks of the changed files (`static`: only findings the patch
-introduced), the targeted tests (`selection`), then — when they pass and the deadline allows — the
-whole suite, and the comparison with the starting tree (`testing`; `verify` says why only failing
-and changed tests are re-run there; `baseline` keeps what is learnt). When a targeted test fails
-because of the patch it returns at once, without the suite: the coder hears of it after one
-short run. All calls go through one exec session (`exec_session`), so one sandbox serves the
-whole verification.
+introduced), the coverage run of the suite on the starting tree (`changed_code` says which
+starting lines the patch changes, `measure` runs it, `execution` says which tests execute them and
+keeps the run per tree), the targeted tests with the patch — those that execute the changed code,
+the ones named, the ones the patch edits (`selection`) — and the comparison with the starting tree
+(`testing`; `baseline` keeps what is learnt). Tests that execute none of the changed code cannot
+change outcome, so the rest of the suite runs again only when a changed line runs at import or a
+file coverage cannot follow changed (docs/verification.md says what is exact and what is
+conservative). Without coverage (the test interpreter cannot run it, or the project's test
+command is not pytest) the earlier design applies: targets by name and traceback, then the whole
+suite. When a targeted test fails because of the patch it returns at once: the coder hears of it
+after one short run. All calls go through one exec session (`exec_session`), so one sandbox serves
+the whole verification.
 Options: `limits=ReviewLimits(...)` (size caps), `full_suite=False` (targeted tests only).
 
 `report.verdict` is `passed`, `failed` (the failures say why) or `unverified` (nothing could judge

@@ -154,9 +154,12 @@ def _weakened(change: FileChange) -> list[Failure]:
         ]
     found = []
     added_defs = {m[1] for _, t in change.added if (m := _TEST_DEF.match(t))}
+    def_lines = {n for n, t in change.added if _TEST_DEF.match(t)}
+    # A test's `def` line replaced by another test's `def` line, its body kept: a rename.
+    renamed = {anchor for new_line, anchor in change.anchors if new_line in def_lines}
     for line_no, text in change.removed:
         match = _TEST_DEF.match(text)
-        if match and match[1] not in added_defs:
+        if match and match[1] not in added_defs and line_no not in renamed:
             found.append(
                 Failure(
                     failure_class=FailureClass.TEST_WEAKENED,

@@ -24,6 +24,9 @@ MAX_CALL_TIMEOUT_S = 1800.0
 """The exec server's own cap on `timeout_s`."""
 TRANSPORT_GRACE_S = 15.0
 """Beyond a call's `timeout_s`: the sandbox's kill and report; past it the call itself is abandoned."""
+BUILD_GRACE_S = 1800.0
+"""Beyond the first call's: the exec server builds the project environment at its first command,
+before the command's own timeout starts (the build has its own limit, 30 minutes by default)."""
 
 
 EXEC_SCOPES: frozenset[ScopeName] = frozenset({"read", "execute"})
@@ -44,6 +47,48 @@ class TestFailure(BaseModel):
     line: int = 0
     message: str = ""
     traceback: str = ""
+    failure_class: str | None = None
+    """For a test file that could not be collected: `env.setup` or `test.collection_error`."""
+
+
+class TestCoverage(BaseModel):
+    """Per measured file, per test (node id; "" outside any test), the lines it executed; every
+    test's outcome (`tool_servers.exec.test_coverage`)."""
+
+    __test__ = False
+    model_config = _OPEN
+    files: dict[str, dict[str, list[int]]] = {}
+    outcomes: dict[str, str] = {}
+    error: str | None = None
+
+
+class SetupProblem(BaseModel):
+    """Why the suite (or part of it) could not run: `env.setup` or `test.collection_error`."""
+
+    model_config = _OPEN
+    failure_class: str = "env.setup"
+    message: str = ""
+    module: str | None = None
+    file: str | None = None
+    step: str | None = None
+
+
+class EnvironmentUsed(BaseModel):
+    """The project environment a run used (None in `TestRun`: codeloop's own interpreter)."""
+
+    model_config = _OPEN
+    key: str = ""
+    kind: str = ""
+    source: str = ""
+    python_version: str = ""
+    built: bool = False
+    build_s: float = 0.0
+    lookup_s: float = 0.0
+
+    def describe(self) -> str:
+        """One phrase for a report: which environment, and what getting it cost."""
+        built = f"built in {self.build_s:.1f} s" if self.built else "cached"
+        return f"environment {self.key[:12]} ({self.kind or 'recipe'} from {self.source or '?'}, Python {self.python_version}, {built})"
 
 
 class TestRun(BaseModel):
@@ -59,6 +104,9 @@ class TestRun(BaseModel):
     report_found: bool = False
     output_tail: str = ""
     duration_s: float = 0.0
+    coverage: TestCoverage | None = None
+    setup_error: SetupProblem | None = None
+    environment: EnvironmentUsed | None = None
 
     @property
     def total(self) -> int:
@@ -92,17 +140,18 @@ class ExecSession:
     def __init__(self, client: Client, *, before_call: Callable[[], Awaitable[None]] | None = None) -> None:
         self._client = client
         self._before_call = before_call
+        self._first = True
 
     async def _call(self, tool: str, arguments: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         if self._before_call is not None:
             await self._before_call()
+        limit = timeout_s + TRANSPORT_GRACE_S + (BUILD_GRACE_S if self._first else 0.0)
+        self._first = False
         try:
-            with anyio.fail_after(timeout_s + TRANSPORT_GRACE_S):
+            with anyio.fail_after(limit):
                 result = await self._client.call_tool(tool, arguments)
         except TimeoutError as exc:
-            raise ExecUnavailable(
-                f"{tool} did not answer within {timeout_s + TRANSPORT_GRACE_S:.0f} s"
-            ) from exc
+            raise ExecUnavailable(f"{tool} did not answer within {limit:.0f} s") from exc
         except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             raise ExecUnavailable(f"{tool} failed: {exc}") from exc
         if result.is_error or result.structured_content is None:
@@ -110,14 +159,20 @@ class ExecSession:
             raise ExecUnavailable(f"{tool} returned an error: {text or 'no details'}")
         return result.structured_content
 
-    async def run_tests(self, paths: list[str], *, timeout_s: float) -> TestRun:
-        """pytest on `paths` (empty: the suite's default selection).
+    async def run_tests(
+        self, paths: list[str], *, timeout_s: float, coverage_files: list[str] | None = None
+    ) -> TestRun:
+        """pytest on `paths` (empty: the suite's default selection); with `coverage_files`, under
+        coverage of those files, one context per test (`TestRun.coverage`).
 
         Raises:
             ExecUnavailable: see the module docstring.
         """
         timeout_s = max(1.0, min(timeout_s, MAX_CALL_TIMEOUT_S))
-        content = await self._call("run_tests", {"paths": paths, "timeout_s": timeout_s}, timeout_s)
+        arguments: dict[str, Any] = {"paths": paths, "timeout_s": timeout_s}
+        if coverage_files:
+            arguments["coverage_files"] = coverage_files
+        content = await self._call("run_tests", arguments, timeout_s)
         try:
             return TestRun.model_validate(content)
         except ValidationError as exc:

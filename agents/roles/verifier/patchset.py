@@ -8,7 +8,7 @@ files alone) to move the workspace between the trees it compares.
 import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Literal
+from typing import Any, Literal
 
 from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchSet
@@ -40,6 +40,9 @@ class FileChange:
     """(line in the new file, text) of each added line."""
     removed: tuple[tuple[int, str], ...] = ()
     """(line in the old file, text) of each removed line."""
+    anchors: tuple[tuple[int, int], ...] = ()
+    """(line in the new file, the old file's line just before it — 0: the file's start) of each
+    added line: where in the old file the addition is."""
     binary: bool = False
     special: str | None = None
     """`symlink` or `submodule` when the change is not to a regular file."""
@@ -110,19 +113,32 @@ def parse_patch(text: str) -> list[FileChange]:
         )
         added = tuple((ln.target_line_no, ln.value) for h in patched for ln in h if ln.is_added)
         removed = tuple((ln.source_line_no, ln.value) for h in patched for ln in h if ln.is_removed)
+        anchors = tuple(anchor for h in patched for anchor in _anchors(h))
         changes.append(
             FileChange(
                 path=path,
                 old_path=None if kind == "added" else source,
                 kind=kind,
-                added=added,  # pyright: ignore[reportArgumentType] - added lines always carry their target line number
-                removed=removed,  # pyright: ignore[reportArgumentType] - removed lines always carry their source line number
+                added=added,
+                removed=removed,
+                anchors=anchors,
                 binary=bool(patched.is_binary_file) or "GIT binary patch" in info,
                 special=special,
                 text=str(patched),
             )
         )
     return changes
+
+
+def _anchors(hunk: Any) -> list[tuple[int, int]]:
+    """(new line, the old line before it) of each added line of `hunk` (a unidiff Hunk)."""
+    anchors, last = [], hunk.source_start - 1
+    for line in hunk:
+        if line.is_added:
+            anchors.append((line.target_line_no, max(last, 0)))
+        elif line.source_line_no is not None:
+            last = line.source_line_no
+    return anchors
 
 
 def join_sections(changes: list[FileChange]) -> str:

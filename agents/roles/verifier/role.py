@@ -119,6 +119,7 @@ async def _verify_patch(
         deadline=request.deadline_at,
         baseline=request.baseline,
         session=session,
+        cache_dir=deps.coverage_dir,
     )
     return VerifyResult(step_id=request.step_id, report=report, baseline=baseline)
 
@@ -142,6 +143,26 @@ async def diagnose_tree(
             raise StepError("env.infra", str(leaf)) from group
         raise
     summary = f"{run.passed} passed, {run.failed} failed, {run.errors} errors, {run.skipped} skipped"
+    environment = run.environment.model_dump() if run.environment is not None else None
+    checks = [Check(name="tests", ok=not run.failures and run.setup_error is None, summary=summary)]
+    if run.environment is not None:
+        checks.insert(0, Check(name="environment", ok=True, summary=run.environment.describe()))
+    if run.setup_error is not None:
+        # The suite could not run: say why (the build's failing step, the module and file that
+        # cannot be imported), never "no tests were collected".
+        problem = run.setup_error
+        failure = Failure(
+            failure_class=problem.failure_class
+            if problem.failure_class in ("env.setup", "test.collection_error")
+            else "env.setup",
+            path=problem.file,
+            message=problem.message,
+            stack_summary=run.output_tail,
+        )
+        checks[-1] = Check(name="tests", ok=False, summary=f"could not run: {problem.message}")
+        return VerificationReport(
+            verdict="unverified", checks=checks, failures=[failure], environment=environment
+        )
     if run.timed_out:
         failure = Failure(failure_class="test.timeout", message=f"the test suite did not finish: {summary}")  # pyright: ignore[reportArgumentType] - pydantic turns the value into its FailureClass member
         return VerificationReport(
@@ -155,7 +176,7 @@ async def diagnose_tree(
         )
     failures = [
         Failure(
-            failure_class="test.still_failing",  # pyright: ignore[reportArgumentType] - pydantic turns the value into its FailureClass member
+            failure_class=f.failure_class or "test.still_failing",
             test_id=f.test_id,
             path=f.file or f.test_id.split("::")[0],
             line=f.line or None,
@@ -165,7 +186,5 @@ async def diagnose_tree(
         for f in run.failures
     ]
     return VerificationReport(
-        verdict="failed" if failures else "passed",
-        checks=[Check(name="tests", ok=not failures, summary=summary)],
-        failures=failures,
+        verdict="failed" if failures else "passed", checks=checks, failures=failures, environment=environment
     )

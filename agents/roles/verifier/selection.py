@@ -53,15 +53,19 @@ class Selection:
     named: "NamedTests" = field(default_factory=lambda: NamedTests())
     """The tests the task's text names."""
 
-    def is_task_test(self, test_id: str) -> bool:
-        """Whether a failure of `test_id` is the patch's whatever the starting tree did."""
+    def is_task_test(self, test_id: str, *, whole_files: bool = True) -> bool:
+        """Whether a failure of `test_id` is the patch's whatever the starting tree did.
+        `whole_files=False`: a test file the plan or the task names only says where to look, and
+        makes none of its tests the task's (what executes the changed code decides that)."""
         file, _, name = test_id.partition("::")
         if file in self.changed_test_files:
             edited = self.edited_tests.get(file)
             if edited is None or not name or name.split("[")[0] in edited:
                 return True
-        if self.named.names(test_id):
+        if self.named.names(test_id, whole_files=whole_files):
             return True
+        if not whole_files:
+            return any(_matches(test_id, target) for target in self.target_ids if "::" in target)
         # A target file that cannot be collected reports the file itself as the failing test.
         return any(
             _matches(test_id, target) or test_id == target.split("::")[0] for target in self.target_ids
@@ -84,11 +88,28 @@ class NamedTests:
     files: list[str] = field(default_factory=list)
     """Every test file holding a named test, to run with the targeted tests."""
 
-    def names(self, test_id: str) -> bool:
+    def names(self, test_id: str, *, whole_files: bool = True) -> bool:
         file, _, name = test_id.partition("::")
-        if file in self.whole_files or any(_matches(test_id, n) for n in self.node_ids):
+        if (whole_files and file in self.whole_files) or any(_matches(test_id, n) for n in self.node_ids):
             return True
         return bool(name) and name.split("::")[-1].split("[")[0] in self.functions
+
+
+_SUITE_WORDS = re.compile(
+    r"\b(?:(?:the|whole|full|entire|test)\s+)*(?:test\s+)?suite\s+(?:passes|pass|is\s+green|succeeds|runs\s+green)"
+    r"|\ball\s+(?:of\s+)?(?:the\s+)?tests\s+(?:pass|are\s+passing|succeed|are\s+green)"
+    r"|\b(?:every|each)\s+test\s+pass(?:es)?\b"
+    r"|\b(?:make|get|keep|turn)s?\s+(?:the\s+)?(?:ci|build|tests|test\s+suite|suite)\s+(?:green|pass|passing)\b"
+    r"|\bci\s+(?:is\s+|goes\s+|turns\s+)?green\b"
+    r"|\bno\s+(?:more\s+)?failing\s+tests\b",
+    re.I,
+)
+
+
+def asks_for_green_suite(text: str) -> bool:
+    """Whether the task's words ask for the whole test suite to pass ("so the test suite passes",
+    "all tests pass", "make CI green"): then every failing test is the task's."""
+    return bool(_SUITE_WORDS.search(text[:MAX_SCANNED_BYTES]))
 
 
 _NAMED_PATH = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*[\w.-]+\.py)(::[\w:\[\]./-]*\w\]?)?")

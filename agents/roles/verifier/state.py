@@ -7,7 +7,8 @@ from pathlib import Path
 
 from agents.messages.verification import Check, Failure, TestOutcome
 from agents.roles.verifier.baseline import Knowledge
-from agents.roles.verifier.exec_session import TestFailure
+from agents.roles.verifier.exec_session import EnvironmentUsed, TestFailure
+from agents.roles.verifier.execution import Reach
 from agents.roles.verifier.patchset import FileChange
 
 DEADLINE_MARGIN_S = 3.0
@@ -51,6 +52,16 @@ class Verification:
     it edited (see `agents.roles.verifier.testing`)."""
     reproduction_resolved: bool = True
     """False when a reproduction run timed out or listed fewer failures than it had."""
+    reach: Reach | None = None
+    """Which tests execute the changed code, from the coverage run on the starting tree (None:
+    not measured; the tests the task is about are then found by name and traceback)."""
+    green_suite: bool = False
+    """The task's words ask for the whole suite to pass: every failing test is the task's."""
+    run_all: bool = False
+    """The patch may affect every test (a change that runs at import, a file coverage cannot
+    follow): the whole suite runs with the patch, and any test it fixes is evidence."""
+    environment: EnvironmentUsed | None = None
+    """The project environment the tests ran in (None: codeloop's interpreter)."""
     mark: float = field(default_factory=time.monotonic)
     """When the last check ended: each step's time is the time since the previous check."""
 

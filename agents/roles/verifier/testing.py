@@ -20,10 +20,12 @@ was missing, and the verdict is `unverified`.
 
 import re
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 
 from agents.failures import FailureClass
 from agents.messages.verification import Check, Failure
 from agents.roles.verifier.exec_session import ExecSession, TestFailure, TestRun
+from agents.roles.verifier.measure import Measurement, measure_starting_tree
 from agents.roles.verifier.patchset import FileChange, join_sections
 from agents.roles.verifier.selection import Selection, is_test_module
 from agents.roles.verifier.state import Verification
@@ -34,6 +36,10 @@ SUITE_ESTIMATE_FACTOR = 1.2
 
 
 def _test_failure(cls: FailureClass, failure: TestFailure, note: str = "") -> Failure:
+    if failure.failure_class in (FailureClass.ENV_SETUP, FailureClass.TEST_COLLECTION_ERROR):
+        # A test module that cannot be imported: what keeps it from importing is the finding.
+        cls = FailureClass(failure.failure_class)
+        note = f" ({failure.test_id} cannot be imported)"
     return Failure(
         failure_class=cls,
         test_id=failure.test_id,
@@ -63,7 +69,25 @@ def _timed_out(run: Verification, name: str, result: TestRun) -> bool:
 
 
 def _pytest_broken(run: Verification, name: str, result: TestRun) -> bool:
-    """pytest could not run the selection at all (internal or usage error, no report)."""
+    """pytest could not run the selection at all (the environment could not be built, no test
+    could be imported, an internal or usage error: no report)."""
+    if result.setup_error is not None:
+        problem = result.setup_error
+        cls = (
+            FailureClass.TEST_COLLECTION_ERROR
+            if problem.failure_class == FailureClass.TEST_COLLECTION_ERROR
+            else FailureClass.ENV_SETUP
+        )
+        run.failures.append(
+            Failure(
+                failure_class=cls,
+                path=problem.file,
+                message=problem.message,
+                stack_summary=result.output_tail,
+            )
+        )
+        run.add_check(Check(name=name, ok=False, summary=f"could not run: {problem.message}"))
+        return True
     if result.exit_code in (0, 1, 5) and (result.report_found or result.exit_code == 5):
         return False
     run.failures.append(
@@ -95,13 +119,42 @@ async def run_tests(
     *,
     full_suite: bool,
     example: ExampleEvidence | None = None,
+    measurement: Measurement | None = None,
 ) -> None:
     """The targeted tests, then (unless they showed the patch wrong) the whole suite; each run's
-    new failures sorted at once, the evidence last (the task's `example` only when no test is)."""
-    if selection.files:
+    new failures sorted at once, the evidence last (the task's `example` only when no test is).
+    With a `measurement`, the tests that execute the changed code (found on the starting tree
+    first, `measure`) join the targeted tests, and the rest of the suite need not run."""
+    if measurement is not None:
+        run.reach = await measure_starting_tree(run, session, measurement)
+        if run.reach is not None:
+            run.run_all = run.reach.at_import or bool(measurement.probes.unmeasured)
+            selection = _widened(run, selection)
+    if run.run_all:
+        result = await session.run_tests([], timeout_s=run.timeout_s())
+        if _timed_out(run, "targeted_tests", result) or _pytest_broken(run, "targeted_tests", result):
+            return
+        _note_environment(run, result)
+        run.tests_run += result.total
+        run.suite_ran = True
+        why = (
+            "a changed line runs at import"
+            if run.reach and run.reach.at_import
+            else "unmeasured files changed"
+        )
+        run.add_check(
+            Check(
+                name="targeted_tests",
+                ok=not result.failures,
+                summary=f"the whole suite ({why}): {_counts(result)}",
+            )
+        )
+        await _sort_failures(run, session, selection, result.failures, reproduce=selection.changed_test_files)
+    elif selection.files:
         result = await session.run_tests(selection.files, timeout_s=run.timeout_s())
         if _timed_out(run, "targeted_tests", result) or _pytest_broken(run, "targeted_tests", result):
             return
+        _note_environment(run, result)
         run.tests_run += result.total
         run.ran_files.update(selection.files)
         summary = f"{len(selection.files)} file(s): {_counts(result)}{_missing(selection)}"
@@ -111,6 +164,12 @@ async def run_tests(
         run.add_check(Check(name="targeted_tests", ok=True, summary=f"none selected{_missing(selection)}"))
     if run.regressions or run.still_failing:
         run.add_check(Check(name="full_suite", ok=False, summary="not run: targeted tests failed"))
+    elif run.run_all:
+        pass  # the targeted run was the whole suite
+    elif run.reach is not None:
+        others = len(run.known.complete_files - run.ran_files)
+        why = f"not run: the other {others} test file(s) execute none of the changed code, so their outcome is the starting tree's"
+        run.add_check(Check(name="full_suite", ok=True, summary=why))
     elif selection.covers_suite:
         run.add_check(
             Check(name="full_suite", ok=True, summary="not run: the targeted tests are the whole suite")
@@ -137,15 +196,55 @@ async def run_tests(
         run.add_check(Check(name="full_suite", ok=not result.failures, summary=_counts(result)))
         new = [f for f in result.failures if f.test_id not in run.failing]
         await _sort_failures(run, session, selection, new, reproduce=[])
+    if run.reach is not None:
+        _inferred_preexisting(run)
     await _evidence(run, session, selection, example)
     if run.preexisting and not (run.regressions or run.still_failing):
         _clear_test_checks(run)
 
 
+def _inferred_preexisting(run: Verification) -> None:
+    """The tests failing on the starting tree that were not run with the patch: they execute none
+    of the changed code, so they fail with it too — listed, never blamed."""
+    for tid, outcome in sorted(run.known.outcomes.items()):
+        ran = run.suite_ran or tid.split("::")[0] in run.ran_files
+        if outcome != "passed" and not ran and tid not in run.preexisting:
+            run.preexisting.append(tid)
+
+
+def _note_environment(run: Verification, result: TestRun) -> None:
+    run.environment = result.environment or run.environment
+
+
+def _widened(run: Verification, selection: Selection) -> Selection:
+    """The selection with the files of the tests that execute the changed code (and, when the task
+    asks for a green suite, of every test failing on the starting tree)."""
+    assert run.reach is not None
+    ids = set(run.reach.covering)
+    if run.green_suite:
+        ids |= {t for t, o in run.known.outcomes.items() if o != "passed"}
+    files = [f for f in sorted({t.split("::")[0] for t in ids}) if f not in run.changed_paths]
+    return replace(selection, files=list(dict.fromkeys([*selection.files, *files])))
+
+
+def is_target(run: Verification, selection: Selection, test_id: str) -> bool:
+    """Whether `test_id` is a test the task is about: by what it executes (`run.reach`), by name,
+    as a test the patch adds or edits, or every test when the task asks for a green suite."""
+    if run.green_suite:
+        return True
+    if run.reach is not None:
+        return test_id in run.reach.covering or selection.is_task_test(test_id, whole_files=False)
+    return selection.is_task_test(test_id)
+
+
 def _is_target(run: Verification, selection: Selection, failure: TestFailure) -> bool:
     """A failure that is the patch's whatever the starting tree did (see the module docstring);
-    the tests the patch left alone in a test file it changed are sorted apart, on the starting tree."""
-    return selection.is_task_test(failure.test_id) or _through_changed_source(run, failure)
+    the tests the patch left alone in a test file it changed are sorted apart, on the starting tree.
+    Without coverage, a failure whose traceback runs through the changed source stands in for
+    one that executes it."""
+    if is_target(run, selection, failure.test_id):
+        return True
+    return run.reach is None and _through_changed_source(run, failure)
 
 
 def _through_changed_source(run: Verification, failure: TestFailure) -> bool:
@@ -273,7 +372,9 @@ async def _evidence(
     """Find what shows the task's problem gone (see the module docstring), running the targets'
     files on the reproduction tree when their starting outcome is unknown."""
     _collect_evidence(run, selection)
-    if _found_wrong(run) or run.tests_run == 0:  # no tests at all: `verify.unverifiable` says so
+    if _found_wrong(run) or (
+        run.tests_run == 0 and run.reach is None
+    ):  # no tests at all: `verify.unverifiable` says so
         return
     unknown = [
         f
@@ -289,12 +390,21 @@ async def _evidence(
         run.add_check(Check(name="evidence", ok=True, summary=shown))
         return
     if run.evidence:
-        shown = ", ".join(run.evidence[:5]) + (
-            f" and {len(run.evidence) - 5} more" if len(run.evidence) > 5 else ""
-        )
         run.add_check(
-            Check(name="evidence", ok=True, summary=f"failed before the patch, pass with it: {shown}")
+            Check(
+                name="evidence",
+                ok=True,
+                summary=f"failed before the patch, pass with it: {_few(run.evidence)}",
+            )
         )
+        return
+    if run.reach is not None and (executing := sorted(t for t in run.reach.covering if run.passes_now(t))):
+        summary = f"no test failed before the patch; {len(executing)} test(s) that execute the changed code pass with it: {_few(executing)}"
+        run.add_check(Check(name="evidence", ok=True, summary=summary))
+        return
+    if run.reach is not None and run.reach.at_import and run.suite_ran:
+        summary = "no test failed before the patch; the changed code runs at import, and the whole suite passes with it"
+        run.add_check(Check(name="evidence", ok=True, summary=summary))
         return
     why = _missing_evidence(run, selection)
     run.add_check(Check(name="evidence", ok=False, summary=why))
@@ -321,14 +431,26 @@ def _collect_evidence(run: Verification, selection: Selection) -> None:
     before |= {t: o for t, o in run.known.outcomes.items() if o != "passed"}
     before |= {t: o for t, o in run.started.items() if o != "passed"}
     for tid in sorted(before):
-        if run.passes_now(tid) and (selection.is_task_test(tid) or tid.split("::")[0] in changed):
+        # When every test may be affected, a test that went from failing to passing did so
+        # because of the patch, whatever it executes.
+        counts = run.run_all or is_target(run, selection, tid) or tid.split("::")[0] in changed
+        if run.passes_now(tid) and counts:
             if tid not in run.evidence:
                 run.evidence.append(tid)
             if tid not in run.fixed:
                 run.fixed.append(tid)
 
 
+def _few(ids: list[str]) -> str:
+    return ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+
+
 def _missing_evidence(run: Verification, selection: Selection) -> str:
+    if run.reach is not None and not run.reach.covering:
+        return (
+            f"no test executes the code the patch changes ({_few(sorted({c.path for c in run.src_changes}))}), "
+            "and no test went from failing to passing: nothing checked the change; add a test that calls it"
+        )
     if selection.changed_test_files and run.src_changes:
         return (
             "the tests the patch adds or changes pass without its source changes too, and no test the "

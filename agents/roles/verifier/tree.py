@@ -53,6 +53,18 @@ async def head_commit(workspace: Path) -> str:
     return output.strip()
 
 
+async def tree_hash(workspace: Path) -> str:
+    """The starting tree's git tree hash: the same files give the same hash, whatever the commit.
+
+    Raises:
+        WorkspaceError: git failed.
+    """
+    status, output = await git(workspace, "rev-parse", "--verify", "HEAD^{tree}")
+    if status != 0:
+        raise WorkspaceError(f"git rev-parse failed: {output.strip()}")
+    return output.strip()
+
+
 async def changed_tracked_files(workspace: Path) -> list[str]:
     """Tracked files that differ from HEAD (the workspace should start with none)."""
     status, output = await git(workspace, "status", "--porcelain", "--untracked-files=no")

@@ -14,13 +14,13 @@ The trees compared (the workspace's HEAD commit is the starting tree B):
   fails on P. R keeps the patch's version of that file, which may differ for it (a fixture of the
   file changed), so its starting outcome comes from running it with the whole patch taken back.
 
-Why not a full baseline run: running the whole suite on B as well would double the cost of every
-verification. Passing tests need no comparison (a pass is a pass); only a failure needs to know
-whether it was there before, so only failures are re-run — and on a revision the baseline already
-knows most of them. A failing test the task is about (a plan target, a test the patch edits) is
-the patch's failure whatever it did before, so it is not re-run either. A clean patch costs one
-static call, the targeted run and one suite run; a failing target, one static call and the
-targeted run.
+The suite runs once on B, under coverage of the files the patch changes (`measure`): that run
+gives every test's starting outcome and which tests execute the changed lines, so on P only those
+tests' files (with the named and edited ones) need to run — a test that executes none of the
+changed code cannot change outcome. A clean patch costs one static call, the coverage run on B
+(once per starting tree: kept in the cache) and a targeted run on P. Without coverage, the
+earlier design: the targeted run, then the whole suite on P, and only failures re-run on R or B
+(passing tests need no comparison).
 """
 
 import time
@@ -32,16 +32,26 @@ from pathlib import Path
 
 import anyio
 
-from agents.failures import FailureClass
-from agents.messages.verification import MAX_FAILURES, Baseline, Check, Failure, VerificationReport
+from agents.failures import FailureClass, blame
+from agents.messages.verification import (
+    MAX_COVERING,
+    MAX_FAILURES,
+    Baseline,
+    Check,
+    Failure,
+    VerificationReport,
+)
 from agents.roles.verifier.answer import check_answer
 from agents.roles.verifier.baseline import Knowledge
+from agents.roles.verifier.changed_code import probes_of
 from agents.roles.verifier.diff_review import ReviewLimits, review_patch
 from agents.roles.verifier.errors import WorkspaceError
 from agents.roles.verifier.example import TaskExample, example_evidence
 from agents.roles.verifier.exec_session import EXEC_SCOPES, ExecSession, ExecUnavailable, open_exec_session
+from agents.roles.verifier.execution import CoverageCache
+from agents.roles.verifier.measure import Measurement
 from agents.roles.verifier.patchset import FileChange, MalformedPatch, parse_patch
-from agents.roles.verifier.selection import is_test_module, select_tests
+from agents.roles.verifier.selection import asks_for_green_suite, is_test_module, select_tests
 from agents.roles.verifier.state import DEADLINE_MARGIN_S, Verification, seconds_left
 from agents.roles.verifier.static import check_static
 from agents.roles.verifier.testing import ExampleEvidence, run_tests
@@ -52,6 +62,7 @@ from agents.roles.verifier.tree import (
     head_commit,
     reset_tracked,
     restore,
+    tree_hash,
 )
 from agents.roles.verifier.verdict import decide, order_failures
 from agents.runtime.tools import ToolProvider
@@ -59,7 +70,10 @@ from agents.runtime.tools import ToolProvider
 
 def _report(run: Verification, *, started: float, judged: bool | None = None) -> VerificationReport:
     failures = order_failures(run.failures)[:MAX_FAILURES]
-    verdict = decide(failures, judged=run.tests_run > 0 if judged is None else judged)
+    # With the starting tree measured, every test's outcome is known, run again or not.
+    verdict = decide(
+        failures, judged=(run.tests_run > 0 or run.reach is not None) if judged is None else judged
+    )
     if verdict == "unverified" and not any(f.severity == "error" for f in failures):
         failures.append(
             Failure(
@@ -68,9 +82,16 @@ def _report(run: Verification, *, started: float, judged: bool | None = None) ->
             )
         )
     errors = [f for f in failures if f.severity == "error"]
-    reason = (
-        f"{len(errors)} failure(s), first {errors[0].failure_class}: {errors[0].message}" if errors else ""
-    )
+    if verdict == "unverified" and errors:
+        # What was missing, first: the one line a person reads.
+        unverifying = [f for f in errors if blame(f.failure_class) != "model"] or errors
+        reason = f"{unverifying[0].message} ({unverifying[0].failure_class})"
+    elif errors:
+        reason = f"{len(errors)} failure(s), first {errors[0].failure_class}: {errors[0].message}"
+    elif run.evidence:
+        reason = f"{run.tests_run} test outcome(s), nothing wrong found; fixed: {', '.join(run.evidence[:3])}"
+    else:
+        reason = ""
     summary = f"{verdict}: {reason or f'{run.tests_run} test outcome(s), nothing wrong found'}"
     return VerificationReport(
         verdict=verdict,
@@ -81,6 +102,8 @@ def _report(run: Verification, *, started: float, judged: bool | None = None) ->
         still_failing=run.still_failing,
         preexisting=run.preexisting,
         evidence=run.evidence,
+        covering=sorted(run.reach.covering)[:MAX_COVERING] if run.reach is not None else [],
+        environment=run.environment.model_dump() if run.environment is not None else None,
         files_changed=[c.path for c in run.changes],
         tests_run=run.tests_run,
         duration_s=round(time.monotonic() - started, 3),
@@ -92,6 +115,31 @@ def _approved_note(changes: list[FileChange], approved: Sequence[str]) -> str:
     """`; approved by a person: PATH, ...` for the changed protected paths a person approved."""
     shown = sorted({c.path for c in changes} & set(approved))
     return f"; approved by a person: {', '.join(shown)}" if shown else ""
+
+
+def _starting_sources(workspace: Path, changes: list[FileChange]) -> dict[str, str]:
+    """The starting text of each changed Python file, by its old path (the workspace at HEAD)."""
+    texts = {}
+    for change in changes:
+        if change.old_path and change.old_path.endswith(".py") and not change.binary:
+            try:
+                texts[change.old_path] = (workspace / change.old_path).read_text(
+                    encoding="utf-8", errors="replace"
+                )
+            except OSError:
+                pass
+    return texts
+
+
+def _patched_sources(workspace: Path, changes: list[FileChange]) -> dict[str, str]:
+    texts = {}
+    for change in changes:
+        if change.kind != "deleted" and change.path.endswith(".py") and not change.binary:
+            try:
+                texts[change.path] = (workspace / change.path).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                pass
+    return texts
 
 
 def _starting_test_texts(workspace: Path, changes: list[FileChange]) -> dict[str, str]:
@@ -139,10 +187,14 @@ async def verify_patch(
     session: ExecSession | None = None,
     limits: ReviewLimits = ReviewLimits(),
     full_suite: bool = True,
+    coverage: bool = True,
+    cache_dir: Path | None = None,
 ) -> tuple[VerificationReport, Baseline]:
     """Judge `patch` against the starting tree in `workspace` for `task`; see the package docstring.
     `session`: an exec session already open on `workspace` (a spare's, see `spares`); else one is
-    opened through `tools` for this verification.
+    opened through `tools` for this verification. `coverage`: find the tests the task is about by
+    what they execute (`execution`; False: by name and traceback only). `cache_dir`: where the
+    starting trees' coverage is kept between verifications (None: measured every time).
 
     Raises:
         WorkspaceError: the workspace is not a git repository with a commit, or git failed.
@@ -200,7 +252,16 @@ async def verify_patch(
     if seconds_left(deadline) <= DEADLINE_MARGIN_S:
         return early(FailureClass.BUDGET_WALL, "the deadline passed before verification could start")
     before = await anyio.to_thread.run_sync(_starting_test_texts, workspace, run.changes)
+    sources = await anyio.to_thread.run_sync(_starting_sources, workspace, run.changes)
+    tree = await tree_hash(workspace)
     await apply_patch(workspace, patch)
+    patched = await anyio.to_thread.run_sync(_patched_sources, workspace, run.changes)
+    measurement = Measurement(
+        probes=probes_of(run.changes, sources, patched),
+        tree=tree,
+        cache=CoverageCache(cache_dir) if cache_dir is not None else None,
+    )
+    run.green_suite = asks_for_green_suite(task.text)
     run.add_check(
         Check(name="patch", ok=True, summary=f"applies to {commit[:12]}: {len(run.changes)} file(s)")
     )
@@ -217,6 +278,7 @@ async def verify_patch(
                         selection,
                         full_suite=full_suite,
                         example=_example_runner(tools, workspace, task.example),
+                        measurement=measurement if coverage else None,
                     )
                 else:
                     run.add_check(

@@ -75,6 +75,15 @@ def test_removing_assertions_weakens_a_test(repo: Path) -> None:
     assert found == [(FailureClass.TEST_WEAKENED, "tests/test_calc.py", 9, "error")]
 
 
+def test_renaming_a_test_keeps_it_and_deleting_one_weakens(repo: Path) -> None:
+    """A test whose `def` line is replaced by another name, its body kept, is renamed, not removed
+    (SWE-bench's flask-4992 test patch does this); a test deleted outright is `test.weakened`."""
+    renamed = TEST_CALC.replace("def test_mul():", "def test_mul_of_ints():")
+    assert _review(repo, {"tests/test_calc.py": renamed}) == []
+    deleted = TEST_CALC.replace("\n\ndef test_mul():\n    assert mul(3, 4) == 12\n", "\n")
+    assert [f[0] for f in _review(repo, {"tests/test_calc.py": deleted})][:1] == [FailureClass.TEST_WEAKENED]
+
+
 def test_a_patch_over_the_size_caps_is_too_large(repo: Path) -> None:
     """Size caps bound what a reviewer is asked to read."""
     big = CALC_FIXED + "".join(f"V{i} = {i}\n" for i in range(50))

@@ -106,17 +106,20 @@ async def test_a_correct_fix_of_the_named_test_passes_and_lists_the_old_unrelate
     assert next(c for c in report.checks if c.name == "evidence").ok
 
 
-async def test_a_patch_that_fixes_nothing_is_never_passed_even_when_the_task_names_no_test(
+async def test_a_patch_that_fixes_nothing_fails_on_the_test_executing_it_when_the_task_names_no_test(
     ops_repo: Path, tools
 ) -> None:
-    """The task names no test and the plan no target: the still-failing test_mean cannot be blamed,
-    but nothing shows the problem gone either, so the verdict is `unverified`, saying why."""
+    """The task names no test and the plan no target: test_mean executes the changed line, failed
+    before and still fails, so it is the patch's to fix (`test.still_failing`, with its message);
+    the unrelated old failure stays unblamed."""
     wrong = make_patch(ops_repo, {"ops.py": OPS.replace("len(xs) - 1", "len(xs) + 1")})
     report = await _verify(ops_repo, wrong, tools, "mean() returns the wrong value")
-    assert report.verdict == "unverified"
-    assert _classes(report) == {FailureClass.TEST_NO_REPRODUCTION}
-    assert "add a test that reproduces the problem" in report.failures[0].message
-    assert MEAN_TEST in report.preexisting
+    assert report.verdict == "failed"
+    assert report.still_failing == [MEAN_TEST]
+    still = next(f for f in report.failures if f.failure_class == FailureClass.TEST_STILL_FAILING)
+    assert "mean of 1, 2, 3" in still.message
+    assert report.covering == [MEAN_TEST]
+    assert report.preexisting == ["tests/test_legacy.py::test_legacy_format"]
 
 
 async def test_a_test_failing_inside_the_changed_code_is_the_patchs_to_fix(tmp_path: Path, tools) -> None:
@@ -137,7 +140,8 @@ async def test_a_reproducing_test_is_evidence_in_a_repository_with_no_failing_te
     tmp_path: Path, tools
 ) -> None:
     """Nothing fails at the start: a fix plus a test that fails without it and passes with it is
-    `passed`; the same fix alone is `unverified`."""
+    `passed` with that test as evidence; the same fix alone is `passed` too, resting on the test
+    that executes the changed code (no evidence of a fixed test)."""
     code = "def clamp(x, lo, hi):\n    return max(lo, x)\n"
     tests = "from rng import clamp\n\n\ndef test_clamp_low():\n    assert clamp(-1, 0, 5) == 0\n"
     repo = make_repo(
@@ -150,8 +154,9 @@ async def test_a_reproducing_test_is_evidence_in_a_repository_with_no_failing_te
     assert report.verdict == "passed", report.failures
     assert report.evidence == ["tests/test_rng_high.py::test_clamp_high"]
     alone = await _verify(repo, make_patch(repo, {"rng.py": fixed}), tools, "clamp() ignores the upper bound")
-    assert alone.verdict == "unverified"
-    assert _classes(alone) == {FailureClass.TEST_NO_REPRODUCTION}
+    assert alone.verdict == "passed", alone.failures
+    assert alone.evidence == [] and alone.covering == ["tests/test_rng.py::test_clamp_low"]
+    assert "execute the changed code pass" in next(c for c in alone.checks if c.name == "evidence").summary
 
 
 async def test_a_fix_whose_whole_suite_cannot_run_before_the_deadline_is_not_passed(

@@ -210,21 +210,20 @@ async def test_a_test_the_patch_adds_must_fail_without_its_fix(calc_repo: Path, 
     patch = make_patch(calc_repo, {"calc.py": CALC_FIXED, "tests/test_zero.py": new_test})
     report, _ = await _verify(calc_repo, patch, tools)
     assert report.verdict == "passed", report.failures
-    assert report.fixed == ["tests/test_zero.py::test_mul_by_zero"]
-    assert report.evidence == ["tests/test_zero.py::test_mul_by_zero"]
+    assert report.fixed == ["tests/test_calc.py::test_mul", "tests/test_zero.py::test_mul_by_zero"]
+    assert report.evidence == ["tests/test_calc.py::test_mul", "tests/test_zero.py::test_mul_by_zero"]
     assert next(c for c in report.checks if c.name == "evidence").ok
 
 
-async def test_an_added_test_that_passes_without_the_fix_proves_nothing(calc_repo: Path, tools) -> None:
-    """`test.no_reproduction`: the only test the patch adds passes on the old code too, and nothing
-    is fixed: not evidence, so `unverified` (never `passed`), saying what was missing."""
+async def test_an_added_test_that_passes_without_the_fix_is_not_evidence(calc_repo: Path, tools) -> None:
+    """The test the patch adds passes on the old code too: it shows nothing. The evidence is the
+    test that executes the fixed function, failed before and passes now, though no plan names it."""
     new_test = "from calc import add\n\n\ndef test_add_zero():\n    assert add(5, 0) == 5\n"
     patch = make_patch(calc_repo, {"calc.py": CALC_FIXED, "tests/test_zero.py": new_test})
     report, _ = await _verify(calc_repo, patch, tools, test_targets=[])
-    assert report.verdict == "unverified"
-    assert _classes(report) == {FailureClass.TEST_NO_REPRODUCTION}
-    assert "pass without its source changes too" in report.failures[0].message
-    assert report.evidence == []
+    assert report.verdict == "passed", report.failures
+    assert report.evidence == [TARGET]
+    assert report.covering == [TARGET]
 
 
 async def test_a_target_that_still_fails_fails_at_once_without_the_suite(calc_repo: Path, tools) -> None:
@@ -275,8 +274,9 @@ async def test_the_workspace_is_back_at_its_starting_tree_even_when_tests_write_
         },
     )
     report, _ = await _verify(repo, make_patch(repo, {"calc.py": CALC_FIXED}), tools, test_targets=[])
-    # Nothing failed and nothing showed a problem fixed: judged, with no evidence either way.
+    # No test executes the changed code: judged, with nothing to check the change by.
     assert report.verdict == "unverified" and _classes(report) == {FailureClass.TEST_NO_REPRODUCTION}
+    assert report.summary.startswith("unverified: no test executes the code the patch changes (calc.py)")
     assert (repo / "data.txt").read_text() == "original\n"
     assert git(repo, "status", "--porcelain", "--untracked-files=no") == ""
 
@@ -293,8 +293,9 @@ async def test_a_workspace_not_at_its_starting_tree_is_not_judged(calc_repo: Pat
 async def test_a_preexisting_failure_among_the_targeted_tests_does_not_stop_the_suite(
     tmp_path: Path, tools
 ) -> None:
-    """An old failure beside the target is compared first; the patch is not blamed, the whole
-    suite still runs, and every check of a passing patch is ok."""
+    """An old failure beside the target is compared first; the patch is not blamed, the rest of
+    the suite (which executes none of the changed code) is not run again, and every check of a
+    passing patch is ok."""
     repo = make_repo(
         tmp_path / "beside",
         {
@@ -309,7 +310,7 @@ async def test_a_preexisting_failure_among_the_targeted_tests_does_not_stop_the_
     assert report.verdict == "passed", report.failures
     assert report.preexisting == ["tests/test_calc.py::test_div"]
     suite = next(c for c in report.checks if c.name == "full_suite")
-    assert not suite.summary.startswith("not run")
+    assert "execute none of the changed code" in suite.summary
     assert all(c.ok for c in report.checks), report.checks
 
 

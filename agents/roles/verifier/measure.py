@@ -1,0 +1,123 @@
+"""The coverage run on the starting tree: every test's starting outcome, and who executes what.
+
+One run of the suite with the whole patch taken back, measuring only the starting files the patch
+changes (`agents.roles.verifier.execution` says what is concluded from it, and why that is
+cheap). It is kept per starting tree (`CoverageCache`): a revision that changes the same files
+runs nothing here; one that changes others measures only those.
+"""
+
+from dataclasses import dataclass
+
+from agents.messages.verification import Check
+from agents.roles.verifier.changed_code import Probes
+from agents.roles.verifier.exec_session import ExecSession, TestFailure
+from agents.roles.verifier.execution import CoverageCache, Reach, StartingRun, reach
+from agents.roles.verifier.patchset import join_sections
+from agents.roles.verifier.state import Verification
+from agents.roles.verifier.tree import apply_patch, restore
+
+SUITE_ESTIMATE_FACTOR = 1.2
+"""The coverage run is skipped when the time left is below this multiple of the suite's duration."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What finding the tests that execute the changed code needs."""
+
+    probes: Probes
+    tree: str
+    """The starting tree's git tree hash: the cache key."""
+    cache: CoverageCache | None = None
+
+
+async def measure_starting_tree(
+    run: Verification, session: ExecSession, measurement: Measurement
+) -> Reach | None:
+    """The tests that execute the patch's changed code (see the module docstring), every test's
+    starting outcome put into `run.known`; None when nothing could be measured (coverage missing
+    in the test interpreter, a run cut short), the check saying why."""
+    paths = measurement.probes.paths
+    if not paths:
+        return None
+    cache = measurement.cache
+    cached = cache.load(measurement.tree) if cache is not None else None
+    need = paths if cached is None else cached.missing(paths)
+    starting = cached
+    if cached is None or need:
+        duration = run.known.suite_duration_s
+        if duration is not None and run.timeout_s() < duration * SUITE_ESTIMATE_FACTOR:
+            why = f"{run.timeout_s():.0f} s left, the suite takes {duration:.0f} s"
+            run.add_check(
+                Check(name="coverage", ok=False, summary=f"not measured on the starting tree: {why}")
+            )
+            return None
+        measured = await _measure(run, session, need)
+        if measured is None:
+            return None
+        starting = measured if cached is None else cached.merged(measured, need)
+        if cache is not None:
+            cache.store(measurement.tree, starting)
+    else:
+        run.add_check(
+            Check(
+                name="coverage",
+                ok=True,
+                summary=f"the starting tree's coverage of {len(paths)} file(s) was known: {len(cached.outcomes)} tests",
+            )
+        )
+    assert starting is not None
+    if not starting.outcomes:  # a suite with no tests: nothing to measure (`verify.unverifiable`)
+        return None
+    _remember(run, starting)
+    found = reach(starting, measurement.probes)
+    return found
+
+
+async def _measure(run: Verification, session: ExecSession, paths: list[str]) -> StartingRun | None:
+    await restore(run.workspace, run.changes)
+    try:
+        result = await session.run_tests([], timeout_s=run.timeout_s(), coverage_files=paths)
+    finally:
+        await apply_patch(run.workspace, join_sections(run.changes))
+    run.environment = result.environment or run.environment
+    coverage = result.coverage
+    why = (
+        "the run timed out"
+        if result.timed_out
+        else (result.setup_error.message if result.setup_error else "")
+        or (coverage.error if coverage is not None and coverage.error else "")
+        or ("no report" if not result.report_found or coverage is None else "")
+    )
+    if why or coverage is None:
+        run.add_check(Check(name="coverage", ok=False, summary=f"not measured on the starting tree: {why}"))
+        return None
+    run.add_check(
+        Check(
+            name="coverage",
+            ok=True,
+            summary=(
+                f"the suite on the starting tree, measuring {len(paths)} file(s): "
+                f"{result.passed} passed, {result.failed} failed, {result.errors} errors, "
+                f"{result.skipped} skipped in {result.duration_s:.1f} s"
+            ),
+        )
+    )
+    return StartingRun(
+        outcomes=coverage.outcomes,
+        measured={p: coverage.files.get(p, {}) for p in paths},
+        duration_s=result.duration_s,
+        complete=not result.truncated or len(coverage.outcomes) >= result.total,
+    )
+
+
+def _remember(run: Verification, starting: StartingRun) -> None:
+    """Every test's starting outcome into the verification's knowledge of the starting tree."""
+    files = sorted({tid.split("::")[0] for tid in starting.outcomes})
+    failing = {
+        tid: TestFailure(test_id=tid, outcome="error" if outcome == "error" else "failed")
+        for tid, outcome in starting.outcomes.items()
+        if outcome in ("failed", "error")
+    }
+    run.known.remember_tests(files, failing, changed_paths=run.changed_paths)
+    if run.known.suite_duration_s is None:
+        run.known.suite_duration_s = starting.duration_s

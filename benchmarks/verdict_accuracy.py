@@ -1,0 +1,187 @@
+"""The verifier's verdict on real repositories, against SWE-bench's resolved label.
+
+For each SWE-bench instance chosen, on its base tree (the instance's tree as `codeloop swebench`
+makes it: base commit plus the spec's edits), in an environment built from its SWE-bench spec
+(the spec's Python and install commands, as a configured `[environment]`), three patch variants
+are verified with the task's problem statement as the task text — no test named, no plan target:
+
+- `gold+test`: the gold fix with the test patch. The harness resolves it (SWE-bench's own
+  validation): the verifier must say `passed`;
+- `test`: the test patch alone. Never resolved: the verifier must never say `passed`, and should
+  name a FAIL_TO_PASS test as `test.still_failing`;
+- `gold`: the gold fix alone. Its code is the resolving fix, but no test of the tree shows it: the
+  verdict may be `passed` or `unverified`, never `failed` by a test the harness counts as passing.
+
+Printed: one line per verification, then the confusion table of verdicts against the label
+(resolved: `gold+test` and `gold`; unresolved: `test`), the precision of `passed`, and the share of
+`unverified`. Every run happens in the gVisor sandbox with no network; environments are built on
+the host and cached (`$CODELOOP_CACHE_DIR`).
+
+Run: .venv/bin/python benchmarks/verdict_accuracy.py INSTANCES.jsonl --repos DIR
+         [--repo pallets/flask] [--instance-ids A,B] [--sample N] [--variants gold+test,test,gold]
+"""
+
+import argparse
+import json
+import os
+import random
+import tempfile
+import time
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+import platformdirs
+
+from agents.roles.verifier.verify import PatchTask, verify_patch
+from codeloop.swebench.instances import Instance, load_instances
+from codeloop.swebench.recipe import CONSTRAINTS_PATH, INPUTS_DIR, make_recipe
+from codeloop.swebench.repositories import find_source
+from codeloop.swebench.specs import spec_for
+from codeloop.swebench.trees import instance_tree
+from sandbox.environments.settings import EnvironmentSettings, build_variables
+from tool_servers.protocol.scopes import Scope
+from tool_servers.protocol.spec import ServerOptions
+from tool_servers.serve import server_builder
+
+VARIANTS = ("gold+test", "test", "gold")
+LABEL = {"gold+test": "resolved", "test": "unresolved", "gold": "resolved"}
+
+
+class Tools:
+    """The verifier's tool provider: an exec server per root, in the instance's environment."""
+
+    def __init__(self, environment: EnvironmentSettings, backend: str) -> None:
+        self.environment = environment
+        self.backend = backend
+
+    def servers(self, root: Path, scopes: frozenset[str]) -> dict[str, Any]:
+        options = ServerOptions(scopes=frozenset(Scope(s) for s in scopes))
+        build = server_builder("exec")
+        return {"exec": build(root, options, backend=self.backend, environment=self.environment)}
+
+
+def _settings(instance: Instance, recipe: Any, cache: Path) -> EnvironmentSettings:
+    """The spec's environment as a configured one: its Python, its commands with the image-era
+    pins, then its install of the project."""
+    pins = f"export PIP_CONSTRAINT={CONSTRAINTS_PATH}; "
+    install = [pins + c for c in recipe.commands]
+    if recipe.install:
+        install.append(pins + recipe.install)
+    return EnvironmentSettings(
+        cache_dir=cache / "environments",
+        python=recipe.python,
+        install=tuple(install),
+        configured_source=f"SWE-bench spec of {instance.repo} {instance.version}",
+        build_env=build_variables(os.environ),
+    )
+
+
+async def verify_instance(
+    instance: Instance, args: argparse.Namespace, cache: Path, scratch: Path
+) -> list[dict[str, Any]]:
+    source = find_source(instance.repo, repos_dir=args.repos, cache_dir=cache)
+    recipe = make_recipe(instance, spec_for(instance), source)
+    rows = []
+    for variant in args.variants:
+        tree = scratch / f"{instance.instance_id}-{variant}"
+        await anyio.to_thread.run_sync(lambda t=tree: instance_tree(source, instance.base_commit, t, recipe))
+        inputs = tree / INPUTS_DIR  # the recipe's input files, untracked, where its commands read them
+        inputs.mkdir(exist_ok=True)
+        for name, text in recipe.files.items():
+            (inputs / name).write_text(text)
+        patch = {"gold+test": instance.patch + instance.test_patch, "test": instance.test_patch}.get(
+            variant, instance.patch
+        )
+        started = time.monotonic()
+        report, _ = await verify_patch(
+            workspace=tree,
+            patch=patch,
+            task=PatchTask(mode="execute", text=instance.problem_statement),
+            tools=Tools(_settings(instance, recipe, cache), args.backend),
+            deadline=datetime.now(UTC) + timedelta(seconds=args.timeout),
+            baseline=None,
+            cache_dir=cache / "verdict-accuracy-coverage",
+        )
+        f2p = set(instance.FAIL_TO_PASS)
+        row = {
+            "instance": instance.instance_id,
+            "variant": variant,
+            "label": LABEL[variant],
+            "verdict": report.verdict,
+            "seconds": round(time.monotonic() - started, 1),
+            "still_failing_f2p": sorted(set(report.still_failing) & f2p),
+            "failing_p2p": sorted(
+                set(report.still_failing + report.regressions) & set(instance.PASS_TO_PASS)
+            ),
+            "failures": [f"{f.failure_class} {f.test_id or f.path or ''}".strip() for f in report.errors][:3],
+            "summary": report.summary,
+            "coverage": next((c.summary for c in report.checks if c.name == "coverage"), "not run"),
+            "covering": len(report.covering),
+        }
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
+def table(rows: list[dict[str, Any]]) -> None:
+    counts = Counter((r["label"], r["verdict"]) for r in rows)
+    verdicts = ("passed", "failed", "unverified")
+    head = "label / verdict"
+    print(f"\n{head:<18}" + "".join(f"{v:>12}" for v in verdicts))
+    for label in ("resolved", "unresolved"):
+        print(f"{label:<18}" + "".join(f"{counts[(label, v)]:>12}" for v in verdicts))
+    passed = counts[("resolved", "passed")] + counts[("unresolved", "passed")]
+    precision = counts[("resolved", "passed")] / passed if passed else float("nan")
+    unverified = sum(counts[(label, "unverified")] for label in ("resolved", "unresolved"))
+    print(
+        f"\nverifications: {len(rows)}; precision of passed: {precision:.2f}; unverified: {unverified / len(rows):.0%}"
+    )
+    tests = [r for r in rows if r["variant"] == "test"]
+    named = sum(1 for r in tests if r["still_failing_f2p"])
+    print(f"test patch alone: {named}/{len(tests)} name a FAIL_TO_PASS test as still failing")
+    bad_gold = [r for r in rows if r["variant"] == "gold" and r["verdict"] == "failed"]
+    print(f"gold alone failed: {len(bad_gold)} ({', '.join(r['instance'] for r in bad_gold) or 'none'})")
+    by_p2p = [r for r in rows if r["verdict"] == "failed" and r["label"] == "resolved" and r["failing_p2p"]]
+    print(f"resolved variants failed by a test the harness counts as passing (PASS_TO_PASS): {len(by_p2p)}")
+
+
+async def main(args: argparse.Namespace) -> None:
+    instances = load_instances(args.instances)
+    if args.repo:
+        instances = [i for i in instances if i.repo == args.repo]
+    if args.instance_ids:
+        wanted = set(args.instance_ids.split(","))
+        instances = [i for i in instances if i.instance_id in wanted]
+    if args.sample:
+        instances = random.Random(0).sample(instances, min(args.sample, len(instances)))
+    cache = Path(os.environ.get("CODELOOP_CACHE_DIR") or platformdirs.user_cache_path("codeloop"))
+    print(f"verdict_accuracy: {len(instances)} instance(s): {', '.join(i.instance_id for i in instances)}")
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="verdict-accuracy-") as scratch:
+        for instance in instances:
+            try:
+                rows += await verify_instance(instance, args, cache, Path(scratch))
+            except Exception as exc:  # one instance's trouble (its environment) must not end the run
+                print(
+                    json.dumps(
+                        {"instance": instance.instance_id, "error": f"{type(exc).__name__}: {exc}"[:300]}
+                    )
+                )
+    if rows:
+        table(rows)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("instances", type=Path)
+    parser.add_argument("--repos", type=Path, required=True)
+    parser.add_argument("--repo", default=None)
+    parser.add_argument("--instance-ids", default=None)
+    parser.add_argument("--sample", type=int, default=0)
+    parser.add_argument("--variants", type=lambda s: s.split(","), default=list(VARIANTS))
+    parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--backend", default="gvisor", choices=["gvisor", "process"])
+    anyio.run(main, parser.parse_args(), backend="asyncio")

@@ -1,0 +1,167 @@
+"""The verdict by what the tests execute, over repository shapes: each a real tree, a correct and a
+wrong patch, through a real exec server session and the sandbox. The task names no test and the
+plan no target, as real issues rarely do; the starting tree's coverage is measured once per shape
+(the second patch reuses it from the verifier's cache)."""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import pytest
+
+from agents.failures import FailureClass
+from agents.roles.verifier.verdict import revision_feedback
+from agents.roles.verifier.verify import PatchTask, verify_patch
+from tests.agents.roles.verifier.conftest import FAST_PYTEST, InProcessTools, deadline, make_patch, make_repo
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+TEXT = "mean() in the calc package returns the wrong value: mean([2, 4, 6]) gives 6.0, not 4.0."
+OPS = "def mean(xs):\n    return sum(xs) / (len(xs) - 1)\n"
+TEST_MEAN = (
+    "from calc.ops import mean\n\n\ndef test_mean():\n    assert mean([2, 4, 6]) == 4.0, 'mean of 2, 4, 6'\n"
+)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A repository, the file a fix changes, and what the verifier must say about each patch."""
+
+    files: dict[str, str]
+    changed: str = "calc/ops.py"
+    tests: tuple[str, ...] = ("tests/test_ops.py::test_mean",)
+    """The tests that execute the changed line and fail before the fix."""
+    preexisting: tuple[str, ...] = ()
+    message: str = "mean of 2, 4, 6"
+    unverified: bool = False
+    """No test executes the changed code: both patches are `unverified`, saying so."""
+    fix: tuple[str, str, str] = ("len(xs) - 1)", "len(xs))", "len(xs) + 1)")
+    """The buggy text, its correct replacement, and a wrong one."""
+
+
+def _pkg(ops: str = OPS, tests: str = TEST_MEAN, **more: str) -> dict[str, str]:
+    return {
+        "pytest.ini": FAST_PYTEST,
+        "calc/__init__.py": "",
+        "calc/ops.py": ops,
+        "tests/test_ops.py": tests,
+        **more,
+    }
+
+
+SHAPES = {
+    "assertion_in_test_body": Shape(_pkg()),
+    "exception_raised_through_the_source": Shape(
+        _pkg(
+            ops="def mean(xs):\n    if len(xs) < 3:\n        raise ValueError('too short')\n"
+            "    return sum(xs) / len(xs)\n",
+            tests="from calc.ops import mean\n\n\ndef test_mean_of_two():\n    assert mean([1, 3]) == 2.0\n",
+        ),
+        tests=("tests/test_ops.py::test_mean_of_two",),
+        message="too short",
+        fix=("len(xs) < 3", "len(xs) < 1", "len(xs) <= 2"),
+    ),
+    "parametrized_test": Shape(
+        _pkg(
+            tests="import pytest\n\nfrom calc.ops import mean\n\n\n@pytest.mark.parametrize('xs, want', "
+            "[([2, 4, 6], 4.0), ([1, 2, 3, 6], 3.0)])\ndef test_mean(xs, want):\n    assert mean(xs) == want, 'mean'\n",
+        ),
+        tests=("tests/test_ops.py::test_mean[xs0-4.0]", "tests/test_ops.py::test_mean[xs1-3.0]"),
+        message="mean",
+    ),
+    "unittest_test_case": Shape(
+        _pkg(
+            tests="import unittest\n\nfrom calc.ops import mean\n\n\nclass TestMean(unittest.TestCase):\n"
+            "    def test_mean(self):\n        self.assertEqual(mean([2, 4, 6]), 4.0, 'mean of 2, 4, 6')\n",
+        ),
+        tests=("tests/test_ops.py::TestMean::test_mean",),
+    ),
+    "src_package_and_tests_elsewhere": Shape(
+        {
+            "pytest.ini": FAST_PYTEST + "pythonpath = src\n",
+            "src/calc/__init__.py": "",
+            "src/calc/ops.py": OPS,
+            "checks/test_ops.py": TEST_MEAN,
+        },
+        changed="src/calc/ops.py",
+        tests=("checks/test_ops.py::test_mean",),
+    ),
+    "fixture_calls_the_changed_code": Shape(
+        _pkg(
+            tests="def test_mean(average):\n    assert average == 4.0, 'mean of 2, 4, 6'\n",
+            **{
+                "tests/conftest.py": "import pytest\n\nfrom calc.ops import mean\n\n\n@pytest.fixture\n"
+                "def average():\n    return mean([2, 4, 6])\n"
+            },
+        ),
+    ),
+    "unrelated_failure_before": Shape(
+        _pkg(
+            **{
+                "tests/test_legacy.py": "def test_legacy_format():\n    assert 'a' == 'b', 'broken for years'\n"
+            }
+        ),
+        preexisting=("tests/test_legacy.py::test_legacy_format",),
+    ),
+    "module_no_test_imports": Shape(
+        _pkg(ops="def mean(xs):\n    return sum(xs) / len(xs)\n", **{"calc/unused.py": OPS}),
+        changed="calc/unused.py",
+        tests=(),
+        unverified=True,
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("coverage-cache")
+
+
+async def _verify(repo: Path, patch: str, cache_dir: Path):
+    task = PatchTask(mode="execute", plan_files=[], test_targets=[], text=TEXT)
+    with anyio.fail_after(240):
+        report, _ = await verify_patch(
+            workspace=repo,
+            patch=patch,
+            task=task,
+            tools=InProcessTools(backend="process"),
+            deadline=deadline(),
+            baseline=None,
+            cache_dir=cache_dir,
+        )
+    return report
+
+
+@pytest.mark.parametrize("name", SHAPES)
+async def test_the_tests_executing_the_changed_code_decide_the_verdict(
+    name: str, tmp_path: Path, cache_dir: Path
+) -> None:
+    """Our contract (docs/verification.md): the correct fix is `passed` with the tests that executed
+    the changed line and failed before as evidence; the wrong fix is `failed` with those tests
+    `test.still_failing`, named with their message in the coder's feedback; an old failure that
+    executes none of the changed code is listed, unblamed; a change no test executes is
+    `unverified`, saying so."""
+    shape = SHAPES[name]
+    repo = make_repo(tmp_path / name, shape.files)
+    source, (bug, fixed, broken) = shape.files[shape.changed], shape.fix
+    right = await _verify(repo, make_patch(repo, {shape.changed: source.replace(bug, fixed)}), cache_dir)
+    wrong = await _verify(repo, make_patch(repo, {shape.changed: source.replace(bug, broken)}), cache_dir)
+    if shape.unverified:
+        for report in (right, wrong):
+            assert report.verdict == "unverified"
+            assert {f.failure_class for f in report.errors} == {FailureClass.TEST_NO_REPRODUCTION}
+            assert report.summary.startswith(
+                f"unverified: no test executes the code the patch changes ({shape.changed})"
+            )
+        return
+    assert right.verdict == "passed", right.failures
+    assert right.evidence == list(shape.tests) and right.covering == list(shape.tests)
+    assert right.preexisting == list(shape.preexisting)
+    assert wrong.verdict == "failed"
+    assert wrong.still_failing == list(shape.tests) and wrong.regressions == []
+    assert wrong.preexisting == list(shape.preexisting)
+    feedback = revision_feedback(wrong)
+    assert all(f"[test.still_failing] {test}" in feedback for test in shape.tests)
+    assert shape.message in feedback
+    coverage = [c for c in wrong.checks if c.name == "coverage"]
+    assert coverage and coverage[0].summary.startswith("the starting tree's coverage")
