@@ -57,7 +57,7 @@ class Tools:
         self.environment = environment
         self.backend = backend
 
-    def servers(self, root: Path, scopes: frozenset[str]) -> dict[str, Any]:
+    def servers(self, root: Path, scopes: frozenset[str], *, index_dir: Path | None = None) -> dict[str, Any]:
         options = ServerOptions(scopes=frozenset(Scope(s) for s in scopes))
         build = server_builder("exec")
         return {"exec": build(root, options, backend=self.backend, environment=self.environment)}
@@ -175,7 +175,7 @@ async def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("instances", type=Path)
     parser.add_argument("--repos", type=Path, required=True)
     parser.add_argument("--repo", default=None)

@@ -10,6 +10,7 @@ from typing import get_args
 
 import pytest
 
+from agents.failures import FailureClass
 from agents.messages import (
     TERMINAL_STATUSES,
     Budgets,
@@ -163,12 +164,16 @@ def test_a_passing_verification_ends_the_task_done_with_the_patch_and_usage_by_r
 def test_an_unverified_patch_is_done_unless_the_task_requires_a_verified_one() -> None:
     """Our contract (--require-verified): an unverified patch ends the task `done` by default, and
     `handed_off` with `verify.unverified` when the task requires a verified patch."""
-    why = Failure(failure_class="test.no_reproduction", message="no test executes the code the patch changes")
+    why = Failure(
+        failure_class=FailureClass.TEST_NO_REPRODUCTION, message="no test executes the code the patch changes"
+    )
     report = VerificationReport(verdict="unverified", failures=[why], summary=f"unverified: {why.message}")
     default = _to_verifying()
+    assert default.expected_step is not None
     done = _step(default, VerifyResult(step_id=default.expected_step, report=report)).state
     assert (done.status, done.result.failure_class) == ("done", None)
     strict = _to_verifying(_task().model_copy(update={"require_verified": True}))
+    assert strict.expected_step is not None
     ended = _step(strict, VerifyResult(step_id=strict.expected_step, report=report)).state
     assert (ended.status, ended.result.failure_class) == ("handed_off", "verify.unverified")
     assert "unverified: no test executes the code the patch changes" in ended.result.report

@@ -106,12 +106,14 @@ def test_the_submission_check_names_what_is_wrong(tmp_path: Path) -> None:
     names, budgets, pipeline, require = check_submission(
         submission(options={"max_steps": 3, "timeout_s": 60, "pipeline": "explain", "require_verified": True})
     )
+    assert pipeline is not None
     assert (budgets.max_steps, budgets.deadline_s, pipeline.name, require) == (3, 60, "explain", True)
     # The repository's configuration gives what the client left out, and declares its pipelines.
     (tmp_path / "codeloop.toml").write_text('[budgets]\nmax_steps = 7\n[pipelines]\nquick = ["code:coder"]\n')
     names, budgets, pipeline, require = check_submission(
         submission(mode="write", options={"pipeline": "quick"})
     )
+    assert pipeline is not None
     assert (budgets.max_steps, pipeline.stages, require) == (7, ["code:coder"], False)
     with pytest.raises(SubmissionRefused, match="no pipeline named 'quik'; known: .*quick") as refused:
         check_submission(submission(options={"pipeline": "quik"}))

@@ -52,7 +52,7 @@ def _code(messages, info, divisor_for) -> ModelResponse:
                 out.write(prompt + "\n\x1e\n")
         return ModelResponse(parts=[ToolCallPart("read_file", {"path": "calc/ops.py"})])
     if not any(p.tool_name == "write_file" for p in returns):
-        source = next(p.content["content"] for p in returns if p.tool_name == "read_file")
+        source = next(p.content["content"] for p in returns if p.tool_name == "read_file")  # pyright: ignore[reportIndexIssue, reportCallIssue, reportArgumentType] - read_file returns its JSON object
         feedback = prompt.split(FEEDBACK)[1].split("## Task")[0] if FEEDBACK in prompt else ""
         text = re.sub(r"/ \(len\(xs\)[^)]*\)", f"/ ({divisor_for(feedback)})", source)
         return ModelResponse(parts=[ToolCallPart("write_file", {"path": "calc/ops.py", "content": text})])

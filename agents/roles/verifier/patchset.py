@@ -119,8 +119,8 @@ def parse_patch(text: str) -> list[FileChange]:
                 path=path,
                 old_path=None if kind == "added" else source,
                 kind=kind,
-                added=added,
-                removed=removed,
+                added=added,  # pyright: ignore[reportArgumentType] - added lines always carry their target line number
+                removed=removed,  # pyright: ignore[reportArgumentType] - removed lines always carry their source line number
                 anchors=anchors,
                 binary=bool(patched.is_binary_file) or "GIT binary patch" in info,
                 special=special,

@@ -152,7 +152,7 @@ async def diagnose_tree(
         # cannot be imported), never "no tests were collected".
         problem = run.setup_error
         failure = Failure(
-            failure_class=problem.failure_class
+            failure_class=problem.failure_class  # pyright: ignore[reportArgumentType] - pydantic turns the value into its FailureClass member
             if problem.failure_class in ("env.setup", "test.collection_error")
             else "env.setup",
             path=problem.file,
@@ -161,7 +161,10 @@ async def diagnose_tree(
         )
         checks[-1] = Check(name="tests", ok=False, summary=f"could not run: {problem.message}")
         return VerificationReport(
-            verdict="unverified", checks=checks, failures=[failure], environment=environment
+            verdict="unverified",
+            checks=checks,
+            failures=[failure],
+            environment=environment,  # pyright: ignore[reportArgumentType] - pydantic validates the dict into TestEnvironment
         )
     if run.timed_out:
         failure = Failure(failure_class="test.timeout", message=f"the test suite did not finish: {summary}")  # pyright: ignore[reportArgumentType] - pydantic turns the value into its FailureClass member
@@ -176,7 +179,7 @@ async def diagnose_tree(
         )
     failures = [
         Failure(
-            failure_class=f.failure_class or "test.still_failing",
+            failure_class=f.failure_class or "test.still_failing",  # pyright: ignore[reportArgumentType] - pydantic turns the value into its FailureClass member
             test_id=f.test_id,
             path=f.file or f.test_id.split("::")[0],
             line=f.line or None,
@@ -186,5 +189,8 @@ async def diagnose_tree(
         for f in run.failures
     ]
     return VerificationReport(
-        verdict="failed" if failures else "passed", checks=checks, failures=failures, environment=environment
+        verdict="failed" if failures else "passed",
+        checks=checks,
+        failures=failures,
+        environment=environment,  # pyright: ignore[reportArgumentType] - pydantic validates the dict into TestEnvironment
     )

@@ -103,7 +103,7 @@ def _report(run: Verification, *, started: float, judged: bool | None = None) ->
         preexisting=run.preexisting,
         evidence=run.evidence,
         covering=sorted(run.reach.covering)[:MAX_COVERING] if run.reach is not None else [],
-        environment=run.environment.model_dump() if run.environment is not None else None,
+        environment=run.environment.model_dump() if run.environment is not None else None,  # pyright: ignore[reportArgumentType] - pydantic validates the dict into TestEnvironment
         files_changed=[c.path for c in run.changes],
         tests_run=run.tests_run,
         duration_s=round(time.monotonic() - started, 3),
@@ -187,13 +187,12 @@ async def verify_patch(
     session: ExecSession | None = None,
     limits: ReviewLimits = ReviewLimits(),
     full_suite: bool = True,
-    coverage: bool = True,
     cache_dir: Path | None = None,
 ) -> tuple[VerificationReport, Baseline]:
     """Judge `patch` against the starting tree in `workspace` for `task`; see the package docstring.
     `session`: an exec session already open on `workspace` (a spare's, see `spares`); else one is
-    opened through `tools` for this verification. `coverage`: find the tests the task is about by
-    what they execute (`execution`; False: by name and traceback only). `cache_dir`: where the
+    opened through `tools` for this verification. The tests the task is about are found by what
+    they execute (`execution`), measured once per starting tree. `cache_dir`: where the
     starting trees' coverage is kept between verifications (None: measured every time).
 
     Raises:
@@ -251,16 +250,7 @@ async def verify_patch(
         return early(FailureClass.PATCH_APPLY_FAILED, why.splitlines()[-1] if why else "does not apply")
     if seconds_left(deadline) <= DEADLINE_MARGIN_S:
         return early(FailureClass.BUDGET_WALL, "the deadline passed before verification could start")
-    before = await anyio.to_thread.run_sync(_starting_test_texts, workspace, run.changes)
-    sources = await anyio.to_thread.run_sync(_starting_sources, workspace, run.changes)
-    tree = await tree_hash(workspace)
-    await apply_patch(workspace, patch)
-    patched = await anyio.to_thread.run_sync(_patched_sources, workspace, run.changes)
-    measurement = Measurement(
-        probes=probes_of(run.changes, sources, patched),
-        tree=tree,
-        cache=CoverageCache(cache_dir) if cache_dir is not None else None,
-    )
+    before, measurement = await _apply_measured(workspace, patch, run.changes, cache_dir)
     run.green_suite = asks_for_green_suite(task.text)
     run.add_check(
         Check(name="patch", ok=True, summary=f"applies to {commit[:12]}: {len(run.changes)} file(s)")
@@ -278,7 +268,7 @@ async def verify_patch(
                         selection,
                         full_suite=full_suite,
                         example=_example_runner(tools, workspace, task.example),
-                        measurement=measurement if coverage else None,
+                        measurement=measurement,
                     )
                 else:
                     run.add_check(
@@ -299,6 +289,21 @@ async def verify_patch(
             # A test run may have written to tracked files too; the next verification needs HEAD.
             await reset_tracked(workspace)
     return _report(run, started=started), run.known.to_baseline()
+
+
+async def _apply_measured(
+    workspace: Path, patch: str, changes: list[FileChange], cache_dir: Path | None
+) -> tuple[dict[str, str], Measurement]:
+    """Apply `patch` to the starting tree in `workspace`, keeping what the verdict compares: the
+    starting texts of the changed test files, and the probes (changed lines, old and new) the
+    coverage of the starting tree is read for."""
+    before = await anyio.to_thread.run_sync(_starting_test_texts, workspace, changes)
+    sources = await anyio.to_thread.run_sync(_starting_sources, workspace, changes)
+    tree = await tree_hash(workspace)
+    await apply_patch(workspace, patch)
+    patched = await anyio.to_thread.run_sync(_patched_sources, workspace, changes)
+    cache = CoverageCache(cache_dir) if cache_dir is not None else None
+    return before, Measurement(probes=probes_of(changes, sources, patched), tree=tree, cache=cache)
 
 
 def _example_runner(

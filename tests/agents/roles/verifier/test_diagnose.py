@@ -41,7 +41,7 @@ async def test_a_suite_that_cannot_import_names_the_module_and_the_file(tmp_path
     reports = {}
     with anyio.fail_after(240):
         for name, repo in (("missing", missing), ("broken", broken), ("empty", empty)):
-            reports[name] = await diagnose_tree(None, repo, _request(repo), tools=tools)  # type: ignore[arg-type]
+            reports[name] = await diagnose_tree(None, repo, _request(repo), tools=tools)  # pyright: ignore[reportArgumentType] - diagnosis reads no role dependency when tools are given
     for name, cls, file in (
         ("missing", "env.setup", "tests/test_a.py"),
         ("broken", "test.collection_error", "tests/test_b.py"),
