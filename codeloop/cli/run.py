@@ -80,8 +80,8 @@ async def submit_and_follow(config: Any, task: Any, *, quiet: bool) -> Any:
     and follow it to its end with a live view; (its `TaskResult`, the snapshot)."""
     from agents.client import submit_task, watch_task
     from agents.messages import TaskResult
-    from agents.workspace import capture_snapshot
     from bus.connection import open_bus
+    from codeloop.wiring.snapshots import capture_repository
 
     async with open_bus(config) as bus:
         await refuse_unserved(bus, task)
@@ -89,7 +89,7 @@ async def submit_and_follow(config: Any, task: Any, *, quiet: bool) -> Any:
         snapshot = task.snapshot
         if snapshot is None:  # a replay resubmits a task with the snapshot it was captured with
             view.line("capturing the working tree")
-            snapshot = await capture_snapshot(bus, Path(task.repo))
+            snapshot = await capture_repository(bus, Path(task.repo))
         task = task.model_copy(update={"snapshot": snapshot})
         envelope, _ = await submit_task(bus, task)
         view.line(f"task {envelope.task_id} submitted ({snapshot.files} files, mode {task.mode})")

@@ -114,6 +114,7 @@ def exec_command(
         policy = parse_policy(tool_server_config().sandbox_policy)
     except PolicyError as exc:
         raise usage_error(f"{exc}; set it to gvisor, process or auto") from None
+    settings = environment_settings(workspace) if environment == "auto" else None
 
     async def cancel_on_termination(scope: anyio.CancelScope) -> None:
         # SIGTERM/SIGHUP would end Python at once and leave the sandbox running: cancel instead,
@@ -130,9 +131,9 @@ def exec_command(
             try:
                 async with AsyncExitStack() as stack:
                     lease = None
-                    if environment == "auto":
+                    if settings is not None:
                         lease = await stack.enter_async_context(
-                            open_environment(workspace, environment_settings(), progress=_progress)
+                            open_environment(workspace, settings, progress=_progress)
                         )
                     own = () if lease is not None or environment == "none" else _own_interpreter(workspace)
                     sandbox = await stack.enter_async_context(

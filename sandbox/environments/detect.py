@@ -25,14 +25,17 @@ is read as text.
 
 import ast
 import configparser
+import json
 import re
 import shlex
 import shutil
 import subprocess
 import tomllib
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from layout import SOURCE_DATES
 from sandbox.environments.pythons import normalize_request, query_interpreter, running_interpreter, satisfies
 from sandbox.environments.recipe import DEFAULT_TOOLS, Recipe
 from sandbox.environments.settings import EnvironmentSettings
@@ -391,23 +394,79 @@ def resolve_recipe(project: Path, settings: EnvironmentSettings) -> Recipe | Non
     return recipe.model_copy(update={"index_date": date}) if date else recipe
 
 
-def inputs_commit_date(project: Path, inputs: tuple[str, ...]) -> str | None:
-    """The committer date of the last commit that changed `inputs`, when `project` is the top of
-    a git checkout and those files are as committed; None otherwise (or without git)."""
+def _git(project: Path, *args: str) -> str | None:
+    """`git -C project ARGS` stdout, or None when git is missing, fails or hangs."""
     git = shutil.which("git")
-    if git is None or not (project / ".git").exists() or not inputs:
+    if git is None:
         return None
-    base = [git, "-C", str(project), "-c", "core.quotepath=off"]
+    argv = [git, "-C", str(project), "-c", "core.quotepath=off", *args]
     try:
-        status = [*base, "status", "--porcelain", "--", *inputs]
-        dirty = subprocess.run(status, capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
-        if dirty.returncode != 0 or dirty.stdout.strip():
-            return None
-        log = [*base, "log", "-1", "--format=%cI", "--", *inputs]
-        done = subprocess.run(log, capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return (done.stdout.strip() or None) if done.returncode == 0 else None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _dirty(project: Path, inputs: tuple[str, ...]) -> set[str] | None:
+    """The inputs that differ from the last commit (changed, new, deleted); None without git."""
+    status = _git(project, "status", "--porcelain", "--no-renames", "--", *inputs)
+    if status is None:
+        return None
+    return {line[3:].strip('"') for line in status.splitlines() if len(line) > 3}
+
+
+def recorded_dates(project: Path) -> dict[str, str] | None:
+    """The source checkout's dates a scratch workspace carries (`layout.SOURCE_DATES` in its git
+    directory); None when `project` is not such a workspace."""
+    path = project / ".git" / SOURCE_DATES
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def input_dates(project: Path, inputs: tuple[str, ...]) -> dict[str, str]:
+    """Per input of a git checkout: the committer date (ISO 8601) of the last commit that changed
+    it, for the inputs that are as committed (what `capture` records for a scratch workspace)."""
+    if not inputs or not (project / ".git").exists():
+        return {}
+    dirty = _dirty(project, inputs)
+    if dirty is None:
+        return {}
+    dates = {}
+    for rel in inputs:
+        if rel not in dirty and (
+            date := (_git(project, "log", "-1", "--format=%cI", "--", rel) or "").strip()
+        ):
+            dates[rel] = date
+    return dates
+
+
+def _latest(dates: list[str]) -> str:
+    return max(dates, key=lambda d: datetime.fromisoformat(d.replace("Z", "+00:00")))
+
+
+def inputs_commit_date(project: Path, inputs: tuple[str, ...]) -> str | None:
+    """The committer date of the last commit that changed `inputs`, when `project` is the top of
+    a git checkout and those files are as committed; None otherwise (or without git).
+
+    A scratch workspace's history is one commit made when it was (`agents.workspace`): its dates
+    are those the source checkout recorded (`recorded_dates`), and an input the checkout had not
+    committed, or a checkout that was no git repository, means None, as it would there."""
+    if not inputs or not (project / ".git").exists():
+        return None
+    dirty = _dirty(project, inputs)
+    if dirty is None or dirty:
+        return None
+    recorded = recorded_dates(project)
+    if recorded is not None:
+        unrecorded = [rel for rel in inputs if rel not in recorded and (project / rel).exists()]
+        dates = [recorded[rel] for rel in inputs if rel in recorded]
+        return _latest(dates) if dates and not unrecorded else None
+    return (_git(project, "log", "-1", "--format=%cI", "--", *inputs) or "").strip() or None
 
 
 def _install_files(commands: tuple[str, ...]) -> list[str]:
