@@ -71,6 +71,7 @@ from agents.messages.task import (
 from agents.messages.verification import (
     Baseline,
     Check,
+    EnvironmentUse,
     Failure,
     StaticFinding,
     TestOutcomes,
@@ -110,6 +111,7 @@ __all__ = [
     "CodeResult",
     "Context",
     "ContextRequest",
+    "EnvironmentUse",
     "Failure",
     "Finding",
     "LlmRole",

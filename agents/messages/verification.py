@@ -133,6 +133,26 @@ class Baseline(BaseModel):
     before the deadline."""
 
 
+class EnvironmentUse(BaseModel):
+    """The project environment the verification's tests ran in (the exec server's `run_tests`
+    result's `environment`): which one, from what, which Python, whether it had to be built."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", use_attribute_docstrings=True)
+
+    key: str
+    """The environment's cache key (`codeloop env show` prints it)."""
+    kind: str
+    """Where its recipe came from: `configured`, `venv`, `uv`, `requirements`, ..."""
+    source: str
+    """What the recipe was made from (`requirements/tests.txt, pyproject.toml`, `[environment] in codeloop.toml`)."""
+    python_version: str
+    """The environment's Python, e.g. `3.11.9`."""
+    built: bool
+    """True when this task's test runs had to build it; False when it came from the cache."""
+    build_s: float
+    """How long its build took (whenever it was built)."""
+
+
 class VerificationReport(BaseModel):
     """The verifier's judgement of one patch (or one read-mode answer)."""
 
@@ -169,6 +189,9 @@ class VerificationReport(BaseModel):
     """Wall time of the whole verification, in seconds."""
     summary: OneLine = ""
     """One line for people: the verdict and its main reason."""
+    environment: EnvironmentUse | None = None
+    """The project environment the tests ran in; None when they ran with codeloop's own
+    interpreter, or ran not at all."""
 
     @property
     def errors(self) -> list[Failure]:

@@ -67,6 +67,7 @@ DEPENDENCY_FILES = (
 VENV_DIRS = (".venv", "venv")
 INSTALL = "uv pip install"
 GIT_TIMEOUT_S = 20.0
+_PIP = re.compile(r"\bpip3?\s+(?:install|sync)\b")
 _INCLUDE = re.compile(r"^\s*(?:-r|-c|--requirement|--constraint)\s*=?\s*(\S+)", re.M)
 
 
@@ -359,7 +360,8 @@ def _declares_dependencies(project: Path, pyproject: dict[str, Any]) -> bool:
 def resolve_recipe(project: Path, settings: EnvironmentSettings) -> Recipe | None:
     """The recipe for `project` under `settings`: None when environments are disabled; the
     `[environment]` override (`settings.install`, `settings.python`) when given; else
-    `detect_recipe`, its Python replaced by `settings.python` when that is set.
+    `detect_recipe`, its Python replaced by `settings.python` when that is set. Either way its
+    requirements resolve as of `settings.index_date` (`git`: the inputs' last commit).
 
     Raises:
         RecipeInvalid: see `detect_recipe`.
@@ -367,31 +369,40 @@ def resolve_recipe(project: Path, settings: EnvironmentSettings) -> Recipe | Non
     if not settings.enabled:
         return None
     project = project.resolve()
-    if settings.install is not None:
-        pyproject = _read_toml(project / "pyproject.toml")
-        inputs = _present(project, [*DEPENDENCY_FILES, ".python-version"])
-        files = _included(project, [*_requirement_files(project), *_install_files(settings.install)])
-        return Recipe(
-            kind="configured",
-            source=settings.configured_source,
-            python=normalize_request(settings.python)
-            if settings.python
-            else python_request(project, pyproject),
-            install=settings.install,
-            inputs=tuple(dict.fromkeys([*files, *inputs])),
-            tools=DEFAULT_TOOLS,
-        )
-    recipe = detect_recipe(project, use_venv=settings.python is None)
-    if settings.python is not None:
-        python = normalize_request(settings.python)
-        if recipe is None:
-            return Recipe(kind="configured", source=settings.configured_source, python=python)
-        source = f"{recipe.source}; Python from {settings.configured_source}"
-        recipe = recipe.model_copy(update={"python": python, "source": source})
+    recipe = _configured(project, settings) if settings.install is not None else _detected(project, settings)
     if recipe is None or recipe.kind == "venv" or recipe.index_date or settings.index_date is None:
         return recipe
     date = settings.index_date if settings.index_date != "git" else inputs_commit_date(project, recipe.inputs)
     return recipe.model_copy(update={"index_date": date}) if date else recipe
+
+
+def _configured(project: Path, settings: EnvironmentSettings) -> Recipe:
+    """The recipe of `[environment] install`: those commands, the requirement files they (and the
+    project) name as inputs."""
+    install = settings.install or ()
+    pyproject = _read_toml(project / "pyproject.toml")
+    inputs = _present(project, [*DEPENDENCY_FILES, ".python-version"])
+    files = _included(project, [*_requirement_files(project), *_install_files(install)])
+    return Recipe(
+        kind="configured",
+        source=settings.configured_source,
+        python=normalize_request(settings.python) if settings.python else python_request(project, pyproject),
+        install=install,
+        inputs=tuple(dict.fromkeys([*files, *inputs])),
+        tools=DEFAULT_TOOLS,
+    )
+
+
+def _detected(project: Path, settings: EnvironmentSettings) -> Recipe | None:
+    """`detect_recipe`, its Python replaced by `settings.python` when that is set."""
+    recipe = detect_recipe(project, use_venv=settings.python is None)
+    if settings.python is None:
+        return recipe
+    python = normalize_request(settings.python)
+    if recipe is None:
+        return Recipe(kind="configured", source=settings.configured_source, python=python)
+    source = f"{recipe.source}; Python from {settings.configured_source}"
+    return recipe.model_copy(update={"python": python, "source": source})
 
 
 def _git(project: Path, *args: str) -> str | None:
@@ -470,9 +481,11 @@ def inputs_commit_date(project: Path, inputs: tuple[str, ...]) -> str | None:
 
 
 def _install_files(commands: tuple[str, ...]) -> list[str]:
-    """Requirement files named in install commands (`-r FILE`, `-c FILE`)."""
+    """Requirement files named in pip's and uv's install commands (`-r FILE`, `-c FILE`; the `-c`
+    of `python -c` or `sh -c` is no constraint file)."""
     return [
         m
         for command in commands
+        if _PIP.search(command)
         for m in _INCLUDE.findall(command.replace(" -r", "\n-r").replace(" -c", "\n-c"))
     ]
