@@ -34,13 +34,13 @@ from agents.client import submit_task, watch_task
 from agents.messages import Budgets, ModelNames, PipelineChoice, TaskResult, TaskSubmitted
 from agents.orchestrator.pipeline import parse_pipeline
 from agents.runtime.plugins import RoleRegistry, load_roles
-from agents.workspace import capture_snapshot
 from bus.actor import DeliveryPolicy
 from bus.config import BusConfig
 from bus.connection import Bus, open_bus
 from codeloop.wiring.embedded import embedded_serve
 from codeloop.wiring.process import Hosting, RoleSetup, Workers
 from codeloop.wiring.roles import every_role, plugin_roles
+from codeloop.wiring.snapshots import capture_repository
 
 T = TypeVar("T")
 
@@ -125,7 +125,7 @@ class PipelineRunner:
     async def submit(self, task: TaskSubmitted, *, timeout_s: float = 300) -> TaskResult:
         """Submit `task` as it is (its working tree captured unless it has a snapshot) and wait."""
         if task.snapshot is None:
-            task = task.model_copy(update={"snapshot": await capture_snapshot(self.bus, Path(task.repo))})
+            task = task.model_copy(update={"snapshot": await capture_repository(self.bus, Path(task.repo))})
         envelope, _ = await submit_task(self.bus, task)
         with anyio.fail_after(timeout_s):
             final = await watch_task(self.bus, envelope.task_id, lambda e: None)

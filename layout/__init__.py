@@ -9,6 +9,11 @@ The tree: `<root>/.codeloop/`
     index/        the code index `codeloop index ROOT` builds (and the lock beside its table)
     exec/         the sandbox's outbox: reports a tool reads back (pytest's JUnit XML)
 
+A scratch workspace's git directory: `<workspace>/.git/`
+    codeloop-source-dates.json   when the repository it was made from last changed the files a
+                  project environment's recipe reads (the workspace's own history is one fresh
+                  commit), so its environment resolves as the repository's does
+
 The home: `$CODELOOP_HOME`, default `~/.codeloop/`
     serve.json              what a running `codeloop serve` noted (NATS URL, tool server URLs)
     mcp-tokens              the hosted tool servers' bearer token (mode 0600, new at every start)
@@ -27,6 +32,10 @@ TREE_DIR = ".codeloop"
 """codeloop's directory at the top of a working tree."""
 TREE_INDEX = PurePosixPath(TREE_DIR, "index")
 TREE_OUTBOX = PurePosixPath(TREE_DIR, "exec")
+
+SOURCE_DATES = "codeloop-source-dates.json"
+"""In a scratch workspace's `.git/`: path -> the committer date (ISO 8601) of the last commit that
+changed it in the source checkout, for the dependency files that were as committed there."""
 
 HOME_ENV = "CODELOOP_HOME"
 DEFAULT_HOME = "~/.codeloop"

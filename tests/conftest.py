@@ -5,6 +5,9 @@ lancedb's async API and uvicorn are asyncio-only, so asyncio is the
 default here. The sandbox tests parametrize `anyio_backend` themselves to also run on trio.
 """
 
+import os
+from pathlib import Path
+
 import pytest
 
 
@@ -22,10 +25,20 @@ def _private_codeloop_dirs(tmp_path_factory: pytest.TempPathFactory) -> None:
     CODELOOP_CACHE_DIR reaches the CLI's subprocesses (`codeloop.config` reads it); XDG_CACHE_HOME
     moves the platform cache directory that library calls in this process fall back to. Both
     name one directory, so a model converted by either is reused by the other."""
-    import os
-
     base = tmp_path_factory.mktemp("codeloop-user")
     os.environ["CODELOOP_HOME"] = str(base / "home")
     os.environ["XDG_CACHE_HOME"] = str(base / "xdg-cache")
     os.environ["CODELOOP_CACHE_DIR"] = str(base / "xdg-cache" / "codeloop")
     os.environ["XDG_CONFIG_HOME"] = str(base / "xdg-config")
+
+
+@pytest.fixture(scope="session")
+def shared_cache_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """codeloop's cache directory for the tests that build project environments (its
+    `environments/`): one per test run, shared by the pytest-xdist workers (it sits beside their
+    base temporary directories), whose store's build lock makes them build each key once."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    cache = shared / "codeloop-cache"
+    cache.mkdir(exist_ok=True)
+    return cache

@@ -12,8 +12,9 @@ from sandbox.environments.settings import EnvironmentSettings, build_variables
 
 def default_environment_settings(cache_root: Path | None = None) -> EnvironmentSettings:
     """Detected environments cached under `cache_root` (codeloop's cache directory, default the
-    platform's user cache directory) in `environments/`. The composition root passes its own
-    `EnvironmentSettings` instead when the configuration has an `[environment]` table."""
+    platform's user cache directory) in `environments/`: for a server built without settings (a
+    library user, a test). codeloop's composition root always passes its own
+    (`codeloop.config.project_environment.environment_settings`: the root's `[environment]`)."""
     cache = (
         cache_root if cache_root is not None else platformdirs.user_cache_path("codeloop", appauthor=False)
     )

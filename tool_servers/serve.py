@@ -17,6 +17,7 @@ from typing import Any, Literal
 import anyio
 from mcp.server.mcpserver import MCPServer
 
+from sandbox.environments.settings import EnvironmentSettings
 from tool_servers.protocol.audit import AuditLog, AuditSink
 from tool_servers.protocol.http import TokenTable, serve_http
 from tool_servers.protocol.scopes import Scope
@@ -58,6 +59,10 @@ class ServeConfig:
     """The deployment's CODELOOP_SANDBOX (gvisor|process|auto) for `exec`; parsed when it opens its sandbox."""
     cache_root: Path | None = None
     """codeloop's cache directory (CODELOOP_CACHE_DIR) for `search`'s model; None: the platform's."""
+    environment: EnvironmentSettings | None = None
+    """How `exec` and `search` find and build the root's project environment: the composition
+    root's settings (its cache, the `[environment]` of the configuration); the server reads no
+    configuration file itself. None: detected, cached under `cache_root`."""
 
 
 def server_builder(name: str) -> Callable[..., MCPServer[Any]]:
@@ -98,7 +103,12 @@ def build_named_server(config: ServeConfig, *, sink: AuditSink | None = None) ->
         secrets=config.secrets,
     )
     return build(
-        root, options, index_dir=config.index_dir, policy=config.sandbox_policy, cache_root=config.cache_root
+        root,
+        options,
+        index_dir=config.index_dir,
+        policy=config.sandbox_policy,
+        cache_root=config.cache_root,
+        environment=config.environment,
     )
 
 

@@ -72,6 +72,7 @@ from agents.messages.task import (
 from agents.messages.verification import (
     Baseline,
     Check,
+    EnvironmentUse,
     Failure,
     StaticFinding,
     TestOutcomes,
@@ -112,6 +113,7 @@ __all__ = [
     "CodeResult",
     "Context",
     "ContextRequest",
+    "EnvironmentUse",
     "Failure",
     "Finding",
     "LlmRole",

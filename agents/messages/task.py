@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from agents.messages.verification import Failure
+from agents.messages.verification import EnvironmentUse, Failure
 from agents.workspace.snapshot import SnapshotRef
 from bus.messages import Message
 
@@ -291,6 +291,9 @@ class Verification(Message):
     """Tests the task is about that failed before the patch and pass with it (what `passed` rests on)."""
     preexisting: list[str] = []
     """Tests failing before the patch and still failing, unrelated to the task: listed, not blamed."""
+    environment: EnvironmentUse | None = None
+    """The project environment the last verification's tests ran in (key, recipe source, Python,
+    whether and how long it was built); None when there was none."""
 
 
 class TaskResult(Message):

@@ -134,22 +134,23 @@ class Baseline(BaseModel):
     before the deadline."""
 
 
-class TestEnvironment(BaseModel):
-    """Which project environment ran the tests, and what getting it cost."""
+class EnvironmentUse(BaseModel):
+    """The project environment the verification's tests ran in (the exec server's `run_tests`
+    result's `environment`): which one, from what, which Python, whether it had to be built."""
 
-    __test__ = False  # not a pytest test class, despite the name
     model_config = ConfigDict(frozen=True, extra="ignore", use_attribute_docstrings=True)
 
-    key: str = ""
-    """The environment's key in the cache (a hash of its recipe and inputs)."""
-    kind: str = ""
-    """What kind of recipe made it (configured, project venv, lock file, requirements...)."""
-    source: str = ""
-    """The files its recipe came from."""
-    python_version: str = ""
-    built: bool = False
-    """True when this verification had to build it."""
-    build_s: float = 0.0
+    key: str
+    """The environment's cache key (`codeloop env show` prints it)."""
+    kind: str
+    """Where its recipe came from: `configured`, `venv`, `uv`, `requirements`, ..."""
+    source: str
+    """What the recipe was made from (`requirements/tests.txt, pyproject.toml`, `[environment] in codeloop.toml`)."""
+    python_version: str
+    """The environment's Python, e.g. `3.11.9`."""
+    built: bool
+    """True when this task's test runs had to build it; False when it came from the cache."""
+    build_s: float
     """How long its build took (whenever it was built)."""
 
 
@@ -184,8 +185,6 @@ class VerificationReport(BaseModel):
     covering: list[str] = Field(default_factory=list, max_length=MAX_COVERING)
     """Tests that execute the code the patch changes, as coverage measured them on the starting
     tree (the first `MAX_COVERING`); empty when it was not measured."""
-    environment: TestEnvironment | None = None
-    """The project environment the tests ran in; None: codeloop's own interpreter (or no test ran)."""
     files_changed: list[str] = Field(default_factory=list)
     """Repository-relative paths the judged patch touches; empty for an answer or diagnose mode."""
     tests_run: int = 0
@@ -194,6 +193,9 @@ class VerificationReport(BaseModel):
     """Wall time of the whole verification, in seconds."""
     summary: OneLine = ""
     """One line for people: the verdict and its main reason."""
+    environment: EnvironmentUse | None = None
+    """The project environment the tests ran in; None when they ran with codeloop's own
+    interpreter, or ran not at all."""
 
     @property
     def errors(self) -> list[Failure]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agents.models._redact import _redact as _model_redact
+from agents.runtime.environments import collecting, stamp
 from bus import subjects
 from bus.actor import ActorSpec, Delivery
 from bus.connection import Bus
@@ -56,7 +57,8 @@ current_step: contextvars.ContextVar[StepInfo | None] = contextvars.ContextVar(
 
 def bind_step(spec: ActorSpec) -> ActorSpec:
     """`spec` whose handler runs with `current_step` set from the delivery (the request's
-    `step_id`, the envelope's task and trace id, the worker's role)."""
+    `step_id`, the envelope's task and trace id, the worker's role), and whose verification
+    report names the project environment its test runs used (`agents.runtime.environments`)."""
     handler = spec.handler
 
     async def bound(delivery: Delivery) -> Any:
@@ -70,7 +72,9 @@ def bind_step(spec: ActorSpec) -> ActorSpec:
         )
         token = current_step.set(info)
         try:
-            return await handler(delivery)
+            with collecting() as environments:
+                result = await handler(delivery)
+            return stamp(result, environments)
         finally:
             current_step.reset(token)
 

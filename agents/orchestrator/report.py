@@ -28,6 +28,7 @@ def build_result(state: TaskState, *, failure_class: str | None, report: str, no
         failures=list(last.failures) if last else [],
         evidence=list(last.evidence) if last else [],
         preexisting=list(last.preexisting) if last else [],
+        environment=last.environment if last else None,
     )
     usage: dict[str, Any] = state.usage.model_dump(mode="json")
     usage["wall_s"] = round((now - state.created_at).total_seconds(), 3)

@@ -53,21 +53,41 @@ class HttpTarget:
         return f"HttpTarget({self.url!r})"
 
 
+class NotingClient:
+    """An `mcp.Client` whose `call_tool` results are noted for the step running
+    (`agents.runtime.environments.note_tool_result`: the environment a test run used); every
+    other attribute is the client's own."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    async def call_tool(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        from agents.runtime.environments import note_tool_result
+
+        result = await self._client.call_tool(name, *args, **kwargs)
+        if not getattr(result, "is_error", False):
+            note_tool_result(name, getattr(result, "structured_content", None))
+        return result
+
+
 @asynccontextmanager
 async def mcp_client(target: Any) -> AsyncIterator[Any]:
-    """An open `mcp.Client` on `target`: an `HttpTarget` over streamable HTTP with its token,
-    anything else as `mcp.Client` takes it."""
+    """An open `mcp.Client` on `target` (a `NotingClient`): an `HttpTarget` over streamable HTTP
+    with its token, anything else as `mcp.Client` takes it."""
     # Here, not at the top: the MCP client takes about 2 s to import, which every process that
     # imports the role runtime but never opens a session (`codeloop status`, `roles`) would pay.
     from mcp import Client
 
     if not isinstance(target, HttpTarget):
         async with Client(target) as client:
-            yield client
+            yield NotingClient(client)
         return
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
     async with httpx2.AsyncClient(headers=target.headers(), timeout=httpx2.Timeout(30, read=None)) as http:
         async with Client(streamable_http_client(target.url, http_client=http)) as client:
-            yield client
+            yield NotingClient(client)

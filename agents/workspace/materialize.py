@@ -4,10 +4,13 @@ Files come from the user's path when it is still there and a file there has the 
 digest (a local copy, no bus traffic), else from the object store, so a worker on a machine
 that never had the user's path builds the same tree. The repository gets one commit — fixed
 author and date, no hooks, our config only — so the git tool server works there and every diff
-is against the tree the task started from.
+is against the tree the task started from. What that fixed date hides, when the source checkout
+last changed its dependency files, is kept beside it (`layout.SOURCE_DATES` in `.git/`) for the
+project environment (`sandbox.environments`).
 """
 
 import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -27,7 +30,7 @@ from agents.workspace.git import (
 from agents.workspace.manifest import MODE_EXECUTABLE, MODE_LINK, Entry
 from agents.workspace.snapshot import SnapshotRef, blob_name, read_manifest
 from bus.connection import Bus
-from layout import TREE_DIR
+from layout import SOURCE_DATES, TREE_DIR
 
 START_BRANCH = "codeloop-start"
 FEED_GROUP = 500
@@ -136,7 +139,7 @@ async def _commit(dest: Path, ref: SnapshotRef, entries: list[Entry]) -> None:
     await run_git(
         dest, "init", "--quiet", "--template=", f"--initial-branch={START_BRANCH}", ".", scratch=True
     )
-    await anyio.to_thread.run_sync(_configure, dest)
+    await anyio.to_thread.run_sync(_configure, dest, ref.source_dates)
     message = f"codeloop snapshot {ref.digest}\n\nsource: {ref.source_path}\nhead: {ref.git_head or '-'}\n"
     cmd = ["git", "-C", str(dest), "-c", "core.hooksPath=/dev/null", "fast-import", "--quiet", "--done"]
     try:
@@ -166,7 +169,7 @@ async def _commit(dest: Path, ref: SnapshotRef, entries: list[Entry]) -> None:
     await run_git(dest, "reset", "--quiet", "--mixed", scratch=True)
 
 
-def _configure(dest: Path) -> None:
+def _configure(dest: Path, source_dates: dict[str, str]) -> None:
     with (dest / ".git" / "config").open("a") as config:  # one write instead of a git call per key
         for key, value in SCRATCH_CONFIG.items():
             section, _, name = key.partition(".")
@@ -174,6 +177,8 @@ def _configure(dest: Path) -> None:
     info = dest / ".git" / "info"
     info.mkdir(exist_ok=True)
     (info / "exclude").write_text(EXCLUDES)
+    # Always written, empty too: this repository's own commit dates say nothing of the source's.
+    (dest / ".git" / SOURCE_DATES).write_text(json.dumps(source_dates, sort_keys=True))
 
 
 def _blobs_stream(dest: Path, entries: list[Entry], first_mark: int) -> bytes:

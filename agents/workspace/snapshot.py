@@ -7,6 +7,7 @@ from the bus alone (`materialize`).
 """
 
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 
 import anyio
@@ -57,6 +58,11 @@ class SnapshotRef(Message):
     """Paths left out and why, at most the first 100."""
     skipped_count: int = 0
     """How many paths were left out in all (may exceed `len(skipped)`)."""
+    source_dates: dict[str, str] = {}
+    """Path -> committer date (ISO 8601) of the last commit that changed it in the source checkout,
+    for the files the capturer asked about that were as committed there (the project
+    environment's dependency files). A scratch workspace's history is one fresh commit, so this
+    is how its environment learns the dates the checkout's would resolve requirements at."""
 
 
 def blob_name(sha256: str) -> str:
@@ -68,9 +74,15 @@ def manifest_name(digest: str) -> str:
 
 
 async def capture_snapshot(
-    bus: Bus, repo: Path, *, max_files: int = DEFAULT_MAX_FILES, max_bytes: int = DEFAULT_MAX_BYTES
+    bus: Bus,
+    repo: Path,
+    *,
+    max_files: int = DEFAULT_MAX_FILES,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    source_dates: Mapping[str, str] | None = None,
 ) -> SnapshotRef:
-    """Store the working tree at `repo` in the object store and return its reference.
+    """Store the working tree at `repo` in the object store and return its reference;
+    `source_dates` (see `SnapshotRef.source_dates`) goes into the reference as given.
 
     Nothing in `repo` is written (git runs read-only, without optional locks).
 
@@ -97,6 +109,7 @@ async def capture_snapshot(
         git_head=tree.git_head,
         skipped=skipped,
         skipped_count=len(tree.skipped),
+        source_dates=dict(source_dates or {}),
     )
 
 

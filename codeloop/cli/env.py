@@ -10,7 +10,6 @@ Exit codes: 0 done; 1 the environment could not be made (env.setup: the message 
 and the log's tail, or the missing Python and how to install it); 2 usage errors.
 """
 
-import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,19 +30,18 @@ RepoOption = Annotated[Path, typer.Option("--repo", help="The repository (defaul
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
 
 
-def environment_settings() -> "EnvironmentSettings":
-    """The environment settings of this process: the cache in codeloop's cache directory
-    (CODELOOP_CACHE_DIR, else the platform's), builds with the package index's variables.
+def environment_settings(repo: Path | None = None) -> "EnvironmentSettings":
+    """The environment settings for work on `repo` (`codeloop.config.project_environment`: the
+    cache in codeloop's cache directory, builds with the package index's variables, `[environment]`
+    of the repository's and the user's configuration files); a configuration file that does not
+    read is a usage error (exit 2) naming the file and the key."""
+    from codeloop.config.errors import ConfigError
+    from codeloop.config.project_environment import environment_settings as configured
 
-    The `[environment]` table of the configuration (python, install) is not read here yet: the
-    composition root passes it as `EnvironmentSettings(python=..., install=...)`."""
-    import platformdirs
-
-    from codeloop.config.environment import tool_server_config
-    from sandbox.environments import EnvironmentSettings, build_variables
-
-    cache = tool_server_config().cache_dir or platformdirs.user_cache_path("codeloop", appauthor=False)
-    return EnvironmentSettings(cache_dir=cache / "environments", build_env=build_variables(os.environ))
+    try:
+        return configured(repo)
+    except ConfigError as exc:
+        raise usage_error(str(exc)) from None
 
 
 def _repo(repo: Path) -> Path:
@@ -61,7 +59,7 @@ def _describe(repo: Path) -> dict[str, Any]:
     from sandbox.environments import EnvironmentStore, resolve_recipe
     from sandbox.environments.opening import project_venv
 
-    settings = environment_settings()
+    settings = environment_settings(repo)
     recipe = resolve_recipe(repo, settings)
     shown: dict[str, Any] = {
         "repo": str(repo),
@@ -150,13 +148,14 @@ def build_command(repo: RepoOption = Path("."), json_output: JsonOption = False)
     from sandbox.environments import open_environment
 
     root = _repo(repo)
+    settings = environment_settings(root)
 
     def progress(line: str) -> None:
         sys.stderr.write(f"  {line}\n")
         sys.stderr.flush()
 
     async def build() -> dict[str, Any] | None:
-        async with open_environment(root, environment_settings(), progress=progress) as lease:
+        async with open_environment(root, settings, progress=progress) as lease:
             if lease is None:
                 return None
             return {
@@ -194,7 +193,7 @@ def clean_command(
 
     from sandbox.environments import EnvironmentStore, resolve_recipe
 
-    settings = environment_settings()
+    settings = environment_settings(None if every else _repo(repo))
     store = EnvironmentStore(settings)
     removed: list[str] = []
     kept: list[str] = []

@@ -89,6 +89,7 @@ def _serve_config(
         typer.Exit: (2) the first problem: an unknown server, options of another server, a root
             that is no directory, bad scopes, a transport that does not fit.
     """
+    from codeloop.cli.env import environment_settings
     from codeloop.config.environment import root_home, secret_rules, tool_server_config
     from tool_servers.protocol.scopes import parse_scopes
     from tool_servers.serve import SERVERS, ServeConfig
@@ -106,6 +107,8 @@ def _serve_config(
     transport.check()
     home = root_home(root)
     tools = tool_server_config()
+    # The root's own `[environment]` (and the user file's): the server process reads no configuration.
+    environment = environment_settings(root) if server in ("exec", "search") else None
     return ServeConfig(
         server=server,
         root=root,
@@ -119,6 +122,7 @@ def _serve_config(
         secrets=secret_rules(allow=tuple(secrets.allow_path or ()), deny=tuple(secrets.deny_path or ())),
         sandbox_policy=tools.sandbox_policy,
         cache_root=tools.cache_dir,
+        environment=environment,
     )
 
 

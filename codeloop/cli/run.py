@@ -139,9 +139,9 @@ async def submit_and_follow(
     learns the task's id once it is submitted."""
     from agents.client import submit_task, watch_task
     from agents.messages import TaskResult
-    from agents.workspace import capture_snapshot
     from agents.workspace.manifest import CACHE_SKIP_REASON, ENVIRONMENT_SKIP_REASON
     from bus.connection import open_bus
+    from codeloop.wiring.snapshots import capture_repository
 
     async with open_bus(config) as bus:
         await refuse_unserved(bus, task)
@@ -149,7 +149,7 @@ async def submit_and_follow(
         snapshot = task.snapshot
         if snapshot is None:  # a replay resubmits a task with the snapshot it was captured with
             view.line("capturing the working tree")
-            snapshot = await capture_snapshot(bus, Path(task.repo))
+            snapshot = await capture_repository(bus, Path(task.repo))
             for left_out in snapshot.skipped:
                 if left_out.reason in (ENVIRONMENT_SKIP_REASON, CACHE_SKIP_REASON):
                     view.note(f"{left_out.path}/ is not in the snapshot: {left_out.reason}")

@@ -202,7 +202,7 @@ async def _exec_in_sandbox(
                 lease = None
                 if environment == "auto":
                     lease = await stack.enter_async_context(
-                        open_environment(workspace, environment_settings(), progress=_progress)
+                        open_environment(workspace, environment_settings(workspace), progress=_progress)
                     )
                 own = () if lease is not None or environment == "none" else _own_interpreter(workspace)
                 sandbox = await stack.enter_async_context(

@@ -146,6 +146,9 @@ def search_command(
     """
     text = _query_text(query)
     setup = examples.check(per_file=per_file)
+    from codeloop.cli.env import environment_settings
+
+    settings = environment_settings(repo) if examples.run_examples else None
 
     async def run() -> Any:
         from tool_servers.search.index.query import parse_query
@@ -156,7 +159,6 @@ def search_command(
             typer.echo(f"note: {message}", err=True)
         if not examples.run_examples:
             return await index.search(text, k=k, per_file=per_file, keep_tests=keep_tests)
-        from codeloop.cli.env import environment_settings
         from codeloop.config.environment import tool_server_config
         from tool_servers.search.examples.run import search_running_examples
 
@@ -169,7 +171,7 @@ def search_command(
             python=examples.example_python,
             timeout_s=examples.example_timeout,
             policy=tool_server_config().sandbox_policy,
-            environment=environment_settings(),
+            environment=settings,
         )
         typer.echo(f"note: examples: {_examples_summary(result.examples)}", err=True)  # pyright: ignore[reportArgumentType] - examples were asked for, so the result carries their run
         return result

@@ -37,9 +37,10 @@ def submit(
 ) -> None:
     """Submit a task (its working tree captured first); prints its id: follow it with `codeloop watch ID`."""
     from agents.client import submit_task
-    from agents.workspace import WorkspaceError, capture_snapshot
+    from agents.workspace import WorkspaceError
     from bus.connection import open_bus
     from codeloop.config.serve_note import client_bus_config
+    from codeloop.wiring.snapshots import capture_repository
 
     payload = build_task(task, repo, mode=mode, options=options, task_id=task_id)
     payload = payload.model_copy(update={"interactive": False})
@@ -49,7 +50,7 @@ def submit(
         async with open_bus(config) as bus:
             await refuse_unserved(bus, payload)
             try:
-                snapshot = await capture_snapshot(bus, Path(payload.repo))
+                snapshot = await capture_repository(bus, Path(payload.repo))
             except WorkspaceError as exc:
                 raise fail(str(exc)) from None
             try:

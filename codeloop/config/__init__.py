@@ -13,6 +13,8 @@ function to dodge a circle:
                   `submit_task` argument
     settings      the layers (command line > environment > project file > user file > defaults)
                   made one `Settings`
+    project_environment   `environment_settings()`: the EnvironmentSettings of a repository's
+                  work (`[environment]`, the cache directory, the build variables), for every user
     pipelines     named pipelines, built-in and configured
     checks        `check_submission`: everything a submission names, checked before anything starts
 

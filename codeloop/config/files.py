@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, create_model
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    create_model,
+    field_validator,
+)
 from pydantic.fields import FieldInfo
 
 from agents.messages import Budgets, ModelOptions
@@ -81,6 +89,33 @@ class VerificationFile(_Closed):
 
 
 BudgetsFile = _all_optional(Budgets, "BudgetsFile")
+INDEX_DATE = re.compile(r"^(git|latest|\d{4}-\d{2}-\d{2}([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?)$")
+"""`[environment] index_date`: `git`, `latest`, or an ISO 8601 date or date-time."""
+
+
+class EnvironmentFile(_Closed):
+    """`[environment]`: the project environment tests run in (docs/environments.md)."""
+
+    enabled: bool | None = None
+    """false: no project environment; commands use codeloop's own interpreter."""
+    python: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] | None = None
+    """A version (`3.9`), a specifier (`>=3.8,<3.11`) or an interpreter path."""
+    install: list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]] | None = None
+    """Install commands run in the new virtualenv, in order; replaces detection."""
+    index_date: str | None = Field(default=None, pattern=INDEX_DATE.pattern)
+    """`git` (the dependency files' last commit), `latest`, or an ISO 8601 date."""
+    max_size_mb: int | None = Field(default=None, ge=0)
+    """The environment cache's size limit (0: none)."""
+    build_timeout_s: float | None = Field(default=None, gt=0)
+    """Wall-clock limit of one build."""
+    python_paths: list[Annotated[str, StringConstraints(min_length=1)]] | None = None
+    """Interpreters considered before pyenv's, uv's and PATH's."""
+
+    @field_validator("index_date", mode="before")
+    @classmethod
+    def _toml_date(cls, value: object) -> object:
+        # TOML has date and date-time values of its own: `index_date = 2023-02-22` is meant too.
+        return value.isoformat() if hasattr(value, "isoformat") else value
 
 
 class FileConfig(_Closed):
@@ -98,6 +133,7 @@ class FileConfig(_Closed):
     tools: ToolsFile = ToolsFile()
     telemetry: TelemetryFile = TelemetryFile()
     verification: VerificationFile = VerificationFile()
+    environment: EnvironmentFile = EnvironmentFile()
 
 
 _ALLOWED: dict[str, type[BaseModel]] = {
@@ -107,6 +143,7 @@ _ALLOWED: dict[str, type[BaseModel]] = {
     "tools": ToolsFile,
     "telemetry": TelemetryFile,
     "verification": VerificationFile,
+    "environment": EnvironmentFile,
     "model_settings": ModelOptions,
 }
 
@@ -205,6 +242,8 @@ def _pattern_help(loc: list[str]) -> str:
         return "must be auto, gvisor or process"
     if loc and loc[0] == "tools":
         return "a scope is read, write or execute"
+    if loc and loc[-1] == "index_date":
+        return "must be git, latest, or an ISO 8601 date such as 2023-02-22 or 2023-02-22T14:00:17Z"
     return "has the wrong form"
 
 
@@ -241,7 +280,12 @@ def _anchored(config: FileConfig, base: Path) -> FileConfig:
         for role, value in config.models.items()
     }
     options = {anchor_model(name, base): value for name, value in config.model_settings.items()}
-    return config.model_copy(update={"models": models, "model_settings": options})
+    environment = config.environment
+    if environment.python_paths is not None:
+        # An interpreter path in a file means the same wherever codeloop runs, as `function:` paths do.
+        paths = [str((base / Path(p).expanduser()).resolve()) for p in environment.python_paths]
+        environment = environment.model_copy(update={"python_paths": paths})
+    return config.model_copy(update={"models": models, "model_settings": options, "environment": environment})
 
 
 def anchor_model(name: str, base: Path) -> str:

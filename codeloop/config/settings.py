@@ -33,6 +33,7 @@ from agents.messages import BUILTIN_MODEL_ROLES, Budgets, ModelNames, ModelOptio
 from codeloop.config.errors import ConfigError
 from codeloop.config.files import ConfigFile, anchor_model, project_file, read_config_file, user_file
 from redaction import redact_text
+from sandbox.environments.settings import EnvironmentSettings
 from sandbox.limits import SandboxLimits
 
 Source = Literal["default", "user file", "project file", "environment", "flag"]
@@ -110,6 +111,32 @@ class VerificationSettings(BaseModel):
     None: detected (pytest, Django's tests/runtests.py, sympy's bin/test)."""
 
 
+def _default(name: str) -> Any:
+    return EnvironmentSettings.model_fields[name].default
+
+
+class EnvironmentSection(BaseModel):
+    """`[environment]`: how the project environment is chosen, built and kept (`sandbox.environments`;
+    `codeloop.config.project_environment.environment_settings` makes it an `EnvironmentSettings`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    enabled: bool = True
+    """False: no project environment; commands use codeloop's own interpreter."""
+    python: str | None = None
+    """The Python: a version, a specifier or an interpreter path; None: the recipe's."""
+    install: list[str] | None = None
+    """Install commands replacing detection; None: detect the recipe from the project's files."""
+    index_date: str = "git"
+    """`git`, `latest` or an ISO 8601 date: when the package index is read as of."""
+    max_size_mb: int = _default("max_size_mb")
+    """The environment cache's size limit in MB (0: none)."""
+    build_timeout_s: float = _default("build_timeout_s")
+    """Wall-clock limit of one build."""
+    python_paths: list[str] = []
+    """Interpreters considered first."""
+
+
 class Settings(BaseModel):
     """The effective configuration of one command, and where each value came from."""
 
@@ -126,6 +153,7 @@ class Settings(BaseModel):
     tools: ToolSettings = ToolSettings()
     telemetry: TelemetrySettings = TelemetrySettings()
     verification: VerificationSettings = VerificationSettings()
+    environment: EnvironmentSection = EnvironmentSection()
     user_file: str | None = None
     """The user file that was read; None when there is none."""
     project_file: str | None = None
@@ -257,7 +285,7 @@ def _file_layer(source: Source, file: ConfigFile) -> _Layer:
             layer.values[f"model_settings.{name}.{option}"] = value
     for name, stages in config.pipelines.items():
         layer.values[f"pipelines.{name}"] = list(stages)
-    for section in ("budgets", "sandbox", "tools", "telemetry", "verification"):
+    for section in ("budgets", "sandbox", "tools", "telemetry", "verification", "environment"):
         for key, value in getattr(config, section).model_dump(exclude_none=True).items():
             layer.values[f"{section}.{key}"] = value
     return layer
@@ -295,6 +323,7 @@ def _merge(layers: list[_Layer]) -> Settings:
         ("tools", ToolSettings),
         ("telemetry", TelemetrySettings),
         ("verification", VerificationSettings),
+        ("environment", EnvironmentSection),
     ):
         given = {k.partition(".")[2]: v for k, v in values.items() if k.startswith(f"{section}.")}
         try:

@@ -1,20 +1,24 @@
 """Judging one task's outcome: the row `results.jsonl` holds for it (fields: docs/evaluation.md).
 
-Tests are run here, independently of the pipeline's own verifier, with plain `pytest` in a
-subprocess on a throw-away copy of the task's repository with the patch applied (outside any
-sandbox: the checks judge what a user would get by applying the patch).
+Tests are run here, independently of the pipeline's own verifier, with plain `pytest` on a
+throw-away copy of the task's repository with the patch applied, in the sandbox and the
+repository's project environment, as the verifier's were (`codeloop.evaluation.sandboxed`).
+`judge` runs in a worker thread of the evaluation's event loop, which runs the sandbox.
 """
 
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+import anyio.from_thread
+
 from agents.failures import FailureClass, blame
+from codeloop.config.environment import tool_server_config
+from codeloop.config.project_environment import workspace_environment_settings
 from codeloop.evaluation.runner import Outcome
+from codeloop.evaluation.sandboxed import run_pytest
 from codeloop.evaluation.taskset import EvalTask
 
 LOCALIZE_K = 3
@@ -26,7 +30,6 @@ REPORT_CHARS = 2000
 PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.[A-Za-z]{1,8})\b")
 OUTCOME_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED) (\S+)", re.M)
 DIFF_FILE = re.compile(r"^\+\+\+ b/(\S+)", re.M)
-PYTEST_ENV = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"}
 
 
 def judge(outcome: Outcome, scratch: Path) -> dict[str, Any]:
@@ -160,7 +163,7 @@ def run_checked_tests(task: EvalTask, repo: Path, patch: str | None, work: Path)
         applied = done.returncode == 0
     wanted = {"fail_to_pass": task.checks.fail_to_pass, "pass_to_pass": task.checks.pass_to_pass}
     nodes = [n for ids in wanted.values() for n in ids]
-    found = _pytest(work, nodes) if applied is not False else {}
+    found = _pytest(work, nodes, dated=task.repo_path.is_file()) if applied is not False else {}
     by_check = {name: {n: found.get(n, "missing") for n in ids} for name, ids in wanted.items()}
     passed = sum(outcome == "PASSED" for ids in by_check.values() for outcome in ids.values())
     shutil.rmtree(work, ignore_errors=True)
@@ -173,20 +176,29 @@ def run_checked_tests(task: EvalTask, repo: Path, patch: str | None, work: Path)
     }
 
 
-def _pytest(root: Path, nodes: list[str]) -> dict[str, str]:
-    """Run the test files the node ids are in (a missing node id would abort a run of ids)."""
+def _pytest(root: Path, nodes: list[str], *, dated: bool) -> dict[str, str]:
+    """Run the test files the node ids are in (a missing node id would abort a run of ids), in the
+    sandbox and the project environment; `dated`: the copy's git history is the task's own (a
+    bundle), so its dependency files resolve as of their last commit, as the pipeline's did."""
     files = sorted({n.split("::", 1)[0] for n in nodes if (root / n.split("::", 1)[0]).is_file()})
     if not files:
         return {}
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", *files],
-            cwd=root,
-            env=PYTEST_ENV,
-            capture_output=True,
-            text=True,
-            timeout=TEST_TIMEOUT_S,
+    settings = workspace_environment_settings(root)
+    if not dated:
+        # The tree copy's commit was made when the run started: the pipeline resolved as of the newest.
+        settings = settings.model_copy(update={"index_date": None})
+    args = ["-q", "-rA", "-p", "no:cacheprovider", *files]
+    run = anyio.from_thread.run(
+        lambda: run_pytest(
+            root,
+            args,
+            settings=settings,
+            policy=tool_server_config().sandbox_policy,
+            timeout_s=TEST_TIMEOUT_S,
         )
-    except subprocess.TimeoutExpired:
+    )
+    if run.problem is not None:
+        return {n: run.problem.partition(":")[0] for n in nodes}
+    if run.timed_out:
         return {n: "timeout" for n in nodes}
-    return {node: status for status, node in OUTCOME_LINE.findall(done.stdout)}
+    return {node: status for status, node in OUTCOME_LINE.findall(run.stdout)}

@@ -16,10 +16,10 @@ import anyio
 
 from agents.client import submit_task, watch_task
 from agents.messages import TaskResult
-from agents.workspace import capture_snapshot
 from bus.config import BusConfig
 from bus.connection import open_bus
 from codeloop.evaluation.taskset import EvalTask, materialise
+from codeloop.wiring.snapshots import capture_repository
 
 
 @dataclass
@@ -65,7 +65,8 @@ async def _run_one(bus: Any, task: EvalTask, *, submit: Any, scratch: Path) -> O
     try:
         await anyio.to_thread.run_sync(materialise, task, repo)
         submitted = submit(task, repo)
-        snapshot = await capture_snapshot(bus, repo)
+        # A task's tree copy gets a commit made now: its dependency files have no date to keep.
+        snapshot = await capture_repository(bus, repo, dated=task.repo_path.is_file())
         envelope, _ = await submit_task(bus, submitted.model_copy(update={"snapshot": snapshot}))
         final = await watch_task(bus, envelope.task_id, lambda envelope: None)
         result = TaskResult.model_validate(final.payload)

@@ -27,6 +27,7 @@ from anyio.abc import TaskStatus
 from bus.connection import Bus
 from bus.credentials import write_private
 from codeloop.config.environment import ToolServerConfig, root_home
+from codeloop.config.project_environment import environment_settings
 from codeloop.config.serve_note import McpNote
 from codeloop.services.tasks_backend import BusTasks
 from layout import INDEX_DIR, MCP_AUDIT, MCP_TOKENS
@@ -95,10 +96,15 @@ async def host_tool_servers(
 
     A server whose module is missing is skipped and named in `McpNote.unavailable`.
 
+    The exec and search servers get the project environment settings of `hosting.root`
+    (`codeloop.config.project_environment`).
+
     Raises:
         OSError: a server could not listen on `hosting.host`.
+        ConfigError: the root's or the user's configuration file does not read.
     """
     tool_config = tool_config or ToolServerConfig()
+    environment = environment_settings(hosting.root, cache_root=tool_config.cache_dir)
     token_file, token = write_token_file(state_dir, hosting.scopes)
     audit_log = state_dir / MCP_AUDIT
     urls: dict[str, str] = {}
@@ -119,6 +125,7 @@ async def host_tool_servers(
                     secrets=hosting.secrets,
                     sandbox_policy=tool_config.sandbox_policy,
                     cache_root=tool_config.cache_dir,
+                    environment=environment,
                 )
                 try:
                     if name == TASKS:

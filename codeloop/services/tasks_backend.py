@@ -35,7 +35,7 @@ from agents.orchestrator.pipeline import PipelineError, choice_of, parse_pipelin
 from agents.orchestrator.records import TaskRecords
 from agents.runtime.confirmations import answer as answer_confirmation
 from agents.runtime.confirmations import pending_confirmation
-from agents.workspace import WorkspaceError, capture_snapshot
+from agents.workspace import WorkspaceError
 from bus import subjects
 from bus.connection import Bus, nats_errors
 from bus.envelope import parse_envelope
@@ -46,6 +46,7 @@ from codeloop.config.errors import ConfigError
 from codeloop.config.pipelines import PipelineConfigError, check_served, resolve_pipeline
 from codeloop.config.settings import load_settings
 from codeloop.config.task_options import TaskOptions
+from codeloop.wiring.snapshots import capture_repository
 from tool_servers.tasks.backend import OnProgress, Submission, SubmissionRefused, TooManyTasks
 from tool_servers.tasks.views import PendingConfirmation, TaskView
 
@@ -171,7 +172,7 @@ class BusTasks:
             except PipelineError as exc:
                 raise SubmissionRefused(f"pipeline: {exc}", field="pipeline") from None
         try:
-            snapshot = await capture_snapshot(self.bus, submission.repo)
+            snapshot = await capture_repository(self.bus, submission.repo)
         except WorkspaceError as exc:
             raise SubmissionRefused(f"cannot capture {submission.repo}: {exc}") from None
         task = TaskSubmitted(

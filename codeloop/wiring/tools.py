@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from codeloop.config.environment import ToolServerConfig
+from codeloop.config.project_environment import workspace_environment_settings
 from layout import HOME_ENV
 from sandbox.limits import SandboxLimits
 from tool_servers.protocol.scopes import Scope
@@ -84,22 +85,27 @@ class InProcessTools:
         options: ServerOptions | None = None,
     ) -> dict[str, Any]:
         """See `ToolProvider.servers`; `options` (the workspace service's: audit log and bearer
-        tokens) replaces the default ones, its scopes then being `scopes`."""
+        tokens) replaces the default ones, its scopes then being `scopes`. `exec` and `search`
+        find the project environment with the settings of `root`'s own configuration (a scratch
+        workspace carries the repository's `codeloop.toml`) over this machine's user file."""
         grant = frozenset(Scope(s) for s in scopes)
         options = (
             replace(options, scopes=grant) if options else ServerOptions(scopes=grant, principal="agent")
         )
+        environment = workspace_environment_settings(root, cache_root=self.config.cache_dir)
         extra: dict[str, dict[str, Any]] = {
             "search": {
                 "index_dir": index_dir,
                 "embedder": self._embedder,
                 "backend": self.sandbox_backend,
                 "policy": self.config.sandbox_policy,
+                "environment": environment,
             },
             "exec": {
                 "backend": self.sandbox_backend,
                 "limits": self.limits,
                 "policy": self.config.sandbox_policy,
+                "environment": environment,
             },
         }
         return {name: server_builder(name)(root, options, **extra.get(name, {})) for name in SERVER_NAMES}

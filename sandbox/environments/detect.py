@@ -25,14 +25,17 @@ is read as text.
 
 import ast
 import configparser
+import json
 import re
 import shlex
 import shutil
 import subprocess
 import tomllib
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from layout import SOURCE_DATES
 from sandbox.environments.pythons import normalize_request, query_interpreter, running_interpreter, satisfies
 from sandbox.environments.recipe import DEFAULT_TOOLS, Recipe
 from sandbox.environments.settings import EnvironmentSettings
@@ -64,6 +67,7 @@ DEPENDENCY_FILES = (
 VENV_DIRS = (".venv", "venv")
 INSTALL = "uv pip install"
 GIT_TIMEOUT_S = 20.0
+_PIP = re.compile(r"\bpip3?\s+(?:install|sync)\b")
 _INCLUDE = re.compile(r"^\s*(?:-r|-c|--requirement|--constraint)\s*=?\s*(\S+)", re.M)
 
 
@@ -356,7 +360,8 @@ def _declares_dependencies(project: Path, pyproject: dict[str, Any]) -> bool:
 def resolve_recipe(project: Path, settings: EnvironmentSettings) -> Recipe | None:
     """The recipe for `project` under `settings`: None when environments are disabled; the
     `[environment]` override (`settings.install`, `settings.python`) when given; else
-    `detect_recipe`, its Python replaced by `settings.python` when that is set.
+    `detect_recipe`, its Python replaced by `settings.python` when that is set. Either way its
+    requirements resolve as of `settings.index_date` (`git`: the inputs' last commit).
 
     Raises:
         RecipeInvalid: see `detect_recipe`.
@@ -364,56 +369,123 @@ def resolve_recipe(project: Path, settings: EnvironmentSettings) -> Recipe | Non
     if not settings.enabled:
         return None
     project = project.resolve()
-    if settings.install is not None:
-        pyproject = _read_toml(project / "pyproject.toml")
-        inputs = _present(project, [*DEPENDENCY_FILES, ".python-version"])
-        files = _included(project, [*_requirement_files(project), *_install_files(settings.install)])
-        return Recipe(
-            kind="configured",
-            source=settings.configured_source,
-            python=normalize_request(settings.python)
-            if settings.python
-            else python_request(project, pyproject),
-            install=settings.install,
-            inputs=tuple(dict.fromkeys([*files, *inputs])),
-            tools=DEFAULT_TOOLS,
-        )
-    recipe = detect_recipe(project, use_venv=settings.python is None)
-    if settings.python is not None:
-        python = normalize_request(settings.python)
-        if recipe is None:
-            return Recipe(kind="configured", source=settings.configured_source, python=python)
-        source = f"{recipe.source}; Python from {settings.configured_source}"
-        recipe = recipe.model_copy(update={"python": python, "source": source})
+    recipe = _configured(project, settings) if settings.install is not None else _detected(project, settings)
     if recipe is None or recipe.kind == "venv" or recipe.index_date or settings.index_date is None:
         return recipe
     date = settings.index_date if settings.index_date != "git" else inputs_commit_date(project, recipe.inputs)
     return recipe.model_copy(update={"index_date": date}) if date else recipe
 
 
-def inputs_commit_date(project: Path, inputs: tuple[str, ...]) -> str | None:
-    """The committer date of the last commit that changed `inputs`, when `project` is the top of
-    a git checkout and those files are as committed; None otherwise (or without git)."""
+def _configured(project: Path, settings: EnvironmentSettings) -> Recipe:
+    """The recipe of `[environment] install`: those commands, the requirement files they (and the
+    project) name as inputs."""
+    install = settings.install or ()
+    pyproject = _read_toml(project / "pyproject.toml")
+    inputs = _present(project, [*DEPENDENCY_FILES, ".python-version"])
+    files = _included(project, [*_requirement_files(project), *_install_files(install)])
+    return Recipe(
+        kind="configured",
+        source=settings.configured_source,
+        python=normalize_request(settings.python) if settings.python else python_request(project, pyproject),
+        install=install,
+        inputs=tuple(dict.fromkeys([*files, *inputs])),
+        tools=DEFAULT_TOOLS,
+    )
+
+
+def _detected(project: Path, settings: EnvironmentSettings) -> Recipe | None:
+    """`detect_recipe`, its Python replaced by `settings.python` when that is set."""
+    recipe = detect_recipe(project, use_venv=settings.python is None)
+    if settings.python is None:
+        return recipe
+    python = normalize_request(settings.python)
+    if recipe is None:
+        return Recipe(kind="configured", source=settings.configured_source, python=python)
+    source = f"{recipe.source}; Python from {settings.configured_source}"
+    return recipe.model_copy(update={"python": python, "source": source})
+
+
+def _git(project: Path, *args: str) -> str | None:
+    """`git -C project ARGS` stdout, or None when git is missing, fails or hangs."""
     git = shutil.which("git")
-    if git is None or not (project / ".git").exists() or not inputs:
+    if git is None:
         return None
-    base = [git, "-C", str(project), "-c", "core.quotepath=off"]
+    argv = [git, "-C", str(project), "-c", "core.quotepath=off", *args]
     try:
-        status = [*base, "status", "--porcelain", "--", *inputs]
-        dirty = subprocess.run(status, capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
-        if dirty.returncode != 0 or dirty.stdout.strip():
-            return None
-        log = [*base, "log", "-1", "--format=%cI", "--", *inputs]
-        done = subprocess.run(log, capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return (done.stdout.strip() or None) if done.returncode == 0 else None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _dirty(project: Path, inputs: tuple[str, ...]) -> set[str] | None:
+    """The inputs that differ from the last commit (changed, new, deleted); None without git."""
+    status = _git(project, "status", "--porcelain", "--no-renames", "--", *inputs)
+    if status is None:
+        return None
+    return {line[3:].strip('"') for line in status.splitlines() if len(line) > 3}
+
+
+def recorded_dates(project: Path) -> dict[str, str] | None:
+    """The source checkout's dates a scratch workspace carries (`layout.SOURCE_DATES` in its git
+    directory); None when `project` is not such a workspace."""
+    path = project / ".git" / SOURCE_DATES
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def input_dates(project: Path, inputs: tuple[str, ...]) -> dict[str, str]:
+    """Per input of a git checkout: the committer date (ISO 8601) of the last commit that changed
+    it, for the inputs that are as committed (what `capture` records for a scratch workspace)."""
+    if not inputs or not (project / ".git").exists():
+        return {}
+    dirty = _dirty(project, inputs)
+    if dirty is None:
+        return {}
+    dates = {}
+    for rel in inputs:
+        if rel not in dirty and (
+            date := (_git(project, "log", "-1", "--format=%cI", "--", rel) or "").strip()
+        ):
+            dates[rel] = date
+    return dates
+
+
+def _latest(dates: list[str]) -> str:
+    return max(dates, key=lambda d: datetime.fromisoformat(d.replace("Z", "+00:00")))
+
+
+def inputs_commit_date(project: Path, inputs: tuple[str, ...]) -> str | None:
+    """The committer date of the last commit that changed `inputs`, when `project` is the top of
+    a git checkout and those files are as committed; None otherwise (or without git).
+
+    A scratch workspace's history is one commit made when it was (`agents.workspace`): its dates
+    are those the source checkout recorded (`recorded_dates`), and an input the checkout had not
+    committed, or a checkout that was no git repository, means None, as it would there."""
+    if not inputs or not (project / ".git").exists():
+        return None
+    dirty = _dirty(project, inputs)
+    if dirty is None or dirty:
+        return None
+    recorded = recorded_dates(project)
+    if recorded is not None:
+        unrecorded = [rel for rel in inputs if rel not in recorded and (project / rel).exists()]
+        dates = [recorded[rel] for rel in inputs if rel in recorded]
+        return _latest(dates) if dates and not unrecorded else None
+    return (_git(project, "log", "-1", "--format=%cI", "--", *inputs) or "").strip() or None
 
 
 def _install_files(commands: tuple[str, ...]) -> list[str]:
-    """Requirement files named in install commands (`-r FILE`, `-c FILE`)."""
+    """Requirement files named in pip's and uv's install commands (`-r FILE`, `-c FILE`; the `-c`
+    of `python -c` or `sh -c` is no constraint file)."""
     return [
         m
         for command in commands
+        if _PIP.search(command)
         for m in _INCLUDE.findall(command.replace(" -r", "\n-r").replace(" -c", "\n-c"))
     ]

@@ -31,6 +31,7 @@ from sandbox.limits import GvisorOptions, SandboxLimits
 from sandbox.result import ExecResult
 from tool_servers.confinement import Root
 from tool_servers.exec.allowlist import confirmation_action
+from tool_servers.exec.environment_span import mark_current_span
 from tool_servers.exec.pytest_report import (
     MAX_FAILURES,
     ReportError,
@@ -261,6 +262,7 @@ class ExecTools:
             setup_error = from_collection_errors(failures)
         else:
             setup_error = None
+        mark_current_span(self.box.environment_info)
         return TestRunOutput(
             passed=counts.passed if counts else 0,
             failed=counts.failed if counts else 0,

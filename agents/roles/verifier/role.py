@@ -164,7 +164,7 @@ async def diagnose_tree(
             verdict="unverified",
             checks=checks,
             failures=[failure],
-            environment=environment,  # pyright: ignore[reportArgumentType] - pydantic validates the dict into TestEnvironment
+            environment=environment,  # pyright: ignore[reportArgumentType] - pydantic validates the dict into EnvironmentUse
         )
     if run.timed_out:
         failure = Failure(failure_class="test.timeout", message=f"the test suite did not finish: {summary}")  # pyright: ignore[reportArgumentType] - pydantic turns the value into its FailureClass member
@@ -192,5 +192,5 @@ async def diagnose_tree(
         verdict="failed" if failures else "passed",
         checks=checks,
         failures=failures,
-        environment=environment,  # pyright: ignore[reportArgumentType] - pydantic validates the dict into TestEnvironment
+        environment=environment,  # pyright: ignore[reportArgumentType] - pydantic validates the dict into EnvironmentUse
     )

@@ -20,10 +20,10 @@ needs_gvisor = pytest.mark.skipif(not GVISOR, reason=NO_RUNSC)
 
 
 @pytest.fixture(scope="session")
-def env_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    cache = shared / "codeloop-environments"
+def env_cache(shared_cache_root: Path) -> Path:
+    """The environments of codeloop's shared test cache (`tests/conftest.py`): what the
+    end-to-end tests' `codeloop run` builds (CODELOOP_CACHE_DIR) is found here too."""
+    cache = shared_cache_root / "environments"
     cache.mkdir(exist_ok=True)
     return cache
 

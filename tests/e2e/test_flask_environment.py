@@ -1,0 +1,80 @@
+"""The environments issue's acceptance case end to end: `codeloop run @issue.md --repo flask --mode
+execute` with no model tests Flask in an environment made from Flask's own files, in gVisor, and
+a second task on the same tree pays no build."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.sandbox.environments.conftest import needs_gvisor
+from tests.sandbox.environments.test_exec_server_environment import DATA, _flask_checkout
+
+pytestmark = [pytest.mark.slow, needs_gvisor]
+REPO_ROOT = Path(__file__).parents[2]
+
+
+def _diagnose(env: dict[str, str], issue: Path, repo: Path) -> dict[str, Any]:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codeloop",
+            "run",
+            f"@{issue}",
+            "--repo",
+            str(repo),
+            "--mode",
+            "execute",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1800,
+        stdin=subprocess.DEVNULL,
+        cwd=REPO_ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def _suite(result: dict[str, Any]) -> dict[str, Any]:
+    """The diagnose run's whole-suite check."""
+    return next(c for c in result["verification"]["checks"] if c["name"] == "tests")
+
+
+def test_flask_is_diagnosed_in_its_own_environment_and_the_second_task_builds_nothing(
+    tmp_path: Path, shared_cache_root: Path
+) -> None:
+    """Flask (src/ layout; tests need Flask installed with Werkzeug, Jinja2 and pytest) at
+    pallets__flask-4992's base commit: the suite's real counts come out, hundreds passing."""
+    instance = json.loads((DATA / "pallets__flask-4992.jsonl").read_text().splitlines()[0])
+    issue = tmp_path / "issue.md"
+    issue.write_text(instance["problem_statement"])
+    repo = _flask_checkout(tmp_path / "flask")
+    env = {k: v for k, v in os.environ.items() if k not in ("CODELOOP_MODEL", "CODELOOP_NATS_URL")}
+    env |= {
+        "CODELOOP_HOME": str(tmp_path / "home"),
+        "CODELOOP_CACHE_DIR": str(shared_cache_root),
+        "CODELOOP_SANDBOX": "gvisor",
+    }
+
+    first = _diagnose(env, issue, repo)
+    assert first["status"] == "diagnosed", first["report"]
+    environment = first["verification"]["environment"]
+    assert environment["kind"] == "requirements" and "requirements/tests.txt" in environment["source"]
+    suite = _suite(first)
+    passed = int(suite["summary"].split(" passed", 1)[0])
+    assert passed >= 200, suite
+    assert not [f for f in first["verification"]["failures"] if f["failure_class"].startswith("env.")]
+    assert "src/flask/config.py" in first["context"]["files"][:5]
+
+    second = _diagnose(env, issue, repo)
+    assert second["verification"]["environment"]["key"] == environment["key"]
+    assert second["verification"]["environment"]["built"] is False
+    assert _suite(second)["summary"] == suite["summary"]
