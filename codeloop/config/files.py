@@ -13,6 +13,7 @@ A file's `function:` model paths are relative to the file's directory, so a proj
 `function:models/scripted.py:fix` means the same model wherever codeloop runs.
 """
 
+import datetime
 import re
 import tomllib
 from dataclasses import dataclass
@@ -115,7 +116,7 @@ class EnvironmentFile(_Closed):
     @classmethod
     def _toml_date(cls, value: object) -> object:
         # TOML has date and date-time values of its own: `index_date = 2023-02-22` is meant too.
-        return value.isoformat() if hasattr(value, "isoformat") else value
+        return value.isoformat() if isinstance(value, (datetime.date, datetime.time)) else value
 
 
 class FileConfig(_Closed):
