@@ -37,10 +37,10 @@ from agents.runtime.plugins import RoleRegistry, load_roles
 from bus.actor import DeliveryPolicy
 from bus.config import BusConfig
 from bus.connection import Bus, open_bus
+from codeloop.snapshots import capture_repository
 from codeloop.wiring.embedded import embedded_serve
 from codeloop.wiring.process import Hosting, RoleSetup, Workers
 from codeloop.wiring.roles import every_role, plugin_roles
-from codeloop.wiring.snapshots import capture_repository
 
 T = TypeVar("T")
 

@@ -58,7 +58,9 @@ def shell(command: str, *, cwd: Path, env: dict[str, str]) -> subprocess.Complet
 def _example_project(tmp_path: Path) -> Path:
     """A copy of the README's example project, as a git repository of its own."""
     project = tmp_path / "bugfix"
-    shutil.copytree(REPO_ROOT / "examples" / "bugfix", project, ignore=shutil.ignore_patterns(".*cache*"))
+    shutil.copytree(
+        REPO_ROOT / "examples" / "bugfix", project, ignore=shutil.ignore_patterns(".*cache*", "__pycache__")
+    )
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
     return project
 

@@ -141,7 +141,7 @@ async def submit_and_follow(
     from agents.messages import TaskResult
     from agents.workspace.manifest import CACHE_SKIP_REASON, ENVIRONMENT_SKIP_REASON
     from bus.connection import open_bus
-    from codeloop.wiring.snapshots import capture_repository
+    from codeloop.snapshots import capture_repository
 
     async with open_bus(config) as bus:
         await refuse_unserved(bus, task)

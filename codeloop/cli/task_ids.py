@@ -4,6 +4,8 @@
 `find_task`, so they agree on what an id means and fail alike:
 - a unique prefix stands for the whole id (as git takes a short commit id);
 - a prefix several tasks share is a usage error (exit 2) listing some of them;
+- a text that cannot be (a prefix of) an id is a usage error before anything connects
+  (`checked_id`);
 - an id nothing knows is `error: no task ID` (exit 1), after a few seconds' grace: a task that
   was just submitted may not have its record yet. A submission still queued for the orchestrator
   (no serve is running) counts as known.
@@ -22,6 +24,20 @@ submitted task's record within milliseconds."""
 POLL_S = 0.2
 MAX_QUEUED_SCAN = 1000
 """Most queued submissions looked through for the id (a serve drains the queue at once)."""
+
+
+def checked_id(given: str) -> str:
+    """`given` when it can be a task id or a prefix of one (letters, digits, '-' and '_').
+
+    Raises:
+        typer.Exit: (2) it cannot: said before any connection is made.
+    """
+    from bus.validation import task_id_problems
+
+    problems = [p for p in task_id_problems(given) if "reserved" not in p]
+    if problems:
+        raise usage_error(problems[0])
+    return given
 
 
 @dataclass(frozen=True)

@@ -80,16 +80,6 @@ def build_task(task: str, repo: Path, *, mode: str, options: TaskOptions, task_i
     problems = submission_problems(task_id=task_id, text=text, repo=str(repo.resolve()), mode=mode)
     if problems:
         raise usage_error("; ".join(problems))
-    if mode == "read":
-        from agents.orchestrator.report import asks_for_change
-
-        if asks_for_change(text):
-            # Said before the task starts, not only in its result: read mode is the default.
-            typer.echo(
-                "note: the task asks for a change, but read mode (the default) only answers; "
-                "add --mode write for a patch, or --mode execute to also run the tests",
-                err=True,
-            )
     try:
         settings = load_settings(repo=repo, flags=options.layer("flag"))
         submitted = TaskSubmitted(
@@ -108,6 +98,17 @@ def build_task(task: str, repo: Path, *, mode: str, options: TaskOptions, task_i
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         raise usage_error(f"invalid task: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    if mode == "read":
+        from agents.orchestrator.report import asks_for_change
+
+        if asks_for_change(text):
+            # Said before the task starts, not only in its result: read mode is the default. After
+            # the checks, so a usage error stays the one line it is.
+            typer.echo(
+                "note: the task asks for a change, but read mode (the default) only answers; "
+                "add --mode write for a patch, or --mode execute to also run the tests",
+                err=True,
+            )
     return submitted
 
 

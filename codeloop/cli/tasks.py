@@ -40,7 +40,7 @@ def submit(
     from agents.workspace import WorkspaceError
     from bus.connection import open_bus
     from codeloop.config.serve_note import client_bus_config
-    from codeloop.wiring.snapshots import capture_repository
+    from codeloop.snapshots import capture_repository
 
     payload = build_task(task, repo, mode=mode, options=options, task_id=task_id)
     payload = payload.model_copy(update={"interactive": False})

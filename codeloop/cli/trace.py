@@ -64,10 +64,12 @@ def trace(
     """Show a task's timeline: each role's steps with their model calls and tool calls (durations,
     tokens, outcomes) and the plan's revisions, from the task's events."""
     from bus.connection import open_bus
-    from codeloop.cli.task_ids import find_task
+    from codeloop.cli.task_ids import checked_id, find_task
     from codeloop.config.serve_note import client_bus_config
     from codeloop.observe.render import timeline_tree
     from codeloop.observe.timeline import build_timeline
+
+    checked_id(task_id)
 
     async def main() -> tuple[str, list[Any], Any]:
         config = client_bus_config(**connection)

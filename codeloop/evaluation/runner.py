@@ -19,7 +19,7 @@ from agents.messages import TaskResult
 from bus.config import BusConfig
 from bus.connection import open_bus
 from codeloop.evaluation.taskset import EvalTask, materialise
-from codeloop.wiring.snapshots import capture_repository
+from codeloop.snapshots import capture_repository
 
 
 @dataclass

@@ -46,7 +46,7 @@ from codeloop.config.errors import ConfigError
 from codeloop.config.pipelines import PipelineConfigError, check_served, resolve_pipeline
 from codeloop.config.settings import load_settings
 from codeloop.config.task_options import TaskOptions
-from codeloop.wiring.snapshots import capture_repository
+from codeloop.snapshots import capture_repository
 from tool_servers.tasks.backend import OnProgress, Submission, SubmissionRefused, TooManyTasks
 from tool_servers.tasks.views import PendingConfirmation, TaskView
 

@@ -129,4 +129,4 @@ async def test_serve_metrics_count_known_tasks_and_trace_shows_their_calls(tmp_p
         missing = await anyio.run_process(
             [*CODELOOP, "trace", "no-such-task"], env=codeloop_env(home), check=False
         )
-        assert missing.returncode == 1 and b"no events of task" in missing.stderr
+        assert missing.returncode == 1 and b"error: no task no-such-task" in missing.stderr

@@ -145,8 +145,8 @@ async def test_the_workspace_service_tests_in_the_repositorys_environment_and_ho
     from bus.requests import request
     from codeloop.config.serve_note import client_config_for
     from codeloop.services.workspace_service import WorkspaceHosting
+    from codeloop.snapshots import capture_repository
     from codeloop.wiring.process import Hosting, Workers, serve
-    from codeloop.wiring.snapshots import capture_repository
     from sandbox.environments import EnvironmentSettings, EnvironmentStore
 
     monkeypatch.setenv("CODELOOP_CACHE_DIR", str(tmp_path / "cache"))

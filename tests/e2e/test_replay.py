@@ -204,7 +204,7 @@ async def test_the_replay_command_prints_the_result_with_its_divergences(pipelin
         cwd=REPO_ROOT,
         check=False,
     )
-    assert missing.returncode == 1 and "no task 'no-such-task'" in missing.stderr.decode()
+    assert missing.returncode == 1 and "error: no task no-such-task" in missing.stderr.decode()
 
 
 async def _without_the_used_spare(work: Path) -> list[str]:

@@ -1,4 +1,4 @@
-"""`capture_repository()`: a task's snapshot as the composition root takes it — the working tree,
+"""`capture_repository()`: a task's snapshot as every submitter takes it (run, submit, eval, the tasks server) — the working tree,
 and the dates the project environment needs that a scratch workspace's fresh history lacks."""
 
 from pathlib import Path
