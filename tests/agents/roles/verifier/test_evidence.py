@@ -106,6 +106,31 @@ async def test_a_correct_fix_of_the_named_test_passes_and_lists_the_old_unrelate
     assert next(c for c in report.checks if c.name == "evidence").ok
 
 
+async def test_an_old_failure_in_a_test_file_the_plan_names_is_not_blamed_on_a_right_fix(
+    ops_repo: Path, tools
+) -> None:
+    """The plan names every test file as a target; the legacy test in one of them has failed for
+    years and executes none of the changed code: it stays `preexisting`, and the right fix passes."""
+    right = make_patch(ops_repo, {"ops.py": OPS.replace("len(xs) - 1", "len(xs)")})
+    with anyio.fail_after(240):
+        report, _ = await verify_patch(
+            workspace=ops_repo,
+            patch=right,
+            task=PatchTask(
+                mode="execute",
+                plan_files=["ops.py"],
+                test_targets=["tests/test_ops.py", "tests/test_legacy.py"],
+                text="mean() is wrong",
+            ),
+            tools=tools,
+            deadline=deadline(),
+            baseline=None,
+        )
+    assert report.verdict == "passed", report.failures
+    assert report.preexisting == ["tests/test_legacy.py::test_legacy_format"]
+    assert FailureClass.TEST_STILL_FAILING not in _classes(report)
+
+
 async def test_a_patch_that_fixes_nothing_fails_on_the_test_executing_it_when_the_task_names_no_test(
     ops_repo: Path, tools
 ) -> None:
