@@ -23,6 +23,10 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
 async def test_server_serves_jetstream_on_the_port_it_reports_and_is_gone_after_exit(tmp_path: Path) -> None:
     """A free port read from the server, JetStream ready, the process reaped on exit."""
     with anyio.fail_after(20):
@@ -107,23 +111,24 @@ def _owner_script(*, parent_death_signal: bool) -> str:
     )
 
 
-async def _start_and_kill_owner(store: Path, *, parent_death_signal: bool) -> int:
-    """Start a separate process that owns a server on `store`, SIGKILL it; the server's pid."""
+async def _start_and_kill_owner(store: Path, *, parent_death_signal: bool) -> tuple[int, int]:
+    """Start a separate process that owns a server on `store`, SIGKILL it; the server's pid and
+    the owner's."""
     script = _owner_script(parent_death_signal=parent_death_signal)
     async with await anyio.open_process([sys.executable, "-c", script, str(store)]) as owner:
         assert owner.stdout is not None
         server_pid = int((await owner.stdout.receive()).decode().strip())
-        assert _alive(server_pid)
+        assert _alive(server_pid) and _parent(server_pid) == owner.pid
         owner.kill()
         await owner.wait()
-    return server_pid
+    return server_pid, owner.pid
 
 
 async def test_a_server_whose_owner_is_sigkilled_ends_with_it(tmp_path: Path) -> None:
     """SIGKILL skips every cleanup of ours; the parent-death
     signal still ends the server, without waiting for another start on its state dir."""
     with anyio.fail_after(30):
-        server_pid = await _start_and_kill_owner(tmp_path / "nats", parent_death_signal=True)
+        server_pid, _ = await _start_and_kill_owner(tmp_path / "nats", parent_death_signal=True)
         for _ in range(600):  # polled: nothing of ours is left to notify us
             if not _alive(server_pid):
                 break
@@ -136,9 +141,9 @@ async def test_a_server_orphaned_by_a_killed_owner_is_stopped_by_the_next_start(
     next start on the state dir ends the orphan, which holds the JetStream store lock."""
     store = tmp_path / "nats"
     with anyio.fail_after(30):
-        orphan_pid = await _start_and_kill_owner(store, parent_death_signal=False)
-        await anyio.sleep(0.5)
-        assert _alive(orphan_pid)
+        orphan_pid, owner_pid = await _start_and_kill_owner(store, parent_death_signal=False)
+        # The owner is reaped: the kernel has already handed its living server to another parent.
+        assert _alive(orphan_pid) and _parent(orphan_pid) != owner_pid
         async with open_nats_server(store) as server:
             assert server.pid != orphan_pid
     assert not _alive(orphan_pid)

@@ -149,11 +149,9 @@ async def test_config_show_reports_each_source_and_the_task_record_carries_the_r
             traced = await _codeloop(serve_env, "trace", task_id, "--json")
             assert json.loads(traced.stdout)["configuration"]["models"] == records[-1]["models"]
             assert json.loads(traced.stdout)["configuration"]["budgets"] == records[-1]["budgets"]
-        shown_tree = await _codeloop(serve_env, "trace", task_id)
-        assert (
-            f"coder: {f'function:{SCRIPTED.resolve()}:wrong_then_right'}"
-            in shown_tree.stdout.decode().replace("\n", "")
-        )
+        # Wide enough that no line wraps: the model's name holds the checkout's path, of any length.
+        shown_tree = await _codeloop({**serve_env, "COLUMNS": "1000"}, "trace", task_id)
+        assert f"coder: function:{SCRIPTED.resolve()}:wrong_then_right" in shown_tree.stdout.decode()
     plain, flagged = records
     assert (plain["models"]["default"], plain["models"]["planner"], plain["models"]["coder"]) == (
         explain,

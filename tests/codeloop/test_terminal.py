@@ -3,6 +3,7 @@ into the live view, `y` at the prompt approves a protected write that then ends 
 says what became of the task."""
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,14 @@ def _terminal_env(home: Path) -> dict[str, str]:
     return {**env, "TERM": "xterm", "COLUMNS": "100", "LINES": "40"}
 
 
+def _as_at_a_terminal() -> None:
+    """In the child before exec: SIGINT as a shell at a terminal gives it. A disposition or mask
+    left by whatever ran earlier in the test worker is inherited across exec, and an ignored
+    SIGINT makes Python install no KeyboardInterrupt handler at all (Ctrl-C would do nothing)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def _spawn(home: Path, *args: str) -> pexpect.spawn:
     return pexpect.spawn(
         sys.executable,
@@ -42,6 +51,7 @@ def _spawn(home: Path, *args: str) -> pexpect.spawn:
         codec_errors="replace",
         timeout=240,
         dimensions=(40, 100),
+        preexec_fn=_as_at_a_terminal,
     )
 
 
