@@ -50,8 +50,9 @@ What the gVisor backend promises, per command:
 
 Warm test runs (gVisor): `keep_warm(python, env)` has the supervisor start a root-owned pytest
 interpreter of codeloop's kind (a virtualenv without system site-packages) that imports pytest and
-its plugins once; `exec(PYTHON -m pytest ..., warm=True)` then forks the run from it, as the payload
-user with the command's limits, instead of starting a fresh interpreter (`docs/sandbox.md`).
+its plugins once; `exec(PYTHON -m pytest ..., warm=True)` (or `PYTHON -c CODE ...`, a script that
+runs pytest itself) then forks the run from it, as the payload user with the command's limits,
+instead of starting a fresh interpreter (`docs/sandbox.md`).
 
 Speed: the runtime mounts are read-only and unchanging, so they carry gVisor's mount hint
 share=container (cached, exclusive file access); the workspace and its virtualenvs stay shared

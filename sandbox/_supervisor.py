@@ -497,7 +497,9 @@ class Supervisor:
         warm, argv = self.warm, req["argv"]
         if (
             warm is None
-            or argv[1:3] != ["-m", "pytest"]
+            or len(argv) < 3
+            or argv[1] not in ("-m", "-c")
+            or (argv[1] == "-m" and argv[2] != "pytest")
             or not warm.matches(argv[0], req["env"], req.get("uid"))
         ):
             return None
@@ -509,6 +511,8 @@ class Supervisor:
         # Limits by resource number: the interpreter then needs no table of its own.
         limits = [[_RLIMITS[name], value] for name, value in rlimits.items()]
         request = {"args": argv[3:], "cwd": req.get("cwd") or "/", "env": req["env"], "rlimits": limits}
+        if argv[1] == "-c":  # a script driving pytest itself (the coverage run): `python -c CODE ARGS`
+            request["code"] = argv[2]
         reply = None
         try:
             socket.send_fds(warm.sock, [json.dumps(request).encode()], [out_w, err_w])

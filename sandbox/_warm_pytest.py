@@ -14,7 +14,9 @@ interpreter's own:
 - drops to the payload user and group, with no supplementary groups, which clears its capabilities;
 - takes the command's resource limits, its own session, the working directory and environment;
 - then runs `pytest` the way `python -m pytest` does (`runpy`, the working directory first on
-  sys.path).
+  sys.path), or, for a `python -c CODE ARGS` request, CODE the way `python -c` does (a fresh
+  `__main__`, "" first on sys.path): a script that drives pytest itself, as the verifier's coverage
+  run does, then finds pytest already imported.
 
 Why root: a payload process of the same user could otherwise ptrace or signal this interpreter and
 plant code in every later test run, and the supervisor's clean-up (`kill(-1)` as the payload user)
@@ -41,6 +43,7 @@ import runpy
 import socket
 import sys
 import threading
+import types
 
 _PR_SET_DUMPABLE = 4
 # Variables that would make the warm-up session import or configure something of someone else's.
@@ -102,10 +105,15 @@ def _become_command(
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    sys.path[0] = os.getcwd()  # what `-m` puts first
     args = list(request["args"])
-    sys.argv = ["-m", *args]  # runpy puts pytest/__main__.py in place of the first
-    sys.orig_argv = [sys.executable, "-m", "pytest", *args]
+    if "code" in request:
+        sys.path[0] = ""  # what `-c` puts first
+        sys.argv = ["-c", *args]
+        sys.orig_argv = [sys.executable, "-c", request["code"], *args]
+    else:
+        sys.path[0] = os.getcwd()  # what `-m` puts first
+        sys.argv = ["-m", *args]  # runpy puts pytest/__main__.py in place of the first
+        sys.orig_argv = [sys.executable, "-m", "pytest", *args]
     importlib.invalidate_caches()
 
 
@@ -117,11 +125,24 @@ def _run_command(request: dict, control: socket.socket, fds: list[int], uid: int
         os.write(2, f"codeloop sandbox: cannot start the test run: {exc!r}\n".encode())
         os._exit(127)
     try:
-        runpy._run_module_as_main("pytest", alter_argv=True)  # pyright: ignore[reportAttributeAccessIssue] - private, but what `python -m pytest` runs
+        if "code" in request:
+            _run_code(request["code"])
+        else:
+            runpy._run_module_as_main("pytest", alter_argv=True)  # pyright: ignore[reportAttributeAccessIssue] - private, but what `python -m pytest` runs
         code = 0
     except SystemExit as exc:
         code = _exit_status(exc)
+    except BaseException:  # what the interpreter does with an uncaught exception
+        sys.excepthook(*sys.exc_info())
+        code = 1
     _finish(code)
+
+
+def _run_code(code: str) -> None:
+    """`python -c CODE`: CODE as the body of a new `__main__` module."""
+    main = types.ModuleType("__main__")
+    sys.modules["__main__"] = main
+    exec(compile(code, "<string>", "exec"), main.__dict__)
 
 
 def _exit_status(exc: SystemExit) -> int:

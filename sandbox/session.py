@@ -143,9 +143,10 @@ class Sandbox:
 
         `env` is added to a minimal fixed environment (PATH, HOME, TMPDIR, LANG); nothing of the
         caller's environment leaks in. `cwd` is relative to /workspace unless absolute.
-        `warm`: the command is `PYTHON -m pytest ...`; it runs in the interpreter `keep_warm`
-        prepared for PYTHON and this `env` when there is one (else as usual), and one is kept
-        ready for the next run with the same interpreter and environment.
+        `warm`: the command is `PYTHON -m pytest ...` (or `PYTHON -c CODE ...`, CODE running
+        pytest itself); it runs in the interpreter `keep_warm` prepared for PYTHON and this `env`
+        when there is one (else as usual), and one is kept ready for the next run with the same
+        interpreter and environment.
 
         Raises:
             SandboxClosed: the sandbox was closed.

@@ -100,6 +100,37 @@ async def test_a_warm_run_gives_a_cold_runs_results_and_sees_the_files_of_the_mo
     assert again.exit_code == 0 and "2 passed" in again.stdout
 
 
+DRIVER = """
+import sys, pytest
+print("argv", sys.argv[1:], "path0", repr(sys.path[0]), "main", __name__)
+sys.exit(pytest.main(sys.argv[1:]))
+"""
+
+
+async def test_a_script_that_drives_pytest_runs_warm_as_python_c_runs_it(
+    workspace: Path, open_gvisor: OpenGvisor
+) -> None:
+    """The verifier's coverage run is `python -c SCRIPT ARGS` calling `pytest.main` itself: warm,
+    it sees the argv, sys.path and `__main__` that `-c` gives, and an uncaught exception is
+    reported and exits 1 as the interpreter would."""
+    (workspace / "test_suite.py").write_text(SUITE)
+    argv = [PYTHON, "-c", DRIVER, "-q", "-p", "no:cacheprovider", "test_suite.py"]
+    async with open_gvisor(ro_paths=RUNTIME) as sandbox:
+        prepared = await sandbox.keep_warm(PYTHON, ENV)
+        warm = await sandbox.exec(argv, env=ENV, warm=True)
+        cold = await sandbox.exec(argv, env=ENV)
+        broken = await sandbox.exec([PYTHON, "-c", "raise ValueError('broken driver')"], env=ENV, warm=True)
+    assert prepared.warm, prepared.note
+    assert (warm.warm, cold.warm, broken.warm) == (True, False, True)
+    assert warm.exit_code == cold.exit_code == 1
+    for result in (warm, cold):
+        assert (
+            "argv ['-q', '-p', 'no:cacheprovider', 'test_suite.py'] path0 '' main __main__" in result.stdout
+        )
+        assert "1 failed, 1 passed" in result.stdout
+    assert broken.exit_code == 1 and "ValueError: broken driver" in broken.stderr
+
+
 async def test_a_warm_run_is_the_payload_user_and_cannot_reach_the_interpreter_it_came_from(
     workspace: Path, open_gvisor: OpenGvisor
 ) -> None:

@@ -1,6 +1,6 @@
 """run_tests with the repository's own test command, and per-test coverage (the exec server's
 `test_command` and `test_coverage`), on the process backend: the command and the parsing are
-what is checked here, not isolation."""
+what is checked here, not isolation; one test runs the coverage run in gVisor's warm interpreter."""
 
 from pathlib import Path
 from typing import Any
@@ -9,6 +9,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from sandbox.gvisor import probe_runsc
 from tool_servers.exec.server import build_exec_server
 from tool_servers.exec.test_command import (
     TestCommandError,
@@ -116,11 +117,9 @@ async def test_a_configured_unittest_command_runs_and_names_the_failing_test(tmp
     assert "needs pytest" in out["coverage"]["error"]
 
 
-async def test_coverage_says_which_test_executed_which_line(tmp_path: Path) -> None:
-    """`coverage_files`: per test (node id), the lines of the measured file it executed, code run at
-    import under "", and every test's outcome."""
-    root = _project(
-        tmp_path / "p",
+def _calc(root: Path) -> Path:
+    return _project(
+        root,
         {
             "pytest.ini": "[pytest]\naddopts = -p no:hypothesispytest -p no:anyio\n",
             "calc/__init__.py": "",
@@ -128,7 +127,38 @@ async def test_coverage_says_which_test_executed_which_line(tmp_path: Path) -> N
             "tests/test_ops.py": UNITTEST,
         },
     )
+
+
+async def test_coverage_says_which_test_executed_which_line(tmp_path: Path) -> None:
+    """`coverage_files`: per test (node id), the lines of the measured file it executed, code run at
+    import under "", and every test's outcome."""
+    root = _calc(tmp_path / "p")
     out = await _run_tests(root, {"coverage_files": ["calc/ops.py"]})
+    _assert_calc_coverage(out)
+    assert not (root / ".codeloop").exists()
+
+
+@pytest.mark.gvisor
+@pytest.mark.skipif(not probe_runsc().works, reason="runsc does not work here; see `codeloop doctor`")
+async def test_the_coverage_run_in_gvisors_warm_interpreter_measures_what_a_cold_one_does(
+    tmp_path: Path,
+) -> None:
+    """In gVisor the static checks start the warm pytest interpreter; the coverage run after them
+    runs in it (a `python -c` script driving pytest), and so does the next one: both measure the
+    same lines per test as the process backend's cold run above."""
+    root = _calc(tmp_path / "p")
+    with anyio.fail_after(180):
+        async with Client(build_exec_server(root, backend="gvisor")) as session:
+            await session.call_tool("run_static_checks", {"paths": ["calc/ops.py"]})
+            runs = [
+                await session.call_tool("run_tests", {"coverage_files": ["calc/ops.py"]}) for _ in range(2)
+            ]
+    for run in runs:
+        assert not run.is_error, run.content
+        _assert_calc_coverage(run.structured_content)
+
+
+def _assert_calc_coverage(out: dict[str, Any]) -> None:
     coverage = out["coverage"]
     assert coverage["error"] is None
     assert coverage["outcomes"] == {
@@ -139,4 +169,3 @@ async def test_coverage_says_which_test_executed_which_line(tmp_path: Path) -> N
     assert lines["tests/test_ops.py::TestOps::test_mean"] == [2]
     assert lines["tests/test_ops.py::TestOps::test_total"] == [6]
     assert lines[""] == [1, 5]
-    assert not (root / ".codeloop").exists()

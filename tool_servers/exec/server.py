@@ -237,7 +237,7 @@ class ExecTools:
         coverage: TestCoverage | None = None
         try:
             result = await self.box.exec(
-                argv, timeout_s=args.timeout_s, cwd=".", env=env, warm=tools.warm_tests and not measured
+                argv, timeout_s=args.timeout_s, cwd=".", env=env, warm=tools.warm_tests
             )
             if measured:
                 coverage = await anyio.to_thread.run_sync(read_coverage, coverage_file, self.prefixes)
