@@ -501,6 +501,7 @@ class Supervisor:
             or argv[1] not in ("-m", "-c")
             or (argv[1] == "-m" and argv[2] != "pytest")
             or not warm.matches(argv[0], req["env"], req.get("uid"))
+            or (req.get("warm") == "if_ready" and not warm.poll_ready())
         ):
             return None
         import select
@@ -516,10 +517,14 @@ class Supervisor:
         reply = None
         try:
             socket.send_fds(warm.sock, [json.dumps(request).encode()], [out_w, err_w])
-            # It may still be importing pytest: wait for it until the command's deadline.
-            if select.select([warm.sock], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            # It may still be importing pytest: wait for it until the command's deadline. Its
+            # one "ready" message, sent when the imports are done, may come first.
+            while select.select([warm.sock], [], [], max(0.0, deadline - time.monotonic()))[0]:
                 data = warm.sock.recv(4096)
                 reply = json.loads(data) if data else None
+                if not (isinstance(reply, dict) and reply.get("ready") is True):
+                    break
+                warm.ready, reply = True, None
         except (OSError, ValueError):
             reply = None
         finally:
@@ -547,9 +552,24 @@ class WarmPytest:
         self.python = python
         self.env = dict(env)
         self.uid = uid
+        self.ready = False
+        """Whether its imports are done (it says so once, before it serves a first request)."""
 
     def matches(self, python: str, env: dict, uid: int | None) -> bool:
         return python == self.python and env == self.env and uid == self.uid
+
+    def poll_ready(self) -> bool:
+        """Whether the interpreter has said it is ready, reading that message if it is waiting."""
+        if not self.ready:
+            import select
+
+            if select.select([self.sock], [], [], 0)[0]:
+                try:
+                    data = self.sock.recv(4096)
+                    self.ready = bool(data) and json.loads(data).get("ready") is True
+                except (OSError, ValueError, AttributeError):
+                    self.ready = False
+        return self.ready
 
     def close(self) -> None:
         self.proc.returncode = 0  # reaped by the supervisor's own wait; Popen must not wait too

@@ -236,6 +236,8 @@ def main() -> None:
     # which over this heap was a quarter of a warm one-test run; objects a run makes are still
     # collected as usual.
     gc.freeze()
+    # Said once: the supervisor may prefer a cold start to waiting for the imports above.
+    control.sendall(json.dumps({"ready": True}).encode())
     serve(control, payload_uid)
 
 

@@ -33,9 +33,11 @@ class CommandRequest(BaseModel):
     """CPU seconds of the command's processes together; measured by the supervisor as PID 1."""
     uid: int | None
     """Run the command as this user (and group); None keeps the supervisor's."""
-    warm: bool = False
-    """The command is `PYTHON -m pytest ...`: run it in the warm interpreter of PYTHON when one
-    was started for this environment (see `WarmRequest`), and keep one ready after it."""
+    warm: bool | Literal["if_ready"] = False
+    """The command is `PYTHON -m pytest ...` (or `PYTHON -c CODE ...`, CODE driving pytest): run
+    it in the warm interpreter of PYTHON when one was started for this environment (see
+    `WarmRequest`), and keep one ready after it. True waits for an interpreter still importing;
+    "if_ready" runs cold instead, when a cold start would come sooner than those imports."""
 
 
 class WarmRequest(BaseModel):

@@ -9,7 +9,7 @@ limits.
 
 import time
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Literal, Protocol, TypeVar
 
 import anyio
 from anyio.abc import Process
@@ -137,7 +137,7 @@ class Sandbox:
         timeout_s: float | None = None,
         env: dict[str, str] | None = None,
         cwd: str | None = None,
-        warm: bool = False,
+        warm: bool | Literal["if_ready"] = False,
     ) -> ExecResult:
         """Runs one command and returns what it did; a failure or limit of the command is a result.
 
@@ -146,7 +146,9 @@ class Sandbox:
         `warm`: the command is `PYTHON -m pytest ...` (or `PYTHON -c CODE ...`, CODE running
         pytest itself); it runs in the interpreter `keep_warm` prepared for PYTHON and this `env`
         when there is one (else as usual), and one is kept ready for the next run with the same
-        interpreter and environment.
+        interpreter and environment. `warm="if_ready"`: only when that interpreter has finished
+        its imports; while it is still importing the command runs cold (a run whose own start is
+        quicker than the imports of every plugin: the first one after the static checks).
 
         Raises:
             SandboxClosed: the sandbox was closed.
@@ -201,7 +203,12 @@ class Sandbox:
             return reply
 
     async def _exec_locked(
-        self, argv: list[str], limit_s: float, env: dict[str, str] | None, cwd: str | None, warm: bool
+        self,
+        argv: list[str],
+        limit_s: float,
+        env: dict[str, str] | None,
+        cwd: str | None,
+        warm: bool | Literal["if_ready"],
     ) -> tuple[CommandReply, float]:
         """The reply and the seconds from sending the command to its end (reply or kill);
         restarting the sandbox and copying results back come after and are not counted."""

@@ -131,6 +131,24 @@ async def test_a_script_that_drives_pytest_runs_warm_as_python_c_runs_it(
     assert broken.exit_code == 1 and "ValueError: broken driver" in broken.stderr
 
 
+async def test_an_if_ready_run_goes_cold_while_the_interpreter_imports_and_warm_once_it_is_ready(
+    workspace: Path, open_gvisor: OpenGvisor
+) -> None:
+    """`warm="if_ready"` never waits for the imports: right after `keep_warm` (pytest and every
+    plugin still importing, over a second under gVisor) the run starts cold; once the interpreter
+    has said it is ready, the same request runs warm. Both give the run's results."""
+    (workspace / "test_suite.py").write_text(SUITE)
+    async with open_gvisor(ro_paths=RUNTIME) as sandbox:
+        prepared = await sandbox.keep_warm(PYTHON, ENV)
+        early = await sandbox.exec(PYTEST, env=ENV, warm="if_ready")
+        waited = await sandbox.exec(PYTEST, env=ENV, warm=True)
+        ready = await sandbox.exec(PYTEST, env=ENV, warm="if_ready")
+    assert prepared.warm, prepared.note
+    assert (early.warm, waited.warm, ready.warm) == (False, True, True)
+    for result in (early, waited, ready):
+        assert result.exit_code == 1 and "1 failed, 1 passed" in result.stdout
+
+
 async def test_a_warm_run_is_the_payload_user_and_cannot_reach_the_interpreter_it_came_from(
     workspace: Path, open_gvisor: OpenGvisor
 ) -> None:

@@ -237,7 +237,14 @@ class ExecTools:
         coverage: TestCoverage | None = None
         try:
             result = await self.box.exec(
-                argv, timeout_s=args.timeout_s, cwd=".", env=env, warm=tools.warm_tests
+                argv,
+                timeout_s=args.timeout_s,
+                cwd=".",
+                env=env,
+                # The coverage run usually comes right after the static checks asked for the warm
+                # interpreter: waiting for its imports (every plugin's) can take longer than a
+                # cold start of a repository that disables plugins. In a spare it is ready.
+                warm=("if_ready" if measured else True) if tools.warm_tests else False,
             )
             if measured:
                 coverage = await anyio.to_thread.run_sync(read_coverage, coverage_file, self.prefixes)

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import anyio
 
@@ -177,11 +178,12 @@ class SharedSandbox:
         timeout_s: float,
         cwd: str,
         env: dict[str, str],
-        warm: bool = False,
+        warm: bool | Literal["if_ready"] = False,
         require_environment: bool = True,
     ) -> ExecResult:
         """Run one command; a failing or timed-out command is a result. `warm`: a pytest run that
-        may start in the interpreter `keep_warm` prepared (see `Sandbox.exec`).
+        may start in the interpreter `keep_warm` prepared, or only once it is ready (`"if_ready"`,
+        see `Sandbox.exec`).
         `require_environment`: refuse to run when the project environment could not be made
         ready (False: run with codeloop's interpreter instead, for commands that do not need
         the project's packages). The result carries the environment it ran in.
