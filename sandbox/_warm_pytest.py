@@ -132,8 +132,8 @@ def _run_command(request: dict, control: socket.socket, fds: list[int], uid: int
         code = 0
     except SystemExit as exc:
         code = _exit_status(exc)
-    except BaseException:  # what the interpreter does with an uncaught exception
-        sys.excepthook(*sys.exc_info())
+    except BaseException as exc:  # what the interpreter does with an uncaught exception
+        sys.excepthook(type(exc), exc, exc.__traceback__)
         code = 1
     _finish(code)
 
