@@ -35,12 +35,19 @@ class UnknownRole(CodeloopError, ValueError):
     """A role name `role_specs` cannot run; the message says why (not installed, or broken)."""
 
 
+SERVE_ONLY_ROLES = ("orchestrator", "swebench")
+"""What `serve --role` takes beyond the installed roles: the orchestrator, and `swebench`, no
+actor but the SWE-bench worker loop serve runs (`codeloop.wiring.swebench`)."""
+
+
 def unknown_role_problem(roles: Sequence[str], registry: RoleRegistry) -> str | None:
     """Why one of `roles` cannot run in this process, or None when all can."""
     for role in roles:
-        # `swebench` is no actor but the SWE-bench worker loop serve runs (`codeloop.wiring.swebench`).
-        if role not in ("orchestrator", "swebench") and registry.get(role) is None:
-            return registry.why_missing(role)
+        if role not in SERVE_ONLY_ROLES and registry.get(role) is None:
+            why = registry.why_missing(role)
+            if role not in registry.roles and not any(b.name == role for b in registry.broken):
+                why += f"; besides them serve runs {' and '.join(SERVE_ONLY_ROLES)}"
+            return why
     return None
 
 

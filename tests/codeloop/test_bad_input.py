@@ -138,6 +138,8 @@ async def test_serve_validates_roles_and_replicas_before_starting_anything(
     result = await _codeloop(home, "serve", "--no-mcp", *args)
     assert result.returncode == code
     assert _one_line(result).startswith(expected)
+    if args[0] == "--role":  # the roles serve runs that are not installed roles are named too
+        assert _one_line(result).endswith("; besides them serve runs orchestrator and swebench")
     assert not home.exists()
 
 

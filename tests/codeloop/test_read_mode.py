@@ -1,9 +1,7 @@
 """Read mode, the default, asked to change something: the answer says nothing was changed and how to
 get a patch; without a model a read-mode question is not headed as a failed verification."""
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +9,7 @@ import pytest
 from agents.orchestrator.report import READ_MODE_HINT
 from codeloop.testing import make_repo
 from tests.e2e.conftest import model
+from tests.support.cli import run_codeloop
 from tests.support.repos import CALC
 
 REPO_ROOT = Path(__file__).parents[2]
@@ -19,17 +18,8 @@ pytestmark = pytest.mark.slow
 
 
 def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODELOOP_")}
-    env["CODELOOP_HOME"] = str(tmp_path / "home")
-    return subprocess.run(
-        [sys.executable, "-m", "codeloop", "run", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        stdin=subprocess.DEVNULL,
-        cwd=REPO_ROOT,
-    )
+    # No CODELOOP_ variable of the developer's: a configured mode or model would change the answer.
+    return run_codeloop(tmp_path / "home", *args, drop=lambda name: name.startswith("CODELOOP_"))
 
 
 def test_a_change_asked_in_read_mode_is_answered_with_how_to_get_a_patch(tmp_path: Path) -> None:

@@ -1,13 +1,14 @@
 """`codeloop run` as a user runs it: the contract's JSON object, exit codes, --apply, usage errors."""
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.cli import run_codeloop
 
 REPO_ROOT = Path(__file__).parents[2]
 EXAMPLE = REPO_ROOT / "examples" / "bugfix"
@@ -35,17 +36,7 @@ pytestmark = pytest.mark.slow
 
 
 def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "CODELOOP_MODEL"}
-    env["CODELOOP_HOME"] = str(tmp_path / "home")
-    return subprocess.run(
-        [sys.executable, "-m", "codeloop", "run", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        stdin=subprocess.DEVNULL,
-        cwd=REPO_ROOT,
-    )
+    return run_codeloop(tmp_path / "home", *args)
 
 
 def _project(tmp_path: Path) -> Path:

@@ -1,0 +1,27 @@
+"""`codeloop run` as a user runs it: a subprocess of this interpreter, no terminal, its own home."""
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_codeloop(
+    home: Path, *args: str, drop: Callable[[str], bool] = lambda name: name == "CODELOOP_MODEL"
+) -> subprocess.CompletedProcess[str]:
+    """`codeloop run ARGS` with `home` as CODELOOP_HOME, stdin closed, the environment's variables
+    for which `drop` is true left out (default: the model, so no developer's choice leaks in)."""
+    env = {name: value for name, value in os.environ.items() if not drop(name)}
+    env["CODELOOP_HOME"] = str(home)
+    return subprocess.run(
+        [sys.executable, "-m", "codeloop", "run", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+        cwd=REPO_ROOT,
+    )
