@@ -2,39 +2,26 @@
 checkout, and the patch is not lost (printed, in `--json`, and saved in a named file)."""
 
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from codeloop.testing import make_repo
 from tests.e2e.conftest import model
+from tests.support.cli import run_codeloop
 from tests.support.repos import CALC
-
-REPO_ROOT = Path(__file__).parents[2]
 
 pytestmark = pytest.mark.slow
 
 
 def _run_applying(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], Path]:
     repo = make_repo(tmp_path / "repo", CALC)
-    env = {k: v for k, v in os.environ.items() if k != "CODELOOP_MODEL"}
-    env["CODELOOP_HOME"] = str(tmp_path / "home")
     task = f"fix add in calc\nmeanwhile: {repo / 'README.md'}"
-    done = subprocess.run(
-        [sys.executable, "-m", "codeloop", "run", task, "--repo", str(repo), "--mode", "write", "--apply"]
-        + ["--model", model("fix_while_the_checkout_changes"), *extra],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        stdin=subprocess.DEVNULL,
-        cwd=REPO_ROOT,
-    )
-    return done, repo
+    model_name = model("fix_while_the_checkout_changes")
+    args = [task, "--repo", str(repo), "--mode", "write", "--apply", "--model", model_name, *extra]
+    return run_codeloop(tmp_path / "home", *args), repo
 
 
 def _saved_file(stderr: str) -> Path:
