@@ -42,19 +42,18 @@ sys.path.insert(0, str(ROOT))
 import anyio  # noqa: E402
 
 from agents.client import submit_task  # noqa: E402
-from agents.messages import ModelNames, TaskSubmitted  # noqa: E402
+from agents.messages import TaskSubmitted  # noqa: E402
 from agents.orchestrator.records import TaskRecords  # noqa: E402
-from agents.workspace import capture_snapshot  # noqa: E402
 from bus.config import BusConfig  # noqa: E402
 from bus.connection import Bus, open_bus  # noqa: E402
 from bus.envelope import Envelope  # noqa: E402
-from tests.support.cluster import ROLES, Cluster, open_cluster, slow_model  # noqa: E402
+from tests.support.cluster import ROLES, Cluster, open_cluster  # noqa: E402
 from tests.support.scale_faults import (  # noqa: E402
-    TASK,
     calc_repo,
     events_of,
     faults,
     retrying,
+    slow_fix_task,
     wait_terminal,
 )
 
@@ -178,13 +177,7 @@ async def bench(args: argparse.Namespace, base: Path) -> list[dict]:
             servers=tuple(n.url for n in cluster.nodes), replicas=3, state_dir=base / "submitter"
         )
         async with open_bus(config) as bus:
-            task = TaskSubmitted(
-                text=TASK,
-                repo=str(repo),
-                mode="write",
-                models=ModelNames(default=slow_model()),
-                snapshot=await capture_snapshot(bus, repo),
-            )
+            task = await slow_fix_task(bus, repo)
             for w in args.workers:
                 row = await run_w(cluster, bus, task, w, args.tasks)
                 row["ratio_to_first"] = (

@@ -16,21 +16,20 @@ import anyio
 import pytest
 
 from agents.client import submit_task, watch_task
-from agents.messages import ModelNames, TaskResult, TaskSubmitted
-from agents.workspace import capture_snapshot
+from agents.messages import TaskResult
 from bus.config import BusConfig
 from bus.connection import open_bus
 from codeloop.testing import make_repo
 from tests.processes import processes_mentioning
-from tests.support.cluster import ROLES, as_other_user, open_cluster, slow_model
+from tests.support.cluster import ROLES, as_other_user, open_cluster
 from tests.support.repos import CALC
+from tests.support.scale_faults import slow_fix_task
 
 pytestmark = [
     pytest.mark.anyio,
     pytest.mark.slow,
     pytest.mark.skipif(os.geteuid() != 0, reason="the workers run as another user, which needs root"),
 ]
-TASK = "add(2, 3) returns -1: replace `a - b` with `a + b` in `calc/__init__.py`"
 
 
 @pytest.fixture
@@ -65,13 +64,7 @@ async def test_workers_that_cannot_read_the_repository_do_the_task_from_the_snap
                 servers=tuple(n.url for n in cluster.nodes), replicas=3, state_dir=tmp_path / "me"
             )
             async with open_bus(config) as bus:
-                task = TaskSubmitted(
-                    text=TASK,
-                    repo=str(repo),
-                    mode="write",
-                    models=ModelNames(default=slow_model()),
-                    snapshot=await capture_snapshot(bus, repo),
-                )
+                task = await slow_fix_task(bus, repo)
                 envelope, _ = await submit_task(bus, task)
                 final = await watch_task(bus, envelope.task_id, lambda e: None)
                 # A task without a snapshot (a bare NATS client's): the worker must say it cannot

@@ -32,6 +32,18 @@ from tests.support.cluster import ROLES, open_cluster, slow_model
 TASK = "add(2, 3) returns -1: replace `a - b` with `a + b` in `calc/__init__.py`"
 
 
+async def slow_fix_task(bus: Bus, repo: Path) -> TaskSubmitted:
+    """`TASK` on `repo` (a `calc_repo`) in write mode for the slow scripted model, its snapshot
+    captured on `bus`: the task every scale test and benchmark submits."""
+    return TaskSubmitted(
+        text=TASK,
+        repo=str(repo),
+        mode="write",
+        models=ModelNames(default=slow_model()),
+        snapshot=await capture_snapshot(bus, repo),
+    )
+
+
 CALC = {
     "calc/__init__.py": '"""Tiny arithmetic."""\n\n\ndef add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n',
     "tests/test_calc.py": "from calc import add, mul\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
@@ -94,13 +106,7 @@ async def faults(args: argparse.Namespace, base: Path) -> dict:
             reconnect_attempts=600,
         )
         async with open_bus(config) as bus:
-            task = TaskSubmitted(
-                text=TASK,
-                repo=str(repo),
-                mode="write",
-                models=ModelNames(default=slow_model()),
-                snapshot=await capture_snapshot(bus, repo),
-            )
+            task = await slow_fix_task(bus, repo)
             await cluster.scale(w)
             records = await TaskRecords.open(bus)
             started = time.monotonic()
