@@ -23,7 +23,7 @@ from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
 from agents.messages import Plan, TaskResult
-from agents.models import silence_library_banner
+from agents.models.adapter import silence_library_banner
 from agents.replay.compare import Comparer
 from agents.replay.errors import RecordingMissing
 from agents.replay.model import Divergence, RunRecording, excerpt

@@ -27,7 +27,7 @@ from pydantic_ai.usage import RunUsage, UsageLimits
 from agents.budgets import budget_used_up
 from agents.errors import AgentError, CostBudgetExceeded
 from agents.messages import Approval, CodeRequest, CodeResult
-from agents.models import model_errors_as_agent_errors
+from agents.models.adapter import model_errors_as_agent_errors
 from agents.runtime.confirmations import Answer, elicitation_handler
 from agents.runtime.metering import budget_stop_message, model_for, run_timeout_s, usage_of
 from agents.runtime.role import (

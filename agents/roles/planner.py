@@ -15,7 +15,7 @@ from pydantic_ai.usage import RunUsage, UsageLimits
 from agents.budgets import budget_used_up
 from agents.errors import CostBudgetExceeded
 from agents.messages import Plan, PlanRequest, PlanResult, PlanStep, TaskSubmitted
-from agents.models import model_errors_as_agent_errors
+from agents.models.adapter import model_errors_as_agent_errors
 from agents.runtime.metering import budget_stop_message, model_for, run_timeout_s, usage_of
 from agents.runtime.role import (
     RoleDeps,

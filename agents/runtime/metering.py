@@ -7,7 +7,7 @@ from pydantic_ai.models import Model
 
 from agents.budgets import budget_used_up
 from agents.messages import ModelChain, StepBudget, TaskSubmitted, Usage
-from agents.models import ModelCall, build_model
+from agents.models.adapter import ModelCall, build_model
 from agents.observe.events import current_step
 from agents.runtime.role import RoleDeps
 from bus import subjects

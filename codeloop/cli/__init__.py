@@ -49,7 +49,7 @@ def _root(
     install_log_redaction()
     # No library prints into codeloop's interface: pydantic-ai's first-run banner would land in the
     # live view of every terminal run with a model, here and in every worker process started from
-    # here (the agents also turn it off in-process: `agents.models.silence_library_banner`).
+    # here (the agents also turn it off in-process: `agents.models.adapter.silence_library_banner`).
     os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
 
 

@@ -4,7 +4,7 @@ Precedence, highest first: command line > environment > project file > user file
 (`codeloop.config.files` finds and checks the files). Every value remembers where it came from
 (`Settings.origins`): `codeloop config show` prints it, and an error about a value names it.
 
-Models merge by role, not by key, as `agents.models.choice` does: within one layer a role's own
+Models merge by role, not by key: within one layer a role's own
 entry beats that layer's `default`; across layers a higher layer's `default` beats a lower layer's
 role entry, so `--model X` sets every role, as the CLI promises, even when a file names a coder
 model. A role's entry may be a list: its model, then the fallbacks tried after a provider error.

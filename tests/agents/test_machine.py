@@ -233,7 +233,7 @@ def _priced_planner_usage() -> Usage:
     from pydantic_ai.models.function import FunctionModel
     from pydantic_ai.usage import RequestUsage
 
-    from agents.models import MeteredModel
+    from agents.models.adapter import MeteredModel
     from agents.runtime.metering import usage_of
 
     def plan(messages, info) -> ModelResponse:

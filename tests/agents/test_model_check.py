@@ -8,7 +8,7 @@ import pytest
 from pydantic_ai import providers
 
 from agents.errors import ModelSpecError
-from agents.models import model_factory
+from agents.models.adapter import model_factory
 from agents.models.check import CREDENTIALS, PROVIDERS, ModelNameProblem, check_model_name
 
 

@@ -12,7 +12,13 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
 from agents.errors import ModelMisbehaved
-from agents.models import MeteredModel, ModelCall, RetryPolicy, build_model, model_errors_as_agent_errors
+from agents.models.adapter import (
+    MeteredModel,
+    ModelCall,
+    RetryPolicy,
+    build_model,
+    model_errors_as_agent_errors,
+)
 
 pytestmark = pytest.mark.anyio
 

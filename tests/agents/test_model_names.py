@@ -8,7 +8,7 @@ import pytest
 from pydantic_ai import Agent
 
 from agents.errors import ModelNotConfigured, ModelSpecError
-from agents.models import ModelCall, build_model
+from agents.models.adapter import ModelCall, build_model
 
 pytestmark = pytest.mark.anyio
 

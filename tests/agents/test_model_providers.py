@@ -8,7 +8,7 @@ import pytest
 from pydantic_ai import Agent
 
 from agents.errors import ProviderRejected, ProviderUnavailable
-from agents.models import ModelCall, RetryPolicy, build_model
+from agents.models.adapter import ModelCall, RetryPolicy, build_model
 from tests.agents.fake_llm import Reply, error, serve_fake_llm
 
 pytestmark = pytest.mark.anyio

@@ -11,7 +11,7 @@ from pydantic_ai.usage import RequestUsage
 
 from agents.errors import ProviderUnavailable
 from agents.messages import ModelNames, ModelOptions
-from agents.models import FallbackChain, MeteredModel, ModelCall, RetryPolicy, build_model
+from agents.models.adapter import FallbackChain, MeteredModel, ModelCall, RetryPolicy, build_model
 
 pytestmark = pytest.mark.anyio
 NO_WAIT = RetryPolicy(base_delay_s=0, jitter=0)

@@ -1,0 +1,121 @@
+"""The model adapter: how an LLM role gets its pydantic-ai model.
+
+    name = task.models.for_role("coder")            # None: diagnose mode, no model
+    model = build_model(name, role="coder", on_call=publish_model_call)
+    # or, with the task's fallbacks and per-model settings (`ModelNames.chain_for`):
+    model = build_model(task.models.chain_for("coder"), role="coder", on_call=publish_model_call)
+    agent = Agent(model, output_type=...)           # no API key needed until the first request
+    with model_errors_as_agent_errors():
+        result = await agent.run(...)
+
+A name is a pydantic-ai model name (`openai:…` for the Responses API, `openai-chat:…` for Chat
+Completions and OpenAI-compatible servers through `OPENAI_BASE_URL`, `anthropic:…`, `ollama:…`
+through `OLLAMA_BASE_URL`) or `function:PATH.py:NAME`, a scripted model with FunctionModel's
+signature. Every request goes through `MeteredModel`: retried on infrastructure failures, metered,
+logged on `codeloop.agents`, and reported as a `ModelCall`. A `ModelChain` of several names
+becomes a `FallbackChain` of metered models: the next is tried after a provider error of the one
+before (`agents.models.fallback`).
+"""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior
+from pydantic_ai.models import Model
+
+from agents.errors import ModelMisbehaved
+from agents.messages import ModelChain, ModelOptions
+from agents.models._redact import _redact, trim
+from agents.models.fallback import FallbackChain
+from agents.models.metered import MeteredModel, ModelCall, OnCall, Spend
+from agents.models.names import load_function_model, model_factory
+from agents.models.retry import RetryPolicy, is_retryable, rejected, unavailable
+
+__all__ = [
+    "FallbackChain",
+    "MeteredModel",
+    "ModelCall",
+    "OnCall",
+    "RetryPolicy",
+    "Spend",
+    "build_model",
+    "load_function_model",
+    "model_errors_as_agent_errors",
+    "model_factory",
+    "silence_library_banner",
+]
+
+
+def build_model(
+    name: str | ModelChain,
+    *,
+    role: str,
+    on_call: OnCall | None = None,
+    retry: RetryPolicy | None = None,
+    base_dir: Path | None = None,
+    cost_limit_usd: float | None = None,
+) -> Model:
+    """The metered model for `role` named `name` (a `FallbackChain` of metered models when `name`
+    is a chain with fallbacks); see the module docstring. `cost_limit_usd`: the spend after which
+    it refuses further requests (`CostBudgetExceeded`); None for no limit. Every model of a chain
+    shares one `Spend`, which the returned model carries as `spend`.
+
+    Raises:
+        ModelSpecError: a name cannot be resolved (checked now; API keys are checked at the first call).
+    """
+    silence_library_banner()
+    chain = name if isinstance(name, ModelChain) else ModelChain(names=[name])
+    spend = Spend(limit_usd=cost_limit_usd)
+    models = [
+        MeteredModel(
+            model_factory(one, base_dir=base_dir),
+            name=one.strip(),
+            role=role,
+            on_call=on_call,
+            retry=_retry_for(retry, options),
+            options=options,
+            spend=spend,
+        )
+        for one in chain.names
+        for options in [chain.options.get(one, ModelOptions())]
+    ]
+    return models[0] if len(models) == 1 else FallbackChain(*models)
+
+
+def silence_library_banner() -> None:
+    """Keep pydantic-ai's first-run banner (an advertisement for its hosted observability service)
+    out of codeloop's interface: printed on stderr at an agent's first request, it tears through
+    the live view of every terminal run with a model. `BANNER_ENABLED` is the library's own switch
+    (read at every run, `pydantic_ai._display`); `PYDANTIC_AI_NO_BANNER` is its environment one,
+    which the CLI sets for the processes it starts."""
+    import pydantic_ai
+
+    pydantic_ai.BANNER_ENABLED = False
+
+
+def _retry_for(retry: RetryPolicy | None, options: ModelOptions) -> RetryPolicy:
+    """`retry` (or the default policy) with the attempts and attempt deadline `options` configure."""
+    policy = retry or RetryPolicy()
+    update = {
+        key: value
+        for key, value in (("max_attempts", options.max_attempts), ("attempt_timeout_s", options.timeout_s))
+        if value is not None
+    }
+    return policy.model_copy(update=update) if update else policy
+
+
+@contextmanager
+def model_errors_as_agent_errors(*, model: str = "the model") -> Iterator[None]:
+    """Around `agent.run`: the model's unusable output (pydantic-ai's `UnexpectedModelBehavior`, e.g.
+    output that failed validation more often than the agent's retries allow) becomes `ModelMisbehaved`,
+    and a provider error that bypassed `MeteredModel` becomes `ProviderUnavailable`/`ProviderRejected`.
+    Budget and deadline errors (`UsageLimitExceeded`, `RunTimedOut`) pass through for the caller to class."""
+    try:
+        yield
+    except ModelAPIError as exc:
+        raise (
+            unavailable(exc, model=model, attempts=1) if is_retryable(exc) else rejected(exc, model=model)
+        ) from None
+    except UnexpectedModelBehavior as exc:
+        raise ModelMisbehaved(f"{model}: {trim(_redact(str(exc)))}") from None
