@@ -5,10 +5,11 @@ pytest`: the script starts coverage.py (a maintained library: its C tracer, or `
 where the interpreter has it and coverage chooses it) measuring only the files asked for, runs
 `pytest.main` with a small plugin that switches coverage's context to each test's node id for its
 setup, call and teardown (so a fixture that calls the code counts for the test using it), and
-records every test's outcome. Code run outside any test — imports during collection, a
+records every test's outcome and, for a failing one, where it crashed (pytest's `reprcrash`: the
+innermost frame's path and line, the exception's first line). Code run outside any test — imports during collection, a
 session-wide fixture's set-up before the first test, the plugin's own start — is in the context
 "" (empty). At the end it writes one JSON file to the sandbox's outbox: per measured file, per
-context, the lines executed; per test id, its outcome.
+context, the lines executed; per test id, its outcome; per failing test id, its crash.
 
 Why restricted to a few files: the tracer costs nothing for code it does not measure (coverage
 decides once per code object), so measuring the files a patch changes keeps the run close to a
@@ -39,7 +40,7 @@ import json, os, sys
 out, n = os.path.abspath(sys.argv[1]), int(sys.argv[2])
 include, args = sys.argv[3 : 3 + n], sys.argv[3 + n :]
 sys.argv = [sys.argv[0]]
-result = {"error": None, "files": {}, "outcomes": {}}
+result = {"error": None, "files": {}, "outcomes": {}, "crashes": {}}
 cov = None
 try:
     import coverage
@@ -62,6 +63,10 @@ class CodeloopPerTest:
 
     def pytest_runtest_logreport(self, report):
         seen = result["outcomes"].get(report.nodeid)
+        crash = getattr(report.longrepr, "reprcrash", None)
+        if report.failed and crash is not None and report.nodeid not in result["crashes"]:
+            message = str(crash.message).strip().split("\n")[0][:300]
+            result["crashes"][report.nodeid] = {"path": str(crash.path)[:4096], "line": int(crash.lineno), "message": message}
         if report.failed:
             result["outcomes"][report.nodeid] = "failed" if report.when == "call" else "error"
         elif report.skipped and seen is None:
@@ -90,6 +95,18 @@ sys.exit(int(code))
 """
 
 
+class Crash(BaseModel):
+    """Where a failing test's exception was raised."""
+
+    model_config = _CONFIG
+
+    path: str = Field(max_length=4096)
+    """Root-relative when inside the repository, else as the interpreter saw it (absolute)."""
+    line: int
+    message: str = Field(max_length=1000)
+    """The exception's first line (`DeprecationWarning: ...`)."""
+
+
 class TestCoverage(BaseModel):
     """Per test, the lines it executed in the measured files, and every test's outcome."""
 
@@ -102,6 +119,8 @@ class TestCoverage(BaseModel):
     a session fixture's set-up). A measured file that never ran is absent."""
     outcomes: dict[str, Outcome] = Field(default_factory=dict)
     """Every test's outcome by node id (a test file that could not be collected: `error`)."""
+    crashes: dict[str, Crash] = Field(default_factory=dict)
+    """Per failing test (node id), where its first failure was raised."""
     error: str | None = None
     """Why nothing was measured (coverage.py cannot be imported by the test interpreter, or the
     run wrote no coverage file); the outcomes are then those of a plain run, when there are any."""
@@ -141,7 +160,11 @@ def read_coverage(path: Path, prefixes: tuple[str, ...]) -> TestCoverage:
             merged = files.setdefault(_relative(name, prefixes), {})
             for context, lines in dict(contexts).items():
                 merged[context] = sorted(set(merged.get(context, [])) | set(lines))
-        return TestCoverage.model_validate({**raw, "files": files})
+        crashes = {
+            test_id: {**crash, "path": _relative(str(crash.get("path", "")), prefixes)}
+            for test_id, crash in dict(raw.get("crashes") or {}).items()
+        }
+        return TestCoverage.model_validate({**raw, "files": files, "crashes": crashes})
     except (ValueError, TypeError, AttributeError, ValidationError) as exc:
         return TestCoverage(error=f"unreadable coverage result: {str(exc)[:200]}")
 

@@ -154,20 +154,35 @@ def _weakened(change: FileChange) -> list[Failure]:
         ]
     found = []
     added_defs = {m[1] for _, t in change.added if (m := _TEST_DEF.match(t))}
-    def_lines = {n for n, t in change.added if _TEST_DEF.match(t)}
+    def_lines = {n: m[1] for n, t in change.added if (m := _TEST_DEF.match(t))}
     # A test's `def` line replaced by another test's `def` line, its body kept: a rename.
     renamed = {anchor for new_line, anchor in change.anchors if new_line in def_lines}
+    removed_lines = {n for n, _ in change.removed}
     for line_no, text in change.removed:
         match = _TEST_DEF.match(text)
-        if match and match[1] not in added_defs and line_no not in renamed:
+        if not match or match[1] in added_defs or line_no in renamed:
+            continue
+        if other := _written_in_place(line_no, change.anchors, def_lines, removed_lines):
+            # A test rewritten where it stood (the behaviour it checked changed): shown, not refused;
+            # the new test still has to fail without the fix to count as evidence.
             found.append(
                 Failure(
                     failure_class=FailureClass.TEST_WEAKENED,
                     path=change.path,
                     line=line_no,
-                    message=f"removes test {match[1]} (line {line_no} of the old file)",
+                    message=f"replaces test {match[1]} (line {line_no} of the old file) with {other}",
+                    severity="warning",
                 )
             )
+            continue
+        found.append(
+            Failure(
+                failure_class=FailureClass.TEST_WEAKENED,
+                path=change.path,
+                line=line_no,
+                message=f"removes test {match[1]} (line {line_no} of the old file)",
+            )
+        )
     removed_skips = sum(1 for _, t in change.removed if _SKIP.search(t))
     skips = [(n, t) for n, t in change.added if _SKIP.search(t)]
     for line_no, text in skips[removed_skips:]:
@@ -195,6 +210,17 @@ def _weakened(change: FileChange) -> list[Failure]:
             )
         )
     return found
+
+
+def _written_in_place(
+    line_no: int, anchors: tuple[tuple[int, int], ...], def_lines: dict[int, str], removed: set[int]
+) -> str | None:
+    """The test added in the same block of removed lines as the test `def` at `line_no` (an added
+    line's anchor is the old line before it: the block's last removed line), if any."""
+    for new_line, anchor in anchors:
+        if new_line in def_lines and anchor >= line_no and removed.issuperset(range(line_no, anchor + 1)):
+            return def_lines[new_line]
+    return None
 
 
 def _deselected(change: FileChange) -> list[Failure]:

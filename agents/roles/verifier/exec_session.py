@@ -51,6 +51,16 @@ class TestFailure(BaseModel):
     """For a test file that could not be collected: `env.setup` or `test.collection_error`."""
 
 
+class Crash(BaseModel):
+    """Where a failing test's exception was raised: path (root-relative inside the repository),
+    line, the exception's first line."""
+
+    model_config = _OPEN
+    path: str
+    line: int
+    message: str = ""
+
+
 class TestCoverage(BaseModel):
     """Per measured file, per test (node id; "" outside any test), the lines it executed; every
     test's outcome (`tool_servers.exec.test_coverage`)."""
@@ -59,6 +69,7 @@ class TestCoverage(BaseModel):
     model_config = _OPEN
     files: dict[str, dict[str, list[int]]] = {}
     outcomes: dict[str, str] = {}
+    crashes: dict[str, Crash] = {}
     error: str | None = None
 
 

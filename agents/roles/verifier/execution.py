@@ -33,6 +33,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agents.roles.verifier.changed_code import Probes
+from agents.roles.verifier.exec_session import Crash
 
 MAX_CACHED_TREES = 200
 """Starting trees kept in the cache; the least recently used beyond it are removed."""
@@ -47,6 +48,8 @@ class StartingRun(BaseModel):
 
     outcomes: dict[str, str] = Field(default_factory=dict)
     """Every test's outcome on the starting tree: passed, failed, error or skipped."""
+    crashes: dict[str, Crash] = Field(default_factory=dict)
+    """Where each failing test's exception was raised on the starting tree."""
     measured: dict[str, dict[str, list[int]]] = Field(default_factory=dict)
     """Per measured file (root-relative): context -> lines executed; a measured file that never
     ran maps to {}."""
@@ -64,6 +67,7 @@ class StartingRun(BaseModel):
             measured[path] = other.measured.get(path, {})
         return StartingRun(
             outcomes=other.outcomes or self.outcomes,
+            crashes=other.crashes if other.outcomes else self.crashes,
             measured=measured,
             duration_s=self.duration_s or other.duration_s,
             complete=other.complete if other.outcomes else self.complete,
@@ -113,7 +117,8 @@ class CoverageCache:
         self.directory = directory
 
     def _file(self, tree: str) -> Path:
-        return self.directory / f"{tree}.json"
+        # The format's version in the name: a run kept before crashes were recorded is measured again.
+        return self.directory / f"{tree}.v2.json"
 
     def load(self, tree: str) -> StartingRun | None:
         """The run kept for `tree`; None when there is none or it is unreadable."""

@@ -104,6 +104,7 @@ async def _measure(run: Verification, session: ExecSession, paths: list[str]) ->
     )
     return StartingRun(
         outcomes=coverage.outcomes,
+        crashes=coverage.crashes,
         measured={p: coverage.files.get(p, {}) for p in paths},
         duration_s=result.duration_s,
         complete=not result.truncated or len(coverage.outcomes) >= result.total,
@@ -119,5 +120,6 @@ def _remember(run: Verification, starting: StartingRun) -> None:
         if outcome in ("failed", "error")
     }
     run.known.remember_tests(files, failing, changed_paths=run.changed_paths)
+    run.starting_crashes = dict(starting.crashes)
     if run.known.suite_duration_s is None:
         run.known.suite_duration_s = starting.duration_s

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from agents.messages.verification import Check, Failure, TestOutcome
 from agents.roles.verifier.baseline import Knowledge
-from agents.roles.verifier.exec_session import EnvironmentUsed, TestFailure
+from agents.roles.verifier.exec_session import Crash, EnvironmentUsed, TestFailure
 from agents.roles.verifier.execution import Reach
 from agents.roles.verifier.patchset import FileChange
 
@@ -52,6 +52,11 @@ class Verification:
     it edited (see `agents.roles.verifier.testing`)."""
     reproduction_resolved: bool = True
     """False when a reproduction run timed out or listed fewer failures than it had."""
+    starting_crashes: dict[str, Crash] = field(default_factory=dict)
+    """Where each test failing on the starting tree crashed (from the coverage run)."""
+    environmental: dict[str, str] = field(default_factory=dict)
+    """Targets failing before and after the patch the way the environment makes them fail
+    (`agents.roles.verifier.environment_failures`), by id: what they share."""
     reach: Reach | None = None
     """Which tests execute the changed code, from the coverage run on the starting tree (None:
     not measured; the tests the task is about are then found by name and traceback)."""

@@ -6,7 +6,9 @@ so the coder hears of it after one short run. Otherwise the whole suite runs, if
 allows. Then each failure on the patched tree is sorted. A *target* that fails is the patch's
 failure whatever it did before (`test.still_failing`, or `test.regression` when it passed): a
 task test (`Selection.is_task_test`), any other test of a test file the patch changed, or a test
-whose traceback runs through the source the patch changed. Any other failing test is compared
+whose traceback runs through the source the patch changed — unless it failed before with the
+same crash as many others, outside the repository (`environment_failures`: listed as
+pre-existing). Any other failing test is compared
 with its outcome on the starting tree — known from the baseline, or found by running its file on
 the reproduction tree (see `agents.roles.verifier.verify`) — and listed as pre-existing, unblamed, when
 it failed there too.
@@ -24,6 +26,7 @@ from dataclasses import replace
 
 from agents.failures import FailureClass
 from agents.messages.verification import Check, Failure
+from agents.roles.verifier.environment_failures import environmental
 from agents.roles.verifier.exec_session import ExecSession, TestFailure, TestRun
 from agents.roles.verifier.measure import Measurement, measure_starting_tree
 from agents.roles.verifier.patchset import FileChange, join_sections
@@ -295,6 +298,9 @@ async def _sort_failures(
                 run.failures.append(
                     _test_failure(FailureClass.TEST_REGRESSION, failure, " (passed before the patch)")
                 )
+            elif known in ("failed", "error") and (why := _environmental(run, failure)):
+                run.preexisting.append(tid)
+                run.environmental[tid] = why
             else:
                 run.still_failing.append(tid)
                 run.failures.append(_test_failure(FailureClass.TEST_STILL_FAILING, failure))
@@ -307,6 +313,26 @@ async def _sort_failures(
             note = "" if known == "passed" else " (its outcome before the patch could not be checked)"
             run.regressions.append(tid)
             run.failures.append(_test_failure(FailureClass.TEST_REGRESSION, failure, note))
+    _note_environmental(run, [f.test_id for f in failures])
+
+
+def _environmental(run: Verification, failure: TestFailure) -> str | None:
+    covering = run.reach.covering if run.reach is not None else frozenset()
+    return environmental(failure, run.starting_crashes, covering)
+
+
+def _note_environmental(run: Verification, test_ids: list[str]) -> None:
+    """One check saying which targets were not blamed as the environment's failures, and why."""
+    ids = sorted(t for t in test_ids if t in run.environmental)
+    if not ids:
+        return
+    reasons = sorted(set(run.environmental[t] for t in ids))
+    others = "" if len(reasons) == 1 else f" (and {len(reasons) - 1} other crash(es))"
+    summary = (
+        f"the environment's, not blamed: {reasons[0]}{others} fails {len(ids)} test(s) that execute the "
+        f"changed code before and after the patch, and tests that do not execute it: {_few(ids)}"
+    )
+    run.add_check(Check(name="environment_failures", ok=True, summary=summary))
 
 
 async def _run_without(

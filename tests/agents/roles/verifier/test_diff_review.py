@@ -84,6 +84,25 @@ def test_renaming_a_test_keeps_it_and_deleting_one_weakens(repo: Path) -> None:
     assert [f[0] for f in _review(repo, {"tests/test_calc.py": deleted})][:1] == [FailureClass.TEST_WEAKENED]
 
 
+def test_a_test_rewritten_where_it_stood_is_shown_but_not_refused(repo: Path) -> None:
+    """A test replaced in place by a test of another name (the behaviour it checked changed, as in
+    SWE-bench's flask-4045 test patch) is a warning naming both; its assertions still count, so a
+    rewrite that asserts less is refused."""
+    rewritten = TEST_CALC.replace(
+        "def test_mul():\n    assert mul(3, 4) == 12\n",
+        "def test_mul_refuses_text():\n    assert mul(3, 0) == 0\n",
+    )
+    found = _review(repo, {"tests/test_calc.py": rewritten})
+    assert found == [(FailureClass.TEST_WEAKENED, "tests/test_calc.py", 8, "warning")]
+    weaker = TEST_CALC.replace(
+        "def test_mul():\n    assert mul(3, 4) == 12\n", "def test_mul_runs():\n    mul(3, 4)\n"
+    )
+    assert [(f[0], f[3]) for f in _review(repo, {"tests/test_calc.py": weaker})] == [
+        (FailureClass.TEST_WEAKENED, "warning"),
+        (FailureClass.TEST_WEAKENED, "error"),
+    ]
+
+
 def test_a_patch_over_the_size_caps_is_too_large(repo: Path) -> None:
     """Size caps bound what a reviewer is asked to read."""
     big = CALC_FIXED + "".join(f"V{i} = {i}\n" for i in range(50))

@@ -22,6 +22,8 @@ TEST_MEAN = (
     "from calc.ops import mean\n\n\ndef test_mean():\n    assert mean([2, 4, 6]) == 4.0, 'mean of 2, 4, 6'\n"
 )
 
+SETTINGS = "import json\nimport os\n\n\ndef settings():\n    return json.loads(os.environ.get('CALC_SETTINGS', '{broken'))\n\n\n"
+
 
 @dataclass(frozen=True)
 class Shape:
@@ -32,6 +34,8 @@ class Shape:
     tests: tuple[str, ...] = ("tests/test_ops.py::test_mean",)
     """The tests that execute the changed line and fail before the fix."""
     preexisting: tuple[str, ...] = ()
+    environmental: tuple[str, ...] = ()
+    """Tests that execute the changed line but fail before and after with the environment's crash."""
     message: str = "mean of 2, 4, 6"
     unverified: bool = False
     """No test executes the changed code: both patches are `unverified`, saying so."""
@@ -103,6 +107,25 @@ SHAPES = {
         ),
         preexisting=("tests/test_legacy.py::test_legacy_format",),
     ),
+    "environment_failure_shared_by_unrelated_tests": Shape(
+        # The settings the tests read are missing from this environment: every test that reads
+        # them fails in the json module, whatever the patch does.
+        _pkg(
+            tests=SETTINGS + TEST_MEAN + "\n\ndef test_mean_with_settings():\n    assert mean([3, 3]) > 0\n"
+            "    assert settings()\n",
+            **{
+                "tests/test_settings.py": SETTINGS
+                + "\n\ndef test_precision():\n    assert settings()['precision'] == 2\n"
+                "\n\ndef test_rounding():\n    assert settings()['rounding'] == 'half-even'\n",
+            },
+        ),
+        environmental=("tests/test_ops.py::test_mean_with_settings",),
+        preexisting=(
+            "tests/test_ops.py::test_mean_with_settings",
+            "tests/test_settings.py::test_precision",
+            "tests/test_settings.py::test_rounding",
+        ),
+    ),
     "module_no_test_imports": Shape(
         _pkg(ops="def mean(xs):\n    return sum(xs) / len(xs)\n", **{"calc/unused.py": OPS}),
         changed="calc/unused.py",
@@ -155,7 +178,8 @@ async def test_the_tests_executing_the_changed_code_decide_the_verdict(
             )
         return
     assert right.verdict == "passed", right.failures
-    assert right.evidence == list(shape.tests) and right.covering == list(shape.tests)
+    assert right.evidence == list(shape.tests)
+    assert right.covering == sorted([*shape.tests, *shape.environmental])
     assert right.preexisting == list(shape.preexisting)
     assert wrong.verdict == "failed"
     assert wrong.still_failing == list(shape.tests) and wrong.regressions == []
@@ -163,5 +187,9 @@ async def test_the_tests_executing_the_changed_code_decide_the_verdict(
     feedback = revision_feedback(wrong)
     assert all(f"[test.still_failing] {test}" in feedback for test in shape.tests)
     assert shape.message in feedback
+    for report in (right, wrong):
+        unblamed = [c.summary for c in report.checks if c.name == "environment_failures"]
+        assert bool(unblamed) == bool(shape.environmental)
+        assert all("json/decoder.py" in s and "JSONDecodeError" in s for s in unblamed), unblamed
     coverage = [c for c in wrong.checks if c.name == "coverage"]
     assert coverage and coverage[0].summary.startswith("the starting tree's coverage")

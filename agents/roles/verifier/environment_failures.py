@@ -1,0 +1,72 @@
+"""Failures the environment causes, told apart from the patch's.
+
+A project's environment can make a whole group of tests fail whatever the code does: a dependency
+newer than the project expects deprecates a call, and the project's `filterwarnings = error` turns
+the warning into a failure in every test that reaches it. Such a test may well execute the code a
+patch changes, which makes it one of the task's tests; failing before and after, it would be
+blamed as `test.still_failing`, and no patch could pass.
+
+A target failing with the patch is the environment's, listed as pre-existing and never blamed,
+only when all of these hold:
+
+- on the starting tree it failed with the same crash: the same exception line raised at the same
+  place (the coverage run records each failing test's crash, `tool_servers.exec.test_coverage`);
+- that place is outside the repository (an installed package, the standard library): the
+  project's own code and tests did not raise it;
+- the same crash also fails, on the starting tree, tests that execute none of the changed code:
+  it is not the task's problem but something many tests share.
+
+A wrong fix whose test still fails in the project's code or in its test body (an assertion)
+fails the second condition; one whose test still fails in a library fails the third, unless
+unrelated tests crash there the same way. What the rule gives up: a task whose problem is itself
+a crash in a dependency shared by unrelated tests; its tests are then never evidence either way,
+so such a patch is `unverified` unless another test shows the fix.
+"""
+
+import re
+
+from agents.roles.verifier.exec_session import Crash, TestFailure
+
+_LOCATION = re.compile(r"^(?P<path>[^\s:][^:\n]*\.py):(?P<line>\d+): ", re.M)
+"""A traceback entry of pytest's `--tb=short` form: `path:line: in function`."""
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+_INSTALLED = ("site-packages/", "dist-packages/")
+
+
+def crash_of(failure: TestFailure) -> Crash | None:
+    """Where `failure` was raised: its traceback's last entry and its first exception line."""
+    entries = list(_LOCATION.finditer(failure.traceback))
+    if not entries or not failure.message:
+        return None
+    last = entries[-1]
+    return Crash(path=last["path"], line=int(last["line"]), message=failure.message.splitlines()[0])
+
+
+def _key(crash: Crash) -> tuple[str, int, str]:
+    # An object's address in a message differs between two runs of the same failure.
+    return crash.path, crash.line, _ADDRESS.sub("0x?", crash.message.strip())
+
+
+def _outside(crash: Crash) -> bool:
+    return crash.path.startswith("/") or any(part in crash.path for part in _INSTALLED)
+
+
+def environmental(failure: TestFailure, starting: dict[str, Crash], covering: frozenset[str]) -> str | None:
+    """Why `failure`, a target failing with the patch, is the environment's (see the module
+    docstring): where it crashed, shortly; None when it may be the patch's."""
+    before, now = starting.get(failure.test_id), crash_of(failure)
+    if before is None or now is None or _key(before) != _key(now) or not _outside(now):
+        return None
+    shared = sum(1 for tid, crash in starting.items() if tid not in covering and _key(crash) == _key(now))
+    if not shared:
+        return None
+    return f"{_short(now.path)}:{now.line}: {now.message[:120]}"
+
+
+def _short(path: str) -> str:
+    """An installed module's path from its package on, a standard module's from `pythonX.Y/`."""
+    for part in _INSTALLED:
+        if part in path:
+            return path.split(part, 1)[1]
+    found = re.search(r"/python\d+\.\d+/(.+)$", path)
+    return found[1] if found else path

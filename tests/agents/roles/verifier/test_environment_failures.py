@@ -1,0 +1,58 @@
+"""When a target failing before and after the patch is the environment's failure, not the patch's
+(`agents.roles.verifier.environment_failures`); the matrix runs the same rule through a real tree."""
+
+from agents.roles.verifier.environment_failures import crash_of, environmental
+from agents.roles.verifier.exec_session import Crash, TestFailure
+
+WERKZEUG = "/env/lib/python3.9/site-packages/werkzeug/urls.py"
+WARNING = "DeprecationWarning: 'werkzeug.urls.url_parse' is deprecated"
+
+
+def _failure(test_id: str, path: str, line: int, message: str) -> TestFailure:
+    traceback = f"tests/test_basic.py:40: in {test_id.split('::')[-1]}\n    client.get('/')\n{path}:{line}: in url_parse\n    warnings.warn(...)\nE   {message}"
+    return TestFailure(
+        test_id=test_id, file="tests/test_basic.py", line=40, message=message, traceback=traceback
+    )
+
+
+def test_the_crash_is_the_last_traceback_entry_and_the_first_exception_line() -> None:
+    failure = _failure("tests/test_basic.py::test_a", WERKZEUG, 545, WARNING + "\nsecond line")
+    assert crash_of(failure) == Crash(path=WERKZEUG, line=545, message=WARNING)
+    assert crash_of(TestFailure(test_id="t", message="boom", traceback="no location here")) is None
+
+
+def test_a_target_is_the_environments_only_when_its_crash_is_outside_shared_and_unchanged() -> None:
+    target = "tests/test_basic.py::test_a"
+    before = {
+        target: Crash(path=WERKZEUG, line=545, message=WARNING),
+        "tests/test_other.py::test_b": Crash(path=WERKZEUG, line=545, message=WARNING),
+    }
+    covering = frozenset({target})
+    why = environmental(_failure(target, WERKZEUG, 545, WARNING), before, covering)
+    assert why == f"werkzeug/urls.py:545: {WARNING}"
+    # A different crash with the patch, or one in the repository's own code: the patch's.
+    assert environmental(_failure(target, WERKZEUG, 546, WARNING), before, covering) is None
+    assert environmental(_failure(target, WERKZEUG, 545, "ValueError: x"), before, covering) is None
+    inside = {t: c.model_copy(update={"path": "flask/app.py"}) for t, c in before.items()}
+    assert environmental(_failure(target, "flask/app.py", 545, WARNING), inside, covering) is None
+    # Only tests of the task crash there: it may be the task's problem, left unfixed.
+    both = frozenset(before)
+    assert environmental(_failure(target, WERKZEUG, 545, WARNING), before, both) is None
+    # Unknown before (not measured): the patch's.
+    assert environmental(_failure(target, WERKZEUG, 545, WARNING), {}, covering) is None
+
+
+def test_an_objects_address_in_the_message_does_not_make_two_crashes_differ() -> None:
+    target = "tests/test_a.py::test_a"
+    before = {
+        target: Crash(
+            path="/usr/lib/python3.11/json/encoder.py", line=180, message="TypeError: <X at 0x7f01>"
+        ),
+        "tests/test_b.py::test_b": Crash(
+            path="/usr/lib/python3.11/json/encoder.py", line=180, message="TypeError: <X at 0x7f99>"
+        ),
+    }
+    failure = _failure(target, "/usr/lib/python3.11/json/encoder.py", 180, "TypeError: <X at 0x5555>")
+    assert (
+        environmental(failure, before, frozenset({target})) == "json/encoder.py:180: TypeError: <X at 0x5555>"
+    )
