@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from tool_servers.exec.pytest_report import MAX_REPORT_BYTES, ReportError, parse_junit, read_junit_file
+from tool_servers.exec.pytest_report import (
+    FULL_TRACEBACKS,
+    MAX_REPORT_BYTES,
+    SHORT_TRACEBACK_LINES,
+    ReportError,
+    parse_junit,
+    read_junit_file,
+)
 
 REPORT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest" errors="0" failures="1" skipped="0" tests="2">
@@ -34,6 +41,29 @@ def test_a_real_report_is_read_into_counts_and_failures(tmp_path: Path) -> None:
     counts, failures = parse_junit(read_junit_file(tmp_path / "junit.xml"))  # pyright: ignore[reportArgumentType] - the test's run wrote its junit file
     assert (counts.passed, counts.failed) == (1, 1)
     assert failures[0].test_id == "tests/test_calc.py::test_bad" and failures[0].line == 8
+
+
+def test_every_failure_of_a_broken_suite_is_listed_the_later_ones_with_where_they_were_raised() -> None:
+    """An environment that breaks a whole suite makes hundreds of failures, and the verifier sorts
+    each one: all are listed, after the first ones with the end of their traceback only."""
+    frames = "".join(f"lib/frame{i}.py:{i}: in f{i}\n    call()\n" for i in range(30))
+    cases = "".join(
+        f'<testcase classname="tests.test_app" name="test_{i}" file="tests/test_app.py" line="{i}">'
+        f'<failure message="DeprecationWarning">tests/test_app.py:{i + 1}: in test_{i}\n{frames}'
+        f"/env/site-packages/werkzeug/urls.py:545: in url_parse\n    warn()\nE   DeprecationWarning: old</failure></testcase>"
+        for i in range(300)
+    )
+    counts, failures = parse_junit(f'<testsuite tests="300" failures="300">{cases}</testsuite>')
+    assert counts.failed == 300 and len(failures) == 300
+    assert failures[-1].test_id == "tests/test_app.py::test_299"
+    assert len(failures[0].traceback.splitlines()) > SHORT_TRACEBACK_LINES
+    short = failures[FULL_TRACEBACKS].traceback.splitlines()
+    assert len(short) == SHORT_TRACEBACK_LINES and short[-3:] == [
+        "/env/site-packages/werkzeug/urls.py:545: in url_parse",
+        "    warn()",
+        "E   DeprecationWarning: old",
+    ]
+    assert failures[FULL_TRACEBACKS].message == "DeprecationWarning: old"
 
 
 @pytest.mark.parametrize("text", [BILLION_LAUGHS, EXTERNAL_ENTITY], ids=["billion-laughs", "external-entity"])

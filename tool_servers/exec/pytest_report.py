@@ -30,7 +30,13 @@ _CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 TRACEBACK_LINES = 40
 TRACEBACK_CHARS = 4000
 MESSAGE_CHARS = 1000
-MAX_FAILURES = 50
+MAX_FAILURES = 1000
+"""Failures listed; beyond it the counts still say how many failed (a verifier sorts every failure
+it is given, and an environment that breaks a whole suite makes hundreds)."""
+FULL_TRACEBACKS = 50
+"""Failures given their whole (trimmed) traceback; the others carry its last `SHORT_TRACEBACK_LINES`
+lines — where it was raised and the exception — which keeps a large failing run's answer small."""
+SHORT_TRACEBACK_LINES = 8
 MAX_REPORT_BYTES = 32 * 1024 * 1024
 """A report above this is refused unread: ~100,000 test cases' worth, far beyond any real run."""
 SetupClass = Literal["env.setup", "test.collection_error"]
@@ -93,7 +99,8 @@ class TestRunOutput(BaseModel):
     skipped: int
     """Skipped and xfailed tests."""
     failures: list[TestFailure]
-    """Failed and erroring tests, at most 50, in report order."""
+    """Failed and erroring tests, at most 1000, in report order; after the first 50 each with the
+    tail of its traceback only."""
     exit_code: int | None
     """pytest's exit status: 0 all passed, 1 some failed, 2 interrupted, 3 internal error, 4 usage
     error, 5 no tests collected; None when the sandbox killed it (see timed_out, output_tail)."""
@@ -206,7 +213,11 @@ def _read_tree(tree: ET.Element, root_prefixes: tuple[str, ...]) -> tuple[JunitC
         for case in suite.iter("testcase"):
             for element in case:
                 if element.tag in ("failure", "error") and len(failures) < MAX_FAILURES:
-                    failures.append(_failure(case, element, root_prefixes))
+                    failure = _failure(case, element, root_prefixes)
+                    if len(failures) >= FULL_TRACEBACKS:
+                        tail = failure.traceback.splitlines()[-SHORT_TRACEBACK_LINES:]
+                        failure = failure.model_copy(update={"traceback": "\n".join(tail)})
+                    failures.append(failure)
     return counts, failures
 
 

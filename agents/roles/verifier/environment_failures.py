@@ -24,6 +24,7 @@ so such a patch is `unverified` unless another test shows the fix.
 """
 
 import re
+from collections import Counter
 
 from agents.roles.verifier.exec_session import Crash, TestFailure
 
@@ -42,7 +43,7 @@ def crash_of(failure: TestFailure) -> Crash | None:
     return Crash(path=last["path"], line=int(last["line"]), message=failure.message.splitlines()[0])
 
 
-def _key(crash: Crash) -> tuple[str, int, str]:
+def _key(crash: Crash) -> "CrashKey":
     # An object's address in a message differs between two runs of the same failure.
     return crash.path, crash.line, _ADDRESS.sub("0x?", crash.message.strip())
 
@@ -51,14 +52,24 @@ def _outside(crash: Crash) -> bool:
     return crash.path.startswith("/") or any(part in crash.path for part in _INSTALLED)
 
 
-def environmental(failure: TestFailure, starting: dict[str, Crash], covering: frozenset[str]) -> str | None:
+CrashKey = tuple[str, int, str]
+
+
+def crashes_outside(starting: dict[str, Crash], covering: frozenset[str]) -> Counter[CrashKey]:
+    """How many tests executing none of the changed code crashed at each place on the starting tree."""
+    return Counter(_key(crash) for tid, crash in starting.items() if tid not in covering)
+
+
+def environmental(
+    failure: TestFailure, starting: dict[str, Crash], elsewhere: Counter[CrashKey]
+) -> str | None:
     """Why `failure`, a target failing with the patch, is the environment's (see the module
-    docstring): where it crashed, shortly; None when it may be the patch's."""
+    docstring; `elsewhere` from `crashes_outside`): where it crashed, shortly; None when it may be
+    the patch's."""
     before, now = starting.get(failure.test_id), crash_of(failure)
     if before is None or now is None or _key(before) != _key(now) or not _outside(now):
         return None
-    shared = sum(1 for tid, crash in starting.items() if tid not in covering and _key(crash) == _key(now))
-    if not shared:
+    if not elsewhere[_key(now)]:
         return None
     return f"{_short(now.path)}:{now.line}: {now.message[:120]}"
 

@@ -26,7 +26,7 @@ from dataclasses import replace
 
 from agents.failures import FailureClass
 from agents.messages.verification import Check, Failure
-from agents.roles.verifier.environment_failures import environmental
+from agents.roles.verifier.environment_failures import crashes_outside, environmental
 from agents.roles.verifier.exec_session import ExecSession, TestFailure, TestRun
 from agents.roles.verifier.measure import Measurement, measure_starting_tree
 from agents.roles.verifier.patchset import FileChange, join_sections
@@ -287,6 +287,8 @@ async def _sort_failures(
     elif files:  # a patch of tests only: the reproduction tree is the patched tree
         run.reproduced_files.update(files)
         run.reproduction.update({f.test_id: f for f in failures if f.test_id.split("::")[0] in files})
+    covering = run.reach.covering if run.reach is not None else frozenset()
+    elsewhere = crashes_outside(run.starting_crashes, covering)
     for failure in sorted(failures, key=lambda f: f.test_id):
         tid = failure.test_id
         known = run.starting_outcome(tid)
@@ -298,7 +300,9 @@ async def _sort_failures(
                 run.failures.append(
                     _test_failure(FailureClass.TEST_REGRESSION, failure, " (passed before the patch)")
                 )
-            elif known in ("failed", "error") and (why := _environmental(run, failure)):
+            elif known in ("failed", "error") and (
+                why := environmental(failure, run.starting_crashes, elsewhere)
+            ):
                 run.preexisting.append(tid)
                 run.environmental[tid] = why
             else:
@@ -314,11 +318,6 @@ async def _sort_failures(
             run.regressions.append(tid)
             run.failures.append(_test_failure(FailureClass.TEST_REGRESSION, failure, note))
     _note_environmental(run, [f.test_id for f in failures])
-
-
-def _environmental(run: Verification, failure: TestFailure) -> str | None:
-    covering = run.reach.covering if run.reach is not None else frozenset()
-    return environmental(failure, run.starting_crashes, covering)
 
 
 def _note_environmental(run: Verification, test_ids: list[str]) -> None:

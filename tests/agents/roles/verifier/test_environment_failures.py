@@ -1,7 +1,7 @@
 """When a target failing before and after the patch is the environment's failure, not the patch's
 (`agents.roles.verifier.environment_failures`); the matrix runs the same rule through a real tree."""
 
-from agents.roles.verifier.environment_failures import crash_of, environmental
+from agents.roles.verifier.environment_failures import crash_of, crashes_outside, environmental
 from agents.roles.verifier.exec_session import Crash, TestFailure
 
 WERKZEUG = "/env/lib/python3.9/site-packages/werkzeug/urls.py"
@@ -27,16 +27,23 @@ def test_a_target_is_the_environments_only_when_its_crash_is_outside_shared_and_
         target: Crash(path=WERKZEUG, line=545, message=WARNING),
         "tests/test_other.py::test_b": Crash(path=WERKZEUG, line=545, message=WARNING),
     }
-    covering = frozenset({target})
+    covering = crashes_outside(before, frozenset({target}))
     why = environmental(_failure(target, WERKZEUG, 545, WARNING), before, covering)
     assert why == f"werkzeug/urls.py:545: {WARNING}"
     # A different crash with the patch, or one in the repository's own code: the patch's.
     assert environmental(_failure(target, WERKZEUG, 546, WARNING), before, covering) is None
     assert environmental(_failure(target, WERKZEUG, 545, "ValueError: x"), before, covering) is None
     inside = {t: c.model_copy(update={"path": "flask/app.py"}) for t, c in before.items()}
-    assert environmental(_failure(target, "flask/app.py", 545, WARNING), inside, covering) is None
+    assert (
+        environmental(
+            _failure(target, "flask/app.py", 545, WARNING),
+            inside,
+            crashes_outside(inside, frozenset({target})),
+        )
+        is None
+    )
     # Only tests of the task crash there: it may be the task's problem, left unfixed.
-    both = frozenset(before)
+    both = crashes_outside(before, frozenset(before))
     assert environmental(_failure(target, WERKZEUG, 545, WARNING), before, both) is None
     # Unknown before (not measured): the patch's.
     assert environmental(_failure(target, WERKZEUG, 545, WARNING), {}, covering) is None
@@ -53,6 +60,5 @@ def test_an_objects_address_in_the_message_does_not_make_two_crashes_differ() ->
         ),
     }
     failure = _failure(target, "/usr/lib/python3.11/json/encoder.py", 180, "TypeError: <X at 0x5555>")
-    assert (
-        environmental(failure, before, frozenset({target})) == "json/encoder.py:180: TypeError: <X at 0x5555>"
-    )
+    elsewhere = crashes_outside(before, frozenset({target}))
+    assert environmental(failure, before, elsewhere) == "json/encoder.py:180: TypeError: <X at 0x5555>"
