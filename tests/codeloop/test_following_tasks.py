@@ -116,10 +116,14 @@ async def test_a_typod_or_ended_task_id_is_an_error_saying_so(tmp_path: Path) ->
                 assert done.returncode == 0, done.stderr
                 ids.append(task_id)
                 assert (await _codeloop(home, "watch", task_id)).returncode == 0
-            unknown = {
-                command: await _codeloop(home, command, "deadbeef")
-                for command in ("watch", "status", "trace", "cancel", "approve", "deny")
-            }
+            unknown: dict[str, subprocess.CompletedProcess[bytes]] = {}
+
+            async def ask(command: str) -> None:
+                unknown[command] = await _codeloop(home, command, "deadbeef")
+
+            async with anyio.create_task_group() as tg:  # each waits out the grace: side by side
+                for command in ("watch", "status", "trace", "cancel", "approve", "deny"):
+                    tg.start_soon(ask, command)
             cancelled = await _codeloop(home, "cancel", "same-1")
             approved = await _codeloop(home, "approve", "same-2")
             ambiguous = await _codeloop(home, "cancel", "same")
