@@ -300,9 +300,8 @@ async def _sort_failures(
                 run.failures.append(
                     _test_failure(FailureClass.TEST_REGRESSION, failure, " (passed before the patch)")
                 )
-            elif known in ("failed", "error") and (
-                why := environmental(failure, run.starting_crashes, elsewhere)
-            ):
+            elif why := environmental(failure, run.starting_crashes, elsewhere):
+                # Known to have failed there by its crash, even in a test file the patch edits.
                 run.preexisting.append(tid)
                 run.environmental[tid] = why
             else:
