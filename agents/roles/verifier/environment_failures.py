@@ -9,8 +9,8 @@ blamed as `test.still_failing`, and no patch could pass.
 A target failing with the patch is the environment's, listed as pre-existing and never blamed,
 only when all of these hold:
 
-- on the starting tree it failed with the same crash: the same exception line raised at the same
-  place (the coverage run records each failing test's crash, `tool_servers.exec.test_coverage`);
+- on the starting tree it failed with the same crash: the same exception line (numbers aside)
+  raised at the same place (the coverage run records each failing test's crash, `tool_servers.exec.test_coverage`);
 - that place is outside the repository (an installed package, the standard library): the
   project's own code and tests did not raise it;
 - the same crash also fails, on the starting tree, tests that execute none of the changed code:
@@ -30,7 +30,7 @@ from agents.roles.verifier.exec_session import Crash, TestFailure
 
 _LOCATION = re.compile(r"^(?P<path>[^\s:][^:\n]*\.py):(?P<line>\d+): ", re.M)
 """A traceback entry of pytest's `--tb=short` form: `path:line: in function`."""
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+_NUMBER = re.compile(r"0x[0-9a-fA-F]+|\d+")
 _INSTALLED = ("site-packages/", "dist-packages/")
 
 
@@ -44,8 +44,9 @@ def crash_of(failure: TestFailure) -> Crash | None:
 
 
 def _key(crash: Crash) -> "CrashKey":
-    # An object's address in a message differs between two runs of the same failure.
-    return crash.path, crash.line, _ADDRESS.sub("0x?", crash.message.strip())
+    # Numbers in a message differ between two runs of the same failure: an object's address, a
+    # thread's ("Exception in thread Thread-5"), a port. The other two conditions keep this safe.
+    return crash.path, crash.line, _NUMBER.sub("#", crash.message.strip())
 
 
 def _outside(crash: Crash) -> bool:

@@ -49,7 +49,7 @@ def test_a_target_is_the_environments_only_when_its_crash_is_outside_shared_and_
     assert environmental(_failure(target, WERKZEUG, 545, WARNING), {}, covering) is None
 
 
-def test_an_objects_address_in_the_message_does_not_make_two_crashes_differ() -> None:
+def test_an_objects_address_or_a_threads_number_does_not_make_two_crashes_differ() -> None:
     target = "tests/test_a.py::test_a"
     before = {
         target: Crash(
@@ -62,3 +62,14 @@ def test_an_objects_address_in_the_message_does_not_make_two_crashes_differ() ->
     failure = _failure(target, "/usr/lib/python3.11/json/encoder.py", 180, "TypeError: <X at 0x5555>")
     elsewhere = crashes_outside(before, frozenset({target}))
     assert environmental(failure, before, elsewhere) == "json/encoder.py:180: TypeError: <X at 0x5555>"
+    thread = "/env/site-packages/_pytest/threadexception.py"
+    before = {
+        target: Crash(
+            path=thread, line=77, message="PytestUnhandledThreadExceptionWarning: in thread Thread-12"
+        ),
+        "tests/test_b.py::test_b": Crash(
+            path=thread, line=77, message="PytestUnhandledThreadExceptionWarning: in thread Thread-3"
+        ),
+    }
+    failure = _failure(target, thread, 77, "PytestUnhandledThreadExceptionWarning: in thread Thread-5")
+    assert environmental(failure, before, crashes_outside(before, frozenset({target}))) is not None
