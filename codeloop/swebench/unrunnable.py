@@ -9,6 +9,7 @@ errors a connection attempt without a network raises.
 
 import re
 
+from agents.roles.verifier.environment_failures import NETWORK_SIGNS
 from codeloop.swebench.instances import Instance
 
 NETWORK = "network"
@@ -16,16 +17,6 @@ OTHER = "fails with the gold patch here"
 ABSENT = "no result in the log"
 """Neither a failure section nor a per-test result line names it: not run, or run by a command
 whose output lists no per-test results (pytest without `-rA`)."""
-NETWORK_SIGNS = (
-    "Temporary failure in name resolution",
-    "Name or service not known",
-    "No route to host",
-    "Network is unreachable",
-    "socket.gaierror",
-    "NewConnectionError",
-    "Failed to establish a new connection",
-    "ConnectTimeout",
-)
 # pytest pads a section's title with underscores to the terminal's width: a long title gets as
 # few as one each side. The separator lines inside a traceback (`_ _ _ _`) are not titles.
 _HEADER = re.compile(r"^_+ (?:ERROR at (?:setup|teardown) of )?([^_\s].*?) _+$", re.MULTILINE)

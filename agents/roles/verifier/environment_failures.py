@@ -7,18 +7,24 @@ patch changes, which makes it one of the task's tests; failing before and after,
 blamed as `test.still_failing`, and no patch could pass.
 
 A target failing with the patch is the environment's, listed as pre-existing and never blamed,
-only when all of these hold:
+when on the starting tree it failed with the same crash — the same exception line (numbers
+aside) raised at the same place; the coverage run records each failing test's crash
+(`tool_servers.exec.test_coverage`) — and either:
 
-- on the starting tree it failed with the same crash: the same exception line (numbers aside)
-  raised at the same place (the coverage run records each failing test's crash, `tool_servers.exec.test_coverage`);
-- that place is outside the repository (an installed package, the standard library): the
-  project's own code and tests did not raise it;
-- the same crash also fails, on the starting tree, tests that execute none of the changed code:
-  it is not the task's problem but something many tests share.
+- the crash is what a connection attempt raises without a network (`NETWORK_SIGNS`, wherever the
+  project wraps it): the sandbox never gives one, so a test that needs it fails before and after
+  whatever the patch does; or
+- the crash happened outside the repository (an installed package, the standard library), and
+  the same crash also fails, on the starting tree, tests that execute none of the changed code:
+  not the task's problem but something many tests share.
 
-A wrong fix whose test still fails in the project's code or in its test body (an assertion)
-fails the second condition; one whose test still fails in a library fails the third, unless
-unrelated tests crash there the same way. What the rule gives up: a task whose problem is itself
+Such a test shows nothing either way: when one of the task's tests is the environment's and no
+other test went from failing to passing, the verdict is `unverified`, not `passed`
+(`agents.roles.verifier.testing`).
+
+A wrong fix whose test still fails in the project's code or in its test body (an assertion) is
+never the environment's; nor is one whose test still fails in a library, unless unrelated tests
+crash there the same way. What the rule gives up: a task whose problem is itself
 a crash in a dependency shared by unrelated tests; its tests are then never evidence either way,
 so such a patch is `unverified` unless another test shows the fix.
 """
@@ -32,6 +38,17 @@ _LOCATION = re.compile(r"^(?P<path>[^\s:][^:\n]*\.py):(?P<line>\d+): ", re.M)
 """A traceback entry of pytest's `--tb=short` form: `path:line: in function`."""
 _NUMBER = re.compile(r"0x[0-9a-fA-F]+|\d+")
 _INSTALLED = ("site-packages/", "dist-packages/")
+NETWORK_SIGNS = (
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "No route to host",
+    "Network is unreachable",
+    "socket.gaierror",
+    "NewConnectionError",
+    "Failed to establish a new connection",
+    "ConnectTimeout",
+)
+"""What a connection attempt raises in a sandbox without a network, as pytest reports it."""
 
 
 def crash_of(failure: TestFailure) -> Crash | None:
@@ -68,9 +85,10 @@ def environmental(
     docstring; `elsewhere` from `crashes_outside`): where it crashed, shortly; None when it may be
     the patch's."""
     before, now = starting.get(failure.test_id), crash_of(failure)
-    if before is None or now is None or _key(before) != _key(now) or not _outside(now):
+    if before is None or now is None or _key(before) != _key(now):
         return None
-    if not elsewhere[_key(now)]:
+    network = any(sign in now.message for sign in NETWORK_SIGNS)
+    if not network and not (_outside(now) and elsewhere[_key(now)]):
         return None
     return f"{_short(now.path)}:{now.line}: {now.message[:120]}"
 

@@ -422,11 +422,15 @@ async def _evidence(
             )
         )
         return
-    if run.reach is not None and (executing := sorted(t for t in run.reach.covering if run.passes_now(t))):
+    if (
+        run.reach is not None
+        and not run.environmental
+        and (executing := sorted(t for t in run.reach.covering if run.passes_now(t)))
+    ):
         summary = f"no test failed before the patch; {len(executing)} test(s) that execute the changed code pass with it: {_few(executing)}"
         run.add_check(Check(name="evidence", ok=True, summary=summary))
         return
-    if run.reach is not None and run.reach.at_import and run.suite_ran:
+    if run.reach is not None and run.reach.at_import and run.suite_ran and not run.environmental:
         summary = "no test failed before the patch; the changed code runs at import, and the whole suite passes with it"
         run.add_check(Check(name="evidence", ok=True, summary=summary))
         return
@@ -470,6 +474,13 @@ def _few(ids: list[str]) -> str:
 
 
 def _missing_evidence(run: Verification, selection: Selection) -> str:
+    if run.environmental:
+        ids = sorted(run.environmental)
+        return (
+            f"{len(ids)} test(s) that execute the changed code fail here before and after the patch from "
+            f"the environment ({run.environmental[ids[0]]}), and no test went from failing to passing: "
+            f"nothing shows the change works ({_few(ids)})"
+        )
     if run.reach is not None and not run.reach.covering:
         return (
             f"no test executes the code the patch changes ({_few(sorted({c.path for c in run.src_changes}))}), "

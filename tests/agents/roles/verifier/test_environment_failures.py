@@ -73,3 +73,16 @@ def test_an_objects_address_or_a_threads_number_does_not_make_two_crashes_differ
     }
     failure = _failure(target, thread, 77, "PytestUnhandledThreadExceptionWarning: in thread Thread-5")
     assert environmental(failure, before, crashes_outside(before, frozenset({target}))) is not None
+
+
+def test_a_crash_for_want_of_a_network_is_the_environments_wherever_the_project_raises_it() -> None:
+    """The sandbox never gives a network: a test that needs one fails before and after whatever
+    the patch does, even when the project's own code wraps the socket error."""
+    target = "tests/test_requests.py::test_get"
+    message = "requests.exceptions.ConnectionError: (Caused by NewConnectionError: Temporary failure in name resolution)"
+    before = {target: Crash(path="requests/adapters.py", line=415, message=message)}
+    failure = _failure(target, "requests/adapters.py", 415, message)
+    assert (
+        environmental(failure, before, crashes_outside(before, frozenset({target})))
+        == f"requests/adapters.py:415: {message[:120]}"
+    )

@@ -193,3 +193,29 @@ async def test_the_tests_executing_the_changed_code_decide_the_verdict(
         assert all("json/decoder.py" in s and "JSONDecodeError" in s for s in unblamed), unblamed
     coverage = [c for c in wrong.checks if c.name == "coverage"]
     assert coverage and coverage[0].summary.startswith("the starting tree's coverage")
+
+
+async def test_a_change_only_environment_failing_tests_execute_is_unverified_saying_so(
+    tmp_path: Path, cache_dir: Path
+) -> None:
+    """Our choice (docs/verification.md): a test that fails before and after from the environment
+    shows nothing either way, so a patch whose only tests are such is `unverified`, naming them and
+    the crash, not `passed` on their say."""
+    files = _pkg(
+        tests=SETTINGS + "from calc.ops import mean\n\n\ndef test_mean_with_settings():\n"
+        "    assert mean([3, 3]) > 0\n    assert settings()\n",
+        **{"tests/test_settings.py": SETTINGS + "\n\ndef test_precision():\n    assert settings()\n"},
+    )
+    repo = make_repo(tmp_path / "repo", files)
+    report = await _verify(
+        repo, make_patch(repo, {"calc/ops.py": OPS.replace("len(xs) - 1)", "len(xs))")}), cache_dir
+    )
+    assert report.verdict == "unverified", report.failures
+    assert report.preexisting == [
+        "tests/test_ops.py::test_mean_with_settings",
+        "tests/test_settings.py::test_precision",
+    ]
+    assert report.summary.startswith(
+        "unverified: 1 test(s) that execute the changed code fail here before and after the patch from the "
+        "environment (json/decoder.py:"
+    ), report.summary
