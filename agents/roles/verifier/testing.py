@@ -7,8 +7,8 @@ allows. Then each failure on the patched tree is sorted. A *target* that fails i
 failure whatever it did before (`test.still_failing`, or `test.regression` when it passed): a
 task test (`Selection.is_task_test`), any other test of a test file the patch changed, or a test
 whose traceback runs through the source the patch changed — unless it failed before with the
-same crash as many others, outside the repository (`environment_failures`: listed as
-pre-existing). Any other failing test is compared
+same crash, one the environment causes (`environment_failures`: listed as pre-existing). Any
+other failing test is compared
 with its outcome on the starting tree — known from the baseline, or found by running its file on
 the reproduction tree (see `agents.roles.verifier.verify`) — and listed as pre-existing, unblamed, when
 it failed there too.
@@ -328,7 +328,7 @@ def _note_environmental(run: Verification, test_ids: list[str]) -> None:
     others = "" if len(reasons) == 1 else f" (and {len(reasons) - 1} other crash(es))"
     summary = (
         f"the environment's, not blamed: {reasons[0]}{others} fails {len(ids)} test(s) that execute the "
-        f"changed code before and after the patch, and tests that do not execute it: {_few(ids)}"
+        f"changed code, before and after the patch: {_few(ids)}"
     )
     run.add_check(Check(name="environment_failures", ok=True, summary=summary))
 
