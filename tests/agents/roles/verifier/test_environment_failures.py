@@ -80,8 +80,14 @@ def test_a_crash_for_want_of_a_network_is_the_environments_wherever_the_project_
     the patch does, even when the project's own code wraps the socket error."""
     target = "tests/test_requests.py::test_get"
     message = "requests.exceptions.ConnectionError: (Caused by NewConnectionError: Temporary failure in name resolution)"
-    before = {target: Crash(path="requests/adapters.py", line=415, message=message)}
+    # The patch edits adapters.py: the raise moved two lines down.
+    before = {target: Crash(path="requests/adapters.py", line=413, message=message)}
     failure = _failure(target, "requests/adapters.py", 415, message)
+    # Chained: pytest's message starts with the first exception, the crash is the last one's.
+    chained = "socket.py:10: in getaddrinfo\nE   socket.gaierror: inner\n\nDuring handling ...\n"
+    failure = failure.model_copy(
+        update={"traceback": chained + failure.traceback, "message": f"socket.gaierror: inner\n{message}"}
+    )
     assert (
         environmental(failure, before, crashes_outside(before, frozenset({target})))
         == f"requests/adapters.py:415: {message[:120]}"
