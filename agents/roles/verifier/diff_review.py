@@ -162,25 +162,18 @@ def _weakened(change: FileChange) -> list[Failure]:
         match = _TEST_DEF.match(text)
         if not match or match[1] in added_defs or line_no in renamed:
             continue
-        if other := _written_in_place(line_no, change.anchors, def_lines, removed_lines):
-            # A test rewritten where it stood (the behaviour it checked changed): shown, not refused;
-            # the new test still has to fail without the fix to count as evidence.
-            found.append(
-                Failure(
-                    failure_class=FailureClass.TEST_WEAKENED,
-                    path=change.path,
-                    line=line_no,
-                    message=f"replaces test {match[1]} (line {line_no} of the old file) with {other}",
-                    severity="warning",
-                )
-            )
-            continue
+        # A test rewritten where it stood (the behaviour it checked changed) is shown, not refused:
+        # the new test still has to fail without the fix to count as evidence.
+        other = _written_in_place(line_no, change.anchors, def_lines, removed_lines)
         found.append(
             Failure(
                 failure_class=FailureClass.TEST_WEAKENED,
                 path=change.path,
                 line=line_no,
-                message=f"removes test {match[1]} (line {line_no} of the old file)",
+                message=f"replaces test {match[1]} (line {line_no} of the old file) with {other}"
+                if other
+                else f"removes test {match[1]} (line {line_no} of the old file)",
+                severity="warning" if other else "error",
             )
         )
     removed_skips = sum(1 for _, t in change.removed if _SKIP.search(t))
