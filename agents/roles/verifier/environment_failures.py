@@ -14,6 +14,10 @@ aside) raised at the same place; the coverage run records each failing test's cr
 - the crash is what a connection attempt raises without a network (`NETWORK_SIGNS`, wherever the
   project wraps it): the sandbox never gives one, so a test that needs it fails before and after
   whatever the patch does; or
+- it was raised in the test runner's own code (pytest, pluggy): the test and the installed runner
+  disagree — an API the runner dropped, a warning it turns into an error — which no change to the
+  project's source mends (a failed `assert`, `pytest.raises` or `approx` is reported at the test's
+  line, not in the runner); or
 - the crash happened outside the repository (an installed package, the standard library), and
   the same crash also fails, on the starting tree, tests that execute none of the changed code:
   not the task's problem but something many tests share.
@@ -38,6 +42,7 @@ _LOCATION = re.compile(r"^(?P<path>[^\s:][^:\n]*\.py):(?P<line>\d+): ", re.M)
 """A traceback entry of pytest's `--tb=short` form: `path:line: in function`."""
 _NUMBER = re.compile(r"0x[0-9a-fA-F]+|\d+")
 _INSTALLED = ("site-packages/", "dist-packages/")
+_RUNNER = ("/_pytest/", "/pluggy/")
 NETWORK_SIGNS = (
     "Temporary failure in name resolution",
     "Name or service not known",
@@ -99,7 +104,8 @@ def environmental(
     if before is None or now is None or _key(before) != _key(now):
         return None
     network = any(sign in now.message for sign in NETWORK_SIGNS)
-    if not network and not (_outside(now) and elsewhere[_key(now)]):
+    runner = _outside(now) and any(part in now.path for part in _RUNNER)
+    if not (network or runner or (_outside(now) and elsewhere[_key(now)])):
         return None
     return f"{_short(now.path)}:{now.line}: {now.message[:120]}"
 

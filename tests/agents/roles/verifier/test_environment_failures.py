@@ -92,3 +92,16 @@ def test_a_crash_for_want_of_a_network_is_the_environments_wherever_the_project_
         environmental(failure, before, crashes_outside(before, frozenset({target})))
         == f"requests/adapters.py:415: {message[:120]}"
     )
+
+
+def test_a_crash_inside_the_test_runner_the_same_before_and_after_is_the_environments() -> None:
+    """A test written for an older pytest (the string form of `pytest.raises`) crashes inside
+    pytest whatever the project's code does."""
+    target = "test_requests.py::RequestsTestCase::test_conflicting_post_params"
+    runner = "/env/lib/python3.9/site-packages/_pytest/python_api.py"
+    message = "TypeError: 'requests.post(url)' object (type: <class 'str'>) must be callable"
+    before = {target: Crash(path=runner, line=950, message=message)}
+    failure = _failure(target, runner, 950, message)
+    assert environmental(failure, before, crashes_outside(before, frozenset({target}))) == (
+        f"_pytest/python_api.py:950: {message}"
+    )
