@@ -6,7 +6,7 @@ where the interpreter has it and coverage chooses it) measuring only the files a
 `pytest.main` with a small plugin that switches coverage's context to each test's node id for its
 setup, call and teardown (so a fixture that calls the code counts for the test using it), and
 records every test's outcome and, for a failing one, where it crashed (pytest's `reprcrash`: the
-innermost frame's path and line, the exception's first line). Code run outside any test — imports during collection, a
+innermost frame's path and line, the exception as reported). Code run outside any test — imports during collection, a
 session-wide fixture's set-up before the first test, the plugin's own start — is in the context
 "" (empty). At the end it writes one JSON file to the sandbox's outbox: per measured file, per
 context, the lines executed; per test id, its outcome; per failing test id, its crash.
@@ -65,7 +65,7 @@ class CodeloopPerTest:
         seen = result["outcomes"].get(report.nodeid)
         crash = getattr(report.longrepr, "reprcrash", None)
         if report.failed and crash is not None and report.nodeid not in result["crashes"]:
-            message = str(crash.message).strip().split("\n")[0][:300]
+            message = str(crash.message).strip()[:1000]
             result["crashes"][report.nodeid] = {"path": str(crash.path)[:4096], "line": int(crash.lineno), "message": message}
         if report.failed:
             result["outcomes"][report.nodeid] = "failed" if report.when == "call" else "error"
@@ -104,7 +104,8 @@ class Crash(BaseModel):
     """Root-relative when inside the repository, else as the interpreter saw it (absolute)."""
     line: int
     message: str = Field(max_length=1000)
-    """The exception's first line (`DeprecationWarning: ...`)."""
+    """The exception as pytest reports it (`AssertionError: ...` and its explanation), cut to 1000
+    characters."""
 
 
 class TestCoverage(BaseModel):

@@ -57,18 +57,15 @@ NETWORK_SIGNS = (
 
 
 def crash_of(failure: TestFailure) -> Crash | None:
-    """Where `failure` was raised: its traceback's last entry, and the first line of the exception
-    reported after it (for a chained exception, the last one raised, as pytest's own crash is)."""
+    """Where `failure` was raised: its traceback's last entry, and the exception reported after it
+    (for a chained exception, the last one raised, as pytest's own crash is)."""
     entries = list(_LOCATION.finditer(failure.traceback))
     if not entries:
         return None
     last = entries[-1]
-    after = failure.traceback[last.end() :].splitlines()
-    raised = [
-        line[4:] if line.startswith("E   ") else line[1:].strip() for line in after if line.startswith("E ")
-    ]
-    message = raised[0] if raised else failure.message.splitlines()[0] if failure.message else ""
-    if not message:
+    raised = [line[1:] for line in failure.traceback[last.end() :].splitlines() if line.startswith("E ")]
+    message = "\n".join(raised) if raised else failure.message
+    if not message.strip():
         return None
     return Crash(path=last["path"], line=int(last["line"]), message=message)
 
@@ -79,7 +76,9 @@ def _key(crash: Crash) -> "CrashKey":
     # A line in the repository moves when the patch edits its file: only a place outside it
     # keeps its line (and inside it, only a failure for want of a network counts at all).
     line = crash.line if _outside(crash) else 0
-    return crash.path, line, _NUMBER.sub("#", crash.message.strip())
+    # pytest's crash and the report's `E` lines lay out the same text differently.
+    message = " ".join(crash.message.split())[:300]
+    return crash.path, line, _NUMBER.sub("#", message)
 
 
 def _outside(crash: Crash) -> bool:
@@ -92,6 +91,13 @@ CrashKey = tuple[str, int, str]
 def crashes_outside(starting: dict[str, Crash], covering: frozenset[str]) -> Counter[CrashKey]:
     """How many tests executing none of the changed code crashed at each place on the starting tree."""
     return Counter(_key(crash) for tid, crash in starting.items() if tid not in covering)
+
+
+def unchanged(failure: TestFailure, starting: dict[str, Crash]) -> bool:
+    """`failure` is the crash its test had on the starting tree (numbers aside; in the repository,
+    wherever the line moved to)."""
+    before, now = starting.get(failure.test_id), crash_of(failure)
+    return before is not None and now is not None and _key(before) == _key(now)
 
 
 def environmental(
@@ -107,7 +113,7 @@ def environmental(
     runner = _outside(now) and any(part in now.path for part in _RUNNER)
     if not (network or runner or (_outside(now) and elsewhere[_key(now)])):
         return None
-    return f"{_short(now.path)}:{now.line}: {now.message[:120]}"
+    return f"{_short(now.path)}:{now.line}: {now.message.strip().splitlines()[0][:120]}"
 
 
 def _short(path: str) -> str:

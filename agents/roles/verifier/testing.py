@@ -26,7 +26,7 @@ from dataclasses import replace
 
 from agents.failures import FailureClass
 from agents.messages.verification import Check, Failure
-from agents.roles.verifier.environment_failures import crashes_outside, environmental
+from agents.roles.verifier.environment_failures import crashes_outside, environmental, unchanged
 from agents.roles.verifier.exec_session import ExecSession, TestFailure, TestRun
 from agents.roles.verifier.measure import Measurement, measure_starting_tree
 from agents.roles.verifier.patchset import FileChange, join_sections
@@ -304,6 +304,10 @@ async def _sort_failures(
                 # Known to have failed there by its crash, even in a test file the patch edits.
                 run.preexisting.append(tid)
                 run.environmental[tid] = why
+            elif tid not in targets and unchanged(failure, run.starting_crashes):
+                # A test the patch left alone in a file it edited, executing none of the changed
+                # code, failing exactly as before: the edit did not touch what breaks it.
+                run.preexisting.append(tid)
             else:
                 run.still_failing.append(tid)
                 run.failures.append(_test_failure(FailureClass.TEST_STILL_FAILING, failure))

@@ -15,9 +15,12 @@ def _failure(test_id: str, path: str, line: int, message: str) -> TestFailure:
     )
 
 
-def test_the_crash_is_the_last_traceback_entry_and_the_first_exception_line() -> None:
-    failure = _failure("tests/test_basic.py::test_a", WERKZEUG, 545, WARNING + "\nsecond line")
-    assert crash_of(failure) == Crash(path=WERKZEUG, line=545, message=WARNING)
+def test_the_crash_is_the_last_traceback_entry_and_the_exception_reported_after_it() -> None:
+    failure = _failure("tests/test_basic.py::test_a", WERKZEUG, 545, WARNING)
+    failure = failure.model_copy(update={"traceback": failure.traceback + "\nE   second line"})
+    crash = crash_of(failure)
+    assert crash is not None and (crash.path, crash.line) == (WERKZEUG, 545)
+    assert crash.message.split() == [*WARNING.split(), "second", "line"]
     assert crash_of(TestFailure(test_id="t", message="boom", traceback="no location here")) is None
 
 

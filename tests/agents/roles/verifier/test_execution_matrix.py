@@ -219,3 +219,30 @@ async def test_a_change_only_environment_failing_tests_execute_is_unverified_say
         "unverified: 1 test(s) that execute the changed code fail here before and after the patch from the "
         "environment (json/decoder.py:"
     ), report.summary
+
+
+async def test_an_old_failure_beside_the_tests_the_patch_adds_is_not_blamed(
+    tmp_path: Path, cache_dir: Path
+) -> None:
+    """A test the patch leaves alone in a test file it edits, executing none of the changed code
+    and failing exactly as before (here a test written for a format long gone), is listed,
+    unblamed; when the edit makes it fail differently, it is the patch's."""
+    legacy = "\n\nFORMAT = 'b'\n\n\ndef test_legacy_format():\n    assert 'a' == FORMAT, 'broken for years'\n"
+    repo = make_repo(tmp_path / "repo", _pkg(tests=TEST_MEAN + legacy))
+    fix = OPS.replace("len(xs) - 1)", "len(xs))")
+    added = "\n\ndef test_mean_of_two():\n    assert mean([1, 3]) == 2.0\n"
+    report = await _verify(
+        repo,
+        make_patch(repo, {"calc/ops.py": fix, "tests/test_ops.py": TEST_MEAN + legacy + added}),
+        cache_dir,
+    )
+    assert report.verdict == "passed", report.failures
+    assert report.preexisting == ["tests/test_ops.py::test_legacy_format"]
+    assert "tests/test_ops.py::test_mean" in report.evidence
+    moved = legacy.replace("FORMAT = 'b'", "FORMAT = 'c'")
+    report = await _verify(
+        repo,
+        make_patch(repo, {"calc/ops.py": fix, "tests/test_ops.py": TEST_MEAN + moved + added}),
+        cache_dir,
+    )
+    assert report.verdict == "failed" and report.still_failing == ["tests/test_ops.py::test_legacy_format"]
