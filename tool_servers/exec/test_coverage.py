@@ -67,6 +67,11 @@ class CodeloopPerTest:
         if report.failed and crash is not None and report.nodeid not in result["crashes"]:
             message = str(crash.message).strip()[:1000]
             result["crashes"][report.nodeid] = {"path": str(crash.path)[:4096], "line": int(crash.lineno), "message": message}
+        elif report.failed and hasattr(report.longrepr, "errorstring") and report.nodeid not in result["crashes"]:
+            # A fixture that cannot be resolved: pytest reports its first line as the error.
+            message = str(report.longrepr.errorstring).strip().split("\n")[0][:1000]
+            path, line = str(report.longrepr.filename)[:4096], int(report.longrepr.firstlineno or 0)
+            result["crashes"][report.nodeid] = {"path": path, "line": line, "message": message}
         if report.failed:
             result["outcomes"][report.nodeid] = "failed" if report.when == "call" else "error"
         elif report.skipped and seen is None:

@@ -14,10 +14,11 @@ aside) raised at the same place; the coverage run records each failing test's cr
 - the crash is what a connection attempt raises without a network (`NETWORK_SIGNS`, wherever the
   project wraps it): the sandbox never gives one, so a test that needs it fails before and after
   whatever the patch does; or
-- it was raised in the test runner's own code (pytest, pluggy): the test and the installed runner
-  disagree — an API the runner dropped, a warning it turns into an error — which no change to the
-  project's source mends (a failed `assert`, `pytest.raises` or `approx` is reported at the test's
-  line, not in the runner); or
+- it was raised in the test runner's own code (pytest, pluggy), or is a fixture pytest cannot
+  resolve (a plug-in the tests expect is missing): the test and the installed runner disagree — an
+  API the runner dropped, a warning it turns into an error — which no change to the project's
+  source mends (a failed `assert`, `pytest.raises` or `approx` is reported at the test's line,
+  not in the runner); or
 - the crash happened outside the repository (an installed package, the standard library), and
   the same crash also fails, on the starting tree, tests that execute none of the changed code:
   not the task's problem but something many tests share.
@@ -40,6 +41,9 @@ from agents.roles.verifier.exec_session import Crash, TestFailure
 
 _LOCATION = re.compile(r"^(?P<path>[^\s:][^:\n]*\.py):(?P<line>\d+): ", re.M)
 """A traceback entry of pytest's `--tb=short` form: `path:line: in function`."""
+_FIXTURE_LOCATION = re.compile(r"^file (?P<path>[^\n]+\.py), line (?P<line>\d+)$", re.M)
+"""How pytest places a fixture it cannot resolve: `file PATH, line N`."""
+_FIXTURE_ERRORS = re.compile(r"^fixture '[^']*' not found|^recursive dependency involving fixture")
 _NUMBER = re.compile(r"0x[0-9a-fA-F]+|\d+")
 _INSTALLED = ("site-packages/", "dist-packages/")
 _RUNNER = ("/_pytest/", "/pluggy/")
@@ -58,8 +62,15 @@ NETWORK_SIGNS = (
 
 def crash_of(failure: TestFailure) -> Crash | None:
     """Where `failure` was raised: its traceback's last entry, and the exception reported after it
-    (for a chained exception, the last one raised, as pytest's own crash is)."""
+    (for a chained exception, the last one raised, as pytest's own crash is); for a fixture that
+    cannot be resolved, the fixture's place and pytest's error line."""
     entries = list(_LOCATION.finditer(failure.traceback))
+    fixture = list(_FIXTURE_LOCATION.finditer(failure.traceback))
+    if fixture and (not entries or fixture[-1].start() > entries[-1].start()):
+        raised = [line[1:].strip() for line in failure.traceback.splitlines() if line.startswith("E ")]
+        if not raised:
+            return None
+        return Crash(path=fixture[-1]["path"], line=int(fixture[-1]["line"]), message=raised[0])
     if not entries:
         return None
     last = entries[-1]
@@ -110,7 +121,9 @@ def environmental(
     if before is None or now is None or _key(before) != _key(now):
         return None
     network = any(sign in now.message for sign in NETWORK_SIGNS)
-    runner = _outside(now) and any(part in now.path for part in _RUNNER)
+    runner = (_outside(now) and any(part in now.path for part in _RUNNER)) or bool(
+        _FIXTURE_ERRORS.match(now.message.strip())
+    )
     if not (network or runner or (_outside(now) and elsewhere[_key(now)])):
         return None
     return f"{_short(now.path)}:{now.line}: {now.message.strip().splitlines()[0][:120]}"

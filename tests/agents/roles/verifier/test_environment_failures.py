@@ -108,3 +108,22 @@ def test_a_crash_inside_the_test_runner_the_same_before_and_after_is_the_environ
     assert environmental(failure, before, crashes_outside(before, frozenset({target}))) == (
         f"_pytest/python_api.py:950: {message}"
     )
+
+
+def test_a_fixture_pytest_cannot_resolve_the_same_before_and_after_is_the_environments() -> None:
+    """A plug-in the tests expect is missing: every test using its fixture errors at set-up, in the
+    repository's conftest, whatever the patch does."""
+    target = "tests/test_requests.py::TestRequests::test_no_content_length[GET]"
+    text = (
+        "file tests/test_requests.py, line 90\n      def test_no_content_length(self, httpbin, method):\n"
+        "file tests/conftest.py, line 18\n  @pytest.fixture\n  def httpbin(httpbin):\n"
+        "E       recursive dependency involving fixture 'httpbin' detected\n>       available fixtures: cache\n"
+        "tests/conftest.py:18"
+    )
+    failure = TestFailure(test_id=target, outcome="error", message="", traceback=text)
+    message = "recursive dependency involving fixture 'httpbin' detected"
+    assert crash_of(failure) == Crash(path="tests/conftest.py", line=18, message=message)
+    before = {target: Crash(path="tests/conftest.py", line=17, message=message)}
+    assert environmental(failure, before, crashes_outside(before, frozenset({target}))) == (
+        f"tests/conftest.py:18: {message}"
+    )
