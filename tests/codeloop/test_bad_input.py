@@ -54,6 +54,7 @@ async def test_schema_to_a_bad_path_is_a_usage_error_and_writes_nothing(
     assert _tree(tmp_path) == before
 
 
+@pytest.mark.slow  # several commands, each building or refusing an index
 async def test_an_index_dir_that_is_a_file_or_proc_or_a_codeloop_file_is_refused(tmp_path: Path) -> None:
     """`index --index-dir` on a file or /proc, or a repository whose `.codeloop` is a file: one
     line naming the path, exit 2, the file untouched."""
@@ -93,6 +94,7 @@ async def test_audit_verify_of_a_non_utf8_file_reports_damage_instead_of_crashin
     assert log.read_bytes() == b'\xff\xfe{"seq": 1}\n'
 
 
+@pytest.mark.slow  # each case loads every installed role
 @pytest.mark.parametrize(
     ("args", "code", "expected"),
     [

@@ -30,6 +30,7 @@ def _ids_by_path(index: CodeIndex) -> dict[str, set[str]]:
     return out
 
 
+@pytest.mark.slow  # loads the embedding model
 async def test_indexing_real_code_reports_what_it_did_and_finds_code_by_meaning(
     indexed: tuple[CodeIndex, IndexReport],
 ) -> None:

@@ -12,6 +12,8 @@ from tool_servers.search.embedding.embed import (
     load_model,
 )
 
+pytestmark = pytest.mark.slow  # converts or loads embedding models
+
 
 def test_bundled_model_loads_without_touching_the_network(load_record_and_model) -> None:
     """The bundled model is loaded offline, no network access attempted, no warnings."""

@@ -15,6 +15,8 @@ from tool_servers.search.embedding.embed import ModelUnavailable, SentenceTransf
 from tool_servers.search.embedding.openvino_encoder import OpenVinoUnavailable, load_encoder, saved_recipe
 from tool_servers.search.embedding.saved_tokenizer import SavedTokenizer
 
+pytestmark = pytest.mark.slow  # converts or loads embedding models
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 

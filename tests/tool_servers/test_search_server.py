@@ -262,6 +262,7 @@ async def test_every_search_tool_result_validates_against_its_output_schema(
     assert scopes.pop("search_files_running_examples") == "execute" and set(scopes.values()) == {"read"}
 
 
+@pytest.mark.slow  # a server process that loads the embedding model
 async def test_codeloop_mcp_search_over_stdio_lists_its_tools_and_answers_a_search(tmp_path: Path) -> None:
     """`codeloop mcp search --root DIR` is a stdio MCP server (loading the
     model in its own process); a read grant keeps its index in the root's home, not in the tree."""

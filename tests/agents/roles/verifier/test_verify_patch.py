@@ -191,6 +191,7 @@ async def test_a_repository_without_tests_is_unverified(tmp_path: Path, tools) -
     assert FailureClass.VERIFY_UNVERIFIABLE in _classes(report)
 
 
+@pytest.mark.slow  # waits out its deadline
 async def test_a_hanging_suite_is_a_timeout_within_the_deadline(calc_repo: Path, tools) -> None:
     """A patch whose tests never finish gives `test.timeout` before the task's deadline passes."""
     hangs = CALC_FIXED.replace("return a * b", "while True:\n        pass")
