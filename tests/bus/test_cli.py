@@ -31,6 +31,7 @@ async def _codeloop(home: Path, *args: str) -> subprocess.CompletedProcess[bytes
     return await anyio.run_process([*CODELOOP, *args], env=_env(home), check=False)
 
 
+@pytest.mark.slow  # a serve process and a task
 async def test_serve_submit_watch_status_carry_a_task_and_serve_stops_cleanly_on_ctrl_c(
     tmp_path: Path,
 ) -> None:

@@ -18,6 +18,7 @@ from tests.codeloop.serve_support import CODELOOP, codeloop_env, running_serve
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.slow  # a serve process
 async def test_a_client_without_the_generated_credentials_is_refused_and_the_cli_finds_them(
     tmp_path: Path, repo: Path
 ) -> None:

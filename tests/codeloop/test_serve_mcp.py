@@ -100,6 +100,7 @@ async def test_serve_hosts_the_tool_servers_with_a_generated_token_and_publishes
     assert not (home / "serve.json").exists()
 
 
+@pytest.mark.slow  # serve processes, each loading every role
 async def test_serve_rejects_a_missing_root_and_unknown_scopes_with_a_clear_message(tmp_path: Path) -> None:
     """CLI conventions: bad --mcp-root or --mcp-scopes exits 2 with a message, no traceback, nothing started."""
     from tests.codeloop.serve_support import CODELOOP, codeloop_env

@@ -135,6 +135,7 @@ def _empty(name: str, **changes: Any) -> Recipe:
     )
 
 
+@pytest.mark.slow  # builds environments
 async def test_a_parent_is_never_removed_under_a_live_layer_and_goes_with_its_layers(tmp_path: Path) -> None:
     settings = EnvironmentSettings(
         cache_dir=tmp_path / "cache", max_size_mb=1, index_date=None, build_env=dict(os.environ)
