@@ -58,6 +58,7 @@ NETWORK_SIGNS = (
     "ConnectTimeout",
 )
 """What a connection attempt raises in a sandbox without a network, as pytest reports it."""
+CrashKey = tuple[str, int, str]
 
 
 def crash_of(failure: TestFailure) -> Crash | None:
@@ -81,11 +82,11 @@ def crash_of(failure: TestFailure) -> Crash | None:
     return Crash(path=last["path"], line=int(last["line"]), message=message)
 
 
-def _key(crash: Crash) -> "CrashKey":
+def _key(crash: Crash) -> CrashKey:
     # Numbers in a message differ between two runs of the same failure: an object's address, a
     # thread's ("Exception in thread Thread-5"), a port. The other conditions keep this safe.
     # A line in the repository moves when the patch edits its file: only a place outside it
-    # keeps its line (and inside it, only a failure for want of a network counts at all).
+    # keeps its line.
     line = crash.line if _outside(crash) else 0
     # pytest's crash and the report's `E` lines lay out the same text differently.
     message = " ".join(crash.message.split())[:300]
@@ -94,9 +95,6 @@ def _key(crash: Crash) -> "CrashKey":
 
 def _outside(crash: Crash) -> bool:
     return crash.path.startswith("/") or any(part in crash.path for part in _INSTALLED)
-
-
-CrashKey = tuple[str, int, str]
 
 
 def crashes_outside(starting: dict[str, Crash], covering: frozenset[str]) -> Counter[CrashKey]:
