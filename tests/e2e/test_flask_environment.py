@@ -4,8 +4,6 @@ a second task on the same tree pays no build."""
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,32 +11,13 @@ import pytest
 
 from tests.sandbox.environments.conftest import needs_gvisor
 from tests.sandbox.environments.test_exec_server_environment import DATA, _flask_checkout
+from tests.support.cli import codeloop
 
 pytestmark = [pytest.mark.slow, needs_gvisor]
-REPO_ROOT = Path(__file__).parents[2]
 
 
 def _diagnose(env: dict[str, str], issue: Path, repo: Path) -> dict[str, Any]:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "codeloop",
-            "run",
-            f"@{issue}",
-            "--repo",
-            str(repo),
-            "--mode",
-            "execute",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=1800,
-        stdin=subprocess.DEVNULL,
-        cwd=REPO_ROOT,
-    )
+    done = codeloop(env, "run", f"@{issue}", "--repo", str(repo), "--mode", "execute", "--json", timeout=1800)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
 

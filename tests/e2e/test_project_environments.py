@@ -5,7 +5,6 @@ the checkout last changed them, and a second task on the same tree builds nothin
 import json
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -13,8 +12,9 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.support.cli import codeloop
+
 pytestmark = pytest.mark.slow
-REPO_ROOT = Path(__file__).parents[2]
 DEPENDENCY_DATE = "2023-06-01T12:00:00+00:00"
 """iniconfig 2.0.0 (January 2023) was the newest then; 2.1.0 came in 2025."""
 FILES = {
@@ -65,20 +65,10 @@ def _repository(root: Path) -> Path:
     return root
 
 
-def _codeloop(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "codeloop", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-        stdin=subprocess.DEVNULL,
-        cwd=REPO_ROOT,
-    )
-
-
 def _diagnose(env: dict[str, str], repo: Path) -> dict[str, Any]:
-    done = _codeloop(env, "run", "check the tests", "--repo", str(repo), "--mode", "execute", "--json")
+    done = codeloop(
+        env, "run", "check the tests", "--repo", str(repo), "--mode", "execute", "--json", timeout=900
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
 
@@ -105,7 +95,7 @@ def test_a_configured_environment_serves_two_tasks_on_the_same_tree_and_is_built
     assert environment["kind"] == "configured" and environment["source"] == "[environment] in codeloop.toml"
     assert environment["built"] is True
 
-    shown = _codeloop(env, "env", "show", "--repo", str(repo), "--json")
+    shown = codeloop(env, "env", "show", "--repo", str(repo), "--json", timeout=900)
     assert shown.returncode == 0, shown.stderr
     checkout = json.loads(shown.stdout)
     assert checkout["recipe"]["index_date"] == DEPENDENCY_DATE

@@ -1,4 +1,4 @@
-"""`codeloop run` as a user runs it: a subprocess of this interpreter, no terminal, its own home."""
+"""`codeloop` as a user runs it: a subprocess of this interpreter, no terminal, its own home."""
 
 import os
 import subprocess
@@ -9,6 +9,19 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
+def codeloop(env: dict[str, str], *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """`codeloop ARGS` as a subprocess of this interpreter with exactly `env`, stdin closed."""
+    return subprocess.run(
+        [sys.executable, "-m", "codeloop", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        cwd=REPO_ROOT,
+    )
+
+
 def run_codeloop(
     home: Path, *args: str, drop: Callable[[str], bool] = lambda name: name == "CODELOOP_MODEL"
 ) -> subprocess.CompletedProcess[str]:
@@ -16,12 +29,4 @@ def run_codeloop(
     for which `drop` is true left out (default: the model, so no developer's choice leaks in)."""
     env = {name: value for name, value in os.environ.items() if not drop(name)}
     env["CODELOOP_HOME"] = str(home)
-    return subprocess.run(
-        [sys.executable, "-m", "codeloop", "run", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        stdin=subprocess.DEVNULL,
-        cwd=REPO_ROOT,
-    )
+    return codeloop(env, "run", *args)
