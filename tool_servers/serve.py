@@ -18,6 +18,7 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 
 from sandbox.environments.settings import EnvironmentSettings
+from sandbox.limits import SandboxLimits
 from tool_servers.protocol.audit import AuditLog, AuditSink
 from tool_servers.protocol.http import TokenTable, serve_http
 from tool_servers.protocol.scopes import Scope
@@ -63,6 +64,8 @@ class ServeConfig:
     """How `exec` and `search` find and build the root's project environment: the composition
     root's settings (its cache, the `[environment]` of the configuration); the server reads no
     configuration file itself. None: detected, cached under `cache_root`."""
+    limits: SandboxLimits | None = None
+    """The limits of every command `exec` runs (the composition root's `[sandbox]`); None: the defaults."""
 
 
 def server_builder(name: str) -> Callable[..., MCPServer[Any]]:
@@ -109,6 +112,7 @@ def build_named_server(config: ServeConfig, *, sink: AuditSink | None = None) ->
         policy=config.sandbox_policy,
         cache_root=config.cache_root,
         environment=config.environment,
+        limits=config.limits,
     )
 
 

@@ -91,6 +91,7 @@ def _serve_config(
     """
     from codeloop.cli.env import environment_settings
     from codeloop.config.environment import root_home, secret_rules, tool_server_config
+    from codeloop.config.sandbox_limits import workspace_sandbox_limits
     from tool_servers.protocol.scopes import parse_scopes
     from tool_servers.serve import SERVERS, ServeConfig
 
@@ -107,8 +108,10 @@ def _serve_config(
     transport.check()
     home = root_home(root)
     tools = tool_server_config()
-    # The root's own `[environment]` (and the user file's): the server process reads no configuration.
+    # The root's own `[environment]` and `[sandbox]` (and the user file's): the server process
+    # reads no configuration.
     environment = environment_settings(root) if server in ("exec", "search") else None
+    limits = workspace_sandbox_limits(root) if server == "exec" else None
     return ServeConfig(
         server=server,
         root=root,
@@ -123,6 +126,7 @@ def _serve_config(
         sandbox_policy=tools.sandbox_policy,
         cache_root=tools.cache_dir,
         environment=environment,
+        limits=limits,
     )
 
 

@@ -28,6 +28,7 @@ from bus.connection import Bus
 from bus.credentials import write_private
 from codeloop.config.environment import ToolServerConfig, root_home
 from codeloop.config.project_environment import environment_settings
+from codeloop.config.sandbox_limits import workspace_sandbox_limits
 from codeloop.config.serve_note import McpNote
 from codeloop.services.tasks_backend import BusTasks
 from layout import INDEX_DIR, MCP_AUDIT, MCP_TOKENS
@@ -105,6 +106,7 @@ async def host_tool_servers(
     """
     tool_config = tool_config or ToolServerConfig()
     environment = environment_settings(hosting.root, cache_root=tool_config.cache_dir)
+    limits = workspace_sandbox_limits(hosting.root)
     token_file, token = write_token_file(state_dir, hosting.scopes)
     audit_log = state_dir / MCP_AUDIT
     urls: dict[str, str] = {}
@@ -126,6 +128,7 @@ async def host_tool_servers(
                     sandbox_policy=tool_config.sandbox_policy,
                     cache_root=tool_config.cache_dir,
                     environment=environment,
+                    limits=limits,
                 )
                 try:
                     if name == TASKS:

@@ -16,6 +16,7 @@ from typing import Any
 
 from codeloop.config.environment import ToolServerConfig
 from codeloop.config.project_environment import workspace_environment_settings
+from codeloop.config.sandbox_limits import workspace_sandbox_limits
 from layout import HOME_ENV
 from sandbox.limits import SandboxLimits
 from tool_servers.protocol.scopes import Scope
@@ -61,8 +62,9 @@ class _SharedEmbedder:
 
 
 class InProcessTools:
-    """`ToolProvider` over in-process servers; `sandbox_backend`, `limits` and `config`'s sandbox
-    policy go to `exec`, `config`'s cache directory to the shared model."""
+    """`ToolProvider` over in-process servers; `sandbox_backend`, `limits` (default: each root's
+    `[sandbox]` configuration) and `config`'s sandbox policy go to `exec`, `config`'s cache
+    directory to the shared model."""
 
     def __init__(
         self,
@@ -86,8 +88,9 @@ class InProcessTools:
     ) -> dict[str, Any]:
         """See `ToolProvider.servers`; `options` (the workspace service's: audit log and bearer
         tokens) replaces the default ones, its scopes then being `scopes`. `exec` and `search`
-        find the project environment with the settings of `root`'s own configuration (a scratch
-        workspace carries the repository's `codeloop.toml`) over this machine's user file."""
+        find the project environment, and `exec` its sandbox limits, with the settings of `root`'s
+        own configuration (a scratch workspace carries the repository's `codeloop.toml`) over this
+        machine's user file."""
         grant = frozenset(Scope(s) for s in scopes)
         options = (
             replace(options, scopes=grant) if options else ServerOptions(scopes=grant, principal="agent")
@@ -103,7 +106,7 @@ class InProcessTools:
             },
             "exec": {
                 "backend": self.sandbox_backend,
-                "limits": self.limits,
+                "limits": self.limits or workspace_sandbox_limits(root),
                 "policy": self.config.sandbox_policy,
                 "environment": environment,
             },

@@ -343,6 +343,17 @@ async def test_run_tests_through_a_real_stdio_server_process(project: Path) -> N
     )
 
 
+async def test_the_roots_sandbox_limits_bound_the_commands_of_a_stdio_server(project: Path) -> None:
+    """`codeloop mcp exec` gives its commands the `[sandbox]` limits of the root's configuration."""
+    (project / "codeloop.toml").write_text("[sandbox]\ncpu_time_s = 2\n")
+    with anyio.fail_after(60):
+        async with Client(stdio_params("exec", project, "--scopes", "execute")) as client:
+            result = await client.call_tool("run_command", {"argv": ["python", "-c", "while True: pass"]})
+    out = result.structured_content
+    assert out["exit_code"] is None and not out["timed_out"]
+    assert "killed at the CPU time limit of 2 s" in out["stderr"]
+
+
 async def test_commands_use_the_workspace_virtualenv_and_pytest_falls_back_to_codeloops(
     project: Path,
 ) -> None:
