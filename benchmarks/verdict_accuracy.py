@@ -19,6 +19,7 @@ the host and cached (`$CODELOOP_CACHE_DIR`).
 
 Run: .venv/bin/python benchmarks/verdict_accuracy.py INSTANCES.jsonl --repos DIR
          [--repo pallets/flask] [--instance-ids A,B] [--sample N] [--variants gold+test,test,gold]
+         [--timeout S] [--memory-mb N]
 """
 
 import argparse
@@ -36,12 +37,14 @@ import anyio
 import platformdirs
 
 from agents.roles.verifier.verify import PatchTask, verify_patch
+from codeloop.swebench.cli_support import settings_for
 from codeloop.swebench.instances import Instance, load_instances
 from codeloop.swebench.recipe import CONSTRAINTS_PATH, INPUTS_DIR, make_recipe
 from codeloop.swebench.repositories import find_source
 from codeloop.swebench.specs import spec_for
 from codeloop.swebench.trees import instance_tree
 from sandbox.environments.settings import EnvironmentSettings, build_variables
+from sandbox.limits import SandboxLimits
 from tool_servers.protocol.scopes import Scope
 from tool_servers.protocol.spec import ServerOptions
 from tool_servers.serve import server_builder
@@ -53,14 +56,19 @@ LABEL = {"gold+test": "resolved", "test": "unresolved", "gold": "resolved"}
 class Tools:
     """The verifier's tool provider: an exec server per root, in the instance's environment."""
 
-    def __init__(self, environment: EnvironmentSettings, backend: str) -> None:
+    def __init__(self, environment: EnvironmentSettings, backend: str, limits: SandboxLimits) -> None:
         self.environment = environment
         self.backend = backend
+        self.limits = limits
 
     def servers(self, root: Path, scopes: frozenset[str], *, index_dir: Path | None = None) -> dict[str, Any]:
         options = ServerOptions(scopes=frozenset(Scope(s) for s in scopes))
         build = server_builder("exec")
-        return {"exec": build(root, options, backend=self.backend, environment=self.environment)}
+        return {
+            "exec": build(
+                root, options, backend=self.backend, environment=self.environment, limits=self.limits
+            )
+        }
 
 
 def _settings(instance: Instance, recipe: Any, cache: Path) -> EnvironmentSettings:
@@ -84,6 +92,9 @@ async def verify_instance(
 ) -> list[dict[str, Any]]:
     source = find_source(instance.repo, repos_dir=args.repos, cache_dir=cache)
     recipe = make_recipe(instance, spec_for(instance), source)
+    # The sandbox limits a `codeloop swebench` run gives an instance's tests: a large suite under
+    # coverage needs more than the default command's CPU time and memory.
+    limits = settings_for({"timeout_s": args.timeout, "memory_mb": args.memory_mb}).limits
     rows = []
     for variant in args.variants:
         tree = scratch / f"{instance.instance_id}-{variant}"
@@ -100,7 +111,7 @@ async def verify_instance(
             workspace=tree,
             patch=patch,
             task=PatchTask(mode="execute", text=instance.problem_statement),
-            tools=Tools(_settings(instance, recipe, cache), args.backend),
+            tools=Tools(_settings(instance, recipe, cache), args.backend, limits),
             deadline=datetime.now(UTC) + timedelta(seconds=args.timeout),
             baseline=None,
             cache_dir=cache / "verdict-accuracy-coverage",
@@ -183,5 +194,6 @@ if __name__ == "__main__":
     parser.add_argument("--sample", type=int, default=0)
     parser.add_argument("--variants", type=lambda s: s.split(","), default=list(VARIANTS))
     parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--memory-mb", type=int, default=6144)
     parser.add_argument("--backend", default="gvisor", choices=["gvisor", "process"])
     anyio.run(main, parser.parse_args(), backend="asyncio")

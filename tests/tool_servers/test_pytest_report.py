@@ -10,7 +10,7 @@ import pytest
 from tool_servers.exec.pytest_report import (
     FULL_TRACEBACKS,
     MAX_REPORT_BYTES,
-    SHORT_TRACEBACK_LINES,
+    SHORT_TRACEBACK_CHARS,
     ReportError,
     parse_junit,
     read_junit_file,
@@ -56,14 +56,37 @@ def test_every_failure_of_a_broken_suite_is_listed_the_later_ones_with_where_the
     counts, failures = parse_junit(f'<testsuite tests="300" failures="300">{cases}</testsuite>')
     assert counts.failed == 300 and len(failures) == 300
     assert failures[-1].test_id == "tests/test_app.py::test_299"
-    assert len(failures[0].traceback.splitlines()) > SHORT_TRACEBACK_LINES
-    short = failures[FULL_TRACEBACKS].traceback.splitlines()
-    assert len(short) == SHORT_TRACEBACK_LINES and short[-3:] == [
+    assert len(failures[0].traceback) > len(failures[FULL_TRACEBACKS].traceback)
+    assert failures[FULL_TRACEBACKS].traceback.splitlines() == [
         "/env/site-packages/werkzeug/urls.py:545: in url_parse",
         "    warn()",
         "E   DeprecationWarning: old",
     ]
     assert failures[FULL_TRACEBACKS].message == "DeprecationWarning: old"
+
+
+def test_a_later_failure_keeps_where_it_was_raised_even_under_a_long_exception() -> None:
+    """An exception reported over many lines (a thread's traceback inside a warning) must not push
+    its place out of a later failure's short traceback: the place is what its crash is known by."""
+    raised = "E   Warning: Exception in thread Thread-5\n" + "".join(
+        f"E     File x.py, line {i}\n" for i in range(20)
+    )
+    cases = "".join(
+        f'<testcase classname="tests.test_app" name="test_{i}" file="tests/test_app.py" line="{i}">'
+        f"<failure>tests/test_app.py:{i + 1}: in test_{i}\n"
+        f"/env/site-packages/_pytest/threadexception.py:75: in hook\n    warn()\n{raised}</failure></testcase>"
+        for i in range(FULL_TRACEBACKS + 1)
+    )
+    _, failures = parse_junit(
+        f'<testsuite tests="{FULL_TRACEBACKS + 1}" failures="{FULL_TRACEBACKS + 1}">{cases}</testsuite>'
+    )
+    short = failures[FULL_TRACEBACKS].traceback
+    assert len(short) <= SHORT_TRACEBACK_CHARS and "File x.py, line 19" in short
+    assert short.splitlines()[:3] == [
+        "/env/site-packages/_pytest/threadexception.py:75: in hook",
+        "    warn()",
+        "E   Warning: Exception in thread Thread-5",
+    ]
 
 
 @pytest.mark.parametrize("text", [BILLION_LAUGHS, EXTERNAL_ENTITY], ids=["billion-laughs", "external-entity"])

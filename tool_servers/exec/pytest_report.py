@@ -24,7 +24,7 @@ from defusedxml import DefusedXmlException
 from pydantic import BaseModel, ConfigDict
 
 from sandbox.environments.environment import EnvironmentInfo
-from tool_servers.exec.test_coverage import TestCoverage
+from tool_servers.exec.test_coverage import TestCoverage, relative_path, relative_text
 
 _CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 TRACEBACK_LINES = 40
@@ -34,9 +34,11 @@ MAX_FAILURES = 1000
 """Failures listed; beyond it the counts still say how many failed (a verifier sorts every failure
 it is given, and an environment that breaks a whole suite makes hundreds)."""
 FULL_TRACEBACKS = 50
-"""Failures given their whole (trimmed) traceback; the others carry its last `SHORT_TRACEBACK_LINES`
-lines — where it was raised and the exception — which keeps a large failing run's answer small."""
-SHORT_TRACEBACK_LINES = 8
+"""Failures given their whole (trimmed) traceback; the others carry `SHORT_TRACEBACK_CHARS` of it —
+its last entry, where it was raised, and the exception — which keeps a large failing run's answer
+small."""
+SHORT_TRACEBACK_CHARS = 1000
+"""As much of an exception as a verifier compares two crashes by (its first lines), and more."""
 MAX_REPORT_BYTES = 32 * 1024 * 1024
 """A report above this is refused unread: ~100,000 test cases' worth, far beyond any real run."""
 SetupClass = Literal["env.setup", "test.collection_error"]
@@ -100,7 +102,7 @@ class TestRunOutput(BaseModel):
     """Skipped and xfailed tests."""
     failures: list[TestFailure]
     """Failed and erroring tests, at most 1000, in report order; after the first 50 each with the
-    tail of its traceback only."""
+    last traceback entry and its exception only."""
     exit_code: int | None
     """pytest's exit status: 0 all passed, 1 some failed, 2 interrupted, 3 internal error, 4 usage
     error, 5 no tests collected; None when the sandbox killed it (see timed_out, output_tail)."""
@@ -215,16 +217,24 @@ def _read_tree(tree: ET.Element, root_prefixes: tuple[str, ...]) -> tuple[JunitC
                 if element.tag in ("failure", "error") and len(failures) < MAX_FAILURES:
                     failure = _failure(case, element, root_prefixes)
                     if len(failures) >= FULL_TRACEBACKS:
-                        tail = failure.traceback.splitlines()[-SHORT_TRACEBACK_LINES:]
-                        failure = failure.model_copy(update={"traceback": "\n".join(tail)})
+                        failure = failure.model_copy(update={"traceback": _short(failure.traceback)})
                     failures.append(failure)
     return counts, failures
 
 
+def _short(traceback: str) -> str:
+    """The traceback from its last entry — where it was raised, then the exception — cut at
+    `SHORT_TRACEBACK_CHARS`; its end when it has no entry."""
+    entries = list(_LOCATION.finditer(traceback))
+    if not entries:
+        return traceback[-SHORT_TRACEBACK_CHARS:]
+    return traceback[entries[-1].start() :][:SHORT_TRACEBACK_CHARS]
+
+
 def _failure(case: ET.Element, problem: ET.Element, prefixes: tuple[str, ...]) -> TestFailure:
-    file = _relative(case.get("file", ""), prefixes)
+    file = relative_path(case.get("file", ""), prefixes)
     classname, name = case.get("classname", ""), case.get("name", "")
-    text = _relative_all(problem.text or "", prefixes)
+    text = relative_text(problem.text or "", prefixes)
     if not classname:  # a collection error: pytest names the module, dotted, as the test
         test_id = file or name
     else:
@@ -264,19 +274,6 @@ def _trim(text: str) -> str:
         lines = [f"[... {len(lines) - TRACEBACK_LINES} lines trimmed ...]", *lines[-TRACEBACK_LINES:]]
     trimmed = "\n".join(lines)
     return trimmed if len(trimmed) <= TRACEBACK_CHARS else "[...]" + trimmed[-TRACEBACK_CHARS:]
-
-
-def _relative(path: str, prefixes: tuple[str, ...]) -> str:
-    for prefix in prefixes:
-        if path.startswith(prefix):
-            return path[len(prefix) :]
-    return path
-
-
-def _relative_all(text: str, prefixes: tuple[str, ...]) -> str:
-    for prefix in prefixes:
-        text = text.replace(prefix, "")
-    return text
 
 
 def output_tail(stdout: str, stderr: str, *, lines: int = 60, chars: int = 6000) -> str:

@@ -163,11 +163,16 @@ def read_coverage(path: Path, prefixes: tuple[str, ...]) -> TestCoverage:
         files: dict[str, dict[str, list[int]]] = {}
         for name, contexts in dict(raw.get("files") or {}).items():
             # The same file imported under two spellings of the root: one entry.
-            merged = files.setdefault(_relative(name, prefixes), {})
+            merged = files.setdefault(relative_path(name, prefixes), {})
             for context, lines in dict(contexts).items():
                 merged[context] = sorted(set(merged.get(context, [])) | set(lines))
         crashes = {
-            test_id: {**crash, "path": _relative(str(crash.get("path", "")), prefixes)}
+            test_id: {
+                **crash,
+                "path": relative_path(str(crash.get("path", "")), prefixes),
+                # As the test report says it: the paths in a message relative to the root too.
+                "message": relative_text(str(crash.get("message", "")), prefixes),
+            }
             for test_id, crash in dict(raw.get("crashes") or {}).items()
         }
         return TestCoverage.model_validate({**raw, "files": files, "crashes": crashes})
@@ -175,8 +180,16 @@ def read_coverage(path: Path, prefixes: tuple[str, ...]) -> TestCoverage:
         return TestCoverage(error=f"unreadable coverage result: {str(exc)[:200]}")
 
 
-def _relative(name: str, prefixes: tuple[str, ...]) -> str:
+def relative_path(name: str, prefixes: tuple[str, ...]) -> str:
+    """`name` relative to the root when it starts with one of the root's spellings."""
     for prefix in prefixes:
         if name.startswith(prefix):
             return name[len(prefix) :]
     return name
+
+
+def relative_text(text: str, prefixes: tuple[str, ...]) -> str:
+    """`text` with every spelling of the root taken out of the paths in it."""
+    for prefix in prefixes:
+        text = text.replace(prefix, "")
+    return text

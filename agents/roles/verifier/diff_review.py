@@ -30,9 +30,12 @@ GENERATED_DIRS = frozenset(
 TEST_CONFIGS = frozenset({"pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini", "noxfile.py", "Makefile"})
 """Files whose options can deselect or skip tests for the whole suite."""
 _DESELECT = re.compile(r"(--deselect\b|--ignore(-glob)?\b|(^|\s)-k\s|\bnorecursedirs\b|\bcollect_ignore)")
-_ASSERTION = re.compile(
+ASSERTION = re.compile(
     r"^\s*(assert\b|self\.assert\w*\(|pytest\.raises\(|with pytest\.raises\b|\w+\.assert_\w+\()"
 )
+"""A line that checks something, counted on both sides of a test file."""
+BALANCE_MARK = "assertion(s) and adds"
+"""In the message of a test file losing assertions on balance (`rewritten_tests` reads it)."""
 _TEST_DEF = re.compile(r"^\s*(?:async\s+)?def\s+(test\w*)\s*\(")
 _SKIP = re.compile(
     r"(@pytest\.mark\.(skip|skipif|xfail)\b|\bpytest\.(skip|xfail)\(|@unittest\.(skip|skipIf|skipUnless|expectedFailure)\b"
@@ -164,7 +167,7 @@ def _weakened(change: FileChange) -> list[Failure]:
             continue
         # A test rewritten where it stood (the behaviour it checked changed) is shown, not refused:
         # the new test still has to fail without the fix to count as evidence.
-        other = _written_in_place(line_no, change.anchors, def_lines, removed_lines)
+        other = written_in_place(line_no, change.anchors, def_lines, removed_lines)
         found.append(
             Failure(
                 failure_class=FailureClass.TEST_WEAKENED,
@@ -187,8 +190,8 @@ def _weakened(change: FileChange) -> list[Failure]:
                 message=f"adds a skip or xfail: {text.strip()[:120]}",
             )
         )
-    removed_asserts = [(n, t) for n, t in change.removed if _ASSERTION.match(t)]
-    added_asserts = sum(1 for _, t in change.added if _ASSERTION.match(t))
+    removed_asserts = [(n, t) for n, t in change.removed if ASSERTION.match(t)]
+    added_asserts = sum(1 for _, t in change.added if ASSERTION.match(t))
     if len(removed_asserts) > added_asserts:
         line_no = removed_asserts[0][0]
         found.append(
@@ -197,7 +200,7 @@ def _weakened(change: FileChange) -> list[Failure]:
                 path=change.path,
                 line=line_no,
                 message=(
-                    f"removes {len(removed_asserts)} assertion(s) and adds {added_asserts} "
+                    f"removes {len(removed_asserts)} {BALANCE_MARK} {added_asserts} "
                     f"(first removed at line {line_no} of the old file)"
                 ),
             )
@@ -205,7 +208,7 @@ def _weakened(change: FileChange) -> list[Failure]:
     return found
 
 
-def _written_in_place(
+def written_in_place(
     line_no: int, anchors: tuple[tuple[int, int], ...], def_lines: dict[int, str], removed: set[int]
 ) -> str | None:
     """The test added in the same block of removed lines as the test `def` at `line_no` (an added

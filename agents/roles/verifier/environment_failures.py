@@ -9,7 +9,8 @@ blamed as `test.still_failing`, and no patch could pass.
 A target failing with the patch is the environment's, listed as pre-existing and never blamed,
 when on the starting tree it failed with the same crash — the same exception line (numbers
 aside) raised at the same place; the coverage run records each failing test's crash
-(`tool_servers.exec.test_coverage`) — and either:
+(`tool_servers.exec.test_coverage`); a test the patch adds, on the reproduction tree (the patch's
+tests without its source changes) — and either:
 
 - the crash is what a connection attempt raises without a network (`NETWORK_SIGNS`, wherever the
   project wraps it): the sandbox never gives one, so a test that needs it fails before and after

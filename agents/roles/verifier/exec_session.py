@@ -7,6 +7,7 @@ patch's fault. Each call is given the time left before the deadline as its `time
 sandbox kills a hanging suite and reports `timed_out` before the deadline passes.
 """
 
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -102,6 +103,12 @@ class EnvironmentUsed(BaseModel):
         return f"environment {self.key[:12]} ({self.kind or 'recipe'} from {self.source or '?'}, Python {self.python_version}, {built})"
 
 
+_KILLED = re.compile(r"\[codeloop sandbox: (killed at [^;\]]+)")
+"""The line the sandbox adds to a command's stderr when it killed the command."""
+_LIMIT_SETTINGS = {"CPU time": "cpu_time_s", "memory": "memory_mb"}
+"""A limit's words in that line -> the configuration key setting it (a timeout is the deadline's)."""
+
+
 class TestRun(BaseModel):
     __test__ = False
     model_config = _OPEN
@@ -127,6 +134,16 @@ class TestRun(BaseModel):
     def truncated(self) -> bool:
         """More tests failed than the report lists."""
         return self.failed + self.errors > len(self.failures)
+
+    @property
+    def killed(self) -> str | None:
+        """The sandbox killed the run at one of its limits: which one, and the setting that
+        raises it ("killed at the CPU time limit of 300 s; [sandbox] cpu_time_s raises it")."""
+        found = _KILLED.search(self.output_tail)
+        if found is None:
+            return None
+        setting = next((s for word, s in _LIMIT_SETTINGS.items() if word in found[1]), None)
+        return found[1] + (f"; [sandbox] {setting} raises it" if setting else "")
 
 
 class StaticFinding(BaseModel):

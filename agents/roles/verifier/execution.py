@@ -118,7 +118,7 @@ class CoverageCache:
 
     def _file(self, tree: str) -> Path:
         # The format's version in the name: a run kept before crashes were recorded is measured again.
-        return self.directory / f"{tree}.v4.json"
+        return self.directory / f"{tree}.v5.json"
 
     def load(self, tree: str) -> StartingRun | None:
         """The run kept for `tree`; None when there is none or it is unreadable."""

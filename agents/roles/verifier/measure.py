@@ -84,7 +84,8 @@ async def _measure(run: Verification, session: ExecSession, paths: list[str]) ->
     why = (
         "the run timed out"
         if result.timed_out
-        else (result.setup_error.message if result.setup_error else "")
+        else (f"pytest was {result.killed}" if result.killed else "")
+        or (result.setup_error.message if result.setup_error else "")
         or (coverage.error if coverage is not None and coverage.error else "")
         or ("no report" if not result.report_found or coverage is None else "")
     )

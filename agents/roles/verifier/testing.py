@@ -26,8 +26,8 @@ from dataclasses import replace
 
 from agents.failures import FailureClass
 from agents.messages.verification import Check, Failure
-from agents.roles.verifier.environment_failures import crashes_outside, environmental, unchanged
-from agents.roles.verifier.exec_session import ExecSession, TestFailure, TestRun
+from agents.roles.verifier.environment_failures import crash_of, crashes_outside, environmental, unchanged
+from agents.roles.verifier.exec_session import Crash, ExecSession, TestFailure, TestRun
 from agents.roles.verifier.measure import Measurement, measure_starting_tree
 from agents.roles.verifier.patchset import FileChange, join_sections
 from agents.roles.verifier.selection import Selection, is_test_module
@@ -93,14 +93,19 @@ def _pytest_broken(run: Verification, name: str, result: TestRun) -> bool:
         return True
     if result.exit_code in (0, 1, 5) and (result.report_found or result.exit_code == 5):
         return False
+    # Killed at the CPU time limit: the patch's doing (a loop) when the starting tree's suite ran
+    # to its end under the same limit, else the limit is too low for this suite.
+    spun = bool(result.killed) and "CPU time" in (result.killed or "") and run.reach is not None
     run.failures.append(
         Failure(
-            failure_class=FailureClass.ENV_SETUP,
-            message=f"pytest could not run ({name}, exit {result.exit_code})",
+            failure_class=FailureClass.TEST_TIMEOUT if spun else FailureClass.ENV_SETUP,
+            message=f"pytest could not run ({name}, exit {result.exit_code})"
+            + (f": {result.killed}" if result.killed else ""),
             stack_summary=result.output_tail,
         )
     )
-    run.add_check(Check(name=name, ok=False, summary=f"pytest exit {result.exit_code}: no test report"))
+    why = result.killed or "no test report"
+    run.add_check(Check(name=name, ok=False, summary=f"pytest exit {result.exit_code}: {why}"))
     return True
 
 
@@ -289,6 +294,7 @@ async def _sort_failures(
         run.reproduction.update({f.test_id: f for f in failures if f.test_id.split("::")[0] in files})
     covering = run.reach.covering if run.reach is not None else frozenset()
     elsewhere = crashes_outside(run.starting_crashes, covering)
+    crashed_before = _crashes_before(run)
     for failure in sorted(failures, key=lambda f: f.test_id):
         tid = failure.test_id
         known = run.starting_outcome(tid)
@@ -300,7 +306,7 @@ async def _sort_failures(
                 run.failures.append(
                     _test_failure(FailureClass.TEST_REGRESSION, failure, " (passed before the patch)")
                 )
-            elif why := environmental(failure, run.starting_crashes, elsewhere):
+            elif why := environmental(failure, crashed_before, elsewhere):
                 # Known to have failed there by its crash, even in a test file the patch edits.
                 run.preexisting.append(tid)
                 run.environmental[tid] = why
@@ -321,6 +327,22 @@ async def _sort_failures(
             run.regressions.append(tid)
             run.failures.append(_test_failure(FailureClass.TEST_REGRESSION, failure, note))
     _note_environmental(run, [f.test_id for f in failures])
+
+
+def _crashes_before(run: Verification) -> dict[str, Crash]:
+    """Where each test failed before the patch: on the starting tree, or, for a test the patch
+    adds, on the reproduction tree (its tests without its source changes) — when that tree differs
+    from the patched one, i.e. the patch changes source too."""
+    if not run.src_changes:
+        return run.starting_crashes
+    added = {
+        tid: crash
+        for tid, failure in run.reproduction.items()
+        if tid not in run.starting_crashes
+        and run.starting_outcome(tid) is None
+        and (crash := crash_of(failure)) is not None
+    }
+    return run.starting_crashes | added
 
 
 def _note_environmental(run: Verification, test_ids: list[str]) -> None:

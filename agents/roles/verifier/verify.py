@@ -51,6 +51,7 @@ from agents.roles.verifier.exec_session import EXEC_SCOPES, ExecSession, ExecUna
 from agents.roles.verifier.execution import CoverageCache
 from agents.roles.verifier.measure import Measurement
 from agents.roles.verifier.patchset import FileChange, MalformedPatch, parse_patch
+from agents.roles.verifier.rewritten_tests import forgive_rewrites
 from agents.roles.verifier.selection import asks_for_green_suite, is_test_module, select_tests
 from agents.roles.verifier.state import DEADLINE_MARGIN_S, Verification, seconds_left
 from agents.roles.verifier.static import check_static
@@ -250,7 +251,7 @@ async def verify_patch(
         return early(FailureClass.PATCH_APPLY_FAILED, why.splitlines()[-1] if why else "does not apply")
     if seconds_left(deadline) <= DEADLINE_MARGIN_S:
         return early(FailureClass.BUDGET_WALL, "the deadline passed before verification could start")
-    before, measurement = await _apply_measured(workspace, patch, run.changes, cache_dir)
+    before, after, measurement = await _apply_measured(workspace, patch, run.changes, cache_dir)
     run.green_suite = asks_for_green_suite(task.text)
     run.add_check(
         Check(name="patch", ok=True, summary=f"applies to {commit[:12]}: {len(run.changes)} file(s)")
@@ -270,6 +271,7 @@ async def verify_patch(
                         example=_example_runner(tools, workspace, task.example),
                         measurement=measurement,
                     )
+                    _forgive_rewrites(run, before, after)
                 else:
                     run.add_check(
                         Check(name="targeted_tests", ok=False, summary="not run: the patch does not compile")
@@ -291,9 +293,28 @@ async def verify_patch(
     return _report(run, started=started), run.known.to_baseline()
 
 
+def _forgive_rewrites(run: Verification, before: dict[str, str], after: dict[str, str]) -> None:
+    """The diff review's assertion balance counted again now that the tests ran
+    (`rewritten_tests`); its check says so when a finding became a warning."""
+    failures = forgive_rewrites(run.failures, run.changes, before, after, set(run.evidence))
+    if failures == run.failures:
+        return
+    run.failures = failures
+    errors = sum(1 for f in failures if f.severity == "error" and _of_review(f.failure_class))
+    for i, check in enumerate(run.checks):
+        if check.name == "diff_review":
+            note = " (assertions removed by tests rewritten to check the fix: a warning)"
+            run.checks[i] = check.model_copy(update={"ok": errors == 0, "summary": check.summary + note})
+
+
+def _of_review(cls: FailureClass) -> bool:
+    """A finding the diff review makes (the only source of `patch.*` and `test.weakened` here)."""
+    return cls == FailureClass.TEST_WEAKENED or cls.value.startswith("patch.")
+
+
 async def _apply_measured(
     workspace: Path, patch: str, changes: list[FileChange], cache_dir: Path | None
-) -> tuple[dict[str, str], Measurement]:
+) -> tuple[dict[str, str], dict[str, str], Measurement]:
     """Apply `patch` to the starting tree in `workspace`, keeping what the verdict compares: the
     starting texts of the changed test files, and the probes (changed lines, old and new) the
     coverage of the starting tree is read for."""
@@ -303,7 +324,7 @@ async def _apply_measured(
     await apply_patch(workspace, patch)
     patched = await anyio.to_thread.run_sync(_patched_sources, workspace, changes)
     cache = CoverageCache(cache_dir) if cache_dir is not None else None
-    return before, Measurement(probes=probes_of(changes, sources, patched), tree=tree, cache=cache)
+    return before, patched, Measurement(probes=probes_of(changes, sources, patched), tree=tree, cache=cache)
 
 
 def _example_runner(

@@ -9,7 +9,9 @@ import pytest
 from agents.failures import FailureClass
 from agents.roles.verifier.verdict import revision_feedback
 from agents.roles.verifier.verify import PatchTask, verify_patch
+from agents.runtime.tools import ToolProvider
 from codeloop.testing import make_repo
+from codeloop.wiring.tools import InProcessTools as WiredTools
 from tests.agents.roles.verifier.conftest import (
     CALC,
     CALC_FIXED,
@@ -31,7 +33,7 @@ TARGET = "tests/test_calc.py::test_mul"
 async def _verify(
     repo: Path,
     patch: str,
-    tools: InProcessTools,
+    tools: ToolProvider,
     *,
     plan_files=("calc.py",),
     test_targets=(TARGET,),
@@ -67,6 +69,35 @@ async def test_a_correct_fix_passes_in_gvisor(calc_repo: Path) -> None:
     assert (calc_repo / "calc.py").read_text() == CALC
     assert git(calc_repo, "status", "--porcelain", "--untracked-files=no") == ""
     assert baseline.commit == git(calc_repo, "rev-parse", "HEAD").strip()
+
+
+NEEDS_NETWORK = """\
+import socket
+
+from calc import mul
+
+
+def test_mul_remote():
+    socket.getaddrinfo("httpbin.org", 80)  # the sandbox has no network: this raises
+    assert mul(2, 2) == 4
+"""
+
+
+@pytest.mark.skipif(not GVISOR, reason=NO_RUNSC)
+async def test_a_test_the_patch_adds_that_needs_a_network_is_the_environments_not_the_patchs(
+    calc_repo: Path,
+) -> None:
+    """A test the patch adds that fails for want of a network, the same with and without the
+    fix, shows nothing about the patch: listed as the environment's, while the target that went
+    from failing to passing decides (`passed`)."""
+    patch = make_patch(calc_repo, {"calc.py": CALC_FIXED, "tests/test_remote.py": NEEDS_NETWORK})
+    report, _ = await _verify(calc_repo, patch, InProcessTools(backend="gvisor"))
+    remote = "tests/test_remote.py::test_mul_remote"
+    assert report.verdict == "passed", report.failures
+    assert remote in report.preexisting and remote not in report.still_failing
+    assert TARGET in report.evidence
+    environment = next(c.summary for c in report.checks if c.name == "environment_failures")
+    assert "Temporary failure in name resolution" in environment or "not known" in environment
 
 
 async def test_a_fix_that_breaks_another_test_is_a_regression_naming_it(calc_repo: Path, tools) -> None:
@@ -203,6 +234,53 @@ async def test_a_hanging_suite_is_a_timeout_within_the_deadline(calc_repo: Path,
     assert FailureClass.TEST_TIMEOUT in _classes(report)
     assert elapsed < 15
     assert (calc_repo / "calc.py").read_text() == CALC
+
+
+async def test_a_suite_killed_at_the_configured_cpu_limit_says_which_limit_and_its_setting(
+    tmp_path: Path,
+) -> None:
+    """The repository's `[sandbox]` limits reach the exec server the composition root builds, and
+    a run the sandbox kills at one says which limit and the key that raises it. The starting
+    tree's suite ran to its end under the same limit, so the patch is what spins: a timeout."""
+    files = {
+        "calc.py": CALC,
+        "pytest.ini": FAST_PYTEST,
+        "codeloop.toml": "[sandbox]\ncpu_time_s = 2\n",
+        "tests/__init__.py": "",
+        "tests/test_calc.py": TEST_CALC,
+    }
+    repo = make_repo(tmp_path / "calc", files)
+    spins = CALC_FIXED.replace("return a * b", "while True:\n        pass")
+    patch = make_patch(repo, {"calc.py": spins})
+    started = time.monotonic()
+    report, _ = await _verify(repo, patch, WiredTools(sandbox_backend="process"), deadline=deadline(60))
+    assert time.monotonic() - started < 45  # killed at 2 CPU seconds, not at the deadline
+    assert report.verdict == "failed"
+    assert FailureClass.TEST_TIMEOUT in _classes(report)
+    said = " ".join(f.message for f in report.failures)
+    assert "killed at the CPU time limit of 2 s; [sandbox] cpu_time_s raises it" in said, said
+
+
+async def test_a_suite_that_outgrows_the_cpu_limit_before_the_patch_is_not_blamed_on_it(
+    tmp_path: Path,
+) -> None:
+    """When the suite is killed at the CPU time limit on the starting tree too, the limit is the
+    trouble, not the patch: `unverified`, the coverage check saying which limit stopped it."""
+    slow = "def test_slow():\n    while True:\n        pass\n"
+    files = {
+        "calc.py": CALC,
+        "pytest.ini": FAST_PYTEST,
+        "codeloop.toml": "[sandbox]\ncpu_time_s = 2\n",
+        "tests/__init__.py": "",
+        "tests/test_calc.py": TEST_CALC + "\n\n" + slow,
+    }
+    repo = make_repo(tmp_path / "calc", files)
+    patch = make_patch(repo, {"calc.py": CALC_FIXED})
+    report, _ = await _verify(repo, patch, WiredTools(sandbox_backend="process"), deadline=deadline(60))
+    assert report.verdict == "unverified"
+    assert FailureClass.TEST_TIMEOUT not in _classes(report)
+    coverage = next(c.summary for c in report.checks if c.name == "coverage")
+    assert "pytest was killed at the CPU time limit of 2 s; [sandbox] cpu_time_s raises it" in coverage
 
 
 async def test_a_test_the_patch_adds_must_fail_without_its_fix(calc_repo: Path, tools) -> None:
