@@ -84,7 +84,7 @@ DEFINITIONS: dict[FailureClass, str] = {
     FailureClass.BUDGET_COST: "The task used up its cost budget.",
     FailureClass.BUDGET_WALL: "The task passed its wall-clock deadline.",
     FailureClass.BUDGET_REVISIONS: "The task used up its revisions without a passing verification.",
-    FailureClass.VERIFY_UNVERIFIABLE: "Nothing could check the patch: no tests to run and nothing else to judge by.",
+    FailureClass.VERIFY_UNVERIFIABLE: "Nothing could check the patch: no tests to run and nothing else to judge by, or too little time left before the deadline to run them.",
     FailureClass.VERIFY_UNVERIFIED: "The task required a verified patch (--require-verified) and its verification was unverified: no test executes the changed code.",
     FailureClass.ANSWER_UNSUPPORTED: "A read-mode answer cites files, lines or symbols that do not exist.",
     FailureClass.REVIEW_REJECTED: "A review stage rejected the change; its findings are in the report.",

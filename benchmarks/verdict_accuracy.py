@@ -13,8 +13,9 @@ are verified with the task's problem statement as the task text — no test name
   verdict may be `passed` or `unverified`, never `failed` by a test the harness counts as passing.
 
 Printed: one line per verification, then the confusion table of verdicts against the label
-(resolved: `gold+test` and `gold`; unresolved: `test`), the precision of `passed`, and the share of
-`unverified`. Every run happens in the gVisor sandbox with no network; environments are built on
+(resolved: `gold+test` and `gold`; unresolved: `test`), the precision of `passed`, the share of
+`unverified`, and the `gold+test` variants whose every FAIL_TO_PASS test fails here too (this
+environment cannot run them — no network — so no verdict can be `passed` by them). Every run happens in the gVisor sandbox with no network; environments are built on
 the host and cached (`$CODELOOP_CACHE_DIR`).
 
 Run: .venv/bin/python benchmarks/verdict_accuracy.py INSTANCES.jsonl --repos DIR
@@ -124,6 +125,9 @@ async def verify_instance(
             "verdict": report.verdict,
             "seconds": round(time.monotonic() - started, 1),
             "still_failing_f2p": sorted(set(report.still_failing) & f2p),
+            # Failing with the patch whatever the verdict made of them (blamed or the environment's).
+            "failing_f2p": sorted(set(report.still_failing + report.preexisting + report.regressions) & f2p),
+            "f2p": sorted(f2p),
             "failing_p2p": sorted(
                 set(report.still_failing + report.regressions) & set(instance.PASS_TO_PASS)
             ),
@@ -155,6 +159,11 @@ def table(rows: list[dict[str, Any]]) -> None:
     print(f"test patch alone: {named}/{len(tests)} name a FAIL_TO_PASS test as still failing")
     bad_gold = [r for r in rows if r["variant"] == "gold" and r["verdict"] == "failed"]
     print(f"gold alone failed: {len(bad_gold)} ({', '.join(r['instance'] for r in bad_gold) or 'none'})")
+    unrunnable = [r for r in rows if r["variant"] == "gold+test" and set(r["failing_f2p"]) >= set(r["f2p"])]
+    verdicts = ", ".join(f"{r['instance']} {r['verdict']}" for r in unrunnable) or "none"
+    print(
+        f"gold+test whose every FAIL_TO_PASS test fails in this sandbox too: {len(unrunnable)} ({verdicts})"
+    )
     by_p2p = [r for r in rows if r["verdict"] == "failed" and r["label"] == "resolved" and r["failing_p2p"]]
     print(f"resolved variants failed by a test the harness counts as passing (PASS_TO_PASS): {len(by_p2p)}")
 

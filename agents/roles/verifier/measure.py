@@ -91,6 +91,10 @@ async def _measure(run: Verification, session: ExecSession, paths: list[str]) ->
     )
     if why or coverage is None:
         run.add_check(Check(name="coverage", ok=False, summary=f"not measured on the starting tree: {why}"))
+        if result.timed_out and run.known.suite_duration_s is None:
+            # The suite takes at least this long before the patch: a later run the deadline
+            # stops sooner is the deadline's, not the patch's (`testing.timeout_failure`).
+            run.known.suite_duration_s = result.duration_s
         return None
     run.add_check(
         Check(

@@ -57,15 +57,32 @@ def _counts(run: TestRun) -> str:
     return f"{run.passed} passed, {run.failed} failed, {run.errors} errors, {run.skipped} skipped in {run.duration_s:.1f} s"
 
 
+def timeout_failure(name: str, ran_s: float, suite_s: float | None, output: str = "") -> Failure:
+    """The finding of the run `name` the task's deadline stopped after `ran_s`: the patch's
+    (`test.timeout`: it hangs or crawls) unless the whole suite took longer than that on the
+    starting tree (`suite_s`) — then the tests may simply need more time than was left, which
+    shows nothing about the patch (`verify.unverifiable`)."""
+    if suite_s is not None and ran_s < suite_s:
+        return Failure(
+            failure_class=FailureClass.VERIFY_UNVERIFIABLE,
+            message=(
+                f"{name} did not finish in the {ran_s:.0f} s left before the task's deadline; "
+                f"the suite took {suite_s:.0f} s on the starting tree: the deadline came first"
+            ),
+            stack_summary=output,
+        )
+    return Failure(
+        failure_class=FailureClass.TEST_TIMEOUT,
+        message=f"{name} did not finish within {ran_s:.0f} s (the task's deadline)",
+        stack_summary=output,
+    )
+
+
 def _timed_out(run: Verification, name: str, result: TestRun) -> bool:
     if not result.timed_out:
         return False
     run.failures.append(
-        Failure(
-            failure_class=FailureClass.TEST_TIMEOUT,
-            message=f"{name} did not finish within {result.duration_s:.0f} s (the task's deadline)",
-            stack_summary=result.output_tail,
-        )
+        timeout_failure(name, result.duration_s, run.known.suite_duration_s, result.output_tail)
     )
     run.add_check(Check(name=name, ok=False, summary=f"timed out after {result.duration_s:.1f} s"))
     return True
