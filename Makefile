@@ -39,10 +39,11 @@ run: $(STAMP)
 
 # Two workers (pytest-xdist), each test file on one worker: most tests wait on subprocesses, the
 # bus or the sandbox, so two at a time take little more than half the serial time on 2 cores.
+# Files go out in collection order, which puts the files with slow tests first (tests/conftest.py).
 TEST_WORKERS ?= 2
 
 test: lint
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The everyday loop: everything but the slow groups (whole tasks, clusters, serve restarts) and
 # the gVisor tests; `make test` (CI) runs all of it.

@@ -11,6 +11,15 @@ from pathlib import Path
 import pytest
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files with slow tests first, each file's tests in their order. pytest-xdist hands out
+    whole files (`--dist loadfile`) in collection order when told not to reorder them
+    (`--no-loadscope-reorder`, `make test`): a minute-long file started last would be the run's
+    tail, one worker busy while the other has finished."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

@@ -164,6 +164,17 @@ def user_file() -> Path:
     return Path(platformdirs.user_config_dir("codeloop")) / USER_FILE
 
 
+def user_file_table(section: str) -> dict[str, Any]:
+    """The values the user file sets in its table `section` (`{}` when there is no user file or it
+    does not read): what serves when a workspace's own configuration no longer reads."""
+    path = user_file()
+    try:
+        table = getattr(read_config_file(path).config, section) if path.is_file() else None
+    except ConfigError:
+        table = None
+    return table.model_dump(exclude_none=True) if table is not None else {}
+
+
 def project_file(repo: Path) -> tuple[Path, str | None] | None:
     """The project file of `repo` and the table holding the configuration, if there is one."""
     own = repo / PROJECT_FILE

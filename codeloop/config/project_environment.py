@@ -25,7 +25,7 @@ import platformdirs
 
 from codeloop.config.environment import tool_server_config
 from codeloop.config.errors import ConfigError
-from codeloop.config.files import read_config_file, user_file
+from codeloop.config.files import user_file_table
 from codeloop.config.settings import EnvironmentSection, Settings, load_settings
 from sandbox.environments.settings import CONFIGURED_SOURCE, EnvironmentSettings, build_variables
 
@@ -109,13 +109,7 @@ def workspace_environment_settings(root: Path, *, cache_root: Path | None = None
         return environment_settings(root, cache_root=cache_root)
     except ConfigError as exc:
         log.warning("the configuration of %s is not usable for its environment: %s", root, exc)
-    user = user_file()
-    try:
-        table = read_config_file(user).config.environment if user.is_file() else None
-    except ConfigError:
-        table = None
-    given = table.model_dump(exclude_none=True) if table is not None else {}
-    return from_section(EnvironmentSection(**given), cache_root=cache_root)
+    return from_section(EnvironmentSection(**user_file_table("environment")), cache_root=cache_root)
 
 
 def dependency_dates(repo: Path) -> dict[str, str]:

@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 
 from codeloop.config.errors import ConfigError
-from codeloop.config.files import read_config_file, user_file
+from codeloop.config.files import user_file_table
 from codeloop.config.settings import Settings, load_settings
 from sandbox.limits import SandboxLimits
 
@@ -31,10 +31,6 @@ def workspace_sandbox_limits(root: Path) -> SandboxLimits:
         return sandbox_limits(load_settings(repo=root, cwd=root))
     except ConfigError as exc:
         log.warning("the configuration of %s is not usable for its sandbox limits: %s", root, exc)
-    user = user_file()
-    try:
-        table = read_config_file(user).config.sandbox if user.is_file() else None
-    except ConfigError:
-        table = None
-    given = table.model_dump(exclude_none=True, exclude={"backend"}) if table is not None else {}
+    given = user_file_table("sandbox")
+    given.pop("backend", None)
     return SandboxLimits(**given)

@@ -6,8 +6,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
+from agents.roles.verifier.verify import PatchTask, verify_patch
 from codeloop.testing import make_repo
 from sandbox.backend import BackendChoice
 from sandbox.gvisor import probe_runsc
@@ -72,6 +74,23 @@ def make_patch(root: Path, changes: dict[str, str | None]) -> str:
 
 def deadline(seconds: float = 120) -> datetime:
     return datetime.now(UTC) + timedelta(seconds=seconds)
+
+
+async def verify_for_text(repo: Path, patch: str, text: str, cache_dir: Path | None = None) -> Any:
+    """The report on `patch` for a task that says only `text` (no plan, no test named), verified
+    in `repo` on the process backend; `cache_dir` keeps the starting trees' coverage."""
+    task = PatchTask(mode="execute", plan_files=[], test_targets=[], text=text)
+    with anyio.fail_after(240):
+        report, _ = await verify_patch(
+            workspace=repo,
+            patch=patch,
+            task=task,
+            tools=InProcessTools(backend="process"),
+            deadline=deadline(),
+            baseline=None,
+            cache_dir=cache_dir,
+        )
+    return report
 
 
 CALC = """\

@@ -6,13 +6,11 @@ plan no target, as real issues rarely do; the starting tree's coverage is measur
 from dataclasses import dataclass
 from pathlib import Path
 
-import anyio
 import pytest
 
 from agents.failures import FailureClass
 from agents.roles.verifier.verdict import revision_feedback
-from agents.roles.verifier.verify import PatchTask, verify_patch
-from tests.agents.roles.verifier.conftest import FAST_PYTEST, InProcessTools, deadline, make_patch, make_repo
+from tests.agents.roles.verifier.conftest import FAST_PYTEST, make_patch, make_repo, verify_for_text
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -141,18 +139,7 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 async def _verify(repo: Path, patch: str, cache_dir: Path):
-    task = PatchTask(mode="execute", plan_files=[], test_targets=[], text=TEXT)
-    with anyio.fail_after(240):
-        report, _ = await verify_patch(
-            workspace=repo,
-            patch=patch,
-            task=task,
-            tools=InProcessTools(backend="process"),
-            deadline=deadline(),
-            baseline=None,
-            cache_dir=cache_dir,
-        )
-    return report
+    return await verify_for_text(repo, patch, TEXT, cache_dir)
 
 
 @pytest.mark.parametrize("name", SHAPES)

@@ -3,15 +3,13 @@ test runs decide, through a real exec server session."""
 
 from pathlib import Path
 
-import anyio
 import pytest
 
 from agents.failures import FailureClass
 from agents.roles.verifier.patchset import parse_patch
 from agents.roles.verifier.rewritten_tests import losing_tests
-from agents.roles.verifier.verify import PatchTask, verify_patch
 from codeloop.testing import make_repo
-from tests.agents.roles.verifier.conftest import FAST_PYTEST, InProcessTools, deadline, make_patch
+from tests.agents.roles.verifier.conftest import FAST_PYTEST, make_patch, verify_for_text
 
 DIV = "def div(a, b):\n    if b == 0:\n        return 0  # the old rule: nothing to divide by gives 0\n    return a / b\n"
 DIV_RAISES = "def div(a, b):\n    return a / b\n"
@@ -41,17 +39,7 @@ def div_repo(tmp_path: Path) -> Path:
 
 
 async def _verify(repo: Path, patch: str):
-    task = PatchTask(mode="execute", text=TASK)
-    with anyio.fail_after(240):
-        report, _ = await verify_patch(
-            workspace=repo,
-            patch=patch,
-            task=task,
-            tools=InProcessTools(backend="process"),
-            deadline=deadline(),
-            baseline=None,
-        )
-    return report
+    return await verify_for_text(repo, patch, TASK)
 
 
 def _weakened(report) -> list:
