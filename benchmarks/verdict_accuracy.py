@@ -196,13 +196,32 @@ async def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("instances", type=Path)
-    parser.add_argument("--repos", type=Path, required=True)
-    parser.add_argument("--repo", default=None)
-    parser.add_argument("--instance-ids", default=None)
-    parser.add_argument("--sample", type=int, default=0)
-    parser.add_argument("--variants", type=lambda s: s.split(","), default=list(VARIANTS))
-    parser.add_argument("--timeout", type=float, default=1800.0)
-    parser.add_argument("--memory-mb", type=int, default=6144)
-    parser.add_argument("--backend", default="gvisor", choices=["gvisor", "process"])
+    parser.add_argument("instances", type=Path, help="SWE-bench instances, one JSON object per line")
+    parser.add_argument(
+        "--repos",
+        type=Path,
+        required=True,
+        help="a folder of the repositories: NAME.bundle, a clone NAME/ or a bare NAME.git",
+    )
+    parser.add_argument("--repo", default=None, help="only this repository's instances (OWNER/NAME)")
+    parser.add_argument("--instance-ids", default=None, help="only these instances (comma-separated ids)")
+    parser.add_argument("--sample", type=int, default=0, help="a fixed random sample of this many instances")
+    parser.add_argument(
+        "--variants",
+        type=lambda s: s.split(","),
+        default=list(VARIANTS),
+        help=f"the patch variants verified, comma-separated (default: {','.join(VARIANTS)})",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=1800.0, help="seconds each verification may take (default 1800)"
+    )
+    parser.add_argument(
+        "--memory-mb",
+        type=int,
+        default=6144,
+        help="the sandbox's memory limit (default 6144, as codeloop swebench)",
+    )
+    parser.add_argument(
+        "--backend", default="gvisor", choices=["gvisor", "process"], help="the sandbox (default gvisor)"
+    )
     anyio.run(main, parser.parse_args(), backend="asyncio")
