@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from agents.failures import FailureClass
-from agents.roles.verifier.patchset import parse_patch
+from agents.roles.verifier.patchset import FileChange, parse_patch
 from agents.roles.verifier.rewritten_tests import losing_tests
 from codeloop.testing import make_repo
 from tests.agents.roles.verifier.conftest import FAST_PYTEST, make_patch, verify_for_text
@@ -76,24 +76,29 @@ async def test_assertions_removed_from_a_test_that_passes_either_way_stay_an_err
     assert balance.severity == "error" and "rewritten" not in balance.message
 
 
+def _change_of_test_a(hunk: str) -> FileChange:
+    """The change of `tests/test_a.py` that `hunk` makes."""
+    (change,) = parse_patch(
+        "diff --git a/tests/test_a.py b/tests/test_a.py\n--- a/tests/test_a.py\n+++ b/tests/test_a.py\n"
+        + hunk
+    )
+    return change
+
+
 def test_assertions_lost_by_a_shared_helper_are_no_tests_rewrite() -> None:
     """A check removed outside any test (a helper every test calls) is never a rewrite."""
     old = "def check(x):\n    assert x > 0\n\n\ndef test_a():\n    check(1)\n    assert True\n"
     new = "def check(x):\n    return x\n\n\ndef test_a():\n    check(1)\n    assert True\n"
-    patch = (
-        "diff --git a/tests/test_a.py b/tests/test_a.py\n--- a/tests/test_a.py\n+++ b/tests/test_a.py\n"
-        "@@ -1,2 +1,2 @@\n def check(x):\n-    assert x > 0\n+    return x\n"
-    )
-    (change,) = parse_patch(patch)
+    change = _change_of_test_a("@@ -1,2 +1,2 @@\n def check(x):\n-    assert x > 0\n+    return x\n")
     assert losing_tests(change, old, new) == {"": None}
 
 
 def test_a_test_removed_with_nothing_in_its_place_stands_for_nothing() -> None:
+    """A test deleted with no test written where it stood: its assertions are lost, and no
+    rewrite can account for them."""
     old = "def test_a():\n    assert 1\n\n\ndef test_b():\n    assert 2\n"
     new = "def test_a():\n    assert 1\n"
-    patch = (
-        "diff --git a/tests/test_a.py b/tests/test_a.py\n--- a/tests/test_a.py\n+++ b/tests/test_a.py\n"
+    change = _change_of_test_a(
         "@@ -1,6 +1,2 @@\n def test_a():\n     assert 1\n-\n-\n-def test_b():\n-    assert 2\n"
     )
-    (change,) = parse_patch(patch)
     assert losing_tests(change, old, new) == {"test_b": None}
