@@ -17,6 +17,7 @@ the server's life (`environment_error`): test runs report it as `env.setup`, oth
 """
 
 import logging
+import re
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
@@ -67,13 +68,29 @@ def _workspace_venv(root: Path) -> Path | None:
     return None
 
 
-def _has_module(venv: Path, module: str) -> bool:
-    return any(venv.glob(f"lib/python3*/site-packages/{module}/__init__.py"))
+_PYTEST_METADATA = re.compile(r"^pytest-\d[^-]*\.(dist-info|egg-info)$")
+"""pytest's own metadata directory (`pytest-4.6.0.dist-info`), not a plugin's (`pytest_cov-...`)."""
+
+
+def has_pytest(venv: Path) -> bool:
+    """pytest is installed in `venv`: its package, or its distribution's metadata. The metadata
+    is what an editable install leaves (pytest's own repository, tested with itself: the code
+    stays in the project, a `.pth` file points there), as are an old pytest's single `pytest.py`
+    and its `.egg-link`. Read from the files alone: the host never runs a project's interpreter,
+    whose `.pth` files may execute the project's code."""
+    for site in venv.glob("lib/python3*/site-packages"):
+        if (site / "pytest" / "__init__.py").is_file() or (site / "pytest.py").is_file():
+            return True
+        if (site / "pytest.egg-link").is_file():
+            return True
+        if any(_PYTEST_METADATA.match(entry.name) for entry in site.iterdir()):
+            return True
+    return False
 
 
 def _environment_has_pytest(environment: Environment) -> bool:
     tools = environment.tools_path
-    return _has_module(environment.venv, "pytest") or (tools is not None and (tools / "pytest").is_dir())
+    return has_pytest(environment.venv) or (tools is not None and (tools / "pytest").is_dir())
 
 
 def find_toolchain(root: Path, environment: Environment | None = None) -> Toolchain:
@@ -100,7 +117,7 @@ def find_toolchain(root: Path, environment: Environment | None = None) -> Toolch
     ruff_candidates = ([venv / "bin" / "ruff"] if venv else []) + [own_bin / "ruff"]
     ruff = next((str(p) for p in ruff_candidates if p.is_file()), None)
     python = str(venv / "bin" / "python") if venv else own_python
-    test_python = python if venv and _has_module(venv, "pytest") else own_python
+    test_python = python if venv and has_pytest(venv) else own_python
     return Toolchain(
         python=python,
         test_python=test_python,
