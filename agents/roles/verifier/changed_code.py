@@ -10,6 +10,11 @@ measured them. Per changed Python file that existed there, a `Probe`:
 - an added line counts its enclosing function's body on the starting tree (the function holding
   the line before the insertion); at the top of the module it counts the whole module, for the
   tests that execute any of it (its lines executed at import, by everyone, do not count then);
+- except an added line that takes the place of removed ones (`_in_place_of`): where the removed
+  run starts with a statement every arrival executes, and the added lines stay in its block (none
+  dedented out of it), only a test reaching that statement can reach them — the removed lines
+  count, not the whole function (a test that calls the function but returns before the replaced
+  statement is not the task's);
 - `at_import`: the patch adds or changes a top-level statement that runs at import (not a `def`
   or `class` line, not a docstring): its effect reaches every test that imports the module, so the
   whole suite is run with the patch.
@@ -127,6 +132,75 @@ def _runs_at_import(source: str, lines: set[int]) -> bool:
     return body(tree.body)
 
 
+def _always_traced(node: ast.stmt) -> bool:
+    """Whether executing `node` always reports its first line to a line tracer (coverage). Not so
+    for what compiles to nothing or is reported elsewhere: a docstring or other constant
+    expression, `global`, a bare annotation, a constant `if`/`while` test, `try:` (no instruction
+    of its own on newer Pythons), a decorated `def` or `class` (reported at its decorator)."""
+    if isinstance(node, ast.Expr):
+        return not isinstance(node.value, ast.Constant)
+    if isinstance(node, ast.AnnAssign):
+        return node.value is not None
+    if isinstance(node, (ast.If, ast.While)):
+        return not isinstance(node.test, ast.Constant)
+    return isinstance(
+        node,
+        (
+            ast.Assign,
+            ast.AugAssign,
+            ast.Return,
+            ast.Raise,
+            ast.Assert,
+            ast.Delete,
+            ast.Pass,
+            ast.Break,
+            ast.Continue,
+            ast.For,
+            ast.AsyncFor,
+            ast.With,
+            ast.AsyncWith,
+            ast.Import,
+            ast.ImportFrom,
+        ),
+    )
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip())
+
+
+def _in_place_of(change: FileChange, before: str) -> set[int]:
+    """The removed lines that additions directly follow and stand in place of: the last line of
+    a run of removed lines whose first line starts a statement `_always_traced`, when none of the
+    added lines after it is dedented out of that statement's block. Control reaches such added
+    lines only where it reached the removed statement, so a test that never executed it on the
+    starting tree cannot execute them either."""
+    try:
+        tree = ast.parse(before)
+    except (SyntaxError, ValueError):
+        return set()
+    traced = {node.lineno for node in ast.walk(tree) if isinstance(node, ast.stmt) and _always_traced(node)}
+    removed = dict(change.removed)
+    texts = dict(change.added)
+    following: dict[int, list[str]] = {}
+    for new_line, anchor in change.anchors:
+        following.setdefault(anchor, []).append(texts.get(new_line, ""))
+    found = set()
+    for anchor, added in following.items():
+        if anchor not in removed:
+            continue
+        first = anchor
+        while first - 1 in removed:
+            first -= 1
+        if first not in traced:
+            continue
+        level = _indent(removed[first])
+        code = [t for t in added if t.strip() and not t.strip().startswith("#")]
+        if all(_indent(t) >= level for t in code):
+            found.add(anchor)
+    return found
+
+
 def probe(change: FileChange, before: str, after: str) -> Probe:
     """The probe of one changed Python file, from its text on the starting tree and with the patch."""
     assert change.old_path is not None
@@ -146,11 +220,14 @@ def probe(change: FileChange, before: str, after: str) -> Probe:
     new_functions = _functions(after) or []
     added_lines = {ln for ln, _ in change.added}
     texts = dict(change.added)
+    in_place = _in_place_of(change, before)
     for new_line, anchor in change.anchors:
         in_new = _innermost(new_functions, new_line)
         if in_new is not None and in_new.def_line in added_lines:
             continue  # a new function: reached only through changed code that calls it
         holder = _innermost(functions, anchor) if in_new is not None else None
+        if holder is not None and anchor in in_place and anchor >= holder.body_start:
+            continue  # reached only through the removed statement it replaces, counted above
         if holder is not None:
             lines.update(range(holder.body_start, holder.end + 1))
         elif texts.get(new_line, "").strip() and not texts[new_line].strip().startswith("#"):

@@ -105,6 +105,15 @@ SHAPES = {
         ),
         preexisting=("tests/test_legacy.py::test_legacy_format",),
     ),
+    "test_returning_before_the_replaced_line": Shape(
+        # test_mean_of_nothing calls mean() but returns before the line the fix replaces: no
+        # patch of that line changes its outcome, so its old failure is listed, never blamed.
+        _pkg(
+            ops="def mean(xs):\n    if not xs:\n        return 0.0\n    return sum(xs) / (len(xs) - 1)\n",
+            tests=TEST_MEAN + "\n\ndef test_mean_of_nothing():\n    assert mean([]) is None, 'no mean'\n",
+        ),
+        preexisting=("tests/test_ops.py::test_mean_of_nothing",),
+    ),
     "environment_failure_shared_by_unrelated_tests": Shape(
         # The settings the tests read are missing from this environment: every test that reads
         # them fails in the json module, whatever the patch does.
