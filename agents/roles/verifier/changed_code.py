@@ -192,7 +192,9 @@ def _in_place_of(change: FileChange, before: str) -> set[int]:
         first = anchor
         while first - 1 in removed:
             first -= 1
-        if first not in traced:
+        # An `elif` is the `if`'s, not a statement of its block: a test taking an earlier branch
+        # never executes it, yet reaches what replaces it at that indentation after the `if`.
+        if first not in traced or removed[first].lstrip().startswith("elif"):
             continue
         level = _indent(removed[first])
         code = [t for t in added if t.strip() and not t.strip().startswith("#")]

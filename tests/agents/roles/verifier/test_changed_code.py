@@ -52,3 +52,12 @@ def test_a_replaced_line_no_tracer_reports_counts_its_whole_function() -> None:
     before = 'def mean(xs):\n    """Mean."""\n    return sum(xs) / len(xs)\n'
     hunk = '@@ -2 +2 @@\n-    """Mean."""\n+    """The arithmetic mean."""\n'
     assert _lines(hunk, before.replace("Mean.", "The arithmetic mean."), before) == {2, 3}
+
+
+def test_a_replaced_elif_counts_its_whole_function() -> None:
+    """A test taking the `if` branch never executes the `elif` line, but runs the statement that
+    replaces it at the function's level."""
+    before = "def sign(x):\n    if x > 0:\n        s = 1\n    elif x < 0:\n        s = -1\n    return s\n"
+    hunk = "@@ -4,2 +4 @@\n-    elif x < 0:\n-        s = -1\n+    s = s if x >= 0 else -1\n"
+    after = before.replace("    elif x < 0:\n        s = -1\n", "    s = s if x >= 0 else -1\n")
+    assert _lines(hunk, after, before) == {2, 3, 4, 5, 6}
