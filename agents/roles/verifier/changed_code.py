@@ -26,11 +26,12 @@ tests the patch adds.
 """
 
 import ast
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from agents.roles.verifier.patchset import FileChange
-from agents.roles.verifier.selection import is_test_module
+from agents.roles.verifier.test_modules import DEFAULT_PATTERNS, is_test_module
 
 INERT_SUFFIXES = frozenset({".md", ".rst", ".txt", ".adoc"})
 """Documentation: a change to it cannot change what a test executes (doctests of .txt files are
@@ -242,9 +243,15 @@ def probe(change: FileChange, before: str, after: str) -> Probe:
     return Probe(change.old_path, frozenset(lines), module_wide=module_wide, at_import=at_import)
 
 
-def probes_of(changes: list[FileChange], before: dict[str, str], after: dict[str, str]) -> Probes:
+def probes_of(
+    changes: list[FileChange],
+    before: dict[str, str],
+    after: dict[str, str],
+    test_patterns: Sequence[str] = DEFAULT_PATTERNS,
+) -> Probes:
     """The probes of a patch's changes; `before` and `after` hold the texts of its changed Python
-    files on the starting tree (by old path) and with the patch (by new path)."""
+    files on the starting tree (by old path) and with the patch (by new path); `test_patterns`:
+    the repository's test module names (`test_modules.python_files`), files not measured."""
     found, unmeasured = [], []
     for change in changes:
         if change.binary or change.special or change.kind == "added":
@@ -254,7 +261,7 @@ def probes_of(changes: list[FileChange], before: dict[str, str], after: dict[str
                 unmeasured.append(change.path)
             continue
         assert change.old_path is not None
-        if is_test_module(change.old_path):
+        if is_test_module(change.old_path, test_patterns):
             continue  # its tests are the task's anyway (edited, or run on the starting tree)
         if change.old_path in before:
             found.append(probe(change, before[change.old_path], after.get(change.path, "")))

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from agents.roles.verifier.patchset import FileChange
+from agents.roles.verifier.test_modules import is_test_module, python_files
 from layout import TREE_DIR
 
 SKIP_DIRS = frozenset(
@@ -193,14 +194,10 @@ def edited_tests(before: str, after: str) -> frozenset[str] | None:
     return frozenset(name for name, text in new.items() if old.get(name) != text)
 
 
-def is_test_module(path: str) -> bool:
-    """pytest's default test module names: `test_*.py`, `*_test.py`."""
-    name = PurePosixPath(path).name
-    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
-
-
 def test_files(root: Path) -> list[str]:
-    """Test modules under `root` (pytest's default names), skipping virtualenvs and hidden directories."""
+    """Test modules under `root` (by the repository's `python_files`), skipping virtualenvs and
+    hidden directories."""
+    patterns = python_files(root)
     found: list[str] = []
     for here, dirs, names in os.walk(root):
         dirs[:] = sorted(
@@ -208,7 +205,7 @@ def test_files(root: Path) -> list[str]:
         )
         for name in sorted(names):
             rel = os.path.relpath(os.path.join(here, name), root).replace(os.sep, "/")
-            if is_test_module(rel):
+            if is_test_module(rel, patterns):
                 found.append(rel)
                 if len(found) >= MAX_SCANNED_FILES:
                     return found
@@ -277,10 +274,11 @@ def select_tests(
             files.append(file)
         elif file:
             missing.append(target)
+    patterns = python_files(root)
     changed_tests = [
         c.path
         for c in changes
-        if c.kind != "deleted" and is_test_module(c.path) and (root / c.path).is_file()
+        if c.kind != "deleted" and is_test_module(c.path, patterns) and (root / c.path).is_file()
     ]
     every = test_files(root)
     named = named_tests(task_text, every, root) if task_text else NamedTests()

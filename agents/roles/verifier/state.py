@@ -10,6 +10,7 @@ from agents.roles.verifier.baseline import Knowledge
 from agents.roles.verifier.exec_session import Crash, EnvironmentUsed, TestFailure
 from agents.roles.verifier.execution import Reach
 from agents.roles.verifier.patchset import FileChange
+from agents.roles.verifier.test_modules import DEFAULT_PATTERNS, is_test_module
 
 DEADLINE_MARGIN_S = 3.0
 """Kept back from each call's timeout for the sandbox's kill and the report to arrive in time."""
@@ -67,6 +68,8 @@ class Verification:
     follow): the whole suite runs with the patch, and any test it fixes is evidence."""
     environment: EnvironmentUsed | None = None
     """The project environment the tests ran in (None: codeloop's interpreter)."""
+    test_patterns: tuple[str, ...] = DEFAULT_PATTERNS
+    """The repository's test module names (`test_modules.python_files`)."""
     mark: float = field(default_factory=time.monotonic)
     """When the last check ended: each step's time is the time since the previous check."""
 
@@ -81,7 +84,9 @@ class Verification:
 
     @property
     def src_changes(self) -> list[FileChange]:
-        return [c for c in self.changes if not c.is_test]
+        """The changes the reproduction tree takes back: all but those of test code (a test
+        directory's, or a module the repository's `python_files` collects)."""
+        return [c for c in self.changes if not c.is_test and not is_test_module(c.path, self.test_patterns)]
 
     @property
     def changed_paths(self) -> set[str]:

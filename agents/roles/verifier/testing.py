@@ -30,8 +30,9 @@ from agents.roles.verifier.environment_failures import crash_of, crashes_outside
 from agents.roles.verifier.exec_session import Crash, ExecSession, TestFailure, TestRun
 from agents.roles.verifier.measure import Measurement, measure_starting_tree
 from agents.roles.verifier.patchset import FileChange, join_sections
-from agents.roles.verifier.selection import Selection, is_test_module
+from agents.roles.verifier.selection import Selection
 from agents.roles.verifier.state import Verification
+from agents.roles.verifier.test_modules import is_test_module
 from agents.roles.verifier.tree import apply_patch, restore
 
 SUITE_ESTIMATE_FACTOR = 1.2
@@ -428,7 +429,7 @@ def _remember(run: Verification, files: list[str], before: dict[str, TestFailure
     """Outcomes on the reproduction tree of test files the patch did not touch are starting outcomes,
     unless the patch changed test code other files share (a conftest.py, a helper under tests/):
     then the reproduction tree differs from the starting tree for every test, and nothing is kept."""
-    if any(c.is_test and not is_test_module(c.path) for c in run.changes):
+    if any(c.is_test and not is_test_module(c.path, run.test_patterns) for c in run.changes):
         return
     run.known.remember_tests(files, before, changed_paths=run.changed_paths)
 

@@ -52,9 +52,10 @@ from agents.roles.verifier.execution import CoverageCache
 from agents.roles.verifier.measure import Measurement
 from agents.roles.verifier.patchset import FileChange, MalformedPatch, parse_patch
 from agents.roles.verifier.rewritten_tests import forgive_rewrites
-from agents.roles.verifier.selection import asks_for_green_suite, is_test_module, select_tests
+from agents.roles.verifier.selection import asks_for_green_suite, select_tests
 from agents.roles.verifier.state import DEADLINE_MARGIN_S, Verification, seconds_left
 from agents.roles.verifier.static import check_static
+from agents.roles.verifier.test_modules import is_test_module, python_files
 from agents.roles.verifier.testing import ExampleEvidence, run_tests
 from agents.roles.verifier.tree import (
     apply_patch,
@@ -147,8 +148,9 @@ def _starting_test_texts(workspace: Path, changes: list[FileChange]) -> dict[str
     """The starting text of each changed test module (the workspace is still at HEAD), by its
     path after the patch: what tells the tests the patch edits from the ones it left alone."""
     texts = {}
+    patterns = python_files(workspace)
     for change in changes:
-        if change.old_path and change.kind != "deleted" and is_test_module(change.path):
+        if change.old_path and change.kind != "deleted" and is_test_module(change.path, patterns):
             try:
                 texts[change.path] = (workspace / change.old_path).read_text(
                     encoding="utf-8", errors="replace"
@@ -201,7 +203,12 @@ async def verify_patch(
     """
     started = time.monotonic()
     commit = await head_commit(workspace)
-    run = Verification(workspace=workspace, deadline=deadline, known=Knowledge.of(baseline, commit))
+    run = Verification(
+        workspace=workspace,
+        deadline=deadline,
+        known=Knowledge.of(baseline, commit),
+        test_patterns=python_files(workspace),
+    )
 
     def early(
         cls: FailureClass, message: str, path: str | None = None
@@ -324,7 +331,8 @@ async def _apply_measured(
     await apply_patch(workspace, patch)
     patched = await anyio.to_thread.run_sync(_patched_sources, workspace, changes)
     cache = CoverageCache(cache_dir) if cache_dir is not None else None
-    return before, patched, Measurement(probes=probes_of(changes, sources, patched), tree=tree, cache=cache)
+    probes = probes_of(changes, sources, patched, test_patterns=python_files(workspace))
+    return before, patched, Measurement(probes=probes, tree=tree, cache=cache)
 
 
 def _example_runner(

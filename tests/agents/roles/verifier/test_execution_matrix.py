@@ -242,3 +242,30 @@ async def test_an_old_failure_beside_the_tests_the_patch_adds_is_not_blamed(
         cache_dir,
     )
     assert report.verdict == "failed" and report.still_failing == ["tests/test_ops.py::test_legacy_format"]
+
+
+async def test_test_modules_the_repository_names_in_python_files_are_its_tests(
+    tmp_path: Path, cache_dir: Path
+) -> None:
+    """A repository whose pytest configuration collects `check_*.py` (pytest's own collects
+    `testing/*/*.py`): a test the patch adds there is the task's like one in `test_*.py` — with
+    the fix it is evidence; without the fix (the test alone) it is still failing, by name."""
+    check = "from calc.ops import mean\n\n\ndef test_mean():\n    assert mean([1, 2]) > 0\n"
+    added = "\n\ndef test_mean_of_two():\n    assert mean([1, 3]) == 2.0, 'mean of 1, 3'\n"
+    files = {
+        "pytest.ini": FAST_PYTEST + "python_files = check_*.py\n",
+        "calc/__init__.py": "",
+        "calc/ops.py": OPS,
+        "checks/check_ops.py": check,
+    }
+    repo = make_repo(tmp_path / "repo", files)
+    fix = OPS.replace("len(xs) - 1)", "len(xs))")
+    both = await _verify(
+        repo, make_patch(repo, {"calc/ops.py": fix, "checks/check_ops.py": check + added}), cache_dir
+    )
+    assert both.verdict == "passed", both.failures
+    assert both.evidence == ["checks/check_ops.py::test_mean_of_two"], [c.summary for c in both.checks]
+    alone = await _verify(repo, make_patch(repo, {"checks/check_ops.py": check + added}), cache_dir)
+    assert alone.verdict == "failed"
+    assert alone.still_failing == ["checks/check_ops.py::test_mean_of_two"]
+    assert "mean of 1, 3" in revision_feedback(alone)
