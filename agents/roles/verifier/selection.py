@@ -17,6 +17,7 @@ adds or edits. The verifier also holds the patch to the other tests of a test fi
 import ast
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -194,10 +195,10 @@ def edited_tests(before: str, after: str) -> frozenset[str] | None:
     return frozenset(name for name, text in new.items() if old.get(name) != text)
 
 
-def test_files(root: Path) -> list[str]:
-    """Test modules under `root` (by the repository's `python_files`), skipping virtualenvs and
-    hidden directories."""
-    patterns = python_files(root)
+def test_files(root: Path, patterns: Sequence[str] | None = None) -> list[str]:
+    """Test modules under `root` (by `patterns`, else the repository's `python_files`), skipping
+    virtualenvs and hidden directories."""
+    patterns = python_files(root) if patterns is None else patterns
     found: list[str] = []
     for here, dirs, names in os.walk(root):
         dirs[:] = sorted(
@@ -280,7 +281,7 @@ def select_tests(
         for c in changes
         if c.kind != "deleted" and is_test_module(c.path, patterns) and (root / c.path).is_file()
     ]
-    every = test_files(root)
+    every = test_files(root, patterns)
     named = named_tests(task_text, every, root) if task_text else NamedTests()
     files += named.files
     files += changed_tests

@@ -144,11 +144,12 @@ def _patched_sources(workspace: Path, changes: list[FileChange]) -> dict[str, st
     return texts
 
 
-def _starting_test_texts(workspace: Path, changes: list[FileChange]) -> dict[str, str]:
+def _starting_test_texts(
+    workspace: Path, changes: list[FileChange], patterns: Sequence[str]
+) -> dict[str, str]:
     """The starting text of each changed test module (the workspace is still at HEAD), by its
     path after the patch: what tells the tests the patch edits from the ones it left alone."""
     texts = {}
-    patterns = python_files(workspace)
     for change in changes:
         if change.old_path and change.kind != "deleted" and is_test_module(change.path, patterns):
             try:
@@ -258,7 +259,7 @@ async def verify_patch(
         return early(FailureClass.PATCH_APPLY_FAILED, why.splitlines()[-1] if why else "does not apply")
     if seconds_left(deadline) <= DEADLINE_MARGIN_S:
         return early(FailureClass.BUDGET_WALL, "the deadline passed before verification could start")
-    before, after, measurement = await _apply_measured(workspace, patch, run.changes, cache_dir)
+    before, after, measurement = await _apply_measured(run, patch, cache_dir)
     run.green_suite = asks_for_green_suite(task.text)
     run.add_check(
         Check(name="patch", ok=True, summary=f"applies to {commit[:12]}: {len(run.changes)} file(s)")
@@ -320,18 +321,19 @@ def _of_review(cls: FailureClass) -> bool:
 
 
 async def _apply_measured(
-    workspace: Path, patch: str, changes: list[FileChange], cache_dir: Path | None
+    run: Verification, patch: str, cache_dir: Path | None
 ) -> tuple[dict[str, str], dict[str, str], Measurement]:
-    """Apply `patch` to the starting tree in `workspace`, keeping what the verdict compares: the
+    """Apply `patch` to the starting tree in the workspace, keeping what the verdict compares: the
     starting texts of the changed test files, and the probes (changed lines, old and new) the
     coverage of the starting tree is read for."""
-    before = await anyio.to_thread.run_sync(_starting_test_texts, workspace, changes)
+    workspace, changes = run.workspace, run.changes
+    before = await anyio.to_thread.run_sync(_starting_test_texts, workspace, changes, run.test_patterns)
     sources = await anyio.to_thread.run_sync(_starting_sources, workspace, changes)
     tree = await tree_hash(workspace)
     await apply_patch(workspace, patch)
     patched = await anyio.to_thread.run_sync(_patched_sources, workspace, changes)
     cache = CoverageCache(cache_dir) if cache_dir is not None else None
-    probes = probes_of(changes, sources, patched, test_patterns=python_files(workspace))
+    probes = probes_of(changes, sources, patched, test_patterns=run.test_patterns)
     return before, patched, Measurement(probes=probes, tree=tree, cache=cache)
 
 
