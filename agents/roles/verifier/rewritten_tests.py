@@ -14,15 +14,11 @@ every test that lost assertions is, the finding becomes a warning naming them; e
 error.
 """
 
-import ast
-import re
-
 from agents.failures import FailureClass
 from agents.messages.verification import Failure
 from agents.roles.verifier.diff_review import ASSERTION, BALANCE_MARK, written_in_place
 from agents.roles.verifier.patchset import FileChange
-
-_TEST_NAME = re.compile(r"^test")
+from agents.roles.verifier.selection import definition_spans, matches
 
 
 def is_assertion_balance(failure: Failure) -> bool:
@@ -31,20 +27,10 @@ def is_assertion_balance(failure: Failure) -> bool:
 
 
 def tests_in(text: str) -> dict[str, tuple[int, int]]:
-    """Each test of a test module (`test_x`, `TestCase::test_x`) -> its first and last line."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return {}
-    found: dict[str, tuple[int, int]] = {}
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and _TEST_NAME.match(node.name):
-            found[node.name] = (node.lineno, node.end_lineno or node.lineno)
-        elif isinstance(node, ast.ClassDef):
-            for item in node.body:
-                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and _TEST_NAME.match(item.name):
-                    found[f"{node.name}::{item.name}"] = (item.lineno, item.end_lineno or item.lineno)
-    return found
+    """Each test of a test module (`test_x`, `TestCase::test_x`) -> its first line (decorators
+    included) and last line."""
+    spans = definition_spans(text) or {}
+    return {name: span for name, span in spans.items() if name.rsplit("::", 1)[-1].startswith("test")}
 
 
 def _assertions(lines: list[str], span: tuple[int, int]) -> int:
@@ -83,8 +69,7 @@ def losing_tests(change: FileChange, old: str, new: str) -> dict[str, str | None
 
 
 def _is_evidence(test: str, path: str, fixed: set[str]) -> bool:
-    node = f"{path}::{test}"
-    return any(t == node or t.startswith(node + "[") for t in fixed)
+    return any(matches(t, f"{path}::{test}") for t in fixed)
 
 
 def forgive_rewrites(

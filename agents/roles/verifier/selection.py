@@ -67,11 +67,9 @@ class Selection:
         if self.named.names(test_id, whole_files=whole_files):
             return True
         if not whole_files:
-            return any(_matches(test_id, target) for target in self.target_ids if "::" in target)
+            return any(matches(test_id, target) for target in self.target_ids if "::" in target)
         # A target file that cannot be collected reports the file itself as the failing test.
-        return any(
-            _matches(test_id, target) or test_id == target.split("::")[0] for target in self.target_ids
-        )
+        return any(matches(test_id, target) or test_id == target.split("::")[0] for target in self.target_ids)
 
     @property
     def target_files(self) -> list[str]:
@@ -92,7 +90,7 @@ class NamedTests:
 
     def names(self, test_id: str, *, whole_files: bool = True) -> bool:
         file, _, name = test_id.partition("::")
-        if (whole_files and file in self.whole_files) or any(_matches(test_id, n) for n in self.node_ids):
+        if (whole_files and file in self.whole_files) or any(matches(test_id, n) for n in self.node_ids):
             return True
         return bool(name) and name.split("::")[-1].split("[")[0] in self.functions
 
@@ -159,19 +157,19 @@ def _defining(root: Path, candidates: list[str], functions: frozenset[str]) -> l
     return found
 
 
-def _matches(test_id: str, target: str) -> bool:
+def matches(test_id: str, target: str) -> bool:
+    """`test_id` is the test (or class) `target` names, or one of its parametrizations."""
     return test_id == target or test_id.startswith((target + "::", target + "["))
 
 
-def _definitions(source: str) -> dict[str, str] | None:
-    """Every function and method of `source` by its pytest name (`f`, `C::m`, `C::D::m`), with its
-    source text, decorators included; None when `source` is not valid Python."""
+def definition_spans(source: str) -> dict[str, tuple[int, int]] | None:
+    """Every function and method of `source` by its pytest name (`f`, `C::m`, `C::D::m`) -> its
+    first line (decorators included) and last line; None when `source` is not valid Python."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
-    lines = source.splitlines()
-    found: dict[str, str] = {}
+    found: dict[str, tuple[int, int]] = {}
 
     def visit(body: list[ast.stmt], prefix: str) -> None:
         for node in body:
@@ -179,10 +177,20 @@ def _definitions(source: str) -> dict[str, str] | None:
                 visit(node.body, f"{prefix}{node.name}::")
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-                found[prefix + node.name] = "\n".join(lines[start - 1 : node.end_lineno])
+                found[prefix + node.name] = (start, node.end_lineno or node.lineno)
 
     visit(tree.body, "")
     return found
+
+
+def _definitions(source: str) -> dict[str, str] | None:
+    """Every function and method of `source` by its pytest name, with its source text
+    (`definition_spans`); None when `source` is not valid Python."""
+    spans = definition_spans(source)
+    if spans is None:
+        return None
+    lines = source.splitlines()
+    return {name: "\n".join(lines[first - 1 : last]) for name, (first, last) in spans.items()}
 
 
 def edited_tests(before: str, after: str) -> frozenset[str] | None:
@@ -259,12 +267,14 @@ def select_tests(
     *,
     before: dict[str, str] | None = None,
     task_text: str = "",
+    test_patterns: Sequence[str] | None = None,
 ) -> Selection:
     """The targeted tests for `changes` on the patched tree at `root` (see the module docstring).
 
     `before` holds the starting text of the changed test files by path (absent: an added file);
     without it every test of a changed test file counts as edited. `task_text`: the task's words,
-    for the tests it names."""
+    for the tests it names. `test_patterns`: the repository's test module names, when known
+    (else read, `test_modules.python_files`)."""
     target_ids, missing = [], []
     files: list[str] = []
     for target in test_targets:
@@ -275,7 +285,7 @@ def select_tests(
             files.append(file)
         elif file:
             missing.append(target)
-    patterns = python_files(root)
+    patterns = python_files(root) if test_patterns is None else test_patterns
     changed_tests = [
         c.path
         for c in changes

@@ -113,7 +113,7 @@ def _pytest_broken(run: Verification, name: str, result: TestRun) -> bool:
         return False
     # Killed at the CPU time limit: the patch's doing (a loop) when the starting tree's suite ran
     # to its end under the same limit, else the limit is too low for this suite.
-    spun = bool(result.killed) and "CPU time" in (result.killed or "") and run.reach is not None
+    spun = "CPU time" in (result.killed or "") and run.reach is not None
     run.failures.append(
         Failure(
             failure_class=FailureClass.TEST_TIMEOUT if spun else FailureClass.ENV_SETUP,

@@ -52,7 +52,7 @@ from agents.roles.verifier.execution import CoverageCache
 from agents.roles.verifier.measure import Measurement
 from agents.roles.verifier.patchset import FileChange, MalformedPatch, parse_patch
 from agents.roles.verifier.rewritten_tests import forgive_rewrites
-from agents.roles.verifier.selection import asks_for_green_suite, select_tests
+from agents.roles.verifier.selection import Selection, asks_for_green_suite, select_tests
 from agents.roles.verifier.state import DEADLINE_MARGIN_S, Verification, seconds_left
 from agents.roles.verifier.static import check_static
 from agents.roles.verifier.test_modules import is_test_module, python_files
@@ -268,9 +268,7 @@ async def verify_patch(
         with anyio.move_on_after(seconds_left(deadline)) as scope:
             async with _exec_session(tools, workspace, session) as exec_session:
                 if await check_static(run, exec_session):
-                    selection = select_tests(
-                        workspace, run.changes, list(task.test_targets), before=before, task_text=task.text
-                    )
+                    selection = _selection(run, task, before)
                     await run_tests(
                         run,
                         exec_session,
@@ -299,6 +297,18 @@ async def verify_patch(
             # A test run may have written to tracked files too; the next verification needs HEAD.
             await reset_tracked(workspace)
     return _report(run, started=started), run.known.to_baseline()
+
+
+def _selection(run: Verification, task: PatchTask, before: dict[str, str]) -> Selection:
+    """The tests the task is about by name and by the files the patch changes (`selection`)."""
+    return select_tests(
+        run.workspace,
+        run.changes,
+        list(task.test_targets),
+        before=before,
+        task_text=task.text,
+        test_patterns=run.test_patterns,
+    )
 
 
 def _forgive_rewrites(run: Verification, before: dict[str, str], after: dict[str, str]) -> None:
