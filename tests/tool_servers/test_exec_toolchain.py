@@ -2,10 +2,13 @@
 whichever shape an install leaves it; codeloop's only when the project has none."""
 
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from sandbox.environments.environment import Environment
+from sandbox.environments.recipe import Recipe
 from tool_servers.exec.shared_sandbox import find_toolchain, has_pytest
 
 
@@ -56,3 +59,31 @@ def test_a_project_with_only_a_pytest_plugin_installed_runs_its_tests_with_codel
     toolchain = find_toolchain(tmp_path)
     assert toolchain.python == str(venv / "bin" / "python")
     assert toolchain.test_python == sys.executable
+
+
+def _environment(root: Path, *entries: str, base: Environment | None = None) -> Environment:
+    venv = _venv(root, *entries)
+    return Environment(
+        key=root.name,
+        recipe=Recipe(kind="configured", source="test"),
+        path=root,
+        venv=venv,
+        python=venv / "bin" / "python",
+        python_version="3.9.18",
+        base_prefix=Path("/usr"),
+        built_at=datetime.now(UTC),
+        build_s=0.0,
+        size_bytes=0,
+        base=base,
+    )
+
+
+def test_a_layer_over_an_environment_with_pytest_runs_its_tests_with_its_own_interpreter(
+    tmp_path: Path,
+) -> None:
+    """A layered environment sees its parent's site-packages: pytest there is the layer's too."""
+    parent = _environment(tmp_path / "parent", "pytest/__init__.py", "pytest-7.4.0.dist-info/")
+    layer = _environment(tmp_path / "layer", "six.py", base=parent)
+    toolchain = find_toolchain(tmp_path / "workspace", layer)
+    assert toolchain.test_python == str(layer.python)
+    assert not toolchain.warm_tests

@@ -89,8 +89,11 @@ def has_pytest(venv: Path) -> bool:
 
 
 def _environment_has_pytest(environment: Environment) -> bool:
-    tools = environment.tools_path
-    return has_pytest(environment.venv) or (tools is not None and (tools / "pytest").is_dir())
+    """pytest in the environment or, for a layer, in a parent whose site-packages it sees."""
+    return any(
+        has_pytest(e.venv) or (e.tools_path is not None and (e.tools_path / "pytest").is_dir())
+        for e in environment.chain()
+    )
 
 
 def find_toolchain(root: Path, environment: Environment | None = None) -> Toolchain:
