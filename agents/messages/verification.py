@@ -43,6 +43,12 @@ OneLine = Annotated[str, BeforeValidator(_one_line)]
 StackTail = Annotated[str, BeforeValidator(_tail)]
 
 Verdict = Literal["passed", "failed", "unverified"]
+EvidenceKind = Literal["flip", "reproduction", "example", "none"]
+"""What a `passed` verdict rests on: a target test's confirmed flip (it failed on the starting tree
+and passes with the patch, in the same company and order), a reproduction test the patch adds
+(failing on the reproduction tree, passing with the fix), the task's own example (it showed the
+problem on the starting tree and no longer does), or nothing (`none`: any other verdict)."""
+MAX_BEHAVIOUR = 300
 Severity = Literal["error", "warning"]
 TestOutcome = Literal["passed", "failed", "error"]
 
@@ -196,6 +202,17 @@ class VerificationReport(BaseModel):
     environment: EnvironmentUse | None = None
     """The project environment the tests ran in; None when they ran with codeloop's own
     interpreter, or ran not at all."""
+    evidence_kind: EvidenceKind = "none"
+    """What decided a `passed` verdict (see `EvidenceKind`); `none` for any other verdict."""
+    order_dependent: list[str] = Field(default_factory=list)
+    """Targets that failed in the whole-suite run on the starting tree but pass there when run in
+    the company and order they ran in with the patch: their flip shows nothing, so they are not
+    evidence."""
+    behaviour: dict[str, str] = Field(default_factory=dict, max_length=MAX_BEHAVIOUR)
+    """What the patched tree observably did: per covering or target test its outcome with the
+    patch (`passed`, or `failed:` and its crash), and `example` the task's example's outcome
+    (what it printed and raised). Candidates for one task are clustered by it
+    (`agents.roles.selector.rank`)."""
 
     @property
     def errors(self) -> list[Failure]:
