@@ -200,12 +200,28 @@ def handoff_report(state: TaskState, failure_class: str | None, reason: str) -> 
         f"Done: {len(state.steps_done)} steps ({', '.join(state.steps_done) or 'none'}), "
         f"{state.usage.requests} model requests, {state.revisions} revisions."
     )
+    lines += _attempts_lines(state)
     if state.files_changed:
         lines.append("Partial patch touches: " + ", ".join(state.files_changed))
     if state.last_report and state.last_report.failures:
         lines.append("Remaining failures:")
         lines += [f"  - {f.failure_class}: {f.message[:200]}" for f in state.last_report.failures[:10]]
     return "\n".join(lines)
+
+
+def _attempts_lines(state: TaskState) -> list[str]:
+    """What a hand-off report says of a task's attempts: how many were made, and the choice."""
+    if not state.candidates:
+        return []
+    made = sum(1 for c in state.candidates if c.revision_of is None)
+    stopped = f" ({state.attempts_stopped_by} stopped them)" if state.attempts_stopped_by else ""
+    verdicts = ", ".join(
+        f"{c.attempt}: {c.report.verdict if c.report else 'not verified'}" for c in state.candidates
+    )
+    lines = [f"Attempts: {made} of {state.task.budgets.attempts} made{stopped}; verdicts {verdicts}."]
+    if state.selection is not None:
+        lines.append(f"Chosen: attempt {state.selection.chosen}, {state.selection.reason}.")
+    return lines
 
 
 def limit_text(limit: str, state: TaskState) -> str:
