@@ -26,7 +26,10 @@ from codeloop.wiring.tools import InProcessTools
 from layout import COVERAGE_DIR, INDEX_DIR, WORK_DIR
 
 DEFAULT_ROLES = ("orchestrator", "planner", "retriever", "coder", "verifier")
-KNOWN_ROLES = (*DEFAULT_ROLES, "selector", "echo")
+SERVED_BY_DEFAULT = (*DEFAULT_ROLES, "selector")
+"""What `codeloop serve` runs without `--role`: the standard pipeline's roles, and the selector a
+task with several attempts (`budgets.attempts`) needs."""
+KNOWN_ROLES = (*SERVED_BY_DEFAULT, "echo")
 """The roles codeloop itself installs (the orchestrator and the built-ins of `codeloop.roles`);
 `role_specs` also runs every installed plug-in role."""
 
@@ -60,7 +63,7 @@ def every_role(registry: RoleRegistry | None = None) -> tuple[str, ...]:
     """The standard roles, the selector, and every installed plug-in role: what a process runs that
     must take any task, whatever pipeline or attempts it names (the tasks server's embedded bus,
     the test kit)."""
-    return (*DEFAULT_ROLES, "selector", *plugin_roles(registry or load_roles()))
+    return (*SERVED_BY_DEFAULT, *plugin_roles(registry or load_roles()))
 
 
 def roles_for(pipeline: Pipeline | None, base: tuple[str, ...] = DEFAULT_ROLES) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 from codeloop.testing import PipelineRunner
+from tests.processes import ready_process
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -68,7 +69,10 @@ async def test_three_attempts_the_right_one_is_chosen_and_all_three_are_in_the_r
     verdicts, in the result and in `codeloop trace`."""
     repo = PipelineRunner.make_repo(tmp_path / "repo", FILES)
     env = _env(tmp_path / "home")
-    code, result = await _run(env, repo, "--mode", "execute", "--attempts", "3")
+    serve = [sys.executable, "-m", "codeloop", "serve", "--json", "--no-mcp", "--no-metrics"]
+    async with ready_process(serve, env=env, cwd=REPO_ROOT, ready_s=60):  # run and trace find it in the home
+        code, result = await _run(env, repo, "--mode", "execute", "--attempts", "3")
+        traced = await _codeloop(env, "trace", result["task_id"], "--json")
 
     assert (code, result["status"]) == (0, "done"), result["report"]
     candidates = result["candidates"]
@@ -87,7 +91,7 @@ async def test_three_attempts_the_right_one_is_chosen_and_all_three_are_in_the_r
     assert "Chose attempt 3 of 3" in result["report"] and result["revisions"] == 0
     assert result["usage"]["requests"] == 7  # the plan, then two requests per attempt
 
-    code, out, err = await _codeloop(env, "trace", result["task_id"], "--json")
+    code, out, err = traced
     assert code == 0, err
     timeline = json.loads(out)
     told = _notes(timeline, "candidate")
@@ -97,6 +101,7 @@ async def test_three_attempts_the_right_one_is_chosen_and_all_three_are_in_the_r
         (3, "passed"),
     ]
     (selection,) = _notes(timeline, "selection")
+    assert timeline["status"] == "done" and "selector" in timeline["roles"]
     assert selection["data"]["chosen"] == 3 and selection["data"]["role"] == "selector"
     assert [s["role"] for s in timeline["steps"]].count("coder") == 3
     assert [s["role"] for s in timeline["steps"]].count("verifier") == 3
