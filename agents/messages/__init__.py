@@ -29,7 +29,7 @@ contract other-language workers rely on (docs/bus-contract.md).
 """
 
 from agents.messages.record import PlanRevision, TaskState
-from agents.messages.selection import Attempt, SelectRequest, SelectResult, Selection
+from agents.messages.selection import Attempt, Selection, SelectRequest, SelectResult
 from agents.messages.steps import (
     CodeRequest,
     CodeResult,

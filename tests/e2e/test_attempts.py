@@ -103,6 +103,13 @@ async def test_three_attempts_the_right_one_is_chosen_and_all_three_are_in_the_r
     (selection,) = _notes(timeline, "selection")
     assert timeline["status"] == "done" and "selector" in timeline["roles"]
     assert selection["data"]["chosen"] == 3 and selection["data"]["role"] == "selector"
+    # The starting tree's coverage is measured once; the later attempts' verifications reuse it.
+    coverage = [
+        next(c["summary"] for c in n["data"]["checks"] if c["name"] == "coverage")
+        for n in _notes(timeline, "verification")
+    ]
+    assert len(coverage) == 3 and "was known" not in coverage[0]
+    assert all("coverage of 1 file(s) was known" in summary for summary in coverage[1:]), coverage
     assert [s["role"] for s in timeline["steps"]].count("coder") == 3
     assert [s["role"] for s in timeline["steps"]].count("verifier") == 3
 

@@ -14,7 +14,7 @@ task handed off when the task requires a verified patch, as the verify kind does
 """
 
 from agents.budgets import budget_used_up
-from agents.messages import Attempt, Plan, SelectRequest, SelectResult, Selection, TaskState
+from agents.messages import Attempt, Plan, Selection, SelectRequest, SelectResult, TaskState
 from agents.orchestrator.io import Emit
 from agents.orchestrator.stages.kind import Advance, At, End, Revisit, StageKind, model_limit
 from agents.orchestrator.stages.verify import failure_signature
@@ -140,7 +140,9 @@ def _revise(state: TaskState, at: At, events: tuple[Emit, ...]) -> Revisit | End
     code = at.index_of("code")
     if state.revisions >= state.task.budgets.max_revisions or code is None:
         words = budget_used_up("budget.revisions", state.task.budgets, used=state.revisions)
-        return End(state, "handed_off", "budget.revisions", f"Every attempt failed verification. {words}", events)
+        return End(
+            state, "handed_off", "budget.revisions", f"Every attempt failed verification. {words}", events
+        )
     revision = state.model_copy(
         update={
             "revisions": state.revisions + 1,

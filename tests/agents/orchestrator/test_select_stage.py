@@ -35,7 +35,9 @@ from agents.roles.selector.role import select
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 MODELS = ModelNames(default="function:/x.py:f")
-PIPELINE = pipeline_for(TaskSubmitted(text="t", repo="/r", mode="write", models=MODELS, budgets=Budgets(attempts=3)))
+PIPELINE = pipeline_for(
+    TaskSubmitted(text="t", repo="/r", mode="write", models=MODELS, budgets=Budgets(attempts=3))
+)
 
 
 def _task(**budgets: object) -> TaskSubmitted:
@@ -72,7 +74,11 @@ def _planned(task: TaskSubmitted, pipeline: Pipeline = PIPELINE) -> Outcome:
         pipeline=pipeline,
         now=T0,
     ).state
-    plan = PlanResult(step_id=state.expected_step or "", plan=Plan(steps=[PlanStep(description="s")]), usage=Usage(requests=1))
+    plan = PlanResult(
+        step_id=state.expected_step or "",
+        plan=Plan(steps=[PlanStep(description="s")]),
+        usage=Usage(requests=1),
+    )
     state = _step(state, plan, pipeline).state
     return _step(state, Context(step_id=state.expected_step or ""), pipeline)
 
@@ -80,7 +86,15 @@ def _planned(task: TaskSubmitted, pipeline: Pipeline = PIPELINE) -> Outcome:
 def _attempt(outcome: Outcome, patch: str, report: VerificationReport, requests: int = 2) -> Outcome:
     """Code `patch` for the code request `outcome` sent, then verify it as `report`."""
     state = outcome.state
-    coded = _step(state, CodeResult(step_id=state.expected_step or "", patch=patch, files_changed=["a.py"], usage=Usage(requests=requests)))
+    coded = _step(
+        state,
+        CodeResult(
+            step_id=state.expected_step or "",
+            patch=patch,
+            files_changed=["a.py"],
+            usage=Usage(requests=requests),
+        ),
+    )
     assert coded.state.status == "verifying"
     return _step(coded.state, VerifyResult(step_id=coded.state.expected_step or "", report=report))
 
@@ -106,7 +120,9 @@ def test_each_attempt_starts_from_the_starting_tree_and_a_failed_one_is_a_candid
         (3, "right", "passed"),
     ]
     told = _events(outcome, "candidate")
-    assert [e.data["attempt"] for e in told] == [3] and told[0].data["evidence"] == ["tests/test_a.py::test_x"]
+    assert [e.data["attempt"] for e in told] == [3] and told[0].data["evidence"] == [
+        "tests/test_a.py::test_x"
+    ]
 
     chosen = select(request)
     assert chosen.chosen == 3 and chosen.order[0] == 3
@@ -147,7 +163,9 @@ def test_an_attempt_the_budget_stops_mid_run_leaves_the_choice_to_the_attempts_j
     outcome = _planned(_task(attempts=3))
     outcome = _attempt(outcome, "one", PASSED)
     state = outcome.state
-    stopped = CodeResult(step_id=state.expected_step or "", patch="half", stopped_by="budget.tokens", message="out")
+    stopped = CodeResult(
+        step_id=state.expected_step or "", patch="half", stopped_by="budget.tokens", message="out"
+    )
     outcome = _step(state, stopped)
     request = _request(outcome)
     assert isinstance(request, SelectRequest) and [c.patch for c in request.candidates] == ["one"]
@@ -203,7 +221,9 @@ def test_a_selector_choosing_no_candidate_fails_the_task_naming_the_candidates()
 def test_several_attempts_add_a_select_stage_to_a_pipeline_that_has_none() -> None:
     assert pipeline_for(_task()) is FIX
     assert PIPELINE.kinds == (*FIX.kinds, "select") and PIPELINE.stages[-1].role == "selector"
-    own = PipelineChoice(name="mine", stages=["plan:planner", "code:coder", "verify:verifier", "select:picker"])
+    own = PipelineChoice(
+        name="mine", stages=["plan:planner", "code:coder", "verify:verifier", "select:picker"]
+    )
     mine = pipeline_for(_task(attempts=2).model_copy(update={"pipeline": own}))
     assert [s.role for s in mine.stages if s.kind == "select"] == ["picker"]
     read = _task(attempts=2).model_copy(update={"mode": "read"})
@@ -211,7 +231,10 @@ def test_several_attempts_add_a_select_stage_to_a_pipeline_that_has_none() -> No
 
 
 def test_one_attempt_with_a_select_stage_revises_as_usual_and_chooses_the_only_candidate() -> None:
-    own = PipelineChoice(name="mine", stages=["plan:planner", "retrieve:retriever", "code:coder", "verify:verifier", "select:selector"])
+    own = PipelineChoice(
+        name="mine",
+        stages=["plan:planner", "retrieve:retriever", "code:coder", "verify:verifier", "select:selector"],
+    )
     task = _task(max_revisions=1).model_copy(update={"pipeline": own})
     pipeline = pipeline_for(task)
     outcome = _planned(task, pipeline)
@@ -227,5 +250,7 @@ def test_one_attempt_with_a_select_stage_revises_as_usual_and_chooses_the_only_c
 
 def _attempt_in(outcome: Outcome, pipeline: Pipeline, patch: str, report: VerificationReport) -> Outcome:
     state = outcome.state
-    coded = _step(state, CodeResult(step_id=state.expected_step or "", patch=patch, files_changed=["a.py"]), pipeline)
+    coded = _step(
+        state, CodeResult(step_id=state.expected_step or "", patch=patch, files_changed=["a.py"]), pipeline
+    )
     return _step(coded.state, VerifyResult(step_id=coded.state.expected_step or "", report=report), pipeline)
