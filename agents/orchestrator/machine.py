@@ -15,13 +15,18 @@ States (`TaskState.status`):
     review stages (any number, after coding):  coding ─► reviewing ─► (next stage)
                     approve: on; request_changes: revising (counted like a failed verdict);
                     reject: failed (review.rejected)
+    several attempts (`budgets.attempts`, a select stage last):
+                coding ─► verifying ─► coding ─► verifying ... ─► selecting ─► done
+                (each attempt from the starting tree; a failed one is kept, not revised; a
+                chosen attempt that failed is revised: revising ─► coding ─► ... ─► selecting)
     read mode:  planning ─► retrieving ─► answering ─► verifying ─► done
     no model:   planning ─► retrieving ─► verifying ─► diagnosed
     any state ─► cancelled (cancel) | failed (a step failed for good) | handed_off (a budget)
 
 The machine owns the transitions, the budgets and the end; what a stage sends and how its result
 moves the task on belong to the stage's kind (`stages/`), which answers with a reaction the
-machine carries out. The table `_HANDLERS` maps each input type to its handler; terminal records
+machine carries out. A kind may also redirect the task just before its stage is entered
+(`StageKind.before`: the select kind sends it back to the code stage for the next attempt). The table `_HANDLERS` maps each input type to its handler; terminal records
 ignore every input, and a result whose step is not the one the record expects is stale and
 ignored — that is how a late or duplicate result of a superseded step is recognised.
 """

@@ -66,20 +66,22 @@ def every_role(registry: RoleRegistry | None = None) -> tuple[str, ...]:
     return (*SERVED_BY_DEFAULT, *plugin_roles(registry or load_roles()))
 
 
-def roles_for(pipeline: Pipeline | None, base: tuple[str, ...] = DEFAULT_ROLES) -> tuple[str, ...]:
+def roles_for(pipeline: Pipeline | None, base: tuple[str, ...] = SERVED_BY_DEFAULT) -> tuple[str, ...]:
     """`base` plus the installed roles `pipeline` needs that `base` lacks: a process running a
     whole pipeline by itself (`codeloop run` without a serve)."""
     return serving_roles(base, pipeline, load_roles()) if pipeline is not None else base
 
 
-def roles_for_choice(choice: PipelineChoice | None, base: tuple[str, ...] = DEFAULT_ROLES) -> tuple[str, ...]:
+def roles_for_choice(
+    choice: PipelineChoice | None, base: tuple[str, ...] = SERVED_BY_DEFAULT
+) -> tuple[str, ...]:
     """`roles_for` the pipeline of a task's `PipelineChoice` (None: `base`)."""
     if choice is None:
         return base
     return roles_for(parse_pipeline(choice.name, choice.stages), base)
 
 
-def roles_for_task(task: TaskSubmitted, base: tuple[str, ...] = DEFAULT_ROLES) -> tuple[str, ...]:
+def roles_for_task(task: TaskSubmitted, base: tuple[str, ...] = SERVED_BY_DEFAULT) -> tuple[str, ...]:
     """`roles_for` the pipeline `task` runs: its own, or the standard one, with the select stage
     its attempts add (`codeloop run` without a serve)."""
     return roles_for(pipeline_for(task), base)
