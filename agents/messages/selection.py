@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from agents.messages.steps import Plan, StepRequest, StepResult
+from agents.messages.steps import Plan, StepBudget, StepRequest, StepResult
 from agents.messages.task import MAX_ATTEMPTS, Approval, Usage
 from agents.messages.verification import VerificationReport
 from bus.messages import Message
@@ -61,6 +61,10 @@ class SelectRequest(StepRequest):
     """The task's current plan."""
     candidates: list[Attempt] = Field(min_length=1, max_length=2 * MAX_ATTEMPTS)
     """Every attempt so far, in the order they were made, each with its verification."""
+    budget: StepBudget | None = None
+    """What the step may still spend of the task's budgets (a selector that asks a model keeps
+    to it; the built-in one runs none). The task's model budgets are not checked before a select
+    stage: a budget that stopped the attempts must still let the choice among them be made."""
 
 
 class SelectResult(StepResult):

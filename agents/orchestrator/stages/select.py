@@ -16,7 +16,7 @@ task handed off when the task requires a verified patch, as the verify kind does
 from agents.budgets import budget_used_up
 from agents.messages import Attempt, Plan, Selection, SelectRequest, SelectResult, TaskState
 from agents.orchestrator.io import Emit
-from agents.orchestrator.stages.kind import Advance, At, End, Revisit, StageKind, model_limit
+from agents.orchestrator.stages.kind import Advance, At, End, Revisit, StageKind, model_limit, step_budget
 from agents.orchestrator.stages.verify import failure_signature
 from agents.wording import counted
 
@@ -48,6 +48,7 @@ def _before(state: TaskState, at: At) -> Revisit | None:
             "last_report": None,
             "review_feedback": None,
             "failure_signatures": [],
+            "approvals": [],  # each attempt's own: a person approved that attempt's change
         }
     )
     start = Emit(
@@ -93,7 +94,11 @@ def _kept(state: TaskState) -> tuple[TaskState, tuple[Emit, ...]]:
 
 def _request(state: TaskState, at: At) -> SelectRequest:
     return SelectRequest(
-        step_id=at.step_id, task=state.task, plan=state.plan or Plan(), candidates=list(state.candidates)
+        step_id=at.step_id,
+        task=state.task,
+        plan=state.plan or Plan(),
+        candidates=list(state.candidates),
+        budget=step_budget(state),
     )
 
 
