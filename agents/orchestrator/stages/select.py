@@ -14,7 +14,15 @@ task handed off when the task requires a verified patch, as the verify kind does
 """
 
 from agents.budgets import budget_used_up
-from agents.messages import Attempt, Plan, Selection, SelectRequest, SelectResult, TaskState
+from agents.messages import (
+    Attempt,
+    Plan,
+    Selection,
+    SelectRequest,
+    SelectResult,
+    TaskState,
+    VerificationReport,
+)
 from agents.orchestrator.io import Emit
 from agents.orchestrator.stages.kind import Advance, At, End, Revisit, StageKind, model_limit, step_budget
 from agents.orchestrator.stages.verify import failure_signature
@@ -70,7 +78,7 @@ def _kept(state: TaskState) -> tuple[TaskState, tuple[Emit, ...]]:
         patch=state.patch,
         files_changed=list(state.files_changed),
         answer=state.answer,
-        report=state.last_report,
+        report=_kept_report(state.last_report),
         approvals=list(state.approvals),
         revision_of=state.revision_of,
     )
@@ -90,6 +98,19 @@ def _kept(state: TaskState) -> tuple[TaskState, tuple[Emit, ...]]:
         },
     )
     return state.model_copy(update={"candidates": [*state.candidates, attempt]}), (event,)
+
+
+KEPT_FAILURES = 20
+"""Failures kept of each candidate's report: the record, the select request and the result carry
+every candidate, and a NATS message is capped (1 MiB by default)."""
+
+
+def _kept_report(report: VerificationReport | None) -> VerificationReport | None:
+    """`report` as a candidate keeps it: what a selector and a revision need (verdict, evidence,
+    regressions, behaviour, the first failures), without the list of covering tests."""
+    if report is None:
+        return None
+    return report.model_copy(update={"covering": [], "failures": list(report.failures[:KEPT_FAILURES])})
 
 
 def _request(state: TaskState, at: At) -> SelectRequest:
