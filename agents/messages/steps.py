@@ -186,6 +186,8 @@ class CodeRequest(StepRequest):
     """The last attempt's patch, which the workspace starts from when revising."""
     feedback: str | None = None
     """The verifier's failures in a compact form, when revising."""
+    attempt: int = Field(default=1, ge=1)
+    """Which of the task's `budgets.attempts` this run is (each starts from the starting tree)."""
 
 
 class CodeResult(StepResult):
