@@ -13,7 +13,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
@@ -21,6 +21,9 @@ from agents.messages.verification import VerificationReport
 from agents.runtime.tools import ToolProvider
 from agents.workspace import copy_checkout, open_scratch
 from layout import COVERAGE_DIR, WORK_DIR
+
+if TYPE_CHECKING:
+    from tool_servers.tasks.verify import PatchCheck, PatchVerifier
 
 JudgedMode = Literal["write", "execute"]
 DEFAULT_TIMEOUT_S = 1800.0
@@ -85,3 +88,22 @@ async def judge_patch(
 def _made(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     return path
+
+
+def patch_verifier(state_dir: Path, *, tools: ToolProvider | None = None) -> "PatchVerifier":
+    """The tasks server's `verify_patch` judge: `judge_patch` of each checked call, its report as
+    JSON data; a checkout that cannot be copied is the caller's to fix (invalid arguments)."""
+    from agents.workspace import CaptureFailed
+    from tool_servers.protocol.errors import InvalidArguments
+
+    async def verify(check: "PatchCheck") -> dict[str, Any]:
+        request = PatchToJudge(
+            repo=check.repo, task=check.task, patch=check.patch, mode=check.mode, timeout_s=check.timeout_s
+        )
+        try:
+            report = await judge_patch(request, state_dir=state_dir, tools=tools)
+        except CaptureFailed as exc:
+            raise InvalidArguments(f"the repository cannot be copied to judge the patch: {exc}") from None
+        return report.model_dump(mode="json")
+
+    return verify
