@@ -10,7 +10,7 @@ stderr and exit 2, with nothing written. Then each instance is run and graded as
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -42,8 +42,8 @@ def swebench(
         bool,
         typer.Option(
             "--select",
-            help="Verify every source's patch of each instance as a coder's patch, choose one, grade "
-            "them all: OUT/selection.jsonl, OUT/selection_summary.json, and report.json of the picks.",
+            help="Verify each source's patch as a coder's patch, choose one per instance, grade them "
+            "all (OUT/selection.jsonl, OUT/selection_summary.json, report.json of the picks).",
         ),
     ] = False,
     model: Annotated[
@@ -118,18 +118,11 @@ def swebench(
 
     With --nats URL (or a running `codeloop serve`) the instances go on the bus: this process runs
     --jobs of them (0: none) and `codeloop serve --role swebench` processes on any machine run the rest.
-
-    With --select and several --predictions files, each instance's candidates are verified as a
-    coder's patch (the problem statement as the task), one is chosen, and every candidate is
-    graded, here (docs/swebench.md, "Choosing among several systems' patches").
+    --select with several --predictions: verify each instance's candidates, choose one, grade all.
     """
     from codeloop.swebench.cli_support import Options, prepare, run
 
-    given = predictions or []
-    if len(given) > 1 and not select:
-        raise usage_error("several --predictions are candidates to choose from: add --select")
-    if select and not given:
-        raise usage_error("--select needs --predictions FILE (repeated: one per source of candidates)")
+    given = _given(predictions, select=select)
     options = Options(
         instances=instances,
         predictions=given[0] if given else None,
@@ -149,19 +142,28 @@ def swebench(
         sources=tuple(given),
     )
     if select:
-        _select_and_report(options, as_json=as_json)
-        return
+        return _select_and_report(options, as_json=as_json)
     _run_and_report(options, prepare, run, as_json=as_json, connection=connection)
 
 
-def _select_and_report(options: object, *, as_json: bool) -> None:
+def _given(predictions: list[str] | None, *, select: bool) -> list[str]:
+    """The `--predictions` given, checked against `--select`."""
+    given = predictions or []
+    if len(given) > 1 and not select:
+        raise usage_error("several --predictions are candidates to choose from: add --select")
+    if select and not given:
+        raise usage_error("--select needs --predictions FILE (repeated: one per source of candidates)")
+    return given
+
+
+def _select_and_report(options: Any, *, as_json: bool) -> None:
     """`--select`: check the inputs (exit 2 on a bad one), verify, choose and grade here, print
     the selection's summary; exit 1 when some candidate could not be graded."""
     from codeloop.swebench.cli_support import prepare_select, run_select
     from codeloop.swebench.errors import SwebenchError
 
     try:
-        plan = prepare_select(options)  # type: ignore[arg-type] - the Options made above
+        plan = prepare_select(options)
     except SwebenchError as exc:
         raise usage_error(str(exc)) from None
     summary = run_select(plan)
