@@ -97,7 +97,8 @@ def _human(report: Any) -> str:
     if len(report.failures) > SHOWN_FAILURES:
         lines.append(f"  ... and {len(report.failures) - SHOWN_FAILURES} more (--json lists them)")
     if report.evidence:
-        lines.append(f"  evidence ({report.evidence_kind}): {', '.join(report.evidence[:5])}")
+        kind = f" ({report.evidence_kind})" if report.evidence_kind != "none" else ""
+        lines.append(f"  failed before, pass with the patch{kind}: {', '.join(report.evidence[:5])}")
     return "\n".join(lines)
 
 
