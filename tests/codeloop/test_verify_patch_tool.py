@@ -80,10 +80,21 @@ async def test_verify_patch_judges_correct_wrong_and_untested_patches(
         async with Client(servers["execute"]) as client:
             listed = {t.name: t for t in (await client.list_tools()).tools}
             assert "verify_patch" in listed and listed["verify_patch"].output_schema is not None
+            progress: list[str] = []
+
+            async def on_progress(_done: float, _total: float | None, message: str | None) -> None:
+                progress.append(message or "")
+
             for name, patch in made.items():
-                result = await client.call_tool("verify_patch", {"repo": "ops", "task": TASK, "patch": patch})
+                result = await client.call_tool(
+                    "verify_patch",
+                    {"repo": "ops", "task": TASK, "patch": patch},
+                    progress_callback=on_progress,  # pyright: ignore[reportArgumentType] - the callback matches the SDK's progress signature
+                )
                 assert not result.is_error, result.content
                 verdicts[name] = result.structured_content or {}
+    # Each call said at once that it started: a client's request timeout keeps being reset.
+    assert progress[:1] == ["judging the patch on a copy of ops"] and len(progress) >= 3
     assert verdicts["correct"]["verdict"] == "passed" and verdicts["correct"]["evidence"] == [MEAN_TEST]
     assert verdicts["wrong"]["verdict"] == "failed"
     assert TOP_TEST in {f["test_id"] for f in verdicts["wrong"]["failures"]}

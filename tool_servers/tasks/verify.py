@@ -14,16 +14,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from tool_servers.confinement import Root
 from tool_servers.protocol.errors import InvalidArguments, NotFound
 from tool_servers.protocol.scopes import Scope
+from tool_servers.protocol.sdk import current_request
 from tool_servers.protocol.spec import CallContext, ToolSpec
 from tool_servers.tasks.views import MAX_TASK_TEXT_CHARS
 
 MAX_PATCH_CHARS = 8 * 1024 * 1024
 DEFAULT_VERIFY_TIMEOUT_S = 1800.0
+PROGRESS_EVERY_S = 10.0
 
 
 class VerifyPatchArgs(BaseModel):
@@ -116,7 +119,23 @@ def verify_patch_tool(root: Root, verifier: PatchVerifier) -> ToolSpec:
             mode=args.mode,
             timeout_s=args.timeout_s,
         )
-        return PatchVerification.model_validate(await verifier(check))
+        request = current_request()
+        await request.report_progress(0, None, f"judging the patch on a copy of {args.repo}")
+        async with anyio.create_task_group() as tg:
+
+            async def heartbeat() -> None:
+                # Keeps a client's own request timeout from expiring on a long suite.
+                started, beats = anyio.current_time(), 0
+                while True:
+                    await anyio.sleep(PROGRESS_EVERY_S)
+                    beats += 1
+                    elapsed = anyio.current_time() - started
+                    await request.report_progress(beats, None, f"still judging the patch ({elapsed:.0f} s)")
+
+            tg.start_soon(heartbeat)
+            data = await verifier(check)
+            tg.cancel_scope.cancel()
+        return PatchVerification.model_validate(data)
 
     return ToolSpec(
         name="verify_patch",
@@ -124,12 +143,13 @@ def verify_patch_tool(root: Root, verifier: PatchVerifier) -> ToolSpec:
         "own coder's patch: its tests run in the sandbox on a copy of the working tree (never "
         "changed). Returns the verification report: verdict passed (the task's problem shown fixed), "
         "failed (failures say what) or unverified (nothing showed it fixed), with checks and evidence. "
-        "Takes minutes on a large suite.",
+        "Takes minutes on a large suite; sends progress notifications when the request has a progress token.",
         scope=Scope.EXECUTE,
         input_model=VerifyPatchArgs,
         output_model=PatchVerification,
         handler=handle,
         idempotent=True,
+        uses_request=True,
     )
 
 
