@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cluster import _seed_cache  # pyright: ignore[reportPrivateUsage] - the seeding is what is tested
+from tests.support.cluster import _seed_cache
 
 
 def test_only_the_converted_model_is_seeded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
