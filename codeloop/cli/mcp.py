@@ -91,7 +91,7 @@ def _serve_config(
     """
     from codeloop.cli.env import environment_settings
     from codeloop.config.environment import root_home, secret_rules, tool_server_config
-    from codeloop.config.sandbox_limits import workspace_sandbox_limits
+    from codeloop.config.sandbox_limits import workspace_sandbox_limits, workspace_sandbox_policy
     from tool_servers.protocol.scopes import parse_scopes
     from tool_servers.serve import SERVERS, ServeConfig
 
@@ -123,7 +123,7 @@ def _serve_config(
         token_file=transport.token_file,
         index_dir=state.index_dir or (home / INDEX_DIR if server == "search" else None),
         secrets=secret_rules(allow=tuple(secrets.allow_path or ()), deny=tuple(secrets.deny_path or ())),
-        sandbox_policy=tools.sandbox_policy,
+        sandbox_policy=workspace_sandbox_policy(root, tools.sandbox_policy),
         cache_root=tools.cache_dir,
         environment=environment,
         limits=limits,

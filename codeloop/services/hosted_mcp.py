@@ -28,7 +28,7 @@ from bus.connection import Bus
 from bus.credentials import write_private
 from codeloop.config.environment import ToolServerConfig, root_home
 from codeloop.config.project_environment import environment_settings
-from codeloop.config.sandbox_limits import workspace_sandbox_limits
+from codeloop.config.sandbox_limits import workspace_sandbox_limits, workspace_sandbox_policy
 from codeloop.config.serve_note import McpNote
 from codeloop.services.tasks_backend import BusTasks
 from layout import INDEX_DIR, MCP_AUDIT, MCP_TOKENS
@@ -129,7 +129,7 @@ async def host_tool_servers(
                     audit_log=audit_log,
                     index_dir=root_home(hosting.root, state_dir) / INDEX_DIR,
                     secrets=hosting.secrets,
-                    sandbox_policy=tool_config.sandbox_policy,
+                    sandbox_policy=workspace_sandbox_policy(hosting.root, tool_config.sandbox_policy),
                     cache_root=tool_config.cache_dir,
                     environment=environment,
                     limits=limits,
