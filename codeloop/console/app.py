@@ -57,7 +57,7 @@ def build_app(config: ConsoleConfig) -> Any:
     """The console as an ASGI app: the routes behind `ConsoleGate`."""
     views = _Views(config)
     routes = [
-        Route("/", views.tasks),
+        Route("/", views.tasks_page),
         Route("/stream", views.tasks_stream),
         Route("/submit", views.submit_page),
         Route("/tasks", views.submit, methods=["POST"]),
@@ -94,10 +94,10 @@ class _Views:
         self.tasks = config.tasks
         self.form = config.form or SubmitForm(config.tasks)
 
-    def page(self, request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
-        return HTMLResponse(render(name, caller=_caller(request), **context), status_code=status)
+    def page(self, request: Request, name: str, code: int = 200, **context: Any) -> HTMLResponse:
+        return HTMLResponse(render(name, caller=_caller(request), **context), status_code=code)
 
-    async def tasks(self, request: Request) -> Response:
+    async def tasks_page(self, request: Request) -> Response:
         grant = _caller(request).grant
         status = request.query_params.get("status") or None
         principal = (request.query_params.get("principal") or None) if grant.operator else None
