@@ -26,13 +26,13 @@ def console(
     import webbrowser
 
     from codeloop.config.environment import bus_config
-    from codeloop.config.serve_note import read_serve_note
+    from codeloop.config.serve_note import read_serve_note, serve_is_alive
     from codeloop.console.links import console_link, generated_token
     from layout import SERVE_NOTE
 
     where = bus_config(state_dir=state_dir).state_dir
     note = read_serve_note(where)
-    if note is None:
+    if note is None or not serve_is_alive(note):
         raise fail(f"no running `codeloop serve` noted in {Path(where) / SERVE_NOTE}: start one first")
     if note.console is None:
         raise fail("the running `codeloop serve` has no console (started with --no-console)")
@@ -52,7 +52,9 @@ def console(
     else:
         typer.echo(link)
         if not note.console.generated:
-            typer.echo(f"sign in with ?token=YOUR_TOKEN; the tokens are in {note.console.token_file}", err=True)
+            typer.echo(
+                f"sign in with ?token=YOUR_TOKEN; the tokens are in {note.console.token_file}", err=True
+            )
     if open_browser and not webbrowser.open(link):
         raise fail(f"no web browser could be opened here; open {note.console.url} yourself")
 

@@ -101,7 +101,9 @@ def serve(
         from codeloop.services.provider_keys import restart_without_provider_keys
 
         stripped = restart_without_provider_keys()
-    plan = _plan(connection, roles, replicas, (mcp, console), metrics, health, workspaces, tools_stdio, stripped)
+    plan = _plan(
+        connection, roles, replicas, (mcp, console), metrics, health, workspaces, tools_stdio, stripped
+    )
     setup_telemetry("serve")
     remote = plan.setup.workspaces is not None
     _run(plan, health, show=lambda note: _show(note, as_json=as_json, health=health, remote=remote))
@@ -148,7 +150,9 @@ def _plan(
     setup = RoleSetup(
         tools=_tools(tools_stdio, config.state_dir, tool_config), tool_config=tool_config, workspaces=remote
     )
-    web = console.hosting(root=mcp.mcp_root, scopes=mcp.mcp_scopes, workspace_service_only=workspaces.workspaces)
+    web = console.hosting(
+        root=mcp.mcp_root, scopes=mcp.mcp_scopes, workspace_service_only=workspaces.workspaces
+    )
     hosting = Hosting(
         mcp=hosted, metrics=metrics.serving(), readiness=Readiness(), workspace_service=service, console=web
     )

@@ -169,6 +169,11 @@ def _embedded_credentials(path: Path) -> dict[str, object]:
     return {"user": found.user, "password": found.password}
 
 
+def serve_is_alive(note: ServeNote) -> bool:
+    """Whether the process that wrote `note` still runs (a note outlives a serve that was killed)."""
+    return _alive(note.pid)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

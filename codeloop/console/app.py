@@ -24,7 +24,14 @@ from typing import Any
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import (
+    FileResponse,
+    HTMLResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Route
 
 from codeloop.console.access import AccessTable
@@ -72,6 +79,7 @@ def build_app(config: ConsoleConfig) -> Any:
         Route("/reports/{run_id:str}", views.report),
         Route("/reports/{run_id:str}/report.html", views.report_file),
         Route("/static/{name:str}", views.static),
+        Route("/favicon.ico", lambda _: Response(status_code=204)),
     ]
     return ConsoleGate(Starlette(routes=routes), config.access)
 
@@ -132,7 +140,9 @@ class _Views:
             task_id = await self.form.submit(grant, values)
         except Refused as exc:
             context = self.form.context(grant, values)
-            return self.page(request, "submit.html", exc.status, nav="submit", error=str(exc), field=exc.field, **context)
+            return self.page(
+                request, "submit.html", exc.status, nav="submit", error=str(exc), field=exc.field, **context
+            )
         except ValidationError as exc:
             error = exc.errors()[0]
             name = str(error["loc"][0]) if error["loc"] else None
@@ -149,7 +159,9 @@ class _Views:
         stored = await read_events(self.tasks.bus, task_id)
         rows = [event_row(s) for s in stored]
         last = stored[-1].seq if stored else 0
-        return self.page(request, "task.html", task_id=task_id, p=panel_view(task_id, page), events=rows, last_seq=last)
+        return self.page(
+            request, "task.html", task_id=task_id, p=panel_view(task_id, page), events=rows, last_seq=last
+        )
 
     async def panel(self, request: Request) -> Response:
         task_id = request.path_params["task_id"]
@@ -164,7 +176,9 @@ class _Views:
             return _not_found(f"task {task_id}")
         # A browser that reconnects names the last event it got; the page named the last it showed.
         after = max(_count(request.query_params.get("after")), _count(request.headers.get("last-event-id")))
-        return StreamingResponse(task_stream(self.tasks, task_id, after=after), media_type="text/event-stream")
+        return StreamingResponse(
+            task_stream(self.tasks, task_id, after=after), media_type="text/event-stream"
+        )
 
     async def patch(self, request: Request) -> Response:
         task_id = request.path_params["task_id"]
@@ -179,7 +193,9 @@ class _Views:
         form = await request.form()
         approve = str(form.get("approve", "")) == "yes"
         try:
-            seen = await self.tasks.answer(_caller(request).grant, task_id, str(form.get("request_id", "")), approve=approve)
+            seen = await self.tasks.answer(
+                _caller(request).grant, task_id, str(form.get("request_id", "")), approve=approve
+            )
         except Refused as exc:
             return await self._after_action(request, task_id, str(exc), exc.status)
         if not seen:
@@ -202,11 +218,15 @@ class _Views:
             new_id = await self.tasks.continue_task(grant, task_id, text)
         except Refused as exc:
             if _htmx(request):
-                return PlainTextResponse(str(exc), status_code=200, headers={"x-console-status": str(exc.status)})
+                return PlainTextResponse(
+                    str(exc), status_code=200, headers={"x-console-status": str(exc.status)}
+                )
             return HTMLResponse(refusal_page(exc.status, str(exc)), status_code=exc.status)
         return _redirect(request, f"/tasks/{new_id}")
 
-    async def _after_action(self, request: Request, task_id: str, error: str | None = None, status: int = 200) -> Response:
+    async def _after_action(
+        self, request: Request, task_id: str, error: str | None = None, status: int = 200
+    ) -> Response:
         if not _htmx(request):
             if error:
                 return HTMLResponse(refusal_page(status, error), status_code=status)
@@ -218,21 +238,31 @@ class _Views:
 
     async def reports(self, request: Request) -> Response:
         runs = find_runs(self.config.reports)
-        return self.page(request, "reports.html", nav="reports", runs=runs, roots=[str(r) for r in self.config.reports])
+        return self.page(
+            request, "reports.html", nav="reports", runs=runs, roots=[str(r) for r in self.config.reports]
+        )
 
     async def report(self, request: Request) -> Response:
-        run = next((r for r in find_runs(self.config.reports) if r.run_id == request.path_params["run_id"]), None)
+        run = next(
+            (r for r in find_runs(self.config.reports) if r.run_id == request.path_params["run_id"]), None
+        )
         if run is None:
             return _not_found("such run")
         return self.page(request, "report.html", nav="reports", d=run_detail(run))
 
     async def report_file(self, request: Request) -> Response:
-        run = next((r for r in find_runs(self.config.reports) if r.run_id == request.path_params["run_id"]), None)
+        run = next(
+            (r for r in find_runs(self.config.reports) if r.run_id == request.path_params["run_id"]), None
+        )
         detail = run_detail(run) if run is not None else None
         if detail is None or detail.html_report is None:
             return _not_found("such report")
         # A download, never a page of the console: the report carries its own inline styles.
-        return FileResponse(detail.html_report, filename=f"{detail.run.path.name}-report.html", content_disposition_type="attachment")
+        return FileResponse(
+            detail.html_report,
+            filename=f"{detail.run.path.name}-report.html",
+            content_disposition_type="attachment",
+        )
 
     async def static(self, request: Request) -> Response:
         return static_response(request.path_params["name"])

@@ -90,9 +90,7 @@ async def read_events(bus: Bus, task_id: str) -> list[Stored]:
 
 
 @asynccontextmanager
-async def follow_events(
-    bus: Bus, task_id: str, *, after: int
-) -> AsyncIterator[AsyncIterator[Stored | None]]:
+async def follow_events(bus: Bus, task_id: str, *, after: int) -> AsyncIterator[AsyncIterator[Stored | None]]:
     """The task's events after stream sequence `after` (0: from its first), as they come, and
     None after every `IDLE_CHECK_S` without one (a caller's moment to ping); across a reconnect
     it subscribes again after the last one it gave, so none is lost or repeated."""
@@ -113,7 +111,7 @@ async def follow_events(
         while True:
             try:
                 with nats_errors():
-                    msg = await state["sub"].next_msg(timeout=IDLE_CHECK_S)  # pyright: ignore[reportOptionalMemberAccess] - subscribed before the first iteration
+                    msg = await state["sub"].next_msg(timeout=IDLE_CHECK_S)
             except TimeoutError:
                 if bus.nc.stats["reconnects"] != reconnects and bus.nc.is_connected:
                     reconnects = bus.nc.stats["reconnects"]
@@ -155,7 +153,14 @@ def event_row(stored: Stored) -> EventRow:
     if envelope.kind == "task_result":
         failure = f" ({payload['failure_class']})" if payload.get("failure_class") else ""
         return EventRow(
-            stored.seq, at, "orchestrator", "result", f"ended {payload.get('status')}{failure}", None, True, True
+            stored.seq,
+            at,
+            "orchestrator",
+            "result",
+            f"ended {payload.get('status')}{failure}",
+            None,
+            True,
+            True,
         )
     if envelope.kind == "dead_letter":
         summary = f"dead letter ({payload.get('reason')}): {str(payload.get('error', ''))[:200]}"

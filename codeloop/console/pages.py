@@ -39,7 +39,9 @@ def render(name: str, **context: Any) -> str:
 
 
 def refusal_page(status: int, message: str) -> str:
-    return render("refusal.html", status=status, reason=REASONS.get(status, "Refused"), message=message, caller=None)
+    return render(
+        "refusal.html", status=status, reason=REASONS.get(status, "Refused"), message=message, caller=None
+    )
 
 
 @dataclass(frozen=True)

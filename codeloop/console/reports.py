@@ -40,7 +40,7 @@ class RunDetail:
 
 def find_runs(roots: list[Path]) -> list[Run]:
     """Every run under `roots` (a root that is a run itself, or holds runs one level down), newest first."""
-    found: list[tuple[str, Path]] = []
+    found: list[tuple[Literal["eval", "swebench"], Path]] = []
     for root in roots:
         for candidate in [root, *_subdirs(root)]:
             kind = _kind(candidate)
@@ -59,8 +59,13 @@ def run_detail(run: Run) -> RunDetail:
         summary = _json(run.path / "report.json")
         rows = [
             {"instance_id": i, "resolved": i in set(summary.get("resolved_ids") or [])}
-            for i in summary.get("submitted_ids") or sorted(
-                {*(summary.get("resolved_ids") or []), *(summary.get("unresolved_ids") or []), *(summary.get("error_ids") or [])}
+            for i in summary.get("submitted_ids")
+            or sorted(
+                {
+                    *(summary.get("resolved_ids") or []),
+                    *(summary.get("unresolved_ids") or []),
+                    *(summary.get("error_ids") or []),
+                }
             )
         ]
         errors = set(summary.get("error_ids") or [])
@@ -96,7 +101,9 @@ def _run(kind: Literal["eval", "swebench"], path: Path) -> Run:
         resolved = sum(1 for r in rows if r.get("resolved"))
         headline = f"{resolved} of {len(rows)} tasks resolved"
     else:
-        headline = f"{data.get('resolved_instances', 0)} of {data.get('total_instances', 0)} instances resolved"
+        headline = (
+            f"{data.get('resolved_instances', 0)} of {data.get('total_instances', 0)} instances resolved"
+        )
     return Run("", kind, path, modified, headline)
 
 

@@ -12,7 +12,7 @@ An ASGI middleware in front of every route (the static files too: nothing answer
   bearer token is no ambient credential, so a program sending one needs no CSRF token.
 - **Pages**: a Content-Security-Policy allowing only this origin's scripts, styles and
   connections (no `unsafe-inline`, no `unsafe-eval`, nothing from the internet), no framing, no
-  referrer, no sniffing, no caching of pages.
+  referrer to other sites, no sniffing, no caching of pages.
 
 Tokens never reach a log or a page: uvicorn's access log is off (`codeloop.console.hosting`), a
 refused token is not echoed, and the redirect drops it from the address.
@@ -45,7 +45,8 @@ HEADERS = [
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"no-referrer"),
+    # same-origin, not no-referrer: under no-referrer Chromium sends `Origin: null` with a form post.
+    (b"referrer-policy", b"same-origin"),
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
@@ -82,7 +83,9 @@ class ConsoleGate:
             return
         caller = self._caller(headers)
         if caller is None:
-            await _refuse(send, headers, 401, "no valid access token: open the address `codeloop console` prints")
+            await _refuse(
+                send, headers, 401, "no valid access token: open the address `codeloop console` prints"
+            )
             return
         if scope["method"] not in SAFE_METHODS:
             problem = _cross_site(scope, headers)
@@ -113,7 +116,9 @@ class ConsoleGate:
         self, scope: Scope, token: str, query: dict[str, list[str]], headers: dict[str, str], send: Send
     ) -> None:
         if self.access.grant_of_token(token) is None:
-            await _refuse(send, headers, 401, "that access token is not valid (a new one is made at every start)")
+            await _refuse(
+                send, headers, 401, "that access token is not valid (a new one is made at every start)"
+            )
             return
         rest = {k: v for k, v in query.items() if k != "token"}
         location = scope["path"] + (f"?{urlencode(rest, doseq=True)}" if rest else "")

@@ -54,7 +54,7 @@ async def list_stream(
         while True:
             task_id = None
             with anyio.move_on_after(PING_S):
-                task_id = await changes.receive()
+                task_id = await anext(changes)
             if task_id is None:
                 yield ": ping\n\n"
                 continue

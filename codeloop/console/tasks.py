@@ -19,6 +19,8 @@ from typing import Any
 
 from agents.messages import TERMINAL_STATUSES, TaskState
 from agents.orchestrator.records import TaskRecords
+from agents.runtime.confirmations import pending_confirmation
+from bus import subjects
 from bus.connection import Bus, nats_errors
 from bus.records import read
 from codeloop.console.access import Grant
@@ -97,15 +99,19 @@ class ConsoleTasks:
 
     async def owner(self, task_id: str) -> str | None:
         """The principal that submitted `task_id` through the console or the tasks server, else None."""
-        owners = await self._owners()
+        if not subjects.is_token(task_id):
+            return None
+        owners = await self._owners(f"*.{task_id}")
         return owners.get(task_id)
 
     async def visible(self, grant: Grant, task_id: str) -> bool:
         if grant.operator:
             return await self.records.get(task_id) is not None or await self.owner(task_id) is not None
-        return await self.backend._submitted_at(grant.principal, task_id) is not None  # pyright: ignore[reportPrivateUsage] - the backend's own ownership check, reused so both say the same
+        return await self.owner(task_id) == grant.principal
 
-    async def rows(self, grant: Grant, *, status: str | None = None, principal: str | None = None) -> list[TaskRow]:
+    async def rows(
+        self, grant: Grant, *, status: str | None = None, principal: str | None = None
+    ) -> list[TaskRow]:
         """The tasks `grant` sees, newest first, filtered by `status` and `principal`."""
         owners = await self._owners()
         if grant.operator:
@@ -131,23 +137,31 @@ class ConsoleTasks:
 
     async def page(self, grant: Grant, task_id: str) -> TaskPage | None:
         """The task's record and pending confirmation; None when `grant` may not see it."""
-        if not await self.visible(grant, task_id):
+        if not subjects.is_token(task_id):
             return None
+        owner = await self.owner(task_id)
         state = await self.records.get(task_id)
+        if not (grant.operator and (state is not None or owner is not None)) and owner != grant.principal:
+            return None
         pending = None
         if state is not None and state.status not in TERMINAL_STATUSES:
-            pending = await self.backend._pending(state)  # pyright: ignore[reportPrivateUsage] - the backend's reading of a pending confirmation, the same the tasks server shows
-        return TaskPage(state=state, principal=await self.owner(task_id) or UNKNOWN_PRINCIPAL, pending=pending)
+            asked = await pending_confirmation(self.bus, task_id)
+            if asked is not None:
+                pending = PendingConfirmation(
+                    request_id=asked.request_id, question=asked.question, timeout_s=asked.timeout_s
+                )
+        return TaskPage(state=state, principal=owner or UNKNOWN_PRINCIPAL, pending=pending)
 
     async def principals(self) -> list[str]:
         return sorted(set((await self._owners()).values()))
 
-    async def _owners(self) -> dict[str, str]:
-        """task id -> principal, from the owner keys (`owner.<principal hash>.<task_id>`)."""
+    async def _owners(self, pattern: str = ">") -> dict[str, str]:
+        """task id -> principal, from the owner keys (`owner.<principal hash>.<task_id>`) that
+        match `pattern` after `owner.`."""
         kv = self.backend.kv
         prefix = kv._pre + "owner."  # `$KV.<bucket>.`: the bucket's keys are its stream's subjects
         with nats_errors():
-            info = await kv._js.stream_info(kv._stream, subjects_filter=prefix + ">")
+            info = await kv._js.stream_info(kv._stream, subjects_filter=prefix + pattern)
         owners: dict[str, str] = {}
         for subject in info.state.subjects or {}:
             key = subject.removeprefix(kv._pre)
@@ -214,7 +228,11 @@ class ConsoleTasks:
         from agents.runtime.confirmations import answer
 
         answered = await answer(
-            self.bus, task_id, approve=approve, request_id=request_id, by=f"{grant.principal} in the web console"
+            self.bus,
+            task_id,
+            approve=approve,
+            request_id=request_id,
+            by=f"{grant.principal} in the web console",
         )
         if not answered:
             raise Refused("that confirmation was answered already or timed out", status=409)

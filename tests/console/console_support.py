@@ -9,7 +9,6 @@ test's temporary directory.
 
 import os
 import secrets
-import shutil
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -80,14 +79,16 @@ async def console_serve(
 @asynccontextmanager
 async def chromium() -> AsyncIterator[Any]:
     """A headless Chromium (the system's) with a fresh context; skips when it is not installed."""
-    if not Path(CHROMIUM).exists():
+    if not has_chromium():
         pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)")
     from playwright.async_api import async_playwright
 
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
-            context = await browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+            context = await browser.new_context(
+                viewport={"width": 1280, "height": 900}, accept_downloads=True
+            )
             yield context
         finally:
             await browser.close()
@@ -104,4 +105,4 @@ async def shoot(page: Any, where: Path, name: str) -> None:
 
 
 def has_chromium() -> bool:
-    return Path(CHROMIUM).exists() or shutil.which("chromium") is not None
+    return Path(CHROMIUM).exists()

@@ -73,7 +73,9 @@ async def test_the_submission_check_refuses_with_the_field_to_blame(console: Con
     """Our choice: the form gives the same checks and errors as `codeloop submit`, nothing submitted."""
     async with httpx2.AsyncClient(base_url=console.url) as http:
         beyond = await http.post(
-            "/tasks", data={"task": "fix it", "repo": "calc", "mode": "write"}, headers=bearer(console, "olga")
+            "/tasks",
+            data={"task": "fix it", "repo": "calc", "mode": "write"},
+            headers=bearer(console, "olga"),
         )
         assert beyond.status_code == 403 and "needs the &#39;write&#39; scope" in beyond.text
         unknown = await http.post(
@@ -87,7 +89,7 @@ async def test_the_submission_check_refuses_with_the_field_to_blame(console: Con
             "/tasks", data={"task": "x", "repo": "../..", "mode": "read"}, headers=bearer(console, "alice")
         )
         assert outside.status_code == 400 and "repository" in outside.text
-        assert "class=\"task-row\"" not in (await http.get("/", headers=bearer(console, "alice"))).text
+        assert 'class="task-row"' not in (await http.get("/", headers=bearer(console, "alice"))).text
 
 
 async def _other_site(target: str, task_id: str, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
@@ -116,7 +118,9 @@ async def test_a_cross_site_post_is_refused_and_a_page_carries_the_csrf_token(
     async with chromium() as browser, anyio.create_task_group() as tg:
         page = await browser.new_page()
         violations: list[str] = []
-        page.on("console", lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None)
+        page.on(
+            "console", lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None
+        )
         response = await page.goto(f"{console.url}/tasks/{task_id}?token={console.tokens['alice']}")
         assert response is not None and response.ok
         assert page.url == f"{console.url}/tasks/{task_id}"  # the token left the address
@@ -134,9 +138,41 @@ async def test_a_cross_site_post_is_refused_and_a_page_carries_the_csrf_token(
             await other.click("#go")
         assert (await posted.value).status == 403  # another origin: refused, whatever cookie it carried
         tg.cancel_scope.cancel()
-    async with httpx2.AsyncClient(base_url=console.url, cookies={"codeloop_console": cookie["value"]}) as http:
+    async with httpx2.AsyncClient(
+        base_url=console.url, cookies={"codeloop_console": cookie["value"]}
+    ) as http:
         bare = await http.post(f"/tasks/{task_id}/cancel")
         assert bare.status_code == 403 and "CSRF" in bare.text
     state = await (await TaskRecords.open(console.bus)).get(task_id)
     assert state is not None and state.status != "cancelled"
     assert violations == []
+
+
+async def test_reports_list_the_runs_under_the_given_directories(tmp_path: Path) -> None:
+    """The issue: `codeloop eval` and `codeloop swebench` runs the serve knows of, browsable."""
+    runs = tmp_path / "runs"
+    evaluation = runs / "eval-1"
+    evaluation.mkdir(parents=True)
+    (evaluation / "summary.json").write_text('{"tasks": 2, "resolved_rate": 0.5}')
+    rows = ['{"task_id": "t-one", "resolved": true}', '{"task_id": "t-two", "resolved": false}']
+    (evaluation / "results.jsonl").write_text("\n".join(rows) + "\n")
+    (evaluation / "report.html").write_text("<html><style>p{}</style></html>")
+    swebench = runs / "swe-1"
+    swebench.mkdir()
+    (swebench / "report.json").write_text(
+        '{"total_instances": 3, "resolved_instances": 1, "resolved_ids": ["a__b-1"], '
+        '"unresolved_ids": ["a__b-2"], "error_ids": ["a__b-3"]}'
+    )
+    async with console_serve(tmp_path, reports=[runs]) as console:
+        async with httpx2.AsyncClient(base_url=console.url, headers=bearer(console, "alice")) as http:
+            listing = (await http.get("/reports")).text
+            assert "1 of 2 tasks resolved" in listing and "1 of 3 instances resolved" in listing
+            ids = re.findall(r'href="/reports/(\d+)" class="mono">([^<]+)<', listing)
+            by_name = {name: run_id for run_id, name in ids}
+            page = (await http.get(f"/reports/{by_name['eval-1']}")).text
+            assert "t-one" in page and "t-two" in page and "resolved_rate" in page
+            download = await http.get(f"/reports/{by_name['eval-1']}/report.html")
+            assert download.headers["content-disposition"].startswith("attachment")
+            swe = (await http.get(f"/reports/{by_name['swe-1']}")).text
+            assert all(i in swe for i in ("a__b-1", "a__b-2", "a__b-3"))
+            assert (await http.get("/reports/99")).status_code == 404
