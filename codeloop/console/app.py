@@ -79,9 +79,13 @@ def build_app(config: ConsoleConfig) -> Any:
         Route("/reports/{run_id:str}", views.report),
         Route("/reports/{run_id:str}/report.html", views.report_file),
         Route("/static/{name:str}", views.static),
-        Route("/favicon.ico", lambda _: Response(status_code=204)),
+        Route("/favicon.ico", _no_icon),
     ]
     return ConsoleGate(Starlette(routes=routes), config.access)
+
+
+async def _no_icon(_: Request) -> Response:
+    return Response(status_code=204)
 
 
 def _caller(request: Request) -> Caller:

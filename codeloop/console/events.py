@@ -94,47 +94,56 @@ async def follow_events(bus: Bus, task_id: str, *, after: int) -> AsyncIterator[
     """The task's events after stream sequence `after` (0: from its first), as they come, and
     None after every `IDLE_CHECK_S` without one (a caller's moment to ping); across a reconnect
     it subscribes again after the last one it gave, so none is lost or repeated."""
-    state = {"last": after, "sub": None}
+    follower = _Follower(bus, task_id, after)
+    await follower.subscribe()
+    try:
+        yield follower.events()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await _unsubscribe(bus, follower.sub)
 
-    async def subscribe() -> Any:
+
+class _Follower:
+    def __init__(self, bus: Bus, task_id: str, after: int) -> None:
+        self.bus = bus
+        self.task_id = task_id
+        self.last = after
+        self.sub: Any = None
+
+    async def subscribe(self) -> None:
         start: dict[str, Any] = {"deliver_policy": DeliverPolicy.ALL}
-        if state["last"]:
+        if self.last:
             start = {
                 "deliver_policy": DeliverPolicy.BY_START_SEQUENCE,
-                "config": ConsumerConfig(opt_start_seq=int(state["last"] or 0) + 1),
+                "config": ConsumerConfig(opt_start_seq=self.last + 1),
             }
         with nats_errors():
-            return await bus.js.subscribe(subjects.task_events(task_id), ordered_consumer=True, **start)
+            self.sub = await self.bus.js.subscribe(
+                subjects.task_events(self.task_id), ordered_consumer=True, **start
+            )
 
-    async def events() -> AsyncIterator[Stored | None]:
-        reconnects = bus.nc.stats["reconnects"]
+    async def events(self) -> AsyncIterator[Stored | None]:
+        reconnects = self.bus.nc.stats["reconnects"]
         while True:
             try:
                 with nats_errors():
-                    msg = await state["sub"].next_msg(timeout=IDLE_CHECK_S)
+                    msg: Any = await self.sub.next_msg(timeout=IDLE_CHECK_S)
             except TimeoutError:
-                if bus.nc.stats["reconnects"] != reconnects and bus.nc.is_connected:
-                    reconnects = bus.nc.stats["reconnects"]
-                    await _unsubscribe(bus, state["sub"])
-                    state["sub"] = await subscribe()
+                if self.bus.nc.stats["reconnects"] != reconnects and self.bus.nc.is_connected:
+                    reconnects = self.bus.nc.stats["reconnects"]
+                    await _unsubscribe(self.bus, self.sub)
+                    await self.subscribe()
                 yield None
                 continue
-            seq = msg.metadata.sequence.stream
-            if seq <= int(state["last"] or 0):
+            seq = int(msg.metadata.sequence.stream)
+            if seq <= self.last:
                 continue
-            state["last"] = seq
+            self.last = seq
             try:
                 envelope = parse_envelope(msg.data)
             except MalformedMessage:
                 continue
             yield Stored(seq, envelope)
-
-    state["sub"] = await subscribe()
-    try:
-        yield events()
-    finally:
-        with anyio.CancelScope(shield=True):
-            await _unsubscribe(bus, state["sub"])
 
 
 async def _unsubscribe(bus: Bus, sub: Any) -> None:

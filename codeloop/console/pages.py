@@ -30,7 +30,10 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(age=_age, cost=_cost, first_line=_first_line, basename=_basename)
+    env.filters["age"] = _age
+    env.filters["cost"] = _cost
+    env.filters["first_line"] = _first_line
+    env.filters["basename"] = _basename
     return env
 
 

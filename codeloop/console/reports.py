@@ -109,21 +109,21 @@ def _run(kind: Literal["eval", "swebench"], path: Path) -> Run:
 
 def _json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
-    rows = []
+    rows: list[dict[str, Any]] = []
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError:
         return []
     for line in lines:
         try:
-            row = json.loads(line)
+            row: Any = json.loads(line)
         except ValueError:
             continue
         if isinstance(row, dict):

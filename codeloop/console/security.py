@@ -154,7 +154,7 @@ async def _csrf_of_request(receive: Receive, headers: dict[str, str]) -> tuple[R
         return receive, headers[CSRF_HEADER]
     if not headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
         return receive, None
-    body, messages = b"", []
+    body, messages = b"", list[Message]()
     while True:
         message = await receive()
         messages.append(message)

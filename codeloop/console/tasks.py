@@ -163,7 +163,8 @@ class ConsoleTasks:
         with nats_errors():
             info = await kv._js.stream_info(kv._stream, subjects_filter=prefix + pattern)
         owners: dict[str, str] = {}
-        for subject in info.state.subjects or {}:
+        keys: list[str] = list(info.state.subjects or {})
+        for subject in keys:
             key = subject.removeprefix(kv._pre)
             value = (await read(kv, key)).value
             if value:
