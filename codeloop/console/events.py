@@ -11,6 +11,7 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -202,7 +203,7 @@ def _describe(name: str, message: str, data: dict[str, Any]) -> tuple[str, str |
     if name == "model_call":
         cost = f" ${data['cost_usd']:.4f}" if data.get("cost_usd") is not None else ""
         summary = (
-            f"model {data.get('model')} {data.get('outcome')}: {data.get('input_tokens', 0)}+"
+            f"model {_model_name(str(data.get('model')))} {data.get('outcome')}: {data.get('input_tokens', 0)}+"
             f"{data.get('output_tokens', 0)} tokens in {float(data.get('latency_s') or 0):.2f} s{cost}"
         )
         return summary, _details(data)
@@ -211,6 +212,14 @@ def _describe(name: str, message: str, data: dict[str, Any]) -> tuple[str, str |
         failure = f" [{data['failure_class']}]" if data.get("failure_class") else ""
         return f"→ {data.get('status')}{stage}{failure} {message}".rstrip(), None
     return message or name, _details(data) if data else None
+
+
+def _model_name(name: str) -> str:
+    """`function:/long/path/scripted.py:fix` as `function:scripted.py:fix` (the details keep the whole)."""
+    if not name.startswith("function:"):
+        return name
+    path, sep, function = name.removeprefix("function:").rpartition(":")
+    return f"function:{Path(path).name}{sep}{function}" if sep else name
 
 
 def _details(data: dict[str, Any]) -> str:

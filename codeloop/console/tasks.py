@@ -105,9 +105,17 @@ class ConsoleTasks:
         return owners.get(task_id)
 
     async def visible(self, grant: Grant, task_id: str) -> bool:
+        return (await self._seen(grant, task_id)) is not None
+
+    async def _seen(self, grant: Grant, task_id: str) -> tuple[TaskState | None, str | None] | None:
+        """(record, owner) of a task `grant` may see, else None: the one place of the rule."""
+        if not subjects.is_token(task_id):
+            return None
+        owner = await self.owner(task_id)
+        state = await self.records.get(task_id)
         if grant.operator:
-            return await self.records.get(task_id) is not None or await self.owner(task_id) is not None
-        return await self.owner(task_id) == grant.principal
+            return (state, owner) if state is not None or owner is not None else None
+        return (state, owner) if owner == grant.principal else None
 
     async def rows(
         self, grant: Grant, *, status: str | None = None, principal: str | None = None
@@ -128,21 +136,17 @@ class ConsoleTasks:
         return sorted(rows, key=lambda r: r.created_at, reverse=True)
 
     async def row(self, grant: Grant, task_id: str) -> TaskRow | None:
-        if not await self.visible(grant, task_id):
+        seen = await self._seen(grant, task_id)
+        if seen is None or seen[0] is None:
             return None
-        state = await self.records.get(task_id)
-        if state is None:
-            return None
-        return _row(state, await self.owner(task_id) or UNKNOWN_PRINCIPAL)
+        return _row(seen[0], seen[1] or UNKNOWN_PRINCIPAL)
 
     async def page(self, grant: Grant, task_id: str) -> TaskPage | None:
         """The task's record and pending confirmation; None when `grant` may not see it."""
-        if not subjects.is_token(task_id):
+        seen = await self._seen(grant, task_id)
+        if seen is None:
             return None
-        owner = await self.owner(task_id)
-        state = await self.records.get(task_id)
-        if not (grant.operator and (state is not None or owner is not None)) and owner != grant.principal:
-            return None
+        state, owner = seen
         pending = None
         if state is not None and state.status not in TERMINAL_STATUSES:
             asked = await pending_confirmation(self.bus, task_id)

@@ -43,11 +43,16 @@ class Console:
 
 @asynccontextmanager
 async def console_serve(
-    tmp_path: Path, *, roles: Sequence[str] = ("orchestrator",), reports: Sequence[Path] = ()
+    tmp_path: Path,
+    *,
+    roles: Sequence[str] = ("orchestrator",),
+    reports: Sequence[Path] = (),
+    repo: dict[str, str] = CALC,
 ) -> AsyncIterator[Console]:
-    """A serve running `roles`, its console reading tokens for alice, bob and olga (an operator)."""
+    """A serve running `roles`, its console reading tokens for alice, bob and olga (an operator);
+    the repository `calc` under its root holds `repo`."""
     root = tmp_path / "root"
-    make_repo(root / "calc", CALC)
+    make_repo(root / "calc", repo)
     tokens = {name: secrets.token_urlsafe(24) for name in PRINCIPALS}
     token_file = tmp_path / "console-tokens"
     token_file.write_text("".join(f"{tokens[n]} {n} {s}\n" for n, s in PRINCIPALS.items()))

@@ -11,8 +11,13 @@ from tests.console.console_support import Console, chromium, console_serve, scre
 from tests.e2e.conftest import model
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
-TASK_S = 240_000
+TASK_S = 180_000
 """Milliseconds a scripted task may take to reach the next state on a loaded machine."""
+
+
+# No tests to run: the verifier has nothing to fail on, so an approved write ends the task `done`
+# (with the CALC repository's failing tests it would be sent back for revision, asking again).
+UNTESTED = {"calc.py": "def add(a, b):\n    return a + b\n"}
 
 
 async def ended_with(page, *statuses: str) -> str:
@@ -48,9 +53,8 @@ async def test_a_task_from_the_form_is_followed_live_approved_and_ends_done(tmp_
     """The issue's acceptance: submit from the form, watch it progress on its page without a
     reload, approve its pending confirmation, see it end `done`, open the diff; cancel another."""
     where = screenshots(tmp_path)
-    async with console_serve(
-        tmp_path, roles=("orchestrator", "planner", "retriever", "coder", "verifier")
-    ) as console:
+    roles = ("orchestrator", "planner", "retriever", "coder", "verifier")
+    async with console_serve(tmp_path, roles=roles, repo=UNTESTED) as console:
         async with chromium() as browser:
             page = await browser.new_page()
             await page.goto(f"{console.url}/?token={console.tokens['alice']}")
@@ -73,7 +77,8 @@ async def test_a_task_from_the_form_is_followed_live_approved_and_ends_done(tmp_
             assert any("kind-confirmation_answered" in k for k in kinds) and "event kind-result" in kinds[-1]
 
             diff = page.locator("details.file-diff", has_text=".github/workflows/ci.yml")
-            await diff.locator("summary").click()
+            if not await diff.evaluate("details => details.open"):  # a long diff starts closed
+                await diff.locator("summary").click()
             assert "on: push" in await diff.locator(".hl").inner_text()
             await shoot(page, where, "task-done")
             async with page.expect_download() as download:
