@@ -79,11 +79,12 @@ async def read_events(bus: Bus, task_id: str) -> list[Stored]:
                     msg = await sub.next_msg(timeout=FIRST_EVENT_TIMEOUT_S)
             except TimeoutError:
                 break
+            metadata = msg.metadata  # parsed from the reply subject at every access: once
             try:
-                stored.append(Stored(msg.metadata.sequence.stream, parse_envelope(msg.data)))
+                stored.append(Stored(metadata.sequence.stream, parse_envelope(msg.data)))
             except MalformedMessage:
                 pass
-            if msg.metadata.num_pending == 0:
+            if metadata.num_pending == 0:
                 break
     finally:
         await _unsubscribe(bus, sub)

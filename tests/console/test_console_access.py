@@ -176,3 +176,38 @@ async def test_reports_list_the_runs_under_the_given_directories(tmp_path: Path)
             swe = (await http.get(f"/reports/{by_name['swe-1']}")).text
             assert all(i in swe for i in ("a__b-1", "a__b-2", "a__b-3"))
             assert (await http.get("/reports/99")).status_code == 404
+
+
+async def test_continue_answers_501_until_this_version_offers_it(console: Console) -> None:
+    """Our choice: the action is there, and says plainly that this version cannot do it."""
+    task_id = await submit(console, "alice")
+    async with httpx2.AsyncClient(base_url=console.url, headers=bearer(console, "alice")) as http:
+        reply = await http.post(f"/tasks/{task_id}/continue", data={"text": "and add a test"})
+    assert reply.status_code == 501 and "not available in this version" in reply.text
+
+
+async def test_codeloop_console_prints_the_running_consoles_address(console: Console, tmp_path: Path) -> None:
+    """Our contract: `codeloop console` prints the address of the local serve's console."""
+    import json
+    import subprocess
+    import sys
+
+    printed = await anyio.to_thread.run_sync(
+        lambda: subprocess.run(
+            [sys.executable, "-m", "codeloop", "console", "--json", "--state-dir", str(tmp_path / "state")],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    )
+    shown = json.loads(printed.stdout)
+    assert shown["url"] == console.url + "/" and shown["generated"] is False and shown["token"] is None
+    assert shown["token_file"] == str(tmp_path / "console-tokens")
+    missing = await anyio.to_thread.run_sync(
+        lambda: subprocess.run(
+            [sys.executable, "-m", "codeloop", "console", "--state-dir", str(tmp_path / "elsewhere")],
+            capture_output=True,
+            text=True,
+        )
+    )
+    assert missing.returncode == 1 and "no running `codeloop serve`" in missing.stderr
