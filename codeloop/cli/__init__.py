@@ -61,6 +61,7 @@ def version() -> None:
 
 AREAS = (
     "serve",
+    "console",
     "tasks",
     "run",
     "control",
