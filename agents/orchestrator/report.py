@@ -54,6 +54,7 @@ def build_result(state: TaskState, *, failure_class: str | None, report: str, no
         usage=usage,
         report=report,
         trace_id=state.trace_id,
+        parent_task_id=state.task.continuation.parent_task_id if state.task.continuation else None,
     )
 
 

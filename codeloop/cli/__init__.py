@@ -63,6 +63,7 @@ AREAS = (
     "serve",
     "tasks",
     "run",
+    "continuing",
     "control",
     "replay",
     "trace",

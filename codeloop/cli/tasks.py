@@ -135,7 +135,7 @@ def status(
 
     if patch and task_id is None:
         raise usage_error("--patch needs a task id: `codeloop status TASK_ID --patch`")
-    states, notes = run_async(lambda: _records(connection, task_id))
+    states, notes, children = run_async(lambda: _records(connection, task_id))
     if patch:
         _print_patch(states[0])
         return
@@ -151,15 +151,19 @@ def status(
                 typer.echo(f"{s.task_id}: {note}", err=True)
         return
     if task_id is not None:
-        typer.echo(page(states[0], notes.get(states[0].task_id, [])))
+        typer.echo(page(states[0], notes.get(states[0].task_id, []), continued_by=children))
         return
     width = shutil.get_terminal_size().columns
     typer.echo(listing(states, notes, tty=sys.stdout.isatty(), width=width))
 
 
-async def _records(connection: Connection, task_id: str | None) -> tuple[list[Any], dict[str, list[str]]]:
-    """The records `status` shows (one task's, or all) and, per unfinished task, why it makes no
-    progress: a confirmation waiting for a person, a message held unacknowledged, no live worker."""
+async def _records(
+    connection: Connection, task_id: str | None
+) -> tuple[list[Any], dict[str, list[str]], list[str]]:
+    """The records `status` shows (one task's, or all); per unfinished task, why it makes no
+    progress: a confirmation waiting for a person, a message held unacknowledged, no live worker;
+    and for one task, the tasks that continue it."""
+    from agents.continuing import continued_by
     from agents.messages import TERMINAL_STATUSES
     from agents.orchestrator.records import TaskRecords
     from bus.connection import open_bus
@@ -179,7 +183,10 @@ async def _records(connection: Connection, task_id: str | None) -> tuple[list[An
             states = [found.state]
         running = [s for s in states if s.status not in TERMINAL_STATUSES]
         unacked = await unacked_tasks(bus) if running else {}
-        return states, {s.task_id: await _notes(bus, s, unacked) for s in running}
+        children = []
+        if task_id is not None and states[0].status in TERMINAL_STATUSES:
+            children = continued_by(states[0].task_id, await (await TaskRecords.open(bus)).all())
+        return states, {s.task_id: await _notes(bus, s, unacked) for s in running}, children
 
 
 def _print_patch(state: Any) -> None:
