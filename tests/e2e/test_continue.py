@@ -178,3 +178,60 @@ async def _result_of(bus: Any, task_id: str) -> TaskResult:
     with anyio.fail_after(180):
         final = await watch_task(bus, task_id, lambda e: None)
     return TaskResult.model_validate(final.payload)
+
+
+async def test_the_tasks_server_continues_a_task_for_the_principal_that_submitted_it(
+    pipeline, tmp_path: Path
+) -> None:
+    """The tasks server's `continue_task` does for an MCP client what `codeloop continue` does: a
+    task handed off at its budget goes on to `done` with the combined patch. Only the principal
+    that submitted the task may continue it, and only within the scopes its mode needs."""
+    from mcp import Client
+
+    from codeloop.services.tasks_backend import BusTasks
+    from tool_servers.protocol.scopes import Scope
+    from tool_servers.protocol.spec import ServerOptions
+    from tool_servers.tasks.server import build_tasks_server
+
+    make_repo(tmp_path / "root" / "calc", TWO_BUGS)
+    backend = await BusTasks.open(pipeline.bus)
+
+    def server(principal: str, scopes: frozenset[Scope] = frozenset(Scope)) -> Any:
+        options = ServerOptions(principal=principal, scopes=scopes)
+        return build_tasks_server(tmp_path / "root", options, backend)  # pyright: ignore[reportArgumentType] - BusTasks.changes is an async generator function, which the protocol's iterator describes
+
+    async def call(client: Client, name: str, **arguments: Any) -> dict[str, Any]:
+        result = await client.call_tool(name, arguments)
+        assert not result.is_error, result.content
+        return result.structured_content or {}
+
+    async def ended(client: Client, task_id: str) -> dict[str, Any]:
+        with anyio.fail_after(300):
+            while (view := await call(client, "wait_task", task_id=task_id, timeout_s=30))["result"] is None:
+                pass
+        return view
+
+    async with Client(server("alice")) as alice:
+        task = "add(2, 3) and mul(2, 3) give wrong results"
+        first = await call(alice, "submit_task", task=task, repo="calc", mode="write", model=STEPWISE, max_steps=3)
+        parent = await ended(alice, first["task_id"])
+        assert parent["result"]["failure_class"] == "budget.steps"
+
+        async with Client(server("bob")) as bob:
+            theirs = await bob.call_tool("continue_task", {"task_id": first["task_id"]})
+            assert theirs.is_error and (theirs.structured_content or {})["type"] == "not_found"
+        async with Client(server("alice", frozenset({Scope.READ}))) as reader:
+            narrow = await reader.call_tool("continue_task", {"task_id": first["task_id"]})
+            assert narrow.is_error and (narrow.structured_content or {})["type"] == "permission_denied"
+            assert "'write' scope" in (narrow.structured_content or {})["message"]
+
+        continued = await call(alice, "continue_task", task_id=first["task_id"], max_steps=30)
+        assert continued["parent_task_id"] == first["task_id"] and continued["status"] == "submitted"
+        view = await ended(alice, continued["task_id"])
+        assert view["parent_task_id"] == first["task_id"]
+        result = view["result"]
+        assert result["status"] == "done" and result["verification"]["verdict"] == "passed"
+        assert "+    return a + b" in result["patch"] and "+    return a * b" in result["patch"]
+        assert result["parent_task_id"] == first["task_id"]
+        listed = await call(alice, "list_tasks")
+        assert [t["task_id"] for t in listed["tasks"]] == [continued["task_id"], first["task_id"]]
