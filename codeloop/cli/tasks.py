@@ -120,7 +120,9 @@ def _submit_continuation(
         raise usage_error("--continue keeps the repository of the task it continues: leave out --repo")
     checked_id(parent_id)
     instruction = (
-        read_text_argument(text, what="instruction", max_bytes=MAX_TASK_TEXT_BYTES) if text is not None else None
+        read_text_argument(text, what="instruction", max_bytes=MAX_TASK_TEXT_BYTES)
+        if text is not None
+        else None
     )
 
     async def main() -> Any:
@@ -129,7 +131,9 @@ def _submit_continuation(
             if found is None:
                 raise usage_error(f"no task {parent_id} to continue (`codeloop status` lists the tasks)")
             try:
-                return await continue_task(bus, found.task_id, text=instruction, options=options, new_id=task_id)
+                return await continue_task(
+                    bus, found.task_id, text=instruction, options=options, new_id=task_id
+                )
             except ContinueRefused as exc:
                 raise usage_error(str(exc)) from None
 

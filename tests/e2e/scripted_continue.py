@@ -13,8 +13,14 @@ import re
 from pathlib import Path
 
 import anyio
-
-from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
+from pydantic_ai.messages import (
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
 
 MODULE = "calc/__init__.py"
 STATS = "calc/stats.py"
@@ -86,6 +92,6 @@ async def wait_for_go(messages, info) -> ModelResponse:
         return _plan(messages, info)
     go = Path(re.search(r"^go: (\S+)$", _prompt(messages), re.M).group(1))  # pyright: ignore[reportOptionalMemberAccess] - the test's task text always holds its go line
     with anyio.move_on_after(120):
-        while not go.exists():
+        while not await anyio.Path(go).exists():  # noqa: ASYNC110 - the test creates it
             await anyio.sleep(0.1)
     return ModelResponse(parts=[TextPart("waited")])

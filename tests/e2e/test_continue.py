@@ -72,7 +72,9 @@ async def test_a_task_handed_off_at_its_step_budget_continues_to_done_and_applie
     assert (repo / "calc" / "__init__.py").read_text() == TWO_BUGS["calc/__init__.py"]
 
     home = tmp_path / "home"
-    done = await _codeloop(pipeline, home, "continue", parent.task_id, "--max-steps", "30", "--apply", "--json")
+    done = await _codeloop(
+        pipeline, home, "continue", parent.task_id, "--max-steps", "30", "--apply", "--json"
+    )
     assert done.returncode == 0, done.stderr.decode()
     result = json.loads(done.stdout)
     assert result["status"] == "done" and result["verification"]["verdict"] == "passed", result["report"]
@@ -94,7 +96,9 @@ async def test_a_task_handed_off_at_its_step_budget_continues_to_done_and_applie
     shown = await _codeloop(pipeline, home, "status", child)
     assert shown.returncode == 0, shown.stderr.decode()
     assert re.search(
-        rf"^  continues +{parent.task_id} \(which ended handed_off \(budget.steps\)\)$", shown.stdout.decode(), re.M
+        rf"^  continues +{parent.task_id} \(which ended handed_off \(budget.steps\)\)$",
+        shown.stdout.decode(),
+        re.M,
     )
     shown = await _codeloop(pipeline, home, "status", parent.task_id)
     assert re.search(rf"^  continued by +{child}$", shown.stdout.decode(), re.M)
@@ -149,11 +153,13 @@ async def test_an_unknown_task_and_a_running_one_are_refused_with_exit_2(pipelin
     repo = make_repo(tmp_path / "repo", TWO_BUGS)
     go = tmp_path / "go"
     busy = _task(repo, tmp_path / "prompts.jsonl", model=f"{STEPWISE.rpartition(':')[0]}:wait_for_go")
-    busy = busy.model_copy(update={"text": f"{busy.text}\ngo: {go}", "snapshot": await _snapshot(pipeline, repo)})
+    busy = busy.model_copy(
+        update={"text": f"{busy.text}\ngo: {go}", "snapshot": await _snapshot(pipeline, repo)}
+    )
     envelope, _ = await submit_task(pipeline.bus, busy)
     records = await TaskRecords.open(pipeline.bus)
     with anyio.fail_after(240):  # the first task of a serve loads the embedding model
-        while (state := await records.get(envelope.task_id)) is None or state.status != "coding":
+        while (state := await records.get(envelope.task_id)) is None or state.status != "coding":  # noqa: ASYNC110 - the serve moves it
             await anyio.sleep(0.2)
     before = len(await records.all())
     running = await _codeloop(pipeline, home, "continue", envelope.task_id, "go on")
@@ -213,7 +219,9 @@ async def test_the_tasks_server_continues_a_task_for_the_principal_that_submitte
 
     async with Client(server("alice")) as alice:
         task = "add(2, 3) and mul(2, 3) give wrong results"
-        first = await call(alice, "submit_task", task=task, repo="calc", mode="write", model=STEPWISE, max_steps=3)
+        first = await call(
+            alice, "submit_task", task=task, repo="calc", mode="write", model=STEPWISE, max_steps=3
+        )
         parent = await ended(alice, first["task_id"])
         assert parent["result"]["failure_class"] == "budget.steps"
 
