@@ -164,6 +164,10 @@ def handoff_report(state: TaskState, failure_class: str | None, reason: str) -> 
     if state.last_report and state.last_report.failures:
         lines.append("Remaining failures:")
         lines += [f"  - {f.failure_class}: {f.message[:200]}" for f in state.last_report.failures[:10]]
+    lines.append(
+        f"To go on from here rather than start over: `codeloop continue {state.task_id}` (fresh "
+        "budgets, e.g. --max-steps N; a new instruction in words may follow the id)."
+    )
     return "\n".join(lines)
 
 

@@ -17,6 +17,7 @@ import pytest
 from agents.client import cancel_task, submit_task, watch_task
 from agents.messages import Budgets, ModelNames, TaskResult, TaskSubmitted
 from agents.orchestrator.records import TaskRecords
+from agents.replay.session import divergences_of, replay_submission
 from codeloop.config.task_options import TaskOptions
 from codeloop.continuing import ContinueRefused, continue_task
 from codeloop.testing import make_repo
@@ -114,8 +115,8 @@ async def test_a_done_task_continued_with_an_instruction_gives_a_patch_holding_b
     pipeline, tmp_path: Path
 ) -> None:
     """The function a console calls: after a `done` task, `continue_task(ID, "also handle the
-    empty list")` makes a task whose patch holds the first change and the new one, and which a
-    second continuation extends again as a chain of three."""
+    empty list")` makes a task whose patch holds the first change and the new one; it replays with
+    no divergence, and a second continuation extends it to a chain of three."""
     repo = make_repo(tmp_path / "repo", TWO_BUGS)
     record = tmp_path / "prompts.jsonl"
     first = await pipeline(_task(repo, record))
@@ -134,6 +135,12 @@ async def test_a_done_task_continued_with_an_instruction_gives_a_patch_holding_b
     assert "Follow-up instruction: also handle the empty list" in coder
     assert "The person now asks:\nalso handle the empty list" in coder
     assert "ended done" in coder
+
+    # A continued task replays like any other: from its record, which holds what it inherited.
+    replayed = await pipeline(await replay_submission(pipeline.bus, continued.task_id), snapshot=False)
+    assert replayed.status == "done" and replayed.patch == second.patch
+    assert replayed.parent_task_id == first.task_id
+    assert await divergences_of(pipeline.bus, replayed.task_id) == []
 
     third = await continue_task(pipeline.bus, continued.task_id, options=TaskOptions(max_steps=10))
     ended = await _result_of(pipeline.bus, third.task_id)
