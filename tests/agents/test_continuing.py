@@ -12,6 +12,7 @@ from agents.continuing import (
     continued_by,
     continued_submission,
 )
+from agents.failures import FailureClass
 from agents.messages import (
     Budgets,
     CodeRequest,
@@ -67,7 +68,11 @@ def _parent(status: str = "handed_off", **changes: object) -> TaskState:
             verdict="failed",
             summary="1 failing test",
             failures=[
-                Failure(failure_class="test.still_failing", test_id="tests/test_calc.py::test_mul", message="8 != 6")
+                Failure(
+                    failure_class=FailureClass.TEST_STILL_FAILING,
+                    test_id="tests/test_calc.py::test_mul",
+                    message="8 != 6",
+                )
             ],
         ),
     )
