@@ -16,6 +16,8 @@ What lives where:
     steps.py         one step: `StepRequest` (the base of every request: its `step_id` and the whole
                      task) and `StepResult`, the request and result of each built-in stage kind,
                      `StepFailed`
+    plan.py          the planner's `Plan` and its `PlanStep`s
+    continuation.py  what a task continuing an ended one inherits from it (`Continuation`)
     record.py        the task record in the KV bucket (`TaskState`)
     verification.py  the verifier's report and a task's baseline
     selection.py     several attempts at one task and the choice among them: `Attempt`,
@@ -28,6 +30,8 @@ like every bus payload (`bus.messages.Message`); field names, `kind` tags and JS
 contract other-language workers rely on (docs/bus-contract.md).
 """
 
+from agents.messages.continuation import Continuation
+from agents.messages.plan import Plan, PlanStep
 from agents.messages.record import PlanRevision, TaskState
 from agents.messages.selection import Attempt, Selection, SelectRequest, SelectResult
 from agents.messages.steps import (
@@ -35,10 +39,8 @@ from agents.messages.steps import (
     CodeResult,
     Context,
     ContextRequest,
-    Plan,
     PlanRequest,
     PlanResult,
-    PlanStep,
     RankedFile,
     ReviewRequest,
     ReviewResult,
@@ -120,6 +122,7 @@ __all__ = [
     "Candidate",
     "Check",
     "CodeRequest",
+    "Continuation",
     "CodeResult",
     "Context",
     "ContextRequest",

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from agents.messages.continuation import Continuation
 from agents.messages.verification import EnvironmentUse, Failure
 from agents.workspace.snapshot import SnapshotRef
 from bus.messages import Message
@@ -192,6 +193,10 @@ class TaskSubmitted(Message):
     require_verified: bool = False
     """A patch whose verification is `unverified` (no test executes the changed code) ends the task
     `handed_off` with `verify.unverified` instead of `done` (`--require-verified`)."""
+    continuation: Continuation | None = None
+    """Set when the task continues an ended one (`codeloop continue`): the parent, its patch (the
+    workspace's starting point), its plan, an account of it and the new instruction; None for a
+    new task."""
 
 
 class CancelTask(Message):
@@ -379,3 +384,6 @@ class TaskResult(Message):
     """Human-readable summary, or the hand-off report."""
     trace_id: str | None = None
     """The task's trace id (the envelopes' `trace_id`), for `codeloop trace`; None if never known."""
+    parent_task_id: str | None = None
+    """The task this one continued (`codeloop continue`); its patch is part of this one's, which is
+    the combined patch against the same starting tree. None for a task that continues none."""

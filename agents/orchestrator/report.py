@@ -55,6 +55,7 @@ def build_result(state: TaskState, *, failure_class: str | None, report: str, no
         usage=usage,
         report=report,
         trace_id=state.trace_id,
+        parent_task_id=state.task.continuation.parent_task_id if state.task.continuation else None,
     )
 
 
@@ -206,6 +207,10 @@ def handoff_report(state: TaskState, failure_class: str | None, reason: str) -> 
     if state.last_report and state.last_report.failures:
         lines.append("Remaining failures:")
         lines += [f"  - {f.failure_class}: {f.message[:200]}" for f in state.last_report.failures[:10]]
+    lines.append(
+        f"To go on from here rather than start over: `codeloop continue {state.task_id}` (fresh "
+        "budgets, e.g. --max-steps N; a new instruction in words may follow the id)."
+    )
     return "\n".join(lines)
 
 

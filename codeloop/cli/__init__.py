@@ -64,6 +64,7 @@ AREAS = (
     "console",
     "tasks",
     "run",
+    "continuing",
     "control",
     "replay",
     "trace",

@@ -26,10 +26,17 @@ def _request(state: TaskState, at: At) -> CodeRequest:
         plan=state.plan or Plan(),
         context=state.context or Context(step_id=""),
         budget=step_budget(state),
-        previous_patch=state.patch if state.revisions else None,
+        previous_patch=state.patch if state.revisions else _inherited_patch(state),
         feedback=(state.review_feedback or verifier_feedback(state)) if state.revisions else None,
         attempt=state.attempt,
     )
+
+
+def _inherited_patch(state: TaskState) -> str | None:
+    """A continued task's first coding starts from its parent's patch (its workspace is the
+    parent's end), so the patch it ends with is the combined one against the same snapshot."""
+    continuation = state.task.continuation
+    return continuation.patch if continuation is not None else None
 
 
 def _react(state: TaskState, result: CodeResult, at: At) -> Advance | Revisit | End:
