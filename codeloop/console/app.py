@@ -9,7 +9,7 @@
     GET  /tasks/ID/patch            the patch, as a file
     POST /tasks/ID/answer           approve or deny the pending confirmation
     POST /tasks/ID/cancel           cancel
-    POST /tasks/ID/continue         continue an ended task (501 where not available)
+    POST /tasks/ID/continue         continue an ended task as a new task linked to it
     GET  /reports  /reports/N  /reports/N/report.html
     GET  /static/NAME               stylesheet, scripts (htmx from its installed package)
 

@@ -28,7 +28,7 @@ from codeloop.services.tasks_backend import BusTasks
 from tool_servers.confinement import Root
 from tool_servers.protocol.errors import ToolServerError
 from tool_servers.protocol.scopes import Scope
-from tool_servers.tasks.backend import Submission, SubmissionRefused, TooManyTasks
+from tool_servers.tasks.backend import Submission, SubmissionRefused, TaskStillRunning, TooManyTasks
 from tool_servers.tasks.views import PendingConfirmation
 
 MODE_SCOPES = {"read": Scope.READ, "write": Scope.WRITE, "execute": Scope.EXECUTE}
@@ -244,12 +244,41 @@ class ConsoleTasks:
         return True
 
     async def continue_task(self, grant: Grant, task_id: str, text: str) -> str:
-        """Continue an ended task with `text` as a new task linked to it.
+        """Continue an ended task of `grant.principal` with `text` (optional) as a new task linked to
+        it, as `codeloop continue` and the tasks server's `continue_task` do; the new task's id.
 
         Raises:
-            NotAvailable: always, in this version: continuing is not built into it yet.
+            Refused: not found (404), another principal's task (403), a mode beyond the grant
+                (403), a task still running (409), too many unfinished tasks (409), or anything
+                the submission check refuses; nothing was submitted.
         """
-        raise NotAvailable("continuing a task is not available in this version of codeloop")
+        seen = await self._seen(grant, task_id)
+        if seen is None:
+            raise Refused(f"task {task_id} was not found", status=404)
+        record, _owner = seen
+        if record is not None and (needed := MODE_SCOPES.get(record.task.mode)) not in grant.scopes:
+            raise Refused(
+                f"continuing a {record.task.mode}-mode task needs the '{needed.value if needed else record.task.mode}' "
+                f"scope, and {grant.principal} was not granted it; nothing was submitted",
+                status=403,
+            )
+        try:
+            new_id = await self.backend.continue_task(
+                grant.principal, task_id, text=text.strip() or None, options={}
+            )
+        except TaskStillRunning as exc:
+            raise Refused(str(exc), status=409) from None
+        except TooManyTasks as exc:
+            raise Refused(str(exc), status=409) from None
+        except SubmissionRefused as exc:
+            field = exc.details.get("field")
+            raise Refused(str(exc), field=field if isinstance(field, str) else None) from None
+        if new_id is None:
+            raise Refused(
+                f"task {task_id} was submitted by another principal: only its submitter may continue it",
+                status=403,
+            )
+        return new_id
 
     def repositories(self) -> list[str]:
         """The directories a task may name: the root and its non-hidden subdirectories."""

@@ -178,12 +178,29 @@ async def test_reports_list_the_runs_under_the_given_directories(tmp_path: Path)
             assert (await http.get("/reports/99")).status_code == 404
 
 
-async def test_continue_answers_501_until_this_version_offers_it(console: Console) -> None:
-    """Our choice: the action is there, and says plainly that this version cannot do it."""
+async def test_continue_refuses_a_running_task_and_continues_an_ended_one(console: Console) -> None:
+    """The issue: an ended task is continued from its page as a new task linked to it; a running
+    one is refused (409, wait for it), and another principal's is not found."""
     task_id = await submit(console, "alice")
     async with httpx2.AsyncClient(base_url=console.url, headers=bearer(console, "alice")) as http:
+        running = await http.post(f"/tasks/{task_id}/continue", data={"text": "and add a test"})
+        assert running.status_code == 409 and "wait for it to end" in running.text
+        other = await http.post(
+            f"/tasks/{task_id}/continue", data={"text": "mine now"}, headers=bearer(console, "bob")
+        )
+        assert other.status_code == 404
+        assert (await http.post(f"/tasks/{task_id}/cancel")).status_code in (200, 303)
+        with anyio.fail_after(60):
+            for _ in range(120):  # the orchestrator ends it within a moment
+                if "cancelled" in (await http.get(f"/tasks/{task_id}/panel")).text:
+                    break
+                await anyio.sleep(0.5)
         reply = await http.post(f"/tasks/{task_id}/continue", data={"text": "and add a test"})
-    assert reply.status_code == 501 and "not available in this version" in reply.text
+        assert reply.status_code == 303, reply.text
+        new_id = reply.headers["location"].rsplit("/", 1)[1]
+        assert new_id != task_id
+        page = (await http.get(f"/tasks/{new_id}")).text
+        assert "and add a test" in page
 
 
 async def test_codeloop_console_prints_the_running_consoles_address(console: Console, tmp_path: Path) -> None:
