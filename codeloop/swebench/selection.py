@@ -157,6 +157,7 @@ def _candidate(name: str, prediction: Prediction, judged: Judged | None) -> Cand
         regressions=len(report.regressions),
         errors=len(report.errors),
         behaviour=dict(report.behaviour),
+        starting=dict(report.starting_behaviour),
     )
 
 

@@ -44,6 +44,9 @@ class Candidate:
     """Every failure of severity `error` (regressions included)."""
     behaviour: Mapping[str, str] = field(default_factory=dict)
     """Observation -> outcome with the patch (`VerificationReport.behaviour`)."""
+    starting: Mapping[str, str] = field(default_factory=dict)
+    """The same observations on the starting tree, where its verification knew them
+    (`VerificationReport.starting_behaviour`)."""
 
 
 @dataclass(frozen=True)
@@ -63,12 +66,15 @@ class Choice:
 
 def choose(candidates: Sequence[Candidate], starting: Mapping[str, str] | None = None) -> Choice:
     """Rank `candidates` (at least one) as the module docstring says. `starting`: the starting
-    tree's behaviour on the same observations, when known — a candidate that matches it on every
+    tree's behaviour on the same observations (default: what the candidates' own verifications saw
+    of it, `Candidate.starting`) — a candidate that matches it on every
     observation changed nothing observable and lends no weight to its cluster."""
     if not candidates:
         raise ValueError("choose() needs at least one candidate")
-    clusters = _clusters(candidates, starting or {})
-    weight = _cluster_weights(candidates, clusters, starting or {})
+    if starting is None:  # every candidate started from the same tree: what each saw of it
+        starting = {k: v for c in candidates for k, v in c.starting.items()}
+    clusters = _clusters(candidates, starting)
+    weight = _cluster_weights(candidates, clusters, starting)
     agreement = {c.key: _agreement(c, candidates) for c in candidates}
 
     def rank(c: Candidate) -> RankKey:

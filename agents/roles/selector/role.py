@@ -19,6 +19,7 @@ def candidate_of(attempt: Attempt) -> Candidate:
         regressions=len(report.regressions),
         errors=len(report.errors),
         behaviour=dict(report.behaviour),
+        starting=dict(report.starting_behaviour),
     )
 
 

@@ -64,6 +64,15 @@ def test_candidates_that_changed_nothing_observable_lend_no_weight() -> None:
         starting=starting,
     )
     assert choice.chosen == "fix"
+    # Without `starting` given, what the candidates' verifications saw of the starting tree serves.
+    seen = [
+        Candidate(c, _patch("a.py", c), "unverified", behaviour=starting, starting=starting)
+        for c in ("inert-1", "inert-2")
+    ]
+    fix = Candidate(
+        "fix", _patch("a.py", "return d.get(k)"), "unverified", behaviour={"example": "printed None"}
+    )
+    assert choose([*seen, fix]).chosen == "fix"
 
 
 def test_without_behaviour_the_patch_most_like_the_others_wins_then_the_smallest() -> None:
