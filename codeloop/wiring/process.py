@@ -60,6 +60,7 @@ from codeloop.services.health import Readiness
 from codeloop.services.hosted_mcp import McpHosting, host_tool_servers
 from codeloop.services.metrics import Metrics, MetricsServing, follow_events, poll_queues, serve_metrics
 from codeloop.services.workspace_service import WorkspaceHosting, WorkspaceService
+from codeloop.wiring.judge import patch_verifier
 from codeloop.wiring.roles import SERVED_BY_DEFAULT, role_deps, role_specs
 from codeloop.wiring.swebench import SwebenchWorkers, run_swebench_workers, split_roles
 from codeloop.wiring.telemetry import tracing_observers
@@ -304,6 +305,8 @@ async def _start_mcp(
     """The hosted tool servers' note once they listen; None when `mcp` asks for none."""
     if mcp is None:
         return None
+    if mcp.verifier is None:  # served only under an execute grant (the tool's scope)
+        mcp = replace(mcp, verifier=patch_verifier(config.state_dir))
     return await tg.start(
         partial(
             host_tool_servers,
