@@ -83,8 +83,10 @@ async def test_three_attempts_the_right_one_is_chosen_and_all_three_are_in_the_r
         (3, "passed", True),
     ]
     right = candidates[2]
-    assert right["evidence"] == [MEAN]
-    assert right["reason"].startswith("passed") and "the others are failed" in right["reason"]
+    assert right["evidence"] == [MEAN] and right["evidence_kind"] == "flip"
+    assert (
+        right["reason"].startswith("passed (evidence: flip)") and "the others are failed" in right["reason"]
+    )
     assert result["patch"] == right["patch"] and "/ len(xs)" in right["patch"]
     assert result["verification"]["verdict"] == "passed" and result["verification"]["evidence"] == [MEAN]
     assert "+ 1)" in candidates[0]["patch"] and "sum(xs) + 1" in candidates[1]["patch"]
