@@ -40,6 +40,12 @@ def page(state: Any, notes: list[str], *, continued_by: list[str] | None = None)
         rows.append(("files", ", ".join(state.files_changed)))
     for approval in state.approvals:
         rows.append(("approved", f"{approval.path} by {approval.approved_by}"))
+    if state.candidates:
+        from agents.orchestrator.report import candidates
+
+        rows.append(
+            ("attempts", attempts_line(result.candidates if result is not None else candidates(state)))
+        )
     rows.append(("usage", usage_line(result.usage if result is not None else _usage(state))))
     rows += [("note", note) for note in notes]
     width = max(len(name) for name, _ in rows)
@@ -70,6 +76,13 @@ def _chain_rows(state: Any, continued_by: list[str]) -> list[tuple[str, str]]:
     if continued_by:
         rows.append(("continued by", ", ".join(continued_by)))
     return rows
+
+
+def attempts_line(candidates: list[Any]) -> str:
+    """`1 failed, 2 failed, 3 passed (chosen)`: each attempt's verdict, and the one chosen."""
+    return ", ".join(
+        f"{c.attempt} {c.verdict or 'not verified'}" + (" (chosen)" if c.chosen else "") for c in candidates
+    )
 
 
 def usage_line(usage: dict[str, Any]) -> str:

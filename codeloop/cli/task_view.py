@@ -10,7 +10,7 @@ from typing import Any
 import typer
 
 from codeloop.cli.common import approver
-from codeloop.cli.task_page import usage_line
+from codeloop.cli.task_page import attempts_line, usage_line
 
 
 class LiveView:
@@ -109,6 +109,8 @@ def summary(result: Any) -> None:
         typer.echo("files changed: " + ", ".join(result.files_changed))
     for approval in result.approvals:
         typer.echo(f"approved: {approval.path} by {approval.approved_by}")
+    if result.candidates:
+        typer.echo("attempts: " + attempts_line(result.candidates))
     verification = result.verification
     if verification.verdict and result.status == "diagnosed":
         # No patch was judged: these are the checks of the tree as it is, not a verdict.

@@ -73,6 +73,7 @@ async def test_three_attempts_the_right_one_is_chosen_and_all_three_are_in_the_r
     async with ready_process(serve, env=env, cwd=REPO_ROOT, ready_s=60):  # run and trace find it in the home
         code, result = await _run(env, repo, "--mode", "execute", "--attempts", "3")
         traced = await _codeloop(env, "trace", result["task_id"], "--json")
+        shown = await _codeloop(env, "status", result["task_id"])
 
     assert (code, result["status"]) == (0, "done"), result["report"]
     candidates = result["candidates"]
@@ -82,8 +83,10 @@ async def test_three_attempts_the_right_one_is_chosen_and_all_three_are_in_the_r
         (3, "passed", True),
     ]
     right = candidates[2]
-    assert right["evidence"] == [MEAN]
-    assert right["reason"].startswith("passed") and "the others are failed" in right["reason"]
+    assert right["evidence"] == [MEAN] and right["evidence_kind"] == "flip"
+    assert (
+        right["reason"].startswith("passed (evidence: flip)") and "the others are failed" in right["reason"]
+    )
     assert result["patch"] == right["patch"] and "/ len(xs)" in right["patch"]
     assert result["verification"]["verdict"] == "passed" and result["verification"]["evidence"] == [MEAN]
     assert "+ 1)" in candidates[0]["patch"] and "sum(xs) + 1" in candidates[1]["patch"]
@@ -91,6 +94,7 @@ async def test_three_attempts_the_right_one_is_chosen_and_all_three_are_in_the_r
     assert "Chose attempt 3 of 3" in result["report"] and result["revisions"] == 0
     assert result["usage"]["requests"] == 7  # the plan, then two requests per attempt
 
+    assert "1 failed, 2 failed, 3 passed (chosen)" in shown[1], shown
     code, out, err = traced
     assert code == 0, err
     timeline = json.loads(out)

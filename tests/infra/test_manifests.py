@@ -14,7 +14,7 @@ import yaml
 from agents.messages import LLM_ROLES
 from bus.server import find_nats_server
 from bus.subjects import RoleAddress
-from codeloop.wiring.roles import DEFAULT_ROLES
+from codeloop.wiring.roles import SERVED_BY_DEFAULT
 from infra.checks import manifests
 from infra.checks.kustomize import Resource, build
 from tests.infra.conftest import ROOT
@@ -94,7 +94,7 @@ def test_every_manifest_validates_and_every_codeloop_line_parses() -> None:
     ]
     # One `codeloop serve` per role and the tasks server, none skipped by the walk.
     what = [line[2] if line[:2] == ["serve", "--role"] else " ".join(line[:2]) for line in lines]
-    assert sorted(what) == sorted([*DEFAULT_ROLES, "mcp tasks", "serve --workspaces"])
+    assert sorted(what) == sorted([*SERVED_BY_DEFAULT, "mcp tasks", "serve --workspaces"])
 
 
 def test_a_typo_in_a_manifest_fails_the_check_naming_file_container_and_flag(tmp_path: Path) -> None:
@@ -161,10 +161,10 @@ def test_each_role_runs_least_privileged_and_scales_on_its_own_consumer(producti
     process sandbox for the roles that run code; the model key only where a model is called."""
     deployments = _by(production, "Deployment")
     scaled = _by(production, "ScaledObject")
-    assert set(deployments) == {f"codeloop-{role}" for role in DEFAULT_ROLES} | {TASKS, WORKSPACES}
+    assert set(deployments) == {f"codeloop-{role}" for role in SERVED_BY_DEFAULT} | {TASKS, WORKSPACES}
     assert _by(production, "RuntimeClass")["gvisor"]["handler"] == "runsc"
     nats_service = _by(production, "Service")["codeloop-nats"]
-    for role in DEFAULT_ROLES:
+    for role in SERVED_BY_DEFAULT:
         pod = deployments[f"codeloop-{role}"]["spec"]["template"]["spec"]
         assert pod["automountServiceAccountToken"] is False
         assert pod["securityContext"]["runAsNonRoot"] is True

@@ -20,6 +20,7 @@ from agents.messages import (
     Plan,
     PlanResult,
     PlanStep,
+    ReviewResult,
     SelectRequest,
     SelectResult,
     TaskState,
@@ -254,3 +255,39 @@ def _attempt_in(outcome: Outcome, pipeline: Pipeline, patch: str, report: Verifi
         state, CodeResult(step_id=state.expected_step or "", patch=patch, files_changed=["a.py"]), pipeline
     )
     return _step(coded.state, VerifyResult(step_id=coded.state.expected_step or "", report=report), pipeline)
+
+
+def test_a_review_revision_stays_within_its_attempt_and_the_next_attempt_starts_afresh() -> None:
+    own = PipelineChoice(
+        name="reviewed",
+        stages=["plan:planner", "retrieve:retriever", "code:coder", "review:r", "verify:verifier"],
+    )
+    task = _task(attempts=2).model_copy(update={"pipeline": own})
+    pipeline = pipeline_for(task)
+    assert pipeline.kinds[-1] == "select"
+    outcome = _planned(task, pipeline)
+    state = outcome.state
+    coded = _step(
+        state, CodeResult(step_id=state.expected_step or "", patch="todo", files_changed=["a.py"]), pipeline
+    )
+    asked = ReviewResult(
+        step_id=coded.state.expected_step or "", verdict="request_changes", feedback="no TODOs"
+    )
+    outcome = _step(coded.state, asked, pipeline)
+    revision = _request(outcome)
+    assert isinstance(revision, CodeRequest) and revision.previous_patch == "todo"
+    assert revision.feedback and "no TODOs" in revision.feedback and revision.attempt == 1
+    state = outcome.state
+    coded = _step(
+        state, CodeResult(step_id=state.expected_step or "", patch="done", files_changed=["a.py"]), pipeline
+    )
+    approved = _step(
+        coded.state, ReviewResult(step_id=coded.state.expected_step or "", verdict="approve"), pipeline
+    )
+    outcome = _step(
+        approved.state, VerifyResult(step_id=approved.state.expected_step or "", report=PASSED), pipeline
+    )
+    second = _request(outcome)
+    assert isinstance(second, CodeRequest)
+    assert (second.attempt, second.previous_patch, second.feedback) == (2, None, None)
+    assert [c.patch for c in outcome.state.candidates] == ["done"]
