@@ -81,7 +81,7 @@ class Tools:
         }
 
 
-def _settings(instance: Instance, recipe: Any, cache: Path) -> EnvironmentSettings:
+def environment_settings(instance: Instance, recipe: Any, cache: Path) -> EnvironmentSettings:
     """The spec's environment as a configured one: its Python, its commands with the image-era
     pins, then its install of the project."""
     pins = f"export PIP_CONSTRAINT={CONSTRAINTS_PATH}; "
@@ -154,7 +154,7 @@ async def verify_instance(
             workspace=tree,
             patch=patch,
             task=PatchTask(mode="execute", text=instance.problem_statement),
-            tools=Tools(_settings(instance, recipe, cache), args.backend, limits),
+            tools=Tools(environment_settings(instance, recipe, cache), args.backend, limits),
             deadline=datetime.now(UTC) + timedelta(seconds=args.timeout),
             baseline=None,
             cache_dir=cache / "verdict-accuracy-coverage",

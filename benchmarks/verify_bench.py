@@ -34,7 +34,13 @@ the repository's own `pytest.ini` disabling the two plugins it does not use (hyp
 The last lines put the two figures the verifier is held to side by side for each repository and
 setup: the correct one-file fix's verification, and one plain suite run on the starting tree.
 
+With `--swebench` the figures are a real repository's instead (`verify_real.py`): the plain
+suite, the first candidate's verification with the starting tree's work, and each further
+candidate's, sharing that work.
+
 Run: .venv/bin/python benchmarks/verify_bench.py [--repeat 3] [--work-ms 10] [--backend gvisor] [--sizes 200,4]
+     .venv/bin/python benchmarks/verify_bench.py --swebench INSTANCES.jsonl --repos DIR --instance ID
+         --predictions A.jsonl [--predictions B.jsonl ...]
 """
 
 import argparse
@@ -52,6 +58,7 @@ from typing import Any
 
 import anyio
 from mcp import Client
+from verify_real import add_arguments, real_repository
 
 from agents.roles.verifier.spares import VerifierSpares
 from agents.roles.verifier.verify import PatchTask, verify_patch
@@ -319,5 +326,12 @@ if __name__ == "__main__":
     parser.add_argument("--work-ms", type=float, default=10.0)
     parser.add_argument("--backend", default="gvisor", choices=["gvisor", "process"])
     parser.add_argument("--sizes", default="200,4", help="suite sizes to generate, among 200 and 4")
-    anyio.run(main, parser.parse_args(), backend="asyncio")
+    add_arguments(parser)
+    arguments = parser.parse_args()
+    if arguments.swebench is not None:
+        if arguments.repos is None or arguments.instance is None or not arguments.predictions:
+            parser.error("--swebench needs --repos, --instance and at least one --predictions")
+        anyio.run(real_repository, arguments, backend="asyncio")
+        sys.exit(0)
+    anyio.run(main, arguments, backend="asyncio")
     sys.exit(0)
