@@ -8,7 +8,7 @@ import anyio
 import nats.js.errors
 from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig
 
-from bus import subjects
+from bus import center, subjects
 from bus.connection import Bus, nats_errors
 from bus.errors import BusError, BusNotReady, BusTimeout, NoResponders
 
@@ -18,6 +18,7 @@ EVENTS_MAX_AGE_S = 7 * 24 * 3600.0
 HANDLED_TTL_S = 24 * 3600.0
 """Handled-message marks must outlive every redelivery of their message; a day is ample."""
 _STREAM_EXISTS_DIFFERENTLY = 10058
+
 
 
 def stream_configs(replicas: int) -> list[StreamConfig]:
@@ -90,4 +91,8 @@ async def _ensure_once(bus: Bus, replicas: int) -> None:
         await bus.js.create_key_value(  # pyright: ignore[reportUnknownMemberType] - nats-py leaves its **params untyped
             bucket=subjects.HANDLED_BUCKET, history=1, ttl=HANDLED_TTL_S, replicas=replicas
         )
+        await bus.js.create_key_value(  # pyright: ignore[reportUnknownMemberType] - nats-py leaves its **params untyped
+            bucket=subjects.CONFIG_BUCKET, history=center.HISTORY, replicas=replicas
+        )
+        await bus.js.create_key_value(bucket=subjects.USAGE_BUCKET, history=1, replicas=replicas)  # pyright: ignore[reportUnknownMemberType] - nats-py leaves its **params untyped
         await bus.js.create_object_store(bucket=subjects.ARTIFACTS_BUCKET, replicas=replicas)  # pyright: ignore[reportUnknownMemberType] - nats-py leaves its **params untyped

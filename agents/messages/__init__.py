@@ -26,7 +26,7 @@ like every bus payload (`bus.messages.Message`); field names, `kind` tags and JS
 contract other-language workers rely on (docs/bus-contract.md).
 """
 
-from agents.messages.record import PlanRevision, TaskState
+from agents.messages.record import PlanRevision, QuotaAllowance, TaskState
 from agents.messages.steps import (
     CodeRequest,
     CodeResult,
@@ -139,6 +139,7 @@ __all__ = [
     "StepResult",
     "TaskResult",
     "TaskState",
+    "QuotaAllowance",
     "TaskStatus",
     "TaskSubmitted",
     "TestOutcomes",

@@ -184,6 +184,12 @@ class TaskSubmitted(Message):
     require_verified: bool = False
     """A patch whose verification is `unverified` (no test executes the changed code) ends the task
     `handed_off` with `verify.unverified` instead of `done` (`--require-verified`)."""
+    principal: str | None = Field(default=None, max_length=256)
+    """Who submitted it, for quotas: the tasks server's caller; None: `local`, the command line."""
+    pinned: list[str] = Field(default=[], max_length=256)
+    """Dotted keys (`models.coder`, `budgets.max_steps`) the submitter set on its command line or in
+    its environment: the configuration center does not override them (precedence: command line >
+    the center > the repository file > the user file > defaults)."""
 
 
 class CancelTask(Message):
@@ -341,3 +347,5 @@ class TaskResult(Message):
     """Human-readable summary, or the hand-off report."""
     trace_id: str | None = None
     """The task's trace id (the envelopes' `trace_id`), for `codeloop trace`; None if never known."""
+    config_revision: int | None = None
+    """The configuration center's revision the task ran under; None: the bus had no center document."""

@@ -9,7 +9,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from agents.budgets import budget_used_up
+from agents.budgets import budget_used_up, quota_used_up
 from agents.messages import TaskResult, TaskState, Verification
 
 
@@ -54,6 +54,7 @@ def build_result(state: TaskState, *, failure_class: str | None, report: str, no
         usage=usage,
         report=report,
         trace_id=state.trace_id,
+        config_revision=state.config_revision,
     )
 
 
@@ -175,4 +176,6 @@ def limit_text(limit: str, state: TaskState) -> str:
         "budget.cost": state.usage.cost_usd,
         "budget.revisions": state.revisions,
     }
+    if limit == "budget.quota" and state.quota is not None:
+        return quota_used_up(state.quota, state.usage)
     return budget_used_up(limit, state.task.budgets, used=used.get(limit))

@@ -91,6 +91,7 @@ def build_task(task: str, repo: Path, *, mode: str, options: TaskOptions, task_i
             interactive=sys.stdin.isatty(),
             pipeline=_pipeline_choice(options.pipeline, repo, mode=mode, settings=settings),
             require_verified=settings.verification.require == "passed",
+            pinned=pinned_keys(settings),
         )
         check_submission(submitted, settings=settings)
     except ConfigError as exc:
@@ -110,6 +111,12 @@ def build_task(task: str, repo: Path, *, mode: str, options: TaskOptions, task_i
                 err=True,
             )
     return submitted
+
+
+def pinned_keys(settings: Any) -> list[str]:
+    """The keys this submission's command line or environment set: the configuration center,
+    applied when a worker claims the task, does not override them."""
+    return sorted(k for k, o in settings.origins.items() if o.source in ("flag", "environment"))
 
 
 def _pipeline_choice(name: str | None, repo: Path, *, mode: str, settings: Any) -> Any:

@@ -47,6 +47,7 @@ from codeloop.config.pipelines import PipelineConfigError, check_served, resolve
 from codeloop.config.settings import load_settings
 from codeloop.config.task_options import TaskOptions
 from codeloop.snapshots import capture_repository
+from codeloop.wiring.center import quota_breach
 from tool_servers.tasks.backend import OnProgress, Submission, SubmissionRefused, TooManyTasks
 from tool_servers.tasks.views import PendingConfirmation, TaskView
 
@@ -63,6 +64,15 @@ _RECONNECT_CHECK_S = 2.0
 def check_submission(
     submission: Submission, *, credentials: bool = True
 ) -> tuple[ModelNames, Budgets, PipelineChoice | None, bool]:
+    """The submission's models, budgets, pipeline and whether it requires a verified patch
+    (`checked_submission` without the pinned keys)."""
+    models, budgets, pipeline, require, _ = checked_submission(submission, credentials=credentials)
+    return models, budgets, pipeline, require
+
+
+def checked_submission(
+    submission: Submission, *, credentials: bool = True
+) -> tuple[ModelNames, Budgets, PipelineChoice | None, bool, list[str]]:
     """The submission's models, budgets, pipeline and whether it requires a verified patch, checked the way `codeloop run` checks them.
 
     With `credentials=False` the model keys are not looked for in this process's environment: the
@@ -95,15 +105,16 @@ def check_submission(
         field = TaskOptions.named_in(message, "argument")
         raise SubmissionRefused(message, **({"field": field} if field else {})) from None
     require = settings.verification.require == "passed"
+    pinned = sorted(k for k, o in settings.origins.items() if o.source in ("flag", "environment"))
     if options.pipeline is None:
-        return settings.models, settings.budgets, None, require
+        return settings.models, settings.budgets, None, require, pinned
     try:
         pipeline = resolve_pipeline(
             options.pipeline, submission.repo, mode=submission.mode, settings=settings
         )
     except (PipelineError, PipelineConfigError) as exc:
         raise SubmissionRefused(f"pipeline: {exc}", field="pipeline") from None
-    return settings.models, settings.budgets, choice_of(pipeline), require
+    return settings.models, settings.budgets, choice_of(pipeline), require, pinned
 
 
 def _principal_key(principal: str) -> str:
@@ -155,7 +166,12 @@ class BusTasks:
     # TasksBackend
 
     async def submit(self, submission: Submission) -> str:
-        models, budgets, pipeline, require = check_submission(submission, credentials=self.check_credentials)
+        models, budgets, pipeline, require, pinned = checked_submission(
+            submission, credentials=self.check_credentials
+        )
+        over = await quota_breach(self.bus, submission.principal)
+        if over is not None:
+            raise SubmissionRefused(f"quota.exceeded: {over.describe()}; nothing was submitted")
         running = [v for v in await self.list(submission.principal, status=None, limit=10_000) if not v.ended]
         if len(running) >= self.max_running:
             raise TooManyTasks(
@@ -185,6 +201,8 @@ class BusTasks:
             interactive=False,
             pipeline=pipeline,
             require_verified=require,
+            principal=submission.principal,
+            pinned=pinned,
         )
         task_id = new_task_id()
         owner = json.dumps({"principal": submission.principal, "submitted_at": time.time()}).encode()

@@ -45,6 +45,7 @@ from bus.actor import Actor, ActorSpec, DeliveryPolicy
 from bus.config import BusConfig
 from bus.connection import Bus, open_bus
 from bus.credentials import CREDENTIALS_FILE, CredentialsError, ensure_credentials, server_auth_args
+from bus.center import watch_center
 from bus.dead_letters import watch_max_deliveries
 from bus.discovery import ORCHESTRATOR_KIND, WorkCounts, advertise, check_schema, counted
 from bus.server import NatsServer, keep_server_running, open_nats_server
@@ -60,6 +61,7 @@ from codeloop.services.health import Readiness
 from codeloop.services.hosted_mcp import McpHosting, host_tool_servers
 from codeloop.services.metrics import Metrics, MetricsServing, follow_events, poll_queues, serve_metrics
 from codeloop.services.workspace_service import WorkspaceHosting, WorkspaceService
+from codeloop.wiring.center import WatchedCenter
 from codeloop.wiring.roles import DEFAULT_ROLES, role_deps, role_specs
 from codeloop.wiring.swebench import SwebenchWorkers, run_swebench_workers, split_roles
 from codeloop.wiring.telemetry import tracing_observers
@@ -150,6 +152,8 @@ async def serve(
         server, config, credentials_file = await _start_nats(stack, config)
         bus = await stack.enter_async_context(open_bus(config))
         await ensure_streams(bus)
+        # Watched for the process's life: a push reaches the next task claimed here, no restart.
+        center = WatchedCenter(await stack.enter_async_context(watch_center(bus)))
         registry = workers.registry or load_roles()
         roles, swebench_slots = split_roles(workers.roles)
         deps = await _role_deps(stack, bus, config, roles, setup, registry)
@@ -161,7 +165,7 @@ async def serve(
                 broken.reason,
             )
         specs = await role_specs(
-            bus, roles, workers.policy, pipeline=workers.pipeline, deps=deps, registry=registry
+            bus, roles, workers.policy, pipeline=workers.pipeline, deps=deps, registry=registry, center=center
         )
         if "orchestrator" not in roles:
             # A worker joining another process's orchestrator: refuse a bus that speaks another version.
