@@ -86,6 +86,8 @@ def trace(
             "mode": state.task.mode,
             "models": state.task.models.model_dump(mode="json"),
             "budgets": state.task.budgets.model_dump(mode="json"),
+            "config_revision": state.config_revision,
+            "principal": state.principal,
         }
     if as_json:
         typer.echo(json.dumps(timeline.model_dump(mode="json")))
