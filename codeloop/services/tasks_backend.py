@@ -23,7 +23,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
@@ -33,6 +33,7 @@ from agents.client import cancel_task, is_final, new_task_id, submit_task
 from agents.messages import TERMINAL_STATUSES, Budgets, ModelNames, PipelineChoice, TaskState, TaskSubmitted
 from agents.orchestrator.pipeline import PipelineError, choice_of, parse_pipeline
 from agents.orchestrator.records import TaskRecords
+from agents.quotas import Ledger, resets_at
 from agents.runtime.confirmations import answer as answer_confirmation
 from agents.runtime.confirmations import pending_confirmation
 from agents.workspace import WorkspaceError
@@ -47,9 +48,9 @@ from codeloop.config.pipelines import PipelineConfigError, check_served, resolve
 from codeloop.config.settings import load_settings
 from codeloop.config.task_options import TaskOptions
 from codeloop.snapshots import capture_repository
-from codeloop.wiring.center import quota_breach
+from codeloop.wiring.center import center_quota, quota_breach
 from tool_servers.tasks.backend import OnProgress, Submission, SubmissionRefused, TooManyTasks
-from tool_servers.tasks.views import PendingConfirmation, TaskView
+from tool_servers.tasks.views import DayUse, PendingConfirmation, TaskView, UsageReport
 
 # Named as before the services package existed: logging configurations and filters name it.
 log = logging.getLogger("codeloop.tasks_backend")
@@ -217,6 +218,28 @@ class BusTasks:
                 await self.kv.delete(owner_key)
             raise
         return task_id
+
+    async def usage(self, principal: str, *, days: int) -> UsageReport:
+        entry, quota = await center_quota(self.bus, principal)
+        since = (datetime.now(UTC) - timedelta(days=days - 1)).date().isoformat()
+        records = [d for d in await (await Ledger.open(self.bus)).days(principal) if d.day >= since]
+        return UsageReport(
+            principal=principal,
+            quota=quota[0].model_dump(exclude_none=True) if quota else None,
+            quota_key=quota[1] if quota else None,
+            config_revision=entry.revision if entry else None,
+            days=[
+                DayUse(
+                    day=d.day,
+                    tasks=len(d.tasks),
+                    running=len(d.running),
+                    tokens=d.tokens,
+                    cost_usd=d.cost_usd,
+                    resets_at=resets_at(d.day).isoformat(),
+                )
+                for d in records
+            ],
+        )
 
     async def get(self, principal: str, task_id: str) -> TaskView | None:
         submitted_at = await self._submitted_at(principal, task_id)

@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 
 from agents.messages import TaskSubmitted
 from agents.orchestrator.center import Settled
-from agents.quotas import Breach, Ledger, breach, quota_for, utc_day
-from bus.center import CenterWatch, center_bucket, latest
+from agents.quotas import Breach, Ledger, Quota, breach, quota_for, utc_day
+from bus.center import CenterEntry, CenterWatch, center_bucket, latest
 from bus.connection import Bus
 from bus.errors import BusError, BusNotFound
 from codeloop.config.center import parsed_revision, settle
@@ -45,17 +45,22 @@ class WatchedCenter:
         return settle(task, config, revision=entry.revision, principal=principal)
 
 
+async def center_quota(bus: Bus, principal: str) -> tuple[CenterEntry | None, tuple[Quota, str] | None]:
+    """The center's current revision and `principal`'s quota in it with its key (None: none applies)."""
+    try:
+        entry = await latest(await center_bucket(bus))
+    except BusNotFound:
+        return None, None
+    config = parsed_revision(entry.record.document, entry.record.base_dir) if entry else None
+    return entry, (quota_for(config.quotas, principal) if config is not None else None)
+
+
 async def quota_breach(bus: Bus, principal: str, *, now: datetime | None = None) -> Breach | None:
     """The quota `principal` is over right now (a new task would be refused), or None: what
     `submit`, `run` and the tasks server check before anything starts. Two reads, no watch: a
     submitting command is short-lived. The orchestrator checks again, atomically, when it claims
     the task (`agents.quotas.Ledger.admit`)."""
-    try:
-        entry = await latest(await center_bucket(bus))
-    except BusNotFound:
-        return None
-    config = parsed_revision(entry.record.document, entry.record.base_dir) if entry else None
-    found = quota_for(config.quotas, principal) if config is not None else None
+    _, found = await center_quota(bus, principal)
     if found is None:
         return None
     quota, key = found
