@@ -6,9 +6,8 @@ the limit of one run, which is what the task had left, not the budget the user s
 `max_steps = 30` stopped by a `request_limit` of 11 must say 30, and `--max-steps`.
 """
 
-from dataclasses import dataclass
-
 import datetime as dt
+from dataclasses import dataclass
 
 from agents.messages import Budgets, QuotaAllowance, Usage
 

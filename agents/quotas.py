@@ -133,7 +133,10 @@ def breach(
             ("max_running", len(usage.running), quota.max_running),
             ("tasks_per_day", len(usage.tasks), quota.tasks_per_day),
         ]
-    checks += [("tokens_per_day", tokens, quota.tokens_per_day), ("cost_per_day_usd", cost, quota.cost_per_day_usd)]
+    checks += [
+        ("tokens_per_day", tokens, quota.tokens_per_day),
+        ("cost_per_day_usd", cost, quota.cost_per_day_usd),
+    ]
     for name, used, limit in checks:
         if limit is not None and used >= limit:
             resets = None if name == "max_running" else resets_at(usage.day)
@@ -161,7 +164,9 @@ class Ledger:
             return DayUsage(principal=principal, day=day)
         return DayUsage.model_validate_json(found.value)
 
-    async def record(self, principal: str, day: str, task_id: str, usage: Usage, *, running: bool) -> DayUsage:
+    async def record(
+        self, principal: str, day: str, task_id: str, usage: Usage, *, running: bool
+    ) -> DayUsage:
         """Set `task_id`'s entry of the day to `usage` (the task's total so far); atomic."""
         entry = TaskUsage(tokens=usage.tokens, cost_usd=round(usage.cost_usd or 0.0, 6), running=running)
 
@@ -169,10 +174,18 @@ class Ledger:
             current = DayUsage.model_validate_json(raw) if raw else DayUsage(principal=principal, day=day)
             if current.tasks.get(task_id) == entry:
                 return None
-            return current.model_copy(update={"tasks": {**current.tasks, task_id: entry}}).model_dump_json().encode()
+            return (
+                current.model_copy(update={"tasks": {**current.tasks, task_id: entry}})
+                .model_dump_json()
+                .encode()
+            )
 
         stored = await compare_and_set(self.kv, ledger_key(principal, day), change)
-        return DayUsage.model_validate_json(stored.value) if stored.value else DayUsage(principal=principal, day=day)
+        return (
+            DayUsage.model_validate_json(stored.value)
+            if stored.value
+            else DayUsage(principal=principal, day=day)
+        )
 
     async def admit(
         self, principal: str, day: str, task_id: str, check: Callable[[DayUsage], Breach | None]

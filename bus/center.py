@@ -108,7 +108,11 @@ async def at_revision(kv: KeyValue, revision: int) -> CenterEntry:
     with nats_errors():
         try:
             entry = await kv.get(DOCUMENT_KEY, revision=revision)
-        except (nats.js.errors.KeyNotFoundError, nats.js.errors.KeyDeletedError, nats.js.errors.NotFoundError):
+        except (
+            nats.js.errors.KeyNotFoundError,
+            nats.js.errors.KeyDeletedError,
+            nats.js.errors.NotFoundError,
+        ):
             raise BusNotFound(
                 f"the center has no revision {revision} (never written, or older than the {HISTORY} kept)"
             ) from None
@@ -164,7 +168,8 @@ class CenterWatch:
         """A revision whose value did not read (revision, why); the one before it stays current."""
         self._changed = anyio.Event()
 
-    def _set(self, entry: CenterEntry | None) -> None:
+    def update(self, entry: CenterEntry | None) -> None:
+        """Make `entry` current and wake `wait_for` (the watch's own task calls it)."""
         self.current = entry
         self._changed.set()
         self._changed = anyio.Event()
@@ -187,7 +192,7 @@ async def watch_center(bus: Bus) -> AsyncGenerator[CenterWatch, None]:
     kv = await ensure_center(bus)
     watch = CenterWatch()
     with nats_errors():
-        watcher = await kv.watch(DOCUMENT_KEY)
+        watcher = await kv.watch(DOCUMENT_KEY)  # pyright: ignore[reportUnknownMemberType] - nats-py leaves its keys parameter untyped
     ready = anyio.Event()
 
     async def follow() -> None:
@@ -196,10 +201,10 @@ async def watch_center(bus: Bus) -> AsyncGenerator[CenterWatch, None]:
                 ready.set()
                 continue
             if entry.operation is not None or not entry.value:
-                watch._set(None)
+                watch.update(None)
             else:
                 try:
-                    watch._set(_entry(entry.revision or 0, entry.value))
+                    watch.update(_entry(entry.revision or 0, entry.value))
                 except ValueError as exc:  # not ours: keep the last good one, and say why
                     watch.ignored = (entry.revision or 0, str(exc).splitlines()[0])
             if (entry.delta or 0) == 0:

@@ -20,7 +20,6 @@ HANDLED_TTL_S = 24 * 3600.0
 _STREAM_EXISTS_DIFFERENTLY = 10058
 
 
-
 def stream_configs(replicas: int) -> list[StreamConfig]:
     return [
         StreamConfig(

@@ -112,7 +112,9 @@ class Orchestrator:
                 principal,
                 day,
                 envelope.task_id,
-                lambda used: breach(settled.quota, settled.quota_key, used, starting=True) if settled.quota else None,
+                lambda used: (
+                    breach(settled.quota, settled.quota_key, used, starting=True) if settled.quota else None
+                ),
             )
             if reached is not None:
                 problems.append(reached.describe())
@@ -228,10 +230,17 @@ class Orchestrator:
         if self.ledger is None:
             return None
         state = await self.records.get(task_id)
-        if state is None or state.quota is None or state.usage_day is None or state.status in TERMINAL_STATUSES:
+        if (
+            state is None
+            or state.quota is None
+            or state.usage_day is None
+            or state.status in TERMINAL_STATUSES
+        ):
             return None
         used = await self.ledger.day(state.principal, state.usage_day)
-        limits = Quota(tokens_per_day=state.quota.tokens_per_day, cost_per_day_usd=state.quota.cost_per_day_usd)
+        limits = Quota(
+            tokens_per_day=state.quota.tokens_per_day, cost_per_day_usd=state.quota.cost_per_day_usd
+        )
         return allowance(limits, state.quota.key, used, task_id)
 
     async def _count(self, state: TaskState) -> None:
@@ -240,7 +249,9 @@ class Orchestrator:
         if self.ledger is None or state.usage_day is None:
             return
         running = state.status not in TERMINAL_STATUSES
-        await self.ledger.record(state.principal, state.usage_day, state.task_id, state.usage, running=running)
+        await self.ledger.record(
+            state.principal, state.usage_day, state.task_id, state.usage, running=running
+        )
 
     async def result_of(self, task_id: str) -> TaskResult | None:
         state = await self.records.get(task_id)

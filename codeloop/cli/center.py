@@ -54,7 +54,9 @@ def checked_document(file: Path) -> tuple[str, Any]:
         settings = center_settings(config, label=str(file))
     except ConfigError as exc:
         raise usage_error(f"{exc}; nothing was pushed") from None
-    probe = TaskSubmitted(text="config push", repo=str(Path.cwd()), models=settings.models, budgets=settings.budgets)
+    probe = TaskSubmitted(
+        text="config push", repo=str(Path.cwd()), models=settings.models, budgets=settings.budgets
+    )
     problems = submission_problems(probe, settings=settings) + pipeline_problems(settings)
     if problems:
         for problem in problems:
@@ -64,11 +66,12 @@ def checked_document(file: Path) -> tuple[str, Any]:
     return text, config
 
 
-async def _audit(bus_config: Any, *, tool: str, arguments: dict[str, Any], outcome: str, started: datetime) -> None:
+async def _audit(
+    bus_config: Any, *, tool: str, arguments: dict[str, Any], outcome: str, started: datetime
+) -> None:
     """One record in the home's hash-chained audit log (who, what, the revision, the keys changed)."""
-    from tool_servers.protocol.audit import AuditLog
-
     from layout import ROOT_AUDIT
+    from tool_servers.protocol.audit import AuditLog
 
     log = AuditLog(Path(bus_config.state_dir) / ROOT_AUDIT)
     elapsed = (datetime.now(UTC) - started).total_seconds() * 1000
@@ -136,9 +139,13 @@ async def _write(
             await _audit(bus_config, tool=action, arguments=audit, outcome="conflict", started=started)
             raise fail(_conflict(expect_revision, now), EXIT_FAILURE) from None
         except PermissionDenied as exc:
-            await _audit(bus_config, tool=action, arguments=audit, outcome="permission_denied", started=started)
+            await _audit(
+                bus_config, tool=action, arguments=audit, outcome="permission_denied", started=started
+            )
             raise fail(f"permission denied: {exc}; nothing was written", EXIT_FAILURE) from None
-        await _audit(bus_config, tool=action, arguments={**audit, "revision": revision}, outcome="ok", started=started)
+        await _audit(
+            bus_config, tool=action, arguments={**audit, "revision": revision}, outcome="ok", started=started
+        )
     return revision, keys
 
 
@@ -231,7 +238,9 @@ def rollback(
     if as_json:
         typer.echo(json.dumps({"revision": new, "rollback_of": revision, "keys_changed": keys}))
     else:
-        typer.echo(f"revision {new} restores revision {revision} ({len(keys)} key(s) changed: {', '.join(keys) or 'none'})")
+        typer.echo(
+            f"revision {new} restores revision {revision} ({len(keys)} key(s) changed: {', '.join(keys) or 'none'})"
+        )
 
 
 @with_option_groups
@@ -248,7 +257,10 @@ def history(*, connection: Connection, as_json: JsonOpt = False) -> None:
 
     entries = run_async(main)
     if as_json:
-        rows = [{"revision": e.revision, **e.record.model_dump(mode="json", exclude={"document", "kind"})} for e in entries]
+        rows = [
+            {"revision": e.revision, **e.record.model_dump(mode="json", exclude={"document", "kind"})}
+            for e in entries
+        ]
         typer.echo(json.dumps({"revisions": rows}))
         return
     if not entries:
@@ -331,7 +343,9 @@ def show_center(connection: dict[str, Any], *, as_json: bool) -> None:
         typer.echo(json.dumps({"revision": entry.revision, **meta, "values": values}))
         return
     record = entry.record
-    typer.echo(f"revision {entry.revision}, pushed by {record.pushed_by} at {record.pushed_at:%Y-%m-%dT%H:%M:%SZ}: {record.message or '(no message)'}")
+    typer.echo(
+        f"revision {entry.revision}, pushed by {record.pushed_by} at {record.pushed_at:%Y-%m-%dT%H:%M:%SZ}: {record.message or '(no message)'}"
+    )
     for key, value in values.items():
         typer.echo(f"{key} = {json.dumps(value)}")
 

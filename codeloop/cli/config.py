@@ -55,7 +55,10 @@ def show(
     repo: RepoOpt = Path("."),
     *,
     center: Annotated[
-        bool, typer.Option("--center", help="Show the configuration center's current revision instead (needs the bus).")
+        bool,
+        typer.Option(
+            "--center", help="Show the configuration center's current revision instead (needs the bus)."
+        ),
     ] = False,
     connection: Connection,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,

@@ -15,7 +15,8 @@ from codeloop.cli.option_groups import with_option_groups
 def usage(
     *,
     principal: Annotated[
-        str | None, typer.Option("--principal", help="Only this principal (`local`: the command line's tasks).")
+        str | None,
+        typer.Option("--principal", help="Only this principal (`local`: the command line's tasks)."),
     ] = None,
     days: Annotated[int, typer.Option("--days", min=1, help="UTC days back from today.")] = 7,
     connection: Connection,

@@ -36,10 +36,10 @@ from codeloop.config.files import (
     ConfigFile,
     FileConfig,
     RoleName,
-    _anchored,  # pyright: ignore[reportPrivateUsage] - the center anchors `function:` paths as a file does
-    _describe,  # pyright: ignore[reportPrivateUsage] - and describes a bad key as a file's
+    _anchored,
+    _describe,
 )
-from codeloop.config.settings import Settings, _file_layer, _Layer, _merge  # pyright: ignore[reportPrivateUsage] - the center is one more layer of the same merge
+from codeloop.config.settings import Settings, _file_layer, _Layer, _merge
 from redaction import redact_text
 
 CENTER_SECTIONS = ("models", "model_settings", "budgets", "pipelines", "verification", "sandbox", "quotas")
@@ -96,10 +96,10 @@ def parse_document(text: str, *, label: str, base: Path) -> CenterConfig:
 def _strings(value: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
     """Every string in the parsed TOML with its dotted key (list items as KEY[i])."""
     if isinstance(value, dict):
-        for key, item in value.items():  # pyright: ignore[reportUnknownVariableType] - parsed TOML
-            yield from _strings(item, f"{prefix}.{key}" if prefix else str(key))  # pyright: ignore[reportUnknownArgumentType] - parsed TOML
+        for key, item in value.items():
+            yield from _strings(item, f"{prefix}.{key}" if prefix else str(key))
     elif isinstance(value, list):
-        for index, item in enumerate(value):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType] - parsed TOML
+        for index, item in enumerate(value):
             yield from _strings(item, f"{prefix}[{index}]")
     elif isinstance(value, str):
         yield prefix, value
@@ -124,7 +124,7 @@ def flat_values(config: CenterConfig) -> dict[str, Any]:
 
 def _flatten(flat: dict[str, Any], key: str, value: Any) -> None:
     if isinstance(value, dict) and value:
-        for name, item in value.items():  # pyright: ignore[reportUnknownVariableType] - a model dump
+        for name, item in value.items():
             _flatten(flat, f"{key}.{name}", item)
     elif value not in ({}, None):
         flat[key] = value
@@ -141,7 +141,9 @@ def changed_keys(before: CenterConfig | None, after: CenterConfig) -> list[str]:
 def settle(task: TaskSubmitted, config: CenterConfig, *, revision: int, principal: str) -> Settled:
     """`task` with `config` applied below the keys its submitter pinned, and `principal`'s quota."""
     pinned = set(task.pinned)
-    center = _file_layer("center", ConfigFile(path=Path(f"center revision {revision}"), table=None, config=config))
+    center = _file_layer(
+        "center", ConfigFile(path=Path(f"center revision {revision}"), table=None, config=config)
+    )
     top = _Layer(source="flag")
     below = _Layer(source="project file")
     for role, chain in _chains(task.models).items():

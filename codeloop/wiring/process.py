@@ -42,10 +42,10 @@ from agents.runtime.tools import ToolProvider
 from agents.workspace.providers import WORKSPACES, Workspaces
 from bus import subjects
 from bus.actor import Actor, ActorSpec, DeliveryPolicy
+from bus.center import watch_center
 from bus.config import BusConfig
 from bus.connection import Bus, open_bus
 from bus.credentials import CREDENTIALS_FILE, CredentialsError, ensure_credentials, server_auth_args
-from bus.center import watch_center
 from bus.dead_letters import watch_max_deliveries
 from bus.discovery import ORCHESTRATOR_KIND, WorkCounts, advertise, check_schema, counted
 from bus.server import NatsServer, keep_server_running, open_nats_server

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from agents.messages import PipelineChoice
 from agents.orchestrator import Pipeline, orchestrator_spec
-from agents.orchestrator.pipeline import parse_pipeline
 from agents.orchestrator.center import CenterLayer
+from agents.orchestrator.pipeline import parse_pipeline
 from agents.orchestrator.records import TaskRecords
 from agents.quotas import Ledger
 from agents.replay.observer import recording_observer
@@ -136,7 +136,9 @@ async def role_specs(
     for role in roles:
         if role == "orchestrator":
             records, ledger = await TaskRecords.open(bus), await Ledger.open(bus)
-            specs.append(orchestrator_spec(records, policy=policy, pipeline=pipeline, center=center, ledger=ledger))
+            specs.append(
+                orchestrator_spec(records, policy=policy, pipeline=pipeline, center=center, ledger=ledger)
+            )
             continue
         definition = registry.get(role)
         assert definition is not None  # checked above

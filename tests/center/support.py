@@ -111,5 +111,3 @@ async def run_task(bus: Bus, repo: Path, **changes: Any) -> TaskResult:
     with anyio.fail_after(120):
         final = await watch_task(bus, envelope.task_id, lambda e: None)
     return TaskResult.model_validate(final.payload)
-
-

@@ -28,21 +28,29 @@ async def test_pushes_reach_every_worker_and_tasks_name_their_revision(tmp_path:
     with anyio.fail_after(400):
         async with nats(tmp_path) as server, serves(server.url, [tmp_path / "a", tmp_path / "b"]):
             url = server.url
-            pushed = await cli("config", "push", str(tmp_path / "r1.toml"), "--nats", url, "-m", "scripted model")
+            pushed = await cli(
+                "config", "push", str(tmp_path / "r1.toml"), "--nats", url, "-m", "scripted model"
+            )
             assert pushed.code == 0, pushed.stderr
             assert "pushed revision 1" in pushed.stdout
             async with open_bus(BusConfig(servers=(url,))) as bus:
                 first = [await run_task(bus, work) for _ in range(2)]
                 assert [r.config_revision for r in first] == [1, 1]
                 assert [r.status for r in first] == ["done", "done"], first[0].report
-                assert all(r.steps == 4 for r in first)  # the center's scripted model ran: plan + 3 coder requests
+                assert all(
+                    r.steps == 4 for r in first
+                )  # the center's scripted model ran: plan + 3 coder requests
 
-                pushed = await cli("config", "push", str(tmp_path / "r2.toml"), "--nats", url, "-m", "two steps")
+                pushed = await cli(
+                    "config", "push", str(tmp_path / "r2.toml"), "--nats", url, "-m", "two steps"
+                )
                 assert pushed.code == 0, pushed.stderr
                 assert "budgets.max_steps" in pushed.stdout
                 second = [await run_task(bus, work) for _ in range(2)]
                 assert [r.config_revision for r in second] == [2, 2]
-                assert [(r.status, r.failure_class, r.steps) for r in second] == [("handed_off", "budget.steps", 2)] * 2
+                assert [(r.status, r.failure_class, r.steps) for r in second] == [
+                    ("handed_off", "budget.steps", 2)
+                ] * 2
 
                 back = await cli("config", "rollback", "1", "--nats", url)
                 assert back.code == 0, back.stderr
@@ -91,7 +99,13 @@ async def test_two_pushes_on_one_revision_one_wins_the_other_conflicts(tmp_path:
 
         async def push(name: str) -> None:
             results[name] = await codeloop(
-                "config", "push", str(tmp_path / f"{name}.toml"), "--nats", url, "--expect-revision", "1",
+                "config",
+                "push",
+                str(tmp_path / f"{name}.toml"),
+                "--nats",
+                url,
+                "--expect-revision",
+                "1",
                 home=tmp_path / f"h-{name}",
             )
 

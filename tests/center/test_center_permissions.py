@@ -22,7 +22,10 @@ CENTER_STREAM = "KV_codeloop-config"
 def _auth_config(path: Path) -> Path:
     """Two users as docs/configuration.md has them: an operator with every permission, a worker
     denied every write to the center (its values and its stream)."""
-    deny = ["$KV.codeloop-config.>", *(f"$JS.API.STREAM.{op}.{CENTER_STREAM}" for op in ("UPDATE", "DELETE", "PURGE"))]
+    deny = [
+        "$KV.codeloop-config.>",
+        *(f"$JS.API.STREAM.{op}.{CENTER_STREAM}" for op in ("UPDATE", "DELETE", "PURGE")),
+    ]
     deny.append(f"$JS.API.STREAM.MSG.DELETE.{CENTER_STREAM}")
     path.write_text(
         "authorization {\n  users = [\n"

@@ -38,13 +38,17 @@ async def test_tokens_per_day_stops_tasks_and_the_ledger_is_exact(tmp_path: Path
             assert (await cli("config", "push", str(center), "--nats", url)).code == 0
             async with serves(url, [tmp_path / "a"]), open_bus(BusConfig(servers=(url,))) as bus:
                 results = [await run_task(bus, work) for _ in range(3)]
-                refused = await cli("submit", "write the notes", "--repo", str(work), "--mode", "write", "--nats", url)
+                refused = await cli(
+                    "submit", "write the notes", "--repo", str(work), "--mode", "write", "--nats", url
+                )
                 usage = await cli("usage", "--nats", url, "--json")
             async with open_bus(BusConfig(servers=(url,))) as bus:
                 day = await (await Ledger.open(bus)).day(LOCAL_PRINCIPAL, utc_day(datetime.now(UTC)))
             await server.restart()
             async with open_bus(BusConfig(servers=(url,))) as bus:
-                after_restart = await (await Ledger.open(bus)).day(LOCAL_PRINCIPAL, utc_day(datetime.now(UTC)))
+                after_restart = await (await Ledger.open(bus)).day(
+                    LOCAL_PRINCIPAL, utc_day(datetime.now(UTC))
+                )
 
     assert [r.status for r in results[:2]] == ["done", "done"], results[0].report
     crossed = results[2]
@@ -53,13 +57,21 @@ async def test_tokens_per_day_stops_tasks_and_the_ledger_is_exact(tmp_path: Path
     assert crossed.patch is not None and "notes.txt" in crossed.patch  # the partial patch is kept
 
     assert refused.code == 1
-    for expected in ("quota.exceeded", "tokens_per_day", f"of {LIMIT:,}", "resets at", "quotas.default.tokens_per_day"):
+    for expected in (
+        "quota.exceeded",
+        "tokens_per_day",
+        f"of {LIMIT:,}",
+        "resets at",
+        "quotas.default.tokens_per_day",
+    ):
         assert expected in refused.stderr, refused.stderr
 
     recorded = sum(_tokens(r) for r in results)
     assert day.tokens == recorded > LIMIT
     assert after_restart == day
-    assert {task_id: entry.tokens for task_id, entry in day.tasks.items()} == {r.task_id: _tokens(r) for r in results}
+    assert {task_id: entry.tokens for task_id, entry in day.tasks.items()} == {
+        r.task_id: _tokens(r) for r in results
+    }
     assert day.running == []
 
     shown = json.loads(usage.stdout)

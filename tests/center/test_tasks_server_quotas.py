@@ -35,12 +35,17 @@ async def bus_and_client(tmp_path: Path) -> AsyncIterator[tuple[Bus, Client]]:
     async with anyio.create_task_group() as tg:
         note = await tg.start(
             lambda task_status: serve(
-                config, stop=stop, workers=Workers(roles=("orchestrator",)), hosting=Hosting(metrics=None),
+                config,
+                stop=stop,
+                workers=Workers(roles=("orchestrator",)),
+                hosting=Hosting(metrics=None),
                 task_status=task_status,
             )
         )
         async with open_bus(client_config_for(config, note)) as bus:
-            record = CenterRecord(document=CENTER, pushed_by="test", pushed_at=datetime.now(UTC), message="quotas")
+            record = CenterRecord(
+                document=CENTER, pushed_by="test", pushed_at=datetime.now(UTC), message="quotas"
+            )
             await write(bus, await ensure_center(bus), record)
             backend = await BusTasks.open(bus, max_running=10)
             server = build_tasks_server(tmp_path / "root", ServerOptions(), backend)  # pyright: ignore[reportArgumentType] - BusTasks.changes is an async generator function, which the protocol's iterator describes

@@ -53,9 +53,9 @@ from tool_servers.tasks.views import (
     Submitted,
     TaskIdArgs,
     TaskList,
+    TaskView,
     UsageArgs,
     UsageReport,
-    TaskView,
     WaitTaskArgs,
     submit_task_args,
 )

@@ -118,7 +118,9 @@ def step_budget(state: TaskState) -> StepBudget:
     quota = state.quota
     if quota is not None:  # the principal's daily quota bounds the step as a budget does
         if quota.tokens_per_day is not None:
-            tokens_left = min(tokens_left, max(0, quota.tokens_per_day - quota.others_tokens - state.usage.tokens))
+            tokens_left = min(
+                tokens_left, max(0, quota.tokens_per_day - quota.others_tokens - state.usage.tokens)
+            )
         if quota.cost_per_day_usd is not None:
             spent = quota.others_cost_usd + (state.usage.cost_usd or 0.0)
             quota_cost = max(0.0, quota.cost_per_day_usd - spent)
