@@ -5,6 +5,11 @@ response reports token usage, so the quota ledger has something to count.
 answers: four model requests in all, 150 tokens each (600 per task).
 """
 
+import os
+import re
+import time
+from pathlib import Path
+
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.usage import RequestUsage
 
@@ -26,3 +31,17 @@ def metered(messages, info) -> ModelResponse:
             parts=[ToolCallPart("write_file", {"path": "notes.txt", "content": content})], usage=_usage()
         )
     return ModelResponse(parts=[TextPart("wrote notes.txt")], usage=_usage())
+
+
+def metered_hang_once(messages, info) -> ModelResponse:
+    """`metered`, except that the first coder call of a task whose text names `marker: PATH`
+    writes this process's id to PATH and hangs (until the process is killed)."""
+    if not (info.output_tools and not info.function_tools):
+        prompt = " ".join(
+            p.content for m in messages for p in getattr(m, "parts", []) if isinstance(getattr(p, "content", None), str)
+        )
+        found = re.search(r"marker: (\S+)", prompt)
+        if found and not Path(found.group(1)).exists():
+            Path(found.group(1)).write_text(str(os.getpid()))
+            time.sleep(3600)
+    return metered(messages, info)
