@@ -38,7 +38,10 @@ def metered_hang_once(messages, info) -> ModelResponse:
     writes this process's id to PATH and hangs (until the process is killed)."""
     if not (info.output_tools and not info.function_tools):
         prompt = " ".join(
-            p.content for m in messages for p in getattr(m, "parts", []) if isinstance(getattr(p, "content", None), str)
+            p.content
+            for m in messages
+            for p in getattr(m, "parts", [])
+            if isinstance(getattr(p, "content", None), str)
         )
         found = re.search(r"marker: (\S+)", prompt)
         if found and not Path(found.group(1)).exists():
