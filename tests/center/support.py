@@ -20,6 +20,7 @@ from bus.connection import Bus
 from bus.server import NatsServer, open_nats_server
 from codeloop.testing import make_repo
 from codeloop.wiring.process import Hosting, Workers, serve
+from tests.processes import ready_process
 
 SCRIPTED = Path(__file__).with_name("scripted_center.py")
 METERED = f"function:{SCRIPTED}:metered"
@@ -91,6 +92,18 @@ async def serves(url: str, homes: list[Path]) -> AsyncIterator[None]:
             yield
         finally:
             stop.set()
+
+
+@asynccontextmanager
+async def serve_process(url: str, home: Path) -> AsyncIterator[dict[str, Any]]:
+    """`codeloop serve --json` (orchestrator, planner, coder) as a process of its own on `url`;
+    yields its ready note; stopped and reaped on exit."""
+    roles = [arg for role in ROLES for arg in ("--role", role)]
+    command = [sys.executable, "-m", "codeloop", "serve", "--json", "--nats", url, *roles, "--no-mcp"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODELOOP_")}
+    env |= {"PYTHONPATH": str(REPO), "CODELOOP_HOME": str(home)}
+    async with ready_process([*command, "--state-dir", str(home)], env=env, ready_s=180) as (_, note):
+        yield note
 
 
 def repo(tmp_path: Path) -> Path:

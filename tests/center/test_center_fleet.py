@@ -1,4 +1,4 @@
-"""The configuration center on a fleet: two `serve` instances on one nats-server pick up every push
+"""The configuration center on a fleet: two `serve` processes on one nats-server pick up every push
 without a restart, tasks name the revision they ran under, and pushes are checked, versioned and
 compare-and-set (our contract: docs/configuration.md, "The configuration center")."""
 
@@ -11,7 +11,7 @@ from agents.orchestrator.records import TaskRecords
 from bus.center import center_bucket, history
 from bus.config import BusConfig
 from bus.connection import open_bus
-from tests.center.support import METERED, cli, codeloop, nats, repo, run_task, serves
+from tests.center.support import METERED, cli, codeloop, nats, repo, run_task, serve_process, serves
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -26,7 +26,11 @@ async def test_pushes_reach_every_worker_and_tasks_name_their_revision(tmp_path:
     (tmp_path / "r1.toml").write_text(REVISION_1)
     (tmp_path / "r2.toml").write_text(REVISION_2)
     with anyio.fail_after(400):
-        async with nats(tmp_path) as server, serves(server.url, [tmp_path / "a", tmp_path / "b"]):
+        async with (
+            nats(tmp_path) as server,
+            serves(server.url, [tmp_path / "a"]),
+            serve_process(server.url, tmp_path / "b"),
+        ):
             url = server.url
             pushed = await cli(
                 "config", "push", str(tmp_path / "r1.toml"), "--nats", url, "-m", "scripted model"
