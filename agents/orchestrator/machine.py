@@ -278,7 +278,12 @@ def _end(
     final = Emit(
         "transition",
         f"task {status}" + (f" ({failure_class})" if failure_class else ""),
-        {"status": status, "failure_class": failure_class, "role": "orchestrator"},
+        {
+            "status": status,
+            "failure_class": failure_class,
+            "role": "orchestrator",
+            "config_revision": state.config_revision,
+        },
     )
     if status != "handed_off":
         return Outcome(state, (*events, final, Finish(result)))
