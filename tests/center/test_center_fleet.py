@@ -2,6 +2,7 @@
 without a restart, tasks name the revision they ran under, and pushes are checked, versioned and
 compare-and-set (our contract: docs/configuration.md, "The configuration center")."""
 
+import json
 from pathlib import Path
 
 import anyio
@@ -64,9 +65,12 @@ async def test_pushes_reach_every_worker_and_tasks_name_their_revision(tmp_path:
                 record = await (await TaskRecords.open(bus)).get(third.task_id)
                 assert record is not None and record.config_revision == 3
                 assert record.task.budgets.max_steps == 30  # the default again
+                traced = await cli("trace", third.task_id, "--nats", url, "--json")
+                assert traced.code == 0, traced.stderr
+                assert json.loads(traced.stdout)["configuration"]["config_revision"] == 3
 
                 listed = await cli("config", "history", "--nats", url, "--json")
-                rows = __import__("json").loads(listed.stdout)["revisions"]
+                rows = json.loads(listed.stdout)["revisions"]
                 assert [(r["revision"], r["message"], r["action"]) for r in rows] == [
                     (1, "scripted model", "push"),
                     (2, "two steps", "push"),
