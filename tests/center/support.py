@@ -40,7 +40,7 @@ async def codeloop(*args: str, home: Path, env: dict[str, str] | None = None) ->
     """`codeloop ARGS` as a subprocess with its own home (no user file, no serve note)."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("CODELOOP_")}
     base |= {"CODELOOP_HOME": str(home), "PYTHONPATH": str(REPO), **(env or {})}
-    with anyio.fail_after(60):
+    with anyio.fail_after(240):  # a second interpreter starts slowly on a loaded machine
         done = await anyio.run_process([sys.executable, "-m", "codeloop", *args], env=base, check=False)
     return CliResult(done.returncode, done.stdout.decode(), done.stderr.decode())
 
