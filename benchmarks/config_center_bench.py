@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from agents.client import submit_task, watch_task  # noqa: E402
 from agents.messages import TaskSubmitted  # noqa: E402
 from agents.orchestrator.pipeline import ECHO  # noqa: E402
-from bus.center import CenterRecord, ensure_center, watch_center, write  # noqa: E402
+from bus.center import CenterRecord, CenterWatch, ensure_center, watch_center, write  # noqa: E402
 from bus.config import BusConfig  # noqa: E402
 from bus.connection import Bus, open_bus  # noqa: E402
 from bus.server import open_nats_server  # noqa: E402
@@ -95,7 +95,7 @@ async def main(samples: int) -> None:
                 stop.set()
 
 
-async def _figures(bus: Bus, watch, repo: Path, samples: int) -> None:  # noqa: ANN001 - a CenterWatch
+async def _figures(bus: Bus, watch: CenterWatch, repo: Path, samples: int) -> None:
     no_center, with_center, reach, seen = [], [], [], []
     await _echo(bus, repo)  # warm up: consumers, the first snapshot-less task
     for sample in range(samples):
@@ -123,7 +123,7 @@ async def _figures(bus: Bus, watch, repo: Path, samples: int) -> None:  # noqa: 
     started = time.perf_counter()
     for _ in range(1000):
         settle.settle(task, "local")
-    settle_ms = (time.perf_counter() - started)  # 1000 calls: seconds = ms per call
+    settle_ms = time.perf_counter() - started  # 1000 calls: seconds = ms per call
 
     def ms(values: list[float]) -> str:
         return f"{statistics.median(values) * 1000:8.1f} {max(values) * 1000:8.1f}"
@@ -134,7 +134,9 @@ async def _figures(bus: Bus, watch, repo: Path, samples: int) -> None:  # noqa: 
     print(f"{'echo task, center document + quota':<46} {ms(with_center)}")
     print(f"{'echo task, files only (no document, no quota)':<46} {ms(no_center)}")
     extra = statistics.median(with_center) - statistics.median(no_center)
-    print(f"{'per-task cost of the center (median difference)':<46} {extra * 1000:8.1f}            [target < 20]")
+    print(
+        f"{'per-task cost of the center (median difference)':<46} {extra * 1000:8.1f}            [target < 20]"
+    )
     print(f"{'settle() alone (in memory, per task)':<46} {settle_ms:8.3f}")
 
 

@@ -68,6 +68,7 @@ AREAS = (
     "trace",
     "eval",
     "swebench",
+    "verify",
     "sandbox",
     "env",
     "search",

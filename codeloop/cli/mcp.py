@@ -167,7 +167,9 @@ def _run(config: Any, tasks: TasksServerOptions, health: tuple[str, int] | None)
 def _run_tasks(config: Any, tasks: TasksServerOptions, *, health: tuple[str, int] | None) -> None:
     """The tasks server on the serve `--nats` names or the local one, else on one started here
     with every role, over the state directory's own store (its tasks outlive a restart)."""
+    from codeloop.config.environment import state_dir_from
     from codeloop.services.tasks_server import run_tasks_server
+    from codeloop.wiring.judge import patch_verifier
     from codeloop.wiring.roles import every_role
 
     run_async(
@@ -177,6 +179,7 @@ def _run_tasks(config: Any, tasks: TasksServerOptions, *, health: tuple[str, int
             max_running=tasks.max_running,
             check_credentials=not tasks.worker_credentials,
             health=health,
+            verifier=patch_verifier(state_dir_from(None)),
         )
     )
 
