@@ -1,6 +1,7 @@
 """What the configuration center's tests share: a real nats-server, `codeloop serve` instances on
 it, the `codeloop config` command as a subprocess, and a task of the plan → code pipeline."""
 
+import json
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -20,7 +21,7 @@ from bus.connection import Bus
 from bus.server import NatsServer, open_nats_server
 from codeloop.testing import make_repo
 from codeloop.wiring.process import Hosting, Workers, serve
-from tests.processes import ready_process
+from tests.processes import stop_process
 
 SCRIPTED = Path(__file__).with_name("scripted_center.py")
 METERED = f"function:{SCRIPTED}:metered"
@@ -97,13 +98,26 @@ async def serves(url: str, homes: list[Path]) -> AsyncIterator[None]:
 @asynccontextmanager
 async def serve_process(url: str, home: Path) -> AsyncIterator[dict[str, Any]]:
     """`codeloop serve --json` (orchestrator, planner, coder) as a process of its own on `url`;
-    yields its ready note; stopped and reaped on exit."""
+    yields its ready note; its log goes to `HOME/serve.log` (a pipe nobody reads would fill and
+    stop it); stopped and reaped on exit."""
     roles = [arg for role in ROLES for arg in ("--role", role)]
     command = [sys.executable, "-m", "codeloop", "serve", "--json", "--nats", url, *roles, "--no-mcp"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODELOOP_")}
     env |= {"PYTHONPATH": str(REPO), "CODELOOP_HOME": str(home)}
-    async with ready_process([*command, "--state-dir", str(home)], env=env, ready_s=180) as (_, note):
-        yield note
+    await anyio.Path(home).mkdir(parents=True, exist_ok=True)
+    with (home / "serve.log").open("wb") as log:
+        process = await anyio.open_process([*command, "--state-dir", str(home)], env=env, stderr=log)
+        try:
+            assert process.stdout is not None
+            buffer = b""
+            with anyio.fail_after(240):
+                while b"\n" not in buffer:
+                    buffer += await process.stdout.receive()
+            yield json.loads(buffer.split(b"\n", 1)[0])
+        finally:
+            with anyio.CancelScope(shield=True):
+                await stop_process(process)
+                await process.aclose()
 
 
 def repo(tmp_path: Path) -> Path:
@@ -121,6 +135,6 @@ async def run_task(bus: Bus, repo: Path, **changes: Any) -> TaskResult:
         snapshot=await capture_snapshot(bus, repo),
     ).model_copy(update=changes)
     envelope, _ = await submit_task(bus, task)
-    with anyio.fail_after(120):
+    with anyio.fail_after(300):
         final = await watch_task(bus, envelope.task_id, lambda e: None)
     return TaskResult.model_validate(final.payload)
