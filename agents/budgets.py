@@ -6,9 +6,10 @@ the limit of one run, which is what the task had left, not the budget the user s
 `max_steps = 30` stopped by a `request_limit` of 11 must say 30, and `--max-steps`.
 """
 
+import datetime as dt
 from dataclasses import dataclass
 
-from agents.messages import Budgets
+from agents.messages import Budgets, QuotaAllowance, Usage
 
 
 @dataclass(frozen=True)
@@ -61,3 +62,32 @@ def _number(value: float | None) -> str:
     if value is None:
         return "none"
     return f"{value:,.2f}" if isinstance(value, float) and not value.is_integer() else f"{int(value):,}"
+
+
+def quota_used_up(quota: QuotaAllowance, usage: Usage) -> str:
+    """`The daily quota of principal 'alice' is used up: 1,050 of 1,000 tokens today, all its
+    tasks (quotas.alice.tokens_per_day; this task used 300). It resets at ...; an operator raises
+    it in the configuration center.`"""
+    if quota.tokens_per_day is not None and quota.others_tokens + usage.tokens >= quota.tokens_per_day:
+        name, used, limit, unit = (
+            "tokens_per_day",
+            quota.others_tokens + usage.tokens,
+            quota.tokens_per_day,
+            "tokens",
+        )
+        own = f"{usage.tokens:,}"
+    else:
+        name, used, limit, unit = (
+            "cost_per_day_usd",
+            quota.others_cost_usd + (usage.cost_usd or 0.0),
+            quota.cost_per_day_usd,
+            "US dollars",
+        )
+        own = _number(usage.cost_usd or 0.0)
+    resets = dt.datetime.combine(dt.date.fromisoformat(quota.day) + dt.timedelta(days=1), dt.time(), dt.UTC)
+    return (
+        f"The daily quota of principal {quota.principal!r} is used up: {_number(used)} of {_number(limit)} "
+        f"{unit} on {quota.day} (UTC), all its tasks ({quota.key}.{name}; this task used {own}). "
+        f"It resets at {resets.strftime('%Y-%m-%dT%H:%M:%SZ')}; an operator raises it with "
+        f"{quota.key}.{name} in the configuration center (codeloop config push)."
+    )

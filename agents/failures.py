@@ -48,6 +48,8 @@ class FailureClass(StrEnum):
     BUDGET_COST = "budget.cost"
     BUDGET_WALL = "budget.wall"
     BUDGET_REVISIONS = "budget.revisions"
+    BUDGET_QUOTA = "budget.quota"
+    QUOTA_EXCEEDED = "quota.exceeded"
     VERIFY_UNVERIFIABLE = "verify.unverifiable"
     VERIFY_UNVERIFIED = "verify.unverified"
     ANSWER_UNSUPPORTED = "answer.unsupported"
@@ -88,6 +90,8 @@ DEFINITIONS: dict[FailureClass, str] = {
     FailureClass.BUDGET_COST: "The task used up its cost budget.",
     FailureClass.BUDGET_WALL: "The task passed its wall-clock deadline.",
     FailureClass.BUDGET_REVISIONS: "The task used up its revisions without a passing verification.",
+    FailureClass.BUDGET_QUOTA: "The principal's daily quota (tokens or cost, from the configuration center) ran out while the task ran.",
+    FailureClass.QUOTA_EXCEEDED: "The principal was over a quota of the configuration center when the task was submitted; it never started.",
     FailureClass.VERIFY_UNVERIFIABLE: "Nothing could check the patch: no tests to run and nothing else to judge by, or too little time left before the deadline to run them.",
     FailureClass.VERIFY_UNVERIFIED: "The task required a verified patch (--require-verified) and its verification was unverified: no test executes the changed code.",
     FailureClass.ANSWER_UNSUPPORTED: "A read-mode answer cites files, lines or symbols that do not exist.",
@@ -106,6 +110,8 @@ BLAME: dict[FailureClass, Blame] = {
     FailureClass.BUDGET_WALL: "ambiguous",
     FailureClass.TEST_NO_REPRODUCTION: "ambiguous",
     FailureClass.ROLE_MALFORMED: "environment",
+    FailureClass.BUDGET_QUOTA: "environment",
+    FailureClass.QUOTA_EXCEEDED: "environment",
     **{
         cls: "model"
         for cls in FailureClass

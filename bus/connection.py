@@ -91,8 +91,10 @@ class Bus:
     the methods here, `bus.actor` and `bus.records`.
     """
 
-    def __init__(self, nc: Client, config: BusConfig) -> None:
+    def __init__(self, nc: Client, config: BusConfig, events: ConnectionEvents | None = None) -> None:
         self.nc = nc
+        self.events = events or ConnectionEvents(list(config.servers))
+        """The connection's asynchronous reports (permissions violations, reconnects)."""
         self.js: JetStreamContext = nc.jetstream(timeout=5)  # pyright: ignore[reportUnknownMemberType] - nats-py leaves its **opts untyped
         self.config = config
 
@@ -228,7 +230,7 @@ async def open_bus(config: BusConfig, *, servers: tuple[str, ...] | None = None)
     events.attach(nc)
     nc.options["max_reconnect_attempts"] = config.reconnect_attempts
     try:
-        yield Bus(nc, config)
+        yield Bus(nc, config, events)
     finally:
         events.closing = True
         with anyio.CancelScope(shield=True):

@@ -75,6 +75,9 @@ class ConnectionEvents:
         self._urls = [safe_url(u) for u in urls]
         self._last_url = ""
         self._slow: dict[int, tuple[float, int]] = {}
+        self.refusals: list[str] = []
+        """The server's permissions violations on this connection, newest last (at most 20), so a
+        call that timed out can tell a refusal from a slow server (`bus.center`)."""
 
     def options(self) -> dict[str, Any]:
         return {
@@ -107,6 +110,7 @@ class ConnectionEvents:
         if isinstance(exc, nats.errors.SlowConsumerError):
             self._slow_consumer(exc)
         elif refusal == "permissions":
+            self.refusals = [*self.refusals[-19:], str(exc)]
             log.error(
                 "NATS server %s refused an operation of this client: %s; the user this client "
                 "connects as lacks the permission (check its publish/subscribe permissions)",

@@ -10,6 +10,7 @@
     │   └── ServerDied                     it died while serving and could not be restarted
     ├── StateDirBusy                       another live process owns this state directory
     ├── RecordConflict                     a compare-and-set on a KV record lost to another writer
+    ├── PermissionDenied                   the server refused this client's publish (its NATS permissions)
     ├── PayloadTooLarge                    a message larger than the server's max payload (never sent)
     └── MalformedMessage                   bytes that are not a valid envelope or payload
         └── UnsupportedSchemaVersion       a valid envelope of a schema version we do not speak
@@ -60,6 +61,11 @@ class StateDirBusy(BusError):
 
 class RecordConflict(BusError):
     """A compare-and-set update of a KV record lost to a concurrent writer."""
+
+
+class PermissionDenied(BusError):
+    """The server refused a publish or subscribe of this client: the user it connects as lacks the
+    permission (e.g. a worker's read-only credentials writing the configuration center)."""
 
 
 class PayloadTooLarge(BusError):

@@ -69,6 +69,19 @@ async def compare_and_set(
     raise RecordConflict(f"{key}: still conflicting after {attempts} attempts")
 
 
+Bucket = KeyValue
+"""A KV bucket, for code outside `bus/` that holds one without importing nats."""
+
+
+async def keys_under(kv: KeyValue, head: str) -> list[str]:
+    """The keys of `kv` that start with `head`, from the stream's subjects (see `Records._keys`);
+    a deleted key stays listed until purged."""
+    kv_prefix = kv._pre  # pyright: ignore[reportPrivateUsage] - `$KV.<bucket>.`; nats-py keeps the stream's name private
+    with nats_errors():
+        info = await kv._js.stream_info(kv._stream, subjects_filter=f"{kv_prefix}{head}>")  # pyright: ignore[reportPrivateUsage] - nats-py exposes no listing of a bucket's subjects
+    return [subject.removeprefix(kv_prefix) for subject in info.state.subjects or {}]
+
+
 class Records(Generic[M]):
     """One bucket of typed records (a `Message` model per key), changed only by compare-and-set."""
 

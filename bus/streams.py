@@ -8,7 +8,7 @@ import anyio
 import nats.js.errors
 from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig
 
-from bus import subjects
+from bus import center, subjects
 from bus.connection import Bus, nats_errors
 from bus.errors import BusError, BusNotReady, BusTimeout, NoResponders
 
@@ -90,4 +90,8 @@ async def _ensure_once(bus: Bus, replicas: int) -> None:
         await bus.js.create_key_value(  # pyright: ignore[reportUnknownMemberType] - nats-py leaves its **params untyped
             bucket=subjects.HANDLED_BUCKET, history=1, ttl=HANDLED_TTL_S, replicas=replicas
         )
+        await bus.js.create_key_value(  # pyright: ignore[reportUnknownMemberType] - nats-py leaves its **params untyped
+            bucket=subjects.CONFIG_BUCKET, history=center.HISTORY, replicas=replicas
+        )
+        await bus.js.create_key_value(bucket=subjects.USAGE_BUCKET, history=1, replicas=replicas)  # pyright: ignore[reportUnknownMemberType] - nats-py leaves its **params untyped
         await bus.js.create_object_store(bucket=subjects.ARTIFACTS_BUCKET, replicas=replicas)  # pyright: ignore[reportUnknownMemberType] - nats-py leaves its **params untyped

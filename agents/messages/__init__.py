@@ -32,7 +32,7 @@ contract other-language workers rely on (docs/bus-contract.md).
 
 from agents.messages.continuation import Continuation
 from agents.messages.plan import Plan, PlanStep
-from agents.messages.record import PlanRevision, TaskState
+from agents.messages.record import PlanRevision, QuotaAllowance, TaskState
 from agents.messages.selection import Attempt, Selection, SelectRequest, SelectResult
 from agents.messages.steps import (
     CodeRequest,
@@ -155,6 +155,7 @@ __all__ = [
     "StepResult",
     "TaskResult",
     "TaskState",
+    "QuotaAllowance",
     "TaskStatus",
     "TaskSubmitted",
     "TestOutcomes",

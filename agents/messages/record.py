@@ -25,6 +25,22 @@ class PlanRevision(Message):
     """Steps dispatched when it was replaced (the task's `step_seq` then)."""
 
 
+class QuotaAllowance(Message):
+    """The principal's daily quota as it bounds one running task (`agents.quotas`): the limits,
+    and what the principal's other tasks of the day had used when the orchestrator last looked."""
+
+    principal: str
+    key: str
+    """The center's table the quota comes from (`quotas.alice`, `quotas.default`)."""
+    day: str
+    """The UTC day (`YYYY-MM-DD`) the task counts on."""
+    tokens_per_day: int | None = None
+    cost_per_day_usd: float | None = None
+    others_tokens: int = 0
+    """Tokens the principal's other tasks of the day had used."""
+    others_cost_usd: float = 0.0
+
+
 class TaskState(Message):
     """The task record in the `codeloop-tasks` KV bucket; every transition is written here first."""
 
@@ -114,3 +130,11 @@ class TaskState(Message):
     """The final result, set when the task reaches a terminal status; None until then."""
     error: str | None = None
     """Why the task was rejected or a message of it was given up; None otherwise."""
+    config_revision: int | None = None
+    """The configuration center's revision the task started under (kept for its whole life)."""
+    principal: str = "local"
+    """Who submitted it (`TaskSubmitted.principal`), whose quota and ledger it counts against."""
+    usage_day: str | None = None
+    """The UTC day the task counts on in the quota ledger; None: not counted (no ledger)."""
+    quota: QuotaAllowance | None = None
+    """The principal's quota while the task runs; None: no quota applies."""

@@ -197,6 +197,12 @@ class TaskSubmitted(Message):
     """Set when the task continues an ended one (`codeloop continue`): the parent, its patch (the
     workspace's starting point), its plan, an account of it and the new instruction; None for a
     new task."""
+    principal: str | None = Field(default=None, max_length=256)
+    """Who submitted it, for quotas: the tasks server's caller; None: `local`, the command line."""
+    pinned: list[str] = Field(default=[], max_length=256)
+    """Dotted keys (`models.coder`, `budgets.max_steps`) the submitter set on its command line or in
+    its environment: the configuration center does not override them (precedence: command line >
+    the center > the repository file > the user file > defaults)."""
 
 
 class CancelTask(Message):
@@ -387,3 +393,5 @@ class TaskResult(Message):
     parent_task_id: str | None = None
     """The task this one continued (`codeloop continue`); its patch is part of this one's, which is
     the combined patch against the same starting tree. None for a task that continues none."""
+    config_revision: int | None = None
+    """The configuration center's revision the task ran under; None: the bus had no center document."""

@@ -100,7 +100,14 @@ def _on_start(state: TaskState, _: Start, pipeline: Pipeline, now: datetime) -> 
     submitted = Emit(
         "transition",
         f"task submitted: {' '.join(state.task.text.split())[:80]}",
-        {"status": "submitted", "mode": state.task.mode, "pipeline": pipeline.name, "role": "orchestrator"},
+        {
+            "status": "submitted",
+            "mode": state.task.mode,
+            "pipeline": pipeline.name,
+            "role": "orchestrator",
+            "config_revision": state.config_revision,
+            "principal": state.principal,
+        },
     )
     return _enter(state, pipeline, 0, now, (submitted,))
 
@@ -115,7 +122,20 @@ def _on_failure(state: TaskState, event: StepFailure, pipeline: Pipeline, now: d
     state = _charge(state, event.role, event.usage, event.step_id)
     status: TaskStatus = "handed_off" if event.failure_class.startswith("budget.") else "failed"
     report = f"The {event.role} could not finish its step ({event.failure_class}): {event.message}"
-    return _end(state, status, event.failure_class, report, now, ())
+    failure_class, report = _as_quota(state, event.failure_class, report)
+    return _end(state, status, failure_class, report, now, ())
+
+
+def _as_quota(state: TaskState, failure_class: str | None, report: str) -> tuple[str | None, str]:
+    """A step stopped by its token or cost limit where that limit was the principal's quota (the
+    step's budget is the smaller of the two, `step_budget`) ended the task by `budget.quota`."""
+    if failure_class not in ("budget.tokens", "budget.cost") or not quota_reached(state):
+        return failure_class, report
+    budgets = state.task.budgets
+    own_reached = state.usage.tokens >= budgets.max_tokens or (
+        budgets.max_cost_usd is not None and (state.usage.cost_usd or 0.0) >= budgets.max_cost_usd
+    )
+    return (failure_class, report) if own_reached else ("budget.quota", limit_text("budget.quota", state))
 
 
 def _on_done(state: TaskState, event: StepDone, pipeline: Pipeline, now: datetime) -> Outcome:
@@ -144,9 +164,8 @@ def _carry_out(reaction: Reaction, pipeline: Pipeline, index: int, now: datetime
     if isinstance(reaction, Revisit):
         return _enter(reaction.state, pipeline, reaction.index, now, reaction.events)
     if isinstance(reaction, End):  # pyright: ignore[reportUnnecessaryIsInstance] - a plug-in kind may react with anything at run time
-        return _end(
-            reaction.state, reaction.status, reaction.failure_class, reaction.report, now, reaction.events
-        )
+        failure_class, report = _as_quota(reaction.state, reaction.failure_class, reaction.report)
+        return _end(reaction.state, reaction.status, failure_class, report, now, reaction.events)
     raise TypeError(f"a stage kind reacted with {type(reaction).__name__}, not Advance, Revisit or End")
 
 
@@ -213,9 +232,22 @@ def _limit_reached(state: TaskState, stage: Stage, now: datetime) -> str | None:
     model budgets; every step the clock)."""
     if now >= deadline_of(state):
         return "budget.wall"
+    if quota_reached(state):  # a principal's quota stops every stage: nothing more runs on it
+        return "budget.quota"
     if not stage.definition.model_budgets or not state.task.models.for_role(stage.role):
         return None
     return model_limit(state)
+
+
+def quota_reached(state: TaskState) -> bool:
+    """True when the principal's daily quota is used up: its other tasks' use plus this task's."""
+    quota = state.quota
+    if quota is None:
+        return False
+    if quota.tokens_per_day is not None and quota.others_tokens + state.usage.tokens >= quota.tokens_per_day:
+        return True
+    cost = quota.others_cost_usd + (state.usage.cost_usd or 0.0)
+    return quota.cost_per_day_usd is not None and cost >= quota.cost_per_day_usd
 
 
 def _charge(state: TaskState, role: str, usage: Usage, step_id: str) -> TaskState:
@@ -248,7 +280,12 @@ def _end(
     final = Emit(
         "transition",
         f"task {status}" + (f" ({failure_class})" if failure_class else ""),
-        {"status": status, "failure_class": failure_class, "role": "orchestrator"},
+        {
+            "status": status,
+            "failure_class": failure_class,
+            "role": "orchestrator",
+            "config_revision": state.config_revision,
+        },
     )
     if status != "handed_off":
         return Outcome(state, (*events, final, Finish(result)))

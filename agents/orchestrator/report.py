@@ -9,7 +9,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from agents.budgets import budget_used_up
+from agents.budgets import budget_used_up, quota_used_up
 from agents.messages import Candidate, TaskResult, TaskState, Verification
 
 
@@ -56,6 +56,7 @@ def build_result(state: TaskState, *, failure_class: str | None, report: str, no
         report=report,
         trace_id=state.trace_id,
         parent_task_id=state.task.continuation.parent_task_id if state.task.continuation else None,
+        config_revision=state.config_revision,
     )
 
 
@@ -238,4 +239,6 @@ def limit_text(limit: str, state: TaskState) -> str:
         "budget.cost": state.usage.cost_usd,
         "budget.revisions": state.revisions,
     }
+    if limit == "budget.quota" and state.quota is not None:
+        return quota_used_up(state.quota, state.usage)
     return budget_used_up(limit, state.task.budgets, used=used.get(limit))

@@ -13,7 +13,16 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from agents.messages import TERMINAL_STATUSES, CancelTask, StepFailed, TaskResult, TaskState, TaskSubmitted
+from agents.messages import (
+    TERMINAL_STATUSES,
+    CancelTask,
+    QuotaAllowance,
+    StepFailed,
+    TaskResult,
+    TaskState,
+    TaskSubmitted,
+)
+from agents.orchestrator.center import CenterLayer, NoCenter, Settled
 from agents.orchestrator.io import (
     Cancel,
     Command,
@@ -29,6 +38,7 @@ from agents.orchestrator.machine import transition
 from agents.orchestrator.pipeline import Pipeline, PipelineError, pipeline_for
 from agents.orchestrator.records import TaskRecords
 from agents.orchestrator.stages import result_types
+from agents.quotas import LOCAL_PRINCIPAL, Ledger, Quota, allowance, breach, utc_day
 from bus import subjects
 from bus.actor import ActorSpec, Delivery, DeliveryPolicy, Reply
 from bus.errors import MalformedMessage
@@ -49,10 +59,16 @@ class Orchestrator:
         *,
         choose_pipeline: Callable[[TaskSubmitted], Pipeline] = pipeline_for,
         clock: Callable[[], datetime] = _now,
+        center: CenterLayer | None = None,
+        ledger: Ledger | None = None,
     ) -> None:
         self.records = records
         self.choose_pipeline = choose_pipeline
         self.clock = clock
+        self.center: CenterLayer = center or NoCenter()
+        """The configuration center a task is settled under when it is claimed."""
+        self.ledger = ledger
+        """The quota ledger; None: nothing is counted and no quota applies."""
 
     async def handle(self, delivery: Delivery) -> list[Reply]:
         envelope = delivery.envelope
@@ -80,10 +96,32 @@ class Orchestrator:
         problems = submission_problems(
             task_id=envelope.task_id, text=task.text, repo=task.repo, mode=task.mode
         )
+        principal = task.principal or LOCAL_PRINCIPAL
+        claimed = await self.records.get(envelope.task_id)
+        # The center's current revision, taken once: the task keeps it for its whole life.
+        settled = Settled(task, None) if claimed is not None else self.center.settle(task, principal)
         try:
-            self.choose_pipeline(task)
+            self.choose_pipeline(settled.task)
         except PipelineError as exc:  # a client that did not check (any NATS client may submit)
             problems.append(str(exc))
+        day = utc_day(now)
+        failure_class = None
+        quota = None
+        if claimed is None and self.ledger is not None and not problems:
+            reached = await self.ledger.admit(
+                principal,
+                day,
+                envelope.task_id,
+                lambda used: (
+                    breach(settled.quota, settled.quota_key, used, starting=True) if settled.quota else None
+                ),
+            )
+            if reached is not None:
+                problems.append(reached.describe())
+                failure_class = "quota.exceeded"
+            elif settled.quota is not None:
+                used = await self.ledger.day(principal, day)
+                quota = allowance(settled.quota, settled.quota_key, used, envelope.task_id)
 
         inherited = task.continuation if task.mode != "read" else None
 
@@ -93,7 +131,7 @@ class Orchestrator:
             return TaskState(
                 task_id=envelope.task_id,
                 status="rejected" if problems else "submitted",
-                task=task,
+                task=settled.task,
                 created_at=now,
                 updated_at=now,
                 trace_id=envelope.trace_id,
@@ -102,14 +140,20 @@ class Orchestrator:
                 # task that ends before (a budget, a failed step) still hands back the whole change.
                 patch=inherited.patch if inherited else None,
                 files_changed=list(inherited.files_changed) if inherited else [],
+                config_revision=settled.revision,
+                principal=principal,
+                usage_day=day if self.ledger is not None and not problems else None,
+                quota=quota,
             )
 
         await self.records.update(envelope.task_id, claim)
         if problems:
-            return await self._reject(delivery, problems)
+            return await self._reject(delivery, problems, failure_class=failure_class)
         return await self._apply(delivery, Start())
 
-    async def _reject(self, delivery: Delivery, problems: list[str]) -> list[Reply]:
+    async def _reject(
+        self, delivery: Delivery, problems: list[str], *, failure_class: str | None = None
+    ) -> list[Reply]:
         envelope = delivery.envelope
         now = self.clock()
         reason = "; ".join(problems)
@@ -123,6 +167,8 @@ class Orchestrator:
                 mode=state.task.mode,
                 report=f"Rejected: {reason}",
                 trace_id=state.trace_id,
+                failure_class=failure_class,
+                config_revision=state.config_revision,
             )
             return state.model_copy(update={"result": result, "updated_at": now})
 
@@ -132,7 +178,11 @@ class Orchestrator:
         return [
             Reply(
                 subjects.event(envelope.task_id, "transition"),
-                Event(name="transition", message=f"task rejected: {reason}", data={"status": "rejected"}),
+                Event(
+                    name="transition",
+                    message=f"task rejected: {reason}",
+                    data={"status": "rejected", "failure_class": failure_class},
+                ),
                 label="rejected-event",
             ),
             Reply(subjects.event(envelope.task_id, "result"), state.result, label="rejected-result"),
@@ -150,12 +200,15 @@ class Orchestrator:
         envelope = delivery.envelope
         now = self.clock()
         applied: dict[str, object] = {}
+        quota = await self._quota_now(envelope.task_id)
 
         def change(state: TaskState | None) -> TaskState | None:
             applied.clear()
             if state is None:
                 applied["missing"] = True
                 return None
+            if quota is not None and state.quota is not None:
+                state = state.model_copy(update={"quota": quota})
             outcome = transition(state, event, pipeline=self.choose_pipeline(state.task), now=now)
             if outcome.ignored is not None:
                 applied["ignored"] = outcome.ignored
@@ -170,12 +223,41 @@ class Orchestrator:
             raise MalformedMessage(f"{envelope.kind} for unknown task {envelope.task_id}")
         if state is None:
             return []
+        await self._count(state)
         if "ignored" in applied:
             if state.outbox_cause != envelope.id:
                 log.info("task %s: ignored %s: %s", envelope.task_id, envelope.kind, applied["ignored"])
                 return []
             # The same input again: the record moved on but its messages may not have gone out.
         return [_reply_of(item) for item in state.outbox]
+
+    async def _quota_now(self, task_id: str) -> QuotaAllowance | None:
+        """The task's quota with the principal's other tasks' use as the ledger has it now."""
+        if self.ledger is None:
+            return None
+        state = await self.records.get(task_id)
+        if (
+            state is None
+            or state.quota is None
+            or state.usage_day is None
+            or state.status in TERMINAL_STATUSES
+        ):
+            return None
+        used = await self.ledger.day(state.principal, state.usage_day)
+        limits = Quota(
+            tokens_per_day=state.quota.tokens_per_day, cost_per_day_usd=state.quota.cost_per_day_usd
+        )
+        return allowance(limits, state.quota.key, used, task_id)
+
+    async def _count(self, state: TaskState) -> None:
+        """The task's usage so far into the principal's ledger (set, not added: a redelivered
+        input writes the same total again)."""
+        if self.ledger is None or state.usage_day is None:
+            return
+        running = state.status not in TERMINAL_STATUSES
+        await self.ledger.record(
+            state.principal, state.usage_day, state.task_id, state.usage, running=running
+        )
 
     async def result_of(self, task_id: str) -> TaskResult | None:
         state = await self.records.get(task_id)
@@ -235,13 +317,15 @@ def orchestrator_spec(
     policy: DeliveryPolicy | None = None,
     pipeline: Pipeline | None = None,
     choose_pipeline: Callable[[TaskSubmitted], Pipeline] = pipeline_for,
+    center: CenterLayer | None = None,
+    ledger: Ledger | None = None,
 ) -> ActorSpec:
     """The orchestrator's actor; `pipeline` is the pipeline of every task submitted without one of
     its own (else `choose_pipeline` picks); a task's own pipeline (`TaskSubmitted.pipeline`) wins."""
     if pipeline is not None:
         fixed = pipeline
         choose_pipeline = lambda task: pipeline_for(task) if task.pipeline is not None else fixed  # noqa: E731
-    orchestrator = Orchestrator(records, choose_pipeline=choose_pipeline)
+    orchestrator = Orchestrator(records, choose_pipeline=choose_pipeline, center=center, ledger=ledger)
     return ActorSpec(
         address=subjects.RoleAddress.orchestrator(),
         handler=orchestrator.handle,

@@ -78,6 +78,7 @@ AREAS = (
     "audit",
     "doctor",
     "config",
+    "usage",
     "roles",
 )
 """Every command module of this package, by name, in the order `codeloop --help` lists their

@@ -12,6 +12,8 @@ from typing import Annotated, Any
 import typer
 
 from codeloop.cli.common import EXIT_USAGE, usage_error
+from codeloop.cli.connection import Connection
+from codeloop.cli.option_groups import with_option_groups
 
 config_app = typer.Typer(
     no_args_is_help=True,
@@ -48,16 +50,30 @@ def _credentials(settings: Any) -> dict[str, str]:
     return shown
 
 
-@config_app.command()
+@with_option_groups
 def show(
     repo: RepoOpt = Path("."),
+    *,
+    center: Annotated[
+        bool,
+        typer.Option(
+            "--center", help="Show the configuration center's current revision instead (needs the bus)."
+        ),
+    ] = False,
+    connection: Connection,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
 ) -> None:
     """Print every effective value and where it came from.
 
     Sources: default, user file, project file, environment, flag. Secrets are masked;
-    credentials are shown only as set or not set.
+    credentials are shown only as set or not set. With --center: the center's current revision,
+    who pushed it and every key it sets (a task's values come from it where its command line set none).
     """
+    if center:
+        from codeloop.cli.center import show_center
+
+        show_center(connection, as_json=as_json)
+        return
     settings = _load(repo)
     values = settings.values()
     report = {
@@ -79,7 +95,6 @@ def show(
         typer.echo(f"{variable:<{width}}   {state}  (environment)")
 
 
-@config_app.command()
 def check(repo: RepoOpt = Path(".")) -> None:
     """Check the configuration as run, submit and eval would; exit 2 on a problem.
 
@@ -93,7 +108,7 @@ def check(repo: RepoOpt = Path(".")) -> None:
 
     settings = _load(repo)
     probe = make_task("config check", repo.resolve(), settings=settings)
-    problems = submission_problems(probe, settings=settings) + _pipeline_problems(settings)
+    problems = submission_problems(probe, settings=settings) + pipeline_problems(settings)
     if problems:
         from redaction import redact_text
 
@@ -111,10 +126,15 @@ def check(repo: RepoOpt = Path(".")) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add `codeloop config ...` to the root app."""
+    from codeloop.cli import center
+
+    config_app.command()(show)
+    config_app.command()(check)
+    center.register(config_app)
     app.add_typer(config_app, name="config")
 
 
-def _pipeline_problems(settings: Any) -> list[str]:
+def pipeline_problems(settings: Any) -> list[str]:
     """Each configured pipeline that a write-mode submission naming it would be refused for."""
     from agents.orchestrator.pipeline import PipelineError, parse_pipeline
     from agents.runtime.plugins import load_roles

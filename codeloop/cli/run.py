@@ -131,6 +131,17 @@ async def refuse_unserved(bus: Any, task: Any) -> None:
         raise fail(f"--pipeline: {exc}", 2) from None
 
 
+async def refuse_over_quota(bus: Any, task: Any) -> None:
+    """Exit 1 (`quota.exceeded`) when the task's principal is over a quota of the configuration
+    center: what was used, the limit, when it resets and the key that raises it."""
+    from agents.quotas import LOCAL_PRINCIPAL
+    from codeloop.wiring.center import quota_breach
+
+    found = await quota_breach(bus, task.principal or LOCAL_PRINCIPAL)
+    if found is not None:
+        raise fail(f"refused (quota.exceeded): {found.describe()}; nothing was submitted")
+
+
 async def submit_and_follow(
     config: Any, task: Any, *, quiet: bool, following: Following | None = None
 ) -> Any:
@@ -145,6 +156,7 @@ async def submit_and_follow(
 
     async with open_bus(config) as bus:
         await refuse_unserved(bus, task)
+        await refuse_over_quota(bus, task)
         view = LiveView(enabled=not quiet, bus=bus, ask=task.interactive and not quiet)
         snapshot = task.snapshot
         if snapshot is None:  # a replay resubmits a task with the snapshot it was captured with

@@ -16,7 +16,7 @@ import typer
 from codeloop.cli.common import fail, os_error_message, read_text_argument, usage_error
 from codeloop.cli.connection import Connection, JsonOpt, run_async
 from codeloop.cli.option_groups import with_option_groups
-from codeloop.cli.run import EXIT_CODES, refuse_unserved
+from codeloop.cli.run import EXIT_CODES, refuse_over_quota, refuse_unserved
 from codeloop.cli.task_options import ModeOpt, TaskFlags, build_task
 from codeloop.config.task_options import TaskOptions
 
@@ -72,6 +72,7 @@ def submit(
         config = client_bus_config(**connection)
         async with open_bus(config) as bus:
             await refuse_unserved(bus, payload)
+            await refuse_over_quota(bus, payload)
             try:
                 snapshot = await capture_repository(bus, Path(payload.repo))
             except WorkspaceError as exc:

@@ -110,6 +110,8 @@ def trace(
             "mode": state.task.mode,
             "models": state.task.models.model_dump(mode="json"),
             "budgets": state.task.budgets.model_dump(mode="json"),
+            "config_revision": state.config_revision,
+            "principal": state.principal,
         }
         timeline.chain = chain_entry(state, children)
     if as_json:

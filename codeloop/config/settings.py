@@ -37,7 +37,7 @@ from redaction import redact_text
 from sandbox.environments.settings import EnvironmentSettings
 from sandbox.limits import SandboxLimits
 
-Source = Literal["default", "user file", "project file", "environment", "flag"]
+Source = Literal["default", "user file", "project file", "center", "environment", "flag"]
 
 ENV_KEYS: Mapping[str, str] = {
     "CODELOOP_MODEL": "models.default",

@@ -37,8 +37,11 @@ def make_task(
     pipeline: PipelineChoice | None = None,
     interactive: bool = False,
     snapshot: SnapshotRef | None = None,
+    principal: str | None = None,
 ) -> TaskSubmitted:
-    """The task `text` on `repo` in `mode`, as `settings` configure it.
+    """The task `text` on `repo` in `mode`, as `settings` configure it, submitted by `principal`
+    (None: the local user). The keys the submitter's command line or environment set are pinned:
+    the configuration center does not override them (`pinned_keys`).
 
     Raises:
         pydantic.ValidationError: the text is empty or too long, or the repository path is.
@@ -53,4 +56,12 @@ def make_task(
         interactive=interactive,
         snapshot=snapshot,
         require_verified=settings.verification.require == "passed",
+        principal=principal,
+        pinned=pinned_keys(settings),
     )
+
+
+def pinned_keys(settings: Settings) -> list[str]:
+    """The dotted keys this submission's command line or environment set: the configuration
+    center, applied when a worker claims the task, does not override them."""
+    return sorted(k for k, o in settings.origins.items() if o.source in ("flag", "environment"))

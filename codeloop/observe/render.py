@@ -69,6 +69,8 @@ def _one_line(text: str, limit: int) -> str:
 
 
 def _configuration_branch(branch: Tree, configuration: dict[str, Any]) -> None:
+    revision = configuration.get("config_revision")
+    branch.add(f"config center: revision {revision}" if revision is not None else "config center: none")
     models = configuration.get("models") or {}
     roles = {
         "default": models.get("default"),

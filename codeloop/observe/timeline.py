@@ -115,7 +115,8 @@ class Timeline(_Model):
     events: int = 0
     configuration: dict[str, Any] | None = None
     """The task's effective configuration from its record: `mode`, `models` (every role's model,
-    fallbacks, per-model settings), `budgets`; None when the record is gone."""
+    fallbacks, per-model settings), `budgets`, `config_revision` (the configuration center's
+    revision it ran under, None without one), `principal`; None when the record is gone."""
     chain: ChainEntry | None = None
     """The chain of continuations the task is part of; None when it continues none and none
     continues it (or its record is gone)."""

@@ -24,7 +24,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
@@ -34,6 +34,7 @@ from agents.client import cancel_task, is_final, new_task_id, submit_task
 from agents.messages import TERMINAL_STATUSES, Budgets, ModelNames, PipelineChoice, TaskState, TaskSubmitted
 from agents.orchestrator.pipeline import PipelineError, choice_of, parse_pipeline
 from agents.orchestrator.records import TaskRecords
+from agents.quotas import Ledger, resets_at
 from agents.runtime.confirmations import answer as answer_confirmation
 from agents.runtime.confirmations import pending_confirmation
 from agents.workspace import WorkspaceError
@@ -50,6 +51,7 @@ from codeloop.config.task_builder import make_task, task_settings
 from codeloop.config.task_options import TaskOptions
 from codeloop.continuing import ContinueRefused, continuation_of
 from codeloop.snapshots import capture_repository
+from codeloop.wiring.center import center_quota, quota_breach
 from tool_servers.tasks.backend import (
     OnProgress,
     Submission,
@@ -57,7 +59,7 @@ from tool_servers.tasks.backend import (
     TaskStillRunning,
     TooManyTasks,
 )
-from tool_servers.tasks.views import PendingConfirmation, TaskView
+from tool_servers.tasks.views import DayUse, PendingConfirmation, TaskView, UsageReport
 
 # Named as before the services package existed: logging configurations and filters name it.
 log = logging.getLogger("codeloop.tasks_backend")
@@ -220,11 +222,13 @@ class BusTasks:
             field = TaskOptions.named_in(str(exc), "argument")
             details = {"field": field} if field else {}
             raise refused(str(exc), task_id=task_id, status=parent.status, **details) from None
+        await self._refuse_over_quota(principal)
         await self._refuse_over_cap(principal)
-        return await self._publish_owned(principal, task)
+        return await self._publish_owned(principal, task.model_copy(update={"principal": principal}))
 
     async def submit(self, submission: Submission) -> str:
         settings, pipeline = checked_submission(submission, credentials=self.check_credentials)
+        await self._refuse_over_quota(submission.principal)
         await self._refuse_over_cap(submission.principal)
         if pipeline is not None:  # before the snapshot: a role nothing serves is refused at once
             try:
@@ -244,8 +248,36 @@ class BusTasks:
             mode=submission.mode,
             snapshot=snapshot,
             pipeline=pipeline,
+            principal=submission.principal,
         )
         return await self._publish_owned(submission.principal, task)
+
+    async def _refuse_over_quota(self, principal: str) -> None:
+        over = await quota_breach(self.bus, principal)
+        if over is not None:
+            raise SubmissionRefused(f"quota.exceeded: {over.describe()}; nothing was submitted")
+
+    async def usage(self, principal: str, *, days: int) -> UsageReport:
+        entry, quota = await center_quota(self.bus, principal)
+        since = (datetime.now(UTC) - timedelta(days=days - 1)).date().isoformat()
+        records = [d for d in await (await Ledger.open(self.bus)).days(principal) if d.day >= since]
+        return UsageReport(
+            principal=principal,
+            quota=quota[0].model_dump(exclude_none=True) if quota else None,
+            quota_key=quota[1] if quota else None,
+            config_revision=entry.revision if entry else None,
+            days=[
+                DayUse(
+                    day=d.day,
+                    tasks=len(d.tasks),
+                    running=len(d.running),
+                    tokens=d.tokens,
+                    cost_usd=d.cost_usd,
+                    resets_at=resets_at(d.day).isoformat(),
+                )
+                for d in records
+            ],
+        )
 
     async def get(self, principal: str, task_id: str) -> TaskView | None:
         submitted_at = await self._submitted_at(principal, task_id)

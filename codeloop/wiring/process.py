@@ -42,6 +42,7 @@ from agents.runtime.tools import ToolProvider
 from agents.workspace.providers import WORKSPACES, Workspaces
 from bus import subjects
 from bus.actor import Actor, ActorSpec, DeliveryPolicy
+from bus.center import watch_center
 from bus.config import BusConfig
 from bus.connection import Bus, open_bus
 from bus.credentials import CREDENTIALS_FILE, CredentialsError, ensure_credentials, server_auth_args
@@ -68,6 +69,7 @@ from codeloop.services.health import Readiness
 from codeloop.services.hosted_mcp import McpHosting, host_tool_servers
 from codeloop.services.metrics import Metrics, MetricsServing, follow_events, poll_queues, serve_metrics
 from codeloop.services.workspace_service import WorkspaceHosting, WorkspaceService
+from codeloop.wiring.center import WatchedCenter
 from codeloop.wiring.judge import patch_verifier
 from codeloop.wiring.roles import SERVED_BY_DEFAULT, role_deps, role_specs
 from codeloop.wiring.swebench import SwebenchWorkers, run_swebench_workers, split_roles
@@ -162,6 +164,8 @@ async def serve(
         server, config, credentials_file = await _start_nats(stack, config)
         bus = await stack.enter_async_context(open_bus(config))
         await ensure_streams(bus)
+        # Watched for the process's life: a push reaches the next task claimed here, no restart.
+        center = WatchedCenter(await stack.enter_async_context(watch_center(bus)))
         registry = workers.registry or load_roles()
         roles, swebench_slots = split_roles(workers.roles)
         deps = await _role_deps(stack, bus, config, roles, setup, registry)
@@ -173,7 +177,7 @@ async def serve(
                 broken.reason,
             )
         specs = await role_specs(
-            bus, roles, workers.policy, pipeline=workers.pipeline, deps=deps, registry=registry
+            bus, roles, workers.policy, pipeline=workers.pipeline, deps=deps, registry=registry, center=center
         )
         if "orchestrator" not in roles:
             # A worker joining another process's orchestrator: refuse a bus that speaks another version.

@@ -11,8 +11,10 @@ from pathlib import Path
 
 from agents.messages import PipelineChoice, TaskSubmitted
 from agents.orchestrator import Pipeline, orchestrator_spec
+from agents.orchestrator.center import CenterLayer
 from agents.orchestrator.pipeline import parse_pipeline, pipeline_for
 from agents.orchestrator.records import TaskRecords
+from agents.quotas import Ledger
 from agents.replay.observer import recording_observer
 from agents.runtime.plugins import RoleRegistry, load_roles
 from agents.runtime.role import RoleDeps, RunObserver
@@ -124,13 +126,16 @@ async def role_specs(
     pipeline: Pipeline | None = None,
     deps: RoleDeps | None = None,
     registry: RoleRegistry | None = None,
+    center: CenterLayer | None = None,
 ) -> list[ActorSpec]:
     """The actor of each role name; a role may appear twice to run two workers of it.
 
     `policy` replaces every actor's delivery policy (e.g. a short `ack_wait_s` in tests);
     `pipeline` fixes the orchestrator's pipeline for every task (default: chosen per task);
     `deps` are the worker roles' dependencies (required when `roles` has one); `registry` the
-    installed roles (default: the `codeloop.roles` entry points).
+    installed roles (default: the `codeloop.roles` entry points); `center` the configuration
+    center the orchestrator settles tasks under (default: none). The orchestrator counts usage in
+    the quota ledger (`agents.quotas`; the bus's buckets must exist, `bus.streams.ensure_streams`).
 
     Raises:
         UnknownRole: a role that is not installed, or is installed but broken (the reason).
@@ -142,7 +147,10 @@ async def role_specs(
     specs = []
     for role in roles:
         if role == "orchestrator":
-            specs.append(orchestrator_spec(await TaskRecords.open(bus), policy=policy, pipeline=pipeline))
+            records, ledger = await TaskRecords.open(bus), await Ledger.open(bus)
+            specs.append(
+                orchestrator_spec(records, policy=policy, pipeline=pipeline, center=center, ledger=ledger)
+            )
             continue
         definition = registry.get(role)
         assert definition is not None  # checked above

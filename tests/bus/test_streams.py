@@ -23,6 +23,9 @@ async def test_ensure_streams_is_idempotent_and_creates_the_design_names(bus: Bu
     assert events.config.retention == RetentionPolicy.LIMITS
     assert events.config.subjects == ["codeloop.events.>"]
     await bus.js.key_value(subjects.TASKS_BUCKET)
+    center = await bus.js.stream_info(f"KV_{subjects.CONFIG_BUCKET}")
+    assert center.config.max_msgs_per_subject == 64  # the configuration center keeps 64 revisions
+    await bus.js.key_value(subjects.USAGE_BUCKET)
     store = await bus.js.object_store(subjects.ARTIFACTS_BUCKET)
     await store.put("probe", b"x")
     assert (await store.get("probe")).data == b"x"

@@ -23,6 +23,7 @@ TOOLS = {
     "cancel_task",
     "list_tasks",
     "answer_confirmation",
+    "get_usage",
 }
 """The tools any grant lists; an `execute` grant also lists `verify_patch`."""
 

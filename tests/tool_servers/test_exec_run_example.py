@@ -8,6 +8,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from sandbox.backend import BackendChoice
 from sandbox.gvisor import probe_runsc
 from tests.tool_servers.ts_conformance import assert_valid
 from tool_servers.exec.server import build_exec_server
@@ -52,7 +53,7 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-async def _run_example(root: Path, backend: str, text: str) -> dict[str, Any]:
+async def _run_example(root: Path, backend: BackendChoice, text: str) -> dict[str, Any]:
     with anyio.fail_after(90):
         async with Client(build_exec_server(root, backend=backend)) as session:
             schemas = {t.name: t.output_schema for t in (await session.list_tools()).tools}
@@ -63,7 +64,9 @@ async def _run_example(root: Path, backend: str, text: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-async def test_each_statement_says_what_it_printed_or_raised_and_where(project: Path, backend: str) -> None:
+async def test_each_statement_says_what_it_printed_or_raised_and_where(
+    project: Path, backend: BackendChoice
+) -> None:
     """The session's statements run in order in the root: the import works, the expression prints
     its value beside the output the text shows, and the failing call raises in the repository's
     code the exception the text shows."""

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from tool_servers.tasks.views import Mode, TaskView
+from tool_servers.tasks.views import Mode, TaskView, UsageReport
 
 OnProgress = Callable[[TaskView, str], Awaitable[None]]
 """Called by `wait` on every event of the task: the fresh view and the event's message."""
@@ -100,6 +100,10 @@ class TasksBackend(Protocol):
     async def answer(self, principal: str, task_id: str, request_id: str, *, approve: bool) -> bool | None:
         """Record the answer; True when it was recorded, False when that request is not pending
         (answered, timed out, unknown), None when the task is not the principal's."""
+        ...
+
+    async def usage(self, principal: str, *, days: int) -> UsageReport:
+        """The principal's quota and its use of the last `days` UTC days."""
         ...
 
     def changes(self) -> "AsyncIteratorContext":

@@ -66,6 +66,8 @@ from tool_servers.tasks.views import (
     TaskIdArgs,
     TaskList,
     TaskView,
+    UsageArgs,
+    UsageReport,
     WaitTaskArgs,
     continue_task_args,
     submit_task_args,
@@ -180,6 +182,9 @@ class TaskTools:
     async def list(self, args: ListTasksArgs, call: CallContext) -> TaskList:
         return TaskList(tasks=await self.backend.list(call.principal, status=args.status, limit=args.limit))
 
+    async def usage(self, args: UsageArgs, call: CallContext) -> UsageReport:
+        return await self.backend.usage(call.principal, days=args.days)
+
     async def answer(self, args: AnswerConfirmationArgs, call: CallContext) -> Answered:
         recorded = await self.backend.answer(
             call.principal, args.task_id, args.request_id, approve=args.approve
@@ -275,6 +280,14 @@ def task_tools(tools: TaskTools) -> list[ToolSpec]:
             ListTasksArgs,
             TaskList,
             tools.list,
+        ),
+        read_tool(
+            "get_usage",
+            "Your quota (from the configuration center) and what your tasks used per UTC day: "
+            "tasks, running, tokens, cost, when the day's quota resets.",
+            UsageArgs,
+            UsageReport,
+            tools.usage,
         ),
         ToolSpec(
             name="answer_confirmation",

@@ -198,3 +198,44 @@ class Answered(BaseModel):
     """The answer that was recorded."""
     task: TaskView
     """The task's view after the answer."""
+
+
+class UsageArgs(BaseModel):
+    model_config = _ARGS
+
+    days: int = Field(default=7, ge=1, le=90)
+    """UTC days back from today."""
+
+
+class DayUse(BaseModel):
+    model_config = _OUT
+
+    day: str
+    """The UTC day, `YYYY-MM-DD`."""
+    tasks: int
+    """Tasks started that day."""
+    running: int
+    """Of them, still running."""
+    tokens: int
+    """Model tokens (input + output) of those tasks."""
+    cost_usd: float
+    """US dollars of model use of those tasks (0 where no price is known)."""
+    resets_at: str
+    """When the day's quotas start again (UTC, ISO 8601)."""
+
+
+class UsageReport(BaseModel):
+    """The caller's quota and what it used, per UTC day (`get_usage`)."""
+
+    model_config = _OUT
+
+    principal: str
+    quota: dict[str, float] | None
+    """The caller's limits (`max_running`, `tasks_per_day`, `tokens_per_day`, `cost_per_day_usd`,
+    those set); None: no quota applies."""
+    quota_key: str | None
+    """Where the quota comes from in the configuration center (`quotas.NAME`, `quotas.default`)."""
+    config_revision: int | None
+    """The configuration center's current revision; None without one."""
+    days: list[DayUse]
+    """Newest first; days without a task are left out."""

@@ -117,9 +117,20 @@ def step_budget(state: TaskState) -> StepBudget:
     cost_left = None
     if budgets.max_cost_usd is not None:
         cost_left = max(0.0, budgets.max_cost_usd - (state.usage.cost_usd or 0.0))
+    tokens_left = max(0, budgets.max_tokens - state.usage.tokens)
+    quota = state.quota
+    if quota is not None:  # the principal's daily quota bounds the step as a budget does
+        if quota.tokens_per_day is not None:
+            tokens_left = min(
+                tokens_left, max(0, quota.tokens_per_day - quota.others_tokens - state.usage.tokens)
+            )
+        if quota.cost_per_day_usd is not None:
+            spent = quota.others_cost_usd + (state.usage.cost_usd or 0.0)
+            quota_cost = max(0.0, quota.cost_per_day_usd - spent)
+            cost_left = quota_cost if cost_left is None else min(cost_left, quota_cost)
     return StepBudget(
         requests=max(0, budgets.max_steps - state.usage.requests),
-        tokens=max(0, budgets.max_tokens - state.usage.tokens),
+        tokens=tokens_left,
         deadline_at=deadline_of(state),
         cost_usd=cost_left,
         max_tool_failures=budgets.max_tool_failures,
