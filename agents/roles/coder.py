@@ -4,7 +4,8 @@ The model gets the tools of the `fs`, `search`, `git` (and in execute mode `exec
 their own names, rooted at a scratch copy of the task's tree and granted what the mode allows
 (`agents.runtime.tools.MODE_SCOPES`): read mode reads and answers, write mode may also `write_file` and
 `apply_patch`, execute mode may also run commands and tests in the sandbox. When revising, the
-workspace starts from the previous patch and the prompt leads with the verifier's failures.
+workspace starts from the previous patch and the prompt leads with the verifier's failures; a task
+continuing an ended one starts from that task's patch, and its prompt tells what that task did.
 
 The patch is never the model's words: it is the system's diff of the workspace against the
 snapshot (`workspace_patch`), taken whether the model finished or a limit stopped it (then it is
@@ -236,6 +237,13 @@ def _prompt(request: CodeRequest) -> str:
     if request.feedback:
         parts.append("## Your previous attempt failed verification\n" + request.feedback)
     parts.append(f"## Task\n{task.text}")
+    if task.budgets.attempts > 1 and not request.feedback:
+        parts.append(
+            f"## Attempt {request.attempt} of {task.budgets.attempts}\n"
+            "Each attempt starts from the original tree and is verified on its own; one is chosen."
+        )
+    if task.continuation is not None:
+        parts.append("## Continuing an earlier task\n" + task.continuation.brief())
     if plan.steps:
         parts.append("## Plan\n" + "\n".join(f"{i}. {s.description}" for i, s in enumerate(plan.steps, 1)))
     if plan.test_targets:

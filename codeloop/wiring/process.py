@@ -68,7 +68,8 @@ from codeloop.services.health import Readiness
 from codeloop.services.hosted_mcp import McpHosting, host_tool_servers
 from codeloop.services.metrics import Metrics, MetricsServing, follow_events, poll_queues, serve_metrics
 from codeloop.services.workspace_service import WorkspaceHosting, WorkspaceService
-from codeloop.wiring.roles import DEFAULT_ROLES, role_deps, role_specs
+from codeloop.wiring.judge import patch_verifier
+from codeloop.wiring.roles import SERVED_BY_DEFAULT, role_deps, role_specs
 from codeloop.wiring.swebench import SwebenchWorkers, run_swebench_workers, split_roles
 from codeloop.wiring.telemetry import tracing_observers
 from codeloop.wiring.tools import InProcessTools
@@ -85,7 +86,7 @@ DRAIN_GRACE_S = 10.0
 class Workers:
     """Which actors this process runs, and how they take their messages."""
 
-    roles: Sequence[str] = DEFAULT_ROLES
+    roles: Sequence[str] = SERVED_BY_DEFAULT
     """Role names; a role may appear twice to run two workers of it."""
     pipeline: Pipeline | None = None
     """The orchestrator's pipeline for every task that names none (default: chosen per task)."""
@@ -321,6 +322,8 @@ async def _start_mcp(
     """The hosted tool servers' note once they listen; None when `mcp` asks for none."""
     if mcp is None:
         return None
+    if mcp.verifier is None:  # served only under an execute grant (the tool's scope)
+        mcp = replace(mcp, verifier=patch_verifier(config.state_dir))
     return await tg.start(
         partial(
             host_tool_servers,
