@@ -40,7 +40,7 @@ async def submit(console: Console, who: str, text: str = "what does add do?") ->
 
 
 async def test_a_request_without_a_valid_token_gets_401(console: Console) -> None:
-    """The issue: a request without the token gets 401; the static files are no exception."""
+    """Our contract (Console): a request without the token gets 401; the static files are no exception."""
     async with httpx2.AsyncClient(base_url=console.url) as http:
         for path in ("/", "/submit", "/static/console.js", "/reports", "/tasks/x"):
             assert (await http.get(path)).status_code == 401
@@ -113,7 +113,7 @@ async def _other_site(target: str, task_id: str, *, task_status: Any = anyio.TAS
 async def test_a_cross_site_post_is_refused_and_a_page_carries_the_csrf_token(
     console: Console, tmp_path: Path
 ) -> None:
-    """The issue: CSRF protection on every action; a cross-site POST is refused."""
+    """Our choice (docs/console.md): CSRF protection on every action; a cross-site POST is refused."""
     task_id = await submit(console, "alice")
     async with chromium() as browser, anyio.create_task_group() as tg:
         page = await browser.new_page()
@@ -149,7 +149,7 @@ async def test_a_cross_site_post_is_refused_and_a_page_carries_the_csrf_token(
 
 
 async def test_reports_list_the_runs_under_the_given_directories(tmp_path: Path) -> None:
-    """The issue: `codeloop eval` and `codeloop swebench` runs the serve knows of, browsable."""
+    """Our choice (docs/console.md): the eval and SWE-bench runs the serve was given, browsable."""
     runs = tmp_path / "runs"
     evaluation = runs / "eval-1"
     evaluation.mkdir(parents=True)

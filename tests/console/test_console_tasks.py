@@ -50,7 +50,7 @@ async def submit_from_form(page, console: Console, text: str, *, where: Path | N
 
 
 async def test_a_task_from_the_form_is_followed_live_approved_and_ends_done(tmp_path: Path) -> None:
-    """The issue's acceptance: submit from the form, watch it progress on its page without a
+    """What a person following a task does (docs/console.md): submit from the form, watch it progress on its page without a
     reload, approve its pending confirmation, see it end `done`, open the diff; cancel another."""
     where = screenshots(tmp_path)
     roles = ("orchestrator", "planner", "retriever", "coder", "verifier")
