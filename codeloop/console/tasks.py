@@ -28,7 +28,7 @@ from codeloop.services.tasks_backend import BusTasks
 from tool_servers.confinement import Root
 from tool_servers.protocol.errors import ToolServerError
 from tool_servers.protocol.scopes import Scope
-from tool_servers.tasks.backend import Submission, SubmissionRefused, TooManyTasks
+from tool_servers.tasks.backend import Submission, SubmissionRefused, TaskStillRunning, TooManyTasks
 from tool_servers.tasks.views import PendingConfirmation
 
 MODE_SCOPES = {"read": Scope.READ, "write": Scope.WRITE, "execute": Scope.EXECUTE}
@@ -43,13 +43,6 @@ class Refused(ValueError):
         super().__init__(message)
         self.field = field
         self.status = status
-
-
-class NotAvailable(Refused):
-    """An action this version of codeloop does not offer (HTTP 501)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, status=501)
 
 
 @dataclass(frozen=True)
@@ -243,13 +236,30 @@ class ConsoleTasks:
             raise Refused("that confirmation was answered already or timed out", status=409)
         return True
 
-    async def continue_task(self, grant: Grant, task_id: str, text: str) -> str:
-        """Continue an ended task with `text` as a new task linked to it.
+    async def continue_task(self, grant: Grant, task_id: str, text: str) -> str | None:
+        """Continue the ended task with `text` (blank: as its hand-off left it) as a new task
+        linked to it, owned by the task's own principal, as `codeloop continue` does; its id, or
+        None when `grant` may not see the task.
 
         Raises:
-            NotAvailable: always, in this version: continuing is not built into it yet.
+            Refused: (409) the task has not ended; (400) it cannot go on (submitted from a
+                terminal, or the continuation's check refused it).
         """
-        raise NotAvailable("continuing a task is not available in this version of codeloop")
+        seen = await self._seen(grant, task_id)
+        if seen is None:
+            return None
+        owner = seen[1]
+        if owner is None:
+            raise Refused(
+                f"task {task_id} was submitted from a terminal: continue it with `codeloop continue`"
+            )
+        try:
+            new_id = await self.backend.continue_task(owner, task_id, text=text.strip() or None, options={})
+        except TaskStillRunning as exc:
+            raise Refused(str(exc), status=409) from None
+        except SubmissionRefused as exc:
+            raise Refused(str(exc), field=exc.details.get("field")) from None
+        return new_id
 
     def repositories(self) -> list[str]:
         """The directories a task may name: the root and its non-hidden subdirectories."""

@@ -178,12 +178,18 @@ async def test_reports_list_the_runs_under_the_given_directories(tmp_path: Path)
             assert (await http.get("/reports/99")).status_code == 404
 
 
-async def test_continue_answers_501_until_this_version_offers_it(console: Console) -> None:
-    """Our choice: the action is there, and says plainly that this version cannot do it."""
+async def test_a_running_task_cannot_be_continued_and_another_principals_not_at_all(console: Console) -> None:
+    """Our contract (Continuing): a running task is refused; another principal's task is a 404."""
     task_id = await submit(console, "alice")
-    async with httpx2.AsyncClient(base_url=console.url, headers=bearer(console, "alice")) as http:
-        reply = await http.post(f"/tasks/{task_id}/continue", data={"text": "and add a test"})
-    assert reply.status_code == 501 and "not available in this version" in reply.text
+    async with httpx2.AsyncClient(base_url=console.url) as http:
+        running = await http.post(
+            f"/tasks/{task_id}/continue", data={"text": "and add a test"}, headers=bearer(console, "alice")
+        )
+        assert running.status_code == 409 and task_id in running.text
+        theirs = await http.post(
+            f"/tasks/{task_id}/continue", data={"text": "mine now"}, headers=bearer(console, "bob")
+        )
+        assert theirs.status_code == 404
 
 
 async def test_codeloop_console_prints_the_running_consoles_address(console: Console, tmp_path: Path) -> None:
