@@ -11,7 +11,7 @@ port, a headless Chromium (Debian's `chromium`, over the DevTools protocol). Two
   clock against the publish time taken in this process (one machine, one clock).
 
 Beside them, `codeloop status TASK_ID` for the ended task as a user runs it (a new process: import,
-connect, read the record, print), and `status --json`. Targets (the console's issue): page under
+connect, read the record, print), and `status --json`. Targets: page under
 300 ms, SSE delay under 200 ms. Prints medians and 90th percentiles.
 
     .venv/bin/python benchmarks/console_bench.py [--rounds 20] [--screenshots DIR]

@@ -9,7 +9,7 @@
     GET  /tasks/ID/patch            the patch, as a file
     POST /tasks/ID/answer           approve or deny the pending confirmation
     POST /tasks/ID/cancel           cancel
-    POST /tasks/ID/continue         continue an ended task as a new task linked to it
+    POST /tasks/ID/continue         continue an ended task as a new one linked to it
     GET  /reports  /reports/N  /reports/N/report.html
     GET  /static/NAME               stylesheet, scripts (htmx from its installed package)
 
@@ -215,17 +215,15 @@ class _Views:
     async def continue_task(self, request: Request) -> Response:
         task_id = request.path_params["task_id"]
         grant = _caller(request).grant
-        if not await self.tasks.visible(grant, task_id):
-            return _not_found(f"task {task_id}")
         text = str((await request.form()).get("text", ""))
         try:
             new_id = await self.tasks.continue_task(grant, task_id, text)
         except Refused as exc:
-            if _htmx(request):
-                return PlainTextResponse(
-                    str(exc), status_code=200, headers={"x-console-status": str(exc.status)}
-                )
+            if _htmx(request):  # said beside the button: htmx swaps no error response in
+                return PlainTextResponse(str(exc), headers={"x-console-status": str(exc.status)})
             return HTMLResponse(refusal_page(exc.status, str(exc)), status_code=exc.status)
+        if new_id is None:
+            return _not_found(f"task {task_id}")
         return _redirect(request, f"/tasks/{new_id}")
 
     async def _after_action(

@@ -15,9 +15,6 @@ from anyio.abc import TaskStatus
 from bus.connection import Bus
 from codeloop.config.serve_note import ConsoleNote
 from codeloop.console.access import AccessTable, remove_generated_token, write_generated_token
-from codeloop.console.app import ConsoleConfig, build_app
-from codeloop.console.assets import htmx_path
-from codeloop.console.tasks import ConsoleTasks
 from codeloop.services.tasks_backend import DEFAULT_MAX_RUNNING, BusTasks
 from tool_servers.protocol.http import serve_asgi
 from tool_servers.protocol.scopes import Scope
@@ -54,6 +51,12 @@ async def host_console(
         MissingAsset: htmx is not installed.
         OSError: it cannot listen on `hosting.host:port`.
     """
+    # Here, not at the top: `serve` builds a ConsoleHosting while checking its options, and the
+    # app's libraries (Jinja2, Starlette, Pygments) take a second or more to import.
+    from codeloop.console.app import ConsoleConfig, build_app
+    from codeloop.console.assets import htmx_path
+    from codeloop.console.tasks import ConsoleTasks
+
     htmx_path()  # before listening: a console without its script is refused at start
     token: str | None = None
     if hosting.token_file is not None:

@@ -63,6 +63,8 @@ class PanelView:
     failure_class: str | None = None
     error: str | None = None
     waiting_for: str | None = None
+    parent_task_id: str | None = None
+    """The task this one continues."""
     pending: PendingConfirmation | None = None
     budgets: list[tuple[str, str, str]] = field(default_factory=list)
     plan_steps: list[str] = field(default_factory=list)
@@ -109,6 +111,7 @@ def panel_view(task_id: str, page: TaskPage) -> PanelView:
         failure_class=result.failure_class if result is not None else None,
         error=state.error,
         waiting_for=state.waiting_for,
+        parent_task_id=state.task.continuation.parent_task_id if state.task.continuation else None,
         pending=page.pending,
         budgets=_budgets(state),
         plan_steps=[s.description for s in state.plan.steps] if state.plan else [],

@@ -45,13 +45,6 @@ class Refused(ValueError):
         self.status = status
 
 
-class NotAvailable(Refused):
-    """An action this version of codeloop does not offer (HTTP 501)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, status=501)
-
-
 @dataclass(frozen=True)
 class TaskRow:
     """One line of the tasks list."""
@@ -243,41 +236,29 @@ class ConsoleTasks:
             raise Refused("that confirmation was answered already or timed out", status=409)
         return True
 
-    async def continue_task(self, grant: Grant, task_id: str, text: str) -> str:
-        """Continue an ended task of `grant.principal` with `text` (optional) as a new task linked to
-        it, as `codeloop continue` and the tasks server's `continue_task` do; the new task's id.
+    async def continue_task(self, grant: Grant, task_id: str, text: str) -> str | None:
+        """Continue the ended task with `text` (blank: as its hand-off left it) as a new task
+        linked to it, owned by the task's own principal, as `codeloop continue` does; its id, or
+        None when `grant` may not see the task.
 
         Raises:
-            Refused: not found (404), another principal's task (403), a mode beyond the grant
-                (403), a task still running (409), too many unfinished tasks (409), or anything
-                the submission check refuses; nothing was submitted.
+            Refused: (409) the task has not ended; (400) it cannot go on (submitted from a
+                terminal, or the continuation's check refused it).
         """
         seen = await self._seen(grant, task_id)
         if seen is None:
-            raise Refused(f"task {task_id} was not found", status=404)
-        record, _owner = seen
-        if record is not None and (needed := MODE_SCOPES.get(record.task.mode)) not in grant.scopes:
+            return None
+        owner = seen[1]
+        if owner is None:
             raise Refused(
-                f"continuing a {record.task.mode}-mode task needs the '{needed.value if needed else record.task.mode}' "
-                f"scope, and {grant.principal} was not granted it; nothing was submitted",
-                status=403,
+                f"task {task_id} was submitted from a terminal: continue it with `codeloop continue`"
             )
         try:
-            new_id = await self.backend.continue_task(
-                grant.principal, task_id, text=text.strip() or None, options={}
-            )
+            new_id = await self.backend.continue_task(owner, task_id, text=text.strip() or None, options={})
         except TaskStillRunning as exc:
             raise Refused(str(exc), status=409) from None
-        except TooManyTasks as exc:
-            raise Refused(str(exc), status=409) from None
         except SubmissionRefused as exc:
-            field = exc.details.get("field")
-            raise Refused(str(exc), field=field if isinstance(field, str) else None) from None
-        if new_id is None:
-            raise Refused(
-                f"task {task_id} was submitted by another principal: only its submitter may continue it",
-                status=403,
-            )
+            raise Refused(str(exc), field=exc.details.get("field")) from None
         return new_id
 
     def repositories(self) -> list[str]:

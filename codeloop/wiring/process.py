@@ -25,6 +25,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
@@ -63,7 +64,6 @@ from codeloop.config.serve_note import (
     read_serve_note,
     write_serve_note,
 )
-from codeloop.console.hosting import ConsoleHosting, host_console
 from codeloop.services.audit_events import bus_audit_sink
 from codeloop.services.health import Readiness
 from codeloop.services.hosted_mcp import McpHosting, host_tool_servers
@@ -76,6 +76,9 @@ from codeloop.wiring.swebench import SwebenchWorkers, run_swebench_workers, spli
 from codeloop.wiring.telemetry import tracing_observers
 from codeloop.wiring.tools import InProcessTools
 from layout import NATS_DIR
+
+if TYPE_CHECKING:
+    from codeloop.console.hosting import ConsoleHosting
 
 log = logging.getLogger("codeloop")
 DRAIN_GRACE_S = 10.0
@@ -131,8 +134,9 @@ class Hosting:
     while the NATS connection is up; failing again when `stop` starts the drain."""
     workspace_service: WorkspaceHosting | None = None
     """Run the workspace service (`codeloop.services.workspace_service`) here."""
-    console: ConsoleHosting | None = None
-    """The web console (`codeloop.console`) on its own port."""
+    console: "ConsoleHosting | None" = None
+    """The web console (`codeloop.console`) on its own port; imported only when asked for (Jinja2,
+    Starlette and Pygments cost a second or more of a serve's start)."""
 
 
 async def serve(
@@ -349,11 +353,13 @@ async def _start_workspaces(
 
 
 async def _start_console(
-    tg: TaskGroup, bus: Bus, config: BusConfig, console: ConsoleHosting | None
+    tg: TaskGroup, bus: Bus, config: BusConfig, console: "ConsoleHosting | None"
 ) -> ConsoleNote | None:
     """The web console's note once it listens; None when `console` asks for none."""
     if console is None:
         return None
+    from codeloop.console.hosting import host_console
+
     return await tg.start(partial(host_console, console, bus=bus, state_dir=config.state_dir))
 
 

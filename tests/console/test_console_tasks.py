@@ -50,7 +50,7 @@ async def submit_from_form(page, console: Console, text: str, *, where: Path | N
 
 
 async def test_a_task_from_the_form_is_followed_live_approved_and_ends_done(tmp_path: Path) -> None:
-    """The issue's acceptance: submit from the form, watch it progress on its page without a
+    """What a person following a task does (docs/console.md): submit from the form, watch it progress on its page without a
     reload, approve its pending confirmation, see it end `done`, open the diff; cancel another."""
     where = screenshots(tmp_path)
     roles = ("orchestrator", "planner", "retriever", "coder", "verifier")
@@ -86,6 +86,13 @@ async def test_a_task_from_the_form_is_followed_live_approved_and_ends_done(tmp_
             patch = await anyio.Path(await (await download.value).path()).read_text()
             assert "+++ b/.github/workflows/ci.yml" in patch
 
+            # Continued: a new task linked to it, on its own page.
+            await page.fill("#continue-text", "now say what the workflow does")
+            await page.click("#continue")
+            await page.wait_for_url(lambda url: "/tasks/" in url and task_id not in url)
+            assert task_id in await page.inner_text("#continued-from")
+            continued = page.url.rsplit("/", 1)[1]
+
             # Another task: cancelled while it waits for its answer.
             other = await submit_from_form(page, console, "add a CI workflow, again")
             await page.wait_for_selector("#confirmation", timeout=TASK_S)
@@ -95,4 +102,5 @@ async def test_a_task_from_the_form_is_followed_live_approved_and_ends_done(tmp_
             await page.goto(f"{console.url}/")
             assert await page.inner_text(f"#task-{task_id} .badge") == "done"
             assert await page.inner_text(f"#task-{other} .badge") == "cancelled"
+            assert await page.locator(f"#task-{continued}").count() == 1
             await shoot(page, where, "tasks")
