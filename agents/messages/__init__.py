@@ -26,6 +26,7 @@ like every bus payload (`bus.messages.Message`); field names, `kind` tags and JS
 contract other-language workers rely on (docs/bus-contract.md).
 """
 
+from agents.messages.mcp_servers import McpServer
 from agents.messages.record import PlanRevision, TaskState
 from agents.messages.steps import (
     CodeRequest,
@@ -101,6 +102,7 @@ register_payloads(
 
 __all__ = [
     "Approval",
+    "McpServer",
     "BUILTIN_MODEL_ROLES",
     "LLM_ROLES",
     "MAX_TASK_TEXT",

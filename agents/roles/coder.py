@@ -26,6 +26,7 @@ from pydantic_ai.usage import RunUsage, UsageLimits
 
 from agents.budgets import budget_used_up
 from agents.errors import AgentError, CostBudgetExceeded
+from agents.instructions import project_instructions
 from agents.messages import Approval, CodeRequest, CodeResult
 from agents.models.adapter import model_errors_as_agent_errors
 from agents.runtime.confirmations import Answer, elicitation_handler
@@ -38,6 +39,7 @@ from agents.runtime.role import (
     observer_capabilities,
 )
 from agents.runtime.tools import MODE_SCOPES, HttpTarget
+from agents.runtime.user_servers import open_user_servers
 from agents.workspace.providers import LOCAL, WORKSPACES
 
 ROLE = "coder"
@@ -113,9 +115,12 @@ class _Guard:
         return Hooks(before_tool_execute=self.before, tool_execute=self.around)
 
 
-def _toolsets(servers: dict[str, Any], request: CodeRequest, ask: Any) -> list[MCPToolset]:
+def _toolsets(
+    servers: dict[str, Any], request: CodeRequest, ask: Any, user_servers: dict[str, Any]
+) -> list[MCPToolset]:
     names = ["fs", "search", "git"] + (["exec"] if request.task.mode == "execute" else [])
-    return [_toolset(servers[name], name, request, ask) for name in names]
+    own = [_toolset(servers[name], name, request, ask) for name in names]
+    return own + [_toolset(target, f"mcp:{name}", request, ask) for name, target in user_servers.items()]
 
 
 def _toolset(target: Any, name: str, request: CodeRequest, ask: Any) -> MCPToolset:
@@ -140,6 +145,8 @@ async def code(
     name = task.models.for_role(ROLE)
     if not name:
         raise StepError("env.setup", "no model is configured for the coder")
+    in_play = [*request.plan.files_of_interest, *(f.path for f in request.context.files)]
+    instructions = await project_instructions(deps.bus, task, files_in_play=in_play)
     workspaces = deps.get(WORKSPACES) or LOCAL
     opening = workspaces.open(
         deps,
@@ -150,7 +157,12 @@ async def code(
         patch=request.previous_patch,
         index_dir=index_dir_for(deps, task),
     )
-    async with opening as workspace:
+    async with (
+        opening as workspace,
+        open_user_servers(
+            deps, task, MODE_SCOPES[task.mode], cwd=getattr(workspace, "root", None)
+        ) as user_servers,
+    ):
         answers: list[Answer] = []
         ask = elicitation_handler(
             deps.bus, task_id, timeout_s=task.confirm_timeout_s, on_answer=answers.append
@@ -171,7 +183,7 @@ async def code(
             output_type=str,
             name=ROLE,
             instructions=INSTRUCTIONS[task.mode],
-            toolsets=_toolsets(workspace.servers, request, ask),
+            toolsets=_toolsets(workspace.servers, request, ask, user_servers),
             capabilities=[guard.hooks(), *observer_capabilities(deps, run_info)],
             retries=2,
         )
@@ -183,7 +195,10 @@ async def code(
         try:
             with model_errors_as_agent_errors(model=name):
                 result = await agent.run(
-                    _prompt(request), usage_limits=limits, usage=used, timeout=run_timeout_s(request.budget)
+                    _prompt(request, instructions.text),
+                    usage_limits=limits,
+                    usage=used,
+                    timeout=run_timeout_s(request.budget),
                 )
             answer = result.output
         except UsageLimitExceeded as exc:
@@ -230,12 +245,14 @@ def approvals_for(files_changed: list[str], answers: list[Answer]) -> list[Appro
     return approvals
 
 
-def _prompt(request: CodeRequest) -> str:
+def _prompt(request: CodeRequest, instructions: str = "") -> str:
     task, plan, context = request.task, request.plan, request.context
     parts = []
     if request.feedback:
         parts.append("## Your previous attempt failed verification\n" + request.feedback)
     parts.append(f"## Task\n{task.text}")
+    if instructions:
+        parts.append(instructions)
     if plan.steps:
         parts.append("## Plan\n" + "\n".join(f"{i}. {s.description}" for i, s in enumerate(plan.steps, 1)))
     if plan.test_targets:

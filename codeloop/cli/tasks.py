@@ -17,7 +17,7 @@ from codeloop.cli.common import fail, os_error_message, usage_error
 from codeloop.cli.connection import Connection, JsonOpt, run_async
 from codeloop.cli.option_groups import with_option_groups
 from codeloop.cli.run import EXIT_CODES, refuse_unserved
-from codeloop.cli.task_options import ModeOpt, RepoOpt, TaskArg, TaskFlags, build_task
+from codeloop.cli.task_options import McpConfigOpt, ModeOpt, RepoOpt, TaskArg, TaskFlags, build_task
 from codeloop.config.task_options import TaskOptions
 
 
@@ -32,6 +32,7 @@ def submit(
     task_id: Annotated[
         str | None, typer.Option("--task-id", help="Your own task id (resubmits are ignored).")
     ] = None,
+    mcp_config: McpConfigOpt = None,
     connection: Connection,
     as_json: JsonOpt = False,
 ) -> None:
@@ -42,7 +43,7 @@ def submit(
     from codeloop.config.serve_note import client_bus_config
     from codeloop.snapshots import capture_repository
 
-    payload = build_task(task, repo, mode=mode, options=options, task_id=task_id)
+    payload = build_task(task, repo, mode=mode, options=options, task_id=task_id, mcp_config=mcp_config)
     payload = payload.model_copy(update={"interactive": False})
 
     async def main() -> None:

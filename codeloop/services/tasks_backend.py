@@ -185,6 +185,7 @@ class BusTasks:
             interactive=False,
             pipeline=pipeline,
             require_verified=require,
+            instructions=not TaskOptions.from_arguments(submission.options).no_instructions,
         )
         task_id = new_task_id()
         owner = json.dumps({"principal": submission.principal, "submitted_at": time.time()}).encode()
