@@ -126,7 +126,7 @@ class Upstream:
         # Here, not at the top: the MCP client is heavy and only runs with user servers.
         from mcp import Client
 
-        return Client(self._target(), mode="legacy", read_timeout_seconds=self.spec.timeout_s)
+        return Client(self._target(), mode="legacy")
 
     def _target(self) -> Any:
         spec = self.spec
