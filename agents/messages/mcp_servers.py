@@ -14,8 +14,9 @@ from pydantic import Field, StringConstraints, model_validator
 
 from bus.messages import Message
 
-ServerName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_)){0,39}$")]
-"""Letters, digits, `-` and single `_` (a double one separates the server from the tool in `NAME__TOOL`)."""
+ServerName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*$", max_length=40)]
+"""Letters and digits, with single `-` or `_` between them (a double `_` separates the server from
+the tool in `NAME__TOOL`)."""
 TOOL_SEPARATOR = "__"
 
 McpScope = Literal["read", "write", "execute"]

@@ -81,7 +81,9 @@ async def test_tools_are_offered_as_server__tool_with_their_own_schemas(tmp_path
 async def test_a_server_the_grant_does_not_cover_is_not_started(tmp_path: Path, tiny: Path) -> None:
     """Our contract: `scope` says which modes offer a server; a read grant starts no write server."""
     with anyio.fail_after(60):
-        async with relays(tmp_path, spec(tiny), spec(tiny, "docs", scope=Scope.READ), scopes=frozenset({Scope.READ})) as opened:
+        async with relays(
+            tmp_path, spec(tiny), spec(tiny, "docs", scope=Scope.READ), scopes=frozenset({Scope.READ})
+        ) as opened:
             assert set(opened) == {"docs"}
             assert len([p for p in processes_mentioning(tmp_path)]) == 1
 
