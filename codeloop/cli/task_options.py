@@ -151,6 +151,7 @@ def _mcp_servers(repo: Path, mcp_config: Path | None) -> list[Any]:
         ConfigError: the repository's configuration declares servers, or a file is malformed.
     """
     from codeloop.config.mcp_servers import (
+        literal_secrets,
         merged,
         read_mcp_config,
         refuse_repository_servers,
@@ -159,7 +160,15 @@ def _mcp_servers(repo: Path, mcp_config: Path | None) -> list[Any]:
 
     refuse_repository_servers(repo)
     given = read_mcp_config(mcp_config) if mcp_config is not None else []
-    return merged(user_mcp_servers(), given)
+    servers = merged(user_mcp_servers(), given)
+    for name, key in literal_secrets(servers):
+        typer.echo(
+            f"note: MCP server {name}: {key} looks like a secret written into the configuration; it "
+            f"travels with the task to the worker and its record: keep it in the environment and "
+            f"write ${{VAR}} instead",
+            err=True,
+        )
+    return servers
 
 
 def _pipeline_choice(name: str | None, repo: Path, *, mode: str, settings: Any) -> Any:

@@ -22,6 +22,7 @@ repository must not make your agent start programs (`refuse_repository_servers`)
 """
 
 import json
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,8 @@ from agents.messages import McpServer
 from codeloop.config.errors import ConfigError
 
 _CLAUDE_TYPES = {"stdio", "http", "streamable-http", "streamable_http"}
+_SCHEME = re.compile(r"^(?:Bearer|Basic|Token)\s*", re.I)
+_VARIABLE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 
 
 def parse_servers(table: Any, *, where: str) -> list[McpServer]:
@@ -105,6 +108,21 @@ def _from_claude(table: Any, *, where: str) -> dict[str, Any]:
             settings = {k: v for k, v in settings.items() if k != "type"}
         out[name] = settings
     return out
+
+
+def literal_secrets(servers: list[McpServer]) -> list[tuple[str, str]]:
+    """(server, `env.KEY` or `headers.KEY`) of each value that looks like a secret written out
+    rather than named as `${VAR}`: codeloop's one secret rule would redact it."""
+    from redaction import names_secret, redact_text
+
+    found = []
+    for server in servers:
+        for table, values in (("env", server.env), ("headers", server.headers)):
+            for key, value in values.items():
+                rest = _SCHEME.sub("", _VARIABLE.sub("", value).strip())
+                if len(rest) >= 8 and (names_secret(key) or redact_text(rest) != rest):
+                    found.append((server.name, f"{table}.{key}"))
+    return found
 
 
 def merged(user: list[McpServer], given: list[McpServer]) -> list[McpServer]:

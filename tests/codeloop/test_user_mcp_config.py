@@ -146,3 +146,17 @@ async def test_a_repository_declaring_mcp_servers_is_refused_before_anything_sta
         assert "[mcp_servers] is not allowed in a repository's configuration" in done.stderr
         assert "must not make your agent start programs" in done.stderr
     assert ran.stdout == "" and not marker.exists()
+
+
+def test_a_secret_written_into_a_servers_env_is_pointed_out() -> None:
+    """A key written out travels with the task; `${VAR}` keeps it in the worker's environment."""
+    from agents.messages import McpServer
+    from codeloop.config.mcp_servers import literal_secrets
+
+    server = McpServer(
+        name="db",
+        command="db-mcp",
+        env={"API_KEY": "sk_live_" + "0" * 28 + "abcd", "DB": "${DB_URL}", "DATA": "/home/me/data.json"},
+        headers={"Authorization": "Bearer ${TOKEN}"},
+    )
+    assert literal_secrets([server]) == [("db", "env.API_KEY")]
