@@ -1,6 +1,7 @@
 """The user's MCP servers behind codeloop's gate: a real tiny MCP server (made in `tiny_server.py`,
 started over stdio as a user's server is) reached through its relay with a real MCP client."""
 
+import functools
 import json
 import shutil
 import sys
@@ -196,3 +197,37 @@ async def test_variables_in_env_are_expanded_where_the_server_starts(
             async with Client(opened["tiny"]) as client:
                 result = await client.call_tool("tiny__env", {"name": "DATABASE"})
     assert json.loads(text(result))["text"] == "postgres://db.local/app"
+
+
+async def test_a_streamable_http_server_is_reached_with_headers_from_the_environment(
+    tmp_path: Path, repo: Path, token_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`url` and `headers` (`${VAR}` from the environment): a real Streamable HTTP server with
+    bearer tokens answers through its relay; with a wrong token it is unavailable, not a crash."""
+    from tool_servers.fs.server import build_fs_server
+    from tool_servers.protocol.http import TokenTable, serve_http
+
+    monkeypatch.setenv("CODELOOP_TEST_DOCS_TOKEN", "reader-token-7f3a9c21")
+    upstream = build_fs_server(repo, ServerOptions(token_verifier=TokenTable.from_file(token_file)))
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            url = await tg.start(functools.partial(serve_http, upstream, port=0))
+            good = UpstreamSpec(
+                name="docs",
+                url=url,
+                headers={"Authorization": "Bearer ${CODELOOP_TEST_DOCS_TOKEN}"},
+                scope=Scope.READ,
+                confirm="never",
+            )
+            bad = UpstreamSpec(
+                name="nope", url=url, headers={"Authorization": "Bearer wrong"}, scope=Scope.READ
+            )
+            async with relays(tmp_path, good, bad) as opened:
+                async with Client(opened["docs"]) as client:
+                    read = await client.call_tool("docs__read_file", {"path": "README.md"})
+                async with Client(opened["nope"]) as client:
+                    refused = (await client.list_tools()).tools
+            tg.cancel_scope.cancel()
+    assert not read.is_error, text(read)
+    assert "# demo" in json.loads(text(read))["text"]
+    assert refused == []
