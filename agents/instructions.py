@@ -107,9 +107,7 @@ async def project_instructions(
     """
     if not task.instructions or (task.snapshot is None and not task.user_instructions):
         return ProjectInstructions()
-    sources: list[tuple[str, str, str]] = []  # (path, sha256, text)
-    if task.user_instructions:
-        sources.append((USER_FILE_PATH, digest(task.user_instructions)["sha256"], task.user_instructions))
+    sources: list[tuple[str, str, str]] = []  # (path, sha256, text), in the order the cap keeps them
     if task.snapshot is not None:
         ordered = _order(await instruction_entries(bus, task.snapshot), files_in_play)
         if ordered:
@@ -117,14 +115,19 @@ async def project_instructions(
             for entry in ordered:
                 text = blobs[blob_name(entry.sha256)].decode("utf-8", "replace")
                 sources.append((entry.path, entry.sha256, text))
+    if task.user_instructions:
+        # Kept right after the root's file when the cap bites; shown first all the same.
+        at = 1 if sources and sources[0][0] == FILE_NAME else 0
+        sources.insert(at, (USER_FILE_PATH, digest(task.user_instructions)["sha256"], task.user_instructions))
     found = render(sources)
     await _announce(bus, found)
     return found
 
 
 def render(sources: list[tuple[str, str, str]]) -> ProjectInstructions:
-    """The prompt section of `sources` ((path, sha256, text) each, in order), cut at the cap;
-    the user's file and the root's are shown first, the deeper files after (they win)."""
+    """The prompt section of `sources` ((path, sha256, text) each, in the order the cap keeps
+    them), cut at the cap; the user's file and the root's are shown first, the deeper files after
+    (they win)."""
     if not sources:
         return ProjectInstructions()
     room = MAX_INSTRUCTIONS_CHARS
@@ -137,9 +140,8 @@ def render(sources: list[tuple[str, str, str]]) -> ProjectInstructions:
         files.append(InstructionFile(path=path, sha256=sha256, chars=len(text), truncated=cut))
         if part or not cut:
             shown.append((path, part, "cut here: the instructions are capped" if cut else ""))
-    shown.sort(
-        key=lambda item: _depth(item[0])
-    )  # deeper files last (the nearest wins), whatever their rank for the cap
+    # Shown deeper files last (the nearest wins), whatever their rank for the cap.
+    shown.sort(key=lambda item: _depth(item[0]))
     parts = ["## Project instructions", PREAMBLE]
     for path, text, note in shown:
         scope = "" if path == USER_FILE_PATH else scope_of(path)
