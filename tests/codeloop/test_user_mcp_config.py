@@ -160,3 +160,29 @@ def test_a_secret_written_into_a_servers_env_is_pointed_out() -> None:
         headers={"Authorization": "Bearer ${TOKEN}"},
     )
     assert literal_secrets([server]) == [("db", "env.API_KEY")]
+
+
+def test_a_submission_carries_the_users_servers_and_instructions_unless_told_not_to(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run`/`submit` build the task with the user file's servers plus `--mcp-config`'s, and the
+    user's own `AGENTS.md`; `--no-instructions` leaves that out."""
+    from codeloop.cli.task_options import build_task
+    from codeloop.config.task_options import TaskOptions
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    (tmp_path / "xdg" / "codeloop").mkdir(parents=True)
+    (tmp_path / "xdg" / "codeloop" / "config.toml").write_text('[mcp_servers.db]\ncommand = "db-mcp"\n')
+    (tmp_path / "xdg" / "codeloop" / "AGENTS.md").write_text("answer tersely\n")
+    given = tmp_path / "more.json"
+    given.write_text(json.dumps({"mcpServers": {"docs": {"type": "http", "url": "http://127.0.0.1:9/mcp"}}}))
+    repo = make_repo(tmp_path / "repo", CALC)
+    task = build_task("fix add", repo, mode="write", options=TaskOptions(), mcp_config=given)
+    bare = build_task("fix add", repo, mode="write", options=TaskOptions(no_instructions=True))
+    assert [s.name for s in task.mcp_servers] == ["db", "docs"]
+    assert (task.instructions, task.user_instructions) == (True, "answer tersely\n")
+    assert (bare.instructions, bare.user_instructions, [s.name for s in bare.mcp_servers]) == (
+        False,
+        None,
+        ["db"],
+    )
