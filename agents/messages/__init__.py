@@ -16,6 +16,7 @@ What lives where:
     steps.py         one step: `StepRequest` (the base of every request: its `step_id` and the whole
                      task) and `StepResult`, the request and result of each built-in stage kind,
                      `StepFailed`
+    mcp_servers.py   the user's own MCP servers as a task carries them (`McpServer`)
     record.py        the task record in the KV bucket (`TaskState`)
     verification.py  the verifier's report and a task's baseline
 

@@ -3,8 +3,11 @@
 The model gets the tools of the `fs`, `search`, `git` (and in execute mode `exec`) servers under
 their own names, rooted at a scratch copy of the task's tree and granted what the mode allows
 (`agents.runtime.tools.MODE_SCOPES`): read mode reads and answers, write mode may also `write_file` and
-`apply_patch`, execute mode may also run commands and tests in the sandbox. When revising, the
-workspace starts from the previous patch and the prompt leads with the verifier's failures.
+`apply_patch`, execute mode may also run commands and tests in the sandbox. The user's own MCP
+servers the task carries, where the mode covers their scope, are started for the step and offered
+as `NAME__TOOL` (`agents.runtime.user_servers`); the project's instructions (`agents.instructions`)
+are part of the prompt. When revising, the workspace starts from the previous patch and the prompt
+leads with the verifier's failures.
 
 The patch is never the model's words: it is the system's diff of the workspace against the
 snapshot (`workspace_patch`), taken whether the model finished or a limit stopped it (then it is
