@@ -26,6 +26,8 @@
     │   (agents.runtime.plugins)
     ├── KindsLoading                  env.setup     a stage kind's module asked for the installed kinds
     │   (agents.orchestrator.stages)                while they load (the kind is reported broken)
+    ├── CannotContinue (ValueError)   env.setup     a task that cannot be continued: still running, rejected,
+    │   (agents.continuing)                         no snapshot, a patch or text too large to carry on
     ├── WorkspaceError                (agents.workspace.errors) capture, scratch workspaces, patches
     ├── ReplayError                   (agents.replay.errors) a recording missing or diverged from
     └── VerifierError                 (agents.roles.verifier.errors) a workspace the verifier cannot use

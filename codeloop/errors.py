@@ -4,6 +4,7 @@
     ├── ConfigError (codeloop.config.errors)     bad configuration: an option, a variable, a file
     ├── PipelineConfigError (codeloop.config.pipelines, ValueError)  a `[pipelines]` table that cannot be read
     ├── UnknownRole (codeloop.wiring.roles, ValueError)  `serve --role` names no role this build runs
+    ├── ContinueRefused (codeloop.continuing)   a task that cannot be continued: unknown, running, rejected
     ├── EvalError (codeloop.evaluation.errors)   `codeloop eval`'s input is at fault, not a task
     │   ├── TaskSetError                         the task set cannot be read or a task is malformed
     │   └── PreviousRunError                     a --rerun-failed directory has no readable results

@@ -17,8 +17,12 @@ What lives where:
                      task) and `StepResult`, the request and result of each built-in stage kind,
                      `StepFailed`
     mcp_servers.py   the user's own MCP servers as a task carries them (`McpServer`)
+    plan.py          the planner's `Plan` and its `PlanStep`s
+    continuation.py  what a task continuing an ended one inherits from it (`Continuation`)
     record.py        the task record in the KV bucket (`TaskState`)
     verification.py  the verifier's report and a task's baseline
+    selection.py     several attempts at one task and the choice among them: `Attempt`,
+                     `Selection`, the `select` stage's `SelectRequest` and `SelectResult`
 
 Every name is importable from `agents.messages` itself. Requests carry the whole task and the
 budget the step may still spend, so a role needs nothing but the message (and the bus's object
@@ -27,17 +31,18 @@ like every bus payload (`bus.messages.Message`); field names, `kind` tags and JS
 contract other-language workers rely on (docs/bus-contract.md).
 """
 
+from agents.messages.continuation import Continuation
 from agents.messages.mcp_servers import McpServer
+from agents.messages.plan import Plan, PlanStep
 from agents.messages.record import PlanRevision, TaskState
+from agents.messages.selection import Attempt, Selection, SelectRequest, SelectResult
 from agents.messages.steps import (
     CodeRequest,
     CodeResult,
     Context,
     ContextRequest,
-    Plan,
     PlanRequest,
     PlanResult,
-    PlanStep,
     RankedFile,
     ReviewRequest,
     ReviewResult,
@@ -52,11 +57,13 @@ from agents.messages.steps import (
 from agents.messages.task import (
     BUILTIN_MODEL_ROLES,
     LLM_ROLES,
+    MAX_ATTEMPTS,
     MAX_TASK_TEXT,
     TERMINAL_STATUSES,
     Approval,
     Budgets,
     CancelTask,
+    Candidate,
     Finding,
     LlmRole,
     Mode,
@@ -94,6 +101,8 @@ register_payloads(
     VerifyResult,
     ReviewRequest,
     ReviewResult,
+    SelectRequest,
+    SelectResult,
     StepFailed,
     CancelTask,
     TaskResult,
@@ -102,8 +111,10 @@ register_payloads(
 )
 
 __all__ = [
+    "MAX_ATTEMPTS",
     "Approval",
     "McpServer",
+    "Attempt",
     "BUILTIN_MODEL_ROLES",
     "LLM_ROLES",
     "MAX_TASK_TEXT",
@@ -111,8 +122,10 @@ __all__ = [
     "Baseline",
     "Budgets",
     "CancelTask",
+    "Candidate",
     "Check",
     "CodeRequest",
+    "Continuation",
     "CodeResult",
     "Context",
     "ContextRequest",
@@ -134,6 +147,9 @@ __all__ = [
     "ReviewRequest",
     "ReviewResult",
     "ReviewRound",
+    "SelectRequest",
+    "SelectResult",
+    "Selection",
     "Snippet",
     "StaticFinding",
     "StepBudget",

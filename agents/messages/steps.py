@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from agents.messages.plan import Plan
 from agents.messages.task import Approval, Finding, TaskSubmitted, Usage
 from agents.messages.verification import Baseline, VerificationReport
 from bus.messages import Message
@@ -54,34 +55,6 @@ class StepBudget(Message):
     """The task's `budgets.max_tool_failures`, passed on unchanged."""
     max_repeated_calls: int = 3
     """The task's `budgets.max_repeated_calls`, passed on unchanged."""
-
-
-class PlanStep(Message):
-    """One step of a plan, in the order the planner expects it done."""
-
-    description: str
-    """What to do, in a sentence for the coder (and for people reading the result)."""
-    files: list[str] = []
-    """Repository-relative paths this step expects to touch or read."""
-
-
-class Plan(Message):
-    """The planner's structured plan; a revision says why it replaces the one before."""
-
-    steps: list[PlanStep] = []
-    """What to do, in order."""
-    hypotheses: list[str] = []
-    """Guesses about the cause to check, e.g. "the off-by-one is in `paginate`"."""
-    files_of_interest: list[str] = []
-    """Repository-relative paths the planner thinks matter; the retriever ranks them up."""
-    test_targets: list[str] = []
-    """Test files or node ids that should show the task is done."""
-    done_criteria: list[str] = []
-    """What must be true when the task is done, in words."""
-    revision_reason: str | None = None
-    """Why this plan replaces the previous one; None for the first plan."""
-    fixed: bool = False
-    """True for the plan diagnose mode uses when no model is configured."""
 
 
 class PlanRequest(StepRequest):
@@ -186,6 +159,8 @@ class CodeRequest(StepRequest):
     """The last attempt's patch, which the workspace starts from when revising."""
     feedback: str | None = None
     """The verifier's failures in a compact form, when revising."""
+    attempt: int = Field(default=1, ge=1)
+    """Which of the task's `budgets.attempts` this run is (each starts from the starting tree)."""
 
 
 class CodeResult(StepResult):
@@ -231,8 +206,8 @@ class VerifyRequest(StepRequest):
     as not finished."""
     raised_before: list[str] = []
     """Execute mode: what the task's example code raised in the repository on the starting tree
-    (the retriever's `Context.raised`); the example no longer raising with the patch is evidence
-    the problem is gone when no test shows it."""
+    (the retriever's `Context.raised`), for the record: the verifier runs the example itself on the
+    starting tree and with the patch (`agents.roles.verifier.example`)."""
     approved_paths: list[str] = []
     """Protected paths a person approved changing (the record's `approvals`): the patch's changes
     there are judged on their merits, not failed as `patch.protected_path`."""

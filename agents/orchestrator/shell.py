@@ -85,6 +85,8 @@ class Orchestrator:
         except PipelineError as exc:  # a client that did not check (any NATS client may submit)
             problems.append(str(exc))
 
+        inherited = task.continuation if task.mode != "read" else None
+
         def claim(state: TaskState | None) -> TaskState | None:
             if state is not None:
                 return None  # claimed before: a duplicate, or a redelivery after a crash
@@ -96,6 +98,10 @@ class Orchestrator:
                 updated_at=now,
                 trace_id=envelope.trace_id,
                 error="; ".join(problems) or None,
+                # A continued task's work so far is its parent's patch until its coder answers: a
+                # task that ends before (a budget, a failed step) still hands back the whole change.
+                patch=inherited.patch if inherited else None,
+                files_changed=list(inherited.files_changed) if inherited else [],
             )
 
         await self.records.update(envelope.task_id, claim)

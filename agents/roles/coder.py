@@ -7,7 +7,8 @@ their own names, rooted at a scratch copy of the task's tree and granted what th
 servers the task carries, where the mode covers their scope, are started for the step and offered
 as `NAME__TOOL` (`agents.runtime.user_servers`); the project's instructions (`agents.instructions`)
 are part of the prompt. When revising, the workspace starts from the previous patch and the prompt
-leads with the verifier's failures.
+leads with the verifier's failures; a task continuing an ended one starts from that task's patch,
+and its prompt tells what that task did.
 
 The patch is never the model's words: it is the system's diff of the workspace against the
 snapshot (`workspace_patch`), taken whether the model finished or a limit stopped it (then it is
@@ -256,6 +257,13 @@ def _prompt(request: CodeRequest, instructions: str = "") -> str:
     parts.append(f"## Task\n{task.text}")
     if instructions:
         parts.append(instructions)
+    if task.budgets.attempts > 1 and not request.feedback:
+        parts.append(
+            f"## Attempt {request.attempt} of {task.budgets.attempts}\n"
+            "Each attempt starts from the original tree and is verified on its own; one is chosen."
+        )
+    if task.continuation is not None:
+        parts.append("## Continuing an earlier task\n" + task.continuation.brief())
     if plan.steps:
         parts.append("## Plan\n" + "\n".join(f"{i}. {s.description}" for i, s in enumerate(plan.steps, 1)))
     if plan.test_targets:

@@ -3,7 +3,8 @@
 The look is the `search` server's repository map and one search for the task text, read-only on a
 scratch copy; the model answers in one structured output (`Plan`), without tools, so planning
 costs one request. On revision the request carries the previous plan and the verifier's
-feedback, and the new plan records why it replaces the old one. Without a model (diagnose mode)
+feedback, and the new plan records why it replaces the old one; a task continuing an ended one
+revises that task's plan, told what it did and what is asked now. Without a model (diagnose mode)
 the plan is fixed: find the relevant code, run the tests, report.
 """
 
@@ -106,8 +107,10 @@ async def plan(
         ) from exc
     new_plan = result.output
     if request.previous is not None and not new_plan.revision_reason:
+        continuation = task.continuation if request.feedback is None else None
+        reason = f"continued from task {continuation.parent_task_id}" if continuation else None
         new_plan = new_plan.model_copy(
-            update={"revision_reason": request.feedback or "revised after failed attempts"}
+            update={"revision_reason": reason or request.feedback or "revised after failed attempts"}
         )
     return PlanResult(step_id=request.step_id, plan=new_plan, usage=usage_of(result.usage, model))
 
@@ -124,4 +127,6 @@ def _prompt(
         parts.append("## Previous plan\n" + request.previous.model_dump_json(indent=1))
     if request.feedback:
         parts.append("## Why it failed\n" + request.feedback)
+    if task.continuation is not None:
+        parts.append("## Continuing an earlier task\n" + task.continuation.brief())
     return "\n\n".join(parts)

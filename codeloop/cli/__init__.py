@@ -61,13 +61,16 @@ def version() -> None:
 
 AREAS = (
     "serve",
+    "console",
     "tasks",
     "run",
+    "continuing",
     "control",
     "replay",
     "trace",
     "eval",
     "swebench",
+    "verify",
     "sandbox",
     "env",
     "search",

@@ -72,6 +72,18 @@ async def find_task(bus: Any, given: str, *, grace_s: float = GRACE_S) -> FoundT
     raise fail(f"no task {given} (`codeloop status` lists the tasks)")
 
 
+async def lookup_task(bus: Any, given: str) -> FoundTask | None:
+    """The task with a record that `given` names (its whole id or a unique prefix), at once; None
+    when none has (no grace, no look at the queue: for commands about ended tasks).
+
+    Raises:
+        typer.Exit: (2) a prefix of several tasks.
+    """
+    from agents.orchestrator.records import TaskRecords
+
+    return await _lookup(await TaskRecords.open(bus), given)
+
+
 async def _lookup(records: Any, given: str) -> FoundTask | None:
     state = await records.get(given)
     if state is not None:

@@ -17,10 +17,12 @@ SHORT_ID = 8
 """Characters of a task id the list shows at least; more when needed to tell two tasks apart."""
 
 
-def page(state: Any, notes: list[str]) -> str:
-    """One task's record as lines of text: `notes` say why it makes no progress, if so."""
+def page(state: Any, notes: list[str], *, continued_by: list[str] | None = None) -> str:
+    """One task's record as lines of text: `notes` say why it makes no progress, if so;
+    `continued_by` names the tasks that continue it."""
     task, result = state.task, state.result
     rows: list[tuple[str, str]] = [("status", _status(state))]
+    rows += _chain_rows(state, continued_by or [])
     if state.stage and result is None:
         rows.append(("stage", f"{state.stage} (step {state.step_seq})"))
     rows += [("mode", task.mode), ("repository", task.repo), ("text", _first_line(task.text, 200))]
@@ -54,6 +56,20 @@ def page(state: Any, notes: list[str]) -> str:
             f"`codeloop status {state.task_id} --patch` prints it",
         ]
     return "\n".join(lines)
+
+
+def _chain_rows(state: Any, continued_by: list[str]) -> list[tuple[str, str]]:
+    """Where the task stands in a chain of continuations: the task it continues (how that one
+    ended), the whole chain when longer, the tasks that continue it."""
+    rows: list[tuple[str, str]] = []
+    continuation = state.task.continuation
+    if continuation is not None:
+        rows.append(("continues", f"{continuation.parent_task_id} (which ended {continuation.ended})"))
+        if len(continuation.chain) > 1:
+            rows.append(("chain", " -> ".join([*continuation.chain, state.task_id])))
+    if continued_by:
+        rows.append(("continued by", ", ".join(continued_by)))
+    return rows
 
 
 def usage_line(usage: dict[str, Any]) -> str:

@@ -13,18 +13,26 @@ from typing import Annotated, Any
 
 import typer
 
-from codeloop.cli.common import fail, os_error_message, usage_error
+from codeloop.cli.common import fail, os_error_message, read_text_argument, usage_error
 from codeloop.cli.connection import Connection, JsonOpt, run_async
 from codeloop.cli.option_groups import with_option_groups
 from codeloop.cli.run import EXIT_CODES, refuse_unserved
-from codeloop.cli.task_options import McpConfigOpt, ModeOpt, RepoOpt, TaskArg, TaskFlags, build_task
+from codeloop.cli.task_options import McpConfigOpt, ModeOpt, TaskFlags, build_task
 from codeloop.config.task_options import TaskOptions
 
 
 @with_option_groups
 def submit(
-    task: TaskArg,
-    repo: RepoOpt,
+    task: Annotated[
+        str | None,
+        typer.Argument(
+            help="What to do, in words; @FILE for a file's text, - for stdin. With --continue: the "
+            "new instruction (optional)."
+        ),
+    ] = None,
+    repo: Annotated[
+        Path | None, typer.Option("--repo", help="Repository the task is about (not with --continue).")
+    ] = None,
     mode: ModeOpt = "read",
     *,
     # --pipeline after --task-id: where `submit --help` has always listed it
@@ -33,6 +41,14 @@ def submit(
         str | None, typer.Option("--task-id", help="Your own task id (resubmits are ignored).")
     ] = None,
     mcp_config: McpConfigOpt = None,
+    continues: Annotated[
+        str | None,
+        typer.Option(
+            "--continue",
+            help="Continue this ended task instead (`codeloop continue`, not followed): its patch, "
+            "plan and account, TASK as a new instruction; the repository and mode are its own.",
+        ),
+    ] = None,
     connection: Connection,
     as_json: JsonOpt = False,
 ) -> None:
@@ -43,6 +59,13 @@ def submit(
     from codeloop.config.serve_note import client_bus_config
     from codeloop.snapshots import capture_repository
 
+    if continues is not None:
+        _submit_continuation(continues, task, repo, options, task_id, connection, as_json=as_json)
+        return
+    if task is None or repo is None:
+        raise usage_error(
+            "submit needs the task's text and --repo (or --continue ID to continue an ended task)"
+        )
     payload = build_task(task, repo, mode=mode, options=options, task_id=task_id, mcp_config=mcp_config)
     payload = payload.model_copy(update={"interactive": False})
 
@@ -70,6 +93,56 @@ def submit(
             typer.echo(envelope.task_id)
 
     run_async(main)
+
+
+def _submit_continuation(
+    parent_id: str,
+    text: str | None,
+    repo: Path | None,
+    options: TaskOptions,
+    task_id: str | None,
+    connection: Connection,
+    *,
+    as_json: bool,
+) -> None:
+    """`submit --continue ID [TEXT]`: the continuation `codeloop continue` would run, submitted
+    and not followed; prints the new task's id.
+
+    Raises:
+        typer.Exit: (2) --repo given, no such task, a task still running, invalid options.
+    """
+    from bus.connection import open_bus
+    from bus.validation import MAX_TASK_TEXT_BYTES
+    from codeloop.cli.task_ids import checked_id, lookup_task
+    from codeloop.config.serve_note import client_bus_config
+    from codeloop.continuing import ContinueRefused, continue_task
+
+    if repo is not None:
+        raise usage_error("--continue keeps the repository of the task it continues: leave out --repo")
+    checked_id(parent_id)
+    instruction = (
+        read_text_argument(text, what="instruction", max_bytes=MAX_TASK_TEXT_BYTES)
+        if text is not None
+        else None
+    )
+
+    async def main() -> Any:
+        async with open_bus(client_bus_config(**connection)) as bus:
+            found = await lookup_task(bus, parent_id)
+            if found is None:
+                raise usage_error(f"no task {parent_id} to continue (`codeloop status` lists the tasks)")
+            try:
+                return await continue_task(
+                    bus, found.task_id, text=instruction, options=options, new_id=task_id
+                )
+            except ContinueRefused as exc:
+                raise usage_error(str(exc)) from None
+
+    continued = run_async(main)
+    if as_json:
+        typer.echo(json.dumps({"task_id": continued.task_id, "parent_task_id": continued.parent_task_id}))
+    else:
+        typer.echo(continued.task_id)
 
 
 @with_option_groups
@@ -136,7 +209,7 @@ def status(
 
     if patch and task_id is None:
         raise usage_error("--patch needs a task id: `codeloop status TASK_ID --patch`")
-    states, notes = run_async(lambda: _records(connection, task_id))
+    states, notes, children = run_async(lambda: _records(connection, task_id))
     if patch:
         _print_patch(states[0])
         return
@@ -152,15 +225,19 @@ def status(
                 typer.echo(f"{s.task_id}: {note}", err=True)
         return
     if task_id is not None:
-        typer.echo(page(states[0], notes.get(states[0].task_id, [])))
+        typer.echo(page(states[0], notes.get(states[0].task_id, []), continued_by=children))
         return
     width = shutil.get_terminal_size().columns
     typer.echo(listing(states, notes, tty=sys.stdout.isatty(), width=width))
 
 
-async def _records(connection: Connection, task_id: str | None) -> tuple[list[Any], dict[str, list[str]]]:
-    """The records `status` shows (one task's, or all) and, per unfinished task, why it makes no
-    progress: a confirmation waiting for a person, a message held unacknowledged, no live worker."""
+async def _records(
+    connection: Connection, task_id: str | None
+) -> tuple[list[Any], dict[str, list[str]], list[str]]:
+    """The records `status` shows (one task's, or all); per unfinished task, why it makes no
+    progress: a confirmation waiting for a person, a message held unacknowledged, no live worker;
+    and for one task, the tasks that continue it."""
+    from agents.continuing import continued_by
     from agents.messages import TERMINAL_STATUSES
     from agents.orchestrator.records import TaskRecords
     from bus.connection import open_bus
@@ -180,7 +257,10 @@ async def _records(connection: Connection, task_id: str | None) -> tuple[list[An
             states = [found.state]
         running = [s for s in states if s.status not in TERMINAL_STATUSES]
         unacked = await unacked_tasks(bus) if running else {}
-        return states, {s.task_id: await _notes(bus, s, unacked) for s in running}
+        children = []
+        if task_id is not None and states[0].status in TERMINAL_STATUSES:
+            children = continued_by(states[0].task_id, await (await TaskRecords.open(bus)).all())
+        return states, {s.task_id: await _notes(bus, s, unacked) for s in running}, children
 
 
 def _print_patch(state: Any) -> None:

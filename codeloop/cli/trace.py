@@ -49,6 +49,24 @@ async def read_task_events(bus: Any, task_id: str) -> list[Any]:
     return envelopes
 
 
+def chain_entry(state: Any, children: list[str]) -> Any:
+    """The task's place in its chain of continuations; None when it has none."""
+    from codeloop.observe.timeline import ChainEntry
+
+    continuation = state.task.continuation
+    if continuation is None and not children:
+        return None
+    if continuation is None:
+        return ChainEntry(continued_by=children)
+    return ChainEntry(
+        parent_task_id=continuation.parent_task_id,
+        parent_ended=continuation.ended,
+        ancestors=list(continuation.chain),
+        instruction=continuation.instruction,
+        continued_by=children,
+    )
+
+
 @with_option_groups
 def trace(
     task_id: Annotated[
@@ -62,7 +80,8 @@ def trace(
     as_json: JsonOpt = False,
 ) -> None:
     """Show a task's timeline: each role's steps with their model calls and tool calls (durations,
-    tokens, outcomes) and the plan's revisions, from the task's events."""
+    tokens, outcomes) and the plan's revisions, from the task's events; for a continued task, the
+    task it continues and the chain before it, and the tasks that continue it."""
     from bus.connection import open_bus
     from codeloop.cli.task_ids import checked_id, find_task
     from codeloop.config.serve_note import client_bus_config
@@ -71,13 +90,18 @@ def trace(
 
     checked_id(task_id)
 
-    async def main() -> tuple[str, list[Any], Any]:
+    async def main() -> tuple[str, list[Any], Any, list[str]]:
+        from agents.continuing import continued_by
+        from agents.orchestrator.records import TaskRecords
+
         config = client_bus_config(**connection)
         async with open_bus(config) as bus:
             found = await find_task(bus, task_id)
-            return found.task_id, await read_task_events(bus, found.task_id), found.state
+            events = await read_task_events(bus, found.task_id)
+            children = continued_by(found.task_id, await (await TaskRecords.open(bus)).all())
+            return found.task_id, events, found.state, children
 
-    full_id, envelopes, state = run_async(main)
+    full_id, envelopes, state, children = run_async(main)
     if not envelopes:
         raise fail(f"no events of task {full_id} yet (`codeloop status {full_id}` shows its record)")
     timeline = build_timeline(full_id, envelopes)
@@ -87,6 +111,7 @@ def trace(
             "models": state.task.models.model_dump(mode="json"),
             "budgets": state.task.budgets.model_dump(mode="json"),
         }
+        timeline.chain = chain_entry(state, children)
     if as_json:
         typer.echo(json.dumps(timeline.model_dump(mode="json")))
         return

@@ -7,7 +7,7 @@ from rich.markup import escape
 from rich.tree import Tree
 
 from bus.envelope import Envelope
-from codeloop.observe.timeline import StepEntry, Timeline
+from codeloop.observe.timeline import ChainEntry, StepEntry, Timeline
 
 ROLE_WIDTH = 12
 
@@ -87,6 +87,17 @@ def _configuration_branch(branch: Tree, configuration: dict[str, Any]) -> None:
     branch.add(", ".join(f"{k}={v}" for k, v in budgets.items() if v is not None))
 
 
+def _chain_lines(root: Tree, chain: ChainEntry) -> None:
+    if chain.parent_task_id is not None:
+        root.add(escape(f"continues task {chain.parent_task_id} (which ended {chain.parent_ended})"))
+        if len(chain.ancestors) > 1:
+            root.add(escape("chain: " + " -> ".join(chain.ancestors) + " -> this task"))
+        if chain.instruction:
+            root.add(escape(f"instruction: {_one_line(chain.instruction, 160)}"))
+    if chain.continued_by:
+        root.add(escape("continued by: " + ", ".join(chain.continued_by)))
+
+
 def timeline_tree(timeline: Timeline) -> Tree:
     """The timeline as a rich tree: the task, each step (role) with its calls, the plan's revisions."""
     duration = f", {timeline.duration_s:.2f} s" if timeline.duration_s is not None else ""
@@ -94,6 +105,8 @@ def timeline_tree(timeline: Timeline) -> Tree:
     root = Tree(
         f"[bold]task {timeline.task_id}[/] {timeline.status or '?'}{failure}{duration}  trace {timeline.trace_id}"
     )
+    if timeline.chain is not None:
+        _chain_lines(root, timeline.chain)
     for step in timeline.steps:
         _step_branch(root.add(_step_label(step)), step)
     if timeline.plans:

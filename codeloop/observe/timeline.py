@@ -83,6 +83,21 @@ class PlanRevisionEntry(_Model):
     """Why it replaced the previous plan; None for the first."""
 
 
+class ChainEntry(_Model):
+    """Where a task stands in a chain of continuations (`codeloop continue`)."""
+
+    parent_task_id: str | None = None
+    """The task it continues; None when it continues none."""
+    parent_ended: str | None = None
+    """How that task ended (`handed_off (budget.steps)`, `done`, ...)."""
+    ancestors: list[str] = []
+    """Every earlier task of the chain, oldest first, ending with the parent."""
+    instruction: str | None = None
+    """The instruction it was continued with; None: go on with the same task."""
+    continued_by: list[str] = []
+    """The tasks that continue it, oldest first."""
+
+
 class Timeline(_Model):
     task_id: str
     trace_id: str | None = None
@@ -101,6 +116,9 @@ class Timeline(_Model):
     configuration: dict[str, Any] | None = None
     """The task's effective configuration from its record: `mode`, `models` (every role's model,
     fallbacks, per-model settings), `budgets`; None when the record is gone."""
+    chain: ChainEntry | None = None
+    """The chain of continuations the task is part of; None when it continues none and none
+    continues it (or its record is gone)."""
 
 
 def build_timeline(task_id: str, envelopes: list[Envelope]) -> Timeline:

@@ -5,7 +5,8 @@ answers for the tasks submitted before:
 
 - a submission is checked (`check_submission`: its `TaskOptions` over the configuration), its
   tree captured as a snapshot, and it is published on `codeloop.task.submit` like `codeloop
-  submit` does;
+  submit` does; a continuation is built from the parent's record as `codeloop continue` builds
+  it (`codeloop.continuing.continuation_of`) and published the same way;
 - who submitted it is the key `owner.<principal hash>.<task_id>` in the task bucket, written
   before the task is published; a principal sees a task only if its own key exists, and lists
   its tasks by its key prefix;
@@ -44,10 +45,18 @@ from bus.records import read
 from codeloop.config.checks import check_submission as check_settings
 from codeloop.config.errors import ConfigError
 from codeloop.config.pipelines import PipelineConfigError, check_served, resolve_pipeline
-from codeloop.config.settings import load_settings
+from codeloop.config.settings import Settings
+from codeloop.config.task_builder import make_task, task_settings
 from codeloop.config.task_options import TaskOptions
+from codeloop.continuing import ContinueRefused, continuation_of
 from codeloop.snapshots import capture_repository
-from tool_servers.tasks.backend import OnProgress, Submission, SubmissionRefused, TooManyTasks
+from tool_servers.tasks.backend import (
+    OnProgress,
+    Submission,
+    SubmissionRefused,
+    TaskStillRunning,
+    TooManyTasks,
+)
 from tool_servers.tasks.views import PendingConfirmation, TaskView
 
 # Named as before the services package existed: logging configurations and filters name it.
@@ -63,7 +72,20 @@ _RECONNECT_CHECK_S = 2.0
 def check_submission(
     submission: Submission, *, credentials: bool = True
 ) -> tuple[ModelNames, Budgets, PipelineChoice | None, bool]:
-    """The submission's models, budgets, pipeline and whether it requires a verified patch, checked the way `codeloop run` checks them.
+    """The submission's models, budgets, pipeline and whether it requires a verified patch, checked
+    the way `codeloop run` checks them (`checked_submission`).
+
+    Raises:
+        SubmissionRefused: as `checked_submission`.
+    """
+    settings, pipeline = checked_submission(submission, credentials=credentials)
+    return settings.models, settings.budgets, pipeline, settings.verification.require == "passed"
+
+
+def checked_submission(
+    submission: Submission, *, credentials: bool = True
+) -> tuple[Settings, PipelineChoice | None]:
+    """The submission's settings and pipeline, checked the way `codeloop run` checks them.
 
     With `credentials=False` the model keys are not looked for in this process's environment: the
     workers on a remote bus hold them, and a model whose key they lack fails there, at its first
@@ -81,29 +103,22 @@ def check_submission(
     """
     options = TaskOptions.from_arguments(submission.options)
     try:
-        settings = load_settings(repo=submission.repo, flags=options.layer("argument"))
-        task = TaskSubmitted(
-            text=submission.text,
-            repo=str(submission.repo),
-            mode=submission.mode,
-            models=settings.models,
-            budgets=settings.budgets,
-        )
+        settings = task_settings(options, repo=submission.repo, naming="argument")
+        task = make_task(submission.text, submission.repo, settings=settings, mode=submission.mode)
         check_settings(task, settings=settings, credentials=credentials)
     except ConfigError as exc:
         message = str(exc)
         field = TaskOptions.named_in(message, "argument")
         raise SubmissionRefused(message, **({"field": field} if field else {})) from None
-    require = settings.verification.require == "passed"
     if options.pipeline is None:
-        return settings.models, settings.budgets, None, require
+        return settings, None
     try:
         pipeline = resolve_pipeline(
             options.pipeline, submission.repo, mode=submission.mode, settings=settings
         )
     except (PipelineError, PipelineConfigError) as exc:
         raise SubmissionRefused(f"pipeline: {exc}", field="pipeline") from None
-    return settings.models, settings.budgets, choice_of(pipeline), require
+    return settings, choice_of(pipeline)
 
 
 def _principal_key(principal: str) -> str:
@@ -154,16 +169,63 @@ class BusTasks:
 
     # TasksBackend
 
-    async def submit(self, submission: Submission) -> str:
-        models, budgets, pipeline, require = check_submission(submission, credentials=self.check_credentials)
-        running = [v for v in await self.list(submission.principal, status=None, limit=10_000) if not v.ended]
+    async def _refuse_over_cap(self, principal: str) -> None:
+        running = [v for v in await self.list(principal, status=None, limit=10_000) if not v.ended]
         if len(running) >= self.max_running:
             raise TooManyTasks(
-                f"{submission.principal} already has {len(running)} unfinished tasks (the cap is "
+                f"{principal} already has {len(running)} unfinished tasks (the cap is "
                 f"{self.max_running}); wait for one to end or cancel one, then submit again",
                 running=[v.task_id for v in running],
                 cap=self.max_running,
             )
+
+    async def _publish_owned(self, principal: str, task: TaskSubmitted) -> str:
+        """Write `principal`'s owner key for a new task id, then publish `task` under it."""
+        task_id = new_task_id()
+        owner = json.dumps({"principal": principal, "submitted_at": time.time()}).encode()
+        owner_key = self._owner_key(principal, task_id)
+        with nats_errors():
+            await self.kv.put(owner_key, owner)
+        try:
+            await submit_task(self.bus, task, task_id=task_id)
+        except BaseException:
+            # Not submitted: no owner record may claim a task that does not exist.
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await self.kv.delete(owner_key)
+            raise
+        return task_id
+
+    async def continue_task(
+        self, principal: str, task_id: str, *, text: str | None, options: dict[str, Any]
+    ) -> str | None:
+        if await self._submitted_at(principal, task_id) is None:
+            return None
+        parent = await self.records.get(task_id)
+        if parent is None:  # published, not yet taken by the orchestrator
+            raise TaskStillRunning(
+                f"task {task_id} has not started yet: wait for it to end (wait_task), then continue it",
+                task_id=task_id,
+                status="submitted",
+            )
+        try:
+            task = continuation_of(
+                parent,
+                text=text,
+                options=TaskOptions.from_arguments(options),
+                naming="argument",
+                credentials=self.check_credentials,
+            )
+        except ContinueRefused as exc:
+            refused = TaskStillRunning if exc.reason == "running" else SubmissionRefused
+            field = TaskOptions.named_in(str(exc), "argument")
+            details = {"field": field} if field else {}
+            raise refused(str(exc), task_id=task_id, status=parent.status, **details) from None
+        await self._refuse_over_cap(principal)
+        return await self._publish_owned(principal, task)
+
+    async def submit(self, submission: Submission) -> str:
+        settings, pipeline = checked_submission(submission, credentials=self.check_credentials)
+        await self._refuse_over_cap(submission.principal)
         if pipeline is not None:  # before the snapshot: a role nothing serves is refused at once
             try:
                 await check_served(
@@ -175,31 +237,16 @@ class BusTasks:
             snapshot = await capture_repository(self.bus, submission.repo)
         except WorkspaceError as exc:
             raise SubmissionRefused(f"cannot capture {submission.repo}: {exc}") from None
-        task = TaskSubmitted(
-            text=submission.text,
-            repo=str(submission.repo),
+        task = make_task(
+            submission.text,
+            submission.repo,
+            settings=settings,
             mode=submission.mode,
-            budgets=budgets,
-            models=models,
             snapshot=snapshot,
-            interactive=False,
             pipeline=pipeline,
-            require_verified=require,
             instructions=not TaskOptions.from_arguments(submission.options).no_instructions,
         )
-        task_id = new_task_id()
-        owner = json.dumps({"principal": submission.principal, "submitted_at": time.time()}).encode()
-        owner_key = self._owner_key(submission.principal, task_id)
-        with nats_errors():
-            await self.kv.put(owner_key, owner)
-        try:
-            await submit_task(self.bus, task, task_id=task_id)
-        except BaseException:
-            # Not submitted: no owner record may claim a task that does not exist.
-            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-                await self.kv.delete(owner_key)
-            raise
-        return task_id
+        return await self._publish_owned(submission.principal, task)
 
     async def get(self, principal: str, task_id: str) -> TaskView | None:
         submitted_at = await self._submitted_at(principal, task_id)
@@ -346,6 +393,7 @@ def _view_of(state: TaskState, submitted_at: float, pending: PendingConfirmation
         pending_confirmation=pending,
         waiting_for=state.waiting_for,
         result=result,
+        parent_task_id=state.task.continuation.parent_task_id if state.task.continuation else None,
     )
 
 

@@ -75,5 +75,10 @@ async def pipeline(tmp_path: Path) -> AsyncIterator[Callable]:
 
             run.bus = bus
             run.nats_url = note.nats_url
+            # the embedded server's generated credentials, for the command-line clients of a test
+            run.auth_env = {
+                "CODELOOP_NATS_USER": client_config.user or "",
+                "CODELOOP_NATS_PASSWORD": client_config.password or "",
+            }
             yield run
         stop.set()

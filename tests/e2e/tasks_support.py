@@ -15,7 +15,16 @@ from tests.processes import stop_process
 from tests.tool_servers.ts_helpers import CODELOOP
 
 TASKS_MODEL = f"function:{Path(__file__).with_name('tasks_scripted.py')}"
-TOOLS = {"submit_task", "get_task", "wait_task", "cancel_task", "list_tasks", "answer_confirmation"}
+TOOLS = {
+    "submit_task",
+    "continue_task",
+    "get_task",
+    "wait_task",
+    "cancel_task",
+    "list_tasks",
+    "answer_confirmation",
+}
+"""The tools any grant lists; an `execute` grant also lists `verify_patch`."""
 
 
 def tasks_server(root: Path, home: Path, scopes: str) -> StdioServerParameters:

@@ -53,6 +53,10 @@ class TooManyTasks(SubmissionRefused):
     """The principal already has its cap of unfinished tasks; nothing was submitted."""
 
 
+class TaskStillRunning(SubmissionRefused):
+    """The task to continue has not ended; nothing was submitted."""
+
+
 class TasksBackend(Protocol):
     task_options: type[BaseModel]
     """The options a submission may carry beyond task, repo and mode: each field (all optional)
@@ -63,6 +67,20 @@ class TasksBackend(Protocol):
 
         Raises:
             SubmissionRefused: see the class; `TooManyTasks` for the per-principal cap.
+        """
+        ...
+
+    async def continue_task(
+        self, principal: str, task_id: str, *, text: str | None, options: dict[str, Any]
+    ) -> str | None:
+        """Submit a task that goes on from the principal's ended task `task_id` (its patch, plan
+        and an account of it, with `text` as a new instruction and `options` as the new task's
+        budgets and models); return the new task's id, or None when `task_id` is not the
+        principal's.
+
+        Raises:
+            SubmissionRefused: invalid options; `TaskStillRunning` when the task has not ended;
+                `TooManyTasks` for the per-principal cap.
         """
         ...
 

@@ -1,15 +1,19 @@
 """The `tasks` MCP server: an MCP client submits a coding task, follows it, answers it, cancels it.
 
-Six tools behind the tool protocol's gate (scopes, validation, trace ids, audit), all of scope
+Seven tools behind the tool protocol's gate (scopes, validation, trace ids, audit), all of scope
 `read`, because what a task may do is bounded by its mode and the mode by the grant:
 
     submit_task   read-mode tasks with `read`; write mode needs `write`, execute mode `execute`
+    continue_task an ended task goes on as a new task linked to it (the same scopes as its mode)
     get_task      the task view (status, stage, step, tokens, pending confirmation, result)
     wait_task     blocks until the task ends or its timeout passes; progress notifications on
                   every event when the client sent a progress token
     cancel_task   the task ends `cancelled`
     list_tasks    the caller's own tasks
     answer_confirmation   approve or refuse a high-risk tool call inside the task
+
+and, when the server is built with a verifier, `verify_patch` (scope `execute`: it runs the
+repository's tests) to judge a patch from anywhere (`tool_servers.tasks.verify`),
 
 and the resource `codeloop://tasks/{task_id}` (the view as JSON), announced to
 `subscriptions/listen` streams (2026-07-28) and to `resources/subscribe` subscribers (2025-11-25)
@@ -43,11 +47,19 @@ from tool_servers.protocol.gate import caller
 from tool_servers.protocol.scopes import Scope, format_scopes
 from tool_servers.protocol.sdk import build_server, current_reply, current_request
 from tool_servers.protocol.spec import CallContext, ServerOptions, ToolSpec, read_tool
-from tool_servers.tasks.backend import Submission, SubmissionRefused, TasksBackend, TooManyTasks
+from tool_servers.tasks.backend import (
+    Submission,
+    SubmissionRefused,
+    TasksBackend,
+    TaskStillRunning,
+    TooManyTasks,
+)
 from tool_servers.tasks.mcp_tasks import TasksExtension
+from tool_servers.tasks.verify import PatchVerifier, verify_patch_tool
 from tool_servers.tasks.views import (
     AnswerConfirmationArgs,
     Answered,
+    ContinueTaskArgs,
     ListTasksArgs,
     SubmitTaskArgs,
     Submitted,
@@ -55,6 +67,7 @@ from tool_servers.tasks.views import (
     TaskList,
     TaskView,
     WaitTaskArgs,
+    continue_task_args,
     submit_task_args,
 )
 
@@ -101,6 +114,30 @@ class TaskTools:
         except SubmissionRefused as exc:
             raise InvalidArguments(str(exc), **exc.details) from None
         return Submitted(task_id=task_id, status="submitted")
+
+    async def continue_(self, args: ContinueTaskArgs, call: CallContext) -> Submitted:
+        parent = _found(await self.backend.get(call.principal, args.task_id), args.task_id)
+        needed = MODE_SCOPES[parent.mode or "read"]
+        if needed not in call.scopes:
+            raise PermissionDenied(
+                f"task {args.task_id} runs in mode {parent.mode!r}, which needs the '{needed.value}' "
+                f"scope; {call.principal} was granted {format_scopes(call.scopes)}; nothing was submitted.",
+                missing_scope=needed.value,
+                granted=sorted(s.value for s in call.scopes),
+            )
+        if args.text is not None and not args.text.strip():
+            raise InvalidArguments("text is blank: leave it out or say what to do now", field="text")
+        try:
+            task_id = await self.backend.continue_task(
+                call.principal, args.task_id, text=args.text, options=args.task_options()
+            )
+        except (TooManyTasks, TaskStillRunning) as exc:
+            raise Conflict(str(exc), **exc.details) from None
+        except SubmissionRefused as exc:
+            raise InvalidArguments(str(exc), **exc.details) from None
+        if task_id is None:
+            raise _not_found(args.task_id)
+        return Submitted(task_id=task_id, status="submitted", parent_task_id=args.task_id)
 
     async def get(self, args: TaskIdArgs, call: CallContext) -> TaskView:
         return _found(await self.backend.get(call.principal, args.task_id), args.task_id)
@@ -185,6 +222,20 @@ def task_tools(tools: TaskTools) -> list[ToolSpec]:
             read_only=False,
             idempotent=False,
         ),
+        ToolSpec(
+            name="continue_task",
+            description="Continue one of your ended tasks (handed_off, failed, cancelled or done) as a "
+            "new task linked to it: the same starting tree, its patch as the starting point, its plan, "
+            "an account of what it tried and what the verifier said, and `text` as a new instruction; "
+            "fresh budgets unless given. The new task's patch is the combined patch against the "
+            "original tree. Returns the new task's id at once; follow it with wait_task.",
+            scope=Scope.READ,
+            input_model=continue_task_args(tools.backend.task_options),
+            output_model=Submitted,
+            handler=tools.continue_,
+            read_only=False,
+            idempotent=False,
+        ),
         read_tool(
             "get_task",
             "The task's view: status, stage, step, tokens, elapsed time, a pending "
@@ -239,9 +290,13 @@ def task_tools(tools: TaskTools) -> list[ToolSpec]:
     ]
 
 
-def build_tasks_server(root: Path, options: ServerOptions, backend: TasksBackend) -> MCPServer[Any]:
-    """The `tasks` MCP server over `backend`, confined to `root`."""
+def build_tasks_server(
+    root: Path, options: ServerOptions, backend: TasksBackend, *, verifier: PatchVerifier | None = None
+) -> MCPServer[Any]:
+    """The `tasks` MCP server over `backend`, confined to `root`; with `verifier`, also the
+    `verify_patch` tool (`tool_servers.tasks.verify`)."""
     tools = TaskTools(Root(root), backend)
+    specs = task_tools(tools) + ([verify_patch_tool(tools.root, verifier)] if verifier is not None else [])
     subscriptions = InMemorySubscriptionBus()
 
     legacy = LegacySubscribers()
@@ -255,7 +310,7 @@ def build_tasks_server(root: Path, options: ServerOptions, backend: TasksBackend
 
     server = build_server(
         "tasks",
-        task_tools(tools),
+        specs,
         options,
         instructions="Submit coding tasks about repositories under the root and follow them to their "
         "patch or answer: submit_task, then wait_task until the view has a result.",

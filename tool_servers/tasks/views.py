@@ -63,6 +63,42 @@ class TaskIdArgs(BaseModel):
     """The id `submit_task` returned."""
 
 
+class ContinueTaskArgs(TaskIdArgs):
+    """What `continue_task` takes: the ended task, a new instruction, and the new task's budgets
+    and models (`continue_task_args` adds the backend's task options but the pipeline)."""
+
+    task_id: str = Field(min_length=1, max_length=128)
+    """The ended task to continue (`handed_off`, `failed`, `cancelled`, `done`): one of yours."""
+    text: str | None = Field(default=None, max_length=MAX_TASK_TEXT_CHARS)
+    """A new instruction, in words ("also handle the empty list"); None: go on with the same task."""
+
+    def task_options(self) -> dict[str, Any]:
+        """The task options given (the fields beyond task_id and text that are not None)."""
+        return {
+            name: value
+            for name, value in self
+            if name not in ContinueTaskArgs.model_fields and value is not None
+        }
+
+
+CONTINUE_KEEPS = frozenset({"pipeline"})
+"""Task options a continued task takes from the task it continues, never from the caller."""
+
+
+def continue_task_args(task_options: type[BaseModel]) -> type[ContinueTaskArgs]:
+    """`continue_task`'s input model: `ContinueTaskArgs`, then the fields of `task_options` but
+    those the continued task keeps (`CONTINUE_KEEPS`)."""
+    fields: dict[str, Any] = {
+        name: (info.annotation, info)
+        for name, info in task_options.model_fields.items()
+        if name not in CONTINUE_KEEPS
+    }
+    clash = set(fields) & set(ContinueTaskArgs.model_fields)
+    if clash:
+        raise ValueError(f"task options may not redefine {', '.join(sorted(clash))}")
+    return create_model("ContinueTaskArgs", __base__=ContinueTaskArgs, **fields)
+
+
 class WaitTaskArgs(TaskIdArgs):
     timeout_s: float = Field(default=60.0, ge=0, le=MAX_WAIT_S)
     """How long to wait for the task's end; when it passes, the view is returned as it is (not
@@ -124,6 +160,8 @@ class TaskView(BaseModel):
     """A role of the task's pipeline that no live worker serves: the task waits for one."""
     result: dict[str, Any] | None = None
     """The `codeloop run --json` object once the task ended; None until then."""
+    parent_task_id: str | None = None
+    """The task this one continues (`continue_task`); None for a task that continues none."""
 
     @property
     def ended(self) -> bool:
@@ -140,6 +178,8 @@ class Submitted(BaseModel):
     task ended: how it ended)."""
     task: TaskView | None = None
     """Only in the final result of a `submit_task` run as an MCP task: the task's last view."""
+    parent_task_id: str | None = None
+    """From `continue_task`: the task the new one continues."""
 
 
 class TaskList(BaseModel):

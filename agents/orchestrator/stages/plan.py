@@ -7,17 +7,24 @@ from agents.orchestrator.stages.kind import Advance, At, StageKind, step_budget,
 
 def _request(state: TaskState, at: At) -> PlanRequest:
     revising = state.plan is not None
+    # A continued task's first plan revises its parent's (the account reaches the planner in the
+    # task's `continuation`, not as feedback: the parent may have ended done).
+    inherited = state.task.continuation.plan if state.task.continuation else None
     return PlanRequest(
         step_id=at.step_id,
         task=state.task,
         budget=step_budget(state),
-        previous=state.plan if revising else None,
+        previous=state.plan if revising else inherited,
         feedback=verifier_feedback(state) if revising else None,
     )
 
 
 def _react(state: TaskState, result: PlanResult, at: At) -> Advance:
     history = list(state.plan_history)
+    continuation = state.task.continuation
+    if state.plan is None and continuation is not None and continuation.plan is not None:
+        reason = result.plan.revision_reason or f"continued from task {continuation.parent_task_id}"
+        history.append(PlanRevision(plan=continuation.plan, reason=reason, at_step=0))
     if state.plan is not None:  # a revision: keep the replaced plan with the new one's reason
         history.append(
             PlanRevision(
