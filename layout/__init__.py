@@ -18,6 +18,8 @@ The home: `$CODELOOP_HOME`, default `~/.codeloop/`
     serve.json              what a running `codeloop serve` noted (NATS URL, tool server URLs)
     mcp-tokens              the hosted tool servers' bearer token (mode 0600, new at every start)
     mcp-audit.jsonl         their audit log; mcp-audit-stdio.jsonl for `--tools-stdio` servers
+    user-mcp-audit.jsonl    the audit log of every call of the user's own MCP servers
+    logs/mcp-servers/       the user's stdio MCP servers' stderr, one NAME.log each
     nats/                   the embedded NATS server's store
     work/                   scratch directories, one per task step
     patches/<task id>.patch a patch `codeloop run --apply` did not apply, kept for the user
@@ -47,6 +49,9 @@ MCP_AUDIT = "mcp-audit.jsonl"
 MCP_AUDIT_STDIO = "mcp-audit-stdio.jsonl"
 WORKSPACES_AUDIT = "workspaces-audit.jsonl"
 """The workspace service's audit log of every tool call made through it (`serve --workspaces`)."""
+USER_MCP_AUDIT = "user-mcp-audit.jsonl"
+"""The audit log of every call the roles make to the user's own MCP servers (`tool_servers.relay`)."""
+USER_MCP_LOGS = "logs/mcp-servers"
 NATS_DIR = "nats"
 WORK_DIR = "work"
 PATCHES_DIR = "patches"

@@ -16,6 +16,7 @@ What lives where:
     steps.py         one step: `StepRequest` (the base of every request: its `step_id` and the whole
                      task) and `StepResult`, the request and result of each built-in stage kind,
                      `StepFailed`
+    mcp_servers.py   the user's own MCP servers as a task carries them (`McpServer`)
     plan.py          the planner's `Plan` and its `PlanStep`s
     continuation.py  what a task continuing an ended one inherits from it (`Continuation`)
     record.py        the task record in the KV bucket (`TaskState`)
@@ -31,6 +32,7 @@ contract other-language workers rely on (docs/bus-contract.md).
 """
 
 from agents.messages.continuation import Continuation
+from agents.messages.mcp_servers import McpServer
 from agents.messages.plan import Plan, PlanStep
 from agents.messages.record import PlanRevision, QuotaAllowance, TaskState
 from agents.messages.selection import Attempt, Selection, SelectRequest, SelectResult
@@ -111,6 +113,7 @@ register_payloads(
 __all__ = [
     "MAX_ATTEMPTS",
     "Approval",
+    "McpServer",
     "Attempt",
     "BUILTIN_MODEL_ROLES",
     "LLM_ROLES",

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from agents.messages.continuation import Continuation
+from agents.messages.mcp_servers import McpServer
 from agents.messages.verification import EnvironmentUse, Failure
 from agents.workspace.snapshot import SnapshotRef
 from bus.messages import Message
@@ -48,6 +49,8 @@ MAX_TASK_TEXT = 96 * 1024
 NATS message is capped at 1 MiB by default."""
 
 
+MAX_USER_INSTRUCTIONS = 64 * 1024
+"""Characters of the user's own instructions file a submission carries."""
 MAX_ATTEMPTS = 10
 """Most candidates one task may ask for (`budgets.attempts`)."""
 
@@ -193,6 +196,13 @@ class TaskSubmitted(Message):
     require_verified: bool = False
     """A patch whose verification is `unverified` (no test executes the changed code) ends the task
     `handed_off` with `verify.unverified` instead of `done` (`--require-verified`)."""
+    instructions: bool = True
+    """Give the roles the project's instructions (`AGENTS.md` files, `agents.instructions`);
+    False with `--no-instructions`."""
+    user_instructions: str | None = Field(default=None, max_length=MAX_USER_INSTRUCTIONS)
+    """The user's own `AGENTS.md` (from the user configuration directory), read at submission."""
+    mcp_servers: list[McpServer] = Field(default=[], max_length=32)
+    """The user's MCP servers whose tools the coder is offered (`agents.messages.mcp_servers`)."""
     continuation: Continuation | None = None
     """Set when the task continues an ended one (`codeloop continue`): the parent, its patch (the
     workspace's starting point), its plan, an account of it and the new instruction; None for a

@@ -50,6 +50,7 @@ _ERROR_TYPES = (
     "conflict",
     "timeout",
     "sandbox_error",
+    "unavailable",
     "internal_error",
 )
 
@@ -57,6 +58,16 @@ _CONTROL_FLOW = (SkipToolExecution, CallDeferred, ApprovalRequired)
 SERVER_OF: dict[str, str] = {}
 """Tool name -> server name, learnt by `ObservedTools` as the servers answer calls (the tool
 names of codeloop's servers are unique across them)."""
+
+
+def server_of(tool: str) -> str:
+    """The server a tool of the coder's run belongs to: learnt, or the `NAME` of a user server's
+    `NAME__TOOL`."""
+    known = SERVER_OF.get(tool)
+    if known is not None:
+        return known
+    name, sep, _ = tool.partition("__")
+    return name if sep and name else "unknown"
 
 
 def summarize_arguments(args: Any) -> dict[str, Any]:
@@ -132,7 +143,7 @@ def tool_call_observer(bus: Bus) -> Callable[[RunInfo], Hooks]:
             except Exception as exc:
                 outcome, kind = outcome_of_error(str(exc))
                 data = tool_call_data(
-                    server=SERVER_OF.get(call.tool_name, "unknown"),
+                    server=server_of(call.tool_name),
                     tool=call.tool_name,
                     args=args,
                     outcome=outcome,
@@ -144,7 +155,7 @@ def tool_call_observer(bus: Bus) -> Callable[[RunInfo], Hooks]:
                 await _emit(bus, step, data)
                 raise
             data = tool_call_data(
-                server=SERVER_OF.get(call.tool_name, "unknown"),
+                server=server_of(call.tool_name),
                 tool=call.tool_name,
                 args=args,
                 outcome="ok",

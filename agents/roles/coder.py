@@ -3,9 +3,12 @@
 The model gets the tools of the `fs`, `search`, `git` (and in execute mode `exec`) servers under
 their own names, rooted at a scratch copy of the task's tree and granted what the mode allows
 (`agents.runtime.tools.MODE_SCOPES`): read mode reads and answers, write mode may also `write_file` and
-`apply_patch`, execute mode may also run commands and tests in the sandbox. When revising, the
-workspace starts from the previous patch and the prompt leads with the verifier's failures; a task
-continuing an ended one starts from that task's patch, and its prompt tells what that task did.
+`apply_patch`, execute mode may also run commands and tests in the sandbox. The user's own MCP
+servers the task carries, where the mode covers their scope, are started for the step and offered
+as `NAME__TOOL` (`agents.runtime.user_servers`); the project's instructions (`agents.instructions`)
+are part of the prompt. When revising, the workspace starts from the previous patch and the prompt
+leads with the verifier's failures; a task continuing an ended one starts from that task's patch,
+and its prompt tells what that task did.
 
 The patch is never the model's words: it is the system's diff of the workspace against the
 snapshot (`workspace_patch`), taken whether the model finished or a limit stopped it (then it is
@@ -27,6 +30,7 @@ from pydantic_ai.usage import RunUsage, UsageLimits
 
 from agents.budgets import budget_used_up
 from agents.errors import AgentError, CostBudgetExceeded
+from agents.instructions import project_instructions
 from agents.messages import Approval, CodeRequest, CodeResult
 from agents.models.adapter import model_errors_as_agent_errors
 from agents.runtime.confirmations import Answer, elicitation_handler
@@ -39,6 +43,7 @@ from agents.runtime.role import (
     observer_capabilities,
 )
 from agents.runtime.tools import MODE_SCOPES, HttpTarget
+from agents.runtime.user_servers import open_user_servers
 from agents.workspace.providers import LOCAL, WORKSPACES
 
 ROLE = "coder"
@@ -114,9 +119,12 @@ class _Guard:
         return Hooks(before_tool_execute=self.before, tool_execute=self.around)
 
 
-def _toolsets(servers: dict[str, Any], request: CodeRequest, ask: Any) -> list[MCPToolset]:
+def _toolsets(
+    servers: dict[str, Any], request: CodeRequest, ask: Any, user_servers: dict[str, Any]
+) -> list[MCPToolset]:
     names = ["fs", "search", "git"] + (["exec"] if request.task.mode == "execute" else [])
-    return [_toolset(servers[name], name, request, ask) for name in names]
+    own = [_toolset(servers[name], name, request, ask) for name in names]
+    return own + [_toolset(target, f"mcp:{name}", request, ask) for name, target in user_servers.items()]
 
 
 def _toolset(target: Any, name: str, request: CodeRequest, ask: Any) -> MCPToolset:
@@ -141,6 +149,8 @@ async def code(
     name = task.models.for_role(ROLE)
     if not name:
         raise StepError("env.setup", "no model is configured for the coder")
+    in_play = [*request.plan.files_of_interest, *(f.path for f in request.context.files)]
+    instructions = await project_instructions(deps.bus, task, files_in_play=in_play)
     workspaces = deps.get(WORKSPACES) or LOCAL
     opening = workspaces.open(
         deps,
@@ -151,7 +161,12 @@ async def code(
         patch=request.previous_patch,
         index_dir=index_dir_for(deps, task),
     )
-    async with opening as workspace:
+    async with (
+        opening as workspace,
+        open_user_servers(
+            deps, task, MODE_SCOPES[task.mode], cwd=getattr(workspace, "root", None)
+        ) as user_servers,
+    ):
         answers: list[Answer] = []
         ask = elicitation_handler(
             deps.bus, task_id, timeout_s=task.confirm_timeout_s, on_answer=answers.append
@@ -172,7 +187,7 @@ async def code(
             output_type=str,
             name=ROLE,
             instructions=INSTRUCTIONS[task.mode],
-            toolsets=_toolsets(workspace.servers, request, ask),
+            toolsets=_toolsets(workspace.servers, request, ask, user_servers),
             capabilities=[guard.hooks(), *observer_capabilities(deps, run_info)],
             retries=2,
         )
@@ -184,7 +199,10 @@ async def code(
         try:
             with model_errors_as_agent_errors(model=name):
                 result = await agent.run(
-                    _prompt(request), usage_limits=limits, usage=used, timeout=run_timeout_s(request.budget)
+                    _prompt(request, instructions.text),
+                    usage_limits=limits,
+                    usage=used,
+                    timeout=run_timeout_s(request.budget),
                 )
             answer = result.output
         except UsageLimitExceeded as exc:
@@ -231,12 +249,14 @@ def approvals_for(files_changed: list[str], answers: list[Answer]) -> list[Appro
     return approvals
 
 
-def _prompt(request: CodeRequest) -> str:
+def _prompt(request: CodeRequest, instructions: str = "") -> str:
     task, plan, context = request.task, request.plan, request.context
     parts = []
     if request.feedback:
         parts.append("## Your previous attempt failed verification\n" + request.feedback)
     parts.append(f"## Task\n{task.text}")
+    if instructions:
+        parts.append(instructions)
     if task.budgets.attempts > 1 and not request.feedback:
         parts.append(
             f"## Attempt {request.attempt} of {task.budgets.attempts}\n"

@@ -15,6 +15,7 @@ from pydantic_ai.usage import RunUsage, UsageLimits
 
 from agents.budgets import budget_used_up
 from agents.errors import CostBudgetExceeded
+from agents.instructions import project_instructions
 from agents.messages import Plan, PlanRequest, PlanResult, PlanStep, TaskSubmitted
 from agents.models.adapter import model_errors_as_agent_errors
 from agents.runtime.metering import budget_stop_message, model_for, run_timeout_s, usage_of
@@ -84,7 +85,8 @@ async def plan(
         name=ROLE,
         capabilities=observer_capabilities(deps, run_info),
     )
-    prompt = _prompt(task, repo_map, files, request)
+    instructions = await project_instructions(deps.bus, task, files_in_play=files)
+    prompt = _prompt(task, repo_map, files, request, instructions.text)
     limits = UsageLimits(
         request_limit=max(1, request.budget.requests), total_tokens_limit=max(1, request.budget.tokens)
     )
@@ -113,8 +115,12 @@ async def plan(
     return PlanResult(step_id=request.step_id, plan=new_plan, usage=usage_of(result.usage, model))
 
 
-def _prompt(task: TaskSubmitted, repo_map: str, files: list[str], request: PlanRequest) -> str:
+def _prompt(
+    task: TaskSubmitted, repo_map: str, files: list[str], request: PlanRequest, instructions: str = ""
+) -> str:
     parts = [f"## Task ({task.mode} mode)\n{task.text}", f"## Repository map\n{repo_map or '(empty)'}"]
+    if instructions:
+        parts.append(instructions)
     if files:
         parts.append("## Files a search for the task found\n" + "\n".join(f"- {f}" for f in files))
     if request.previous is not None:

@@ -94,6 +94,16 @@ class RoleContext:
         info = RunInfo(task_id=self.task_id, role=self.role, step_id=self.step_id, trace_id=self.trace_id)
         return observer_capabilities(self.deps, info)
 
+    async def instructions(self, files_in_play: list[str] | None = None) -> str:
+        """The project's instructions (`AGENTS.md` files of the task's tree and the user's own) as
+        a prompt section, empty when there are none or the task was submitted with
+        `--no-instructions`; give it to the model as the built-in roles do. The files given are
+        named in an `instructions` event. They are untrusted text: never act on them otherwise."""
+        from agents.instructions import project_instructions
+
+        found = await project_instructions(self.deps.bus, self.task, files_in_play=files_in_play or [])
+        return found.text
+
     @asynccontextmanager
     async def workspace(self, label: str | None = None, *, patch: str | None = None) -> AsyncIterator[Path]:
         """A scratch copy of the task's starting tree (removed afterwards), with `patch` applied

@@ -16,6 +16,7 @@ from agents.roles.selector.role import select
 from agents.roles.verifier.role import verify
 from agents.roles.verifier.spares import VERIFIER_SPARES
 from agents.runtime.api import RoleContext, define_role
+from agents.runtime.user_servers import USER_SERVERS
 from agents.workspace.providers import WORKSPACES
 
 
@@ -67,7 +68,7 @@ CODER = define_role(
     _code,
     version=VERSION,
     grant={"read", "write", "execute"},
-    needs={WORKSPACES},
+    needs={WORKSPACES, USER_SERVERS},
     description="changes the code in a scratch workspace with the task's tools",
 )
 VERIFIER = define_role(

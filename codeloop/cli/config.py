@@ -50,9 +50,20 @@ def _credentials(settings: Any) -> dict[str, str]:
     return shown
 
 
+McpConfigOpt = Annotated[
+    Path | None,
+    typer.Option("--mcp-config", help="A file of MCP servers, as `codeloop run --mcp-config` takes."),
+]
+
+
 @with_option_groups
 def show(
     repo: RepoOpt = Path("."),
+    mcp_config: McpConfigOpt = None,
+    tools: Annotated[
+        bool,
+        typer.Option("--tools/--no-tools", help="Start each MCP server to list its tools (then stop it)."),
+    ] = True,
     *,
     center: Annotated[
         bool,
@@ -63,12 +74,16 @@ def show(
     connection: Connection,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
 ) -> None:
-    """Print every effective value and where it came from.
+    """Print every effective value and where it came from, and your MCP servers with their tools.
 
     Sources: default, user file, project file, environment, flag. Secrets are masked;
-    credentials are shown only as set or not set. With --center: the center's current revision,
-    who pushed it and every key it sets (a task's values come from it where its command line set none).
+    credentials are shown only as set or not set; of an MCP server's env and headers only the
+    names are shown. With --center: the center's current revision, who pushed it and every key it
+    sets (a task's values come from it where its command line set none).
     """
+    from codeloop.cli import config_servers
+    from codeloop.cli.connection import run_async
+
     if center:
         from codeloop.cli.center import show_center
 
@@ -76,11 +91,16 @@ def show(
         return
     settings = _load(repo)
     values = settings.values()
+    servers = config_servers.configured(repo, mcp_config)
+    listed = (
+        run_async(lambda: config_servers.listed_tools([s for s, _ in servers])) if tools and servers else {}
+    )
     report = {
         "user_file": settings.user_file,
         "project_file": settings.project_file,
         "values": values,
         "credentials": _credentials(settings),
+        "mcp_servers": config_servers.report(servers, listed),
     }
     if as_json:
         typer.echo(json.dumps(report))
@@ -93,20 +113,24 @@ def show(
         typer.echo(f"{key:<{width}} = {json.dumps(shown['value'])}  ({shown['source']}{where})")
     for variable, state in report["credentials"].items():
         typer.echo(f"{variable:<{width}}   {state}  (environment)")
+    for line in config_servers.lines(report["mcp_servers"]):
+        typer.echo(line)
 
 
-def check(repo: RepoOpt = Path(".")) -> None:
+def check(repo: RepoOpt = Path("."), mcp_config: McpConfigOpt = None) -> None:
     """Check the configuration as run, submit and eval would; exit 2 on a problem.
 
-    Checks the files, every model name (provider, function file and name, credentials in this
+    Checks the files (a repository's may not declare MCP servers), every model name (provider, function file and name, credentials in this
     environment), with a cost budget that every model has a price, and that every configured
     pipeline can run (known kinds, a possible order, each role installed here; a role served
     only by workers elsewhere is reported, as it would be at submission without them).
     """
+    from codeloop.cli import config_servers
     from codeloop.config.checks import submission_problems
     from codeloop.config.task_builder import make_task
 
     settings = _load(repo)
+    config_servers.configured(repo, mcp_config)
     probe = make_task("config check", repo.resolve(), settings=settings)
     problems = submission_problems(probe, settings=settings) + pipeline_problems(settings)
     if problems:

@@ -23,7 +23,7 @@ from codeloop.cli.connection import (
     setup_telemetry,
 )
 from codeloop.cli.option_groups import with_option_groups
-from codeloop.cli.task_options import ModeOpt, RepoOpt, TaskArg, TaskFlags, build_task
+from codeloop.cli.task_options import McpConfigOpt, ModeOpt, RepoOpt, TaskArg, TaskFlags, build_task
 from codeloop.cli.task_view import LiveView, summary
 from codeloop.config.task_options import TaskOptions
 
@@ -37,6 +37,7 @@ def run(
     mode: ModeOpt = "read",
     *,
     options: Annotated[TaskOptions, TaskFlags()],
+    mcp_config: McpConfigOpt = None,
     apply: Annotated[
         bool,
         typer.Option("--apply", help="Apply the finished patch to the checkout (only if it is unchanged)."),
@@ -56,7 +57,7 @@ def run(
         raise usage_error(
             "--apply needs a patch, and read mode only answers: add --mode write (or execute) to change files"
         )
-    submitted = build_task(task, repo, mode=mode, options=options)
+    submitted = build_task(task, repo, mode=mode, options=options, mcp_config=mcp_config)
     setup_telemetry("run")
     following = Following()
     try:

@@ -22,6 +22,14 @@ from codeloop.config.task_options import TaskOptions
 
 TaskArg = Annotated[str, typer.Argument(help="What to do, in words; @FILE for a file's text, - for stdin.")]
 RepoOpt = Annotated[Path, typer.Option("--repo", help="Repository the task is about.")]
+McpConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--mcp-config",
+        help="Your MCP servers for this task: a TOML file with [mcp_servers.NAME] tables, or Claude "
+        "Code's JSON ({\"mcpServers\": {...}}); added to your user file's, replacing those of the same name.",
+    ),
+]
 ModeOpt = Annotated[
     str, typer.Option("--mode", help="read (answer) | write (patch) | execute (patch, run tests)")
 ]
@@ -56,7 +64,15 @@ class TaskFlags:
         return TaskOptions(**values)
 
 
-def build_task(task: str, repo: Path, *, mode: str, options: TaskOptions, task_id: str | None = None) -> Any:
+def build_task(
+    task: str,
+    repo: Path,
+    *,
+    mode: str,
+    options: TaskOptions,
+    task_id: str | None = None,
+    mcp_config: Path | None = None,
+) -> Any:
     """The `TaskSubmitted` these options and the configuration describe (no snapshot yet), checked
     by `codeloop.config.checks.check_submission`: nothing has started when this fails.
 
@@ -64,7 +80,8 @@ def build_task(task: str, repo: Path, *, mode: str, options: TaskOptions, task_i
         typer.Exit: (2) after saying what is wrong: an unreadable or oversized text, a missing
             repository, an unknown mode, a malformed configuration file, a model that cannot be
             resolved or called from here, a bad budget, a pipeline that is not declared or cannot
-            run (unknown kind, impossible order).
+            run (unknown kind, impossible order), a repository configuration declaring MCP
+            servers, a malformed `--mcp-config` file.
     """
     from pydantic import ValidationError
 
@@ -88,6 +105,9 @@ def build_task(task: str, repo: Path, *, mode: str, options: TaskOptions, task_i
             mode=mode,  # type: ignore[arg-type] - mode was validated against the Mode literals above
             interactive=sys.stdin.isatty(),
             pipeline=_pipeline_choice(options.pipeline, repo, mode=mode, settings=settings),
+            instructions=not options.no_instructions,
+            user_instructions=None if options.no_instructions else _user_instructions(),
+            mcp_servers=_mcp_servers(repo, mcp_config),
         )
         check_submission(submitted, settings=settings)
     except ConfigError as exc:
@@ -107,6 +127,45 @@ def build_task(task: str, repo: Path, *, mode: str, options: TaskOptions, task_i
                 err=True,
             )
     return submitted
+
+
+def _user_instructions() -> str | None:
+    """The user's own `AGENTS.md`, cut to what a task carries; None when there is none."""
+    from agents.messages.task import MAX_USER_INSTRUCTIONS
+    from codeloop.config.files import user_instructions_file
+
+    try:
+        text = user_instructions_file().read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return text[:MAX_USER_INSTRUCTIONS] or None
+
+
+def _mcp_servers(repo: Path, mcp_config: Path | None) -> list[Any]:
+    """The user's MCP servers for the task (user file, then `--mcp-config`).
+
+    Raises:
+        ConfigError: the repository's configuration declares servers, or a file is malformed.
+    """
+    from codeloop.config.mcp_servers import (
+        literal_secrets,
+        merged,
+        read_mcp_config,
+        refuse_repository_servers,
+        user_mcp_servers,
+    )
+
+    refuse_repository_servers(repo)
+    given = read_mcp_config(mcp_config) if mcp_config is not None else []
+    servers = merged(user_mcp_servers(), given)
+    for name, key in literal_secrets(servers):
+        typer.echo(
+            f"note: MCP server {name}: {key} looks like a secret written into the configuration; it "
+            f"travels with the task to the worker and its record: keep it in the environment and "
+            f"write ${{VAR}} instead",
+            err=True,
+        )
+    return servers
 
 
 def _pipeline_choice(name: str | None, repo: Path, *, mode: str, settings: Any) -> Any:

@@ -17,7 +17,7 @@ from codeloop.cli.common import fail, os_error_message, read_text_argument, usag
 from codeloop.cli.connection import Connection, JsonOpt, run_async
 from codeloop.cli.option_groups import with_option_groups
 from codeloop.cli.run import EXIT_CODES, refuse_over_quota, refuse_unserved
-from codeloop.cli.task_options import ModeOpt, TaskFlags, build_task
+from codeloop.cli.task_options import McpConfigOpt, ModeOpt, TaskFlags, build_task
 from codeloop.config.task_options import TaskOptions
 
 
@@ -40,6 +40,7 @@ def submit(
     task_id: Annotated[
         str | None, typer.Option("--task-id", help="Your own task id (resubmits are ignored).")
     ] = None,
+    mcp_config: McpConfigOpt = None,
     continues: Annotated[
         str | None,
         typer.Option(
@@ -65,7 +66,7 @@ def submit(
         raise usage_error(
             "submit needs the task's text and --repo (or --continue ID to continue an ended task)"
         )
-    payload = build_task(task, repo, mode=mode, options=options, task_id=task_id)
+    payload = build_task(task, repo, mode=mode, options=options, task_id=task_id, mcp_config=mcp_config)
     payload = payload.model_copy(update={"interactive": False})
 
     async def main() -> None:

@@ -135,6 +135,9 @@ class FileConfig(_Closed):
     telemetry: TelemetryFile = TelemetryFile()
     verification: VerificationFile = VerificationFile()
     environment: EnvironmentFile = EnvironmentFile()
+    mcp_servers: dict[str, Any] = {}
+    """The user's MCP servers by name (`codeloop.config.mcp_servers` checks each); refused in a
+    repository's file."""
 
 
 _ALLOWED: dict[str, type[BaseModel]] = {
@@ -162,6 +165,11 @@ class ConfigFile:
 def user_file() -> Path:
     """The user configuration file's path (it may not exist)."""
     return Path(platformdirs.user_config_dir("codeloop")) / USER_FILE
+
+
+def user_instructions_file() -> Path:
+    """The user's own project instructions (`AGENTS.md` beside the user file; it may not exist)."""
+    return user_file().with_name("AGENTS.md")
 
 
 def user_file_table(section: str) -> dict[str, Any]:

@@ -10,9 +10,10 @@ carries the resolved models and budgets, and `[verification] require = "passed"`
 `require_verified`.
 """
 
+from collections.abc import Sequence
 from pathlib import Path
 
-from agents.messages import Mode, PipelineChoice, TaskSubmitted
+from agents.messages import McpServer, Mode, PipelineChoice, TaskSubmitted
 from agents.workspace import SnapshotRef
 from codeloop.config.settings import Settings, load_settings
 from codeloop.config.task_options import Naming, TaskOptions
@@ -38,6 +39,9 @@ def make_task(
     interactive: bool = False,
     snapshot: SnapshotRef | None = None,
     principal: str | None = None,
+    instructions: bool = True,
+    user_instructions: str | None = None,
+    mcp_servers: Sequence[McpServer] = (),
 ) -> TaskSubmitted:
     """The task `text` on `repo` in `mode`, as `settings` configure it, submitted by `principal`
     (None: the local user). The keys the submitter's command line or environment set are pinned:
@@ -58,6 +62,9 @@ def make_task(
         require_verified=settings.verification.require == "passed",
         principal=principal,
         pinned=pinned_keys(settings),
+        instructions=instructions,
+        user_instructions=user_instructions,
+        mcp_servers=list(mcp_servers),
     )
 
 

@@ -161,6 +161,16 @@ class TaskOptions(BaseModel):
     ] = None
     """Refuse an unverified patch: a task whose verification is `unverified` ends `handed_off`
     with `verify.unverified`. Sets `[verification] require = "passed"`."""
+    no_instructions: Annotated[
+        bool | None,
+        Spelling(
+            "--no-instructions",
+            None,
+            "no_instructions",
+            "Leave out the project's instructions (AGENTS.md files of the repository and your own).",
+        ),
+    ] = None
+    """Leave out the project's instructions: the repository's `AGENTS.md` files and the user's own."""
     pipeline: Annotated[str | None, Spelling("--pipeline", None, "pipeline", PIPELINE_HELP)] = None
     """A named pipeline: a built-in one (fix, explain, diagnose, echo) or one the configuration
     declares under [pipelines]; None: chosen by the task."""

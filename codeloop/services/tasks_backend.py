@@ -249,6 +249,7 @@ class BusTasks:
             snapshot=snapshot,
             pipeline=pipeline,
             principal=submission.principal,
+            instructions=not TaskOptions.from_arguments(submission.options).no_instructions,
         )
         return await self._publish_owned(submission.principal, task)
 

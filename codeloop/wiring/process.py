@@ -40,6 +40,7 @@ from agents.roles.verifier.spares import VERIFIER_SPARES, VerifierSpares
 from agents.runtime.plugins import RoleRegistry, load_roles
 from agents.runtime.role import Capability, RoleDeps
 from agents.runtime.tools import ToolProvider
+from agents.runtime.user_servers import USER_SERVERS
 from agents.workspace.providers import WORKSPACES, Workspaces
 from bus import subjects
 from bus.actor import Actor, ActorSpec, DeliveryPolicy
@@ -75,6 +76,7 @@ from codeloop.wiring.roles import SERVED_BY_DEFAULT, role_deps, role_specs
 from codeloop.wiring.swebench import SwebenchWorkers, run_swebench_workers, split_roles
 from codeloop.wiring.telemetry import tracing_observers
 from codeloop.wiring.tools import InProcessTools
+from codeloop.wiring.user_servers import RelayedUserServers
 from layout import NATS_DIR
 
 if TYPE_CHECKING:
@@ -285,6 +287,7 @@ async def _role_deps(
     deps = role_deps(bus, home, tools=tools, observers=observers, record=setup.record)
     if setup.workspaces is not None:
         deps = deps.providing(WORKSPACES, setup.workspaces)
+    deps = deps.providing(USER_SERVERS, RelayedUserServers(home))
     # Spares for the roles that ask for them; with the service, the verifier runs nothing here.
     if setup.workspaces is None and _asked_for(VERIFIER_SPARES, roles, registry):
         spares = setup.verifier_spares

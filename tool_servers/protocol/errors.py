@@ -8,6 +8,8 @@
     ├── ToolTimeout                  timeout (also a `TimeoutError`)
     ├── SandboxError                 sandbox_error: the sandbox itself failed
     ├── NeedsConfirmation            needs_confirmation: high-risk call, client cannot elicit
+    ├── ServerUnavailable            unavailable: a server this one relays to is down or died
+    ├── (relay) RelayedToolError     tool_error: a relayed tool answered with an error
     └── InternalError                internal_error: a bug in the server; details hidden
 
 These are for the *model*: they become MCP error results (`is_error=True`) whose structured
@@ -28,6 +30,8 @@ ErrorType = Literal[
     "timeout",
     "sandbox_error",
     "needs_confirmation",
+    "unavailable",
+    "tool_error",
     "internal_error",
 ]
 
@@ -90,6 +94,10 @@ class SandboxError(ToolServerError):
 
 class NeedsConfirmation(ToolServerError):
     type = "needs_confirmation"
+
+
+class ServerUnavailable(ToolServerError):
+    type = "unavailable"
 
 
 class InternalError(ToolServerError):

@@ -10,6 +10,7 @@ Adding a server is a module that builds its specs and calls `build_server` (see 
 
 import contextvars
 import inspect
+import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -106,6 +107,7 @@ def _tool(spec: ToolSpec) -> Tool:
         annotations.model_dump_json(),
         spec.uses_request,
         spec.ask is not None,
+        json.dumps(spec.input_schema, sort_keys=True) if spec.input_schema is not None else None,
     )
     function = _tool_function(spec)
     template = _TOOL_TEMPLATES.get(key)
@@ -120,9 +122,8 @@ def _tool(spec: ToolSpec) -> Tool:
         )
         # The gate validates against the spec's own model (field docstrings, constraints,
         # extra="forbid"), so that model's schema is the one clients see.
-        template = _TOOL_TEMPLATES[key] = tool.model_copy(
-            update={"parameters": spec.input_model.model_json_schema()}
-        )
+        schema = spec.input_schema if spec.input_schema is not None else spec.input_model.model_json_schema()
+        template = _TOOL_TEMPLATES[key] = tool.model_copy(update={"parameters": schema})
     # Everything else derives from the signature, which the key determines (`_tool_function`).
     return template.model_copy(update={"fn": function})
 

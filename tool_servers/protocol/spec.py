@@ -54,6 +54,9 @@ class ToolSpec:
     """A question for the client's user before the handler runs, or None for none. Unlike
     `confirm` it is not a gate: the handler reads the reply through `sdk.current_reply()` and
     decides (used where the answer belongs to someone else, e.g. a task's pending confirmation)."""
+    input_schema: dict[str, Any] | None = None
+    """The input schema clients see, when not `input_model`'s: a relayed tool's own (the gate then
+    validates with `input_model`, which must accept what the schema allows)."""
 
     def confirmation_needed(self, args: BaseModel) -> str | None:
         """The action a human must approve for this call, or None when the call may just run."""

@@ -1,0 +1,101 @@
+"""The user's MCP servers in `codeloop config show` and `config check`: each one, where it was
+declared, and the tools it offers (it is started to list them, then stopped)."""
+
+from pathlib import Path
+from typing import Any
+
+from codeloop.cli.common import usage_error
+
+USER_FILE = "user file"
+
+
+def configured(repo: Path, mcp_config: Path | None) -> list[tuple[Any, str]]:
+    """(server, where it was declared) of the user file's servers and `mcp_config`'s.
+
+    Raises:
+        typer.Exit: (2) the repository's configuration declares servers, or a file is malformed.
+    """
+    from codeloop.config.errors import ConfigError
+    from codeloop.config.files import user_file
+    from codeloop.config.mcp_servers import read_mcp_config, refuse_repository_servers, user_mcp_servers
+
+    try:
+        refuse_repository_servers(repo)
+        found = {s.name: (s, str(user_file())) for s in user_mcp_servers()}
+        if mcp_config is not None:
+            found |= {s.name: (s, str(mcp_config)) for s in read_mcp_config(mcp_config)}
+    except ConfigError as exc:
+        raise usage_error(str(exc)) from None
+    return list(found.values())
+
+
+async def listed_tools(servers: list[Any]) -> dict[str, dict[str, Any]]:
+    """Server name -> `{"tools": [names], "problem": why it is unavailable or None}`, each started
+    in a temporary directory and stopped again."""
+    import tempfile
+
+    import anyio
+
+    from codeloop.wiring.user_servers import upstream_spec
+    from tool_servers.relay.upstream import Upstream
+
+    with tempfile.TemporaryDirectory(prefix="codeloop-mcp-") as where:
+        upstreams = [Upstream(upstream_spec(s), cwd=Path(where)) for s in servers]
+        async with anyio.create_task_group() as tg:
+            async with anyio.create_task_group() as starting:
+                for upstream in upstreams:
+                    starting.start_soon(tg.start, upstream.run)
+            for upstream in upstreams:
+                upstream.stop()
+    return {
+        u.spec.name: {
+            "tools": [t.name for t in u.tools],
+            "problem": None if u.tools or u.problem == "it stopped" else u.problem,
+        }
+        for u in upstreams
+    }
+
+
+def report(servers: list[tuple[Any, str]], tools: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The `mcp_servers` entries of `config show --json`: no `env` or `headers` values (they may
+    hold secrets), only their names."""
+    entries = []
+    for server, where in servers:
+        confirm = (
+            server.confirm
+            if server.confirm is not None
+            else ("never" if server.scope == "read" else "always")
+        )
+        entries.append(
+            {
+                "name": server.name,
+                "transport": "stdio" if server.command else "http",
+                "command": server.command,
+                "args": server.args,
+                "url": server.url,
+                "env": sorted(server.env),
+                "headers": sorted(server.headers),
+                "scope": server.scope,
+                "confirm": confirm,
+                "source": where,
+                **tools.get(server.name, {"tools": None, "problem": None}),
+            }
+        )
+    return entries
+
+
+def lines(entries: list[dict[str, Any]]) -> list[str]:
+    """`config show`'s text for the servers."""
+    if not entries:
+        return []
+    out = ["mcp servers:"]
+    for e in entries:
+        target = e["url"] or " ".join([e["command"], *e["args"]])
+        out.append(
+            f"  {e['name']}  ({e['transport']}: {target})  scope {e['scope']}, confirm {e['confirm']}  ({e['source']})"
+        )
+        if e["problem"]:
+            out.append(f"    unavailable: {e['problem']}")
+        elif e["tools"] is not None:
+            out.append(f"    tools: {', '.join(e['name'] + '__' + t for t in e['tools']) or '(none)'}")
+    return out
