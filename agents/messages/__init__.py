@@ -18,6 +18,8 @@ What lives where:
                      `StepFailed`
     record.py        the task record in the KV bucket (`TaskState`)
     verification.py  the verifier's report and a task's baseline
+    selection.py     several attempts at one task and the choice among them: `Attempt`,
+                     `Selection`, the `select` stage's `SelectRequest` and `SelectResult`
 
 Every name is importable from `agents.messages` itself. Requests carry the whole task and the
 budget the step may still spend, so a role needs nothing but the message (and the bus's object
@@ -27,6 +29,7 @@ contract other-language workers rely on (docs/bus-contract.md).
 """
 
 from agents.messages.record import PlanRevision, TaskState
+from agents.messages.selection import Attempt, Selection, SelectRequest, SelectResult
 from agents.messages.steps import (
     CodeRequest,
     CodeResult,
@@ -50,11 +53,13 @@ from agents.messages.steps import (
 from agents.messages.task import (
     BUILTIN_MODEL_ROLES,
     LLM_ROLES,
+    MAX_ATTEMPTS,
     MAX_TASK_TEXT,
     TERMINAL_STATUSES,
     Approval,
     Budgets,
     CancelTask,
+    Candidate,
     Finding,
     LlmRole,
     Mode,
@@ -92,6 +97,8 @@ register_payloads(
     VerifyResult,
     ReviewRequest,
     ReviewResult,
+    SelectRequest,
+    SelectResult,
     StepFailed,
     CancelTask,
     TaskResult,
@@ -100,7 +107,9 @@ register_payloads(
 )
 
 __all__ = [
+    "MAX_ATTEMPTS",
     "Approval",
+    "Attempt",
     "BUILTIN_MODEL_ROLES",
     "LLM_ROLES",
     "MAX_TASK_TEXT",
@@ -108,6 +117,7 @@ __all__ = [
     "Baseline",
     "Budgets",
     "CancelTask",
+    "Candidate",
     "Check",
     "CodeRequest",
     "CodeResult",
@@ -131,6 +141,9 @@ __all__ = [
     "ReviewRequest",
     "ReviewResult",
     "ReviewRound",
+    "SelectRequest",
+    "SelectResult",
+    "Selection",
     "Snippet",
     "StaticFinding",
     "StepBudget",

@@ -61,7 +61,7 @@ from codeloop.services.hosted_mcp import McpHosting, host_tool_servers
 from codeloop.services.metrics import Metrics, MetricsServing, follow_events, poll_queues, serve_metrics
 from codeloop.services.workspace_service import WorkspaceHosting, WorkspaceService
 from codeloop.wiring.judge import patch_verifier
-from codeloop.wiring.roles import DEFAULT_ROLES, role_deps, role_specs
+from codeloop.wiring.roles import SERVED_BY_DEFAULT, role_deps, role_specs
 from codeloop.wiring.swebench import SwebenchWorkers, run_swebench_workers, split_roles
 from codeloop.wiring.telemetry import tracing_observers
 from codeloop.wiring.tools import InProcessTools
@@ -75,7 +75,7 @@ DRAIN_GRACE_S = 10.0
 class Workers:
     """Which actors this process runs, and how they take their messages."""
 
-    roles: Sequence[str] = DEFAULT_ROLES
+    roles: Sequence[str] = SERVED_BY_DEFAULT
     """Role names; a role may appear twice to run two workers of it."""
     pipeline: Pipeline | None = None
     """The orchestrator's pipeline for every task that names none (default: chosen per task)."""

@@ -1,4 +1,5 @@
-"""The runnable statements of an issue: interpreter sessions and code blocks, without their output.
+"""The runnable statements of an issue: interpreter sessions and code blocks, without their output;
+and the output a session shows for each prompted expression (`shown_outputs`).
 
 Pure text work. A session block keeps only its prompted lines (`>>> `, `... `, `In [3]: `,
 IPython's `...: `); a fenced block without prompts is kept whole unless it is a traceback or
@@ -71,3 +72,38 @@ def _capped(blocks: list[str]) -> list[str]:
         kept.append(block)
         used += len(block)
     return kept
+
+
+_SHOWN_ERROR = re.compile(
+    r"^[ \t]*(?:E[ \t]+)?(?:[\w.]+\.)?(\w*(?:Error|Exception|Warning|Exit|Interrupt))\b(?::|$)", re.M
+)
+
+
+def shown_exceptions(text: str) -> set[str]:
+    """The exception type names the issue shows raised (`ValueError: ...`, a traceback's last
+    line, pytest's `E   TypeError`), without their modules."""
+    return {m.group(1) for m in _SHOWN_ERROR.finditer(text.replace("\r\n", "\n"))}
+
+
+def shown_outputs(text: str) -> dict[str, str]:
+    """Per one-line expression typed at a session prompt (`>>> f(2)`), the output the issue shows
+    under it, whitespace collapsed; expressions with no output shown are left out."""
+    shown: dict[str, str] = {}
+    lines = text.replace("\r\n", "\n").split("\n")
+    for i, line in enumerate(lines):
+        match = _PROMPT.match(line)
+        if not match or not line.lstrip().startswith((">>>", "In [")):
+            continue
+        source = match.group(1).strip()
+        if not source or (
+            i + 1 < len(lines) and _PROMPT.match(lines[i + 1]) and lines[i + 1].lstrip().startswith("...")
+        ):
+            continue  # a statement that goes on over more lines
+        output = []
+        for after in lines[i + 1 :]:
+            if not after.strip() or _PROMPT.match(after) or after.strip().startswith(("```", "~~~")):
+                break
+            output.append(after.strip())
+        if output and not output[0].startswith("Traceback"):
+            shown[" ".join(source.split())] = " ".join(" ".join(output).split())
+    return shown
