@@ -67,6 +67,11 @@ def verify(
     if not diff.strip():
         raise usage_error(f"the patch ({'stdin' if patch == '-' else patch}) is empty: nothing to verify")
     request = PatchToJudge(repo=repo, task=text, patch=diff, mode=mode, timeout_s=timeout)
+    typer.echo(
+        f"judging {'the patch on stdin' if patch == '-' else patch} on a copy of {repo}: the starting "
+        f"tree's tests, then the patch's, in the sandbox (at most {timeout:g} s)",
+        err=True,
+    )
     report = _judge(request)
     if as_json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")

@@ -12,6 +12,7 @@ picks. `OUT/selection.jsonl` (one row per instance, rewritten as instances finis
 import json
 import shutil
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,7 @@ async def run_selection(plan: SelectPlan) -> dict[str, Any]:
     chosen: dict[str, Prediction] = {}
     limiter = anyio.CapacityLimiter(max(plan.jobs, 1))
     lock = anyio.Lock()
+    started = time.monotonic()
 
     async def one(instance: Instance) -> None:
         async with limiter:
@@ -68,14 +70,14 @@ async def run_selection(plan: SelectPlan) -> dict[str, Any]:
             rows[instance.instance_id] = row
             if pick is not None and prediction is not None:
                 picks[instance.instance_id], chosen[instance.instance_id] = pick, prediction
-            _write(plan, todo, rows, picks, chosen, finished=False)
+            _write(plan, todo, rows, picks, chosen, finished=False, wall_s=time.monotonic() - started)
             _progress(row, done=len(rows), total=len(todo))
 
     _write(plan, todo, rows, picks, chosen, finished=not todo)
     async with anyio.create_task_group() as tg:
         for instance in todo:
             tg.start_soon(one, instance)
-    return _write(plan, todo, rows, picks, chosen, finished=True)
+    return _write(plan, todo, rows, picks, chosen, finished=True, wall_s=time.monotonic() - started)
 
 
 async def select_instance(
@@ -203,6 +205,7 @@ def _write(
     chosen: dict[str, Prediction],
     *,
     finished: bool,
+    wall_s: float = 0.0,
 ) -> dict[str, Any]:
     """selection.jsonl, selection_summary.json and the picks' report.json, atomically each."""
     ordered = [rows[i.instance_id] for i in todo if i.instance_id in rows]
@@ -220,7 +223,7 @@ def _write(
         out=plan.out,
         extra={**plan.extra, "selection": "selection_summary.json"},
     )
-    write_outputs(picked, picks, wall_s=0.0, finished=finished)
+    write_outputs(picked, picks, wall_s=wall_s, finished=finished)
     return summary
 
 

@@ -59,6 +59,7 @@ def test_correct_wrong_and_untested_patches_are_passed_failed_and_unverified(tmp
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
     assert report["verdict"] == "passed" and report["evidence"] == [MEAN_TEST]
+    assert report["evidence_kind"] == "flip" and report["summary"].startswith("passed")
     assert {"verdict", "checks", "failures", "evidence", "summary"} <= set(report)
 
     # The patch on stdin, the task as words, the human report.

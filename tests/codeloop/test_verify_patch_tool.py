@@ -96,6 +96,7 @@ async def test_verify_patch_judges_correct_wrong_and_untested_patches(
     # Each call said at once that it started: a client's request timeout keeps being reset.
     assert progress[:1] == ["judging the patch on a copy of ops"] and len(progress) >= 3
     assert verdicts["correct"]["verdict"] == "passed" and verdicts["correct"]["evidence"] == [MEAN_TEST]
+    assert verdicts["correct"]["evidence_kind"] == "flip"
     assert verdicts["wrong"]["verdict"] == "failed"
     assert TOP_TEST in {f["test_id"] for f in verdicts["wrong"]["failures"]}
     assert verdicts["untested"]["verdict"] == "unverified" and verdicts["untested"]["evidence"] == []

@@ -65,6 +65,7 @@ def test_select_chooses_the_candidate_shown_fixed_and_grades_every_candidate(
         and candidates["wrong-system"]["label"] == "unresolved"
     )
     assert candidates["right"]["verdict"] == "passed", candidates["right"]["summary"]
+    assert candidates["right"]["evidence_kind"] == "reproduction"  # the test the patch adds
     assert candidates["right"]["resolved"] is True and candidates["right"]["label"] is None
     assert candidates["right"]["model_name_or_path"] == "right-model"
     chosen = rows[0]["chosen"]
