@@ -20,7 +20,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from agents.client import new_task_id, submit_task
-from agents.continuing import CannotContinue, continued_submission
+from agents.continuing import CONTINUABLE, CannotContinue, continued_submission
 from agents.messages import TaskState, TaskSubmitted
 from agents.orchestrator.records import TaskRecords
 from bus import subjects
@@ -118,13 +118,8 @@ def continuation_of(
         )
         check_submission(task, settings=settings, credentials=credentials)
     except CannotContinue as exc:
-        reason = (
-            "rejected"
-            if exc.status == "rejected"
-            else "running"
-            if "still running" in str(exc)
-            else "invalid"
-        )
+        ended = exc.status in CONTINUABLE  # an ended task refused for its size, not its status
+        reason = "rejected" if exc.status == "rejected" else "invalid" if ended else "running"
         raise ContinueRefused(str(exc), task_id=parent.task_id, reason=reason, status=exc.status) from None
     except ConfigError as exc:
         raise ContinueRefused(str(exc), task_id=parent.task_id, reason="invalid") from None

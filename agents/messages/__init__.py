@@ -17,6 +17,7 @@ What lives where:
                      task) and `StepResult`, the request and result of each built-in stage kind,
                      `StepFailed`
     plan.py          the planner's `Plan` and its `PlanStep`s
+    approval.py      a person's `Approval` of a high-risk change
     continuation.py  what a task continuing an ended one inherits from it (`Continuation`)
     record.py        the task record in the KV bucket (`TaskState`)
     verification.py  the verifier's report and a task's baseline

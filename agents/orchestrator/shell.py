@@ -102,6 +102,7 @@ class Orchestrator:
                 # task that ends before (a budget, a failed step) still hands back the whole change.
                 patch=inherited.patch if inherited else None,
                 files_changed=list(inherited.files_changed) if inherited else [],
+                approvals=list(inherited.approvals) if inherited else [],
             )
 
         await self.records.update(envelope.task_id, claim)
