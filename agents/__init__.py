@@ -3,6 +3,8 @@ they share. Nothing here imports `codeloop` or `tool_servers`: tools are reached
 
 What lives where:
 
+    api.py         the public API for plug-in authors (roles, kinds, the messages they handle);
+                   `role_api.py` is its deprecated former path
     messages/      the wire contract of a task's path: the task and its result, each step's request
                    and result, the task record, the verifier's report (registered with the bus)
     errors.py      the errors agents raise, each with its failure class

@@ -39,6 +39,8 @@ class FailureClass(StrEnum):
     TEST_WEAKENED = "test.weakened"
     TEST_NO_REPRODUCTION = "test.no_reproduction"
     TEST_COLLECTION_ERROR = "test.collection_error"
+    EXAMPLE_STILL_FAILING = "example.still_failing"
+    EXAMPLE_REGRESSION = "example.regression"
     AGENT_LOOP = "agent.loop"
     AGENT_FORMAT = "agent.format"
     BUDGET_STEPS = "budget.steps"
@@ -75,7 +77,9 @@ DEFINITIONS: dict[FailureClass, str] = {
     FailureClass.TEST_REGRESSION: "A test that passed on the starting tree fails with the patch.",
     FailureClass.TEST_TIMEOUT: "A test run did not finish within its time limit or the task's deadline.",
     FailureClass.TEST_WEAKENED: "The patch deletes, skips or xfails tests, or removes assertions, instead of fixing the code.",
-    FailureClass.TEST_NO_REPRODUCTION: "Nothing checked the change: no test executes the code the patch changes, none went from failing to passing, and the task's example (execute mode) does not show the problem gone.",
+    FailureClass.TEST_NO_REPRODUCTION: "Nothing showed the problem fixed: no test the task is about went from failing to passing and the task's example (execute mode) does not show the problem gone; tests that execute the change and pass show only that no regression was found.",
+    FailureClass.EXAMPLE_STILL_FAILING: "The task's example still fails with the patch as it did on the starting tree: the exception the task shows, or the wrong output it shows.",
+    FailureClass.EXAMPLE_REGRESSION: "A statement of the task's example that ran clean on the starting tree raises in the repository's code with the patch.",
     FailureClass.TEST_COLLECTION_ERROR: "A test module cannot be imported because of the project's own code (a syntax error, an exception at import); the failure names the module and the file.",
     FailureClass.AGENT_LOOP: "The model repeated the same tool call or made no progress.",
     FailureClass.AGENT_FORMAT: "The model's output stayed unparseable after the retries.",
@@ -105,7 +109,7 @@ BLAME: dict[FailureClass, Blame] = {
     **{
         cls: "model"
         for cls in FailureClass
-        if cls.value.split(".")[0] in ("patch", "static", "test", "agent", "answer", "review")
+        if cls.value.split(".")[0] in ("patch", "static", "test", "example", "agent", "answer", "review")
         and cls not in (FailureClass.TEST_TIMEOUT, FailureClass.TEST_NO_REPRODUCTION)
     },
     FailureClass.BUDGET_STEPS: "model",

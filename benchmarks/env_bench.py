@@ -1,10 +1,12 @@
 """Project environment benchmark: the first build of Flask's environment against what a second
 task on the same tree pays to get it from the cache.
 
-    .venv/bin/python benchmarks/env_bench.py [--rounds 5] [--keep-cache DIR]
+    .venv/bin/python benchmarks/env_bench.py [--rounds 5] [--keep-cache DIR] [--repo PATH]
 
-Flask comes from tests/data/swebench/flask.bundle (the pallets__flask-4992 base commit), checked
-out as a git tree so its dependency files resolve as of their last commit. In one run it prints:
+The project is `--repo` (a git checkout, copied; its dependency files resolve as of their last
+commit), by default Flask 2.2.5 made from its released sdist as the tests make it
+(tests/support/releases.py: downloaded with pip once, checked by hash, committed with the release's
+date). In one run it prints:
 - the first build: detection, interpreter lookup, key, and the build itself (from the package
   index; pip's and uv's own download caches may be warm, which is what a second machine of a
   fleet sees too), into an empty environment cache;
@@ -22,6 +24,7 @@ Nothing of Flask runs here: the benchmark builds and looks up; the tests run onl
 """
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -43,8 +46,6 @@ from codeloop.config.project_environment import dependency_dates, environment_se
 from sandbox.environments import EnvironmentSettings, build_variables, open_environment
 
 ROOT = Path(__file__).resolve().parent.parent
-BUNDLE = ROOT / "tests" / "data" / "swebench" / "flask.bundle"
-BASE = "4c288bc97ea371817199908d0d9b12de9dae327e"
 LOOKUP = """
 import anyio, json, os, sys, time
 from pathlib import Path
@@ -59,12 +60,16 @@ print(json.dumps({"built": built, "seconds": time.monotonic() - started}))
 """
 
 
-def checkout(target: Path) -> Path:
-    git = ["git", "-C", str(target)]
-    subprocess.run(["git", "init", "-q", str(target)], check=True)
-    subprocess.run([*git, "fetch", "-q", str(BUNDLE), f"refs/swbase/{BASE}:refs/heads/base"], check=True)
-    subprocess.run([*git, "checkout", "-q", "base"], check=True)
-    return target
+def checkout(target: Path, repo: Path | None) -> Path:
+    """A copy of `repo` at `target`, or Flask 2.2.5 from its release (the tests' helper, by path)."""
+    if repo is not None:
+        shutil.copytree(repo, target, symlinks=True)
+        return target
+    spec = importlib.util.spec_from_file_location("releases", ROOT / "tests" / "support" / "releases.py")
+    assert spec is not None and spec.loader is not None
+    releases = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(releases)
+    return releases.project(releases.FLASK, target)
 
 
 async def lookup(tree: Path, settings: EnvironmentSettings) -> tuple[float, bool, float]:
@@ -100,12 +105,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--keep-cache", type=Path, default=None, help="use (and keep) this cache directory")
+    parser.add_argument(
+        "--repo", type=Path, default=None, help="the project (default: Flask 2.2.5's release)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="codeloop-env-bench-") as scratch:
         base = Path(scratch)
         cache = args.keep_cache or base / "cache"
         settings = EnvironmentSettings(cache_dir=cache, build_env=build_variables(os.environ))
-        first_s, built, build_s = anyio.run(lookup, checkout(base / "tree-0"), settings)
+        first_s, built, build_s = anyio.run(lookup, checkout(base / "tree-0", args.repo), settings)
         in_process, new_process = [], []
         for round_ in range(1, args.rounds + 1):
             tree = base / f"tree-{round_}"
@@ -127,8 +135,9 @@ def main() -> None:
     fresh = statistics.median(new_process)
     dated = statistics.median(d for d, _ in scratch_runs)
     opened = statistics.median(o for _, o in scratch_runs)
+    name = args.repo.name if args.repo else "Flask 2.2.5"
     print(
-        f"Flask environment ({'built' if built else 'found in the cache'}; its build step took {build_s:.1f} s)"
+        f"{name} environment ({'built' if built else 'found in the cache'}; its build step took {build_s:.1f} s)"
     )
     print(f"{'first build (detect + build)':<50}{first_s:>10.3f} s")
     print(f"{'second task, same process (median)':<50}{second:>10.3f} s   {first_s / second:>8.0f}x faster")

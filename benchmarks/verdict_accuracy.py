@@ -18,9 +18,17 @@ Printed: one line per verification, then the confusion table of verdicts against
 environment cannot run them — no network — so no verdict can be `passed` by them). Every run happens in the gVisor sandbox with no network; environments are built on
 the host and cached (`$CODELOOP_CACHE_DIR`).
 
+With `--pool DIR` the patches are real agents' instead: every labelled source of DIR
+(`NAME.jsonl` with `NAME.labels.json`: `{"resolved": [ids]}`, every other predicted instance
+unresolved) that predicts a non-empty patch for the instance, verified as a coder's patch (no test
+patch). Printed besides the table: the selector's pick among each instance's candidates
+(`agents.roles.selector.rank.choose`), and over the instances with both a resolved and an
+unresolved candidate, how many the pick resolves against the oracle (any candidate resolves), the
+expected count of a random pick and each source's own count.
+
 Run: .venv/bin/python benchmarks/verdict_accuracy.py INSTANCES.jsonl --repos DIR
          [--repo pallets/flask] [--instance-ids A,B] [--sample N] [--variants gold+test,test,gold]
-         [--timeout S] [--memory-mb N]
+         [--pool DIR [--sources A,B] [--mixed-only]] [--timeout S] [--memory-mb N]
 """
 
 import argparse
@@ -37,6 +45,7 @@ from typing import Any
 import anyio
 import platformdirs
 
+from agents.roles.selector.rank import Candidate, choose
 from agents.roles.verifier.verify import PatchTask, verify_patch
 from codeloop.swebench.cli_support import settings_for
 from codeloop.swebench.instances import Instance, load_instances
@@ -88,6 +97,42 @@ def _settings(instance: Instance, recipe: Any, cache: Path) -> EnvironmentSettin
     )
 
 
+class Pool:
+    """Real agents' predictions with labels: source -> instance -> patch, and the resolved ids."""
+
+    def __init__(self, folder: Path, sources: list[str] | None) -> None:
+        self.patches: dict[str, dict[str, str]] = {}
+        self.resolved: dict[str, set[str]] = {}
+        for labels in sorted(folder.glob("*.labels.json")):
+            name = labels.name.removesuffix(".labels.json")
+            if sources and name not in sources:
+                continue
+            lines = (folder / f"{name}.jsonl").read_text().splitlines()
+            rows = [json.loads(line) for line in lines if line.strip()]
+            self.patches[name] = {r["instance_id"]: r["model_patch"] or "" for r in rows}
+            self.resolved[name] = set(json.loads(labels.read_text())["resolved"])
+
+    def candidates(self, instance_id: str) -> list[tuple[str, str, str]]:
+        """(source, patch, label) of every source with a non-empty patch for the instance."""
+        return [
+            (name, p[instance_id], "resolved" if instance_id in self.resolved[name] else "unresolved")
+            for name, p in self.patches.items()
+            if p.get(instance_id, "").strip()
+        ]
+
+    def mixed(self, instance_id: str) -> bool:
+        labels = {label for _, _, label in self.candidates(instance_id)}
+        return labels == {"resolved", "unresolved"}
+
+
+def _variants(instance: Instance, args: argparse.Namespace) -> list[tuple[str, str, str]]:
+    """(name, patch, label) of each patch to verify for the instance."""
+    if args.pool_data is not None:
+        return args.pool_data.candidates(instance.instance_id)
+    patches = {"gold+test": instance.patch + instance.test_patch, "test": instance.test_patch}
+    return [(v, patches.get(v, instance.patch), LABEL[v]) for v in args.variants]
+
+
 async def verify_instance(
     instance: Instance, args: argparse.Namespace, cache: Path, scratch: Path
 ) -> list[dict[str, Any]]:
@@ -97,16 +142,13 @@ async def verify_instance(
     # coverage needs more than the default command's CPU time and memory.
     limits = settings_for({"timeout_s": args.timeout, "memory_mb": args.memory_mb}).limits
     rows = []
-    for variant in args.variants:
+    for variant, patch, label in _variants(instance, args):
         tree = scratch / f"{instance.instance_id}-{variant}"
         await anyio.to_thread.run_sync(lambda t=tree: instance_tree(source, instance.base_commit, t, recipe))
         inputs = tree / INPUTS_DIR  # the recipe's input files, untracked, where its commands read them
         inputs.mkdir(exist_ok=True)
         for name, text in recipe.files.items():
             (inputs / name).write_text(text)
-        patch = {"gold+test": instance.patch + instance.test_patch, "test": instance.test_patch}.get(
-            variant, instance.patch
-        )
         started = time.monotonic()
         report, _ = await verify_patch(
             workspace=tree,
@@ -121,8 +163,14 @@ async def verify_instance(
         row = {
             "instance": instance.instance_id,
             "variant": variant,
-            "label": LABEL[variant],
+            "label": label,
             "verdict": report.verdict,
+            "evidence_kind": report.evidence_kind,
+            "regressions": len(report.regressions),
+            "errors": len(report.errors),
+            "behaviour": report.behaviour,
+            "starting_behaviour": report.starting_behaviour,
+            "patch": patch,
             "seconds": round(time.monotonic() - started, 1),
             "still_failing_f2p": sorted(set(report.still_failing) & f2p),
             # Failing with the patch whatever the verdict made of them (blamed or the environment's).
@@ -136,9 +184,55 @@ async def verify_instance(
             "coverage": next((c.summary for c in report.checks if c.name == "coverage"), "not run"),
             "covering": len(report.covering),
         }
-        print(json.dumps(row), flush=True)
+        print(json.dumps({k: v for k, v in row.items() if k not in _QUIET}), flush=True)
         rows.append(row)
+        if args.out is not None:
+            with args.out.open("a") as out:
+                out.write(json.dumps(row) + "\n")
     return rows
+
+
+_QUIET = ("behaviour", "starting_behaviour", "patch")
+"""Row fields kept in `--out` but not printed."""
+
+
+def selection(rows: list[dict[str, Any]]) -> None:
+    """The selector's pick per instance, over the instances with both labels among candidates."""
+    by_instance: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_instance.setdefault(r["instance"], []).append(r)
+    mixed = {i: rs for i, rs in by_instance.items() if {r["label"] for r in rs} == {"resolved", "unresolved"}}
+    picked = 0
+    expected = 0.0
+    per_source: Counter[str] = Counter()
+    print(f"\nselection over {len(mixed)} instance(s) with a resolved and an unresolved candidate:")
+    for instance, rs in sorted(mixed.items()):
+        candidates = [
+            Candidate(
+                key=r["variant"],
+                patch=r["patch"],
+                verdict=r["verdict"],
+                evidence_kind=r["evidence_kind"],
+                regressions=r["regressions"],
+                errors=r["errors"],
+                behaviour=r["behaviour"],
+            )
+            for r in rs
+        ]
+        starting: dict[str, str] = {}
+        for r in rs:
+            starting.update(r["starting_behaviour"])
+        choice = choose(candidates, starting)
+        label = next(r["label"] for r in rs if r["variant"] == choice.chosen)
+        picked += label == "resolved"
+        expected += sum(r["label"] == "resolved" for r in rs) / len(rs)
+        per_source.update(r["variant"] for r in rs if r["label"] == "resolved")
+        print(f"  {instance}: chose {choice.chosen} ({label}); {choice.reason}")
+    sources = ", ".join(f"{s} {n}" for s, n in per_source.most_common())
+    print(
+        f"selected resolved: {picked} of {len(mixed)} (oracle {len(mixed)}; random pick expected "
+        f"{expected:.1f}; per source: {sources or 'none'})"
+    )
 
 
 def table(rows: list[dict[str, Any]]) -> None:
@@ -175,6 +269,11 @@ async def main(args: argparse.Namespace) -> None:
     if args.instance_ids:
         wanted = set(args.instance_ids.split(","))
         instances = [i for i in instances if i.instance_id in wanted]
+    args.pool_data = Pool(args.pool, args.sources) if args.pool is not None else None
+    if args.pool_data is not None:
+        instances = [i for i in instances if args.pool_data.candidates(i.instance_id)]
+        if args.mixed_only:
+            instances = [i for i in instances if args.pool_data.mixed(i.instance_id)]
     if args.sample:
         instances = random.Random(0).sample(instances, min(args.sample, len(instances)))
     cache = Path(os.environ.get("CODELOOP_CACHE_DIR") or platformdirs.user_cache_path("codeloop"))
@@ -192,6 +291,8 @@ async def main(args: argparse.Namespace) -> None:
                 )
     if rows:
         table(rows)
+        if args.pool_data is not None:
+            selection(rows)
 
 
 if __name__ == "__main__":
@@ -211,6 +312,24 @@ if __name__ == "__main__":
         type=lambda s: s.split(","),
         default=list(VARIANTS),
         help=f"the patch variants verified, comma-separated (default: {','.join(VARIANTS)})",
+    )
+    parser.add_argument(
+        "--pool",
+        type=Path,
+        default=None,
+        help="verify real agents' predictions instead of the gold variants: a folder of NAME.jsonl "
+        "with NAME.labels.json",
+    )
+    parser.add_argument(
+        "--sources", type=lambda s: s.split(","), default=None, help="only these sources of --pool"
+    )
+    parser.add_argument(
+        "--mixed-only",
+        action="store_true",
+        help="only instances with both a resolved and an unresolved candidate in --pool",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=None, help="append every row, in full, to this JSON-lines file"
     )
     parser.add_argument(
         "--timeout", type=float, default=1800.0, help="seconds each verification may take (default 1800)"

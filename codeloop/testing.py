@@ -37,6 +37,8 @@ from agents.runtime.plugins import RoleRegistry, load_roles
 from bus.actor import DeliveryPolicy
 from bus.config import BusConfig
 from bus.connection import Bus, open_bus
+from codeloop.config.settings import Settings
+from codeloop.config.task_builder import make_task
 from codeloop.snapshots import capture_repository
 from codeloop.wiring.embedded import embedded_serve
 from codeloop.wiring.process import Hosting, RoleSetup, Workers
@@ -112,12 +114,11 @@ class PipelineRunner:
         if stages is not None:
             parse_pipeline(pipeline, stages, mode=mode)  # a bad pipeline fails here, with the reason
             choice = PipelineChoice(name=pipeline, stages=list(stages))
-        task = TaskSubmitted(
-            text=text,
-            repo=str(repo),
+        task = make_task(
+            text,
+            repo,
+            settings=Settings(models=ModelNames(default=model), budgets=budgets or Budgets()),
             mode=mode,  # pyright: ignore[reportArgumentType] - mode is validated by TaskSubmitted, which names the allowed ones
-            models=ModelNames(default=model),
-            budgets=budgets or Budgets(),
             pipeline=choice,
         )
         return await self.submit(task, timeout_s=timeout_s)

@@ -21,6 +21,8 @@ What lives where:
     continuation.py  what a task continuing an ended one inherits from it (`Continuation`)
     record.py        the task record in the KV bucket (`TaskState`)
     verification.py  the verifier's report and a task's baseline
+    selection.py     several attempts at one task and the choice among them: `Attempt`,
+                     `Selection`, the `select` stage's `SelectRequest` and `SelectResult`
 
 Every name is importable from `agents.messages` itself. Requests carry the whole task and the
 budget the step may still spend, so a role needs nothing but the message (and the bus's object
@@ -32,6 +34,7 @@ contract other-language workers rely on (docs/bus-contract.md).
 from agents.messages.continuation import Continuation
 from agents.messages.plan import Plan, PlanStep
 from agents.messages.record import PlanRevision, TaskState
+from agents.messages.selection import Attempt, Selection, SelectRequest, SelectResult
 from agents.messages.steps import (
     CodeRequest,
     CodeResult,
@@ -53,11 +56,13 @@ from agents.messages.steps import (
 from agents.messages.task import (
     BUILTIN_MODEL_ROLES,
     LLM_ROLES,
+    MAX_ATTEMPTS,
     MAX_TASK_TEXT,
     TERMINAL_STATUSES,
     Approval,
     Budgets,
     CancelTask,
+    Candidate,
     Finding,
     LlmRole,
     Mode,
@@ -95,6 +100,8 @@ register_payloads(
     VerifyResult,
     ReviewRequest,
     ReviewResult,
+    SelectRequest,
+    SelectResult,
     StepFailed,
     CancelTask,
     TaskResult,
@@ -103,7 +110,9 @@ register_payloads(
 )
 
 __all__ = [
+    "MAX_ATTEMPTS",
     "Approval",
+    "Attempt",
     "BUILTIN_MODEL_ROLES",
     "LLM_ROLES",
     "MAX_TASK_TEXT",
@@ -111,6 +120,7 @@ __all__ = [
     "Baseline",
     "Budgets",
     "CancelTask",
+    "Candidate",
     "Check",
     "CodeRequest",
     "Continuation",
@@ -135,6 +145,9 @@ __all__ = [
     "ReviewRequest",
     "ReviewResult",
     "ReviewRound",
+    "SelectRequest",
+    "SelectResult",
+    "Selection",
     "Snippet",
     "StaticFinding",
     "StepBudget",

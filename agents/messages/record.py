@@ -7,6 +7,7 @@ orchestrator resumes a task from its record; the record ends holding the task's 
 from datetime import datetime
 from typing import Any, Literal
 
+from agents.messages.selection import Attempt, Selection
 from agents.messages.steps import Context, Plan
 from agents.messages.task import Approval, ReviewRound, TaskResult, TaskStatus, TaskSubmitted, Usage
 from agents.messages.verification import Baseline, VerificationReport
@@ -86,6 +87,18 @@ class TaskState(Message):
     """Failed revisions since the last (re)plan; past a threshold the task is planned again."""
     tool_failures: int = 0
     """Consecutive failed tool calls at the end of the coder's latest run."""
+    attempt: int = 1
+    """The attempt the code stage is on (`budgets.attempts`); a revision of the chosen attempt is
+    numbered after the attempts made."""
+    revision_of: int | None = None
+    """The attempt the current one revises, while a chosen attempt is being revised."""
+    candidates: list[Attempt] = []
+    """The attempts judged so far, in order (with `budgets.attempts` above 1)."""
+    attempts_stopped_by: str | None = None
+    """What stopped the attempts before `budgets.attempts` were made: a budget (`budget.*`) before
+    the next one could start, or the failure class that ended the coder's run of one; None otherwise."""
+    selection: Selection | None = None
+    """The `select` stage's latest choice; None before it chose."""
     usage: Usage = Usage()
     """What all steps so far consumed together."""
     by_role: dict[str, Usage] = {}

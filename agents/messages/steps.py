@@ -159,6 +159,8 @@ class CodeRequest(StepRequest):
     """The last attempt's patch, which the workspace starts from when revising."""
     feedback: str | None = None
     """The verifier's failures in a compact form, when revising."""
+    attempt: int = Field(default=1, ge=1)
+    """Which of the task's `budgets.attempts` this run is (each starts from the starting tree)."""
 
 
 class CodeResult(StepResult):
@@ -204,8 +206,8 @@ class VerifyRequest(StepRequest):
     as not finished."""
     raised_before: list[str] = []
     """Execute mode: what the task's example code raised in the repository on the starting tree
-    (the retriever's `Context.raised`); the example no longer raising with the patch is evidence
-    the problem is gone when no test shows it."""
+    (the retriever's `Context.raised`), for the record: the verifier runs the example itself on the
+    starting tree and with the patch (`agents.roles.verifier.example`)."""
     approved_paths: list[str] = []
     """Protected paths a person approved changing (the record's `approvals`): the patch's changes
     there are judged on their merits, not failed as `patch.protected_path`."""

@@ -28,6 +28,7 @@ TaskStatus = Literal[
     "answering",
     "reviewing",
     "verifying",
+    "selecting",
     "revising",
     "done",
     "diagnosed",
@@ -48,6 +49,10 @@ MAX_TASK_TEXT = 96 * 1024
 NATS message is capped at 1 MiB by default."""
 
 
+MAX_ATTEMPTS = 10
+"""Most candidates one task may ask for (`budgets.attempts`)."""
+
+
 class Budgets(Message):
     """Limits that end every loop; a task ended by one is handed to a person with a report."""
 
@@ -65,6 +70,9 @@ class Budgets(Message):
     """Model tokens, input and output, all roles together."""
     max_cost_usd: float | None = Field(default=None, gt=0)
     """Spend limit where the model's prices are known; None for no limit."""
+    attempts: int = Field(default=1, ge=1, le=MAX_ATTEMPTS)
+    """Candidates the coder makes, each from the starting tree and verified against it; above 1 a
+    `select` stage chooses one. The other budgets bind over all attempts together."""
 
 
 class ModelOptions(Message):
@@ -285,6 +293,33 @@ class Verification(Message):
     whether and how long it was built); None when there was none."""
 
 
+class Candidate(Message):
+    """One attempt of a task run with `budgets.attempts` above 1, as the result shows it."""
+
+    attempt: int
+    """Its number: 1, 2, ... in the order made (a revision of the chosen one comes after them)."""
+    patch: str
+    """Its unified diff against the starting tree; empty when it changed nothing."""
+    verdict: Literal["passed", "failed", "unverified"] | None = None
+    """Its verification's verdict; None when it was not verified."""
+    evidence: list[str] = []
+    """What its `passed` rests on: the tests that failed before it and pass with it."""
+    cluster: int | None = None
+    """Its behaviour cluster (1 the largest: the attempts that behave alike); None when unknown."""
+    chosen: bool = False
+    """True for the attempt the task went on with (its patch is the result's `patch`)."""
+    reason: str = ""
+    """Why it was chosen, or where it ranked and why not; empty before a choice was made."""
+    evidence_kind: str = "none"
+    """What decided a `passed` verdict: `flip`, `reproduction`, `example`; `none` otherwise."""
+    files_changed: list[str] = []
+    """Repository-relative paths its patch touches."""
+    summary: str = ""
+    """Its verification's one-line summary."""
+    revision_of: int | None = None
+    """The attempt it revises, when it is a revision of the chosen one; None otherwise."""
+
+
 class TaskResult(Message):
     """How a task ended; the object `codeloop run --json` prints and `status --json` shows."""
 
@@ -323,6 +358,9 @@ class TaskResult(Message):
     """Every review of the task, in order (empty without review stages)."""
     approvals: list[Approval] = []
     """The high-risk changes a person approved (protected paths the patch may change), in order."""
+    candidates: list[Candidate] = []
+    """With `budgets.attempts` above 1: every attempt, its verdict, and which was chosen and why;
+    empty otherwise."""
     usage: dict[str, Any] = {}
     """`requests`, `input_tokens`, `output_tokens`, `tool_calls`, `cost_usd` (as in `Usage`),
     `wall_s` (seconds from submission to the end) and `by_role` (a `Usage` per role name)."""

@@ -213,6 +213,9 @@ class VerificationReport(BaseModel):
     patch (`passed`, or `failed:` and its crash), and `example` the task's example's outcome
     (what it printed and raised). Candidates for one task are clustered by it
     (`agents.roles.selector.rank`)."""
+    starting_behaviour: dict[str, str] = Field(default_factory=dict, max_length=MAX_BEHAVIOUR)
+    """The same observations on the starting tree where known (`example`, and the tests that
+    passed there): a candidate matching them everywhere changed nothing observable."""
 
     @property
     def errors(self) -> list[Failure]:

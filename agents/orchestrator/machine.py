@@ -15,13 +15,18 @@ States (`TaskState.status`):
     review stages (any number, after coding):  coding ─► reviewing ─► (next stage)
                     approve: on; request_changes: revising (counted like a failed verdict);
                     reject: failed (review.rejected)
+    several attempts (`budgets.attempts`, a select stage last):
+                coding ─► verifying ─► coding ─► verifying ... ─► selecting ─► done
+                (each attempt from the starting tree; a failed one is kept, not revised; a
+                chosen attempt that failed is revised: revising ─► coding ─► ... ─► selecting)
     read mode:  planning ─► retrieving ─► answering ─► verifying ─► done
     no model:   planning ─► retrieving ─► verifying ─► diagnosed
     any state ─► cancelled (cancel) | failed (a step failed for good) | handed_off (a budget)
 
 The machine owns the transitions, the budgets and the end; what a stage sends and how its result
 moves the task on belong to the stage's kind (`stages/`), which answers with a reaction the
-machine carries out. The table `_HANDLERS` maps each input type to its handler; terminal records
+machine carries out. A kind may also redirect the task just before its stage is entered
+(`StageKind.before`: the select kind sends it back to the code stage for the next attempt). The table `_HANDLERS` maps each input type to its handler; terminal records
 ignore every input, and a result whose step is not the one the record expects is stale and
 ignored — that is how a late or duplicate result of a superseded step is recognised.
 """
@@ -45,7 +50,7 @@ from agents.orchestrator.io import (
 )
 from agents.orchestrator.pipeline import Pipeline, Stage
 from agents.orchestrator.report import build_result, handoff_report, limit_text, summary
-from agents.orchestrator.stages.kind import Advance, At, End, Reaction, Revisit, deadline_of
+from agents.orchestrator.stages.kind import Advance, At, End, Reaction, Revisit, deadline_of, model_limit
 from redaction import redact, redact_text
 
 
@@ -174,6 +179,10 @@ def _enter(
     if index >= len(pipeline.stages):
         return _end(state, "done", None, summary(state), now, events)
     stage = pipeline.stages[index]
+    if stage.definition.before is not None:
+        instead = stage.definition.before(state, _at(pipeline, index, ""))
+        if instead is not None:
+            return _enter(instead.state, pipeline, instead.index, now, (*events, *instead.events))
     limit = _limit_reached(state, stage, now)
     if limit is not None:
         return _end(state, "handed_off", limit, limit_text(limit, state), now, events)
@@ -206,14 +215,7 @@ def _limit_reached(state: TaskState, stage: Stage, now: datetime) -> str | None:
         return "budget.wall"
     if not stage.definition.model_budgets or not state.task.models.for_role(stage.role):
         return None
-    budgets = state.task.budgets
-    if state.usage.requests >= budgets.max_steps:
-        return "budget.steps"
-    if state.usage.tokens >= budgets.max_tokens:
-        return "budget.tokens"
-    if budgets.max_cost_usd is not None and (state.usage.cost_usd or 0.0) >= budgets.max_cost_usd:
-        return "budget.cost"
-    return None
+    return model_limit(state)
 
 
 def _charge(state: TaskState, role: str, usage: Usage, step_id: str) -> TaskState:

@@ -2,7 +2,7 @@
 
 A `Pipeline` is a tuple of `Stage`s; the orchestrator's transition function walks it. Each stage
 holds its *kind* (what the orchestrator sends and how it reads the answer: `plan`, `retrieve`,
-`code`, `review`, `verify`, `echo` or a plug-in's; see `agents/orchestrator/stages/`), the *role*
+`code`, `review`, `verify`, `select`, `echo` or a plug-in's; see `agents/orchestrator/stages/`), the *role*
 whose workers do it (so a different coder, or a security reviewer, is one `review:security-reviewer`
 away), and the status the task shows meanwhile. `pipeline_for` picks a task's pipeline: the one
 it was submitted with (`TaskSubmitted.pipeline`, `KIND:ROLE` stages from the configuration's
@@ -22,6 +22,7 @@ from agents.orchestrator.stages.echo import ECHO as ECHO_KIND
 from agents.orchestrator.stages.kind import StageKind
 from agents.orchestrator.stages.plan import PLAN as PLAN_KIND
 from agents.orchestrator.stages.retrieve import RETRIEVE as RETRIEVE_KIND
+from agents.orchestrator.stages.select import SELECT as SELECT_KIND
 from agents.orchestrator.stages.verify import VERIFY as VERIFY_KIND
 
 
@@ -63,6 +64,7 @@ RETRIEVE = Stage(RETRIEVE_KIND, "retriever", "retrieving")
 CODE = Stage(CODE_KIND, "coder", "coding")
 ANSWER = Stage(CODE_KIND, "coder", "answering")
 VERIFY = Stage(VERIFY_KIND, "verifier", "verifying")
+SELECT = Stage(SELECT_KIND, "selector", "selecting")
 
 FIX = Pipeline("fix", (PLAN, RETRIEVE, CODE, VERIFY))
 """write and execute mode: plan, retrieve, code, verify (and revise)."""
@@ -162,13 +164,25 @@ def choice_of(pipeline: Pipeline) -> PipelineChoice:
 
 def pipeline_for(task: TaskSubmitted) -> Pipeline:
     """The task's own pipeline when it was submitted with one; else the standard pipeline:
-    diagnose without a model, explain in read mode, else fix.
+    diagnose without a model, explain in read mode, else fix. A task asking for several attempts
+    (`budgets.attempts`) gets a select stage at the end when its pipeline has none.
 
     Raises:
         PipelineError: the submitted pipeline cannot run (the orchestrator rejects the task).
     """
     if task.pipeline is not None:
-        return parse_pipeline(task.pipeline.name, task.pipeline.stages, mode=task.mode)
-    if not task.models.any:
-        return DIAGNOSE
-    return EXPLAIN if task.mode == "read" else FIX
+        pipeline = parse_pipeline(task.pipeline.name, task.pipeline.stages, mode=task.mode)
+    elif not task.models.any:
+        pipeline = DIAGNOSE
+    else:
+        pipeline = EXPLAIN if task.mode == "read" else FIX
+    return with_selection(pipeline, task)
+
+
+def with_selection(pipeline: Pipeline, task: TaskSubmitted) -> Pipeline:
+    """`pipeline` ending with the built-in select stage when the task asks for several attempts
+    of a patch and the pipeline codes but chooses nothing itself; else `pipeline` unchanged."""
+    wanted = task.budgets.attempts > 1 and task.mode != "read"
+    if not wanted or pipeline.index("code") is None or pipeline.index("select") is not None:
+        return pipeline
+    return Pipeline(pipeline.name, (*pipeline.stages, SELECT))

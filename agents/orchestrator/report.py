@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from agents.budgets import budget_used_up
-from agents.messages import TaskResult, TaskState, Verification
+from agents.messages import Candidate, TaskResult, TaskState, Verification
 
 
 def build_result(state: TaskState, *, failure_class: str | None, report: str, now: datetime) -> TaskResult:
@@ -51,11 +51,44 @@ def build_result(state: TaskState, *, failure_class: str | None, report: str, no
         revisions=state.revisions,
         reviews=list(state.reviews),
         approvals=list(state.approvals),
+        candidates=candidates(state),
         usage=usage,
         report=report,
         trace_id=state.trace_id,
         parent_task_id=state.task.continuation.parent_task_id if state.task.continuation else None,
     )
+
+
+def candidates(state: TaskState) -> list[Candidate]:
+    """Every attempt the task judged, with which one was chosen and why (empty with one attempt)."""
+    selection = state.selection
+    order = list(selection.order) if selection else []
+    shown: list[Candidate] = []
+    for attempt in state.candidates:
+        report = attempt.report
+        chosen = selection is not None and selection.chosen == attempt.attempt
+        if chosen and selection is not None:
+            reason = selection.reason
+        elif attempt.attempt in order:
+            reason = f"ranked {order.index(attempt.attempt) + 1} of {len(order)}"
+        else:
+            reason = "not chosen" if selection is not None else ""
+        shown.append(
+            Candidate(
+                attempt=attempt.attempt,
+                patch=attempt.patch or "",
+                verdict=report.verdict if report else None,
+                evidence=list(report.evidence) if report else [],
+                cluster=selection.clusters.get(attempt.attempt) if selection else None,
+                chosen=chosen,
+                reason=reason,
+                evidence_kind=report.evidence_kind if report else "none",
+                files_changed=list(attempt.files_changed),
+                summary=report.summary if report else "",
+                revision_of=attempt.revision_of,
+            )
+        )
+    return shown
 
 
 _CHANGE_VERBS = (
@@ -90,6 +123,15 @@ def summary(state: TaskState) -> str:
         lines.append(f"Patch changing {', '.join(state.files_changed)}.")
     else:
         lines.append("No change was needed.")
+    if state.selection is not None:
+        lines.append(
+            f"Chose attempt {state.selection.chosen} of {len(state.candidates)}: {state.selection.reason}."
+        )
+    if state.attempts_stopped_by:
+        made = sum(1 for c in state.candidates if c.revision_of is None)
+        lines.append(
+            f"Only {made} of {state.task.budgets.attempts} attempts were made ({state.attempts_stopped_by})."
+        )
     if state.last_report is not None:
         lines.append(f"Verification: {state.last_report.verdict}.")
         if state.last_report.verdict == "unverified":
@@ -159,6 +201,7 @@ def handoff_report(state: TaskState, failure_class: str | None, reason: str) -> 
         f"Done: {len(state.steps_done)} steps ({', '.join(state.steps_done) or 'none'}), "
         f"{state.usage.requests} model requests, {state.revisions} revisions."
     )
+    lines += _attempts_lines(state)
     if state.files_changed:
         lines.append("Partial patch touches: " + ", ".join(state.files_changed))
     if state.last_report and state.last_report.failures:
@@ -169,6 +212,21 @@ def handoff_report(state: TaskState, failure_class: str | None, reason: str) -> 
         "budgets, e.g. --max-steps N; a new instruction in words may follow the id)."
     )
     return "\n".join(lines)
+
+
+def _attempts_lines(state: TaskState) -> list[str]:
+    """What a hand-off report says of a task's attempts: how many were made, and the choice."""
+    if not state.candidates:
+        return []
+    made = sum(1 for c in state.candidates if c.revision_of is None)
+    stopped = f" ({state.attempts_stopped_by} stopped them)" if state.attempts_stopped_by else ""
+    verdicts = ", ".join(
+        f"{c.attempt}: {c.report.verdict if c.report else 'not verified'}" for c in state.candidates
+    )
+    lines = [f"Attempts: {made} of {state.task.budgets.attempts} made{stopped}; verdicts {verdicts}."]
+    if state.selection is not None:
+        lines.append(f"Chosen: attempt {state.selection.chosen}, {state.selection.reason}.")
+    return lines
 
 
 def limit_text(limit: str, state: TaskState) -> str:

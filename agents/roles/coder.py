@@ -237,6 +237,11 @@ def _prompt(request: CodeRequest) -> str:
     if request.feedback:
         parts.append("## Your previous attempt failed verification\n" + request.feedback)
     parts.append(f"## Task\n{task.text}")
+    if task.budgets.attempts > 1 and not request.feedback:
+        parts.append(
+            f"## Attempt {request.attempt} of {task.budgets.attempts}\n"
+            "Each attempt starts from the original tree and is verified on its own; one is chosen."
+        )
     if task.continuation is not None:
         parts.append("## Continuing an earlier task\n" + task.continuation.brief())
     if plan.steps:

@@ -7,11 +7,12 @@ them that a plug-in could not use.
 
 from importlib.metadata import PackageNotFoundError, version
 
-from agents.messages import CodeRequest, ContextRequest, PlanRequest, VerifyRequest
+from agents.messages import CodeRequest, ContextRequest, PlanRequest, SelectRequest, VerifyRequest
 from agents.roles.coder import code
 from agents.roles.echo import echo_spec
 from agents.roles.planner import plan
 from agents.roles.retriever import retrieve
+from agents.roles.selector.role import select
 from agents.roles.verifier.role import verify
 from agents.roles.verifier.spares import VERIFIER_SPARES
 from agents.runtime.api import RoleContext, define_role
@@ -39,6 +40,10 @@ async def _code(request: CodeRequest, ctx: RoleContext):
 
 async def _verify(request: VerifyRequest, ctx: RoleContext):
     return await verify(ctx.deps, ctx.task_id, request)
+
+
+async def _select(request: SelectRequest, ctx: RoleContext):
+    return select(request)
 
 
 VERSION = _version()
@@ -73,6 +78,13 @@ VERIFIER = define_role(
     grant={"read", "execute"},
     needs={WORKSPACES, VERIFIER_SPARES},
     description="static checks and the tests in the sandbox; the verdict",
+)
+SELECTOR = define_role(
+    "selector",
+    "select",
+    _select,
+    version=VERSION,
+    description="chooses one of a task's attempts: evidence, harm, behaviour, agreement, size",
 )
 ECHO = define_role(
     "echo",

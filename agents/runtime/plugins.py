@@ -18,7 +18,7 @@ from agents.runtime.api import ENTRY_POINT_GROUP, RoleDefinition, check_handler
 
 log = logging.getLogger("codeloop.agents")
 BUILTIN_DISTRIBUTION = "codeloop"
-BUILTIN_NAMES = frozenset({"planner", "retriever", "coder", "verifier", "echo"})
+BUILTIN_NAMES = frozenset({"planner", "retriever", "coder", "verifier", "selector", "echo"})
 """Names only codeloop itself may install a role under."""
 
 

@@ -9,7 +9,8 @@ workspace against the snapshot, and `apply_to_checkout()` (`codeloop run --apply
 to the user's files, refused unless the checkout still is the snapshot's tree.
 
     snapshot.py  manifest.py  artifacts.py   capture: the tree, its manifest, the object store
-    materialize.py  scratch.py  git.py       scratch workspaces of a snapshot
+    materialize.py  scratch.py  git.py       scratch workspaces of a snapshot (`copy_checkout`:
+                                              of a checkout here, without a bus)
     patch.py                                  the workspace's diff, and `--apply` to the checkout
     start.py                                  a task's starting tree for a role: its snapshot,
                                               scratch workspaces of it, a patch applied in one
@@ -29,7 +30,7 @@ from agents.workspace.errors import (
     SnapshotUnavailable,
     WorkspaceError,
 )
-from agents.workspace.materialize import materialize
+from agents.workspace.materialize import copy_checkout, materialize
 from agents.workspace.patch import Patch, apply_to_checkout, workspace_patch
 from agents.workspace.scratch import open_scratch, sweep_scratch
 from agents.workspace.snapshot import SkippedPath, SnapshotRef, capture_snapshot
@@ -47,6 +48,7 @@ __all__ = [
     "WorkspaceError",
     "apply_to_checkout",
     "capture_snapshot",
+    "copy_checkout",
     "materialize",
     "open_scratch",
     "sweep_scratch",

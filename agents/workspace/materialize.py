@@ -12,12 +12,13 @@ project environment (`sandbox.environments`).
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import anyio
 
 from agents.workspace.artifacts import Artifacts
-from agents.workspace.errors import GitFailed, SnapshotUnavailable, WorkspaceError
+from agents.workspace.errors import CaptureFailed, GitFailed, SnapshotUnavailable, WorkspaceError
 from agents.workspace.git import (
     AUTHOR_EMAIL,
     AUTHOR_NAME,
@@ -27,7 +28,7 @@ from agents.workspace.git import (
     run_git,
     scratch_env,
 )
-from agents.workspace.manifest import MODE_EXECUTABLE, MODE_LINK, Entry
+from agents.workspace.manifest import MODE_EXECUTABLE, MODE_LINK, Entry, scan_tree
 from agents.workspace.snapshot import SnapshotRef, blob_name, read_manifest
 from bus.connection import Bus
 from layout import SOURCE_DATES, TREE_DIR
@@ -59,6 +60,43 @@ async def materialize(bus: Bus, ref: SnapshotRef, dest: Path) -> Path:
     await _fetch_blobs(store, fetch, dest)
     await _commit(dest, ref, entries)
     return dest
+
+
+async def copy_checkout(
+    source: Path,
+    dest: Path,
+    *,
+    max_files: int,
+    max_bytes: int,
+    source_dates: Mapping[str, str] | None = None,
+) -> SnapshotRef:
+    """Write the working tree of the checkout at `source` into `dest` (new or empty) as a git
+    repository whose HEAD commit is that tree, as `materialize` would write its snapshot, without
+    a bus: for a judgement made on this machine alone (`codeloop verify`). `source` is only read;
+    `source_dates` as `SnapshotRef.source_dates`.
+
+    Raises:
+        WorkspaceError: `dest` exists and is not empty.
+        CaptureFailed, SnapshotTooLarge: see `scan_tree`; also a file that changed while copied.
+        GitFailed: git could not create the repository.
+    """
+    source = Path(await anyio.Path(source).resolve())
+    dest = Path(await anyio.Path(dest).resolve())
+    tree = await scan_tree(source, max_files=max_files, max_bytes=max_bytes)
+    await anyio.to_thread.run_sync(_prepare, dest)
+    changed = await anyio.to_thread.run_sync(_write_local, tree.entries, source, dest)
+    if changed:
+        raise CaptureFailed(f"{changed[0].path} changed while it was copied; try again")
+    ref = SnapshotRef(
+        digest=tree.digest(),
+        files=len(tree.entries),
+        bytes=tree.total_bytes,
+        source_path=str(source),
+        git_head=tree.git_head,
+        source_dates=dict(source_dates or {}),
+    )
+    await _commit(dest, ref, tree.entries)
+    return ref
 
 
 def _readable_dir(source: Path) -> bool:

@@ -61,6 +61,7 @@ def version() -> None:
 
 AREAS = (
     "serve",
+    "console",
     "tasks",
     "run",
     "continuing",
@@ -69,6 +70,7 @@ AREAS = (
     "trace",
     "eval",
     "swebench",
+    "verify",
     "sandbox",
     "env",
     "search",

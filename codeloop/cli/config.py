@@ -88,13 +88,11 @@ def check(repo: RepoOpt = Path(".")) -> None:
     pipeline can run (known kinds, a possible order, each role installed here; a role served
     only by workers elsewhere is reported, as it would be at submission without them).
     """
-    from agents.messages import TaskSubmitted
     from codeloop.config.checks import submission_problems
+    from codeloop.config.task_builder import make_task
 
     settings = _load(repo)
-    probe = TaskSubmitted(
-        text="config check", repo=str(repo.resolve()), models=settings.models, budgets=settings.budgets
-    )
+    probe = make_task("config check", repo.resolve(), settings=settings)
     problems = submission_problems(probe, settings=settings) + _pipeline_problems(settings)
     if problems:
         from redaction import redact_text

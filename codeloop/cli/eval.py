@@ -74,22 +74,17 @@ def eval(  # the command's name is the contract's
     Exit codes: 0 when no task failed for environment reasons and the resolved rate is at least
     --min-resolved; 1 otherwise; 2 usage errors.
     """
-    from agents.messages import TaskSubmitted
     from codeloop.config.checks import check_submission
     from codeloop.config.errors import ConfigError
-    from codeloop.config.settings import load_settings
+    from codeloop.config.task_builder import make_task, task_settings
     from codeloop.evaluation.errors import EvalError
     from codeloop.evaluation.report_md import handed_off_note
     from codeloop.evaluation.taskset import load_tasks
 
     try:
-        settings = load_settings(flags=options.layer("flag"))
-        models = settings.models
+        settings = task_settings(options)
         # Every task of the run names the same models and budgets: one check covers them all.
-        check_submission(
-            TaskSubmitted(text="eval", repo=str(Path.cwd()), models=models, budgets=settings.budgets),
-            settings=settings,
-        )
+        check_submission(make_task("eval", Path.cwd(), settings=settings), settings=settings)
         tasks = load_tasks(taskset)
         if rerun_failed is not None:
             tasks = _failed_only(tasks, rerun_failed)
@@ -152,21 +147,14 @@ async def _evaluate(
     import anyio
 
     from agents.messages import TaskSubmitted
+    from codeloop.config.task_builder import make_task
     from codeloop.evaluation.checks import judge
     from codeloop.evaluation.runner import Outcome, run_tasks
 
     rows: dict[str, dict[str, Any]] = {}
 
     def submit(task: Any, repo: Path) -> TaskSubmitted:
-        return TaskSubmitted(
-            text=task.text,
-            repo=str(repo),
-            mode=task.mode,
-            models=settings.models,
-            budgets=settings.budgets,
-            interactive=False,
-            pipeline=pipeline,
-        )
+        return make_task(task.text, repo, settings=settings, mode=task.mode, pipeline=pipeline)
 
     with tempfile.TemporaryDirectory(prefix="codeloop-eval-") as scratch:
 

@@ -91,7 +91,7 @@ def _serve_config(
     """
     from codeloop.cli.env import environment_settings
     from codeloop.config.environment import root_home, secret_rules, tool_server_config
-    from codeloop.config.sandbox_limits import workspace_sandbox_limits
+    from codeloop.config.sandbox_limits import workspace_sandbox_limits, workspace_sandbox_policy
     from tool_servers.protocol.scopes import parse_scopes
     from tool_servers.serve import SERVERS, ServeConfig
 
@@ -123,7 +123,7 @@ def _serve_config(
         token_file=transport.token_file,
         index_dir=state.index_dir or (home / INDEX_DIR if server == "search" else None),
         secrets=secret_rules(allow=tuple(secrets.allow_path or ()), deny=tuple(secrets.deny_path or ())),
-        sandbox_policy=tools.sandbox_policy,
+        sandbox_policy=workspace_sandbox_policy(root, tools.sandbox_policy),
         cache_root=tools.cache_dir,
         environment=environment,
         limits=limits,
@@ -167,7 +167,9 @@ def _run(config: Any, tasks: TasksServerOptions, health: tuple[str, int] | None)
 def _run_tasks(config: Any, tasks: TasksServerOptions, *, health: tuple[str, int] | None) -> None:
     """The tasks server on the serve `--nats` names or the local one, else on one started here
     with every role, over the state directory's own store (its tasks outlive a restart)."""
+    from codeloop.config.environment import state_dir_from
     from codeloop.services.tasks_server import run_tasks_server
+    from codeloop.wiring.judge import patch_verifier
     from codeloop.wiring.roles import every_role
 
     run_async(
@@ -177,6 +179,7 @@ def _run_tasks(config: Any, tasks: TasksServerOptions, *, health: tuple[str, int
             max_running=tasks.max_running,
             check_credentials=not tasks.worker_credentials,
             health=health,
+            verifier=patch_verifier(state_dir_from(None)),
         )
     )
 

@@ -62,9 +62,11 @@ async def _replay_on_serve(
 ) -> tuple[Any, list[Any]]:
     """The replay on the local serve, else on one in this process over the state directory's own
     store: the recorded task is there."""
-    from codeloop.wiring.roles import DEFAULT_ROLES
+    from codeloop.wiring.roles import SERVED_BY_DEFAULT
 
-    async with local_or_embedded_serve(connection, roles=lambda: DEFAULT_ROLES, store="state_dir") as config:
+    async with local_or_embedded_serve(
+        connection, roles=lambda: SERVED_BY_DEFAULT, store="state_dir"
+    ) as config:
         return await _replay(config, task_id, recorded_tools, quiet=quiet)
 
 

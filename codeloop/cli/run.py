@@ -110,17 +110,17 @@ def interrupted(following: Following) -> str:
 
 
 async def _run_task(task: Any, connection: Connection, *, quiet: bool, following: Following) -> Any:
-    from codeloop.wiring.roles import roles_for_choice
+    from codeloop.wiring.roles import roles_for_task
 
     async with local_or_embedded_serve(
-        connection, roles=lambda: roles_for_choice(task.pipeline), where=following.serve
+        connection, roles=lambda: roles_for_task(task), where=following.serve
     ) as config:
         return await submit_and_follow(config, task, quiet=quiet, following=following)
 
 
 async def refuse_unserved(bus: Any, task: Any) -> None:
     """A usage error (exit 2) when the task's pipeline names a role nothing serves."""
-    if task.pipeline is None:
+    if task.pipeline is None and task.budgets.attempts == 1:
         return
     from agents.orchestrator.pipeline import PipelineError, pipeline_for
     from codeloop.config.pipelines import check_served

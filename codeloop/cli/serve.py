@@ -16,6 +16,7 @@ import typer
 
 from codeloop.cli.common import fail, os_error_message
 from codeloop.cli.connection import Connection, run_async, setup_telemetry
+from codeloop.cli.console_options import ConsoleOptions
 from codeloop.cli.option_groups import with_option_groups
 from codeloop.cli.serve_options import (
     HealthOptions,
@@ -72,6 +73,7 @@ def serve(
     as_json: JsonReadyOpt = False,
     tools_stdio: ToolsStdioOpt = None,
     workspaces: WorkspaceOptions,
+    console: ConsoleOptions,
 ) -> None:
     """Run NATS (embedded unless --nats), the actors of this process and the MCP tool servers until Ctrl-C.
 
@@ -89,6 +91,8 @@ def serve(
     Prometheus metrics: http://127.0.0.1:PORT/metrics (printed; also in serve.json).
 
     With --health-port: GET /healthz (live) and /readyz (ready) on that port.
+
+    The web console: http://127.0.0.1:PORT/ (printed; `codeloop console` prints it with its token).
     """
     stripped: list[str] = []
     if workspaces.workspaces:
@@ -97,7 +101,9 @@ def serve(
         from codeloop.services.provider_keys import restart_without_provider_keys
 
         stripped = restart_without_provider_keys()
-    plan = _plan(connection, roles, replicas, mcp, metrics, health, workspaces, tools_stdio, stripped)
+    plan = _plan(
+        connection, roles, replicas, (mcp, console), metrics, health, workspaces, tools_stdio, stripped
+    )
     setup_telemetry("serve")
     remote = plan.setup.workspaces is not None
     _run(plan, health, show=lambda note: _show(note, as_json=as_json, health=health, remote=remote))
@@ -107,7 +113,7 @@ def _plan(
     connection: dict[str, Any],
     roles: RoleOptions,
     replicas: int,
-    mcp: McpOptions,
+    hosted_options: tuple[McpOptions, ConsoleOptions],
     metrics: MetricsOptions,
     health: HealthOptions,
     workspaces: WorkspaceOptions,
@@ -124,6 +130,7 @@ def _plan(
     from codeloop.services.health import Readiness
     from codeloop.wiring.process import Hosting, RoleSetup
 
+    mcp, console = hosted_options
     try:
         config = bus_config(**connection).model_copy(update={"replicas": replicas})
     except ConfigError as exc:
@@ -143,15 +150,21 @@ def _plan(
     setup = RoleSetup(
         tools=_tools(tools_stdio, config.state_dir, tool_config), tool_config=tool_config, workspaces=remote
     )
-    hosting = Hosting(mcp=hosted, metrics=metrics.serving(), readiness=Readiness(), workspace_service=service)
+    web = console.hosting(
+        root=mcp.mcp_root, scopes=mcp.mcp_scopes, workspace_service_only=workspaces.workspaces
+    )
+    hosting = Hosting(
+        mcp=hosted, metrics=metrics.serving(), readiness=Readiness(), workspace_service=service, console=web
+    )
     at_health = f", health on {health.health_host}:{health.health_port}" if health.health_port else ""
     return _Plan(
         config=config,
         workers=workers,
         setup=setup,
         hosting=hosting,
-        listeners=f"tool servers on {mcp.mcp_host}, metrics on {metrics.metrics_host}:{metrics.metrics_port}{at_health}",
-        listens=hosted is not None or bool(health.health_port),
+        listeners=f"tool servers on {mcp.mcp_host}, metrics on {metrics.metrics_host}:{metrics.metrics_port}"
+        f"{at_health}, console on {console.console_host}:{console.console_port}",
+        listens=hosted is not None or bool(health.health_port) or web is not None,
     )
 
 
@@ -165,6 +178,8 @@ def _run(plan: _Plan, health: HealthOptions, *, show: Any) -> None:
     import anyio
 
     from bus.discovery import SchemaMismatch
+    from codeloop.console.access import AccessFileError
+    from codeloop.console.assets import MissingAsset
     from codeloop.services.health import serve_health
     from codeloop.wiring.process import serve as serve_process
     from codeloop.wiring.roles import UnknownRole
@@ -207,6 +222,8 @@ def _run(plan: _Plan, health: HealthOptions, *, show: Any) -> None:
         run_async(main)
     except (UnknownRole, SchemaMismatch) as exc:
         raise fail(str(exc), 2) from None
+    except (AccessFileError, MissingAsset) as exc:
+        raise fail(f"the web console cannot start: {exc}", 2) from None
     except OSError as exc:
         if exc.filename is None and plan.listens:  # a server could not listen
             raise fail(f"cannot listen ({plan.listeners}): {exc}") from None
@@ -255,11 +272,23 @@ def _show(note: Any, *, as_json: bool, health: HealthOptions, remote: bool) -> N
         typer.echo("  workspaces the coder's are the workspace service's (--workspace-service)")
     if note.metrics_url:
         typer.echo(f"  metrics    {note.metrics_url}  (Prometheus)")
+    if note.console is not None:
+        _show_console(note.console)
     if health.health_port:
         typer.echo(f"  health     http://{health.health_host}:{health.health_port}/healthz  and  /readyz")
     typer.echo("  try        codeloop submit 'hello' --repo .   then   codeloop watch TASK_ID")
     typer.echo("Press Ctrl-C to stop.")
     sys.stdout.flush()
+
+
+def _show_console(console: Any) -> None:
+    """The console's address, with the generated token as Jupyter prints its own: the one line to open."""
+    from codeloop.console.links import console_link
+
+    typer.echo(f"  console    {console_link(console)}")
+    if not console.generated:
+        typer.echo(f"             sign in with ?token=YOUR_TOKEN (tokens in {console.token_file})")
+    typer.echo("             `codeloop console` prints this again (--open opens it in a browser)")
 
 
 def _show_mcp(mcp: Any) -> None:

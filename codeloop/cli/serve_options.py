@@ -85,7 +85,7 @@ class RoleOptions(OptionGroup):
             serving_roles,
         )
         from codeloop.wiring.process import Workers
-        from codeloop.wiring.roles import DEFAULT_ROLES, unknown_role_problem
+        from codeloop.wiring.roles import SERVED_BY_DEFAULT, unknown_role_problem
 
         registry = load_roles()
         chosen = None
@@ -101,7 +101,7 @@ class RoleOptions(OptionGroup):
         elif self.pipeline == "echo":
             roles = ("orchestrator", "echo")
         else:
-            roles = serving_roles(DEFAULT_ROLES, chosen, registry)
+            roles = serving_roles(SERVED_BY_DEFAULT, chosen, registry)
         # Checked before anything starts: a bad role or replica count used to surface only after
         # the embedded server was up and its state directory written.
         problem = unknown_role_problem(roles, registry)

@@ -10,7 +10,7 @@ stderr and exit 2, with nothing written. Then each instance is run and graded as
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -29,14 +29,23 @@ def swebench(
         Path, typer.Argument(help="SWE-bench instances: a JSON list, JSON lines or a Parquet file.")
     ],
     predictions: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
             "--predictions",
             help="A predictions file (instance_id, model_name_or_path, model_patch; JSON list/dict or "
             "JSON lines), `gold` (each instance's own patch: validates the environments) or `empty` "
-            "(no change: the test patch alone must resolve nothing).",
+            "(no change: the test patch alone must resolve nothing). With --select, repeat it: each "
+            "file (PATH, or NAME=PATH) is a source of candidates.",
         ),
     ] = None,
+    select: Annotated[
+        bool,
+        typer.Option(
+            "--select",
+            help="Verify each source's patch as a coder's patch, choose one per instance, grade them "
+            "all (OUT/selection.jsonl, OUT/selection_summary.json, report.json of the picks).",
+        ),
+    ] = False,
     model: Annotated[
         str | None,
         typer.Option("--model", help="Solve each instance with this model first (writes predictions.jsonl)."),
@@ -109,12 +118,14 @@ def swebench(
 
     With --nats URL (or a running `codeloop serve`) the instances go on the bus: this process runs
     --jobs of them (0: none) and `codeloop serve --role swebench` processes on any machine run the rest.
+    --select with several --predictions: verify each instance's candidates, choose one, grade all.
     """
     from codeloop.swebench.cli_support import Options, prepare, run
 
+    given = _given(predictions, select=select)
     options = Options(
         instances=instances,
-        predictions=predictions,
+        predictions=given[0] if given else None,
         model=model,
         instance_ids=[i.strip() for i in instance_ids.split(",") if i.strip()] if instance_ids else None,
         repo=repo,
@@ -127,8 +138,46 @@ def swebench(
         timeout_s=timeout,
         memory_mb=memory_mb,
         resume=resume,
+        select=select,
+        sources=tuple(given),
     )
+    if select:
+        return _select_and_report(options, as_json=as_json)
     _run_and_report(options, prepare, run, as_json=as_json, connection=connection)
+
+
+def _given(predictions: list[str] | None, *, select: bool) -> list[str]:
+    """The `--predictions` given, checked against `--select`."""
+    given = predictions or []
+    if len(given) > 1 and not select:
+        raise usage_error("several --predictions are candidates to choose from: add --select")
+    if select and not given:
+        raise usage_error("--select needs --predictions FILE (repeated: one per source of candidates)")
+    return given
+
+
+def _select_and_report(options: Any, *, as_json: bool) -> None:
+    """`--select`: check the inputs (exit 2 on a bad one), verify, choose and grade here, print
+    the selection's summary; exit 1 when some candidate could not be graded."""
+    from codeloop.swebench.cli_support import prepare_select, run_select
+    from codeloop.swebench.errors import SwebenchError
+
+    try:
+        plan = prepare_select(options)
+    except SwebenchError as exc:
+        raise usage_error(str(exc)) from None
+    summary = run_select(plan)
+    if as_json:
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    else:
+        typer.echo(
+            f"selected {summary['selected_resolved']} resolved of {summary['instances']} instances (oracle "
+            f"{summary['oracle']}, random {summary['random_expected']}); passed precision "
+            f"{summary['passed_precision']}, recall {summary['passed_recall']}; in {plan.out}",
+            err=True,
+        )
+    if summary["ungraded"]:
+        raise fail(f"{summary['ungraded']} candidates could not be graded (see {plan.out}/report.html)")
 
 
 def _run_and_report(

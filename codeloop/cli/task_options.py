@@ -68,11 +68,10 @@ def build_task(task: str, repo: Path, *, mode: str, options: TaskOptions, task_i
     """
     from pydantic import ValidationError
 
-    from agents.messages import TaskSubmitted
     from bus.validation import MAX_TASK_TEXT_BYTES, submission_problems
     from codeloop.config.checks import check_submission
     from codeloop.config.errors import ConfigError
-    from codeloop.config.settings import load_settings
+    from codeloop.config.task_builder import make_task, task_settings
 
     text = read_text_argument(task, what="task text", max_bytes=MAX_TASK_TEXT_BYTES)
     if not repo.is_dir():
@@ -81,16 +80,14 @@ def build_task(task: str, repo: Path, *, mode: str, options: TaskOptions, task_i
     if problems:
         raise usage_error("; ".join(problems))
     try:
-        settings = load_settings(repo=repo, flags=options.layer("flag"))
-        submitted = TaskSubmitted(
-            text=text,
-            repo=str(repo.resolve()),
+        settings = task_settings(options, repo=repo)
+        submitted = make_task(
+            text,
+            repo.resolve(),
+            settings=settings,
             mode=mode,  # type: ignore[arg-type] - mode was validated against the Mode literals above
-            budgets=settings.budgets,
-            models=settings.models,
             interactive=sys.stdin.isatty(),
             pipeline=_pipeline_choice(options.pipeline, repo, mode=mode, settings=settings),
-            require_verified=settings.verification.require == "passed",
         )
         check_submission(submitted, settings=settings)
     except ConfigError as exc:

@@ -10,7 +10,8 @@ Environment variables (each overridden by its command-line option):
     CODELOOP_TRACE_CONTENT  1: put prompt and tool content into spans (default: kept out)
     CODELOOP_SECRETS_ALLOW / CODELOOP_SECRETS_DENY   comma-separated globs taken off / added to
                          the tool servers' secrets deny-list (`tool_servers.secret_files`)
-    CODELOOP_SANDBOX     gvisor|process|auto (default auto): which sandbox backends `exec` may use
+    CODELOOP_SANDBOX     gvisor|process|auto (default: the user file's [sandbox] backend, else auto):
+                         which sandbox backends `exec` may use
     CODELOOP_CACHE_DIR   the shared caches (embeddings, converted models); default the platform's
                          user cache directory, `~/.cache/codeloop` on Linux
 
@@ -33,6 +34,7 @@ from pydantic import BaseModel, ConfigDict
 
 from bus.config import BusConfig, TlsConfig
 from codeloop.config.errors import ConfigError
+from codeloop.config.sandbox_backend import machine_backend
 from layout import DEFAULT_HOME, HOME_ENV, ROOTS_DIR
 
 if TYPE_CHECKING:
@@ -72,8 +74,9 @@ class ToolServerConfig(BaseModel):
     model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
     sandbox_policy: str = "auto"
-    """`CODELOOP_SANDBOX` as set: `sandbox.backend.parse_policy` checks it where a sandbox is opened,
-    so a bad value is the exec server's `PolicyError` result (and `codeloop doctor`'s failed check)."""
+    """`CODELOOP_SANDBOX`, else the user file's `[sandbox] backend` (`sandbox_backend.machine_backend`):
+    `sandbox.backend.parse_policy` checks it where a sandbox is opened, so a bad value is the exec
+    server's `PolicyError` result (and `codeloop doctor`'s failed check)."""
     cache_dir: Path | None = None
     """`CODELOOP_CACHE_DIR`; None: the platform's user cache directory (`embed_cache.default_cache_root`)."""
 
@@ -82,7 +85,7 @@ def tool_server_config() -> ToolServerConfig:
     """The tool servers' settings of the environment (see the module docstring)."""
     env = os.environ
     return ToolServerConfig(
-        sandbox_policy=env.get("CODELOOP_SANDBOX", "auto"),
+        sandbox_policy=machine_backend(),
         cache_dir=_path(env.get("CODELOOP_CACHE_DIR")),
     )
 

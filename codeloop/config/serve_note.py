@@ -54,6 +54,20 @@ class WorkspacesNote(BaseModel):
     """Credential variables removed from this process's environment at start (names only)."""
 
 
+class ConsoleNote(BaseModel):
+    """The web console a running `codeloop serve` hosts (`codeloop console` prints its address)."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    url: str
+    """Its address, `http://HOST:PORT/`; a browser signs in with `?token=TOKEN` once."""
+    token_file: str
+    """The generated token's 0600 file (its one line is the token), or the `--console-token-file`
+    given (`TOKEN PRINCIPAL SCOPES` lines)."""
+    generated: bool
+    """True when serve made the token (principal `serve`, an operator) at its start."""
+
+
 class ServeNote(BaseModel):
     """What a running `codeloop serve` wrote into its state directory, for the other commands."""
 
@@ -74,6 +88,8 @@ class ServeNote(BaseModel):
     """Where the Prometheus metrics are served, `http://HOST:PORT/metrics`; None with `--no-metrics`."""
     workspaces: WorkspacesNote | None = None
     """The workspace service this process runs (`--workspaces`); None without."""
+    console: ConsoleNote | None = None
+    """The web console; None with `--no-console`."""
 
 
 def write_serve_note(state_dir: Path, note: ServeNote) -> Path:
@@ -151,6 +167,11 @@ def _embedded_credentials(path: Path) -> dict[str, object]:
             f"the local `codeloop serve` noted credentials in {path}, but the file is gone; restart serve"
         )
     return {"user": found.user, "password": found.password}
+
+
+def serve_is_alive(note: ServeNote) -> bool:
+    """Whether the process that wrote `note` still runs (a note outlives a serve that was killed)."""
+    return _alive(note.pid)
 
 
 def _alive(pid: int) -> bool:

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from agents.messages import BUILTIN_MODEL_ROLES, Budgets, ModelNames, ModelOptions
 from codeloop.config.errors import ConfigError
 from codeloop.config.files import ConfigFile, anchor_model, project_file, read_config_file, user_file
+from codeloop.config.sandbox_backend import check_project_backend
 from redaction import redact_text
 from sandbox.environments.settings import EnvironmentSettings
 from sandbox.limits import SandboxLimits
@@ -238,12 +239,30 @@ def load_settings(
     layers = [_flag_layer(flags or {}, here), _env_layer(env, here)]
     layers += [_file_layer(source, file) for source, file in files]
     settings = _merge(layers)
+    _check_project_backend(settings, files)
     return settings.model_copy(
         update={
             "project_file": next((str(f.path) for s, f in files if s == "project file"), None),
             "user_file": next((str(f.path) for s, f in files if s == "user file"), None),
         }
     )
+
+
+def _check_project_backend(settings: Settings, files: list[tuple[Source, ConfigFile]]) -> None:
+    """A repository's file may choose a stronger sandbox backend, never a weaker one (see
+    `codeloop.config.sandbox_backend`).
+
+    Raises:
+        ConfigError: the project file's `sandbox.backend`, in effect, is weaker than the user
+            file's or the default.
+    """
+    origin = settings.origins.get("sandbox.backend")
+    if origin is None or origin.source != "project file":
+        return
+    project = next(f for s, f in files if s == "project file")
+    user = next((f.config.sandbox.backend for s, f in files if s == "user file"), None)
+    baseline_from = "from the user file" if user else "the default"
+    check_project_backend(project.path, settings.sandbox.backend, user or "auto", baseline_from)
 
 
 def _flag_layer(flags: FlagValues, cwd: Path) -> _Layer:

@@ -136,6 +136,18 @@ class TaskOptions(BaseModel):
     ] = None
     """US dollars the task may spend on models, all roles together; every model must have a price
     (genai-prices knows it, or the configuration sets one)."""
+    attempts: Annotated[
+        int | None,
+        Spelling(
+            "--attempts",
+            "budgets.attempts",
+            "attempts",
+            "Candidates the coder makes, each from the starting tree and verified against it; above 1 "
+            "a select stage chooses one (the other budgets bind over all attempts together).",
+        ),
+    ] = None
+    """Candidates the coder makes, each verified against the starting tree; above 1 a `select`
+    stage chooses one. The other budgets bind over all attempts together."""
     require_verified: Annotated[
         bool | None,
         Spelling(

@@ -28,7 +28,7 @@ from bus.connection import Bus
 from bus.credentials import write_private
 from codeloop.config.environment import ToolServerConfig, root_home
 from codeloop.config.project_environment import environment_settings
-from codeloop.config.sandbox_limits import workspace_sandbox_limits
+from codeloop.config.sandbox_limits import workspace_sandbox_limits, workspace_sandbox_policy
 from codeloop.config.serve_note import McpNote
 from codeloop.services.tasks_backend import BusTasks
 from layout import INDEX_DIR, MCP_AUDIT, MCP_TOKENS
@@ -39,6 +39,7 @@ from tool_servers.protocol.spec import ServerOptions
 from tool_servers.secret_files import DEFAULT_RULES, SecretRules
 from tool_servers.serve import SERVERS, ServeConfig, UnknownServer, build_named_server
 from tool_servers.tasks.server import build_tasks_server
+from tool_servers.tasks.verify import PatchVerifier
 
 # Named as before the services package existed: logging configurations and filters name it.
 log = logging.getLogger("codeloop.hosted_mcp")
@@ -58,6 +59,9 @@ class McpHosting:
     servers: Sequence[str] = field(default_factory=lambda: HOSTED)
     secrets: SecretRules = DEFAULT_RULES
     """Files the hosted servers never read, list or index."""
+    verifier: PatchVerifier | None = None
+    """The hosted tasks server's `verify_patch` judge (`codeloop.wiring.judge.patch_verifier`);
+    None: that tool is not served."""
 
 
 def write_token_file(state_dir: Path, scopes: frozenset[Scope]) -> tuple[Path, str]:
@@ -125,14 +129,14 @@ async def host_tool_servers(
                     audit_log=audit_log,
                     index_dir=root_home(hosting.root, state_dir) / INDEX_DIR,
                     secrets=hosting.secrets,
-                    sandbox_policy=tool_config.sandbox_policy,
+                    sandbox_policy=workspace_sandbox_policy(hosting.root, tool_config.sandbox_policy),
                     cache_root=tool_config.cache_dir,
                     environment=environment,
                     limits=limits,
                 )
                 try:
                     if name == TASKS:
-                        server = await _tasks_server(config, bus, sink)
+                        server = await _tasks_server(config, bus, sink, hosting.verifier)
                     else:
                         server = build_named_server(config, sink=sink)
                 except UnknownServer as exc:
@@ -155,7 +159,9 @@ async def host_tool_servers(
         _remove_if_ours(token_file, token)
 
 
-async def _tasks_server(config: ServeConfig, bus: Bus | None, sink: AuditSink | None) -> Any:
+async def _tasks_server(
+    config: ServeConfig, bus: Bus | None, sink: AuditSink | None, verifier: PatchVerifier | None
+) -> Any:
     if bus is None:
         raise UnknownServer("the tasks server needs serve's bus")
     options = ServerOptions(
@@ -164,7 +170,8 @@ async def _tasks_server(config: ServeConfig, bus: Bus | None, sink: AuditSink | 
         token_verifier=TokenTable.from_file(config.token_file) if config.token_file else None,
         secrets=config.secrets,
     )
-    return build_tasks_server(config.root.resolve(), options, await BusTasks.open(bus))  # pyright: ignore[reportArgumentType] - BusTasks.changes is an async generator function, which the protocol's iterator describes
+    backend = await BusTasks.open(bus)
+    return build_tasks_server(config.root.resolve(), options, backend, verifier=verifier)  # pyright: ignore[reportArgumentType] - BusTasks.changes is an async generator function, which the protocol's iterator describes
 
 
 __all__ = ["HOSTED", "PRINCIPAL", "McpHosting", "host_tool_servers", "write_token_file"]

@@ -45,7 +45,8 @@ from bus.records import read
 from codeloop.config.checks import check_submission as check_settings
 from codeloop.config.errors import ConfigError
 from codeloop.config.pipelines import PipelineConfigError, check_served, resolve_pipeline
-from codeloop.config.settings import load_settings
+from codeloop.config.settings import Settings
+from codeloop.config.task_builder import make_task, task_settings
 from codeloop.config.task_options import TaskOptions
 from codeloop.continuing import ContinueRefused, continuation_of
 from codeloop.snapshots import capture_repository
@@ -71,7 +72,20 @@ _RECONNECT_CHECK_S = 2.0
 def check_submission(
     submission: Submission, *, credentials: bool = True
 ) -> tuple[ModelNames, Budgets, PipelineChoice | None, bool]:
-    """The submission's models, budgets, pipeline and whether it requires a verified patch, checked the way `codeloop run` checks them.
+    """The submission's models, budgets, pipeline and whether it requires a verified patch, checked
+    the way `codeloop run` checks them (`checked_submission`).
+
+    Raises:
+        SubmissionRefused: as `checked_submission`.
+    """
+    settings, pipeline = checked_submission(submission, credentials=credentials)
+    return settings.models, settings.budgets, pipeline, settings.verification.require == "passed"
+
+
+def checked_submission(
+    submission: Submission, *, credentials: bool = True
+) -> tuple[Settings, PipelineChoice | None]:
+    """The submission's settings and pipeline, checked the way `codeloop run` checks them.
 
     With `credentials=False` the model keys are not looked for in this process's environment: the
     workers on a remote bus hold them, and a model whose key they lack fails there, at its first
@@ -89,29 +103,22 @@ def check_submission(
     """
     options = TaskOptions.from_arguments(submission.options)
     try:
-        settings = load_settings(repo=submission.repo, flags=options.layer("argument"))
-        task = TaskSubmitted(
-            text=submission.text,
-            repo=str(submission.repo),
-            mode=submission.mode,
-            models=settings.models,
-            budgets=settings.budgets,
-        )
+        settings = task_settings(options, repo=submission.repo, naming="argument")
+        task = make_task(submission.text, submission.repo, settings=settings, mode=submission.mode)
         check_settings(task, settings=settings, credentials=credentials)
     except ConfigError as exc:
         message = str(exc)
         field = TaskOptions.named_in(message, "argument")
         raise SubmissionRefused(message, **({"field": field} if field else {})) from None
-    require = settings.verification.require == "passed"
     if options.pipeline is None:
-        return settings.models, settings.budgets, None, require
+        return settings, None
     try:
         pipeline = resolve_pipeline(
             options.pipeline, submission.repo, mode=submission.mode, settings=settings
         )
     except (PipelineError, PipelineConfigError) as exc:
         raise SubmissionRefused(f"pipeline: {exc}", field="pipeline") from None
-    return settings.models, settings.budgets, choice_of(pipeline), require
+    return settings, choice_of(pipeline)
 
 
 def _principal_key(principal: str) -> str:
@@ -217,7 +224,7 @@ class BusTasks:
         return await self._publish_owned(principal, task)
 
     async def submit(self, submission: Submission) -> str:
-        models, budgets, pipeline, require = check_submission(submission, credentials=self.check_credentials)
+        settings, pipeline = checked_submission(submission, credentials=self.check_credentials)
         await self._refuse_over_cap(submission.principal)
         if pipeline is not None:  # before the snapshot: a role nothing serves is refused at once
             try:
@@ -230,16 +237,13 @@ class BusTasks:
             snapshot = await capture_repository(self.bus, submission.repo)
         except WorkspaceError as exc:
             raise SubmissionRefused(f"cannot capture {submission.repo}: {exc}") from None
-        task = TaskSubmitted(
-            text=submission.text,
-            repo=str(submission.repo),
+        task = make_task(
+            submission.text,
+            submission.repo,
+            settings=settings,
             mode=submission.mode,
-            budgets=budgets,
-            models=models,
             snapshot=snapshot,
-            interactive=False,
             pipeline=pipeline,
-            require_verified=require,
         )
         return await self._publish_owned(submission.principal, task)
 

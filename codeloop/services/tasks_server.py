@@ -29,6 +29,7 @@ from tool_servers.protocol.http import TokenTable
 from tool_servers.protocol.spec import ServerOptions
 from tool_servers.serve import ServeConfig, serve_over
 from tool_servers.tasks.server import build_tasks_server
+from tool_servers.tasks.verify import PatchVerifier
 
 BusSource = Callable[[], AbstractAsyncContextManager[BusConfig]]
 """Opens the bus to submit on, for as long as the server runs: a context yielding its client
@@ -54,13 +55,15 @@ async def run_tasks_server(
     max_running: int = DEFAULT_MAX_RUNNING,
     check_credentials: bool = True,
     health: tuple[str, int] | None = None,
+    verifier: PatchVerifier | None = None,
 ) -> None:
     """Serve the tasks server over `config`'s transport, on the bus `bus_source` opens, until
     stdin closes or it is cancelled.
 
     `health` (host, port): serve `/healthz` and `/readyz` there, ready with checks "listening"
     and "nats". `check_credentials=False`: submissions are not refused for a model key missing
-    here (the workers on the remote bus hold it).
+    here (the workers on the remote bus hold it). `verifier`: serve `verify_patch` with it
+    (`codeloop.wiring.judge.patch_verifier`).
 
     Raises:
         TokenFileError: the token file is unreadable or malformed.
@@ -81,7 +84,7 @@ async def run_tasks_server(
         async with open_bus(client_config) as bus:
             readiness.add("nats", lambda: bus.connected)
             backend = await BusTasks.open(bus, max_running=max_running, check_credentials=check_credentials)
-            server = build_tasks_server(config.root.resolve(), options, backend)  # pyright: ignore[reportArgumentType] - BusTasks.changes is an async generator function, which the protocol's iterator describes
+            server = build_tasks_server(config.root.resolve(), options, backend, verifier=verifier)  # pyright: ignore[reportArgumentType] - BusTasks.changes is an async generator function, which the protocol's iterator describes
             await serve_over(server, config, on_ready=listening)
 
     async with anyio.create_task_group() as tg:

@@ -6,7 +6,7 @@ import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codeloop.swebench.errors import InterpreterMissing, PredictionsError, SwebenchError
 from codeloop.swebench.harness import RunPlan, run_local
@@ -16,6 +16,9 @@ from codeloop.swebench.report import write_json
 from codeloop.swebench.repositories import RepoSource, find_source
 from codeloop.swebench.run import RunSettings
 from codeloop.swebench.specs import load_extra_specs, needs_cpus, registered_specs, spec_for
+
+if TYPE_CHECKING:
+    from codeloop.swebench.selection import SelectPlan
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,10 @@ class Options:
     timeout_s: float
     memory_mb: int
     resume: Path | None
+    select: bool = False
+    """`--select`: `predictions` is the first of `sources`, every one a source of candidates."""
+    sources: tuple[str, ...] = ()
+    """Every `--predictions` given (`PATH` or `NAME=PATH`)."""
 
 
 def cache_dir() -> Path:
@@ -106,6 +113,63 @@ def prepare(options: Options) -> RunPlan:
         model=options.model,
         model_settings=model_settings,
     )
+
+
+def prepare_select(options: Options) -> "SelectPlan":
+    """Check every input of a `--select` run and make its plan; nothing is written before it
+    returns.
+
+    Raises:
+        SwebenchError: a bad input (the message is the one line the user sees).
+    """
+    from codeloop.swebench.candidates import load_sources
+    from codeloop.swebench.selection import SelectPlan
+
+    if options.model is not None or options.resume is not None:
+        raise SwebenchError("--select takes predictions files only: no --model, no --resume")
+    if any(p in (GOLD, EMPTY) for p in options.sources):
+        raise SwebenchError("--select takes predictions files; gold and empty are no candidates")
+    if options.specs is not None:
+        load_extra_specs(options.specs)
+    every = load_instances(options.instances)
+    chosen = select(every, ids=options.instance_ids, repo=options.repo, sample=options.sample)
+    sources = load_sources(list(options.sources), known_ids={i.instance_id for i in every})
+    chosen = [i for i in chosen if any(s.candidate(i.instance_id) for s in sources)]
+    for instance in chosen:
+        spec_for(instance)
+    _check_interpreters(chosen)
+    _warn_cpus(chosen)
+    run_options = {
+        "timeout_s": options.timeout_s,
+        "memory_mb": options.memory_mb,
+        "left_out": _left_out(options.left_out),
+    }
+    extra = {
+        "predictions": [s.name for s in sources],
+        "instances_file": str(options.instances),
+        "jobs": options.jobs,
+        "timeout_s": options.timeout_s,
+        "swebench": "4.1.0",
+        "sandbox": "gvisor",
+    }
+    return SelectPlan(
+        instances=chosen,
+        sources=sources,
+        repos=_sources(chosen, options.repos),
+        settings=settings_for(run_options),
+        out=_out_dir(options),
+        jobs=max(options.jobs, 1),
+        extra=extra,
+    )
+
+
+def run_select(plan: "SelectPlan") -> dict[str, Any]:
+    """Run a `--select` plan in this process; returns its summary (selection_summary.json)."""
+    import anyio
+
+    from codeloop.swebench.selection import run_selection
+
+    return anyio.run(run_selection, plan)
 
 
 def _predictions(options: Options, every: list[Instance], chosen: list[Instance]) -> dict[str, Prediction]:

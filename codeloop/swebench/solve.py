@@ -27,18 +27,12 @@ def model_settings(model: str) -> Any:
     Raises:
         ConfigError: the model cannot be resolved (unknown provider, missing file or credentials).
     """
-    from agents.messages import TaskSubmitted
     from codeloop.config.checks import check_submission
-    from codeloop.config.settings import load_settings
+    from codeloop.config.task_builder import make_task, task_settings
     from codeloop.config.task_options import TaskOptions
 
-    settings = load_settings(flags=TaskOptions(model=model).layer())
-    check_submission(
-        TaskSubmitted(
-            text="swebench", repo=str(Path.cwd()), models=settings.models, budgets=settings.budgets
-        ),
-        settings=settings,
-    )
+    settings = task_settings(TaskOptions(model=model))
+    check_submission(make_task("swebench", Path.cwd(), settings=settings), settings=settings)
     return settings
 
 
@@ -57,6 +51,7 @@ async def solve(
     every prediction (also in `out/predictions.jsonl`)."""
     from agents.messages import TaskSubmitted
     from codeloop.config.environment import bus_config, tool_server_config
+    from codeloop.config.task_builder import make_task
     from codeloop.evaluation.runner import Outcome as TaskOutcome
     from codeloop.evaluation.runner import run_tasks
     from codeloop.evaluation.taskset import EvalTask
@@ -85,14 +80,7 @@ async def solve(
             )
 
         def submit(task: EvalTask, repo: Path) -> TaskSubmitted:
-            return TaskSubmitted(
-                text=task.text,
-                repo=str(repo),
-                mode=task.mode,
-                models=settings.models,
-                budgets=settings.budgets,
-                interactive=False,
-            )
+            return make_task(task.text, repo, settings=settings, mode=task.mode)
 
         async def on_done(outcome: TaskOutcome) -> None:
             patch = (outcome.result.patch or "") if outcome.result is not None else ""

@@ -54,13 +54,22 @@ from bus.supervise import Supervisor
 from codeloop import __version__
 from codeloop.config.environment import ToolServerConfig
 from codeloop.config.errors import ConfigError
-from codeloop.config.serve_note import McpNote, ServeNote, WorkspacesNote, read_serve_note, write_serve_note
+from codeloop.config.serve_note import (
+    ConsoleNote,
+    McpNote,
+    ServeNote,
+    WorkspacesNote,
+    read_serve_note,
+    write_serve_note,
+)
+from codeloop.console.hosting import ConsoleHosting, host_console
 from codeloop.services.audit_events import bus_audit_sink
 from codeloop.services.health import Readiness
 from codeloop.services.hosted_mcp import McpHosting, host_tool_servers
 from codeloop.services.metrics import Metrics, MetricsServing, follow_events, poll_queues, serve_metrics
 from codeloop.services.workspace_service import WorkspaceHosting, WorkspaceService
-from codeloop.wiring.roles import DEFAULT_ROLES, role_deps, role_specs
+from codeloop.wiring.judge import patch_verifier
+from codeloop.wiring.roles import SERVED_BY_DEFAULT, role_deps, role_specs
 from codeloop.wiring.swebench import SwebenchWorkers, run_swebench_workers, split_roles
 from codeloop.wiring.telemetry import tracing_observers
 from codeloop.wiring.tools import InProcessTools
@@ -74,7 +83,7 @@ DRAIN_GRACE_S = 10.0
 class Workers:
     """Which actors this process runs, and how they take their messages."""
 
-    roles: Sequence[str] = DEFAULT_ROLES
+    roles: Sequence[str] = SERVED_BY_DEFAULT
     """Role names; a role may appear twice to run two workers of it."""
     pipeline: Pipeline | None = None
     """The orchestrator's pipeline for every task that names none (default: chosen per task)."""
@@ -120,6 +129,8 @@ class Hosting:
     while the NATS connection is up; failing again when `stop` starts the drain."""
     workspace_service: WorkspaceHosting | None = None
     """Run the workspace service (`codeloop.services.workspace_service`) here."""
+    console: ConsoleHosting | None = None
+    """The web console (`codeloop.console`) on its own port."""
 
 
 async def serve(
@@ -142,8 +153,9 @@ async def serve(
         ServerDied: the embedded server died and could not be restarted.
         BusClosed: the given server could not be reached.
         UnknownRole: a role name no actor exists for.
-        OSError: a tool server could not listen.
+        OSError: a tool server or the console could not listen.
         ConfigError: the embedded server's credentials file is unusable.
+        AccessFileError: the console's token file is unreadable or malformed.
     """
     async with AsyncExitStack() as stack:
         stack.enter_context(hold_state_dir(config.state_dir, what="another codeloop serve"))
@@ -198,6 +210,7 @@ async def serve(
                 )
             hosted = await _start_mcp(tg, bus, config, hosting.mcp, setup.tool_config)
             workspaces = await _start_workspaces(tg, bus, setup.home or config.state_dir, hosting, setup)
+            console = await _start_console(tg, bus, config, hosting.console)
             note = ServeNote(
                 nats_url=",".join(config.servers),
                 pid=os.getpid(),
@@ -208,6 +221,7 @@ async def serve(
                 credentials_file=credentials_file,
                 metrics_url=metrics_url,
                 workspaces=workspaces,
+                console=console,
             )
             note_path = write_serve_note(config.state_dir, note)
             stack.callback(_remove_note, note_path, os.getpid())
@@ -304,6 +318,8 @@ async def _start_mcp(
     """The hosted tool servers' note once they listen; None when `mcp` asks for none."""
     if mcp is None:
         return None
+    if mcp.verifier is None:  # served only under an execute grant (the tool's scope)
+        mcp = replace(mcp, verifier=patch_verifier(config.state_dir))
     return await tg.start(
         partial(
             host_tool_servers,
@@ -326,6 +342,15 @@ async def _start_workspaces(
         bus, home, tools=InProcessTools(config=setup.tool_config), hosting=hosting.workspace_service
     )
     return await tg.start(service.run)
+
+
+async def _start_console(
+    tg: TaskGroup, bus: Bus, config: BusConfig, console: ConsoleHosting | None
+) -> ConsoleNote | None:
+    """The web console's note once it listens; None when `console` asks for none."""
+    if console is None:
+        return None
+    return await tg.start(partial(host_console, console, bus=bus, state_dir=config.state_dir))
 
 
 async def _drain(actors: list[Actor]) -> None:

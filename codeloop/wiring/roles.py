@@ -9,9 +9,9 @@ scratch space, the observers of every model run).
 from collections.abc import Sequence
 from pathlib import Path
 
-from agents.messages import PipelineChoice
+from agents.messages import PipelineChoice, TaskSubmitted
 from agents.orchestrator import Pipeline, orchestrator_spec
-from agents.orchestrator.pipeline import parse_pipeline
+from agents.orchestrator.pipeline import parse_pipeline, pipeline_for
 from agents.orchestrator.records import TaskRecords
 from agents.replay.observer import recording_observer
 from agents.runtime.plugins import RoleRegistry, load_roles
@@ -26,7 +26,10 @@ from codeloop.wiring.tools import InProcessTools
 from layout import COVERAGE_DIR, INDEX_DIR, WORK_DIR
 
 DEFAULT_ROLES = ("orchestrator", "planner", "retriever", "coder", "verifier")
-KNOWN_ROLES = (*DEFAULT_ROLES, "echo")
+SERVED_BY_DEFAULT = (*DEFAULT_ROLES, "selector")
+"""What `codeloop serve` runs without `--role`: the standard pipeline's roles, and the selector a
+task with several attempts (`budgets.attempts`) needs."""
+KNOWN_ROLES = (*SERVED_BY_DEFAULT, "echo")
 """The roles codeloop itself installs (the orchestrator and the built-ins of `codeloop.roles`);
 `role_specs` also runs every installed plug-in role."""
 
@@ -57,22 +60,31 @@ def plugin_roles(registry: RoleRegistry) -> tuple[str, ...]:
 
 
 def every_role(registry: RoleRegistry | None = None) -> tuple[str, ...]:
-    """The standard roles and every installed plug-in role: what a process runs that must take any
-    task, whatever pipeline it names (the tasks server's embedded bus, the test kit)."""
-    return (*DEFAULT_ROLES, *plugin_roles(registry or load_roles()))
+    """The standard roles, the selector, and every installed plug-in role: what a process runs that
+    must take any task, whatever pipeline or attempts it names (the tasks server's embedded bus,
+    the test kit)."""
+    return (*SERVED_BY_DEFAULT, *plugin_roles(registry or load_roles()))
 
 
-def roles_for(pipeline: Pipeline | None, base: tuple[str, ...] = DEFAULT_ROLES) -> tuple[str, ...]:
+def roles_for(pipeline: Pipeline | None, base: tuple[str, ...] = SERVED_BY_DEFAULT) -> tuple[str, ...]:
     """`base` plus the installed roles `pipeline` needs that `base` lacks: a process running a
     whole pipeline by itself (`codeloop run` without a serve)."""
     return serving_roles(base, pipeline, load_roles()) if pipeline is not None else base
 
 
-def roles_for_choice(choice: PipelineChoice | None, base: tuple[str, ...] = DEFAULT_ROLES) -> tuple[str, ...]:
+def roles_for_choice(
+    choice: PipelineChoice | None, base: tuple[str, ...] = SERVED_BY_DEFAULT
+) -> tuple[str, ...]:
     """`roles_for` the pipeline of a task's `PipelineChoice` (None: `base`)."""
     if choice is None:
         return base
     return roles_for(parse_pipeline(choice.name, choice.stages), base)
+
+
+def roles_for_task(task: TaskSubmitted, base: tuple[str, ...] = SERVED_BY_DEFAULT) -> tuple[str, ...]:
+    """`roles_for` the pipeline `task` runs: its own, or the standard one, with the select stage
+    its attempts add (`codeloop run` without a serve)."""
+    return roles_for(pipeline_for(task), base)
 
 
 def role_deps(

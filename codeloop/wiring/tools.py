@@ -16,7 +16,7 @@ from typing import Any
 
 from codeloop.config.environment import ToolServerConfig
 from codeloop.config.project_environment import workspace_environment_settings
-from codeloop.config.sandbox_limits import workspace_sandbox_limits
+from codeloop.config.sandbox_limits import workspace_sandbox_limits, workspace_sandbox_policy
 from layout import HOME_ENV
 from sandbox.limits import SandboxLimits
 from tool_servers.protocol.scopes import Scope
@@ -96,18 +96,19 @@ class InProcessTools:
             replace(options, scopes=grant) if options else ServerOptions(scopes=grant, principal="agent")
         )
         environment = workspace_environment_settings(root, cache_root=self.config.cache_dir)
+        policy = workspace_sandbox_policy(root, self.config.sandbox_policy)
         extra: dict[str, dict[str, Any]] = {
             "search": {
                 "index_dir": index_dir,
                 "embedder": self._embedder,
                 "backend": self.sandbox_backend,
-                "policy": self.config.sandbox_policy,
+                "policy": policy,
                 "environment": environment,
             },
             "exec": {
                 "backend": self.sandbox_backend,
                 "limits": self.limits or workspace_sandbox_limits(root),
-                "policy": self.config.sandbox_policy,
+                "policy": policy,
                 "environment": environment,
             },
         }

@@ -20,6 +20,7 @@ MAY_NOT_IMPORT = {
     "wiring": ("codeloop.cli",),
     "evaluation": ("codeloop.cli",),
     "observe": ("codeloop.cli",),
+    "console": ("codeloop.cli", "codeloop.wiring"),
 }
 
 

@@ -85,7 +85,7 @@ async def test_a_bad_name_is_a_usage_error_before_anything_starts(tmp_path: Path
     assert result.returncode == 2
     assert result.stderr.decode().strip() == (
         f"error: {repo / 'codeloop.toml'} line 2: unknown key 'budgets.max_stepz'; allowed here: max_steps, "
-        "max_revisions, max_tool_failures, max_repeated_calls, deadline_s, max_tokens, max_cost_usd"
+        "max_revisions, max_tool_failures, max_repeated_calls, deadline_s, max_tokens, max_cost_usd, attempts"
     )
     assert processes_mentioning(tmp_path) == []
     assert list((tmp_path / "tmp").iterdir()) == []  # an embedded bus would have its store here

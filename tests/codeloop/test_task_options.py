@@ -82,3 +82,18 @@ def test_the_tasks_server_refuses_a_cost_budget_it_cannot_price_and_carries_one_
     with pytest.raises(SubmissionRefused, match="cost_budget_usd: Input should be greater than 0") as refused:
         check_submission(submission("fix_priced", 0.0))
     assert refused.value.details["field"] == "cost_budget_usd"
+
+
+def test_attempts_reach_the_task_from_the_tasks_server_and_the_configuration_in_range(tmp_path: Path) -> None:
+    """Our contract: `attempts` is the tasks server's argument as `--attempts` is the flag and
+    `[budgets] attempts` the key; out of its range (1 to 10) it is refused naming the argument."""
+
+    def submission(**options: Any) -> Submission:
+        options = {"model": f"function:{SCRIPTED}:fix", **options}
+        return Submission(principal="p", text="t", repo=tmp_path, mode="write", options=options)
+
+    assert check_submission(submission(attempts=3))[1].attempts == 3
+    with pytest.raises(SubmissionRefused, match="attempts: Input should be less than or equal to 10"):
+        check_submission(submission(attempts=11))
+    (tmp_path / "codeloop.toml").write_text("[budgets]\nattempts = 2\n")
+    assert check_submission(submission())[1].attempts == 2

@@ -24,6 +24,7 @@ TOOLS = {
     "list_tasks",
     "answer_confirmation",
 }
+"""The tools any grant lists; an `execute` grant also lists `verify_patch`."""
 
 
 def tasks_server(root: Path, home: Path, scopes: str) -> StdioServerParameters:

@@ -10,10 +10,18 @@ from typing import Any
 import pytest
 
 from tests.sandbox.environments.conftest import needs_gvisor
-from tests.sandbox.environments.test_exec_server_environment import DATA, _flask_checkout
+from tests.sandbox.environments.test_exec_server_environment import _flask_checkout
 from tests.support.cli import codeloop
 
 pytestmark = [pytest.mark.slow, needs_gvisor]
+
+ISSUE = """\
+Config.from_file cannot load TOML files
+
+`app.config.from_file("config.toml", load=tomllib.load)` fails with `TypeError: File must be opened
+in binary mode`: from_file opens the file in text mode, and tomllib.load needs a binary file.
+from_file should take a mode argument (text by default) so that binary loaders work.
+"""
 
 
 def _diagnose(env: dict[str, str], issue: Path, repo: Path) -> dict[str, Any]:
@@ -30,11 +38,10 @@ def _suite(result: dict[str, Any]) -> dict[str, Any]:
 def test_flask_is_diagnosed_in_its_own_environment_and_the_second_task_builds_nothing(
     tmp_path: Path, shared_cache_root: Path
 ) -> None:
-    """Flask (src/ layout; tests need Flask installed with Werkzeug, Jinja2 and pytest) at
-    pallets__flask-4992's base commit: the suite's real counts come out, hundreds passing."""
-    instance = json.loads((DATA / "pallets__flask-4992.jsonl").read_text().splitlines()[0])
+    """Flask 2.2.5 (src/ layout; tests need Flask installed with Werkzeug, Jinja2 and pytest), from
+    its released sdist: the suite's real counts come out, hundreds passing."""
     issue = tmp_path / "issue.md"
-    issue.write_text(instance["problem_statement"])
+    issue.write_text(ISSUE)
     repo = _flask_checkout(tmp_path / "flask")
     env = {k: v for k, v in os.environ.items() if k not in ("CODELOOP_MODEL", "CODELOOP_NATS_URL")}
     env |= {

@@ -36,7 +36,7 @@ async def test_a_stdio_client_runs_a_task_to_a_patch_it_can_apply(tmp_path: Path
         tasks_server(root, home, "read,write,execute"), elicitation_callback=declining
     ) as client:
         listed = {tool.name: tool for tool in (await client.list_tools()).tools}
-        assert set(listed) == TOOLS
+        assert set(listed) == TOOLS | {"verify_patch"}  # an execute grant
         assert all(
             tool.input_schema.get("properties") is not None and tool.output_schema for tool in listed.values()
         )

@@ -29,6 +29,7 @@ def test_the_built_in_roles_come_from_codeloops_own_entry_points() -> None:
         "retriever": "retrieve",
         "coder": "code",
         "verifier": "verify",
+        "selector": "select",
         "echo": "echo",
     }
     assert {r.entry_point for r in builtins.values()} >= {

@@ -1,7 +1,7 @@
 """Taking the runnable statements out of real issue texts: sessions lose their prompts and
 output, scripts stay whole, tracebacks and printed output are not code."""
 
-from tool_servers.search.examples.extract import MAX_EXAMPLE_CHARS, example_blocks
+from tool_servers.example_code import MAX_EXAMPLE_CHARS, example_blocks
 
 DOCTEST_ISSUE = """\
 ccode(sinc(x)) doesn't work

@@ -207,13 +207,22 @@ async def _stop(process: Process) -> None:
 
 
 def _seed_cache(cache: Path) -> None:
-    """Seed the workers' cache from ours (the embedder's converted model), as the image does."""
-    seeded = Path(os.environ.get("CODELOOP_CACHE_DIR", Path.home() / ".cache" / "codeloop"))
-    if seeded.is_dir() and not any(cache.iterdir()):
-        shutil.copytree(seeded, cache, dirs_exist_ok=True)
-        if os.geteuid() == 0:
-            for path in [cache, *cache.rglob("*")]:
-                os.chown(path, RUN_AS, RUN_AS, follow_symlinks=False)
+    """Seed the workers' cache with the embedder's converted model only (its `openvino/`), as the
+    image bakes it into each pod; nothing else of this process's cache (environments, repository
+    mirrors, indexes) is copied. Without one, the first worker converts it into the shared cache."""
+    # Here, not at the top: the embedder's module imports numpy (about 1 s), which collecting the
+    # tests that import this module should not pay.
+    from tool_servers.search.embedding.embed import OPENVINO_DIR
+    from tool_servers.search.embedding.embed_cache import default_cache_root
+
+    source = Path(os.environ.get("CODELOOP_CACHE_DIR") or default_cache_root()) / OPENVINO_DIR
+    if not source.is_dir() or any(cache.iterdir()):
+        return
+    # symlinks=True: a link is copied as a link, never followed (a loop or a link out of the cache).
+    shutil.copytree(source, cache / OPENVINO_DIR, symlinks=True)
+    if os.geteuid() == 0:
+        for path in [cache, *cache.rglob("*")]:
+            os.chown(path, RUN_AS, RUN_AS, follow_symlinks=False)
 
 
 @asynccontextmanager

@@ -32,6 +32,14 @@ from sandbox.result import ExecResult
 from tool_servers.confinement import Root
 from tool_servers.exec.allowlist import confirmation_action
 from tool_servers.exec.environment_span import mark_current_span
+from tool_servers.exec.example_run import (
+    SETUP_ALLOWANCE_S,
+    ExampleOutcome,
+    RunExampleInput,
+    example_request,
+    read_outcome,
+    runner_argv,
+)
 from tool_servers.exec.pytest_report import (
     MAX_FAILURES,
     ReportError,
@@ -186,6 +194,27 @@ class ExecTools:
         await self.box.prepare()
         env = {"PATH": find_toolchain(self.root.path, self.box.environment).path}
         return await self.box.exec(args.argv, timeout_s=args.timeout_s, cwd=cwd, env=env)
+
+    async def run_example(self, args: RunExampleInput, call: CallContext) -> ExampleOutcome:
+        request = example_request(args.text, args.timeout_s)
+        if request is None:
+            return ExampleOutcome(ran=False, note="the text shows no example code to run")
+        await self.box.prepare()
+        if self.box.environment_error is not None:
+            return ExampleOutcome(
+                ran=False, note=f"the project environment is not ready: {self.box.environment_error}"
+            )
+        tools = find_toolchain(self.root.path, self.box.environment)
+        env = {"PATH": tools.path, "PYTHONHASHSEED": "0", "PYTHONIOENCODING": "utf-8", **_QUIET_ENV}
+        result = await self.box.exec(
+            runner_argv(tools.python, request[1]),
+            timeout_s=args.timeout_s + SETUP_ALLOWANCE_S,
+            cwd=".",
+            env=env,
+        )
+        return read_outcome(
+            args.text, result.stdout, result.stderr, result.timed_out, result.backend, result.duration_s
+        )
 
     async def run_tests(self, args: RunTestsInput, call: CallContext) -> TestRunOutput:
         selection = self._relative_paths(args.paths, node_ids=True)
@@ -491,6 +520,22 @@ def exec_tools(tools: ExecTools) -> list[ToolSpec]:
             input_model=RunTestsInput,
             output_model=TestRunOutput,
             handler=tools.run_tests,
+            risk=Risk.MEDIUM,
+            read_only=False,
+            destructive=False,
+            idempotent=False,
+        ),
+        ToolSpec(
+            name="run_example",
+            description=(
+                "Run the example code a task's text shows (its >>> sessions and code blocks) statement by "
+                "statement in the sandbox, with the project's interpreter; returns per statement what it "
+                "printed or raised, and the exceptions and outputs the text itself shows."
+            ),
+            scope=Scope.EXECUTE,
+            input_model=RunExampleInput,
+            output_model=ExampleOutcome,
+            handler=tools.run_example,
             risk=Risk.MEDIUM,
             read_only=False,
             destructive=False,

@@ -212,9 +212,16 @@ async def serve_http(
 
 
 async def serve_asgi(
-    app: Any, *, host: str, port: int, on_started: Callable[[int], None], lifespan: str = "on"
+    app: Any,
+    *,
+    host: str,
+    port: int,
+    on_started: Callable[[int], None],
+    lifespan: str = "on",
+    access_log: bool = True,
 ) -> None:
     """Serve the ASGI `app` with uvicorn until cancelled; `on_started(port)` once listening.
+    `access_log=False`: no request line is ever logged (an address may carry a secret).
 
     Raises:
         OSError: it cannot listen on `host:port`.
@@ -228,6 +235,7 @@ async def serve_asgi(
         lifespan=lifespan,  # pyright: ignore[reportArgumentType] - callers pass "on" or "off", uvicorn's literals
         timeout_graceful_shutdown=2,
         interface="asgi3",
+        access_log=access_log,
     )
     uv = _Server(config)
     uv.on_started = on_started

@@ -12,6 +12,9 @@ Seven tools behind the tool protocol's gate (scopes, validation, trace ids, audi
     list_tasks    the caller's own tasks
     answer_confirmation   approve or refuse a high-risk tool call inside the task
 
+and, when the server is built with a verifier, `verify_patch` (scope `execute`: it runs the
+repository's tests) to judge a patch from anywhere (`tool_servers.tasks.verify`),
+
 and the resource `codeloop://tasks/{task_id}` (the view as JSON), announced to
 `subscriptions/listen` streams (2026-07-28) and to `resources/subscribe` subscribers (2025-11-25)
 on every change of the task (fed from the task's events). A client
@@ -52,6 +55,7 @@ from tool_servers.tasks.backend import (
     TooManyTasks,
 )
 from tool_servers.tasks.mcp_tasks import TasksExtension
+from tool_servers.tasks.verify import PatchVerifier, verify_patch_tool
 from tool_servers.tasks.views import (
     AnswerConfirmationArgs,
     Answered,
@@ -286,9 +290,13 @@ def task_tools(tools: TaskTools) -> list[ToolSpec]:
     ]
 
 
-def build_tasks_server(root: Path, options: ServerOptions, backend: TasksBackend) -> MCPServer[Any]:
-    """The `tasks` MCP server over `backend`, confined to `root`."""
+def build_tasks_server(
+    root: Path, options: ServerOptions, backend: TasksBackend, *, verifier: PatchVerifier | None = None
+) -> MCPServer[Any]:
+    """The `tasks` MCP server over `backend`, confined to `root`; with `verifier`, also the
+    `verify_patch` tool (`tool_servers.tasks.verify`)."""
     tools = TaskTools(Root(root), backend)
+    specs = task_tools(tools) + ([verify_patch_tool(tools.root, verifier)] if verifier is not None else [])
     subscriptions = InMemorySubscriptionBus()
 
     legacy = LegacySubscribers()
@@ -302,7 +310,7 @@ def build_tasks_server(root: Path, options: ServerOptions, backend: TasksBackend
 
     server = build_server(
         "tasks",
-        task_tools(tools),
+        specs,
         options,
         instructions="Submit coding tasks about repositories under the root and follow them to their "
         "patch or answer: submit_task, then wait_task until the view has a result.",

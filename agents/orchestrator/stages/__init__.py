@@ -2,7 +2,7 @@
 
     kind.py      what a kind is (`StageKind`: its request and result types, status, order rules,
                  how it builds its request from the task's record and how its result changes it)
-    plan.py  retrieve.py  code.py  review.py  verify.py  echo.py    the built-in kinds
+    plan.py  retrieve.py  code.py  review.py  verify.py  select.py  echo.py    the built-in kinds
 
 The kinds are installed under the entry-point group `codeloop.stages` (`NAME = "module:OBJECT"`,
 the object a `StageKind`), the built-ins in codeloop's own `pyproject.toml` exactly as a plug-in
@@ -31,7 +31,7 @@ from bus.messages import DuplicateKind, Message, register_payloads
 log = logging.getLogger("codeloop.orchestrator")
 ENTRY_POINT_GROUP = "codeloop.stages"
 BUILTIN_DISTRIBUTION = "codeloop"
-BUILTIN_KINDS = ("plan", "retrieve", "code", "review", "verify", "echo")
+BUILTIN_KINDS = ("plan", "retrieve", "code", "review", "verify", "echo", "select")
 """Names only codeloop itself may install a kind under, in the order kinds are listed."""
 
 

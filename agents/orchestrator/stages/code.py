@@ -1,8 +1,21 @@
-"""The `code` kind: change the code in a scratch workspace (or answer, in read mode)."""
+"""The `code` kind: change the code in a scratch workspace (or answer, in read mode).
+
+With several attempts (`budgets.attempts`), each run is one attempt from the starting tree; an
+attempt stopped by a budget after others were judged leaves the choice to the `select` stage
+among those, instead of ending the task."""
 
 from agents.messages import Approval, CodeRequest, CodeResult, Context, Plan, TaskState
 from agents.orchestrator.io import Emit
-from agents.orchestrator.stages.kind import Advance, At, End, StageKind, step_budget, verifier_feedback
+from agents.orchestrator.stages.kind import (
+    Advance,
+    At,
+    End,
+    Revisit,
+    StageKind,
+    gathering_attempts,
+    step_budget,
+    verifier_feedback,
+)
 from agents.wording import counted
 
 
@@ -15,6 +28,7 @@ def _request(state: TaskState, at: At) -> CodeRequest:
         budget=step_budget(state),
         previous_patch=state.patch if state.revisions else _inherited_patch(state),
         feedback=(state.review_feedback or verifier_feedback(state)) if state.revisions else None,
+        attempt=state.attempt,
     )
 
 
@@ -25,7 +39,7 @@ def _inherited_patch(state: TaskState) -> str | None:
     return continuation.patch if continuation is not None else None
 
 
-def _react(state: TaskState, result: CodeResult, at: At) -> Advance | End:
+def _react(state: TaskState, result: CodeResult, at: At) -> Advance | Revisit | End:
     state = state.model_copy(
         update={
             "patch": result.patch or None,
@@ -41,7 +55,16 @@ def _react(state: TaskState, result: CodeResult, at: At) -> Advance | End:
         if state.task.mode != "read"
         else "answer written"
     )
-    events = (Emit("code", told, {"files_changed": result.files_changed, "stopped_by": result.stopped_by}),)
+    data: dict[str, object] = {"files_changed": result.files_changed, "stopped_by": result.stopped_by}
+    if state.task.budgets.attempts > 1:
+        told = f"attempt {state.attempt}: {told}"
+        data["attempt"] = state.attempt
+    events = (Emit("code", told, data),)
+    select = at.index_of("select")
+    if result.stopped_by and state.candidates and select is not None and gathering_attempts(state, at):
+        # A budget (or a loop) ended this attempt: choose among the attempts already judged.
+        stopped = state.model_copy(update={"attempts_stopped_by": result.stopped_by})
+        return Revisit(stopped, select, events)
     if result.stopped_by:
         report = f"The coder stopped: {result.message}" if result.message else "The coder stopped."
         return End(state, "handed_off", result.stopped_by, report, events)

@@ -101,6 +101,9 @@ class StageKind:
     read_status: TaskStatus | None = None
     """The task's status while it runs in a read-mode task, when not `status`."""
     description: str = ""
+    before: Callable[[TaskState, At], Revisit | None] | None = None
+    """Asked each time the task is about to enter a stage of this kind: a `Revisit` sends it to
+    an earlier stage instead (the `select` kind gathers its attempts so); None enters the stage."""
 
 
 def deadline_of(state: TaskState) -> datetime:
@@ -121,6 +124,32 @@ def step_budget(state: TaskState) -> StepBudget:
         cost_usd=cost_left,
         max_tool_failures=budgets.max_tool_failures,
         max_repeated_calls=budgets.max_repeated_calls,
+    )
+
+
+def model_limit(state: TaskState) -> str | None:
+    """The model budget (a `budget.*` class) the task has used up, or None: checked before every
+    step of a role that runs a model."""
+    budgets = state.task.budgets
+    if state.usage.requests >= budgets.max_steps:
+        return "budget.steps"
+    if state.usage.tokens >= budgets.max_tokens:
+        return "budget.tokens"
+    if budgets.max_cost_usd is not None and (state.usage.cost_usd or 0.0) >= budgets.max_cost_usd:
+        return "budget.cost"
+    return None
+
+
+def gathering_attempts(state: TaskState, at: At) -> bool:
+    """The task is still making its attempts: it asks for several, a `select` stage stands after
+    this one, and nothing was chosen yet. Meanwhile a failed verdict is a candidate's verdict, not
+    a reason to revise."""
+    select = at.index_of("select")
+    return (
+        state.task.budgets.attempts > 1
+        and select is not None
+        and select > at.index
+        and state.selection is None
     )
 
 

@@ -1,7 +1,8 @@
 """The `verify` kind: run the checks and the tests; a failed verdict sends the coder back.
 
 Without a code stage (diagnose mode) the verification of the unmodified tree is the task's
-answer. A failed verdict is a revision, within the task's revisions, unless the same failures
+answer. While a task is still making its attempts (`budgets.attempts` above 1, a `select` stage
+after this one) a failed verdict is that attempt's verdict and the task goes on to the next stage. A failed verdict is a revision, within the task's revisions, unless the same failures
 came back after one (the task is handed off); after `REPLAN_AFTER_FAILED_REVISIONS` failed
 revisions of one plan the planner is asked for a new one.
 """
@@ -10,7 +11,15 @@ from agents.budgets import budget_used_up
 from agents.messages import Plan, TaskState, VerificationReport, VerifyRequest, VerifyResult
 from agents.orchestrator.io import Emit
 from agents.orchestrator.report import diagnosis
-from agents.orchestrator.stages.kind import Advance, At, End, Revisit, StageKind, deadline_of
+from agents.orchestrator.stages.kind import (
+    Advance,
+    At,
+    End,
+    Revisit,
+    StageKind,
+    deadline_of,
+    gathering_attempts,
+)
 from agents.wording import counted
 
 REPLAN_AFTER_FAILED_REVISIONS = 2
@@ -37,15 +46,21 @@ def _react(state: TaskState, result: VerifyResult, at: At) -> Advance | Revisit 
     state = state.model_copy(update={"last_report": report, "baseline": result.baseline or state.baseline})
     checks = [c.model_dump(mode="json") for c in report.checks]
     told = f"verdict {report.verdict}: {counted(len(report.failures), 'failure')}"
-    events = (Emit("verification", told, {"verdict": report.verdict, "checks": checks}),)
+    data: dict[str, object] = {"verdict": report.verdict, "checks": checks}
+    if state.task.budgets.attempts > 1:
+        told = f"attempt {state.attempt}: {told}"
+        data["attempt"] = state.attempt
+    events = (Emit("verification", told, data),)
     if at.index_of("code") is None:  # diagnose: nothing was changed, the report is the answer
         return End(state, "diagnosed", None, diagnosis(state), events)
+    if gathering_attempts(state, at):  # a candidate's verdict: the select stage weighs it
+        return Advance(state, events)
     if report.verdict == "unverified" and state.task.require_verified and state.task.mode != "read":
         why = f"The task requires a verified patch, and its verification was {report.summary}"
         return End(state, "handed_off", "verify.unverified", why, events)
     if report.verdict != "failed":
         return Advance(state, events)
-    signature = _signature(report)
+    signature = failure_signature(report)
     if state.failure_signatures and state.failure_signatures[-1] == signature:
         cls = report.failures[0].failure_class if report.failures else "verify.failed"
         return End(state, "handed_off", cls, "The same failures came back after a revision.", events)
@@ -68,7 +83,9 @@ def _react(state: TaskState, result: VerifyResult, at: At) -> Advance | Revisit 
     return Revisit(state, at.index_of("code") or 0, events)
 
 
-def _signature(report: VerificationReport) -> str:
+def failure_signature(report: VerificationReport) -> str:
+    """What identifies a failed verification's failures: the same signature after a revision
+    means the revision changed nothing that matters."""
     return "|".join(sorted(f"{f.failure_class}:{f.test_id}:{f.path}" for f in report.failures))
 
 

@@ -36,8 +36,13 @@ after one short run. All calls go through one exec session (`exec_session`), so 
 the whole verification.
 Options: `limits=ReviewLimits(...)` (size caps), `full_suite=False` (targeted tests only).
 
-`report.verdict` is `passed`, `failed` (the failures say why) or `unverified` (nothing could judge
-the patch: no tests, the sandbox failed); `VerificationReport.model_dump(mode="json")` is a
+In execute mode the task's own example (code blocks, `>>>` sessions in its text: `example`) runs on
+the starting tree and with the patch, in the sandbox, as a reproduction.
+
+`report.verdict` is `passed` only when something shows the problem fixed (`report.evidence_kind`:
+a target test's flip confirmed in the company it passes in, a test the patch adds failing without
+its fix, or the task's example no longer failing), `failed` (the failures say why) or `unverified`
+(nothing wrong found but nothing shown fixed, or nothing could judge the patch); `VerificationReport.model_dump(mode="json")` is a
 superset of the result object's `verification` (the report models are wire models:
 `agents.messages.verification`). `Baseline` is small enough to keep on the task
 record and makes later revisions cheaper. The failure classes are those of `agents.failures`.

@@ -21,7 +21,9 @@ tests without its source changes) — and either:
   source mends (a failed `assert`, `pytest.raises` or `approx` is reported at the test's line,
   not in the runner); or
 - the crash happened outside the repository (an installed package, the standard library), and
-  the same crash also fails, on the starting tree, tests that execute none of the changed code:
+  the same crash also fails, on the starting tree, tests that execute none of the changed code,
+  or fails many tests in several test files (`systemic_crashes`: a dependency's warning turned
+  error fails a project tested with itself everywhere, where every test executes the change):
   not the task's problem but something many tests share.
 
 Such a test shows nothing either way: when one of the task's tests is the environment's and no
@@ -101,6 +103,29 @@ def _outside(crash: Crash) -> bool:
 def crashes_outside(starting: dict[str, Crash], covering: frozenset[str]) -> Counter[CrashKey]:
     """How many tests executing none of the changed code crashed at each place on the starting tree."""
     return Counter(_key(crash) for tid, crash in starting.items() if tid not in covering)
+
+
+SYSTEMIC_TESTS = 3
+"""A crash outside the repository that fails at least this many tests on the starting tree..."""
+SYSTEMIC_FILES = 2
+"""... in at least this many test files is the environment's, whatever those tests execute."""
+
+
+def systemic_crashes(starting: dict[str, Crash]) -> Counter[CrashKey]:
+    """The crashes outside the repository that fail, on the starting tree, at least `SYSTEMIC_TESTS`
+    tests in at least `SYSTEMIC_FILES` test files (counted as one test each): a dependency's
+    warning turned error fails a whole project's tests alike, even where every test executes the
+    changed code (a project tested with itself, as pytest is)."""
+    files: dict[CrashKey, set[str]] = {}
+    tests: Counter[CrashKey] = Counter()
+    for tid, crash in starting.items():
+        if _outside(crash):
+            key = _key(crash)
+            files.setdefault(key, set()).add(tid.split("::")[0])
+            tests[key] += 1
+    return Counter(
+        {key: 1 for key, n in tests.items() if n >= SYSTEMIC_TESTS and len(files[key]) >= SYSTEMIC_FILES}
+    )
 
 
 def unchanged(failure: TestFailure, starting: dict[str, Crash]) -> bool:

@@ -1,4 +1,5 @@
-"""The verifier's one session with the `exec` tool server: `run_tests` and `run_static_checks`.
+"""The verifier's one session with the `exec` tool server: `run_tests`, `run_example` and
+`run_static_checks`.
 
 The results are read open-world (unknown fields ignored) into the few fields the verifier uses;
 the server owns their full schema. A tool error result (the sandbox failed, arguments refused) or
@@ -72,6 +73,32 @@ class TestCoverage(BaseModel):
     outcomes: dict[str, str] = {}
     crashes: dict[str, Crash] = {}
     error: str | None = None
+
+
+class StatementRun(BaseModel):
+    """What one statement of the task's example did (the exec server's `run_example`)."""
+
+    model_config = _OPEN
+    source: str = ""
+    raised: str | None = None
+    """`Type: first line of the message`, or None."""
+    in_repository: bool = False
+    import_error: bool = False
+    output: str = ""
+    shown_output: str | None = None
+    """The output the task's text shows under this expression, when it shows one."""
+
+
+class ExampleRun(BaseModel):
+    """The task's example run statement by statement on one tree."""
+
+    model_config = _OPEN
+    ran: bool = False
+    statements: list[StatementRun] = []
+    shown_exceptions: list[str] = []
+    """Exception type names the task's text shows raised."""
+    timed_out: bool = False
+    note: str | None = None
 
 
 class SetupProblem(BaseModel):
@@ -205,6 +232,19 @@ class ExecSession:
             return TestRun.model_validate(content)
         except ValidationError as exc:
             raise ExecUnavailable(f"unreadable run_tests result: {exc.error_count()} errors") from exc
+
+    async def run_example(self, text: str, *, timeout_s: float) -> ExampleRun:
+        """The code `text` shows, run statement by statement on the root (`run_example`).
+
+        Raises:
+            ExecUnavailable: see the module docstring.
+        """
+        timeout_s = max(1.0, min(timeout_s, 600.0))
+        content = await self._call("run_example", {"text": text, "timeout_s": timeout_s}, timeout_s + 30.0)
+        try:
+            return ExampleRun.model_validate(content)
+        except ValidationError as exc:
+            raise ExecUnavailable(f"unreadable run_example result: {exc.error_count()} errors") from exc
 
     async def run_static_checks(self, paths: list[str], *, timeout_s: float) -> StaticRun:
         """Ruff's correctness gate and a compile of each of `paths`.

@@ -12,14 +12,13 @@ from typing import Any
 
 from agents.messages import VerifyRequest, VerifyResult
 from agents.messages.verification import Check, Failure, VerificationReport
-from agents.roles.verifier.example import EXAMPLE_SCOPES, TaskExample
+from agents.roles.verifier.example import TaskExample
 from agents.roles.verifier.exec_session import EXEC_SCOPES, ExecSession, ExecUnavailable, open_exec_session
 from agents.roles.verifier.spares import VERIFIER_SPARES
 from agents.roles.verifier.verify import PatchTask, verify_answer, verify_patch
 from agents.runtime.role import (
     RoleDeps,
     StepError,
-    index_dir_for,
     innermost_exception,
 )
 from agents.runtime.tools import HttpTarget
@@ -57,7 +56,7 @@ async def _verify_remotely(
     """Everything that executes (tests, static checks, the task's example) runs in a workspace of
     the workspace service; this process keeps its own copy only to read, review and select, and
     mirrors its tree there before each run (`MirroredTools`)."""
-    scopes = EXEC_SCOPES | EXAMPLE_SCOPES
+    scopes = EXEC_SCOPES
     async with scratch_workspace(deps, task_id, request.task, "verify") as root:
         async with workspaces.open(deps, task_id, request.task, "verify", scopes) as remote:
             tools = MirroredTools(remote, root)
@@ -96,13 +95,7 @@ async def _verify_patch(
     deps: RoleDeps, request: VerifyRequest, root: Path, session: ExecSession | None, *, tools: Any = None
 ) -> VerifyResult:
     assert request.patch is not None
-    example = None
-    if request.raised_before:
-        example = TaskExample(
-            text=request.task.text,
-            raised_before=tuple(request.raised_before),
-            index_dir=index_dir_for(deps, request.task),
-        )
+    example = TaskExample(text=request.task.text) if request.task.mode == "execute" else None
     task = PatchTask(
         mode=request.task.mode,
         plan_files=request.plan.files_of_interest,

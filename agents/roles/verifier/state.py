@@ -40,6 +40,14 @@ class Verification:
     evidence: list[str] = field(default_factory=list)
     """What shows the task's problem gone: tests that failed on the starting tree (or on the
     reproduction tree) and pass with the patch, or the task's example no longer raising."""
+    evidence_kind: str = "none"
+    """What the evidence is: `flip`, `reproduction` or `example` (`VerificationReport.evidence_kind`)."""
+    order_dependent: list[str] = field(default_factory=list)
+    """Targets whose flip the starting tree did not confirm in the same company and order."""
+    example_behaviour: str | None = None
+    """What the task's example did with the patch (`example.behaviour_of`); None when it did not run."""
+    example_before: str | None = None
+    """What it did on the starting tree."""
     fixed: list[str] = field(default_factory=list)
     regressions: list[str] = field(default_factory=list)
     still_failing: list[str] = field(default_factory=list)

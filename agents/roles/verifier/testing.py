@@ -21,12 +21,24 @@ was missing, and the verdict is `unverified`.
 """
 
 import re
-from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from agents.failures import FailureClass
 from agents.messages.verification import Check, Failure
-from agents.roles.verifier.environment_failures import crash_of, crashes_outside, environmental, unchanged
+from agents.roles.verifier.environment_failures import (
+    crash_of,
+    crashes_outside,
+    environmental,
+    systemic_crashes,
+    unchanged,
+)
+from agents.roles.verifier.example import (
+    EXAMPLE_TIMEOUT_S,
+    ExampleCache,
+    TaskExample,
+    behaviour_of,
+    compare,
+)
 from agents.roles.verifier.exec_session import Crash, ExecSession, TestFailure, TestRun
 from agents.roles.verifier.measure import Measurement, measure_starting_tree
 from agents.roles.verifier.patchset import FileChange, join_sections
@@ -133,9 +145,13 @@ def _missing(selection: Selection) -> str:
     return f"; plan targets not found: {', '.join(selection.missing_targets[:5])}"
 
 
-ExampleEvidence = Callable[[], Awaitable[str | None]]
-"""Runs the task's example on the patched tree: a line of evidence when it raised before and no
-longer does, else None (`agents.roles.verifier.example`)."""
+@dataclass(frozen=True)
+class ExampleCheck:
+    """The task's example, to run on the starting tree `tree` (kept in `cache`) and with the patch."""
+
+    example: TaskExample
+    tree: str
+    cache: ExampleCache | None = None
 
 
 async def run_tests(
@@ -144,11 +160,11 @@ async def run_tests(
     selection: Selection,
     *,
     full_suite: bool,
-    example: ExampleEvidence | None = None,
+    example: ExampleCheck | None = None,
     measurement: Measurement | None = None,
 ) -> None:
     """The targeted tests, then (unless they showed the patch wrong) the whole suite; each run's
-    new failures sorted at once, the evidence last (the task's `example` only when no test is).
+    new failures sorted at once, the evidence last (flips confirmed, then the task's `example`).
     With a `measurement`, the tests that execute the changed code (found on the starting tree
     first, `measure`) join the targeted tests, and the rest of the suite need not run."""
     if measurement is not None:
@@ -311,7 +327,7 @@ async def _sort_failures(
         run.reproduced_files.update(files)
         run.reproduction.update({f.test_id: f for f in failures if f.test_id.split("::")[0] in files})
     covering = run.reach.covering if run.reach is not None else frozenset()
-    elsewhere = crashes_outside(run.starting_crashes, covering)
+    elsewhere = crashes_outside(run.starting_crashes, covering) + systemic_crashes(run.starting_crashes)
     crashed_before = _crashes_before(run)
     for failure in sorted(failures, key=lambda f: f.test_id):
         tid = failure.test_id
@@ -435,10 +451,11 @@ def _remember(run: Verification, files: list[str], before: dict[str, TestFailure
 
 
 async def _evidence(
-    run: Verification, session: ExecSession, selection: Selection, example: ExampleEvidence | None
+    run: Verification, session: ExecSession, selection: Selection, example: ExampleCheck | None
 ) -> None:
-    """Find what shows the task's problem gone (see the module docstring), running the targets'
-    files on the reproduction tree when their starting outcome is unknown."""
+    """Find what shows the task's problem gone (see the module docstring): the targets' flips,
+    confirmed in the company they pass in; the tests the patch adds; the task's example. Tests that
+    execute the change and pass show no regression, never the problem fixed."""
     _collect_evidence(run, selection)
     if _found_wrong(run) or (
         run.tests_run == 0 and run.reach is None
@@ -453,30 +470,24 @@ async def _evidence(
         await _run_reproduction(run, session, unknown)
         _collect_evidence(run, selection)
     run.fixed += [t for t in run.reproduction if run.passes_now(t) and t not in run.fixed]
-    if not run.evidence and example is not None and (shown := await example()):
-        run.evidence.append(shown)
-        run.add_check(Check(name="evidence", ok=True, summary=shown))
+    await _confirm_flips(run, session, selection)
+    shown = await _example_evidence(run, session, example) if example is not None else None
+    if _found_wrong(run):
         return
     if run.evidence:
-        run.add_check(
-            Check(
-                name="evidence",
-                ok=True,
-                summary=f"failed before the patch, pass with it: {_few(run.evidence)}",
-            )
+        added = [t for t in run.evidence if t.split("::")[0] in selection.changed_test_files]
+        run.evidence_kind = "reproduction" if added else "flip"
+        why = (
+            "the tests the patch adds fail without its fix and pass with it"
+            if added
+            else "failed before the patch, pass with it"
         )
+        run.add_check(Check(name="evidence", ok=True, summary=f"{why}: {_few(added or run.evidence)}"))
         return
-    if (
-        run.reach is not None
-        and not run.environmental
-        and (executing := sorted(t for t in run.reach.covering if run.passes_now(t)))
-    ):
-        summary = f"no test failed before the patch; {len(executing)} test(s) that execute the changed code pass with it: {_few(executing)}"
-        run.add_check(Check(name="evidence", ok=True, summary=summary))
-        return
-    if run.reach is not None and run.reach.at_import and run.suite_ran and not run.environmental:
-        summary = "no test failed before the patch; the changed code runs at import, and the whole suite passes with it"
-        run.add_check(Check(name="evidence", ok=True, summary=summary))
+    if shown is not None:
+        run.evidence.append(shown)
+        run.evidence_kind = "example"
+        run.add_check(Check(name="evidence", ok=True, summary=shown))
         return
     why = _missing_evidence(run, selection)
     run.add_check(Check(name="evidence", ok=False, summary=why))
@@ -487,6 +498,77 @@ async def _evidence(
             message=why,
         )
     )
+
+
+async def _confirm_flips(run: Verification, session: ExecSession, selection: Selection) -> None:
+    """A target counts as a flip only if it fails on the starting tree in the company and order it
+    passes in with the patch: the whole-suite run on the starting tree may have failed it through
+    state other tests left behind. The targeted files run again without the patch's source changes
+    (the patch's tests stay, as with the patch); a target passing there is order-dependent: listed,
+    not evidence. Tests the patch adds were already compared on that tree; a run of the whole
+    suite with the patch is the coverage run's company."""
+    changed = set(selection.changed_test_files)
+    unconfirmed = [
+        t
+        for t in run.evidence
+        if t.split("::")[0] not in changed and t not in run.reproduction and not run.suite_ran
+    ]
+    if not unconfirmed:
+        return
+    files = [f for f in dict.fromkeys(t.split("::")[0] for t in run.evidence) if f in run.ran_files]
+    ordered = [f for f in selection.files if f in run.ran_files] or files
+    result, resolved = await _run_without(run, session, run.src_changes, ordered)
+    failing = {f.test_id for f in result.failures}
+    if not resolved:
+        run.add_check(
+            Check(
+                name="confirm_flips",
+                ok=False,
+                summary="the starting tree's rerun gave no complete report: flips kept unconfirmed",
+            )
+        )
+        run.evidence = [t for t in run.evidence if t not in unconfirmed]
+        return
+    order_dependent = [t for t in unconfirmed if t not in failing]
+    run.order_dependent += order_dependent
+    run.evidence = [t for t in run.evidence if t not in order_dependent]
+    run.fixed = [t for t in run.fixed if t not in order_dependent]
+    summary = f"{len(unconfirmed) - len(order_dependent)} of {len(unconfirmed)} flip(s) fail on the starting tree in the same files and order"
+    if order_dependent:
+        summary += f"; order-dependent (pass there when run this way, not evidence): {_few(order_dependent)}"
+    run.add_check(Check(name="confirm_flips", ok=True, summary=summary))
+
+
+async def _example_evidence(run: Verification, session: ExecSession, check: ExampleCheck) -> str | None:
+    """Run the task's example on the starting tree (or take it from the cache) and with the patch,
+    compare (`agents.roles.verifier.example`); a line of evidence when it shows the problem gone,
+    a finding when it still fails or breaks; its behaviour with the patch recorded either way."""
+    text = check.example.text
+    timeout_s = min(EXAMPLE_TIMEOUT_S, max(1.0, run.timeout_s() / 4))
+    before = check.cache.load(check.tree, text) if check.cache is not None else None
+    if before is None:
+        await restore(run.workspace, run.changes)
+        try:
+            before = await session.run_example(text, timeout_s=timeout_s)
+        finally:
+            await apply_patch(run.workspace, join_sections(run.changes))
+        if check.cache is not None and not before.timed_out:
+            check.cache.store(check.tree, text, before)
+    after = await session.run_example(text, timeout_s=timeout_s)
+    run.example_behaviour = behaviour_of(after)
+    run.example_before = behaviour_of(before)
+    outcome = compare(before, after)
+    run.add_check(Check(name="example", ok=outcome.outcome in ("fixed", "nothing"), summary=outcome.line))
+    if outcome.outcome == "fixed":
+        return outcome.line
+    if outcome.outcome in ("still_failing", "broken"):
+        cls = (
+            FailureClass.EXAMPLE_STILL_FAILING
+            if outcome.outcome == "still_failing"
+            else FailureClass.EXAMPLE_REGRESSION
+        )
+        run.failures.append(Failure(failure_class=cls, message=outcome.line))
+    return None
 
 
 def _found_wrong(run: Verification) -> bool:
@@ -525,15 +607,22 @@ def _missing_evidence(run: Verification, selection: Selection) -> str:
             f"the environment ({run.environmental[ids[0]]}), and no test went from failing to passing: "
             f"nothing shows the change works ({_few(ids)})"
         )
+    order = f"; order-dependent, not evidence: {_few(run.order_dependent)}" if run.order_dependent else ""
     if run.reach is not None and not run.reach.covering:
         return (
             f"no test executes the code the patch changes ({_few(sorted({c.path for c in run.src_changes}))}), "
-            "and no test went from failing to passing: nothing checked the change; add a test that calls it"
+            f"and no test went from failing to passing: nothing checked the change; add a test that calls it{order}"
+        )
+    if run.reach is not None and (executing := sorted(t for t in run.reach.covering if run.passes_now(t))):
+        return (
+            f"no regression found: {len(executing)} test(s) that execute the changed code pass with it "
+            f"({_few(executing)}); nothing showed the problem fixed: no test the task is about failed "
+            f"before the patch; add a test that fails without the fix{order}"
         )
     if selection.changed_test_files and run.src_changes:
         return (
             "the tests the patch adds or changes pass without its source changes too, and no test the "
-            "task is about went from failing to passing: nothing shows the problem is gone"
+            f"task is about went from failing to passing: nothing shows the problem is gone{order}"
         )
     if selection.changed_test_files:
         return "the patch changes only tests, and no test the task is about went from failing to passing"
@@ -541,5 +630,5 @@ def _missing_evidence(run: Verification, selection: Selection) -> str:
     named = f" ({targets} passed before the patch too)" if targets else ""
     return (
         f"no test the task is about failed before the patch{named}, and the patch adds none that fails "
-        "without its fix: add a test that reproduces the problem"
+        f"without its fix: add a test that reproduces the problem{order}"
     )

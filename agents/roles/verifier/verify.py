@@ -34,6 +34,7 @@ import anyio
 
 from agents.failures import FailureClass, blame
 from agents.messages.verification import (
+    MAX_BEHAVIOUR,
     MAX_COVERING,
     MAX_FAILURES,
     Baseline,
@@ -45,8 +46,9 @@ from agents.roles.verifier.answer import check_answer
 from agents.roles.verifier.baseline import Knowledge
 from agents.roles.verifier.changed_code import probes_of
 from agents.roles.verifier.diff_review import ReviewLimits, review_patch
+from agents.roles.verifier.environment_failures import crash_of
 from agents.roles.verifier.errors import WorkspaceError
-from agents.roles.verifier.example import TaskExample, example_evidence
+from agents.roles.verifier.example import ExampleCache, TaskExample
 from agents.roles.verifier.exec_session import EXEC_SCOPES, ExecSession, ExecUnavailable, open_exec_session
 from agents.roles.verifier.execution import CoverageCache
 from agents.roles.verifier.measure import Measurement
@@ -56,7 +58,7 @@ from agents.roles.verifier.selection import Selection, asks_for_green_suite, sel
 from agents.roles.verifier.state import DEADLINE_MARGIN_S, Verification, seconds_left
 from agents.roles.verifier.static import check_static
 from agents.roles.verifier.test_modules import is_test_module, python_files
-from agents.roles.verifier.testing import ExampleEvidence, run_tests
+from agents.roles.verifier.testing import ExampleCheck, run_tests
 from agents.roles.verifier.tree import (
     apply_patch,
     changed_tracked_files,
@@ -90,8 +92,8 @@ def _report(run: Verification, *, started: float, judged: bool | None = None) ->
         reason = f"{unverifying[0].message} ({unverifying[0].failure_class})"
     elif errors:
         reason = f"{len(errors)} failure(s), first {errors[0].failure_class}: {errors[0].message}"
-    elif run.evidence:
-        reason = f"{run.tests_run} test outcome(s), nothing wrong found; fixed: {', '.join(run.evidence[:3])}"
+    elif verdict == "passed" and run.evidence:
+        reason = f"shown fixed by {_EVIDENCE_WORDS.get(run.evidence_kind, run.evidence_kind)}: {', '.join(run.evidence[:3])}; no regression in {run.tests_run} test outcome(s)"
     else:
         reason = ""
     summary = f"{verdict}: {reason or f'{run.tests_run} test outcome(s), nothing wrong found'}"
@@ -110,7 +112,51 @@ def _report(run: Verification, *, started: float, judged: bool | None = None) ->
         tests_run=run.tests_run,
         duration_s=round(time.monotonic() - started, 3),
         summary=summary,
+        evidence_kind=run.evidence_kind if verdict == "passed" else "none",  # pyright: ignore[reportArgumentType] - one of EvidenceKind, set by testing._evidence
+        order_dependent=run.order_dependent,
+        behaviour=(behaviour := _behaviour(run)),
+        starting_behaviour=_starting_behaviour(run, behaviour),
     )
+
+
+_EVIDENCE_WORDS = {
+    "flip": "a target test's flip (failed before the patch, passes with it, confirmed in the same company)",
+    "reproduction": "the test the patch adds (fails without its fix, passes with it)",
+    "example": "the task's example",
+}
+
+
+def _behaviour(run: Verification) -> dict[str, str]:
+    """What the patched tree observably did: the task's example, and per test the task is about
+    that ran with the patch, its outcome (a failure by its crash, numbers aside)."""
+    seen: dict[str, str] = {}
+    if run.example_behaviour is not None:
+        seen["example"] = run.example_behaviour
+    tests = sorted(run.reach.covering) if run.reach is not None else []
+    tests += [t for t in run.evidence + run.still_failing + run.regressions if "::" in t]
+    for tid in dict.fromkeys(tests):
+        if len(seen) >= MAX_BEHAVIOUR:
+            break
+        if tid in run.failing:
+            crash = crash_of(run.failing[tid])
+            seen[tid] = "failed: " + (
+                " ".join(crash.message.split())[:120] if crash else run.failing[tid].message[:120]
+            )
+        elif run.passes_now(tid):
+            seen[tid] = "passed"
+    return seen
+
+
+def _starting_behaviour(run: Verification, behaviour: dict[str, str]) -> dict[str, str]:
+    """The starting tree's side of `behaviour`, where known: the example's outcome there, and
+    `passed` for the tests that passed there."""
+    seen: dict[str, str] = {}
+    if run.example_before is not None and "example" in behaviour:
+        seen["example"] = run.example_before
+    for tid in behaviour:
+        if tid != "example" and run.starting_outcome(tid) == "passed":
+            seen[tid] = "passed"
+    return seen
 
 
 def _approved_note(changes: list[FileChange], approved: Sequence[str]) -> str:
@@ -174,8 +220,8 @@ class PatchTask:
     text: str = ""
     """The task's words: the tests they name are targets too (`agents.roles.verifier.selection`)."""
     example: TaskExample | None = None
-    """The task's example code and what it raised on the starting tree, run again when no test
-    shows the problem gone."""
+    """The task's example code: run on the starting tree and with the patch, and compared
+    (`agents.roles.verifier.example`). None: in execute mode, the code `text` shows."""
     approved_paths: Sequence[str] = ()
     """Protected paths a person approved changing: judged on their merits, not failed as protected."""
 
@@ -274,7 +320,7 @@ async def verify_patch(
                         exec_session,
                         selection,
                         full_suite=full_suite,
-                        example=_example_runner(tools, workspace, task.example),
+                        example=_example_check(_example_of(task), measurement.tree, cache_dir),
                         measurement=measurement,
                     )
                     _forgive_rewrites(run, before, after)
@@ -347,12 +393,17 @@ async def _apply_measured(
     return before, patched, Measurement(probes=probes, tree=tree, cache=cache)
 
 
-def _example_runner(
-    tools: ToolProvider, workspace: Path, example: TaskExample | None
-) -> ExampleEvidence | None:
-    if example is None or not example.raised_before:
+def _example_of(task: PatchTask) -> TaskExample | None:
+    """The task's example: the one given, else in execute mode the code the task's text shows."""
+    if task.example is not None:
+        return task.example
+    return TaskExample(text=task.text) if task.mode == "execute" and task.text.strip() else None
+
+
+def _example_check(example: TaskExample | None, tree: str, cache_dir: Path | None) -> ExampleCheck | None:
+    if example is None:
         return None
-    return lambda: example_evidence(tools, workspace, example)
+    return ExampleCheck(example, tree, ExampleCache(cache_dir) if cache_dir is not None else None)
 
 
 @asynccontextmanager

@@ -8,10 +8,17 @@ the orchestrator builds the request from the task's record and how the result mo
 
 from typing import Literal
 
-from agents.messages import StepRequest, StepResult, TaskState
-from agents.orchestrator.io import Emit
-from agents.orchestrator.stages.kind import Advance, At, StageKind
-from agents.runtime.api import RoleContext, define_role
+from agents.api import (
+    Advance,
+    At,
+    Emit,
+    RoleContext,
+    StageKind,
+    StepRequest,
+    StepResult,
+    TaskState,
+    define_role,
+)
 
 
 class CountRequest(StepRequest):

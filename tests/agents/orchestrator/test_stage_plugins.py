@@ -157,7 +157,7 @@ async def test_a_kind_installed_under_codeloop_stages_runs_in_a_pipeline_end_to_
 
     code, _, err = await _codeloop(_env(tmp_path / "bare"), *run)
     # Not installed here: the configuration's stage names are the installed kinds', a usage error.
-    assert code == 2 and "KIND one of plan, retrieve, code, review, verify, echo and ROLE" in err
+    assert code == 2 and "KIND one of plan, retrieve, code, review, verify, echo, select and ROLE" in err
     assert "(got 'count:word-counter')" in err
 
     home = tmp_path / "serve"

@@ -11,8 +11,7 @@ import re
 
 import anyio
 
-from agents.messages import CodeRequest, ReviewRequest
-from agents.runtime.api import RoleContext, define_role
+from agents.api import CodeRequest, ReviewRequest, RoleContext, define_role
 
 
 async def _code(request: CodeRequest, ctx: RoleContext) -> dict:

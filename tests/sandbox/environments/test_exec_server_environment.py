@@ -15,13 +15,12 @@ from mcp import Client
 from sandbox.backend import BackendChoice
 from sandbox.environments import EnvironmentSettings
 from tests.sandbox.environments.conftest import needs_gvisor, write
+from tests.support.releases import FLASK, project
 from tool_servers.exec.server import build_exec_server
 from tool_servers.protocol.scopes import Scope
 from tool_servers.protocol.spec import ServerOptions
 
 pytestmark = pytest.mark.anyio
-DATA = Path(__file__).resolve().parents[2] / "data" / "swebench"
-FLASK_BASE = "4c288bc97ea371817199908d0d9b12de9dae327e"  # pallets__flask-4992's base_commit
 GRANT = ServerOptions(scopes=frozenset({Scope.READ, Scope.EXECUTE}))
 
 
@@ -35,13 +34,9 @@ async def _call(
 
 
 def _flask_checkout(target: Path) -> Path:
-    """Flask at the instance's base commit, a git checkout of the bundled commit (its date kept)."""
-    git = ["git", "-C", str(target)]
-    subprocess.run(["git", "init", "-q", str(target)], check=True)
-    bundle = str(DATA / "flask.bundle")
-    subprocess.run([*git, "fetch", "-q", bundle, f"refs/swbase/{FLASK_BASE}:refs/heads/base"], check=True)
-    subprocess.run([*git, "checkout", "-q", "base"], check=True)
-    return target
+    """Flask 2.2.5 from its released sdist (tests/support/releases.py), a git repository whose one
+    commit carries the release's date."""
+    return project(FLASK, target)
 
 
 @pytest.mark.slow
@@ -51,8 +46,8 @@ async def test_flasks_suite_runs_in_its_environment_and_the_second_use_pays_no_b
 ) -> None:
     """The issue's case: Flask (src/ layout, tests needing Flask, Werkzeug, Jinja2, pytest) gets an
     environment from its own files, and run_tests in gVisor reports the suite's real counts. Its
-    loose requirements resolve as of its dependency files' last commit (today's Werkzeug 3 no
-    longer has what this Flask imports)."""
+    loose requirements resolve as of its dependency files' last commit, the release's date
+    (today's Werkzeug 3 no longer has what this Flask imports)."""
     settings = settings.model_copy(update={"index_date": "git"})
     first_tree = _flask_checkout(tmp_path / "first")
     first = (await _call(first_tree, settings, "run_tests", {"timeout_s": 900}, "gvisor")).structured_content

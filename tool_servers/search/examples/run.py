@@ -30,9 +30,9 @@ from sandbox.environments.settings import EnvironmentSettings
 from sandbox.errors import BackendForbidden, EnvironmentSetupError, PolicyError, SandboxError
 from sandbox.limits import GvisorOptions, SandboxLimits
 from sandbox.runtime import mounted_venvs
+from tool_servers.example_code import example_blocks
 from tool_servers.search.errors import ExamplesForbidden
 from tool_servers.search.examples import tracer
-from tool_servers.search.examples.extract import example_blocks
 from tool_servers.search.models import EXAMPLE_TIMEOUT_S, ExampleRun, RaisedError, SearchResult
 
 if TYPE_CHECKING:

@@ -9,8 +9,7 @@ line belongs to, so the coder is told where, not only what.
 
 from mcp import Client
 
-from agents.messages import ReviewRequest
-from agents.runtime.api import RoleContext, StepError, define_role
+from agents.api import ReviewRequest, RoleContext, StepError, define_role
 from codeloop_security_reviewer.rules import Hit, scan
 
 NAME = "security-reviewer"

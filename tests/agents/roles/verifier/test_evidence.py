@@ -21,6 +21,7 @@ from tests.agents.roles.verifier.conftest import (
     deadline,
     git,
     make_patch,
+    verify_for_text,
 )
 
 pytestmark = pytest.mark.anyio
@@ -84,7 +85,7 @@ async def test_a_patch_that_leaves_the_named_failing_test_failing_fails_naming_i
     `test.still_failing`, its id and assertion message, in the coder's feedback too."""
     wrong = make_patch(ops_repo, {"ops.py": OPS.replace("len(xs) - 1", "len(xs) + 1")})
     report = await _verify(ops_repo, wrong, tools, "tests/test_ops.py::test_mean fails: mean() is wrong")
-    assert report.verdict == "failed"
+    assert report.verdict == "failed", (report.failures, report.checks)
     assert report.still_failing == [MEAN_TEST]
     still = next(f for f in report.failures if f.failure_class == FailureClass.TEST_STILL_FAILING)
     assert "mean of 1, 2, 3" in still.message
@@ -139,7 +140,7 @@ async def test_a_patch_that_fixes_nothing_fails_on_the_test_executing_it_when_th
     the unrelated old failure stays unblamed."""
     wrong = make_patch(ops_repo, {"ops.py": OPS.replace("len(xs) - 1", "len(xs) + 1")})
     report = await _verify(ops_repo, wrong, tools, "mean() returns the wrong value")
-    assert report.verdict == "failed"
+    assert report.verdict == "failed", (report.failures, report.checks)
     assert report.still_failing == [MEAN_TEST]
     still = next(f for f in report.failures if f.failure_class == FailureClass.TEST_STILL_FAILING)
     assert "mean of 1, 2, 3" in still.message
@@ -157,7 +158,7 @@ async def test_a_test_failing_inside_the_changed_code_is_the_patchs_to_fix(tmp_p
     )
     still = make_patch(repo, {"frac.py": "def ratio(a, b):\n    # guard added later\n    return a / b\n"})
     report = await _verify(repo, still, tools, "ratio() crashes")
-    assert report.verdict == "failed"
+    assert report.verdict == "failed", (report.failures, report.checks)
     assert report.still_failing == ["tests/test_frac.py::test_ratio_of_zero"]
 
 
@@ -165,8 +166,8 @@ async def test_a_reproducing_test_is_evidence_in_a_repository_with_no_failing_te
     tmp_path: Path, tools
 ) -> None:
     """Nothing fails at the start: a fix plus a test that fails without it and passes with it is
-    `passed` with that test as evidence; the same fix alone is `passed` too, resting on the test
-    that executes the changed code (no evidence of a fixed test)."""
+    `passed` with that test as evidence (`reproduction`); the same fix alone is `unverified`: the
+    test that executes the changed code passing shows no regression, never the problem fixed."""
     code = "def clamp(x, lo, hi):\n    return max(lo, x)\n"
     tests = "from rng import clamp\n\n\ndef test_clamp_low():\n    assert clamp(-1, 0, 5) == 0\n"
     repo = make_repo(
@@ -178,10 +179,16 @@ async def test_a_reproducing_test_is_evidence_in_a_repository_with_no_failing_te
     report = await _verify(repo, with_test, tools, "clamp() ignores the upper bound")
     assert report.verdict == "passed", report.failures
     assert report.evidence == ["tests/test_rng_high.py::test_clamp_high"]
+    assert report.evidence_kind == "reproduction"
+    assert report.summary.startswith("passed: shown fixed by the test the patch adds")
     alone = await _verify(repo, make_patch(repo, {"rng.py": fixed}), tools, "clamp() ignores the upper bound")
-    assert alone.verdict == "passed", alone.failures
+    assert alone.verdict == "unverified", alone.failures
     assert alone.evidence == [] and alone.covering == ["tests/test_rng.py::test_clamp_low"]
-    assert "execute the changed code pass" in next(c for c in alone.checks if c.name == "evidence").summary
+    assert alone.evidence_kind == "none"
+    why = next(c for c in alone.checks if c.name == "evidence").summary
+    assert why.startswith("no regression found: 1 test(s) that execute the changed code pass")
+    assert "nothing showed the problem fixed" in why
+    assert FailureClass.TEST_NO_REPRODUCTION in _classes(alone)
 
 
 async def test_a_fix_whose_whole_suite_cannot_run_before_the_deadline_is_not_passed(
@@ -195,3 +202,97 @@ async def test_a_fix_whose_whole_suite_cannot_run_before_the_deadline_is_not_pas
     assert report.verdict == "unverified"
     assert _classes(report) == {FailureClass.VERIFY_UNVERIFIABLE}
     assert "the whole suite was not run" in report.failures[0].message
+
+
+FRAC = "def ratio(a, b):\n    return a / b\n"
+TEST_FRAC = "from frac import ratio\n\n\ndef test_half():\n    assert ratio(1, 2) == 0.5\n"
+FRAC_ISSUE = """\
+`ratio` of an empty range crashes; it should be 0:
+
+>>> from frac import ratio
+>>> ratio(0, 0)
+Traceback (most recent call last):
+ZeroDivisionError: division by zero
+"""
+
+
+async def test_the_tasks_example_shows_the_problem_fixed_or_still_there(tmp_path: Path, tools) -> None:
+    """No test fails on the starting tree, but the task's session raises there: the patch that makes
+    it run clean is `passed` by the example; one that leaves it raising is `failed` with
+    `example.still_failing`, and both reports carry what the example did."""
+    repo = make_repo(
+        tmp_path / "frac", {"frac.py": FRAC, "pytest.ini": FAST_PYTEST, "tests/test_frac.py": TEST_FRAC}
+    )
+    right = make_patch(repo, {"frac.py": "def ratio(a, b):\n    return a / b if b else 0\n"})
+    report = await verify_for_text(repo, right, FRAC_ISSUE)
+    assert report.verdict == "passed", report.failures
+    assert report.evidence_kind == "example"
+    assert report.summary.startswith("passed: shown fixed by the task's example")
+    assert report.behaviour["example"] != report.starting_behaviour["example"]
+    assert "raised ZeroDivisionError" in report.starting_behaviour["example"]
+    wrong = make_patch(
+        repo, {"frac.py": "def ratio(a, b):\n    if a and not b:\n        return 0\n    return a / b\n"}
+    )
+    report = await verify_for_text(repo, wrong, FRAC_ISSUE)
+    assert report.verdict == "failed", (report.failures, report.checks)
+    assert [f.failure_class for f in report.errors] == [FailureClass.EXAMPLE_STILL_FAILING]
+    assert "still raises ZeroDivisionError" in report.errors[0].message
+
+
+CONF = 'import os\n\n\ndef mode():\n    return os.environ.get("APP_MODE", "plain")\n'
+TEST_SETUP = "import os\n\n\ndef test_fancy_mode_can_be_set():\n    os.environ['APP_MODE'] = 'fancy'\n"
+TEST_MODE = "from conf import mode\n\n\ndef test_mode_is_plain():\n    assert mode() == 'plain'\n"
+
+
+async def test_a_target_failing_only_through_state_earlier_tests_left_is_not_evidence(tmp_path: Path) -> None:
+    """`test_mode_is_plain` fails in the whole-suite run on the starting tree (an earlier test left
+    the environment variable set) and passes when its file runs alone: any patch touching `mode()` would
+    "fix" it. Run again on the starting tree in the company it passes in, it passes: listed as
+    order-dependent, not evidence, and the verdict is `unverified`."""
+    repo = make_repo(
+        tmp_path / "conf",
+        {
+            "conf.py": CONF,
+            "pytest.ini": FAST_PYTEST,
+            "tests/test_a_setup.py": TEST_SETUP,
+            "tests/test_b_mode.py": TEST_MODE,
+        },
+    )
+    patch = make_patch(
+        repo,
+        {
+            "conf.py": CONF.replace(
+                'return os.environ.get("APP_MODE", "plain")',
+                'return str(os.environ.get("APP_MODE", "plain"))',
+            )
+        },
+    )
+    report = await verify_for_text(repo, patch, "mode() should say plain by default")
+    assert report.verdict == "unverified", report.failures
+    assert report.order_dependent == ["tests/test_b_mode.py::test_mode_is_plain"]
+    assert report.evidence == [] and report.evidence_kind == "none"
+    confirm = next(c for c in report.checks if c.name == "confirm_flips")
+    assert "order-dependent" in confirm.summary
+
+
+LOADER = "import json\n\n\ndef load(text):\n    return json.loads(text)\n"
+
+
+def _loader_test(name: str) -> str:
+    return f"from loader import load\n\n\ndef test_{name}():\n    assert load('{{bad')\n"
+
+
+async def test_a_crash_outside_the_project_failing_tests_everywhere_is_the_environments(
+    tmp_path: Path,
+) -> None:
+    """Every test executes the changed function and fails, before the patch and after, with the same
+    crash raised outside the repository (in the standard library here, as a dependency's warning
+    turned error does): the environment's, not `test.still_failing` of the patch."""
+    files = {f"tests/test_{n}.py": _loader_test(n) for n in ("one", "two")}
+    files["tests/test_three.py"] = _loader_test("three")
+    repo = make_repo(tmp_path / "loader", {"loader.py": LOADER, "pytest.ini": FAST_PYTEST, **files})
+    patch = make_patch(repo, {"loader.py": LOADER.replace("json.loads(text)", "json.loads(text.strip())")})
+    report = await verify_for_text(repo, patch, "load() should accept surrounding spaces")
+    assert report.verdict == "unverified", report.failures
+    assert report.still_failing == [] and report.regressions == []
+    assert FailureClass.TEST_STILL_FAILING not in _classes(report)

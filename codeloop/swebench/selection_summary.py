@@ -1,0 +1,56 @@
+"""`OUT/selection_summary.json` of a `codeloop swebench --select` run, from its selection rows.
+
+Each candidate carries `resolved` (this run's grade by the harness: true, false, or null when it
+could not be graded) and `label` (the official label when its source has one, else null). The
+verdict's precision and recall are counted against the label, falling back to this run's grade:
+what the summary's `labels` says. The selector's figures (`selected_resolved`, `oracle`,
+`random_expected`, `per_source_resolved`) are this run's grades, so every source is counted alike.
+"""
+
+from collections import Counter
+from typing import Any
+
+VERDICTS = ("passed", "failed", "unverified")
+
+
+def truth(candidate: dict[str, Any]) -> str | None:
+    """`resolved` / `unresolved`: the official label, else this run's grade; None: neither known."""
+    if candidate.get("label") is not None:
+        return str(candidate["label"])
+    if candidate.get("resolved") is None:
+        return None
+    return "resolved" if candidate["resolved"] else "unresolved"
+
+
+def selection_summary(rows: list[dict[str, Any]], sources: list[str]) -> dict[str, Any]:
+    """The summary of `rows` (one per instance with at least one candidate)."""
+    candidates = [c for row in rows for c in row["candidates"]]
+    by_label: dict[str, Counter[str]] = {"resolved": Counter(), "unresolved": Counter()}
+    for c in candidates:
+        label = truth(c)
+        if label is not None:
+            by_label[label][c["verdict"]] += 1
+    passed = sum(by_label[label]["passed"] for label in by_label)
+    resolved = sum(by_label["resolved"].values())
+    random_expected = sum(
+        sum(1 for c in row["candidates"] if c.get("resolved")) / len(row["candidates"]) for row in rows
+    )
+    chosen = [row["chosen"] for row in rows if row.get("chosen")]
+    return {
+        "instances": len(rows),
+        "candidates": len(candidates),
+        "sources": sources,
+        "per_source_resolved": {
+            s: sum(1 for c in candidates if c["source"] == s and c.get("resolved")) for s in sources
+        },
+        "per_source_candidates": {s: sum(1 for c in candidates if c["source"] == s) for s in sources},
+        "selected_resolved": sum(1 for c in chosen if c.get("resolved")),
+        "oracle": sum(1 for row in rows if any(c.get("resolved") for c in row["candidates"])),
+        "random_expected": round(random_expected, 2),
+        "passed_precision": round(by_label["resolved"]["passed"] / passed, 3) if passed else None,
+        "passed_recall": round(by_label["resolved"]["passed"] / resolved, 3) if resolved else None,
+        "verdicts_by_label": {label: {v: counts[v] for v in VERDICTS} for label, counts in by_label.items()},
+        "labels": "official where the source has a labels file, else this run's grade",
+        "ungraded": sum(1 for c in candidates if c.get("resolved") is None),
+        "verify_s": round(sum(c.get("verify_s") or 0.0 for c in candidates), 1),
+    }

@@ -1,0 +1,96 @@
+"""The exec server's `run_example` through the real MCP client, in a real sandbox: the code a
+task's text shows, run statement by statement in the root, with what each statement did."""
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from sandbox.gvisor import probe_runsc
+from tests.tool_servers.ts_conformance import assert_valid
+from tool_servers.exec.server import build_exec_server
+
+pytestmark = pytest.mark.anyio
+
+GVISOR = probe_runsc().works
+BACKENDS = [
+    pytest.param("gvisor", marks=pytest.mark.skipif(not GVISOR, reason="runsc does not work here")),
+    "process",
+]
+
+ISSUE = """\
+`ratio` crashes on an empty range:
+
+```python
+>>> from frac import ratio, scale
+>>> scale(2, 3)
+6
+>>> ratio(0, 0)
+Traceback (most recent call last):
+  File "<stdin>", line 1, in <module>
+ZeroDivisionError: division by zero
+```
+
+I expected 0.
+"""
+
+
+@pytest.fixture(autouse=True)
+def _no_sandbox_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CODELOOP_SANDBOX", raising=False)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "frac"
+    root.mkdir()
+    (root / "frac.py").write_text(
+        "def ratio(a, b):\n    return a / b\n\n\ndef scale(a, b):\n    return a * b\n"
+    )
+    return root
+
+
+async def _run_example(root: Path, backend: str, text: str) -> dict[str, Any]:
+    with anyio.fail_after(90):
+        async with Client(build_exec_server(root, backend=backend)) as session:
+            schemas = {t.name: t.output_schema for t in (await session.list_tools()).tools}
+            result = await session.call_tool("run_example", {"text": text, "timeout_s": 30})
+    assert not result.is_error, result.content
+    assert_valid(result.structured_content, schemas["run_example"])
+    return result.structured_content
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_each_statement_says_what_it_printed_or_raised_and_where(project: Path, backend: str) -> None:
+    """The session's statements run in order in the root: the import works, the expression prints
+    its value beside the output the text shows, and the failing call raises in the repository's
+    code the exception the text shows."""
+    out = await _run_example(project, backend, ISSUE)
+    assert out["ran"] and not out["timed_out"]
+    assert out["shown_exceptions"] == ["ZeroDivisionError"]
+    statements = {s["source"]: s for s in out["statements"]}
+    assert list(statements) == ["from frac import ratio, scale", "scale(2, 3)", "ratio(0, 0)"]
+    assert statements["scale(2, 3)"]["output"].strip() == "6"
+    assert statements["scale(2, 3)"]["shown_output"] == "6"
+    crash = statements["ratio(0, 0)"]
+    assert crash["raised"].startswith("ZeroDivisionError: division by zero")
+    assert crash["in_repository"] and not crash["import_error"]
+
+
+async def test_an_exception_outside_the_repository_is_told_apart(project: Path) -> None:
+    """A statement that fails in the example's own code (not the project's) is not the project's
+    crash; a missing module is an import error."""
+    text = "```python\nimport frac\nint('x')\nimport not_installed_anywhere\n```\n"
+    out = await _run_example(project, "process", text)
+    statements = out["statements"]
+    assert [s["source"] for s in statements] == ["import frac", "int('x')", "import not_installed_anywhere"]
+    assert statements[1]["raised"].startswith("ValueError") and not statements[1]["in_repository"]
+    assert statements[2]["import_error"]
+
+
+async def test_a_text_without_code_runs_nothing(project: Path) -> None:
+    out = await _run_example(project, "process", "The ratio is wrong when both numbers are zero.")
+    assert not out["ran"] and out["statements"] == []
+    assert out["note"]

@@ -1,0 +1,110 @@
+"""Runs an issue's example statements one by one and reports what each did (run in the sandbox).
+
+A standalone script, run as `python -c SOURCE REQUEST_JSON` with the project's interpreter in the
+root: it imports nothing of codeloop and keeps to syntax Python 3.6 reads, since the project's
+interpreter may be that old. Each top-level statement runs on its own in one namespace, an
+expression as the interactive interpreter runs it (its value's repr printed), with its printed
+output captured; one that raises is recorded (type, first line of the message, whether the
+traceback passes through the repository's code) and the next statement runs. The report is one
+JSON line after `MARKER` on the real standard output.
+"""
+
+import ast
+import io
+import json
+import os
+import signal
+import sys
+import traceback
+
+MARKER = "@@codeloop-example@@"
+MAX_OUTPUT = 2000
+MAX_STATEMENTS = 200
+
+
+class _Deadline(BaseException):
+    pass
+
+
+def _on_alarm(signum, frame):
+    raise _Deadline()
+
+
+def _statements(block):
+    """(first line of its source, module of one statement) for each statement of `block`; a block
+    that does not parse is taken line by line, keeping the lines that do."""
+    try:
+        body = ast.parse(block).body
+        lines = block.split("\n")
+        return [(lines[node.lineno - 1].strip(), node) for node in body]
+    except SyntaxError:
+        found = []
+        for line in block.split("\n"):
+            try:
+                found.extend((line.strip(), node) for node in ast.parse(line.strip()).body)
+            except SyntaxError:
+                continue
+        return found
+
+
+def _in_repository(tb, root, own):
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        # `<example>`, `<string>`: the example's own code and this runner, never the project's.
+        name = os.path.realpath(filename) if not filename.startswith("<") else filename
+        if name.startswith(root) and name != own and "site-packages" not in name:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _run(source, node, namespace, root, own):
+    single = isinstance(node, ast.Expr)
+    module = ast.Interactive(body=[node]) if single else ast.Module(body=[node], type_ignores=[])
+    outcome = {"source": source[:300], "raised": None, "in_repository": False, "output": ""}
+    captured = io.StringIO()
+    sys.stdout = sys.stderr = captured
+    try:
+        code = compile(module, "<example>", "single" if single else "exec")
+        exec(code, namespace)
+    except _Deadline:
+        raise
+    except BaseException as exc:  # SystemExit and KeyboardInterrupt of the example included
+        message = str(exc).strip().split("\n")[0][:300]
+        outcome["raised"] = type(exc).__name__ + (": " + message if message else "")
+        outcome["in_repository"] = _in_repository(exc.__traceback__, root, own)
+        outcome["import_error"] = isinstance(exc, ImportError)
+        outcome["traceback"] = "".join(traceback.format_exception_only(type(exc), exc))[-500:]
+    finally:
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    outcome["output"] = captured.getvalue()[-MAX_OUTPUT:]
+    return outcome
+
+
+def main(request):
+    root = os.path.realpath(os.getcwd()) + os.sep
+    own = os.path.realpath(__file__) if "__file__" in globals() else "<string>"
+    for path in reversed([root[:-1], os.path.join(root, "src")]):
+        if os.path.isdir(path):
+            sys.path.insert(0, path)
+    namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+    report = {"statements": [], "timed_out": False}
+    signal.signal(signal.SIGALRM, _on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, float(request.get("deadline_s", 30.0)))
+    try:
+        for block in request.get("blocks", []):
+            for source, node in _statements(block):
+                if len(report["statements"]) >= MAX_STATEMENTS:
+                    break
+                report["statements"].append(_run(source, node, namespace, root, own))
+    except _Deadline:
+        report["timed_out"] = True
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    out = sys.__stdout__ or sys.stdout
+    out.write("\n" + MARKER + json.dumps(report) + "\n")
+    out.flush()
+
+
+if __name__ == "__main__":
+    main(json.loads(sys.argv[1]))
