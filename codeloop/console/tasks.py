@@ -28,7 +28,7 @@ from codeloop.services.tasks_backend import BusTasks
 from tool_servers.confinement import Root
 from tool_servers.protocol.errors import ToolServerError
 from tool_servers.protocol.scopes import Scope
-from tool_servers.tasks.backend import Submission, SubmissionRefused, TooManyTasks
+from tool_servers.tasks.backend import Submission, SubmissionRefused, TaskStillRunning, TooManyTasks
 from tool_servers.tasks.views import PendingConfirmation
 
 MODE_SCOPES = {"read": Scope.READ, "write": Scope.WRITE, "execute": Scope.EXECUTE}
@@ -244,12 +244,40 @@ class ConsoleTasks:
         return True
 
     async def continue_task(self, grant: Grant, task_id: str, text: str) -> str:
-        """Continue an ended task with `text` as a new task linked to it.
+        """Continue an ended task the principal submitted as a new task linked to it, with `text`
+        as a new instruction (blank: go on as it was), as the tasks server's `continue_task` does
+        (`docs/continuing.md`); the new task's id.
 
         Raises:
-            NotAvailable: always, in this version: continuing is not built into it yet.
+            Refused: not a task of this principal (404), a mode beyond the grant (403), a task
+                still running or too many unfinished ones (409), anything the continuation check
+                refuses; nothing was submitted.
         """
-        raise NotAvailable("continuing a task is not available in this version of codeloop")
+        view = await self.backend.get(grant.principal, task_id)
+        if view is None:
+            raise Refused(
+                f"task {task_id} is not one you submitted: only its owner may continue it", status=404
+            )
+        needed = MODE_SCOPES[view.mode or "read"]
+        if needed not in grant.scopes:
+            raise Refused(
+                f"task {task_id} runs in mode {view.mode!r}, which needs the '{needed.value}' scope, and "
+                f"{grant.principal} was not granted it; nothing was submitted",
+                status=403,
+            )
+        try:
+            new_id = await self.backend.continue_task(
+                grant.principal, task_id, text=text.strip() or None, options={}
+            )
+        except (TooManyTasks, TaskStillRunning) as exc:
+            raise Refused(str(exc), status=409) from None
+        except SubmissionRefused as exc:
+            raise Refused(str(exc), field=exc.details.get("field")) from None
+        if new_id is None:
+            raise Refused(
+                f"task {task_id} is not one you submitted: only its owner may continue it", status=404
+            )
+        return new_id
 
     def repositories(self) -> list[str]:
         """The directories a task may name: the root and its non-hidden subdirectories."""

@@ -178,12 +178,36 @@ async def test_reports_list_the_runs_under_the_given_directories(tmp_path: Path)
             assert (await http.get("/reports/99")).status_code == 404
 
 
-async def test_continue_answers_501_until_this_version_offers_it(console: Console) -> None:
-    """Our choice: the action is there, and says plainly that this version cannot do it."""
+async def test_continue_goes_on_from_an_ended_task_of_ones_own(console: Console) -> None:
+    """docs/continuing.md: the console's continue is the tasks server's: a running task is a 409
+    naming why, another principal's a 404; once it ended, a new task linked to it, and the page
+    of the new task is where the browser goes."""
     task_id = await submit(console, "alice")
-    async with httpx2.AsyncClient(base_url=console.url, headers=bearer(console, "alice")) as http:
-        reply = await http.post(f"/tasks/{task_id}/continue", data={"text": "and add a test"})
-    assert reply.status_code == 501 and "not available in this version" in reply.text
+    async with httpx2.AsyncClient(base_url=console.url) as http:
+        running = await http.post(
+            f"/tasks/{task_id}/continue", data={"text": "and add a test"}, headers=bearer(console, "alice")
+        )
+        assert running.status_code == 409 and "still running" in running.text
+        theirs = await http.post(
+            f"/tasks/{task_id}/continue", data={"text": "x"}, headers=bearer(console, "bob")
+        )
+        assert theirs.status_code == 404
+        await http.post(f"/tasks/{task_id}/cancel", headers=bearer(console, "alice"))
+        records = await TaskRecords.open(console.bus)
+        with anyio.fail_after(30):
+            while (state := await records.get(task_id)) is None or state.status != "cancelled":  # noqa: ASYNC110 - the serve moves it
+                await anyio.sleep(0.1)
+        reply = await http.post(
+            f"/tasks/{task_id}/continue", data={"text": "and add a test"}, headers=bearer(console, "alice")
+        )
+        assert reply.status_code == 303, reply.text
+        new_id = reply.headers["location"].rsplit("/", 1)[1]
+        assert new_id != task_id
+        assert (await http.get(f"/tasks/{new_id}", headers=bearer(console, "alice"))).status_code == 200
+    continued = await (await TaskRecords.open(console.bus)).get(new_id)
+    assert continued is not None and continued.task.continuation is not None
+    assert continued.task.continuation.parent_task_id == task_id
+    assert continued.task.continuation.instruction == "and add a test"
 
 
 async def test_codeloop_console_prints_the_running_consoles_address(console: Console, tmp_path: Path) -> None:
