@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from agents.client import cancel_task, submit_task, watch_task
-from agents.messages import Budgets, ModelNames, TaskResult, TaskSubmitted
+from agents.messages import TERMINAL_STATUSES, Budgets, ModelNames, TaskResult, TaskSubmitted
 from agents.orchestrator.records import TaskRecords
 from agents.replay.session import divergences_of, replay_submission
 from codeloop.config.task_options import TaskOptions
@@ -166,9 +166,13 @@ async def test_an_unknown_task_and_a_running_one_are_refused_with_exit_2(pipelin
     )
     envelope, _ = await submit_task(pipeline.bus, busy)
     records = await TaskRecords.open(pipeline.bus)
-    with anyio.fail_after(240):  # the first task of a serve loads the embedding model
-        while (state := await records.get(envelope.task_id)) is None or state.status != "coding":  # noqa: ASYNC110 - the serve moves it
+    with anyio.fail_after(400):  # the first task of a serve loads the embedding model
+        while (state := await records.get(envelope.task_id)) is None or state.status not in {  # noqa: ASYNC110 - the serve moves it
+            "coding",
+            *TERMINAL_STATUSES,
+        }:
             await anyio.sleep(0.2)
+    assert state.status == "coding", state.result
     before = len(await records.all())
     running = await _codeloop(pipeline, home, "continue", envelope.task_id, "go on")
     assert running.returncode == 2
