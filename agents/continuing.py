@@ -8,6 +8,8 @@ the new task (`continued_submission`) is a new `TaskSubmitted` linked to it by a
 - the parent's patch as the scratch workspace's starting point, so the new patch is the combined
   one and `--apply` applies the whole;
 - the parent's plan, which the planner revises with the account and the new instruction;
+- what a person approved the parent changing (protected paths), since the parent's changes are
+  part of the new patch;
 - an account of the parent from its record (`account_of`), not its transcript: how it ended, the
   files changed, what the coder said, the verifier's verdict and failures, the hand-off reason;
 - the new instruction, if any, appended to the task's text, so every role (the retriever's search,
@@ -124,6 +126,7 @@ def continued_submission(
         patch=parent.patch if task.mode != "read" else None,
         files_changed=list(parent.files_changed) if task.mode != "read" else [],
         plan=parent.plan,
+        approvals=list(parent.approvals) if task.mode != "read" else [],
         account=account_of(parent),
     )
     return task.model_copy(

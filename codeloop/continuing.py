@@ -1,4 +1,4 @@
-"""Continue an ended task: the one call `codeloop continue`, the tasks server and a console make.
+"""Continue an ended task: the calls behind `codeloop continue`, the tasks server and the console.
 
     async with open_bus(config) as bus:
         continued = await continue_task(bus, "3f2a...", text="also handle the empty list",
@@ -10,8 +10,10 @@ task, one still running, a rejected one), resolves the new task's budgets and mo
 `codeloop run` resolves them — fresh budgets from the options and the configuration, never the
 parent's used-up ones; the parent's models unless the options name others — builds the linked
 submission (`agents.continuing.continued_submission`: the same snapshot, the parent's patch as the
-starting point, its plan, an account of it, the new instruction) and publishes it. What the new
-task inherits, and why, is said in `agents/continuing.py`.
+starting point, its plan, an account of it, the new instruction) and publishes it.
+`continuation_of` is the same without the publishing: `codeloop continue` follows what it
+publishes, the tasks server's backend (and the console through it) publishes under the
+principal's ownership. What the new task inherits, and why, is said in `agents/continuing.py`.
 """
 
 from dataclasses import dataclass
@@ -20,7 +22,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from agents.client import new_task_id, submit_task
-from agents.continuing import CannotContinue, continued_submission
+from agents.continuing import CONTINUABLE, CannotContinue, continued_submission
 from agents.messages import TaskState, TaskSubmitted
 from agents.orchestrator.records import TaskRecords
 from bus import subjects
@@ -118,13 +120,8 @@ def continuation_of(
         )
         check_submission(task, settings=settings, credentials=credentials)
     except CannotContinue as exc:
-        reason = (
-            "rejected"
-            if exc.status == "rejected"
-            else "running"
-            if "still running" in str(exc)
-            else "invalid"
-        )
+        ended = exc.status in CONTINUABLE  # an ended task refused for its size, not its status
+        reason = "rejected" if exc.status == "rejected" else "invalid" if ended else "running"
         raise ContinueRefused(str(exc), task_id=parent.task_id, reason=reason, status=exc.status) from None
     except ConfigError as exc:
         raise ContinueRefused(str(exc), task_id=parent.task_id, reason="invalid") from None

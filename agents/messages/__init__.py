@@ -18,6 +18,7 @@ What lives where:
                      `StepFailed`
     mcp_servers.py   the user's own MCP servers as a task carries them (`McpServer`)
     plan.py          the planner's `Plan` and its `PlanStep`s
+    approval.py      a person's `Approval` of a high-risk change
     continuation.py  what a task continuing an ended one inherits from it (`Continuation`)
     record.py        the task record in the KV bucket (`TaskState`)
     verification.py  the verifier's report and a task's baseline

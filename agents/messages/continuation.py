@@ -10,6 +10,7 @@ submission, so any worker can take the task and a replay needs nothing but the r
 
 from pydantic import Field
 
+from agents.messages.approval import Approval
 from agents.messages.plan import Plan
 from bus.messages import Message
 
@@ -39,6 +40,9 @@ class Continuation(Message):
     """Repository-relative paths the parent's patch touches."""
     plan: Plan | None = None
     """The parent's last plan, revised by the planner in the light of `account` and `instruction`."""
+    approvals: list[Approval] = []
+    """What a person approved the parent changing (protected paths its patch changes): the combined
+    patch keeps those changes, so they are not failed as unapproved again."""
     account: str = Field(default="", max_length=MAX_ACCOUNT)
     """A compact account of the parent from its record: how it ended, what was changed, what the
     coder said, what the verifier said."""

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from agents.messages.approval import Approval
 from agents.messages.continuation import Continuation
 from agents.messages.mcp_servers import McpServer
 from agents.messages.verification import EnvironmentUse, Failure
@@ -288,23 +289,6 @@ class ReviewRound(Message):
     """What it found."""
     feedback: str = ""
     """What it asked the coder to change."""
-
-
-class Approval(Message):
-    """A person's approval of a high-risk change: the coder wrote `path` only because they said yes.
-
-    Kept on the task's record and in its result, and passed to the verifier, which then judges the
-    change to `path` on its merits instead of failing it as a protected path."""
-
-    path: str
-    """Repository-relative path the approved action changed."""
-    approved_by: str
-    """Who approved, as their client named them (`alice with codeloop approve`, `alice at the
-    terminal`); `a person` when the client named nobody."""
-    request_id: str
-    """The confirmation request the approval answered."""
-    question: str
-    """What the person was asked."""
 
 
 class Verification(Message):

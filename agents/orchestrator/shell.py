@@ -144,6 +144,7 @@ class Orchestrator:
                 principal=principal,
                 usage_day=day if self.ledger is not None and not problems else None,
                 quota=quota,
+                approvals=list(inherited.approvals) if inherited else [],
             )
 
         await self.records.update(envelope.task_id, claim)

@@ -14,6 +14,7 @@ from agents.continuing import (
 )
 from agents.failures import FailureClass
 from agents.messages import (
+    Approval,
     Budgets,
     CodeRequest,
     Context,
@@ -64,6 +65,7 @@ def _parent(status: str = "handed_off", **changes: object) -> TaskState:
         answer="fixed add, mul still to do",
         usage=Usage(requests=3),
         steps_done=["01-plan", "02-retrieve", "03-code"],
+        approvals=[Approval(path=".github/ci.yml", approved_by="alice", request_id="r1", question="write?")],
         last_report=VerificationReport(
             verdict="failed",
             summary="1 failing test",
@@ -98,6 +100,7 @@ def test_the_submission_inherits_snapshot_patch_plan_account_and_takes_fresh_bud
         "also mul",
     )
     assert continuation.patch == PATCH and continuation.plan == PLAN
+    assert continuation.approvals == parent.approvals and continuation.approvals[0].path == ".github/ci.yml"
     assert continuation.ended == "handed_off (budget.steps)"
     assert "tests/test_calc.py::test_mul" in continuation.account and "calc.py" in continuation.account
     brief = continuation.brief()

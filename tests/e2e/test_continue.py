@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from agents.client import cancel_task, submit_task, watch_task
-from agents.messages import Budgets, ModelNames, TaskResult, TaskSubmitted
+from agents.messages import TERMINAL_STATUSES, Budgets, ModelNames, TaskResult, TaskSubmitted
 from agents.orchestrator.records import TaskRecords
 from agents.replay.session import divergences_of, replay_submission
 from codeloop.config.task_options import TaskOptions
@@ -152,7 +152,8 @@ async def test_a_done_task_continued_with_an_instruction_gives_a_patch_holding_b
 
 async def test_an_unknown_task_and_a_running_one_are_refused_with_exit_2(pipeline, tmp_path: Path) -> None:
     """Our CLI contract: continuing an id no task has, or a task still running, is a usage error
-    (exit 2) that says which; nothing is submitted."""
+    (exit 2) that says which; nothing is submitted. Once it ended (cancelled), `submit --continue`
+    submits the continuation and prints its id."""
     home = tmp_path / "home"
     unknown = await _codeloop(pipeline, home, "continue", "nosuchtask")
     assert unknown.returncode == 2 and "no task nosuchtask to continue" in unknown.stderr.decode()
@@ -165,9 +166,13 @@ async def test_an_unknown_task_and_a_running_one_are_refused_with_exit_2(pipelin
     )
     envelope, _ = await submit_task(pipeline.bus, busy)
     records = await TaskRecords.open(pipeline.bus)
-    with anyio.fail_after(240):  # the first task of a serve loads the embedding model
-        while (state := await records.get(envelope.task_id)) is None or state.status != "coding":  # noqa: ASYNC110 - the serve moves it
+    with anyio.fail_after(400):  # the first task of a serve loads the embedding model
+        while (state := await records.get(envelope.task_id)) is None or state.status not in {  # noqa: ASYNC110 - the serve moves it
+            "coding",
+            *TERMINAL_STATUSES,
+        }:
             await anyio.sleep(0.2)
+    assert state.status == "coding", state.result
     before = len(await records.all())
     running = await _codeloop(pipeline, home, "continue", envelope.task_id, "go on")
     assert running.returncode == 2
@@ -179,6 +184,18 @@ async def test_an_unknown_task_and_a_running_one_are_refused_with_exit_2(pipelin
     await cancel_task(pipeline.bus, envelope.task_id)
     go.touch()  # the coder's step finishes; the task ended cancelled meanwhile
     assert (await _result_of(pipeline.bus, envelope.task_id)).status == "cancelled"
+
+    # `submit --continue`: the same continuation, submitted and not followed.
+    wrong = await _codeloop(pipeline, home, "submit", "--continue", envelope.task_id, "--repo", str(repo))
+    assert wrong.returncode == 2 and "leave out --repo" in wrong.stderr.decode()
+    submitted = await _codeloop(
+        pipeline, home, "submit", "--continue", envelope.task_id[:10], "go on", "--json"
+    )
+    assert submitted.returncode == 0, submitted.stderr.decode()
+    printed = json.loads(submitted.stdout)
+    assert printed["parent_task_id"] == envelope.task_id
+    resumed = await _result_of(pipeline.bus, printed["task_id"])
+    assert resumed.parent_task_id == envelope.task_id and resumed.status != "rejected"
 
 
 async def _snapshot(pipeline: Any, repo: Path) -> Any:
