@@ -501,22 +501,23 @@ async def _evidence(
 
 
 async def _confirm_flips(run: Verification, session: ExecSession, selection: Selection) -> None:
-    """A target counts as a flip only if it fails on the starting tree in the company and order it
-    passes in with the patch: the whole-suite run on the starting tree may have failed it through
-    state other tests left behind. The targeted files run again without the patch's source changes
-    (the patch's tests stay, as with the patch); a target passing there is order-dependent: listed,
-    not evidence. Tests the patch adds were already compared on that tree; a run of the whole
-    suite with the patch is the coverage run's company."""
+    """A target counts as a flip only if it fails on the starting tree when run as it passed with
+    the patch: the whole-suite run on the starting tree (under coverage) may have failed it through
+    state other tests left behind, or through the instrumentation itself. The targeted files run
+    again without the patch's source changes (the patch's tests stay, as with the patch), in the
+    order they ran with it; when the whole suite ran with the patch, the flipped tests' own files.
+    A target passing there is order-dependent: listed, not evidence. Tests the patch adds were
+    already compared on that tree."""
     changed = set(selection.changed_test_files)
-    unconfirmed = [
-        t
-        for t in run.evidence
-        if t.split("::")[0] not in changed and t not in run.reproduction and not run.suite_ran
-    ]
+    unconfirmed = [t for t in run.evidence if t.split("::")[0] not in changed and t not in run.reproduction]
     if not unconfirmed:
         return
-    files = [f for f in dict.fromkeys(t.split("::")[0] for t in run.evidence) if f in run.ran_files]
-    ordered = [f for f in selection.files if f in run.ran_files] or files
+    flipped = list(dict.fromkeys(t.split("::")[0] for t in unconfirmed))
+    targeted = [f for f in selection.files if f in run.ran_files]
+    if run.suite_ran or not targeted:
+        ordered = [f for f in targeted if f in flipped] + [f for f in flipped if f not in targeted]
+    else:
+        ordered = targeted
     result, resolved = await _run_without(run, session, run.src_changes, ordered)
     failing = {f.test_id for f in result.failures}
     if not resolved:
@@ -533,7 +534,10 @@ async def _confirm_flips(run: Verification, session: ExecSession, selection: Sel
     run.order_dependent += order_dependent
     run.evidence = [t for t in run.evidence if t not in order_dependent]
     run.fixed = [t for t in run.fixed if t not in order_dependent]
-    summary = f"{len(unconfirmed) - len(order_dependent)} of {len(unconfirmed)} flip(s) fail on the starting tree in the same files and order"
+    summary = (
+        f"{len(unconfirmed) - len(order_dependent)} of {len(unconfirmed)} flip(s) fail on the starting "
+        f"tree run as they passed with the patch ({len(ordered)} file(s))"
+    )
     if order_dependent:
         summary += f"; order-dependent (pass there when run this way, not evidence): {_few(order_dependent)}"
     run.add_check(Check(name="confirm_flips", ok=True, summary=summary))
