@@ -88,7 +88,7 @@ def build_task(
     from bus.validation import MAX_TASK_TEXT_BYTES, submission_problems
     from codeloop.config.checks import check_submission
     from codeloop.config.errors import ConfigError
-    from codeloop.config.task_builder import make_task, task_settings
+    from codeloop.config.task_builder import Submitter, make_task, task_settings
 
     text = read_text_argument(task, what="task text", max_bytes=MAX_TASK_TEXT_BYTES)
     if not repo.is_dir():
@@ -105,9 +105,11 @@ def build_task(
             mode=mode,  # type: ignore[arg-type] - mode was validated against the Mode literals above
             interactive=sys.stdin.isatty(),
             pipeline=_pipeline_choice(options.pipeline, repo, mode=mode, settings=settings),
-            instructions=not options.no_instructions,
-            user_instructions=None if options.no_instructions else _user_instructions(),
-            mcp_servers=_mcp_servers(repo, mcp_config),
+            submitter=Submitter(
+                instructions=not options.no_instructions,
+                user_instructions=None if options.no_instructions else _user_instructions(),
+                mcp_servers=_mcp_servers(repo, mcp_config),
+            ),
         )
         check_submission(submitted, settings=settings)
     except ConfigError as exc:

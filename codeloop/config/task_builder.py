@@ -11,6 +11,7 @@ carries the resolved models and budgets, and `[verification] require = "passed"`
 """
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from agents.messages import McpServer, Mode, PipelineChoice, TaskSubmitted
@@ -29,6 +30,20 @@ def task_settings(options: TaskOptions, *, repo: Path | None = None, naming: Nam
     return load_settings(repo=repo, flags=options.layer(naming))
 
 
+@dataclass(frozen=True)
+class Submitter:
+    """Who submits a task, and what of their own it carries beyond the configuration."""
+
+    principal: str | None = None
+    """The tasks server's caller, for quotas; None: the local user."""
+    instructions: bool = True
+    """Give the roles the project's instructions (AGENTS.md); False: `--no-instructions`."""
+    user_instructions: str | None = None
+    """The user's own AGENTS.md, read where the task is submitted."""
+    mcp_servers: Sequence[McpServer] = ()
+    """The user's own MCP servers (`--mcp-config`, the user file)."""
+
+
 def make_task(
     text: str,
     repo: Path | str,
@@ -38,14 +53,11 @@ def make_task(
     pipeline: PipelineChoice | None = None,
     interactive: bool = False,
     snapshot: SnapshotRef | None = None,
-    principal: str | None = None,
-    instructions: bool = True,
-    user_instructions: str | None = None,
-    mcp_servers: Sequence[McpServer] = (),
+    submitter: Submitter = Submitter(),
 ) -> TaskSubmitted:
-    """The task `text` on `repo` in `mode`, as `settings` configure it, submitted by `principal`
-    (None: the local user). The keys the submitter's command line or environment set are pinned:
-    the configuration center does not override them (`pinned_keys`).
+    """The task `text` on `repo` in `mode`, as `settings` configure it, from `submitter`. The keys
+    the submitter's command line or environment set are pinned: the configuration center does not
+    override them (`pinned_keys`).
 
     Raises:
         pydantic.ValidationError: the text is empty or too long, or the repository path is.
@@ -60,11 +72,11 @@ def make_task(
         interactive=interactive,
         snapshot=snapshot,
         require_verified=settings.verification.require == "passed",
-        principal=principal,
+        principal=submitter.principal,
         pinned=pinned_keys(settings),
-        instructions=instructions,
-        user_instructions=user_instructions,
-        mcp_servers=list(mcp_servers),
+        instructions=submitter.instructions,
+        user_instructions=submitter.user_instructions,
+        mcp_servers=list(submitter.mcp_servers),
     )
 
 

@@ -47,7 +47,7 @@ from codeloop.config.checks import check_submission as check_settings
 from codeloop.config.errors import ConfigError
 from codeloop.config.pipelines import PipelineConfigError, check_served, resolve_pipeline
 from codeloop.config.settings import Settings
-from codeloop.config.task_builder import make_task, task_settings
+from codeloop.config.task_builder import Submitter, make_task, task_settings
 from codeloop.config.task_options import TaskOptions
 from codeloop.continuing import ContinueRefused, continuation_of
 from codeloop.snapshots import capture_repository
@@ -248,8 +248,10 @@ class BusTasks:
             mode=submission.mode,
             snapshot=snapshot,
             pipeline=pipeline,
-            principal=submission.principal,
-            instructions=not TaskOptions.from_arguments(submission.options).no_instructions,
+            submitter=Submitter(
+                principal=submission.principal,
+                instructions=not TaskOptions.from_arguments(submission.options).no_instructions,
+            ),
         )
         return await self._publish_owned(submission.principal, task)
 
