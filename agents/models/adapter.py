@@ -21,13 +21,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior
+from pydantic_ai.exceptions import ModelAPIError, OutputTokenLimitExceeded, UnexpectedModelBehavior
 from pydantic_ai.models import Model
 
-from agents.errors import ModelMisbehaved
+from agents.errors import ModelMisbehaved, ModelTruncated
 from agents.messages import ModelChain, ModelOptions
 from agents.models._redact import _redact, trim
 from agents.models.fallback import FallbackChain
+from agents.models.local_server import LocalServers
 from agents.models.metered import MeteredModel, ModelCall, OnCall, Spend
 from agents.models.names import load_function_model, model_factory
 from agents.models.retry import RetryPolicy, is_retryable, rejected, unavailable
@@ -55,11 +56,13 @@ def build_model(
     retry: RetryPolicy | None = None,
     base_dir: Path | None = None,
     cost_limit_usd: float | None = None,
+    local: LocalServers | None = None,
 ) -> Model:
     """The metered model for `role` named `name` (a `FallbackChain` of metered models when `name`
     is a chain with fallbacks); see the module docstring. `cost_limit_usd`: the spend after which
     it refuses further requests (`CostBudgetExceeded`); None for no limit. Every model of a chain
-    shares one `Spend`, which the returned model carries as `spend`.
+    shares one `Spend`, which the returned model carries as `spend`. `local`: the servers of
+    `local:` models (`agents.models.local_server`); without them such a model fails at its first call.
 
     Raises:
         ModelSpecError: a name cannot be resolved (checked now; API keys are checked at the first call).
@@ -69,7 +72,7 @@ def build_model(
     spend = Spend(limit_usd=cost_limit_usd)
     models = [
         MeteredModel(
-            model_factory(one, base_dir=base_dir),
+            model_factory(one, base_dir=base_dir, local=local, context_tokens=options.context_tokens),
             name=one.strip(),
             role=role,
             on_call=on_call,
@@ -118,4 +121,11 @@ def model_errors_as_agent_errors(*, model: str = "the model") -> Iterator[None]:
             unavailable(exc, model=model, attempts=1) if is_retryable(exc) else rejected(exc, model=model)
         ) from None
     except UnexpectedModelBehavior as exc:
-        raise ModelMisbehaved(f"{model}: {trim(_redact(str(exc)))}") from None
+        raise misbehaved(exc, model=model) from None
+
+
+def misbehaved(exc: UnexpectedModelBehavior, *, model: str) -> ModelMisbehaved:
+    """The agents' error for output pydantic-ai could not use: `ModelTruncated` when the response
+    ran into the token limit (a model that does not stop), else `ModelMisbehaved`."""
+    text = f"{model}: {trim(_redact(str(exc)))}"
+    return ModelTruncated(text) if isinstance(exc, OutputTokenLimitExceeded) else ModelMisbehaved(text)

@@ -30,6 +30,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from agents.messages import StepFailed
+from agents.models.local_server import LocalServers
 from agents.observe.events import bind_step
 from agents.observe.tool_events import ObservedTools, tool_call_observer
 from agents.orchestrator import Pipeline
@@ -64,7 +65,7 @@ from codeloop.wiring.roles import DEFAULT_ROLES, role_deps, role_specs
 from codeloop.wiring.swebench import SwebenchWorkers, run_swebench_workers, split_roles
 from codeloop.wiring.telemetry import tracing_observers
 from codeloop.wiring.tools import InProcessTools
-from layout import NATS_DIR
+from layout import LOCAL_MODELS_DIR, NATS_DIR
 
 log = logging.getLogger("codeloop")
 DRAIN_GRACE_S = 10.0
@@ -261,6 +262,9 @@ async def _role_deps(
         tools = ObservedTools(tools, bus)
         observers = (*observers, tool_call_observer(bus))
     deps = role_deps(bus, home, tools=tools, observers=observers, record=setup.record)
+    # Started at a local: model's first request, stopped and reaped when this serve ends.
+    local = await stack.enter_async_context(LocalServers(log_dir=home / LOCAL_MODELS_DIR))
+    deps = replace(deps, local_models=local)
     if setup.workspaces is not None:
         deps = deps.providing(WORKSPACES, setup.workspaces)
     # Spares for the roles that ask for them; with the service, the verifier runs nothing here.
