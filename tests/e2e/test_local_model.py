@@ -1,0 +1,117 @@
+"""A real language model in the loop: SmolLM2-135M-Instruct behind llama.cpp's server, started by
+codeloop itself for `--model local:PATH.gguf`, on the example project.
+
+A 135M model does not fix the bug. What these tests hold is what a user running a coding agent on
+a small local model relies on: the task ends within its budget in a classified state (never a
+traceback, never a hang), its usage counts the tokens the server reported, its events and
+recordings are complete, the checkout is untouched, and the server process is gone afterwards."""
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from agents.messages import Budgets, ModelNames, TaskSubmitted
+from agents.replay.store import load_runs
+from codeloop.cli.trace import read_task_events
+from codeloop.testing import running_pipeline
+from tests.e2e.conftest import tree_digest
+from tests.processes import processes_mentioning
+from tests.support.cli import REPO_ROOT, run_codeloop
+from tests.support.local_model import require_local_model
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+EXAMPLE = REPO_ROOT / "examples" / "bugfix"
+REPORT = (REPO_ROOT / "examples" / "bugfix-report.md").read_text()
+CLASSIFIED_ENDS = {"done", "failed", "handed_off"}
+
+
+def _example(tmp_path: Path) -> Path:
+    repo = tmp_path / "bugfix"
+    shutil.copytree(EXAMPLE, repo, ignore=shutil.ignore_patterns(".codeloop", "__pycache__", ".pytest_cache"))
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    subprocess.run(
+        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "add", "-A"], cwd=repo, check=True
+    )
+    subprocess.run(
+        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "init"],
+        cwd=repo,
+        check=True,
+    )
+    return repo
+
+
+async def test_a_write_task_on_the_local_model_ends_classified_with_usage_events_and_recordings(
+    tmp_path: Path,
+) -> None:
+    """Issue contract: the whole loop on SmolLM2 (write mode) ends within its budget in a classified
+    state, its usage the server's token counts, every request a `model_call` event, every LLM run
+    recorded, the checkout untouched and the llama.cpp server gone with the serve."""
+    gguf = require_local_model()
+    repo = _example(tmp_path)
+    before = tree_digest(repo)
+    task = TaskSubmitted(
+        text=REPORT,
+        repo=str(repo),
+        mode="write",
+        models=ModelNames(default=f"local:{gguf}"),
+        budgets=Budgets(max_steps=6, max_revisions=0, deadline_s=900),
+    )
+    async with running_pipeline(tmp_path / "state") as runner:
+        result = await runner.submit(task, timeout_s=1000)
+        events = await read_task_events(runner.bus, result.task_id)
+        runs = await load_runs(runner.bus, result.task_id)
+        serving = processes_mentioning(gguf)
+    assert result.status in CLASSIFIED_ENDS, result.report
+    assert result.status == "done" or result.failure_class, result.report
+    assert result.failure_class != "env.infra", result.report
+    calls = [e.payload["data"] for e in events if e.kind == "event" and e.payload["name"] == "model_call"]
+    ok = [c for c in calls if c["outcome"] == "ok"]
+    assert ok, calls
+    assert all(c["model"] == f"local:{gguf}" and c["input_tokens"] > 0 for c in ok)
+    assert result.usage["requests"] == len(ok) <= 6
+    assert result.usage["input_tokens"] == sum(c["input_tokens"] for c in ok)
+    assert result.usage["output_tokens"] == sum(c["output_tokens"] for c in ok)
+    assert result.usage["cost_usd"] == 0.0  # run on this machine
+    assert {r.role for r in runs} <= {"planner", "coder"} and runs
+    assert sum(1 for r in runs for e in r.entries if e.kind == "model_response") == len(ok)
+    assert serving, "the llama.cpp server was not running while the serve was"
+    assert processes_mentioning(gguf) == []
+    assert tree_digest(repo) == before
+
+
+def test_codeloop_run_in_execute_mode_on_the_local_model_exits_classified_and_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    """Issue acceptance: `codeloop run … --mode execute --model local:…gguf` ends with exit 1, 3 or
+    0, no traceback on stderr, no process left behind, the checkout untouched."""
+    gguf = require_local_model()
+    repo = _example(tmp_path)
+    before = tree_digest(repo)
+    done = run_codeloop(
+        tmp_path / "home",
+        REPORT,
+        "--repo",
+        str(repo),
+        "--mode",
+        "execute",
+        "--model",
+        f"local:{gguf}",
+        "--max-steps",
+        "6",
+        "--max-revisions",
+        "0",
+        "--json",
+    )
+    assert done.returncode in (0, 1, 3), done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert result["status"] in CLASSIFIED_ENDS
+    assert result["status"] == "done" or result["failure_class"]
+    assert result["usage"]["input_tokens"] > 0
+    assert processes_mentioning(gguf) == []
+    assert processes_mentioning(tmp_path) == []
+    assert tree_digest(repo) == before
