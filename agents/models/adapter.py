@@ -28,6 +28,7 @@ from agents.errors import ModelMisbehaved, ModelTruncated
 from agents.messages import ModelChain, ModelOptions
 from agents.models._redact import _redact, trim
 from agents.models.fallback import FallbackChain
+from agents.models.local import local_model_path
 from agents.models.local_server import LocalServers
 from agents.models.metered import MeteredModel, ModelCall, OnCall, Spend
 from agents.models.names import load_function_model, model_factory
@@ -72,11 +73,21 @@ def build_model(
     spend = Spend(limit_usd=cost_limit_usd)
     models = [
         MeteredModel(
-            model_factory(one, base_dir=base_dir, local=local, context_tokens=options.context_tokens),
+            model_factory(
+                one,
+                base_dir=base_dir,
+                local=local,
+                context_tokens=options.context_tokens,
+                timeout_s=options.timeout_s,
+            ),
             name=one.strip(),
             role=role,
             on_call=on_call,
-            retry=_retry_for(retry, options),
+            # A local model's response deadline is its own (`LocalModel`): past it the model did
+            # not stop, which another attempt does not cure.
+            retry=_retry_for(
+                retry, options.model_copy(update={"timeout_s": None}) if is_local(one) else options
+            ),
             options=options,
             spend=spend,
         )
@@ -84,6 +95,11 @@ def build_model(
         for options in [chain.options.get(one, ModelOptions())]
     ]
     return models[0] if len(models) == 1 else FallbackChain(*models)
+
+
+def is_local(name: str) -> bool:
+    """Whether `name` is a `local:PATH.gguf` model."""
+    return local_model_path(name.strip()) is not None
 
 
 def silence_library_banner() -> None:

@@ -21,6 +21,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 from pydantic_ai import RunContext
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
@@ -30,7 +31,7 @@ from pydantic_ai.profiles.openai import OpenAIModelProfile
 from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.settings import ModelSettings
 
-from agents.errors import ModelNotConfigured
+from agents.errors import ModelNotConfigured, ModelTruncated
 from agents.models.context import check_fits, check_reported, probe_context_tokens
 from agents.models.local_server import LocalServers
 
@@ -39,6 +40,11 @@ DEFAULT_CONTEXT_TOKENS = 8192
 """The context a local server is started with unless `context_tokens` says otherwise: what
 SmolLM2 and most small instruct models were trained with, and room for the coder's prompt and
 tool definitions (about 3,000 tokens) and a few turns."""
+RESPONSE_TIMEOUT_S = 240.0
+"""How long one response of a local model may take unless `timeout_s` says otherwise. llama-cpp-python's
+tool-calling handler ignores `max_tokens`, so a model that never stops (a grammar-bound JSON
+array that grows forever) would generate until its context is full: past this it is cut off as
+`model.truncated`, and the server drops the abandoned generation at the next request."""
 _PLACEHOLDER_URL = "http://127.0.0.1:9/v1"
 """The OpenAI client needs a URL before the server has a port; no request is ever sent to it."""
 _API_KEY = "local"
@@ -56,7 +62,7 @@ def local_profile() -> OpenAIModelProfile:
     """What llama-cpp-python's tool-calling chat handler accepts: `tool_choice` only `auto` (it
     asserts so: `required` would be a server error), no strict schemas."""
     return OpenAIModelProfile(
-        openai_supports_tool_choice_required=False,
+        supports_forced_tool_choice=False,
         openai_supports_strict_tool_definition=False,
     )
 
@@ -65,11 +71,17 @@ class LocalModel(WrapperModel):
     """A GGUF file behind a llama.cpp server this process starts; see the module docstring."""
 
     def __init__(
-        self, path: Path, *, servers: LocalServers | None, context_tokens: int | None = None
+        self,
+        path: Path,
+        *,
+        servers: LocalServers | None,
+        context_tokens: int | None = None,
+        response_timeout_s: float | None = None,
     ) -> None:
         self.path = path
         self.servers = servers
         self.context_tokens = context_tokens or DEFAULT_CONTEXT_TOKENS
+        self.response_timeout_s = response_timeout_s or RESPONSE_TIMEOUT_S
         self._base_url = _PLACEHOLDER_URL
         super().__init__(_chat_model(path.stem, _PLACEHOLDER_URL))
 
@@ -101,7 +113,13 @@ class LocalModel(WrapperModel):
         name = f"{LOCAL_PREFIX}{self.path}"
         check_fits(name, messages, model_request_parameters, context_tokens=self.context_tokens)
         await self._ready()
-        response = await self.wrapped.request(messages, model_settings, model_request_parameters)
+        with anyio.move_on_after(self.response_timeout_s) as waiting:
+            response = await self.wrapped.request(messages, model_settings, model_request_parameters)
+        if waiting.cancelled_caught:
+            raise ModelTruncated(
+                f"model {name} did not finish its response within {self.response_timeout_s:.0f} s: it did not "
+                "stop (or the machine is too slow for it; raise timeout_s under [model_settings])"
+            )
         check_reported(name, response.usage.input_tokens or 0, context_tokens=self.context_tokens)
         return response
 

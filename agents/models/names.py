@@ -57,12 +57,14 @@ def model_factory(
     base_dir: Path | None = None,
     local: LocalServers | None = None,
     context_tokens: int | None = None,
+    timeout_s: float | None = None,
 ) -> ModelFactory:
     """Check `name` now and return what builds its model at the first call.
 
     `base_dir` anchors a relative `function:` or `local:` path (default: the current directory);
     `local` starts the servers of `local:` models; `context_tokens` is the model's configured
-    context window (`ModelOptions.context_tokens`).
+    context window (`ModelOptions.context_tokens`); `timeout_s` how long a `local:` model's
+    response may take (`ModelOptions.timeout_s`).
 
     Raises:
         ModelSpecError: the name has no provider prefix, names an unknown provider, or a
@@ -71,7 +73,9 @@ def model_factory(
     name = name.strip()
     path = local_model_path(name)
     if path is not None:
-        return _local_factory(name, path, base_dir=base_dir, local=local, context_tokens=context_tokens)
+        return _local_factory(
+            name, path, base_dir=base_dir, local=local, context_tokens=context_tokens, timeout_s=timeout_s
+        )
     if name.startswith(FUNCTION_PREFIX):
         model = load_function_model(name, base_dir=base_dir)
         return lambda: model
@@ -101,7 +105,13 @@ def model_factory(
 
 
 def _local_factory(
-    name: str, path: Path, *, base_dir: Path | None, local: LocalServers | None, context_tokens: int | None
+    name: str,
+    path: Path,
+    *,
+    base_dir: Path | None,
+    local: LocalServers | None,
+    context_tokens: int | None,
+    timeout_s: float | None,
 ) -> ModelFactory:
     if not path.is_absolute():
         path = (base_dir or Path.cwd()) / path
@@ -110,7 +120,9 @@ def _local_factory(
     except LocalServerError as exc:
         raise ModelSpecError(f"model {name!r}: {exc}") from None
     resolved = path.resolve()
-    return lambda: LocalModel(resolved, servers=local, context_tokens=context_tokens)
+    return lambda: LocalModel(
+        resolved, servers=local, context_tokens=context_tokens, response_timeout_s=timeout_s
+    )
 
 
 def _checked(model: Model, name: str, provider: str, context_tokens: int | None) -> Model:
