@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 EXAMPLE = REPO_ROOT / "examples" / "bugfix"
 REPORT = (REPO_ROOT / "examples" / "bugfix-report.md").read_text()
 CLASSIFIED_ENDS = {"done", "failed", "handed_off"}
-RESPONSE_S = 120.0
+RESPONSE_S = 600.0
 
 
 def _example(tmp_path: Path) -> Path:
@@ -82,11 +82,11 @@ async def test_a_write_task_on_the_local_model_ends_classified_with_usage_events
         mode="write",
         # A response may take this long on a loaded 2-core machine; past it, the model did not stop.
         models=ModelNames(default=name, options={name: ModelOptions(timeout_s=RESPONSE_S)}),
-        budgets=Budgets(max_steps=6, max_revisions=0, deadline_s=900),
+        budgets=Budgets(max_steps=3, max_revisions=0, deadline_s=2400),
         pipeline=PipelineChoice(name="coder-only", stages=["code:coder"]),
     )
     async with running_pipeline(tmp_path / "state", roles=("orchestrator", "coder")) as runner:
-        result = await runner.submit(task, timeout_s=1000)
+        result = await runner.submit(task, timeout_s=2500)
         events = await read_task_events(runner.bus, result.task_id)
         runs = await load_runs(runner.bus, result.task_id)
         serving = processes_mentioning(gguf)
@@ -98,7 +98,7 @@ async def test_a_write_task_on_the_local_model_ends_classified_with_usage_events
     ok = [c for c in calls if c["outcome"] == "ok"]
     assert ok, calls
     assert all(c["model"] == f"local:{gguf}" and c["input_tokens"] > 0 for c in ok)
-    assert result.usage["requests"] == len(ok) <= 6
+    assert result.usage["requests"] == len(ok) <= 3
     assert result.usage["input_tokens"] == sum(c["input_tokens"] for c in ok)
     assert result.usage["output_tokens"] == sum(c["output_tokens"] for c in ok)
     assert result.usage["cost_usd"] == 0.0  # run on this machine
@@ -130,6 +130,8 @@ def test_codeloop_run_in_execute_mode_on_the_local_model_exits_classified_and_le
         "6",
         "--max-revisions",
         "0",
+        "--timeout",
+        "900",  # the deadline ends it at worst (budget.wall, exit 3): a classified state too
         "--json",
     )
     assert done.returncode in (0, 1, 3), done.stderr[-3000:]
