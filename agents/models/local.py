@@ -206,7 +206,22 @@ def _base_url_of(provider: str) -> str | None:
     return (os.environ.get(variable) or None) if variable else None
 
 
+class _LlamaCppChatModel(OpenAIChatModel):
+    """Chat Completions as llama-cpp-python's server accepts them: an assistant message that only
+    calls tools carries `content: ""`, not null. Its request schema wants a string there and
+    refuses the whole request otherwise (an HTTP 500, seen with SmolLM2's first tool call)."""
+
+    async def _map_messages(
+        self, messages: Any, model_request_parameters: ModelRequestParameters, **kwargs: Any
+    ) -> Any:
+        mapped = await super()._map_messages(messages, model_request_parameters, **kwargs)
+        for message in mapped:
+            if message.get("role") == "assistant" and message.get("content") is None:
+                message["content"] = ""
+        return mapped
+
+
 def _chat_model(model_name: str, base_url: str) -> OpenAIChatModel:
-    return OpenAIChatModel(
+    return _LlamaCppChatModel(
         model_name, provider=OpenAIProvider(base_url=base_url, api_key=_API_KEY), profile=local_profile()
     )
