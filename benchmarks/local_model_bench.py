@@ -39,6 +39,8 @@ from agents.roles.coder import INSTRUCTIONS
 ROOT = Path(__file__).resolve().parent.parent
 RECORDED = ROOT / "tests" / "data" / "local_model"
 SMALL_PROMPT = "Name one prime number."
+STEP_TIMEOUT_S = 1800.0
+"""A benchmark waits for the answer, however slow the machine."""
 
 
 def smollm2_gguf() -> Path | None:
@@ -116,7 +118,14 @@ async def main(gguf: Path, rounds: int, context_tokens: int, gen_tokens: int) ->
 
             chain = ModelChain(
                 names=[name],
-                options={name: ModelOptions(context_tokens=context_tokens, temperature=0.0, max_tokens=16)},
+                options={
+                    name: ModelOptions(
+                        context_tokens=context_tokens,
+                        temperature=0.0,
+                        max_tokens=16,
+                        timeout_s=STEP_TIMEOUT_S,
+                    )
+                },
             )
             model = build_model(chain, role="coder", local=servers)
             step = [
