@@ -27,7 +27,7 @@ from typing import Any
 
 import anyio
 import httpx2
-from pydantic_ai.messages import ModelRequest, SystemPromptPart, UserPromptPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart, UserPromptPart
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.tools import ToolDefinition
 
@@ -128,7 +128,7 @@ async def main(gguf: Path, rounds: int, context_tokens: int, gen_tokens: int) ->
                 },
             )
             model = build_model(chain, role="coder", local=servers)
-            step = [
+            step: list[ModelMessage] = [
                 ModelRequest(
                     parts=[SystemPromptPart(INSTRUCTIONS["write"]), UserPromptPart(f"## Task\n{task}")]
                 )
@@ -143,7 +143,7 @@ async def main(gguf: Path, rounds: int, context_tokens: int, gen_tokens: int) ->
                 f"{response.usage.output_tokens} out, {len(tools)} tools offered; answered: {what})"
             )
 
-            small = [ModelRequest(parts=[UserPromptPart(SMALL_PROMPT)])]
+            small: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart(SMALL_PROMPT)])]
             raw_body = {
                 "model": model_id,
                 "messages": [{"role": "user", "content": SMALL_PROMPT}],
@@ -170,7 +170,7 @@ async def main(gguf: Path, rounds: int, context_tokens: int, gen_tokens: int) ->
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--gguf", type=Path, default=None, help="a GGUF model file (default: SmolLM2-135M)")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--context", type=int, default=8192, help="the server's context in tokens")
