@@ -30,6 +30,7 @@ EXAMPLE = REPO_ROOT / "examples" / "bugfix"
 REPORT = (REPO_ROOT / "examples" / "bugfix-report.md").read_text()
 CLASSIFIED_ENDS = {"done", "failed", "handed_off"}
 RESPONSE_S = 600.0
+"""A response's deadline here: one took 3-4 minutes on a 2-core machine at a load average of 15."""
 
 
 def _example(tmp_path: Path) -> Path:
@@ -85,11 +86,12 @@ async def test_a_write_task_on_the_local_model_ends_classified_with_usage_events
         budgets=Budgets(max_steps=3, max_revisions=0, deadline_s=2400),
         pipeline=PipelineChoice(name="coder-only", stages=["code:coder"]),
     )
+    others = set(processes_mentioning(gguf))  # a server of another test or benchmark on the same file
     async with running_pipeline(tmp_path / "state", roles=("orchestrator", "coder")) as runner:
         result = await runner.submit(task, timeout_s=2500)
         events = await read_task_events(runner.bus, result.task_id)
         runs = await load_runs(runner.bus, result.task_id)
-        serving = processes_mentioning(gguf)
+        serving = set(processes_mentioning(gguf)) - others
     _save(runs, result, gguf=gguf, tmp_path=tmp_path)
     assert result.status in CLASSIFIED_ENDS, result.report
     assert result.status == "done" or result.failure_class, result.report
@@ -105,7 +107,7 @@ async def test_a_write_task_on_the_local_model_ends_classified_with_usage_events
     assert {r.role for r in runs} == {"coder"}
     assert sum(1 for r in runs for e in r.entries if e.kind == "model_response") == len(ok)
     assert serving, "the llama.cpp server was not running while the serve was"
-    assert processes_mentioning(gguf) == []
+    assert serving & set(processes_mentioning(gguf)) == set()
     assert tree_digest(repo) == before
 
 
@@ -117,6 +119,7 @@ def test_codeloop_run_in_execute_mode_on_the_local_model_exits_classified_and_le
     gguf = require_local_model()
     repo = _example(tmp_path)
     before = tree_digest(repo)
+    others = set(processes_mentioning(gguf))
     done = run_codeloop(
         tmp_path / "home",
         REPORT,
@@ -140,6 +143,6 @@ def test_codeloop_run_in_execute_mode_on_the_local_model_exits_classified_and_le
     assert result["status"] in CLASSIFIED_ENDS
     assert result["status"] == "done" or result["failure_class"]
     assert result["usage"]["input_tokens"] > 0
-    assert processes_mentioning(gguf) == []
+    assert set(processes_mentioning(gguf)) <= others
     assert processes_mentioning(tmp_path) == []
     assert tree_digest(repo) == before
