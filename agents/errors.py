@@ -12,8 +12,16 @@
     │                                               outlasted the retries: not the model's fault
     ├── ProviderRejected              env.setup     the provider refused the request (bad key, unknown model,
     │                                               exhausted quota, malformed request): retrying cannot help
+    ├── ProviderRejected …
+    │   └── ContextWindowExceeded     model.context the prompt does not fit the model's context window
+    │       (agents.models.context)                 (both numbers named), checked before the request or
+    │                                               refused by the server
     ├── ModelMisbehaved               agent.format  the model's own output could not be used (unparseable,
-    │                                               tool retries exhausted)
+    │   │                                           tool retries exhausted)
+    │   └── ModelTruncated            model.truncated  the response ran into the output token limit (the
+    │                                               model did not stop), cut mid-answer or mid-tool-call
+    ├── LocalServerError              env.setup     a `local:` model's llama.cpp server cannot start
+    │   (agents.models.local_server)
     ├── CostBudgetExceeded            budget.cost   the step's share of the task's spend limit is used
     │                                               up: refused before the next model request
     ├── LoopDetected                  agent.loop    the coder repeated the same tool calls
@@ -88,6 +96,12 @@ class ModelMisbehaved(AgentError):
     """The model answered, but not in a form the agent could use, even after its retries."""
 
     failure_class = "agent.format"
+
+
+class ModelTruncated(ModelMisbehaved):
+    """The model's response ran into the output token limit: it did not stop."""
+
+    failure_class = "model.truncated"
 
 
 class CostBudgetExceeded(AgentError):

@@ -43,6 +43,8 @@ class FailureClass(StrEnum):
     EXAMPLE_REGRESSION = "example.regression"
     AGENT_LOOP = "agent.loop"
     AGENT_FORMAT = "agent.format"
+    MODEL_CONTEXT = "model.context"
+    MODEL_TRUNCATED = "model.truncated"
     BUDGET_STEPS = "budget.steps"
     BUDGET_TOKENS = "budget.tokens"
     BUDGET_COST = "budget.cost"
@@ -84,7 +86,9 @@ DEFINITIONS: dict[FailureClass, str] = {
     FailureClass.EXAMPLE_REGRESSION: "A statement of the task's example that ran clean on the starting tree raises in the repository's code with the patch.",
     FailureClass.TEST_COLLECTION_ERROR: "A test module cannot be imported because of the project's own code (a syntax error, an exception at import); the failure names the module and the file.",
     FailureClass.AGENT_LOOP: "The model repeated the same tool call or made no progress.",
-    FailureClass.AGENT_FORMAT: "The model's output stayed unparseable after the retries.",
+    FailureClass.AGENT_FORMAT: "The model's output stayed unusable after the retries: malformed tool-call JSON, unknown tools, wrong or missing arguments, empty responses, text where a structured answer was needed.",
+    FailureClass.MODEL_CONTEXT: "The prompt does not fit the model's context window; the message names both numbers (a larger context, or a shorter prompt, is needed).",
+    FailureClass.MODEL_TRUNCATED: "The model did not stop: its response ran into the output token limit and was cut off, even after the retries.",
     FailureClass.BUDGET_STEPS: "The task used up its model requests.",
     FailureClass.BUDGET_TOKENS: "The task used up its token budget.",
     FailureClass.BUDGET_COST: "The task used up its cost budget.",
@@ -112,6 +116,8 @@ BLAME: dict[FailureClass, Blame] = {
     FailureClass.ROLE_MALFORMED: "environment",
     FailureClass.BUDGET_QUOTA: "environment",
     FailureClass.QUOTA_EXCEEDED: "environment",
+    FailureClass.MODEL_CONTEXT: "environment",
+    FailureClass.MODEL_TRUNCATED: "model",
     **{
         cls: "model"
         for cls in FailureClass

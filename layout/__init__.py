@@ -25,6 +25,7 @@ The home: `$CODELOOP_HOME`, default `~/.codeloop/`
     patches/<task id>.patch a patch `codeloop run --apply` did not apply, kept for the user
     index/                  the workers' code indexes
     coverage/               the verifier's coverage runs of starting trees, one JSON file per tree
+    local-models/           the logs of the llama.cpp servers of `local:` models, one per model file
     roots/<name>-<hash>/    per served root: `codeloop mcp`'s audit.jsonl and index/
 """
 
@@ -58,5 +59,6 @@ PATCHES_DIR = "patches"
 """Patches `codeloop run --apply` could not apply (or was not allowed to), one file per task."""
 INDEX_DIR = "index"
 COVERAGE_DIR = "coverage"
+LOCAL_MODELS_DIR = "local-models"
 ROOTS_DIR = "roots"
 ROOT_AUDIT = "audit.jsonl"

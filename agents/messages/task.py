@@ -94,6 +94,10 @@ class ModelOptions(Message):
     """Price of a million input tokens in US dollars, used where genai-prices does not know the model."""
     output_usd_per_mtok: float | None = Field(default=None, ge=0)
     """Price of a million output tokens in US dollars, used where genai-prices does not know the model."""
+    context_tokens: int | None = Field(default=None, ge=256)
+    """The model's context window in tokens: a prompt that cannot fit is an error naming both
+    numbers (`model.context`). For `local:` models, the context the server is started with (default
+    8192); for others, what the server reports when this is unset (`agents.models.context`)."""
 
     @property
     def priced(self) -> bool:

@@ -21,13 +21,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior
+from pydantic_ai.exceptions import ModelAPIError, OutputTokenLimitExceeded, UnexpectedModelBehavior
 from pydantic_ai.models import Model
 
-from agents.errors import ModelMisbehaved
+from agents.errors import ModelMisbehaved, ModelTruncated
 from agents.messages import ModelChain, ModelOptions
 from agents.models._redact import _redact, trim
 from agents.models.fallback import FallbackChain
+from agents.models.local import local_model_path
+from agents.models.local_server import LocalServers
 from agents.models.metered import MeteredModel, ModelCall, OnCall, Spend
 from agents.models.names import load_function_model, model_factory
 from agents.models.retry import RetryPolicy, is_retryable, rejected, unavailable
@@ -55,11 +57,13 @@ def build_model(
     retry: RetryPolicy | None = None,
     base_dir: Path | None = None,
     cost_limit_usd: float | None = None,
+    local: LocalServers | None = None,
 ) -> Model:
     """The metered model for `role` named `name` (a `FallbackChain` of metered models when `name`
     is a chain with fallbacks); see the module docstring. `cost_limit_usd`: the spend after which
     it refuses further requests (`CostBudgetExceeded`); None for no limit. Every model of a chain
-    shares one `Spend`, which the returned model carries as `spend`.
+    shares one `Spend`, which the returned model carries as `spend`. `local`: the servers of
+    `local:` models (`agents.models.local_server`); without them such a model fails at its first call.
 
     Raises:
         ModelSpecError: a name cannot be resolved (checked now; API keys are checked at the first call).
@@ -69,11 +73,21 @@ def build_model(
     spend = Spend(limit_usd=cost_limit_usd)
     models = [
         MeteredModel(
-            model_factory(one, base_dir=base_dir),
+            model_factory(
+                one,
+                base_dir=base_dir,
+                local=local,
+                context_tokens=options.context_tokens,
+                timeout_s=options.timeout_s,
+            ),
             name=one.strip(),
             role=role,
             on_call=on_call,
-            retry=_retry_for(retry, options),
+            # A local model's response deadline is its own (`LocalModel`): past it the model did
+            # not stop, which another attempt does not cure.
+            retry=_retry_for(
+                retry, options.model_copy(update={"timeout_s": None}) if is_local(one) else options
+            ),
             options=options,
             spend=spend,
         )
@@ -81,6 +95,11 @@ def build_model(
         for options in [chain.options.get(one, ModelOptions())]
     ]
     return models[0] if len(models) == 1 else FallbackChain(*models)
+
+
+def is_local(name: str) -> bool:
+    """Whether `name` is a `local:PATH.gguf` model."""
+    return local_model_path(name.strip()) is not None
 
 
 def silence_library_banner() -> None:
@@ -118,4 +137,11 @@ def model_errors_as_agent_errors(*, model: str = "the model") -> Iterator[None]:
             unavailable(exc, model=model, attempts=1) if is_retryable(exc) else rejected(exc, model=model)
         ) from None
     except UnexpectedModelBehavior as exc:
-        raise ModelMisbehaved(f"{model}: {trim(_redact(str(exc)))}") from None
+        raise misbehaved(exc, model=model) from None
+
+
+def misbehaved(exc: UnexpectedModelBehavior, *, model: str) -> ModelMisbehaved:
+    """The agents' error for output pydantic-ai could not use: `ModelTruncated` when the response
+    ran into the token limit (a model that does not stop), else `ModelMisbehaved`."""
+    text = f"{model}: {trim(_redact(str(exc)))}"
+    return ModelTruncated(text) if isinstance(exc, OutputTokenLimitExceeded) else ModelMisbehaved(text)

@@ -11,6 +11,7 @@ this check reads only names and files:
   URL of a local server);
 - `function:PATH.py:NAME`: the file must exist, parse, and bind NAME (a def, class, assignment or
   import; read with `ast`, not executed: the worker that runs the model imports it);
+- `local:PATH.gguf`: the file must be a GGUF file, and llama-cpp-python's server installed;
 - `replay:TASK_ID` and `test` are always accepted here.
 
 What this cannot see (a model the provider does not serve, a key it refuses) is found at the first
@@ -24,6 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from agents.errors import AgentError
+from agents.models.local_server import LocalServerError, check_model_file, check_runtime
 
 # The provider names pydantic-ai's `infer_provider_class` accepts (its `match` cases).
 PROVIDERS = frozenset(
@@ -128,6 +130,9 @@ def check_model_name(
     if name.startswith("function:"):
         _check_function(name, base_dir or Path.cwd())
         return
+    if name.startswith("local:"):
+        _check_local(name, base_dir or Path.cwd())
+        return
     provider, sep, model = name.partition(":")
     if not sep or not provider or not model:
         raise ModelNameProblem(
@@ -159,6 +164,23 @@ def missing_credentials(provider: str, environ: Mapping[str, str]) -> str | None
         if not any(environ.get(variable) for variable in choice):
             return " or ".join(choice)
     return None
+
+
+def _check_local(name: str, base_dir: Path) -> None:
+    path = Path(name.removeprefix("local:").strip()).expanduser()
+    if not name.removeprefix("local:").strip():
+        raise ModelNameProblem(f"model {name!r} is not local:PATH.gguf")
+    if not path.is_absolute():
+        path = base_dir / path
+    if not path.is_file():
+        raise ModelNameProblem(
+            f"model {name!r}: the file {path} does not exist; give the path of a GGUF model file"
+        )
+    try:
+        check_model_file(path)
+        check_runtime()
+    except LocalServerError as exc:
+        raise ModelNameProblem(f"model {name!r}: {exc}") from None
 
 
 def _check_function(name: str, base_dir: Path) -> None:

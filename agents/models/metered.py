@@ -27,7 +27,7 @@ from typing import Any, Literal
 import anyio
 from pydantic import BaseModel, ConfigDict
 from pydantic_ai import RunContext
-from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior
+from pydantic_ai.exceptions import ModelAPIError, OutputTokenLimitExceeded, UnexpectedModelBehavior
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.wrapper import WrapperModel
@@ -38,11 +38,13 @@ from agents.errors import (
     CostBudgetExceeded,
     ModelMisbehaved,
     ModelNotConfigured,
+    ModelTruncated,
     ProviderRejected,
     ProviderUnavailable,
 )
 from agents.messages import ModelOptions
 from agents.models._redact import _redact, trim
+from agents.models.local import LocalModel
 from agents.models.names import ModelFactory
 from agents.models.retry import RetryPolicy, describe, is_retryable, rejected, unavailable
 
@@ -227,7 +229,10 @@ class _Meter:
             await self._report(_outcome(exc), error=exc)
             raise exc
         if isinstance(exc, UnexpectedModelBehavior):
-            error: AgentError = ModelMisbehaved(f"model {name}: {trim(_redact(str(exc)))}")
+            text = f"model {name}: {trim(_redact(str(exc)))}"
+            error: AgentError = (
+                ModelTruncated(text) if isinstance(exc, OutputTokenLimitExceeded) else ModelMisbehaved(text)
+            )
         elif not is_retryable(exc):
             if not isinstance(exc, ModelAPIError):
                 await self._report("error", error=exc)
@@ -269,7 +274,10 @@ class _Meter:
             attempts=self.attempts,
             backoff_s=round(self.backoff_s, 6),
             cost_usd=_cost_usd(
-                response, self.model.options, priced_as=getattr(self.model._built, "priced_as", None)
+                response,
+                self.model.options,
+                priced_as=getattr(self.model._built, "priced_as", None),
+                free=isinstance(self.model._built, LocalModel),
             )
             if response is not None
             else None,
@@ -316,10 +324,13 @@ def _deadline(timeout_s: float | None) -> AbstractContextManager[object]:
 
 
 def _cost_usd(
-    response: ModelResponse, options: ModelOptions, *, priced_as: str | None = None
+    response: ModelResponse, options: ModelOptions, *, priced_as: str | None = None, free: bool = False
 ) -> float | None:
     """The response's price from genai-prices' table, else at the configured price; `priced_as`
-    prices a scripted model's reported usage as that model's (a `function:` callable's attribute)."""
+    prices a scripted model's reported usage as that model's (a `function:` callable's attribute);
+    `free`: a model run on this machine (`local:`), zero unless a price is configured."""
+    if free and not options.priced:
+        return 0.0
     if priced_as is not None:
         response = dataclasses.replace(response, model_name=priced_as, provider_name=None)
     try:

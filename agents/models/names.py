@@ -10,6 +10,12 @@ call that needed it.
 A `function:` file is loaded at once instead, so a typo in a scripted model's path fails before a
 task is submitted, not halfway through it.
 
+`local:PATH.gguf` names a model file served by llama.cpp on this machine (`agents.models.local`):
+the file is checked when the name is read; its server starts at the first request, through the
+`LocalServers` of the process (`local=`). `ollama:`, `vllm:` and `openai-chat:` with a base URL
+are wrapped in `ContextChecked`: a prompt larger than the server's context is an error, not a
+silent truncation.
+
 `replay:TASK_ID` names the recorded responses of an earlier task (`codeloop replay`). The model
 itself is never called: the recorder every LLM role's run gets (`agents/replay/`) answers each
 request from the recording; a process without it fails the step with a message saying so.
@@ -18,6 +24,7 @@ request from the recording; a process without it fails the step with a message s
 import hashlib
 import importlib.util
 import inspect
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -30,6 +37,8 @@ from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.providers import infer_provider_class
 
 from agents.errors import ModelNotConfigured, ModelSpecError
+from agents.models.local import CHECKED_PROVIDERS, ContextChecked, LocalModel, local_model_path
+from agents.models.local_server import LocalServerError, LocalServers, check_model_file
 
 FUNCTION_PREFIX = "function:"
 REPLAY_PREFIX = "replay:"
@@ -42,16 +51,31 @@ ModelFactory = Callable[[], Model]
 _loaded: dict[tuple[str, int, int], ModuleType] = {}
 
 
-def model_factory(name: str, *, base_dir: Path | None = None) -> ModelFactory:
+def model_factory(
+    name: str,
+    *,
+    base_dir: Path | None = None,
+    local: LocalServers | None = None,
+    context_tokens: int | None = None,
+    timeout_s: float | None = None,
+) -> ModelFactory:
     """Check `name` now and return what builds its model at the first call.
 
-    `base_dir` anchors a relative `function:` path (default: the current directory).
+    `base_dir` anchors a relative `function:` or `local:` path (default: the current directory);
+    `local` starts the servers of `local:` models; `context_tokens` is the model's configured
+    context window (`ModelOptions.context_tokens`); `timeout_s` how long a `local:` model's
+    response may take (`ModelOptions.timeout_s`).
 
     Raises:
         ModelSpecError: the name has no provider prefix, names an unknown provider, or a
-            `function:` file, attribute or callable is missing.
+            `function:` file, attribute or callable is missing, or a `local:` file is no GGUF file.
     """
     name = name.strip()
+    path = local_model_path(name)
+    if path is not None:
+        return _local_factory(
+            name, path, base_dir=base_dir, local=local, context_tokens=context_tokens, timeout_s=timeout_s
+        )
     if name.startswith(FUNCTION_PREFIX):
         model = load_function_model(name, base_dir=base_dir)
         return lambda: model
@@ -77,7 +101,40 @@ def model_factory(name: str, *, base_dir: Path | None = None) -> ModelFactory:
             f"model {name!r}: the {provider} client library is not installed ({exc.name}); "
             f"install pydantic-ai-slim[{provider.split('-')[0]}]"
         ) from None
-    return lambda: _build_provider_model(name)
+    return lambda: _checked(_build_provider_model(name), name, provider, context_tokens)
+
+
+def _local_factory(
+    name: str,
+    path: Path,
+    *,
+    base_dir: Path | None,
+    local: LocalServers | None,
+    context_tokens: int | None,
+    timeout_s: float | None,
+) -> ModelFactory:
+    if not path.is_absolute():
+        path = (base_dir or Path.cwd()) / path
+    try:
+        check_model_file(path)
+    except LocalServerError as exc:
+        raise ModelSpecError(f"model {name!r}: {exc}") from None
+    resolved = path.resolve()
+    return lambda: LocalModel(
+        resolved, servers=local, context_tokens=context_tokens, response_timeout_s=timeout_s
+    )
+
+
+def _checked(model: Model, name: str, provider: str, context_tokens: int | None) -> Model:
+    """`model` with its prompts checked against its context window where one can be known: a
+    configured one, or a server that may be local (`CHECKED_PROVIDERS`; `openai-chat:` only with
+    a base URL)."""
+    if context_tokens is None:
+        if provider not in CHECKED_PROVIDERS:
+            return model
+        if provider == "openai-chat" and not os.environ.get(CHECKED_PROVIDERS[provider]):
+            return model
+    return ContextChecked(model, name=name, provider=provider, context_tokens=context_tokens)
 
 
 def _replay_only(messages: object, info: object) -> object:

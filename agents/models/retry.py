@@ -28,6 +28,7 @@ from pydantic_ai.exceptions import (
 
 from agents.errors import ProviderRejected, ProviderUnavailable
 from agents.models._redact import _redact, trim
+from agents.models.context import ContextWindowExceeded
 
 # 408 is the server saying it timed out waiting for us: a timeout, so it is retried like one.
 _RETRIED_STATUS = frozenset({408, 429})
@@ -106,7 +107,10 @@ def rejected(exc: ModelAPIError, *, model: str) -> ProviderRejected:
     elif isinstance(exc, ModelQuotaExceededError):
         reason, hint = "quota", "the account's quota or credit is exhausted"
     elif isinstance(exc, ModelContextWindowExceededError):
-        reason, hint = "context_window", "the request is larger than the model's context window"
+        return ContextWindowExceeded(
+            f"model {model} rejected the request: the prompt does not fit the model's context window "
+            f"(the server's words: {describe(exc)})"
+        )
     else:
         reason, hint = "bad_request", "the provider refused the request as sent"
     status = exc.status_code if isinstance(exc, ModelHTTPError) else None

@@ -15,6 +15,12 @@ snapshot (`workspace_patch`), taken whether the model finished or a limit stoppe
 the partial patch of the hand-off). Limits bind inside the run: `UsageLimits` for the step's
 remaining requests and tokens, the task's deadline as the run's timeout, and hooks that stop the
 loop on repeated identical tool calls or too many consecutive tool failures.
+
+What real models emit wrong is answered to the model and counted, never raised past the step:
+tool-call arguments that are not JSON, an unknown tool, arguments of the wrong type or missing,
+an empty response come back to it as a retry prompt or a tool error (each a request of the
+step's budget); once its retries are spent the run ends `agent.format`, a response cut at the
+token limit `model.truncated` — handed off like a loop, with the partial patch and the usage.
 """
 
 import json
@@ -24,12 +30,13 @@ from typing import Any
 
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import Hooks
-from pydantic_ai.exceptions import UsageLimitExceeded
+from pydantic_ai.exceptions import ModelRetry, UsageLimitExceeded
 from pydantic_ai.mcp import MCPToolset
+from pydantic_ai.messages import ModelResponse
 from pydantic_ai.usage import RunUsage, UsageLimits
 
 from agents.budgets import budget_used_up
-from agents.errors import AgentError, CostBudgetExceeded
+from agents.errors import AgentError, CostBudgetExceeded, ModelMisbehaved
 from agents.instructions import project_instructions
 from agents.messages import Approval, CodeRequest, CodeResult
 from agents.models.adapter import model_errors_as_agent_errors
@@ -86,6 +93,8 @@ class _Guard:
         self.repeats = 0
         self.failures = 0
         self.calls = 0
+        self.truncated = False
+        """The last response was text cut at the token limit."""
 
     async def before(self, ctx: Any, *, call: Any, tool_def: Any, args: Any) -> Any:
         self.calls += 1
@@ -115,8 +124,23 @@ class _Guard:
         self.failures = 0
         return result
 
+    async def after_response(
+        self, ctx: Any, *, request_context: Any, response: ModelResponse
+    ) -> ModelResponse:
+        # Text cut at the token limit is no answer: the model is told and asked again (an output
+        # retry). A tool call cut there is pydantic-ai's own `IncompleteToolCall`.
+        self.truncated = response.finish_reason == "length" and not response.tool_calls
+        if self.truncated:
+            raise ModelRetry(
+                "Your response was cut off at the output token limit. Answer again, much shorter, "
+                "or call a tool."
+            )
+        return response
+
     def hooks(self) -> Hooks:
-        return Hooks(before_tool_execute=self.before, tool_execute=self.around)
+        return Hooks(
+            before_tool_execute=self.before, tool_execute=self.around, after_model_request=self.after_response
+        )
 
 
 def _toolsets(
@@ -214,8 +238,13 @@ async def code(
         except TimeoutError:
             stopped_by = "budget.wall"
             message = budget_used_up("budget.wall", task.budgets, during="while coding")
-        except LoopDetected as exc:
+        except (LoopDetected, ModelMisbehaved) as exc:
+            # The model's own output ended the run (a loop; output unusable after its retries, a
+            # response that never stopped): a hand-off with the partial patch and the usage so far.
             stopped_by, message = exc.failure_class, str(exc)
+            if guard.truncated:
+                stopped_by = "model.truncated"
+                message = f"the model's answers kept running into the output token limit ({exc})"
         patch = await workspace.patch()
     usage = usage_of(used, model)
     usage = usage.model_copy(update={"tool_calls": max(usage.tool_calls, guard.calls)})

@@ -14,7 +14,7 @@ from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.usage import RunUsage, UsageLimits
 
 from agents.budgets import budget_used_up
-from agents.errors import CostBudgetExceeded
+from agents.errors import CostBudgetExceeded, ModelMisbehaved
 from agents.instructions import project_instructions
 from agents.messages import Plan, PlanRequest, PlanResult, PlanStep, TaskSubmitted
 from agents.models.adapter import model_errors_as_agent_errors
@@ -101,6 +101,10 @@ async def plan(
         raise StepError(stopped_by, budget_stop_message(stopped_by, task, request.budget, used)) from exc
     except CostBudgetExceeded as exc:
         raise StepError("budget.cost", str(exc), usage=usage_of(used, model)) from exc
+    except ModelMisbehaved as exc:
+        # No plan after the retries (prose, an empty answer, a plan that never validated): the
+        # step fails with the model's class, charged with the requests it made.
+        raise StepError(exc.failure_class, str(exc), usage=usage_of(used, model)) from exc
     except TimeoutError as exc:
         raise StepError(
             "budget.wall", budget_used_up("budget.wall", task.budgets, during="while planning")

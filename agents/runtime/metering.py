@@ -45,6 +45,7 @@ def model_for(
         role=role,
         on_call=publish,
         base_dir=deps.model_base_dir,
+        local=deps.local_models,
         cost_limit_usd=budget.cost_usd if budget is not None else None,
     )
 

@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 
 from agents.errors import AgentError
 from agents.messages import StepFailed, TaskSubmitted, Usage
+from agents.models.local_server import LocalServers
 from agents.runtime.tools import ToolProvider
 from bus import subjects
 from bus.actor import ActorSpec, Delivery, DeliveryPolicy, Reply
@@ -74,6 +75,9 @@ class RoleDeps:
     verifications (`agents.roles.verifier.execution.CoverageCache`); None: measured every time."""
     model_base_dir: Path | None = None
     """Relative `function:` model paths resolve against it (the submitting client's directory)."""
+    local_models: LocalServers | None = None
+    """Starts and owns the llama.cpp servers of `local:` models (`agents.models.local_server`);
+    None: such a model fails its step saying this process runs none."""
     provided: Mapping[Capability[Any], Any] = field(default_factory=dict)
     """What the composition root supplies beyond the above, by capability; a role's worker sees
     only those its definition asked for."""

@@ -108,6 +108,8 @@ def is_priced(name: str, options: ModelOptions | None) -> bool:
     if options is not None and options.priced:
         return True
     provider, sep, model = name.partition(":")
+    if provider == "local":
+        return True  # run on this machine: free (agents.models.local)
     if provider == "function":
         return declares_priced_as(name)
     if not sep or provider == "replay" or name == "test":

@@ -309,8 +309,12 @@ def _anchored(config: FileConfig, base: Path) -> FileConfig:
 
 
 def anchor_model(name: str, base: Path) -> str:
-    """`name` with a relative `function:` path made absolute against `base` (other names as given)."""
+    """`name` with a relative `function:` or `local:` path made absolute against `base` (other
+    names as given)."""
     name = name.strip()
+    if name.startswith("local:"):
+        file = Path(name.removeprefix("local:").strip()).expanduser()
+        return f"local:{file if file.is_absolute() else (base / file).resolve()}"
     if not name.startswith("function:"):
         return name
     path, sep, attr = name.removeprefix("function:").rpartition(":")

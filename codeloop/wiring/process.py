@@ -31,6 +31,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from agents.messages import StepFailed
+from agents.models.local_server import LocalServers
 from agents.observe.events import bind_step
 from agents.observe.tool_events import ObservedTools, tool_call_observer
 from agents.orchestrator import Pipeline
@@ -77,7 +78,7 @@ from codeloop.wiring.swebench import SwebenchWorkers, run_swebench_workers, spli
 from codeloop.wiring.telemetry import tracing_observers
 from codeloop.wiring.tools import InProcessTools
 from codeloop.wiring.user_servers import RelayedUserServers
-from layout import NATS_DIR
+from layout import LOCAL_MODELS_DIR, NATS_DIR
 
 if TYPE_CHECKING:
     from codeloop.console.hosting import ConsoleHosting
@@ -285,6 +286,9 @@ async def _role_deps(
         tools = ObservedTools(tools, bus)
         observers = (*observers, tool_call_observer(bus))
     deps = role_deps(bus, home, tools=tools, observers=observers, record=setup.record)
+    # Started at a local: model's first request, stopped and reaped when this serve ends.
+    local = await stack.enter_async_context(LocalServers(log_dir=home / LOCAL_MODELS_DIR))
+    deps = replace(deps, local_models=local)
     if setup.workspaces is not None:
         deps = deps.providing(WORKSPACES, setup.workspaces)
     deps = deps.providing(USER_SERVERS, RelayedUserServers(home))

