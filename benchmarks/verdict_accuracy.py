@@ -49,52 +49,14 @@ from agents.roles.selector.rank import Candidate, choose
 from agents.roles.verifier.verify import PatchTask, verify_patch
 from codeloop.swebench.cli_support import settings_for
 from codeloop.swebench.instances import Instance, load_instances
-from codeloop.swebench.recipe import CONSTRAINTS_PATH, INPUTS_DIR, make_recipe
+from codeloop.swebench.judging import SpecTools, spec_environment
+from codeloop.swebench.recipe import INPUTS_DIR, make_recipe
 from codeloop.swebench.repositories import find_source
 from codeloop.swebench.specs import spec_for
 from codeloop.swebench.trees import instance_tree
-from sandbox.environments.settings import EnvironmentSettings, build_variables
-from sandbox.limits import SandboxLimits
-from tool_servers.protocol.scopes import Scope
-from tool_servers.protocol.spec import ServerOptions
-from tool_servers.serve import server_builder
 
 VARIANTS = ("gold+test", "test", "gold")
 LABEL = {"gold+test": "resolved", "test": "unresolved", "gold": "resolved"}
-
-
-class Tools:
-    """The verifier's tool provider: an exec server per root, in the instance's environment."""
-
-    def __init__(self, environment: EnvironmentSettings, backend: str, limits: SandboxLimits) -> None:
-        self.environment = environment
-        self.backend = backend
-        self.limits = limits
-
-    def servers(self, root: Path, scopes: frozenset[str], *, index_dir: Path | None = None) -> dict[str, Any]:
-        options = ServerOptions(scopes=frozenset(Scope(s) for s in scopes))
-        build = server_builder("exec")
-        return {
-            "exec": build(
-                root, options, backend=self.backend, environment=self.environment, limits=self.limits
-            )
-        }
-
-
-def environment_settings(instance: Instance, recipe: Any, cache: Path) -> EnvironmentSettings:
-    """The spec's environment as a configured one: its Python, its commands with the image-era
-    pins, then its install of the project."""
-    pins = f"export PIP_CONSTRAINT={CONSTRAINTS_PATH}; "
-    install = [pins + c for c in recipe.commands]
-    if recipe.install:
-        install.append(pins + recipe.install)
-    return EnvironmentSettings(
-        cache_dir=cache / "environments",
-        python=recipe.python,
-        install=tuple(install),
-        configured_source=f"SWE-bench spec of {instance.repo} {instance.version}",
-        build_env=build_variables(os.environ),
-    )
 
 
 class Pool:
@@ -154,7 +116,7 @@ async def verify_instance(
             workspace=tree,
             patch=patch,
             task=PatchTask(mode="execute", text=instance.problem_statement),
-            tools=Tools(environment_settings(instance, recipe, cache), args.backend, limits),
+            tools=SpecTools(spec_environment(instance, recipe, cache), args.backend, limits),
             deadline=datetime.now(UTC) + timedelta(seconds=args.timeout),
             baseline=None,
             cache_dir=cache / "verdict-accuracy-coverage",
