@@ -39,7 +39,7 @@ from bus.center import CenterRecord, CenterWatch, ensure_center, watch_center, w
 from bus.config import BusConfig  # noqa: E402
 from bus.connection import Bus, open_bus  # noqa: E402
 from bus.server import open_nats_server  # noqa: E402
-from codeloop.wiring.center import WatchedCenter  # noqa: E402
+from codeloop.services.center_watch import WatchedCenter  # noqa: E402
 from codeloop.wiring.process import Hosting, Workers, serve  # noqa: E402
 
 DOCUMENT = (

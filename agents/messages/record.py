@@ -30,15 +30,19 @@ class QuotaAllowance(Message):
     and what the principal's other tasks of the day had used when the orchestrator last looked."""
 
     principal: str
+    """Who submitted the task: the quota is theirs."""
     key: str
     """The center's table the quota comes from (`quotas.alice`, `quotas.default`)."""
     day: str
     """The UTC day (`YYYY-MM-DD`) the task counts on."""
     tokens_per_day: int | None = None
+    """Tokens the principal may use per UTC day, over all its tasks; None: no limit."""
     cost_per_day_usd: float | None = None
+    """Dollars the principal may spend per UTC day, over all its tasks; None: no limit."""
     others_tokens: int = 0
     """Tokens the principal's other tasks of the day had used."""
     others_cost_usd: float = 0.0
+    """Dollars the principal's other tasks of the day had spent."""
 
 
 class TaskState(Message):

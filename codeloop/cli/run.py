@@ -136,7 +136,7 @@ async def refuse_over_quota(bus: Any, task: Any) -> None:
     """Exit 1 (`quota.exceeded`) when the task's principal is over a quota of the configuration
     center: what was used, the limit, when it resets and the key that raises it."""
     from agents.quotas import LOCAL_PRINCIPAL
-    from codeloop.wiring.center import quota_breach
+    from codeloop.services.center_watch import quota_breach
 
     found = await quota_breach(bus, task.principal or LOCAL_PRINCIPAL)
     if found is not None:

@@ -50,8 +50,8 @@ from codeloop.config.settings import Settings
 from codeloop.config.task_builder import Submitter, make_task, task_settings
 from codeloop.config.task_options import TaskOptions
 from codeloop.continuing import ContinueRefused, continuation_of
+from codeloop.services.center_watch import center_quota, quota_breach
 from codeloop.snapshots import capture_repository
-from codeloop.wiring.center import center_quota, quota_breach
 from tool_servers.tasks.backend import (
     OnProgress,
     Submission,

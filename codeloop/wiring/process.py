@@ -67,11 +67,11 @@ from codeloop.config.serve_note import (
     write_serve_note,
 )
 from codeloop.services.audit_events import bus_audit_sink
+from codeloop.services.center_watch import WatchedCenter
 from codeloop.services.health import Readiness
 from codeloop.services.hosted_mcp import McpHosting, host_tool_servers
 from codeloop.services.metrics import Metrics, MetricsServing, follow_events, poll_queues, serve_metrics
 from codeloop.services.workspace_service import WorkspaceHosting, WorkspaceService
-from codeloop.wiring.center import WatchedCenter
 from codeloop.wiring.judge import patch_verifier
 from codeloop.wiring.roles import SERVED_BY_DEFAULT, role_deps, role_specs
 from codeloop.wiring.swebench import SwebenchWorkers, run_swebench_workers, split_roles

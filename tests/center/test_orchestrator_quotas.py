@@ -16,7 +16,7 @@ from agents.quotas import Ledger, utc_day
 from agents.roles.echo import echo_spec
 from bus.center import CenterRecord, ensure_center, watch_center, write
 from bus.connection import Bus
-from codeloop.wiring.center import WatchedCenter
+from codeloop.services.center_watch import WatchedCenter
 from tests.bus._bus_support import running
 
 pytestmark = pytest.mark.anyio

@@ -5,7 +5,7 @@ model; the budgets and `[verification] require` from the user's file), submit th
 A real serve running only the orchestrator takes each submission; the test reads the task's
 record as the orchestrator wrote it, cancels the task (nothing would ever do its first step) and
 compares the records field by field. Only the repository (each entry point works on its own copy)
-and the snapshot of it differ.
+and the snapshot of it differ, and the principal (the tasks server's caller, else the local user).
 """
 
 import json
@@ -48,6 +48,9 @@ require = "passed"
 """
 DIFFERS = {"repo", "snapshot"}
 """Each entry point submits its own copy of the repository (eval and swebench a scratch copy)."""
+PRINCIPALS = {"tasks server": "local"}
+"""Who submits: the tasks server's caller (here its `local` principal), the local user (None)
+through every other entry point."""
 
 
 class Submissions:
@@ -184,7 +187,11 @@ async def test_every_entry_point_submits_the_same_task_for_the_same_options(
             "swebench --model": await _through_swebench(subs, env, tmp_path, nats),
         }
 
-    records = {name: task.model_dump(mode="json", exclude=DIFFERS) for name, task in tasks.items()}
+    for name, task in tasks.items():
+        assert task.principal == PRINCIPALS.get(name), name
+    records = {
+        name: task.model_dump(mode="json", exclude=DIFFERS | {"principal"}) for name, task in tasks.items()
+    }
     expected = records["run"]
     # The options took effect: the model, the user file's budgets and its [verification] require.
     assert expected["text"] == TEXT and expected["mode"] == "write"

@@ -96,5 +96,6 @@ async def test_the_verdict_sends_a_patch_that_fixes_nothing_back_and_the_cost_bu
     assert example.status == "done" and example.verification.verdict == "passed", example.report
     assert (
         example.verification.evidence
-        and "the task's example raised before the patch" in example.verification.evidence[0]
+        and "the task's example `mean([])` raised ZeroDivisionError" in example.verification.evidence[0]
+        and "runs clean with it" in example.verification.evidence[0]
     )

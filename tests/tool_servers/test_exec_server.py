@@ -334,7 +334,7 @@ async def test_run_tests_through_a_real_stdio_server_process(project: Path) -> N
         async with Client(stdio_params("exec", project, "--scopes", "execute")) as client:
             tools = {tool.name for tool in (await client.list_tools()).tools}
             result = await client.call_tool("run_tests", {"paths": ["tests/test_calc.py"]})
-    assert tools == {"run_command", "run_tests", "run_static_checks"}
+    assert tools == {"run_command", "run_tests", "run_static_checks", "run_example"}
     out = result.structured_content
     assert (out["passed"], out["failed"]) == (1, 2)
     assert any(
