@@ -21,6 +21,8 @@ was missing, and the verdict is `unverified`.
 """
 
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 
 from agents.failures import FailureClass
@@ -393,16 +395,23 @@ def _note_environmental(run: Verification, test_ids: list[str]) -> None:
     run.add_check(Check(name="environment_failures", ok=True, summary=summary))
 
 
+@asynccontextmanager
+async def _taken_back(run: Verification, changes: list[FileChange]) -> AsyncIterator[None]:
+    """The workspace without `changes` inside the block, with them again after it."""
+    await restore(run.workspace, changes)
+    try:
+        yield
+    finally:
+        await apply_patch(run.workspace, join_sections(changes))
+
+
 async def _run_without(
     run: Verification, session: ExecSession, changes: list[FileChange], selectors: list[str]
 ) -> tuple[TestRun, bool]:
     """Run `selectors` with `changes` taken back, then put them back; the run, and whether its
     report is complete (no timeout, nothing truncated, a report read)."""
-    await restore(run.workspace, changes)
-    try:
+    async with _taken_back(run, changes):
         result = await session.run_tests(selectors, timeout_s=run.timeout_s())
-    finally:
-        await apply_patch(run.workspace, join_sections(changes))
     return result, not (result.timed_out or result.truncated or not result.report_found)
 
 
@@ -551,11 +560,8 @@ async def _example_evidence(run: Verification, session: ExecSession, check: Exam
     timeout_s = min(EXAMPLE_TIMEOUT_S, max(1.0, run.timeout_s() / 4))
     before = check.cache.load(check.tree, text) if check.cache is not None else None
     if before is None:
-        await restore(run.workspace, run.changes)
-        try:
+        async with _taken_back(run, run.changes):
             before = await session.run_example(text, timeout_s=timeout_s)
-        finally:
-            await apply_patch(run.workspace, join_sections(run.changes))
         if check.cache is not None and not before.timed_out:
             check.cache.store(check.tree, text, before)
     after = await session.run_example(text, timeout_s=timeout_s)
