@@ -46,6 +46,14 @@ def swebench(
             "all (OUT/selection.jsonl, OUT/selection_summary.json, report.json of the picks).",
         ),
     ] = False,
+    grade_by_labels: Annotated[
+        bool,
+        typer.Option(
+            "--grade-by-labels",
+            help="With --select: a candidate whose source has official labels (<stem>.labels.json "
+            "beside it) is graded by its label instead of a harness run (about half the run's time).",
+        ),
+    ] = False,
     model: Annotated[
         str | None,
         typer.Option("--model", help="Solve each instance with this model first (writes predictions.jsonl)."),
@@ -123,6 +131,7 @@ def swebench(
     from codeloop.swebench.cli_support import Options, prepare, run
 
     given = _given(predictions, select=select)
+    _check_select_only(grade_by_labels, select=select)
     options = Options(
         instances=instances,
         predictions=given[0] if given else None,
@@ -140,6 +149,7 @@ def swebench(
         resume=resume,
         select=select,
         sources=tuple(given),
+        grade_by_labels=grade_by_labels,
     )
     if select:
         return _select_and_report(options, as_json=as_json)
@@ -154,6 +164,11 @@ def _given(predictions: list[str] | None, *, select: bool) -> list[str]:
     if select and not given:
         raise usage_error("--select needs --predictions FILE (repeated: one per source of candidates)")
     return given
+
+
+def _check_select_only(grade_by_labels: bool, *, select: bool) -> None:
+    if grade_by_labels and not select:
+        raise usage_error("--grade-by-labels grades --select's candidates: add --select")
 
 
 def _select_and_report(options: Any, *, as_json: bool) -> None:

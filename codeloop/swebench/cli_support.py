@@ -43,6 +43,9 @@ class Options:
     """`--select`: `predictions` is the first of `sources`, every one a source of candidates."""
     sources: tuple[str, ...] = ()
     """Every `--predictions` given (`PATH` or `NAME=PATH`)."""
+    grade_by_labels: bool = False
+    """`--grade-by-labels` (with `--select`): a candidate whose source has official labels takes
+    its label as its grade instead of a harness run."""
 
 
 def cache_dir() -> Path:
@@ -125,8 +128,8 @@ def prepare_select(options: Options) -> "SelectPlan":
     from codeloop.swebench.candidates import load_sources
     from codeloop.swebench.selection import SelectPlan
 
-    if options.model is not None or options.resume is not None:
-        raise SwebenchError("--select takes predictions files only: no --model, no --resume")
+    if options.model is not None:
+        raise SwebenchError("--select takes predictions files only: no --model")
     if any(p in (GOLD, EMPTY) for p in options.sources):
         raise SwebenchError("--select takes predictions files; gold and empty are no candidates")
     if options.specs is not None:
@@ -160,6 +163,8 @@ def prepare_select(options: Options) -> "SelectPlan":
         out=_out_dir(options),
         jobs=max(options.jobs, 1),
         extra=extra,
+        grade_by_labels=options.grade_by_labels,
+        resume=options.resume is not None,
     )
 
 

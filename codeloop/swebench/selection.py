@@ -45,6 +45,10 @@ class SelectPlan:
     out: Path
     jobs: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
+    grade_by_labels: bool = False
+    """A candidate whose source has official labels is graded by its label, not by a harness run."""
+    resume: bool = False
+    """`out` holds an earlier run of this plan: its instances in `selection.jsonl` are not run again."""
 
     def candidates(self, instance: Instance) -> dict[str, Prediction]:
         """The instance's candidates by source name, in the order the sources were given."""
@@ -56,9 +60,7 @@ async def run_selection(plan: SelectPlan) -> dict[str, Any]:
     """Verify, choose and grade every instance that has a candidate; returns the summary."""
     todo = [i for i in plan.instances if plan.candidates(i)]
     (plan.out / "instances").mkdir(parents=True, exist_ok=True)
-    rows: dict[str, dict[str, Any]] = {}
-    picks: dict[str, Outcome] = {}
-    chosen: dict[str, Prediction] = {}
+    rows, picks, chosen = _earlier(plan, todo) if plan.resume else ({}, {}, {})
     limiter = anyio.CapacityLimiter(max(plan.jobs, 1))
     lock = anyio.Lock()
     started = time.monotonic()
@@ -76,7 +78,8 @@ async def run_selection(plan: SelectPlan) -> dict[str, Any]:
     _write(plan, todo, rows, picks, chosen, finished=not todo)
     async with anyio.create_task_group() as tg:
         for instance in todo:
-            tg.start_soon(one, instance)
+            if instance.instance_id not in rows:
+                tg.start_soon(one, instance)
     return _write(plan, todo, rows, picks, chosen, finished=True, wall_s=time.monotonic() - started)
 
 
@@ -87,19 +90,24 @@ async def select_instance(
     predictions = plan.candidates(instance)
     judged, problem = await _judge(plan, instance, predictions)
     choice = choose([_candidate(name, p, judged.get(name)) for name, p in predictions.items()])
+    labels = {s.name: s.label(instance.instance_id) for s in plan.sources}
     outcomes: dict[str, Outcome] = {}
     for name, prediction in predictions.items():
-        outcomes[name] = await run_instance(
-            instance,
-            prediction,
-            source=plan.repos[instance.repo],
-            settings=plan.settings,
-            out=plan.out / "candidates" / name,
+        label = labels[name] if plan.grade_by_labels else None
+        outcomes[name] = (
+            _labelled(instance, prediction, label)
+            if label is not None
+            else await run_instance(
+                instance,
+                prediction,
+                source=plan.repos[instance.repo],
+                settings=plan.settings,
+                out=plan.out / "candidates" / name,
+            )
         )
     graded = plan.out / "candidates" / choice.chosen / "instances" / instance.instance_id
     final = plan.out / "instances" / instance.instance_id
     await anyio.to_thread.run_sync(lambda: _replace_tree(graded, final))
-    labels = {s.name: s.label(instance.instance_id) for s in plan.sources}
     row = {
         "instance_id": instance.instance_id,
         "candidates": [
@@ -143,6 +151,49 @@ async def _judge(
     finally:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(lambda: shutil.rmtree(scratch, ignore_errors=True))
+
+
+def _labelled(instance: Instance, prediction: Prediction, label: str) -> Outcome:
+    """A candidate graded by its source's official label (`--grade-by-labels`): no harness run."""
+    return Outcome(
+        instance_id=instance.instance_id,
+        repo=instance.repo,
+        version=instance.version,
+        status="resolved" if label == "resolved" else "unresolved",
+        message="graded by its source's official label (not run here)",
+        model_name_or_path=prediction.model_name_or_path,
+    )
+
+
+def _earlier(
+    plan: SelectPlan, todo: list[Instance]
+) -> tuple[dict[str, dict[str, Any]], dict[str, Outcome], dict[str, Prediction]]:
+    """What an earlier run of the plan in `out` finished: its rows, the picks' outcomes and
+    predictions (an instance whose pick has no outcome on disk is run again)."""
+    lines = plan.out / "selection.jsonl"
+    known = {i.instance_id: i for i in todo}
+    rows: dict[str, dict[str, Any]] = {}
+    picks: dict[str, Outcome] = {}
+    chosen: dict[str, Prediction] = {}
+    text = lines.read_text(encoding="utf-8") if lines.is_file() else ""
+    for line in filter(None, text.splitlines()):
+        row = json.loads(line)
+        instance = known.get(row["instance_id"])
+        if instance is None:
+            continue
+        source = row["chosen"]["source"]
+        prediction = plan.candidates(instance).get(source)
+        stored = plan.out / "instances" / instance.instance_id / "outcome.json"
+        if prediction is None:
+            continue
+        if stored.is_file():
+            picks[instance.instance_id] = Outcome.model_validate_json(stored.read_text(encoding="utf-8"))
+        elif plan.grade_by_labels and row["chosen"].get("label") is not None:
+            picks[instance.instance_id] = _labelled(instance, prediction, row["chosen"]["label"])
+        else:
+            continue
+        rows[instance.instance_id], chosen[instance.instance_id] = row, prediction
+    return rows, picks, chosen
 
 
 def _candidate(name: str, prediction: Prediction, judged: Judged | None) -> Candidate:
