@@ -23,6 +23,24 @@ DEFAULT_TIMEOUT_S = 1800.0
 where Docker would have let it finish."""
 
 
+Select = Annotated[
+    bool,
+    typer.Option(
+        "--select",
+        help="Verify each source's patch as a coder's patch, choose one per instance, grade them "
+        "all (OUT/selection.jsonl, OUT/selection_summary.json, report.json of the picks).",
+    ),
+]
+GradeByLabels = Annotated[
+    bool,
+    typer.Option(
+        "--grade-by-labels",
+        help="With --select: a candidate whose source has official labels (<stem>.labels.json "
+        "beside it) is graded by its label instead of a harness run (about half the run's time).",
+    ),
+]
+
+
 @with_option_groups
 def swebench(
     instances: Annotated[
@@ -38,22 +56,8 @@ def swebench(
             "file (PATH, or NAME=PATH) is a source of candidates.",
         ),
     ] = None,
-    select: Annotated[
-        bool,
-        typer.Option(
-            "--select",
-            help="Verify each source's patch as a coder's patch, choose one per instance, grade them "
-            "all (OUT/selection.jsonl, OUT/selection_summary.json, report.json of the picks).",
-        ),
-    ] = False,
-    grade_by_labels: Annotated[
-        bool,
-        typer.Option(
-            "--grade-by-labels",
-            help="With --select: a candidate whose source has official labels (<stem>.labels.json "
-            "beside it) is graded by its label instead of a harness run (about half the run's time).",
-        ),
-    ] = False,
+    select: Select = False,
+    grade_by_labels: GradeByLabels = False,
     model: Annotated[
         str | None,
         typer.Option("--model", help="Solve each instance with this model first (writes predictions.jsonl)."),

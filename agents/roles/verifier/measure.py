@@ -13,6 +13,7 @@ from agents.roles.verifier.changed_code import Probes
 from agents.roles.verifier.exec_session import ExecSession, TestFailure
 from agents.roles.verifier.execution import CoverageCache, Reach, StartingRun, reach
 from agents.roles.verifier.patchset import join_sections
+from agents.roles.verifier.scope import MeasuredScope
 from agents.roles.verifier.state import Verification
 from agents.roles.verifier.tree import apply_patch, restore
 
@@ -26,8 +27,10 @@ class Measurement:
 
     probes: Probes
     tree: str
-    """The starting tree's git tree hash: the cache key."""
+    """The starting tree's git tree hash (with the scope, the cache key)."""
     cache: CoverageCache | None = None
+    scope: MeasuredScope = MeasuredScope(files=None, suite_files=0)
+    """The tests the coverage run runs: the whole suite, or the changed packages' in a large one."""
 
 
 async def measure_starting_tree(
@@ -39,8 +42,15 @@ async def measure_starting_tree(
     paths = measurement.probes.paths
     if not paths:
         return None
+    scope = measurement.scope
+    if scope.files is not None and not scope.files:
+        why = f"no test module in the changed packages, and the suite ({scope.suite_files} test modules) is too large to run whole"
+        run.add_check(Check(name="coverage", ok=False, summary=f"not measured on the starting tree: {why}"))
+        return None
+    run.measured_scope = scope
+    key = scope.cache_key(measurement.tree)
     cache = measurement.cache
-    cached = cache.load(measurement.tree) if cache is not None else None
+    cached = cache.load(key) if cache is not None else None
     need = paths if cached is None else cached.missing(paths)
     starting = cached
     if cached is None or need:
@@ -51,18 +61,18 @@ async def measure_starting_tree(
                 Check(name="coverage", ok=False, summary=f"not measured on the starting tree: {why}")
             )
             return None
-        measured = await _measure(run, session, need)
+        measured = await _measure(run, session, need, scope)
         if measured is None:
             return None
         starting = measured if cached is None else cached.merged(measured, need)
         if cache is not None:
-            cache.store(measurement.tree, starting)
+            cache.store(key, starting)
     else:
         run.add_check(
             Check(
                 name="coverage",
                 ok=True,
-                summary=f"the starting tree's coverage of {len(paths)} file(s) was known: {len(cached.outcomes)} tests",
+                summary=f"the starting tree's coverage of {len(paths)} file(s) by {scope.describe()} was known: {len(cached.outcomes)} tests",
             )
         )
     assert starting is not None
@@ -73,10 +83,14 @@ async def measure_starting_tree(
     return found
 
 
-async def _measure(run: Verification, session: ExecSession, paths: list[str]) -> StartingRun | None:
+async def _measure(
+    run: Verification, session: ExecSession, paths: list[str], scope: MeasuredScope
+) -> StartingRun | None:
     await restore(run.workspace, run.changes)
     try:
-        result = await session.run_tests([], timeout_s=run.timeout_s(), coverage_files=paths)
+        result = await session.run_tests(
+            list(scope.files or ()), timeout_s=run.timeout_s(), coverage_files=paths
+        )
     finally:
         await apply_patch(run.workspace, join_sections(run.changes))
     run.environment = result.environment or run.environment
@@ -101,7 +115,7 @@ async def _measure(run: Verification, session: ExecSession, paths: list[str]) ->
             name="coverage",
             ok=True,
             summary=(
-                f"the suite on the starting tree, measuring {len(paths)} file(s): "
+                f"{scope.describe()} on the starting tree, measuring {len(paths)} file(s): "
                 f"{result.passed} passed, {result.failed} failed, {result.errors} errors, "
                 f"{result.skipped} skipped in {result.duration_s:.1f} s"
             ),

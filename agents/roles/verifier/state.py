@@ -10,6 +10,7 @@ from agents.roles.verifier.baseline import Knowledge
 from agents.roles.verifier.exec_session import Crash, EnvironmentUsed, TestFailure
 from agents.roles.verifier.execution import Reach
 from agents.roles.verifier.patchset import FileChange
+from agents.roles.verifier.scope import MeasuredScope
 from agents.roles.verifier.test_modules import DEFAULT_PATTERNS, is_test_module
 
 DEADLINE_MARGIN_S = 3.0
@@ -71,6 +72,8 @@ class Verification:
     not measured; the tests the task is about are then found by name and traceback)."""
     green_suite: bool = False
     """The task's words ask for the whole suite to pass: every failing test is the task's."""
+    measured_scope: MeasuredScope | None = None
+    """What the starting tree's coverage run ran (`scope`); None: it did not run."""
     run_all: bool = False
     """The patch may affect every test (a change that runs at import, a file coverage cannot
     follow): the whole suite runs with the patch, and any test it fixes is evidence."""

@@ -175,12 +175,14 @@ async def run_tests(
             run.run_all = run.reach.at_import or bool(measurement.probes.unmeasured)
             selection = _widened(run, selection)
     if run.run_all:
-        result = await session.run_tests([], timeout_s=run.timeout_s())
+        scoped = _scoped_files(run, selection)
+        result = await session.run_tests(scoped or [], timeout_s=run.timeout_s())
         if _timed_out(run, "targeted_tests", result) or _pytest_broken(run, "targeted_tests", result):
             return
         _note_environment(run, result)
         run.tests_run += result.total
-        run.suite_ran = True
+        run.suite_ran = scoped is None
+        run.ran_files.update(scoped or ())
         why = (
             "a changed line runs at import"
             if run.reach and run.reach.at_import
@@ -190,7 +192,7 @@ async def run_tests(
             Check(
                 name="targeted_tests",
                 ok=not result.failures,
-                summary=f"the whole suite ({why}): {_counts(result)}",
+                summary=f"{'the measured tests' if scoped else 'the whole suite'} ({why}): {_counts(result)}",
             )
         )
         await _sort_failures(run, session, selection, result.failures, reproduce=selection.changed_test_files)
@@ -213,6 +215,9 @@ async def run_tests(
     elif run.reach is not None:
         others = len(run.known.complete_files - run.ran_files)
         why = f"not run: the other {others} test file(s) execute none of the changed code, so their outcome is the starting tree's"
+        scope = run.measured_scope
+        if scope is not None and scope.files is not None:
+            why += f"; the suite's {scope.suite_files - len(scope.files)} test modules outside the changed packages were not run (too large a suite to run whole)"
         run.add_check(Check(name="full_suite", ok=True, summary=why))
     elif selection.covers_suite:
         run.add_check(
@@ -245,6 +250,15 @@ async def run_tests(
     await _evidence(run, session, selection, example)
     if run.preexisting and not (run.regressions or run.still_failing):
         _clear_test_checks(run)
+
+
+def _scoped_files(run: Verification, selection: Selection) -> list[str] | None:
+    """In a suite too large to run whole (`scope`), what "every test" means: the measured scope
+    with the targeted files; None: the whole suite."""
+    scope = run.measured_scope
+    if scope is None or scope.files is None:
+        return None
+    return list(dict.fromkeys([*scope.files, *selection.files]))
 
 
 def _inferred_preexisting(run: Verification) -> None:

@@ -54,7 +54,14 @@ from agents.roles.verifier.execution import CoverageCache
 from agents.roles.verifier.measure import Measurement
 from agents.roles.verifier.patchset import FileChange, MalformedPatch, parse_patch
 from agents.roles.verifier.rewritten_tests import forgive_rewrites
-from agents.roles.verifier.selection import Selection, asks_for_green_suite, select_tests
+from agents.roles.verifier.scope import MeasuredScope, measured_scope
+from agents.roles.verifier.selection import (
+    Selection,
+    asks_for_green_suite,
+    importing_tests,
+    select_tests,
+    test_files,
+)
 from agents.roles.verifier.state import DEADLINE_MARGIN_S, Verification, seconds_left
 from agents.roles.verifier.static import check_static
 from agents.roles.verifier.test_modules import is_test_module, python_files
@@ -385,12 +392,19 @@ async def _apply_measured(
     workspace, changes = run.workspace, run.changes
     before = await anyio.to_thread.run_sync(_starting_test_texts, workspace, changes, run.test_patterns)
     sources = await anyio.to_thread.run_sync(_starting_sources, workspace, changes)
+    scope = await anyio.to_thread.run_sync(_scope_of, workspace, changes, run.test_patterns)
     tree = await tree_hash(workspace)
     await apply_patch(workspace, patch)
     patched = await anyio.to_thread.run_sync(_patched_sources, workspace, changes)
     cache = CoverageCache(cache_dir) if cache_dir is not None else None
     probes = probes_of(changes, sources, patched, test_patterns=run.test_patterns)
-    return before, patched, Measurement(probes=probes, tree=tree, cache=cache)
+    return before, patched, Measurement(probes=probes, tree=tree, cache=cache, scope=scope)
+
+
+def _scope_of(workspace: Path, changes: list[FileChange], patterns: Sequence[str]) -> MeasuredScope:
+    """What the starting tree's coverage run runs (`scope`), read on the starting tree."""
+    every = test_files(workspace, patterns)
+    return measured_scope(changes, every, importing_tests(workspace, changes, every))
 
 
 def _example_of(task: PatchTask) -> TaskExample | None:
