@@ -295,7 +295,7 @@ class ExecTools:
             output = f"{result.stdout}\n{result.stderr}"
             setup_error = from_output(self.root.path, output, self.prefixes, tools.test_python)
         elif counts is not None and counts.passed + counts.failed + counts.skipped == 0:
-            setup_error = from_collection_errors(failures)
+            setup_error = from_collection_errors(self.root.path, failures)
         else:
             setup_error = None
         mark_current_span(self.box.environment_info)

@@ -49,6 +49,24 @@ def classify_import_failure(root: Path, text: str) -> tuple[SetupClass, str | No
     return "test.collection_error", module
 
 
+def _what_failed(root: Path, text: str, failure_class: str | None, module: str | None) -> str:
+    """`cannot import ...` and, for the environment's failures, what to do about it. A name an
+    installed package does not define is a release the project's code was not written for (a
+    project copied without its history, its loose requirements resolved to today's releases):
+    said so, with how to pin or bound the environment, instead of "the environment lacks it"."""
+    name = _MISSING_NAME.search(text)
+    if failure_class == "env.setup" and name is not None and not _is_project_module(root, name.group(2)):
+        package = name.group(2).split(".")[0]
+        return (
+            f"cannot import {name.group(1)!r} from {name.group(2)!r}: the installed {package} does not "
+            f"define it, so the project's code was written for another release of {package}; pin or "
+            f"bound it in [environment] install (e.g. \"pip install '{package}<N'\") or read the "
+            "package index as of the project's date ([environment] index_date)"
+        )
+    what = f"cannot import {module!r}" if module else "fails at import"
+    return what + (": the environment lacks it" if failure_class == "env.setup" else "")
+
+
 def classify_failures(root: Path, failures: list[TestFailure]) -> list[TestFailure]:
     """`failures` with each collection error (a test file that could not be imported) classed."""
     classed = []
@@ -60,19 +78,19 @@ def classify_failures(root: Path, failures: list[TestFailure]) -> list[TestFailu
     return classed
 
 
-def from_collection_errors(failures: list[TestFailure]) -> SetupProblem | None:
+def from_collection_errors(root: Path, failures: list[TestFailure]) -> SetupProblem | None:
     """The problem of a suite whose collected files all failed to import (none ran)."""
     errors = [f for f in failures if f.failure_class is not None]
     if not errors:
         return None
     first = errors[0]
-    module = _MISSING_MODULE.search(f"{first.message}\n{first.traceback}")
+    text = f"{first.message}\n{first.traceback}"
+    module = _MISSING_MODULE.search(text)
     others = f" (and {len(errors) - 1} more files)" if len(errors) > 1 else ""
-    what = f"cannot import {module.group(1)!r}" if module else "fails at import"
-    hint = ": the environment lacks it" if first.failure_class == "env.setup" else ""
+    what = _what_failed(root, text, first.failure_class, module.group(1) if module else None)
     return SetupProblem(
         failure_class=first.failure_class or "test.collection_error",
-        message=f"no test ran: {first.file or first.test_id} {what}{hint}{others}: {first.message}",
+        message=f"no test ran: {first.file or first.test_id} {what}{others}: {first.message}",
         module=module.group(1) if module else None,
         file=first.file or first.test_id,
     )
@@ -97,11 +115,10 @@ def from_output(root: Path, output: str, prefixes: tuple[str, ...], python: str)
     failure_class, module = classify_import_failure(root, output)
     error = _ERROR_LINE.search(output)
     detail = error.group(1).strip() if error else "an import error"
-    what = f"cannot import {module!r}" if module else "fails at import"
-    hint = ": the environment lacks it" if failure_class == "env.setup" else ""
+    what = _what_failed(root, output, failure_class, module)
     return SetupProblem(
         failure_class=failure_class,
-        message=f"no test ran: {file} {what}{hint} ({detail})",
+        message=f"no test ran: {file} {what} ({detail})",
         module=module,
         file=file,
     )

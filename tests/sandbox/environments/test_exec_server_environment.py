@@ -111,6 +111,25 @@ async def test_a_missing_module_is_env_setup_and_a_broken_module_a_collection_er
     assert problem["file"] in classes and problem["failure_class"] == classes[problem["file"]]
 
 
+async def test_a_name_an_installed_release_does_not_define_says_so_and_how_to_pin_it(
+    tmp_path: Path, settings: EnvironmentSettings
+) -> None:
+    """A project whose loose requirements resolved to a release that removed a name (Flask's code
+    importing a name Werkzeug 3 no longer has): not "the environment lacks it" — the installed
+    package lacks the name, the project was written for another release, pin or bound it."""
+    project = write(
+        tmp_path,
+        {"tests/test_old_api.py": "from pytest import codeloop_removed_name\n\ndef test_a():\n    pass\n"},
+    )
+    run = (await _call(project, settings, "run_tests", {}, "process")).structured_content
+    problem = run["setup_error"]
+    assert problem["failure_class"] == "env.setup" and problem["file"] == "tests/test_old_api.py"
+    message = problem["message"]
+    assert "cannot import 'codeloop_removed_name' from 'pytest'" in message
+    assert "written for another release of pytest" in message and "[environment] install" in message
+    assert "the environment lacks it" not in message
+
+
 async def test_a_conftest_that_cannot_import_names_the_module_and_the_file(
     tmp_path: Path, settings: EnvironmentSettings
 ) -> None:
