@@ -47,6 +47,7 @@ def test_select_chooses_the_candidate_shown_fixed_and_grades_every_candidate(
         "--predictions",
         f"right={right}",
         "--select",
+        "--grade-by-labels",
         "--out",
         out,
         "--json",
@@ -82,14 +83,37 @@ def test_select_chooses_the_candidate_shown_fixed_and_grades_every_candidate(
         "unresolved": {"passed": 0, "failed": 1, "unverified": 0},
     }
 
-    # The usual report of the picks, and every candidate graded apart.
+    # The usual report of the picks; the unlabelled candidate graded apart, the labelled one
+    # (--grade-by-labels) by its official label, not run.
     report = json.loads((out / "report.json").read_text())
     assert report["resolved_ids"] == [INSTANCE] and report["submitted_instances"] == 1
     assert (out / "instances" / INSTANCE / "patch.diff").read_text() == synthetic.GOLD_1 + synthetic.TEST_1
-    graded = json.loads(
-        (out / "candidates" / "wrong-system" / "instances" / INSTANCE / "outcome.json").read_text()
+    graded = json.loads((out / "candidates" / "right" / "instances" / INSTANCE / "outcome.json").read_text())
+    assert graded["status"] == "resolved"
+    assert not (out / "candidates" / "wrong-system").exists()
+
+    # --resume: the instance already in selection.jsonl is not run again; the summary stands.
+    again = run_cli(
+        synthetic_inputs["instances"],
+        "--repos",
+        synthetic_inputs["repos"],
+        "--specs",
+        synthetic_inputs["specs"],
+        "--predictions",
+        wrong,
+        "--predictions",
+        f"right={right}",
+        "--select",
+        "--resume",
+        out,
+        "--json",
+        timeout=300,
     )
-    assert graded["status"] == "unresolved"
+    assert again.returncode == 0, again.stderr
+    assert f"] {INSTANCE}:" not in again.stderr
+    assert {k: v for k, v in json.loads(again.stdout).items() if k != "wall_s"} == {
+        k: v for k, v in summary.items() if k != "wall_s"
+    }
 
 
 def test_several_predictions_without_select_and_select_without_files_are_usage_errors(
@@ -107,6 +131,8 @@ def test_several_predictions_without_select_and_select_without_files_are_usage_e
     ]
     done = run_cli(*common, "--predictions", first, "--predictions", second, "--out", tmp_path / "o1")
     assert done.returncode == 2 and "--select" in done.stderr
+    done = run_cli(*common, "--predictions", first, "--grade-by-labels", "--out", tmp_path / "o5")
+    assert done.returncode == 2 and "add --select" in done.stderr
     done = run_cli(*common, "--select", "--out", tmp_path / "o2")
     assert done.returncode == 2 and "--predictions" in done.stderr
     done = run_cli(*common, "--select", "--predictions", "gold", "--out", tmp_path / "o3")
@@ -115,4 +141,4 @@ def test_several_predictions_without_select_and_select_without_files_are_usage_e
         *common, "--select", "--predictions", first, "--predictions", f"a={second}", "--out", tmp_path / "o4"
     )
     assert done.returncode == 2 and "two sources named 'a'" in done.stderr
-    assert not any((tmp_path / f"o{n}").exists() for n in range(1, 5))
+    assert not any((tmp_path / f"o{n}").exists() for n in range(1, 6))
