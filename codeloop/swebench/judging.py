@@ -103,12 +103,13 @@ async def judge_candidates(judge: InstanceJudge, patches: dict[str, str], scratc
     tools = SpecTools(spec_environment(instance, recipe, judge.cache_dir), judge.backend, judge.limits)
     baseline: Baseline | None = None
     judged: dict[str, Judged] = {}
+    every_changed = _changed_sources(patches)
     for name, patch in patches.items():
         started = time.monotonic()
         report, baseline = await verify_patch(
             workspace=tree,
             patch=patch,
-            task=PatchTask(mode="execute", text=instance.problem_statement),
+            task=PatchTask(mode="execute", text=instance.problem_statement, candidates_change=every_changed),
             tools=tools,
             deadline=datetime.now(UTC) + timedelta(seconds=judge.timeout_s),
             baseline=baseline,
@@ -116,3 +117,18 @@ async def judge_candidates(judge: InstanceJudge, patches: dict[str, str], scratc
         )
         judged[name] = Judged(report=report, seconds=round(time.monotonic() - started, 1))
     return judged
+
+
+def _changed_sources(patches: dict[str, str]) -> list[str]:
+    """Every candidate's changed source files: the starting tree's one coverage run measures them
+    all, so a later candidate that changes other files needs no second run of the suite."""
+    from agents.roles.verifier.patchset import MalformedPatch, parse_patch
+    from agents.roles.verifier.scope import changed_sources
+
+    found: list[str] = []
+    for patch in patches.values():
+        try:
+            found += changed_sources(parse_patch(patch))
+        except MalformedPatch:
+            continue  # its own verification says so
+    return list(dict.fromkeys(found))

@@ -31,6 +31,8 @@ class Measurement:
     cache: CoverageCache | None = None
     scope: MeasuredScope = MeasuredScope(files=None, suite_files=0)
     """The tests the coverage run runs: the whole suite, or the changed packages' in a large one."""
+    also: tuple[str, ...] = ()
+    """Files measured in the same run for other candidates (their changed files)."""
 
 
 async def measure_starting_tree(
@@ -61,6 +63,11 @@ async def measure_starting_tree(
                 Check(name="coverage", ok=False, summary=f"not measured on the starting tree: {why}")
             )
             return None
+        need = list(
+            dict.fromkeys(
+                [*need, *(p for p in measurement.also if cached is None or p not in cached.measured)]
+            )
+        )
         measured = await _measure(run, session, need, scope)
         if measured is None:
             return None

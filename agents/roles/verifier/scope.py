@@ -50,16 +50,19 @@ class MeasuredScope:
         )
 
 
-def measured_scope(changes: list[FileChange], every: list[str], related: list[str]) -> MeasuredScope:
-    """The scope of the coverage run for `changes`, given the repository's test modules `every`
-    and those that import a changed module (`related`)."""
+def changed_sources(changes: list[FileChange]) -> list[str]:
+    """The changed Python files that are not tests: what the coverage run measures."""
+    return [c.path for c in changes if c.is_python and not c.is_test]
+
+
+def measured_scope(sources: list[str], every: list[str], related: list[str]) -> MeasuredScope:
+    """The scope of the coverage run for the changed source files `sources`, given the
+    repository's test modules `every` and those that import a changed module (`related`)."""
     if len(every) <= MAX_WHOLE_SUITE_FILES:
         return MeasuredScope(files=None, suite_files=len(every))
     prefixes: set[str] = set()
-    for change in changes:
-        if not change.is_python or change.is_test:
-            continue
-        parent = PurePosixPath(change.path).parent
+    for path in sources:
+        parent = PurePosixPath(path).parent
         if len(parent.parts) >= 2:
             prefixes.add(f"{parent}/")
         elif parent.parts:  # a module of a top-level package: only that package's own tests/

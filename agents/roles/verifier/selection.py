@@ -260,10 +260,10 @@ def _related(root: Path, candidates: list[str], modules: list[tuple[str, str]]) 
     return related
 
 
-def importing_tests(root: Path, changes: list[FileChange], every: list[str]) -> list[str]:
-    """The test modules of `every` that import a module `changes` changes (or are named after it),
-    at most `MAX_RELATED_FILES`."""
-    modules = [_module_names(c.path) for c in changes if c.is_python and not c.is_test]
+def importing_tests(root: Path, sources: list[str], every: list[str]) -> list[str]:
+    """The test modules of `every` that import one of the modules at `sources` (or are named after
+    it), at most `MAX_RELATED_FILES`."""
+    modules = [_module_names(path) for path in sources]
     return _related(root, every, modules) if modules else []
 
 

@@ -72,6 +72,9 @@ class Verification:
     not measured; the tests the task is about are then found by name and traceback)."""
     green_suite: bool = False
     """The task's words ask for the whole suite to pass: every failing test is the task's."""
+    patched_since: float | None = None
+    """When (monotonic) the runs with the patch began, after the starting tree's coverage run;
+    None: still on the starting tree's work."""
     measured_scope: MeasuredScope | None = None
     """What the starting tree's coverage run ran (`scope`); None: it did not run."""
     run_all: bool = False

@@ -21,6 +21,7 @@ was missing, and the verdict is `unverified`.
 """
 
 import re
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
@@ -91,6 +92,18 @@ def timeout_failure(name: str, ran_s: float, suite_s: float | None, output: str 
         message=f"{name} did not finish within {ran_s:.0f} s (the task's deadline)",
         stack_summary=output,
     )
+
+
+def deadline_failure(run: Verification) -> Failure:
+    """The finding when the task's deadline stopped the verification: nothing about the patch
+    while the starting tree's own runs were still going (`verify.unverifiable`); after, as
+    `timeout_failure` judges the time spent on the patched tree."""
+    if run.patched_since is None:
+        return Failure(
+            failure_class=FailureClass.VERIFY_UNVERIFIABLE,
+            message="the task's deadline came during the starting tree's runs, before any test ran with the patch",
+        )
+    return timeout_failure("verification", time.monotonic() - run.patched_since, run.known.suite_duration_s)
 
 
 def _timed_out(run: Verification, name: str, result: TestRun) -> bool:
@@ -174,6 +187,7 @@ async def run_tests(
         if run.reach is not None:
             run.run_all = run.reach.at_import or bool(measurement.probes.unmeasured)
             selection = _widened(run, selection)
+    run.patched_since = time.monotonic()
     if run.run_all:
         scoped = _scoped_files(run, selection)
         result = await session.run_tests(scoped or [], timeout_s=run.timeout_s())

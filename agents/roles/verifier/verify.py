@@ -54,7 +54,7 @@ from agents.roles.verifier.execution import CoverageCache
 from agents.roles.verifier.measure import Measurement
 from agents.roles.verifier.patchset import FileChange, MalformedPatch, parse_patch
 from agents.roles.verifier.rewritten_tests import forgive_rewrites
-from agents.roles.verifier.scope import MeasuredScope, measured_scope
+from agents.roles.verifier.scope import MeasuredScope, changed_sources, measured_scope
 from agents.roles.verifier.selection import (
     Selection,
     asks_for_green_suite,
@@ -65,7 +65,7 @@ from agents.roles.verifier.selection import (
 from agents.roles.verifier.state import DEADLINE_MARGIN_S, Verification, seconds_left
 from agents.roles.verifier.static import check_static
 from agents.roles.verifier.test_modules import is_test_module, python_files
-from agents.roles.verifier.testing import ExampleCheck, run_tests
+from agents.roles.verifier.testing import ExampleCheck, deadline_failure, run_tests
 from agents.roles.verifier.tree import (
     apply_patch,
     changed_tracked_files,
@@ -231,6 +231,9 @@ class PatchTask:
     (`agents.roles.verifier.example`). None: in execute mode, the code `text` shows."""
     approved_paths: Sequence[str] = ()
     """Protected paths a person approved changing: judged on their merits, not failed as protected."""
+    candidates_change: Sequence[str] = ()
+    """Source files other candidates for the task change: the starting tree's coverage run measures
+    them too, so one run of the suite serves every candidate."""
 
 
 async def verify_patch(
@@ -312,7 +315,7 @@ async def verify_patch(
         return early(FailureClass.PATCH_APPLY_FAILED, why.splitlines()[-1] if why else "does not apply")
     if seconds_left(deadline) <= DEADLINE_MARGIN_S:
         return early(FailureClass.BUDGET_WALL, "the deadline passed before verification could start")
-    before, after, measurement = await _apply_measured(run, patch, cache_dir)
+    before, after, measurement = await _apply_measured(run, patch, cache_dir, task.candidates_change)
     run.green_suite = asks_for_green_suite(task.text)
     run.add_check(
         Check(name="patch", ok=True, summary=f"applies to {commit[:12]}: {len(run.changes)} file(s)")
@@ -336,12 +339,7 @@ async def verify_patch(
                         Check(name="targeted_tests", ok=False, summary="not run: the patch does not compile")
                     )
         if scope.cancelled_caught:
-            run.failures.append(
-                Failure(
-                    failure_class=FailureClass.TEST_TIMEOUT,
-                    message="verification did not finish before the task's deadline",
-                )
-            )
+            run.failures.append(deadline_failure(run))
     except ExecUnavailable as exc:
         run.failures.append(Failure(failure_class=FailureClass.ENV_INFRA, message=str(exc)))
     finally:
@@ -384,27 +382,30 @@ def _of_review(cls: FailureClass) -> bool:
 
 
 async def _apply_measured(
-    run: Verification, patch: str, cache_dir: Path | None
+    run: Verification, patch: str, cache_dir: Path | None, measure_also: Sequence[str] = ()
 ) -> tuple[dict[str, str], dict[str, str], Measurement]:
     """Apply `patch` to the starting tree in the workspace, keeping what the verdict compares: the
     starting texts of the changed test files, and the probes (changed lines, old and new) the
-    coverage of the starting tree is read for."""
+    coverage of the starting tree is read for. `measure_also`: other files the starting tree's
+    coverage run measures in the same run (other candidates' changed files)."""
     workspace, changes = run.workspace, run.changes
     before = await anyio.to_thread.run_sync(_starting_test_texts, workspace, changes, run.test_patterns)
-    sources = await anyio.to_thread.run_sync(_starting_sources, workspace, changes)
-    scope = await anyio.to_thread.run_sync(_scope_of, workspace, changes, run.test_patterns)
+    texts = await anyio.to_thread.run_sync(_starting_sources, workspace, changes)
+    sources = changed_sources(changes)
+    also = [p for p in dict.fromkeys(measure_also) if p not in sources and (workspace / p).is_file()]
+    scope = await anyio.to_thread.run_sync(_scope_of, workspace, [*sources, *also], run.test_patterns)
     tree = await tree_hash(workspace)
     await apply_patch(workspace, patch)
     patched = await anyio.to_thread.run_sync(_patched_sources, workspace, changes)
     cache = CoverageCache(cache_dir) if cache_dir is not None else None
-    probes = probes_of(changes, sources, patched, test_patterns=run.test_patterns)
-    return before, patched, Measurement(probes=probes, tree=tree, cache=cache, scope=scope)
+    probes = probes_of(changes, texts, patched, test_patterns=run.test_patterns)
+    return before, patched, Measurement(probes=probes, tree=tree, cache=cache, scope=scope, also=tuple(also))
 
 
-def _scope_of(workspace: Path, changes: list[FileChange], patterns: Sequence[str]) -> MeasuredScope:
+def _scope_of(workspace: Path, sources: list[str], patterns: Sequence[str]) -> MeasuredScope:
     """What the starting tree's coverage run runs (`scope`), read on the starting tree."""
     every = test_files(workspace, patterns)
-    return measured_scope(changes, every, importing_tests(workspace, changes, every))
+    return measured_scope(sources, every, importing_tests(workspace, sources, every))
 
 
 def _example_of(task: PatchTask) -> TaskExample | None:

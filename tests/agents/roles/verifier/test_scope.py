@@ -2,13 +2,21 @@
 
 from pathlib import Path
 
+import anyio
 import pytest
 
 from agents.roles.verifier import scope
 from agents.roles.verifier.patchset import parse_patch
-from agents.roles.verifier.scope import measured_scope
+from agents.roles.verifier.scope import changed_sources, measured_scope
+from agents.roles.verifier.verify import PatchTask, verify_patch
 from codeloop.testing import make_repo
-from tests.agents.roles.verifier.conftest import FAST_PYTEST, make_patch, verify_for_text
+from tests.agents.roles.verifier.conftest import (
+    FAST_PYTEST,
+    InProcessTools,
+    deadline,
+    make_patch,
+    verify_for_text,
+)
 
 MOD = "def double(x):\n    return x + x + 1  # the bug\n"
 TEST_MOD = "from pkg.a.mod import double\n\n\ndef test_double():\n    assert double(2) == 4\n"
@@ -26,7 +34,7 @@ def _changes(*paths: str):
 
 def test_a_suite_of_few_modules_is_measured_whole() -> None:
     every = [f"pkg/m{i}/tests/test_m.py" for i in range(10)]
-    found = measured_scope(_changes("pkg/m1/code.py"), every, related=[])
+    found = measured_scope(changed_sources(_changes("pkg/m1/code.py")), every, related=[])
     assert found.whole and found.suite_files == 10
 
 
@@ -36,7 +44,7 @@ def test_a_large_suite_is_measured_by_the_changed_packages() -> None:
     every = [f"lib/sub{i}/tests/test_{i}.py" for i in range(400)]
     every += ["lib/tests/test_top.py", "lib/tests/deep/test_deep.py", "other/tests/test_o.py"]
     found = measured_scope(
-        _changes("lib/sub7/code.py", "lib/top.py"), every, related=["other/tests/test_o.py"]
+        changed_sources(_changes("lib/sub7/code.py", "lib/top.py")), every, related=["other/tests/test_o.py"]
     )
     assert found.files == (
         "lib/sub7/tests/test_7.py",
@@ -78,3 +86,45 @@ async def test_the_coverage_run_of_a_large_suite_runs_the_changed_packages_tests
     assert "the tests of the changed packages (1 of 2 test modules" in coverage.summary
     suite = next(c for c in report.checks if c.name == "full_suite")
     assert "1 test modules outside the changed packages were not run" in suite.summary
+
+
+async def test_one_coverage_run_of_the_starting_tree_serves_candidates_changing_other_files(
+    tmp_path: Path,
+) -> None:
+    """Candidates for one task that change different files: the first verification's coverage run
+    measures every candidate's changed files (`PatchTask.candidates_change`), so the second
+    verification runs no suite on the starting tree."""
+    repo = make_repo(
+        tmp_path / "two",
+        {
+            "pytest.ini": FAST_PYTEST,
+            "mod.py": MOD,
+            "other.py": "def triple(x):\n    return 3 * x\n",
+            "tests/__init__.py": "",
+            "tests/test_mod.py": TEST_MOD.replace("pkg.a.mod", "mod"),
+            "tests/test_other.py": "from other import triple\n\n\ndef test_triple():\n    assert triple(1) == 3\n",
+        },
+    )
+    first = make_patch(repo, {"mod.py": MOD.replace("x + x + 1  # the bug", "x + x")})
+    second = make_patch(repo, {"other.py": "def triple(x):\n    return x * 3\n"})
+    both = ("mod.py", "other.py")
+    cache = tmp_path / "cache"
+    reports = []
+    for patch in (first, second):
+        task = PatchTask(mode="execute", text="double(2) should be 4", candidates_change=both)
+        with anyio.fail_after(240):
+            report, _ = await verify_patch(
+                workspace=repo,
+                patch=patch,
+                task=task,
+                tools=InProcessTools(backend="process"),
+                deadline=deadline(),
+                baseline=None,
+                cache_dir=cache,
+            )
+        reports.append(report)
+    coverage = [next(c for c in r.checks if c.name == "coverage").summary for r in reports]
+    assert "measuring 2 file(s)" in coverage[0], coverage
+    assert "was known" in coverage[1], coverage
+    assert reports[0].verdict == "passed"
+    assert reports[1].covering == ["tests/test_other.py::test_triple"]
