@@ -49,7 +49,6 @@ async def measure_starting_tree(
         why = f"no test module in the changed packages, and the suite ({scope.suite_files} test modules) is too large to run whole"
         run.add_check(Check(name="coverage", ok=False, summary=f"not measured on the starting tree: {why}"))
         return None
-    run.measured_scope = scope
     key = scope.cache_key(measurement.tree)
     cache = measurement.cache
     cached = cache.load(key) if cache is not None else None

@@ -76,7 +76,8 @@ class Verification:
     """When (monotonic) the runs with the patch began, after the starting tree's coverage run;
     None: still on the starting tree's work."""
     measured_scope: MeasuredScope | None = None
-    """What the starting tree's coverage run ran (`scope`); None: it did not run."""
+    """What "the suite" is for this verification (`scope`): the whole suite, or in one too large to
+    run whole the changed packages' tests; None: not decided (no measurement asked for)."""
     run_all: bool = False
     """The patch may affect every test (a change that runs at import, a file coverage cannot
     follow): the whole suite runs with the patch, and any test it fixes is evidence."""

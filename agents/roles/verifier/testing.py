@@ -183,6 +183,9 @@ async def run_tests(
     With a `measurement`, the tests that execute the changed code (found on the starting tree
     first, `measure`) join the targeted tests, and the rest of the suite need not run."""
     if measurement is not None:
+        # In a suite too large to run whole, "the suite" is the changed packages' tests, measured
+        # or not (a test command without per-test coverage).
+        run.measured_scope = measurement.scope
         run.reach = await measure_starting_tree(run, session, measurement)
         if run.reach is not None:
             run.run_all = run.reach.at_import or bool(measurement.probes.unmeasured)
@@ -250,13 +253,17 @@ async def run_tests(
             Failure(failure_class=FailureClass.VERIFY_UNVERIFIABLE, message=f"the whole suite was {why}")
         )
     else:
-        result = await session.run_tests([], timeout_s=run.timeout_s())
+        scoped = _scoped_files(run, selection)
+        result = await session.run_tests(scoped or [], timeout_s=run.timeout_s())
         if _timed_out(run, "full_suite", result) or _pytest_broken(run, "full_suite", result):
             return
-        run.known.suite_duration_s = run.known.suite_duration_s or result.duration_s
+        if scoped is None:
+            run.known.suite_duration_s = run.known.suite_duration_s or result.duration_s
         run.tests_run = max(run.tests_run, result.total)
-        run.suite_ran = True
-        run.add_check(Check(name="full_suite", ok=not result.failures, summary=_counts(result)))
+        run.suite_ran = scoped is None
+        run.ran_files.update(scoped or ())
+        where = f" ({run.measured_scope.describe()})" if scoped and run.measured_scope else ""
+        run.add_check(Check(name="full_suite", ok=not result.failures, summary=_counts(result) + where))
         new = [f for f in result.failures if f.test_id not in run.failing]
         await _sort_failures(run, session, selection, new, reproduce=[])
     if run.reach is not None:

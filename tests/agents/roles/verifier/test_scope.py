@@ -128,3 +128,35 @@ async def test_one_coverage_run_of_the_starting_tree_serves_candidates_changing_
     assert "was known" in coverage[1], coverage
     assert reports[0].verdict == "passed"
     assert reports[1].covering == ["tests/test_other.py::test_triple"]
+
+
+async def test_without_per_test_coverage_a_large_suite_runs_the_changed_packages_tests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test command with no per-test coverage (sympy's `bin/test`, a configured unittest run):
+    the fallback's "whole suite" in a suite too large to run whole is the changed packages' tests,
+    and the report says so; the far test failing on both trees never runs."""
+    monkeypatch.setattr(scope, "MAX_WHOLE_SUITE_FILES", 1)
+    unit = "import unittest\n\nfrom pkg.a.mod import double\n\n\nclass TestDouble(unittest.TestCase):\n"
+    repo = make_repo(
+        tmp_path / "unit",
+        {
+            "codeloop.toml": '[verification]\ntest_command = "python -m unittest -v {tests}"\n',
+            "pkg/__init__.py": "",
+            "pkg/a/__init__.py": "",
+            "pkg/a/mod.py": MOD,
+            "pkg/a/tests/__init__.py": "",
+            "pkg/a/tests/test_mod.py": unit
+            + "    def test_double(self):\n        self.assertEqual(double(2), 4)\n",
+            "pkg/b/__init__.py": "",
+            "pkg/b/tests/__init__.py": "",
+            "pkg/b/tests/test_far.py": "import unittest\n\n\nclass TestFar(unittest.TestCase):\n"
+            "    def test_far(self):\n        self.fail('far from the change')\n",
+        },
+    )
+    patch = make_patch(repo, {"pkg/a/mod.py": MOD.replace("x + x + 1  # the bug", "x + x")})
+    report = await verify_for_text(repo, patch, "double(2) should be 4", tmp_path / "cache")
+    assert report.verdict != "failed", report.failures
+    suite = next(c for c in report.checks if c.name == "full_suite")
+    assert "the tests of the changed packages (1 of 2 test modules" in suite.summary, suite.summary
+    assert not any("test_far" in t for t in [*report.preexisting, *report.regressions])
