@@ -22,6 +22,8 @@ What lives where:
     continuation.py  what a task continuing an ended one inherits from it (`Continuation`)
     record.py        the task record in the KV bucket (`TaskState`)
     verification.py  the verifier's report and a task's baseline
+    status.py        a task's status: the machine's own (`submitted`, `revising`, the terminal ones)
+                     and the names stage kinds declare (`TaskStatus` accepts both)
     selection.py     several attempts at one task and the choice among them: `Attempt`,
                      `Selection`, the `select` stage's `SelectRequest` and `SelectResult`
 
@@ -37,6 +39,13 @@ from agents.messages.mcp_servers import McpServer
 from agents.messages.plan import Plan, PlanStep
 from agents.messages.record import PlanRevision, QuotaAllowance, TaskState
 from agents.messages.selection import Attempt, Selection, SelectRequest, SelectResult
+from agents.messages.status import (
+    MACHINE_STATUSES,
+    TERMINAL_STATUSES,
+    EndStatus,
+    TaskStatus,
+    status_problem,
+)
 from agents.messages.steps import (
     CodeRequest,
     CodeResult,
@@ -60,7 +69,6 @@ from agents.messages.task import (
     LLM_ROLES,
     MAX_ATTEMPTS,
     MAX_TASK_TEXT,
-    TERMINAL_STATUSES,
     Approval,
     Budgets,
     CancelTask,
@@ -74,7 +82,6 @@ from agents.messages.task import (
     PipelineChoice,
     ReviewRound,
     TaskResult,
-    TaskStatus,
     TaskSubmitted,
     Usage,
     Verification,
@@ -120,6 +127,9 @@ __all__ = [
     "LLM_ROLES",
     "MAX_TASK_TEXT",
     "TERMINAL_STATUSES",
+    "MACHINE_STATUSES",
+    "EndStatus",
+    "status_problem",
     "Baseline",
     "Budgets",
     "CancelTask",

@@ -10,6 +10,7 @@ from typing import Any
 from agents.messages import Context, Plan, ReviewRequest, ReviewResult, ReviewRound, TaskState
 from agents.orchestrator.io import Emit
 from agents.orchestrator.stages.kind import Advance, At, End, Revisit, StageKind, step_budget
+from agents.wording import one_line
 
 
 def _request(state: TaskState, at: At) -> ReviewRequest:
@@ -81,6 +82,17 @@ def _finding_line(finding: Any) -> str:
     return f"{where}{finding.message}{rule}"
 
 
+def _account(state: TaskState) -> list[str]:
+    """The last two reviews, for the account a continuation carries: who, the verdict, what they asked."""
+    lines: list[str] = []
+    for review in state.reviews[-2:]:
+        said = review.feedback or "; ".join(f.message for f in review.findings[:3])
+        lines.append(
+            f"Review by {review.role}: {review.verdict}" + (f": {one_line(said, 600)}" if said else "")
+        )
+    return lines
+
+
 REVIEW = StageKind(
     name="review",
     request=ReviewRequest,
@@ -91,5 +103,6 @@ REVIEW = StageKind(
     event="review",
     build=_request,
     react=_react,
+    account=_account,
     description="approve the patch, request changes (a revision) or reject the task",
 )
