@@ -16,6 +16,8 @@ What lives where:
     steps.py         one step: `StepRequest` (the base of every request: its `step_id` and the whole
                      task) and `StepResult`, the request and result of each built-in stage kind,
                      `StepFailed`
+    snapshot.py      the name of a captured working tree (`SnapshotRef`), which submissions carry
+    echo.py          the `echo` smoke stage's `EchoRequest` and `EchoResult`
     mcp_servers.py   the user's own MCP servers as a task carries them (`McpServer`)
     plan.py          the planner's `Plan` and its `PlanStep`s
     approval.py      a person's `Approval` of a high-risk change
@@ -35,10 +37,12 @@ contract other-language workers rely on (docs/bus-contract.md).
 """
 
 from agents.messages.continuation import Continuation
+from agents.messages.echo import EchoRequest, EchoResult
 from agents.messages.mcp_servers import McpServer
 from agents.messages.plan import Plan, PlanStep
 from agents.messages.record import PlanRevision, QuotaAllowance, TaskState
 from agents.messages.selection import Attempt, Selection, SelectRequest, SelectResult
+from agents.messages.snapshot import SkippedPath, SnapshotRef
 from agents.messages.status import (
     MACHINE_STATUSES,
     TERMINAL_STATUSES,
@@ -111,6 +115,8 @@ register_payloads(
     ReviewResult,
     SelectRequest,
     SelectResult,
+    EchoRequest,
+    EchoResult,
     StepFailed,
     CancelTask,
     TaskResult,
@@ -137,6 +143,8 @@ __all__ = [
     "Check",
     "CodeRequest",
     "Continuation",
+    "EchoRequest",
+    "EchoResult",
     "CodeResult",
     "Context",
     "ContextRequest",
@@ -162,6 +170,8 @@ __all__ = [
     "SelectResult",
     "Selection",
     "Snippet",
+    "SkippedPath",
+    "SnapshotRef",
     "StaticFinding",
     "StepBudget",
     "StepFailed",

@@ -14,9 +14,9 @@ from pydantic import Field
 from agents.messages.approval import Approval
 from agents.messages.continuation import Continuation
 from agents.messages.mcp_servers import McpServer
+from agents.messages.snapshot import SnapshotRef
 from agents.messages.status import TaskStatus
 from agents.messages.verification import EnvironmentUse, Failure
-from agents.workspace.snapshot import SnapshotRef
 from bus.messages import Message
 
 Mode = Literal["read", "write", "execute"]

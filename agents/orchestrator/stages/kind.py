@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from agents.feedback import revision_feedback
 from agents.messages import EndStatus, StepBudget, TaskState, TaskStatus
 from agents.orchestrator.io import Emit
-from agents.roles.verifier.verdict import revision_feedback
 from bus.messages import Message
 
 

@@ -8,6 +8,7 @@ revisions of one plan the planner is asked for a new one.
 """
 
 from agents.budgets import budget_used_up
+from agents.feedback import revision_feedback
 from agents.messages import Plan, TaskState, VerificationReport, VerifyRequest, VerifyResult
 from agents.orchestrator.io import Emit
 from agents.orchestrator.report import diagnosis
@@ -20,7 +21,6 @@ from agents.orchestrator.stages.kind import (
     deadline_of,
     gathering_attempts,
 )
-from agents.roles.verifier.verdict import revision_feedback
 from agents.wording import counted, one_line
 
 REPLAN_AFTER_FAILED_REVISIONS = 2
