@@ -7,8 +7,8 @@ the *role* whose workers do it (so a different coder, or a security reviewer, is
 `review:security-reviewer` away), and the status the task shows meanwhile (the one its kind
 declares). `pipeline_for` picks a task's pipeline: the one it was submitted with
 (`TaskSubmitted.pipeline`, `KIND:ROLE` stages from the configuration's `[pipelines]`), else the
-standard one for its mode. `parse_pipeline` checks a pipeline's stages
-against the kinds' order rules before a task is accepted.
+standard one for its mode. `parse_pipeline` checks a pipeline's stages against the kinds' order
+rules before a task is accepted.
 """
 
 from collections.abc import Mapping, Sequence

@@ -4,11 +4,11 @@ A `StageKind` names the request a stage of the kind is sent and the result it an
 status the task shows meanwhile (the kind's own name: statuses are open to kinds, see
 `agents.messages.status`), the order rules a pipeline is checked against, how the request is built
 from the task's record (`build`), how the result changes it (`react`) and what the kind tells of
-an ended task (`account`). Everything a kind means lives in its module: the machine, the records,
-the status listings and the continuation's account name no kind. The reaction
-is data — go on (`Advance`), go back to an earlier stage (`Revisit`) or end the task (`End`) — and
-the state machine (`agents/orchestrator/machine.py`) carries it out, so a kind never enters a
-stage, checks a budget or writes a result itself.
+an ended task (`account`). What a kind means lives in its module: the machine, the status
+listings and a continuation's account name no kind. The reaction is data — go on (`Advance`), go
+back to an earlier stage (`Revisit`) or end the task (`End`) — and the state machine
+(`agents/orchestrator/machine.py`) carries it out, so a kind never enters a stage, checks a budget
+or writes a result itself.
 
 `At` is what a kind may know of where its stage stands in the task's pipeline. The helpers below
 are what several kinds build their requests from.

@@ -3,6 +3,13 @@
 A pipeline may have several review stages, each after a code stage; each keeps its own count of
 rounds. `request_changes` sends the coder back with the review's findings, counted against the
 task's revisions like a failed verification.
+
+Everything the review kind means is here: the status a task shows while a review runs
+(`reviewing`), the request built from the record, the reaction to each verdict (`reject` ends the
+task `failed` with `review.rejected`), the round kept on the record and shown in the result
+(`TaskState.reviews`, `TaskResult.reviews`: wire fields of `agents.messages`, as the request and
+result are), the feedback the coder's next revision gets (`TaskState.review_feedback`, which the
+code kind passes on), and the last reviews in the account of an ended task.
 """
 
 from typing import Any
