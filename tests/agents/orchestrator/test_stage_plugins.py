@@ -21,6 +21,7 @@ from agents.orchestrator.io import Dispatch, Emit, Finish, Start, StepDone
 from agents.orchestrator.machine import transition
 from agents.orchestrator.pipeline import PipelineError, parse_pipeline
 from agents.orchestrator.stages import ENTRY_POINT_GROUP, installed_kinds, known_statuses, load_kinds
+from agents.orchestrator.stages.kind import At, End
 from agents.roles.echo import EchoResult
 from codeloop.testing import make_repo
 from tests.agents.orchestrator.count_kind import COUNT, CountRequest, CountResult
@@ -124,6 +125,25 @@ def test_a_plug_in_kind_is_checked_against_the_order_rules_like_a_built_in() -> 
         parse_pipeline("late", ["count:word-counter", "plan:planner"], kinds=kinds)
     with pytest.raises(PipelineError, match="unknown stage kind 'count'"):
         parse_pipeline("counted", ["count:word-counter"], kinds=installed_kinds())
+
+
+def _ends_counting(state: TaskState, result: CountResult, at: At) -> End:
+    return End(state, "counting", None, "a status that ends nothing")  # pyright: ignore[reportArgumentType] - what a plug-in written without a type checker may send
+
+
+def test_a_kind_that_ends_a_task_with_a_running_status_is_refused_by_name() -> None:
+    """Our design: only the machine's terminal statuses end a task; a kind's own status is for
+    while its stage runs, and a reaction that ends with one is a plug-in bug named as such."""
+    miscounting = replace(COUNT, react=_ends_counting)
+    pipeline = parse_pipeline(
+        "counted", ["count:word-counter"], kinds={**installed_kinds(), "count": miscounting}
+    )
+    task = TaskSubmitted(text="one two", repo="/r")
+    state = TaskState(task_id="t", status="submitted", task=task, created_at=T0, updated_at=T0)
+    state = transition(state, Start(), pipeline=pipeline, now=T0).state
+    done = StepDone(_awaited(state), "word-counter", CountResult(step_id=_awaited(state), words=2))
+    with pytest.raises(TypeError, match="ended the task with 'counting', not a terminal status"):
+        transition(state, done, pipeline=pipeline, now=T0)
 
 
 def test_the_machine_builds_the_request_and_reacts_through_the_stages_kind() -> None:
