@@ -19,7 +19,8 @@ from typing import Annotated, Literal, get_args
 from pydantic import StringConstraints
 
 STATUS_PATTERN = r"^[a-z][a-z0-9_]{0,39}$"
-"""What a status name looks like: a lowercase word (`_` between parts), at most 40 characters."""
+"""What a status name looks like: lowercase letters, digits and `_`, a letter first, at most 40
+characters (`handed_off`, `counting`)."""
 
 TaskStatus = Annotated[str, StringConstraints(pattern=STATUS_PATTERN)]
 """Where a task is: a machine status (`MACHINE_STATUSES`, `TERMINAL_STATUSES`) or one a stage kind
