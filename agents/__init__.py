@@ -21,4 +21,16 @@ What lives where:
     models/        the model adapter (pydantic-ai): model names, retries, metering, fallbacks
     observe/       the events roles and tools publish beside their work
     replay/        recording a task's model responses and tool observations, and replaying them
+    feedback.py    a verification report worded for the coder's revision
+
+The modules stand in layers (the `agents-layers` import-linter contract; docs/architecture.md,
+"Inside agents"), each importing only those below it:
+
+    role_api  >  api | client | continuing | replay  >  runtime.builtin | runtime.plugins
+      >  runtime.api  >  roles | orchestrator  >  instructions | runtime.metering
+      >  observe | workspace  >  the role kernel (runtime.role, tools, environments, ...)
+      >  models | budgets | quotas | feedback  >  messages  >  errors | failures | wording
+
+Roles and stage kinds meet only in `messages`: no stage kind imports a role, no role the
+orchestrator.
 """

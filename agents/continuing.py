@@ -11,7 +11,8 @@ the new task (`continued_submission`) is a new `TaskSubmitted` linked to it by a
 - what a person approved the parent changing (protected paths), since the parent's changes are
   part of the new patch;
 - an account of the parent from its record (`account_of`), not its transcript: how it ended, the
-  files changed, what the coder said, the verifier's verdict and failures, the hand-off reason;
+  files changed, what the coder said, what each stage kind tells of its stages (`StageKind.account`:
+  the reviews, the verifier's verdict and failures), the hand-off reason;
 - the new instruction, if any, appended to the task's text, so every role (the retriever's search,
   a review role, the verifier's reading of the task) sees what is asked now;
 - fresh budgets: the caller's, never the parent's used-up ones.
@@ -32,7 +33,8 @@ from agents.messages import (
     TaskSubmitted,
 )
 from agents.messages.continuation import MAX_ACCOUNT, MAX_CONTINUED_PATCH
-from agents.roles.verifier.verdict import revision_feedback
+from agents.orchestrator.stages import installed_kinds
+from agents.wording import one_line
 
 CONTINUABLE = frozenset({"handed_off", "failed", "cancelled", "done", "diagnosed"})
 """The statuses a task may be continued from: it ended, and it started (a `rejected` one never did)."""
@@ -164,25 +166,11 @@ def account_of(state: TaskState) -> str:
     elif state.task.mode != "read":
         lines.append("It changed no file.")
     if state.answer:
-        lines.append("The coder's last words: " + _short(state.answer, 1200))
-    for review in state.reviews[-2:]:
-        said = review.feedback or "; ".join(f.message for f in review.findings[:3])
-        lines.append(
-            f"Review by {review.role}: {review.verdict}" + (f": {_short(said, 600)}" if said else "")
-        )
-    report = state.last_report
-    if report is None:
-        lines.append("It was never verified.")
-    elif report.failures:
-        lines.append(revision_feedback(report))
-    else:
-        lines.append(f"The verifier said: {report.verdict}: {_short(report.summary, 600)}")
+        lines.append("The coder's last words: " + one_line(state.answer, 1200))
+    for kind in installed_kinds().values():  # the reviews', the verification's, a plug-in kind's
+        if kind.account is not None:
+            lines += kind.account(state)
     if result is not None and state.status != "done" and result.report:
-        lines.append("Its report: " + _short(result.report.splitlines()[0], 600))
+        lines.append("Its report: " + one_line(result.report.splitlines()[0], 600))
     text = "\n".join(lines)
     return text if len(text) <= MAX_ACCOUNT else text[: MAX_ACCOUNT - 20] + "\n[... trimmed ...]"
-
-
-def _short(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

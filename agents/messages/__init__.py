@@ -16,12 +16,16 @@ What lives where:
     steps.py         one step: `StepRequest` (the base of every request: its `step_id` and the whole
                      task) and `StepResult`, the request and result of each built-in stage kind,
                      `StepFailed`
+    snapshot.py      the name of a captured working tree (`SnapshotRef`), which submissions carry
+    echo.py          the `echo` smoke stage's `EchoRequest` and `EchoResult`
     mcp_servers.py   the user's own MCP servers as a task carries them (`McpServer`)
     plan.py          the planner's `Plan` and its `PlanStep`s
     approval.py      a person's `Approval` of a high-risk change
     continuation.py  what a task continuing an ended one inherits from it (`Continuation`)
     record.py        the task record in the KV bucket (`TaskState`)
     verification.py  the verifier's report and a task's baseline
+    status.py        a task's status: the machine's own (`submitted`, `revising`, the terminal ones)
+                     and the names stage kinds declare (`TaskStatus` accepts both)
     selection.py     several attempts at one task and the choice among them: `Attempt`,
                      `Selection`, the `select` stage's `SelectRequest` and `SelectResult`
 
@@ -33,10 +37,19 @@ contract other-language workers rely on (docs/bus-contract.md).
 """
 
 from agents.messages.continuation import Continuation
+from agents.messages.echo import EchoRequest, EchoResult
 from agents.messages.mcp_servers import McpServer
 from agents.messages.plan import Plan, PlanStep
 from agents.messages.record import PlanRevision, QuotaAllowance, TaskState
 from agents.messages.selection import Attempt, Selection, SelectRequest, SelectResult
+from agents.messages.snapshot import SkippedPath, SnapshotRef
+from agents.messages.status import (
+    MACHINE_STATUSES,
+    TERMINAL_STATUSES,
+    EndStatus,
+    TaskStatus,
+    status_problem,
+)
 from agents.messages.steps import (
     CodeRequest,
     CodeResult,
@@ -60,7 +73,6 @@ from agents.messages.task import (
     LLM_ROLES,
     MAX_ATTEMPTS,
     MAX_TASK_TEXT,
-    TERMINAL_STATUSES,
     Approval,
     Budgets,
     CancelTask,
@@ -74,7 +86,6 @@ from agents.messages.task import (
     PipelineChoice,
     ReviewRound,
     TaskResult,
-    TaskStatus,
     TaskSubmitted,
     Usage,
     Verification,
@@ -104,6 +115,8 @@ register_payloads(
     ReviewResult,
     SelectRequest,
     SelectResult,
+    EchoRequest,
+    EchoResult,
     StepFailed,
     CancelTask,
     TaskResult,
@@ -120,6 +133,9 @@ __all__ = [
     "LLM_ROLES",
     "MAX_TASK_TEXT",
     "TERMINAL_STATUSES",
+    "MACHINE_STATUSES",
+    "EndStatus",
+    "status_problem",
     "Baseline",
     "Budgets",
     "CancelTask",
@@ -127,6 +143,8 @@ __all__ = [
     "Check",
     "CodeRequest",
     "Continuation",
+    "EchoRequest",
+    "EchoResult",
     "CodeResult",
     "Context",
     "ContextRequest",
@@ -152,6 +170,8 @@ __all__ = [
     "SelectResult",
     "Selection",
     "Snippet",
+    "SkippedPath",
+    "SnapshotRef",
     "StaticFinding",
     "StepBudget",
     "StepFailed",

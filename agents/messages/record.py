@@ -8,8 +8,9 @@ from datetime import datetime
 from typing import Any, Literal
 
 from agents.messages.selection import Attempt, Selection
+from agents.messages.status import TaskStatus
 from agents.messages.steps import Context, Plan
-from agents.messages.task import Approval, ReviewRound, TaskResult, TaskStatus, TaskSubmitted, Usage
+from agents.messages.task import Approval, ReviewRound, TaskResult, TaskSubmitted, Usage
 from agents.messages.verification import Baseline, VerificationReport
 from bus.messages import Message
 
@@ -53,7 +54,9 @@ class TaskState(Message):
     task_id: str
     """The task's id; also the record's key."""
     status: TaskStatus
-    """Where the task is; one of the terminal statuses once it has ended."""
+    """Where the task is: `submitted`, then the status of the stage in progress (its kind's:
+    `planning`, `coding`, `reviewing`, a plug-in kind's own, ...), and one of the terminal
+    statuses once it has ended (`agents.messages.status`)."""
     task: TaskSubmitted
     """The submission, as received."""
     created_at: datetime

@@ -14,35 +14,12 @@ from pydantic import Field
 from agents.messages.approval import Approval
 from agents.messages.continuation import Continuation
 from agents.messages.mcp_servers import McpServer
+from agents.messages.snapshot import SnapshotRef
+from agents.messages.status import TaskStatus
 from agents.messages.verification import EnvironmentUse, Failure
-from agents.workspace.snapshot import SnapshotRef
 from bus.messages import Message
 
 Mode = Literal["read", "write", "execute"]
-
-
-TaskStatus = Literal[
-    "submitted",
-    "planning",
-    "retrieving",
-    "coding",
-    "answering",
-    "reviewing",
-    "verifying",
-    "selecting",
-    "revising",
-    "done",
-    "diagnosed",
-    "handed_off",
-    "failed",
-    "cancelled",
-    "rejected",
-]
-
-
-TERMINAL_STATUSES: frozenset[str] = frozenset(
-    {"done", "diagnosed", "handed_off", "failed", "cancelled", "rejected"}
-)
 
 
 MAX_TASK_TEXT = 96 * 1024
@@ -170,8 +147,8 @@ class PipelineChoice(Message):
     name: str = Field(min_length=1, max_length=128)
     """The pipeline's name in the configuration (`[pipelines]`), or a built-in one's."""
     stages: list[str] = Field(min_length=1, max_length=32)
-    """`KIND:ROLE` of each stage in order; kinds are `plan`, `retrieve`, `code`, `review`, `verify`
-    (and `echo`)."""
+    """`KIND:ROLE` of each stage in order; kinds are the installed stage kinds (`plan`, `retrieve`,
+    `code`, `review`, `verify`, `select`, `echo`, and those plug-ins add)."""
 
 
 class TaskSubmitted(Message):

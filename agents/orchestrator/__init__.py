@@ -3,8 +3,9 @@ thin I/O shell that writes the record before acting.
 
     machine.py     the transition function: transitions, budgets, the end
     io.py          its inputs (start, a step done or failed, cancel) and commands (dispatch, emit, finish)
-    stages/        the stage kinds (plan, retrieve, code, review, verify, echo, plug-ins): what a stage
-                   sends and how its result moves the task on; the registry of installed kinds
+    stages/        the stage kinds (plan, retrieve, code, review, verify, select, echo, plug-ins):
+                   what a stage sends, the status it shows, how its result moves the task on; the
+                   registry of installed kinds and the statuses they declare
     pipeline.py    pipelines: stages of a kind and a role, the standard ones, parsing and checking
     report.py      the result object and the report's prose (summary, diagnosis, hand-off)
     shell.py       the actor: reads the record, transitions, compare-and-sets, publishes the outbox

@@ -5,16 +5,15 @@ Nothing here touches the bus or the clock: the shell (`shell.py`) reads the reco
 any point leaves either the old record (the input is redelivered and handled again) or the new one
 with its outbox (republished under the same ids, which JetStream deduplicates).
 
-States (`TaskState.status`):
+States (`TaskState.status`): the machine's own are `submitted`, `revising` (told in an event
+when a judgement sends the patch back) and the terminal ones; while a stage runs, the task shows
+the status its kind declares (`StageKind.statuses`), so the standard pipelines read
 
     submitted ─► planning ─► retrieving ─► coding ─► verifying ─► done
                     ▲                        ▲           │
                     └──── (after two failed  └─revising◄─┤ failed verdict
                            revisions)                    ├─► handed_off  (a limit, or the same
                                                          │                failures twice)
-    review stages (any number, after coding):  coding ─► reviewing ─► (next stage)
-                    approve: on; request_changes: revising (counted like a failed verdict);
-                    reject: failed (review.rejected)
     several attempts (`budgets.attempts`, a select stage last):
                 coding ─► verifying ─► coding ─► verifying ... ─► selecting ─► done
                 (each attempt from the starting tree; a failed one is kept, not revised; a
@@ -22,6 +21,10 @@ States (`TaskState.status`):
     read mode:  planning ─► retrieving ─► answering ─► verifying ─► done
     no model:   planning ─► retrieving ─► verifying ─► diagnosed
     any state ─► cancelled (cancel) | failed (a step failed for good) | handed_off (a budget)
+
+and a pipeline with other stages (`review:security-reviewer`, a plug-in kind's) shows theirs in
+between; what each kind's result does is in its module (`stages/review.py`: approve, request
+changes, reject).
 
 The machine owns the transitions, the budgets and the end; what a stage sends and how its result
 moves the task on belong to the stage's kind (`stages/`), which answers with a reaction the
@@ -35,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
-from agents.messages import TERMINAL_STATUSES, TaskResult, TaskState, TaskStatus, Usage
+from agents.messages import TERMINAL_STATUSES, EndStatus, TaskResult, TaskState, Usage
 from agents.orchestrator.io import (
     Cancel,
     Command,
@@ -120,7 +123,7 @@ def _on_failure(state: TaskState, event: StepFailure, pipeline: Pipeline, now: d
     if event.step_id != state.expected_step:
         return Outcome(state, ignored=f"stale failure of step {event.step_id}")
     state = _charge(state, event.role, event.usage, event.step_id)
-    status: TaskStatus = "handed_off" if event.failure_class.startswith("budget.") else "failed"
+    status: EndStatus = "handed_off" if event.failure_class.startswith("budget.") else "failed"
     report = f"The {event.role} could not finish its step ({event.failure_class}): {event.message}"
     failure_class, report = _as_quota(state, event.failure_class, report)
     return _end(state, status, failure_class, report, now, ())
@@ -164,6 +167,8 @@ def _carry_out(reaction: Reaction, pipeline: Pipeline, index: int, now: datetime
     if isinstance(reaction, Revisit):
         return _enter(reaction.state, pipeline, reaction.index, now, reaction.events)
     if isinstance(reaction, End):  # pyright: ignore[reportUnnecessaryIsInstance] - a plug-in kind may react with anything at run time
+        if reaction.status not in TERMINAL_STATUSES:  # a plug-in's End may carry any string at run time
+            raise TypeError(f"a stage kind ended the task with {reaction.status!r}, not a terminal status")
         failure_class, report = _as_quota(reaction.state, reaction.failure_class, reaction.report)
         return _end(reaction.state, reaction.status, failure_class, report, now, reaction.events)
     raise TypeError(f"a stage kind reacted with {type(reaction).__name__}, not Advance, Revisit or End")
@@ -266,7 +271,7 @@ def _charge(state: TaskState, role: str, usage: Usage, step_id: str) -> TaskStat
 # ── ending ──────────────────────────────────────────────────────────────────────────────────────
 def _end(
     state: TaskState,
-    status: TaskStatus,
+    status: EndStatus,
     failure_class: str | None,
     report: str,
     now: datetime,

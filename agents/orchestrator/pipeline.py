@@ -2,12 +2,13 @@
 
 A `Pipeline` is a tuple of `Stage`s; the orchestrator's transition function walks it. Each stage
 holds its *kind* (what the orchestrator sends and how it reads the answer: `plan`, `retrieve`,
-`code`, `review`, `verify`, `select`, `echo` or a plug-in's; see `agents/orchestrator/stages/`), the *role*
-whose workers do it (so a different coder, or a security reviewer, is one `review:security-reviewer`
-away), and the status the task shows meanwhile. `pipeline_for` picks a task's pipeline: the one
-it was submitted with (`TaskSubmitted.pipeline`, `KIND:ROLE` stages from the configuration's
-`[pipelines]`), else the standard one for its mode. `parse_pipeline` checks a pipeline's stages
-against the kinds' order rules before a task is accepted.
+`code`, `review`, `verify`, `select`, `echo` or a plug-in's; see `agents/orchestrator/stages/`),
+the *role* whose workers do it (so a different coder, or a security reviewer, is one
+`review:security-reviewer` away), and the status the task shows meanwhile (the one its kind
+declares). `pipeline_for` picks a task's pipeline: the one it was submitted with
+(`TaskSubmitted.pipeline`, `KIND:ROLE` stages from the configuration's `[pipelines]`), else the
+standard one for its mode. `parse_pipeline` checks a pipeline's stages against the kinds' order
+rules before a task is accepted.
 """
 
 from collections.abc import Mapping, Sequence
@@ -34,6 +35,12 @@ class Stage:
     role: str
     status: TaskStatus
 
+    @classmethod
+    def of(cls, kind: StageKind, role: str, mode: str = "write") -> "Stage":
+        """A stage of `kind` done by `role`, showing the status its kind declares for `mode`."""
+        status = kind.read_status if mode == "read" and kind.read_status else kind.status
+        return cls(kind, role, status)
+
     @property
     def kind(self) -> str:
         return self.definition.name
@@ -59,12 +66,12 @@ class Pipeline:
         return None if i is None else self.stages[i]
 
 
-PLAN = Stage(PLAN_KIND, "planner", "planning")
-RETRIEVE = Stage(RETRIEVE_KIND, "retriever", "retrieving")
-CODE = Stage(CODE_KIND, "coder", "coding")
-ANSWER = Stage(CODE_KIND, "coder", "answering")
-VERIFY = Stage(VERIFY_KIND, "verifier", "verifying")
-SELECT = Stage(SELECT_KIND, "selector", "selecting")
+PLAN = Stage.of(PLAN_KIND, "planner")
+RETRIEVE = Stage.of(RETRIEVE_KIND, "retriever")
+CODE = Stage.of(CODE_KIND, "coder")
+ANSWER = Stage.of(CODE_KIND, "coder", "read")
+VERIFY = Stage.of(VERIFY_KIND, "verifier")
+SELECT = Stage.of(SELECT_KIND, "selector")
 
 FIX = Pipeline("fix", (PLAN, RETRIEVE, CODE, VERIFY))
 """write and execute mode: plan, retrieve, code, verify (and revise)."""
@@ -72,7 +79,7 @@ EXPLAIN = Pipeline("explain", (PLAN, RETRIEVE, ANSWER, VERIFY))
 """read mode: the coder answers instead of patching; the verifier checks what the answer cites."""
 DIAGNOSE = Pipeline("diagnose", (PLAN, RETRIEVE, VERIFY))
 """No model configured: a fixed plan, real retrieval, verification of the unmodified tree."""
-ECHO = Pipeline("echo", (Stage(ECHO_KIND, "echo", "coding"),))
+ECHO = Pipeline("echo", (Stage.of(ECHO_KIND, "echo"),))
 """The bus's smoke pipeline: one hop through the `echo` role."""
 
 NAMED: dict[str, Pipeline] = {p.name: p for p in (FIX, EXPLAIN, DIAGNOSE, ECHO)}
@@ -145,12 +152,7 @@ def parse_pipeline(
     problems = pipeline_problems(parsed, kinds)
     if problems:
         raise PipelineError(f"pipeline {name!r}: " + "; ".join(problems))
-    return Pipeline(name, tuple(_stage(kinds[kind], role, mode) for kind, role in parsed))
-
-
-def _stage(kind: StageKind, role: str, mode: str) -> Stage:
-    status = kind.read_status if mode == "read" and kind.read_status else kind.status
-    return Stage(kind, role, status)
+    return Pipeline(name, tuple(Stage.of(kinds[kind], role, mode) for kind, role in parsed))
 
 
 def stages_of(pipeline: Pipeline) -> list[str]:

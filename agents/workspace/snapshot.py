@@ -2,7 +2,7 @@
 
 Each file's bytes go to `blob/<sha256>` (a blob already there is not sent again, so a second
 task on the same repository uploads only what changed), the manifest to `manifest/<digest>`;
-the `SnapshotRef` naming it travels in the task's messages. A worker anywhere can rebuild the tree
+the `SnapshotRef` naming it (`agents.messages.snapshot`) travels in the task's messages. A worker anywhere can rebuild the tree
 from the bus alone (`materialize`).
 """
 
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import anyio
 
+from agents.messages.snapshot import SkippedPath, SnapshotRef
 from agents.workspace.artifacts import Artifacts
 from agents.workspace.errors import CaptureFailed, SnapshotUnavailable
 from agents.workspace.manifest import (
@@ -23,46 +24,11 @@ from agents.workspace.manifest import (
     scan_tree,
 )
 from bus.connection import Bus
-from bus.messages import Message
 
 UPLOAD_GROUP_FILES = 1000
 UPLOAD_GROUP_BYTES = 16 * 1024 * 1024
 """Blobs read and published together: large enough to pipeline, small enough to hold in memory."""
 SKIPPED_CAP = 100
-
-
-class SkippedPath(Message):
-    """A path of the working tree left out of the snapshot."""
-
-    path: str
-    """Relative to the repository root."""
-    reason: str
-    """Why it is not in the snapshot (e.g. a symlink leaving the tree)."""
-
-
-class SnapshotRef(Message):
-    """Names a captured tree; everything else about it is in the object store."""
-
-    digest: str
-    """sha256 of the canonical manifest; the manifest is stored as `manifest/<digest>`."""
-    files: int
-    """Entries in the manifest (regular files and symlinks)."""
-    bytes: int
-    """Total size of the regular files."""
-    source_path: str
-    """The absolute path the tree was captured from: a hint for a worker on the same machine, which
-    may copy unchanged files from there; never required."""
-    git_head: str | None = None
-    """The repository's HEAD commit at capture, if it is a git repository with a commit."""
-    skipped: list[SkippedPath] = []
-    """Paths left out and why, at most the first 100."""
-    skipped_count: int = 0
-    """How many paths were left out in all (may exceed `len(skipped)`)."""
-    source_dates: dict[str, str] = {}
-    """Path -> committer date (ISO 8601) of the last commit that changed it in the source checkout,
-    for the files the capturer asked about that were as committed there (the project
-    environment's dependency files). A scratch workspace's history is one fresh commit, so this
-    is how its environment learns the dates the checkout's would resolve requirements at."""
 
 
 def blob_name(sha256: str) -> str:

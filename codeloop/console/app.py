@@ -34,6 +34,7 @@ from starlette.responses import (
 )
 from starlette.routing import Route
 
+from agents.orchestrator.stages import known_statuses
 from codeloop.console.access import AccessTable
 from codeloop.console.assets import static_response
 from codeloop.console.events import event_row, read_events
@@ -43,11 +44,6 @@ from codeloop.console.security import Caller, ConsoleGate
 from codeloop.console.streams import list_stream, task_stream
 from codeloop.console.submit_form import SubmitForm
 from codeloop.console.tasks import ConsoleTasks, Refused
-
-STATUSES = (
-    "submitted", "planning", "retrieving", "coding", "reviewing", "verifying", "answering", "revising",
-    "done", "diagnosed", "handed_off", "failed", "cancelled", "rejected",
-)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -120,7 +116,7 @@ class _Views:
             "tasks.html",
             nav="tasks",
             rows=rows,
-            statuses=STATUSES,
+            statuses=known_statuses(),  # the machine's and the installed stage kinds'
             status=status,
             principal=principal,
             principals=await self.tasks.principals() if grant.operator else [],

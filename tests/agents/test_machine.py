@@ -6,7 +6,6 @@ then the paths a task takes (pass, revise, re-plan, hand-off by each budget, sta
 # pyright: reportOptionalMemberAccess=false, reportOptionalSubscript=false, reportOptionalOperand=false
 
 from datetime import UTC, datetime, timedelta
-from typing import get_args
 
 import pytest
 
@@ -23,7 +22,6 @@ from agents.messages import (
     PlanResult,
     PlanStep,
     TaskState,
-    TaskStatus,
     TaskSubmitted,
     Usage,
     VerifyRequest,
@@ -33,6 +31,7 @@ from agents.messages.verification import Failure, VerificationReport
 from agents.orchestrator.io import Cancel, Dispatch, Finish, Start, StepDone, StepFailure
 from agents.orchestrator.machine import transition
 from agents.orchestrator.pipeline import DIAGNOSE, EXPLAIN, FIX, pipeline_for
+from agents.orchestrator.stages import known_statuses
 from agents.roles.echo import EchoResult
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -101,7 +100,8 @@ def _to_verifying(task: TaskSubmitted | None = None) -> TaskState:
 
 
 # ── every status × every input ─────────────────────────────────────────────────────────────────
-ALL_STATUSES: tuple[str, ...] = get_args(TaskStatus)
+ALL_STATUSES: tuple[str, ...] = known_statuses()
+"""The machine's statuses and those the installed stage kinds declare."""
 INPUTS = {
     "start": lambda s: Start(),
     "current_result": lambda s: StepDone(

@@ -67,6 +67,20 @@ def test_a_tool_server_importing_another_breaks_their_independence(tmp_path: Pat
     assert "no tool server imports another BROKEN" in broken.stdout, broken.stdout[-3000:]
 
 
+def test_a_stage_kind_importing_a_role_breaks_the_layers_inside_agents(tmp_path: Path) -> None:
+    """Our layering (docs/architecture.md, "Inside agents"): stage kinds and roles meet only in
+    `agents.messages`, and a module added under agents/ must be given its layer."""
+    tree = _copy_of_the_packages(tmp_path / "tree")
+    (tree / "agents" / "orchestrator" / "stages" / "planted.py").write_text(
+        '"""Planted."""\n\nimport agents.roles.coder\n'
+    )
+    (tree / "agents" / "planted.py").write_text('"""Planted: no layer names it."""\n')
+    broken = _lint_imports(tree)
+    assert broken.returncode != 0
+    assert "agents.orchestrator.stages.planted -> agents.roles.coder" in broken.stdout, broken.stdout[-3000:]
+    assert "not listed as layers:\n\n- agents.planted" in broken.stdout, broken.stdout[-3000:]
+
+
 def _make_lint(pyright_files: Path) -> subprocess.CompletedProcess[str]:
     """`make lint` with the type check narrowed to one file (the other checks run on the real tree)."""
     return subprocess.run(

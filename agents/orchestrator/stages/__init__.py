@@ -13,8 +13,14 @@ kind, the configuration's stage names are the installed kinds' (`codeloop.config
 loading a kind registers its request and result with the bus. A new kind is therefore one module
 holding one `StageKind` plus its entry point.
 
+A kind declares the status a task shows while its stage runs (`StageKind.statuses`); the task
+statuses are open to kinds (`agents.messages.status`), and `known_statuses()` lists the machine's
+and the installed kinds' in the order a task meets them (what `codeloop status` and the console
+offer to filter by).
+
 A kind that cannot be used — it raises on import, is not a `StageKind`, names itself differently
-from its entry point, takes a built-in kind's name, or its messages take another's `kind` tag —
+from its entry point, takes a built-in kind's name, declares a status that is the machine's own
+(`done`, `submitted`, ...) or not a lowercase word, or its messages take another's `kind` tag —
 is kept as a `BrokenKind` with the reason, and the others load as if it were not there.
 """
 
@@ -22,9 +28,10 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
-from typing import ClassVar
+from typing import ClassVar, get_args
 
 from agents.errors import AgentError
+from agents.messages import MACHINE_STATUSES, EndStatus, status_problem
 from agents.orchestrator.stages.kind import StageKind
 from bus.messages import DuplicateKind, Message, register_payloads
 
@@ -86,6 +93,10 @@ def _problem(point: EntryPoint, dist: str, loaded: dict[str, StageKind]) -> Stag
         return f"{point.value} is a {type(kind).__name__}, not a StageKind (agents.orchestrator.stages.kind)"
     if kind.name != point.name:
         return f"the entry point is named {point.name!r} but the kind calls itself {kind.name!r}"
+    for status in kind.statuses:
+        problem = status_problem(status)
+        if problem is not None:
+            return problem
     try:
         register_payloads(kind.request, kind.result)
     except (DuplicateKind, TypeError) as exc:
@@ -146,6 +157,16 @@ def stage_kind(name: str) -> StageKind:
     return kind
 
 
+def known_statuses(kinds: Iterable[StageKind] | None = None) -> tuple[str, ...]:
+    """Every status a task may show, in the order a task goes through them: `submitted`, the
+    statuses `kinds` declare (default: the installed kinds'), `revising`, then the terminal ones.
+    A record may still hold a status of a kind not installed here (`TaskStatus` is open)."""
+    kinds = installed_kinds().values() if kinds is None else kinds
+    declared = [status for kind in kinds for status in kind.statuses]
+    ended: tuple[str, ...] = get_args(EndStatus)
+    return tuple(dict.fromkeys([MACHINE_STATUSES[0], *declared, *MACHINE_STATUSES[1:], *ended]))
+
+
 def result_types() -> tuple[type[Message], ...]:
     """What the installed kinds' stages answer with: what the orchestrator takes besides failures."""
     return tuple(kind.result for kind in installed_kinds().values())
@@ -158,6 +179,7 @@ __all__ = [
     "StageKind",
     "installed",
     "installed_kinds",
+    "known_statuses",
     "load_kinds",
     "result_types",
     "stage_kind",

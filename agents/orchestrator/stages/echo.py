@@ -1,8 +1,7 @@
 """The `echo` kind: the bus's smoke test, one hop through a role that sends the task's text back."""
 
-from agents.messages import TaskState
+from agents.messages import EchoRequest, EchoResult, TaskState
 from agents.orchestrator.stages.kind import Advance, At, StageKind
-from agents.roles.echo import EchoRequest, EchoResult
 
 
 def _request(state: TaskState, at: At) -> EchoRequest:

@@ -1,11 +1,14 @@
 """What a stage kind is: one object holding everything the orchestrator knows about a kind.
 
 A `StageKind` names the request a stage of the kind is sent and the result it answers with, the
-status the task shows meanwhile, the order rules a pipeline is checked against, how the request
-is built from the task's record (`build`) and how the result changes it (`react`). The reaction
-is data — go on (`Advance`), go back to an earlier stage (`Revisit`) or end the task (`End`) — and
-the state machine (`agents/orchestrator/machine.py`) carries it out, so a kind never enters a
-stage, checks a budget or writes a result itself.
+status the task shows meanwhile (the kind's own name: statuses are open to kinds, see
+`agents.messages.status`), the order rules a pipeline is checked against, how the request is built
+from the task's record (`build`), how the result changes it (`react`) and what the kind tells of
+an ended task (`account`). What a kind means lives in its module: the machine, the status
+listings and a continuation's account name no kind. The reaction is data — go on (`Advance`), go
+back to an earlier stage (`Revisit`) or end the task (`End`) — and the state machine
+(`agents/orchestrator/machine.py`) carries it out, so a kind never enters a stage, checks a budget
+or writes a result itself.
 
 `At` is what a kind may know of where its stage stands in the task's pipeline. The helpers below
 are what several kinds build their requests from.
@@ -16,9 +19,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from agents.messages import StepBudget, TaskState, TaskStatus
+from agents.feedback import revision_feedback
+from agents.messages import EndStatus, StepBudget, TaskState, TaskStatus
 from agents.orchestrator.io import Emit
-from agents.roles.verifier.verdict import revision_feedback
 from bus.messages import Message
 
 
@@ -62,7 +65,7 @@ class End:
     """End the task with `status`; `report` says why, for people."""
 
     state: TaskState
-    status: TaskStatus
+    status: EndStatus
     failure_class: str | None
     report: str
     events: tuple[Emit, ...] = ()
@@ -82,7 +85,9 @@ class StageKind:
     result: type[Message]
     """What it answers (or a `step_failed`)."""
     status: TaskStatus
-    """The task's status while a stage of this kind runs."""
+    """The task's status while a stage of this kind runs: the kind's own name for it (`planning`,
+    `reviewing`, ...; several kinds may share one), never one of the machine's
+    (`agents.messages.status.RESERVED_STATUSES`)."""
     phase: int
     """Stages stand in non-decreasing phase order: planning before retrieval before coding before
     review and verification (which may interleave)."""
@@ -100,10 +105,18 @@ class StageKind:
     """Its role runs a model: the task's step, token and cost budgets are checked before it."""
     read_status: TaskStatus | None = None
     """The task's status while it runs in a read-mode task, when not `status`."""
+    account: Callable[[TaskState], list[str]] | None = None
+    """Lines about what stages of this kind did, for the account of an ended task that a
+    continuation carries (`agents.continuing.account_of`); None says nothing."""
     description: str = ""
     before: Callable[[TaskState, At], Revisit | None] | None = None
     """Asked each time the task is about to enter a stage of this kind: a `Revisit` sends it to
     an earlier stage instead (the `select` kind gathers its attempts so); None enters the stage."""
+
+    @property
+    def statuses(self) -> tuple[str, ...]:
+        """The status names the kind declares: what a task shows while a stage of it runs."""
+        return tuple(dict.fromkeys(s for s in (self.status, self.read_status) if s))
 
 
 def deadline_of(state: TaskState) -> datetime:

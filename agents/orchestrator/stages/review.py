@@ -3,6 +3,13 @@
 A pipeline may have several review stages, each after a code stage; each keeps its own count of
 rounds. `request_changes` sends the coder back with the review's findings, counted against the
 task's revisions like a failed verification.
+
+Everything the review kind means is here: the status a task shows while a review runs
+(`reviewing`), the request built from the record, the reaction to each verdict (`reject` ends the
+task `failed` with `review.rejected`), the round kept on the record and shown in the result
+(`TaskState.reviews`, `TaskResult.reviews`: wire fields of `agents.messages`, as the request and
+result are), the feedback the coder's next revision gets (`TaskState.review_feedback`, which the
+code kind passes on), and the last reviews in the account of an ended task.
 """
 
 from typing import Any
@@ -10,6 +17,7 @@ from typing import Any
 from agents.messages import Context, Plan, ReviewRequest, ReviewResult, ReviewRound, TaskState
 from agents.orchestrator.io import Emit
 from agents.orchestrator.stages.kind import Advance, At, End, Revisit, StageKind, step_budget
+from agents.wording import one_line
 
 
 def _request(state: TaskState, at: At) -> ReviewRequest:
@@ -81,6 +89,17 @@ def _finding_line(finding: Any) -> str:
     return f"{where}{finding.message}{rule}"
 
 
+def _account(state: TaskState) -> list[str]:
+    """The last two reviews, for the account a continuation carries: who, the verdict, what they asked."""
+    lines: list[str] = []
+    for review in state.reviews[-2:]:
+        said = review.feedback or "; ".join(f.message for f in review.findings[:3])
+        lines.append(
+            f"Review by {review.role}: {review.verdict}" + (f": {one_line(said, 600)}" if said else "")
+        )
+    return lines
+
+
 REVIEW = StageKind(
     name="review",
     request=ReviewRequest,
@@ -91,5 +110,6 @@ REVIEW = StageKind(
     event="review",
     build=_request,
     react=_react,
+    account=_account,
     description="approve the patch, request changes (a revision) or reject the task",
 )

@@ -8,6 +8,7 @@ revisions of one plan the planner is asked for a new one.
 """
 
 from agents.budgets import budget_used_up
+from agents.feedback import revision_feedback
 from agents.messages import Plan, TaskState, VerificationReport, VerifyRequest, VerifyResult
 from agents.orchestrator.io import Emit
 from agents.orchestrator.report import diagnosis
@@ -20,7 +21,7 @@ from agents.orchestrator.stages.kind import (
     deadline_of,
     gathering_attempts,
 )
-from agents.wording import counted
+from agents.wording import counted, one_line
 
 REPLAN_AFTER_FAILED_REVISIONS = 2
 """Failed revisions of one plan after which the planner is asked for a new plan."""
@@ -89,6 +90,17 @@ def failure_signature(report: VerificationReport) -> str:
     return "|".join(sorted(f"{f.failure_class}:{f.test_id}:{f.path}" for f in report.failures))
 
 
+def _account(state: TaskState) -> list[str]:
+    """The last verification, for the account a continuation carries: its failures for the
+    coder, else its verdict; that it never ran, when it did not."""
+    report = state.last_report
+    if report is None:
+        return ["It was never verified."]
+    if report.failures:
+        return [revision_feedback(report)]
+    return [f"The verifier said: {report.verdict}: {one_line(report.summary, 600)}"]
+
+
 VERIFY = StageKind(
     name="verify",
     request=VerifyRequest,
@@ -98,5 +110,6 @@ VERIFY = StageKind(
     event="verification",
     build=_request,
     react=_react,
+    account=_account,
     description="run the checks and the tests; a failed verdict sends the coder back",
 )

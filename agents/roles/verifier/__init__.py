@@ -17,7 +17,7 @@ verifier's role, `role.py`, calls; `verify.py` holds them):
         baseline=record.baseline,   # None on the first verification; keep the returned one
     )
     report = await verify_answer(workspace=scratch, answer=text)
-    feedback = revision_feedback(report)   # for the coder: failing test ids and locations first
+    feedback = revision_feedback(report)   # agents.feedback, for the coder: failing test ids first
 
 `verify_patch` steps, one module each: read the patch (`patchset`: `patch.malformed`,
 `patch.empty`), review the diff (`diff_review`, `secrets`), `git apply` it (`tree`:
@@ -47,6 +47,7 @@ superset of the result object's `verification` (the report models are wire model
 `agents.messages.verification`). `Baseline` is small enough to keep on the task
 record and makes later revisions cheaper. The failure classes are those of `agents.failures`.
 
-Nothing is imported here: the orchestrator uses `verdict.py` alone, and the rest pulls in the MCP
-client, which costs seconds of import time a process that does not verify should not pay.
+Nothing is imported here: the rest pulls in the MCP client, which costs seconds of import time a
+process that does not verify should not pay (the orchestrator imports nothing of the verifier:
+the report's wording for the coder is `agents.feedback`).
 """

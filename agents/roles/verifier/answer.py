@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agents.failures import FailureClass
+from agents.feedback import order_failures
 from agents.messages.verification import Check, Failure, VerificationReport
 from agents.roles.verifier.selection import SKIP_DIRS
-from agents.roles.verifier.verdict import decide, order_failures
+from agents.roles.verifier.verdict import decide
 
 CODE_SUFFIXES = (
     "py",

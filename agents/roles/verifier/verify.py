@@ -33,6 +33,7 @@ from pathlib import Path
 import anyio
 
 from agents.failures import FailureClass, blame
+from agents.feedback import order_failures
 from agents.messages.verification import (
     MAX_BEHAVIOUR,
     MAX_COVERING,
@@ -75,7 +76,7 @@ from agents.roles.verifier.tree import (
     restore,
     tree_hash,
 )
-from agents.roles.verifier.verdict import decide, order_failures
+from agents.roles.verifier.verdict import decide
 from agents.runtime.tools import ToolProvider
 
 

@@ -2,8 +2,9 @@
 counts the words of the task's answer so far and tells the total.
 
 This module and its two entry points — the kind under `codeloop.stages`, a role serving it under
-`codeloop.roles` — are everything a new kind takes: the request and result it travels as, how
-the orchestrator builds the request from the task's record and how the result moves the task on.
+`codeloop.roles` — are everything a new kind takes: the request and result it travels as, the
+status the task shows while it counts (`counting`, a name no built-in kind has), how the
+orchestrator builds the request from the task's record and how the result moves the task on.
 """
 
 from typing import Literal
@@ -53,7 +54,7 @@ COUNT = StageKind(
     name="count",
     request=CountRequest,
     result=CountResult,
-    status="reviewing",
+    status="counting",
     phase=1,
     event="count",
     build=_request,

@@ -10,16 +10,18 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 import pytest
+from pydantic import ValidationError
 
 from agents.messages import StepRequest, TaskState, TaskSubmitted
 from agents.orchestrator.io import Dispatch, Emit, Finish, Start, StepDone
 from agents.orchestrator.machine import transition
 from agents.orchestrator.pipeline import PipelineError, parse_pipeline
-from agents.orchestrator.stages import ENTRY_POINT_GROUP, installed_kinds, load_kinds
+from agents.orchestrator.stages import ENTRY_POINT_GROUP, installed_kinds, known_statuses, load_kinds
+from agents.orchestrator.stages.kind import At, End
 from agents.roles.echo import EchoResult
 from codeloop.testing import make_repo
 from tests.agents.orchestrator.count_kind import COUNT, CountRequest, CountResult
@@ -78,17 +80,70 @@ def test_broken_kinds_are_reported_by_name_with_the_reason_and_the_others_load()
     assert registry.kinds["count"] is COUNT and registry.kinds["plan"].request.__name__ == "PlanRequest"
 
 
+COUNT_AS_DONE = replace(COUNT, name="count-as-done", status="done")
+SHOUTING = replace(COUNT, name="shouting", status="Counting!")
+
+
+def test_a_kind_declares_its_status_and_may_not_take_the_machines_own() -> None:
+    """Our design: statuses are open to stage kinds, except the names the state machine gives a
+    meaning (`submitted`, `revising`, the terminal ones), and a status is a lowercase word."""
+    registry = load_kinds(
+        [
+            *entry_points(group=ENTRY_POINT_GROUP),
+            _point("count", f"{MODULE}:COUNT"),
+            _point("count-as-done", f"{__name__}:COUNT_AS_DONE"),
+            _point("shouting", f"{__name__}:SHOUTING"),
+        ]
+    )
+    reasons = {b.name: b.reason for b in registry.broken}
+    assert "the status 'done' is the state machine's own" in reasons["count-as-done"]
+    assert "the status 'Counting!' is not a lowercase word" in reasons["shouting"]
+    assert COUNT.statuses == ("counting",) and registry.kinds["code"].statuses == ("coding", "answering")
+    statuses = known_statuses(registry.kinds.values())
+    assert statuses[0] == "submitted" and statuses[-6:] == (
+        "done", "diagnosed", "handed_off", "failed", "cancelled", "rejected"
+    )  # fmt: skip
+    assert {"planning", "reviewing", "selecting", "counting", "revising"} <= set(statuses)
+    assert "counting" not in known_statuses(installed_kinds().values())
+
+
+def test_a_status_is_a_lowercase_word_in_the_record() -> None:
+    """The record's status accepts a kind's name for it, but not anything at all."""
+    task = TaskSubmitted(text="t", repo="/r")
+    with pytest.raises(ValidationError, match="status"):
+        TaskState(task_id="t", status="Counting!", task=task, created_at=T0, updated_at=T0)
+
+
 def test_a_plug_in_kind_is_checked_against_the_order_rules_like_a_built_in() -> None:
     kinds = {**installed_kinds(), "count": COUNT}
     counted = parse_pipeline("counted", ["echo:echo", "count:word-counter"], kinds=kinds)
     assert [(s.kind, s.role, s.status) for s in counted.stages] == [
         ("echo", "echo", "coding"),
-        ("count", "word-counter", "reviewing"),
+        ("count", "word-counter", "counting"),
     ]
     with pytest.raises(PipelineError, match=r"stage 2 \(plan:planner\) cannot come after a count stage"):
         parse_pipeline("late", ["count:word-counter", "plan:planner"], kinds=kinds)
     with pytest.raises(PipelineError, match="unknown stage kind 'count'"):
         parse_pipeline("counted", ["count:word-counter"], kinds=installed_kinds())
+
+
+def _ends_counting(state: TaskState, result: CountResult, at: At) -> End:
+    return End(state, "counting", None, "a status that ends nothing")  # pyright: ignore[reportArgumentType] - what a plug-in written without a type checker may send
+
+
+def test_a_kind_that_ends_a_task_with_a_running_status_is_refused_by_name() -> None:
+    """Our design: only the machine's terminal statuses end a task; a kind's own status is for
+    while its stage runs, and a reaction that ends with one is a plug-in bug named as such."""
+    miscounting = replace(COUNT, react=_ends_counting)
+    pipeline = parse_pipeline(
+        "counted", ["count:word-counter"], kinds={**installed_kinds(), "count": miscounting}
+    )
+    task = TaskSubmitted(text="one two", repo="/r")
+    state = TaskState(task_id="t", status="submitted", task=task, created_at=T0, updated_at=T0)
+    state = transition(state, Start(), pipeline=pipeline, now=T0).state
+    done = StepDone(_awaited(state), "word-counter", CountResult(step_id=_awaited(state), words=2))
+    with pytest.raises(TypeError, match="ended the task with 'counting', not a terminal status"):
+        transition(state, done, pipeline=pipeline, now=T0)
 
 
 def test_the_machine_builds_the_request_and_reacts_through_the_stages_kind() -> None:
@@ -107,7 +162,12 @@ def test_the_machine_builds_the_request_and_reacts_through_the_stages_kind() -> 
         now=T0,
     )
     sent = [c for c in outcome.commands if isinstance(c, Dispatch)]
-    assert outcome.state.status == "reviewing" and sent[0].role == "word-counter"
+    assert outcome.state.status == "counting" and sent[0].role == "word-counter"
+    told = next(c for c in outcome.commands if isinstance(c, Emit) and c.name == "transition")
+    assert told.data["status"] == "counting"
+    # The record as the KV bucket stores it: a status only the plug-in declares loads back.
+    stored = TaskState.model_validate_json(outcome.state.model_dump_json())
+    assert stored.status == "counting" and stored == outcome.state
     assert sent[0].payload == CountRequest(step_id="02-count", task=task, text="one two three")
 
     outcome = transition(
@@ -144,34 +204,60 @@ async def _codeloop(env: dict[str, str], *args: str) -> tuple[int, str, str]:
     return done.returncode, done.stdout.decode(), done.stderr.decode()
 
 
+async def _record_once(client: dict[str, str], url: str, task_id: str, status: str) -> dict[str, Any]:
+    """The task's record as `codeloop status --json` prints it, once it shows `status`."""
+    while True:
+        code, out, err = await _codeloop(client, "status", task_id, "--json", "--nats", url)
+        record = json.loads(out) if code == 0 else {}
+        if record.get("status") == status:
+            return record
+        await anyio.sleep(0.2)
+
+
 @pytest.mark.slow
 @pytest.mark.anyio
 async def test_a_kind_installed_under_codeloop_stages_runs_in_a_pipeline_end_to_end(tmp_path: Path) -> None:
     """Our plug-in contract: a kind is one module plus its entry point; nothing is pip-installed,
-    the processes that have the plug-in's metadata on their path have the kind, the others do not."""
+    the processes that have the plug-in's metadata on their path have the kind, the others do not.
+    While its stage waits, the task shows the kind's own status in `codeloop status --json`."""
     plug_in = _plug_in(tmp_path / "plug-in")
     repo = make_repo(
         tmp_path / "repo", {"codeloop.toml": '[pipelines]\ncounted = ["echo:echo", "count:word-counter"]\n'}
     )
-    run = ("run", "one two three", "--repo", str(repo), "--pipeline", "counted", "--json")
+    task = ("one two three", "--repo", str(repo), "--pipeline", "counted")
 
-    code, _, err = await _codeloop(_env(tmp_path / "bare"), *run)
+    code, _, err = await _codeloop(_env(tmp_path / "bare"), "run", *task, "--json")
     # Not installed here: the configuration's stage names are the installed kinds', a usage error.
     assert code == 2 and "KIND one of plan, retrieve, code, review, verify, echo, select and ROLE" in err
     assert "(got 'count:word-counter')" in err
 
     home = tmp_path / "serve"
     serve = [sys.executable, "-m", "codeloop", "serve", "--json", "--no-mcp", "--no-metrics"]
-    serve += ["--role", "orchestrator", "--role", "echo", "--role", "word-counter"]
-    async with ready_process(serve, env=_env(home, PYTHONPATH=str(plug_in)), cwd=ROOT, ready_s=60) as (
-        _,
-        note,
-    ):
-        client = _env(tmp_path / "client", PYTHONPATH=str(plug_in), **auth_of(home))
+    with_plug_in = {"PYTHONPATH": str(plug_in)}
+    async with ready_process(
+        [*serve, "--role", "orchestrator", "--role", "echo"],
+        env=_env(home, **with_plug_in),
+        cwd=ROOT,
+        ready_s=60,
+    ) as (_, note):
+        url = note["nats_url"]
+        client = _env(tmp_path / "client", **with_plug_in, **auth_of(home))
         with anyio.fail_after(120):
-            code, out, err = await _codeloop(client, *run, "--nats", note["nats_url"])
-        assert code == 0, err
-        result = json.loads(out)
+            code, out, err = await _codeloop(client, "submit", *task, "--nats", url)
+            assert code == 0, err
+            task_id = out.strip()
+            # No word-counter serves yet: the task waits in the count stage, showing its status.
+            waiting = await _record_once(client, url, task_id, "counting")
+        assert (waiting["stage"], waiting["stage_role"]) == ("count", "word-counter")
+
+        worker = [*serve, "--role", "word-counter", "--nats", url]
+        worker_env = _env(tmp_path / "worker", **with_plug_in, **auth_of(home))
+        async with ready_process(worker, env=worker_env, cwd=ROOT, ready_s=60):
+            with anyio.fail_after(120):
+                code, _, err = await _codeloop(client, "watch", task_id, "--nats", url)
+                assert code == 0, err
+                ended = await _record_once(client, url, task_id, "done")
+        result = ended["result"]
         assert result["status"] == "done" and result["answer"] == "one two three (3 words)"
         assert set(result["usage"]["by_role"]) == {"echo", "word-counter"}
     assert processes_mentioning(tmp_path) == []

@@ -11,8 +11,8 @@ import anyio
 import pytest
 
 from agents.failures import FailureClass
+from agents.feedback import revision_feedback
 from agents.messages.verification import Baseline
-from agents.roles.verifier.verdict import revision_feedback
 from agents.roles.verifier.verify import PatchTask, verify_patch
 from codeloop.testing import make_repo
 from tests.agents.roles.verifier.conftest import (

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agents.failures import FailureClass
-from agents.roles.verifier.verdict import revision_feedback
+from agents.feedback import revision_feedback
 from tests.agents.roles.verifier.conftest import FAST_PYTEST, make_patch, make_repo, verify_for_text
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

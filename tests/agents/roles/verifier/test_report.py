@@ -1,8 +1,8 @@
 """The verifier's wire models."""
 
 from agents.failures import FailureClass
+from agents.feedback import revision_feedback
 from agents.messages.verification import MESSAGE_CHARS, Check, Failure, VerificationReport
-from agents.roles.verifier.verdict import revision_feedback
 
 
 def test_a_report_dumps_to_a_superset_of_the_result_objects_verification() -> None:

@@ -7,7 +7,7 @@ import anyio
 import pytest
 
 from agents.failures import FailureClass
-from agents.roles.verifier.verdict import revision_feedback
+from agents.feedback import revision_feedback
 from agents.roles.verifier.verify import PatchTask, verify_patch
 from agents.runtime.tools import ToolProvider
 from codeloop.testing import make_repo
