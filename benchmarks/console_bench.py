@@ -5,7 +5,10 @@ port, a headless Chromium (Debian's `chromium`, over the DevTools protocol). Two
 
 - an ended one with 500 events on its subjects (the echo task's own, then tool and model calls
   published as the roles publish theirs): the time to the first byte of its page, and to the page
-  rendered in the browser (navigation to the `load` event, the 500 rows laid out);
+  rendered in the browser (navigation to the `load` event, its newest 100 rows laid out, the
+  "show earlier" control above them); the same for the first view of such a task, nothing of it
+  read by the console yet (one more task per round); and a "show earlier" click until its 100
+  rows are in the page;
 - an unfinished one (its pipeline waits for a planner nobody serves), its page open: the delay
   from publishing an event on the bus to its row in the page (SSE), measured in the browser's own
   clock against the publish time taken in this process (one machine, one clock).
@@ -25,7 +28,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -40,6 +45,7 @@ from codeloop.config.pipelines import resolve_pipeline
 from codeloop.config.serve_note import client_config_for
 from codeloop.console.events import read_events
 from codeloop.console.hosting import ConsoleHosting
+from codeloop.console.timeline import PAGE_ROWS
 from codeloop.services.tasks_backend import BusTasks
 from codeloop.testing import make_repo
 from codeloop.wiring.process import Hosting, Workers, serve
@@ -109,28 +115,53 @@ async def time_to_first_byte(url: str, headers: dict[str, str], rounds: int) -> 
     return times
 
 
+@dataclass(frozen=True)
+class BenchTasks:
+    ended: str
+    """500 events, viewed every round."""
+    fresh: list[str]
+    """500 events each, each viewed once: the console has read none of them before."""
+    waiting: str
+    """Unfinished: its page follows its events live."""
+
+
+@dataclass
+class BrowserFigures:
+    rendered: list[float]
+    first_view: list[float]
+    earlier: list[float]
+    delays: list[float]
+
+
 async def browser_figures(
-    base: str, token: str, ended: str, waiting: str, bus: Bus, rounds: int, shots: Path | None
-) -> tuple[list[float], list[float]]:
+    base: str, token: str, tasks: BenchTasks, bus: Bus, rounds: int, shots: Path | None
+) -> BrowserFigures:
     from playwright.async_api import async_playwright
 
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         page = await browser.new_page(viewport={"width": 1280, "height": 900})
         await page.goto(f"{base}/?token={token}")
-        rendered = []
+        figures = BrowserFigures([], [], [], [])
+        for fresh in tasks.fresh:
+            figures.first_view.append(await navigation(page, f"{base}/tasks/{fresh}"))
         for _ in range(rounds):
-            started = time.perf_counter()
-            await page.goto(f"{base}/tasks/{ended}", wait_until="load")
-            rendered.append(time.perf_counter() - started)
-        rows = await page.locator("#timeline li").count()
-        assert rows >= EVENTS, rows
+            figures.rendered.append(await navigation(page, f"{base}/tasks/{tasks.ended}"))
+        assert await page.locator("#timeline li.event").count() == PAGE_ROWS
+        assert await page.locator("#show-earlier").count() == 1
         if shots is not None:
             await page.screenshot(path=str(shots / "task-500-events.png"))
-        await page.goto(f"{base}/tasks/{waiting}")
+        for _ in range(rounds):
+            await page.goto(f"{base}/tasks/{tasks.ended}")
+            started = time.perf_counter()
+            await page.click("#show-earlier")
+            await page.wait_for_function(
+                "n => document.querySelectorAll('#timeline li.event').length >= n", arg=2 * PAGE_ROWS
+            )
+            figures.earlier.append(time.perf_counter() - started)
+        await page.goto(f"{base}/tasks/{tasks.waiting}")
         await page.wait_for_selector("#live-state:text-is('live')")
-        delays = []
-        step = StepInfo(task_id=waiting, role="planner", step_id="01-bench", trace_id="bench")
+        step = StepInfo(task_id=tasks.waiting, role="planner", step_id="01-bench", trace_id="bench")
         for i in range(rounds):
             marker = f"sse-{i}-{secrets.token_hex(4)}"
             seen = page.wait_for_function(
@@ -141,9 +172,16 @@ async def browser_figures(
             published = time.time() * 1000
             await publish_event(bus, "note", marker, {}, step=step)
             at = await (await seen).json_value()
-            delays.append((float(at) - published) / 1000)
+            figures.delays.append((float(at) - published) / 1000)
         await browser.close()
-    return rendered, delays
+    return figures
+
+
+async def navigation(page: Any, url: str) -> float:
+    """Seconds from asking for `url` to its `load` event (its rows laid out, styles and scripts in)."""
+    started = time.perf_counter()
+    await page.goto(url, wait_until="load")
+    return time.perf_counter() - started
 
 
 def status_times(task_id: str, home: Path, rounds: int, *extra: str) -> list[float]:
@@ -187,7 +225,9 @@ async def main(rounds: int, shots: Path | None) -> None:
             base = note.console.url.rstrip("/")
             async with open_bus(client_config_for(config, note)) as bus:
                 ended = await ended_task(bus, base_dir / "root", EVENTS)
+                fresh = [await ended_task(bus, base_dir / "root", EVENTS) for _ in range(rounds)]
                 waiting = await waiting_task(bus, base_dir / "root")
+                tasks = BenchTasks(ended=ended, fresh=fresh, waiting=waiting)
                 headers = {"authorization": f"Bearer {token}"}
                 reading = []
                 for _ in range(rounds):
@@ -195,7 +235,7 @@ async def main(rounds: int, shots: Path | None) -> None:
                     await read_events(bus, ended)
                     reading.append(time.perf_counter() - started)
                 ttfb = await time_to_first_byte(f"{base}/tasks/{ended}", headers, rounds)
-                rendered, delays = await browser_figures(base, token, ended, waiting, bus, rounds, shots)
+                browser = await browser_figures(base, token, tasks, bus, rounds, shots)
                 status = await anyio.to_thread.run_sync(
                     status_times, ended, config.state_dir, max(3, rounds // 4)
                 )
@@ -206,8 +246,10 @@ async def main(rounds: int, shots: Path | None) -> None:
     print(f"task with {EVENTS} events, {rounds} rounds (targets: page < 300 ms, SSE < 200 ms)")
     print(f"  reading its events from the bus      {spread(reading)}")
     print(f"  console page, time to first byte     {spread(ttfb)}")
-    print(f"  console page, rendered in Chromium   {spread(rendered)}")
-    print(f"  SSE, bus event -> row in the page    {spread(delays)}")
+    print(f"  console page, rendered in Chromium   {spread(browser.rendered)}")
+    print(f"    the same, first view of a task     {spread(browser.first_view)}")
+    print(f"  show {PAGE_ROWS} earlier events (click)     {spread(browser.earlier)}")
+    print(f"  SSE, bus event -> row in the page    {spread(browser.delays)}")
     print(f"  codeloop status TASK_ID (process)    {spread(status)}")
     print(f"  codeloop status TASK_ID --json       {spread(status_json)}")
 

@@ -3,7 +3,8 @@
     GET  /                          the tasks (filters ?status= &principal=), live
     GET  /stream                    the list's event stream (SSE)
     GET  /submit    POST /tasks     the submission form, and submitting it
-    GET  /tasks/ID                  a task's page: panel and live timeline
+    GET  /tasks/ID                  a task's page: panel and live timeline (its newest events; ?all=1: all)
+    GET  /tasks/ID/events?before=N  the timeline's rows before stream sequence N ("show earlier")
     GET  /tasks/ID/panel            the panel alone (refreshed by the page)
     GET  /tasks/ID/stream?after=N   the task's events after stream sequence N (SSE)
     GET  /tasks/ID/patch            the patch, as a file
@@ -37,13 +38,13 @@ from starlette.routing import Route
 from agents.orchestrator.stages import known_statuses
 from codeloop.console.access import AccessTable
 from codeloop.console.assets import static_response
-from codeloop.console.events import event_row, read_events
-from codeloop.console.pages import panel_view, refusal_page, render
+from codeloop.console.pages import panel_view, refusal_page, render, render_row
 from codeloop.console.reports import find_runs, run_detail
 from codeloop.console.security import Caller, ConsoleGate
 from codeloop.console.streams import list_stream, task_stream
 from codeloop.console.submit_form import SubmitForm
 from codeloop.console.tasks import ConsoleTasks, Refused
+from codeloop.console.timeline import PAGE_ROWS, Timelines
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ def build_app(config: ConsoleConfig) -> Any:
         Route("/tasks", views.submit, methods=["POST"]),
         Route("/tasks/{task_id:str}", views.task),
         Route("/tasks/{task_id:str}/panel", views.panel),
+        Route("/tasks/{task_id:str}/events", views.earlier_events),
         Route("/tasks/{task_id:str}/stream", views.task_events),
         Route("/tasks/{task_id:str}/patch", views.patch),
         Route("/tasks/{task_id:str}/answer", views.answer, methods=["POST"]),
@@ -101,6 +103,7 @@ class _Views:
         self.config = config
         self.tasks = config.tasks
         self.form = config.form or SubmitForm(config.tasks)
+        self.timelines = Timelines(config.tasks.bus, render_row)
 
     def page(self, request: Request, name: str, code: int = 200, **context: Any) -> HTMLResponse:
         return HTMLResponse(render(name, caller=_caller(request), **context), status_code=code)
@@ -156,12 +159,24 @@ class _Views:
         page = await self.tasks.page(_caller(request).grant, task_id)
         if page is None:
             return _not_found(f"task {task_id}")
-        stored = await read_events(self.tasks.bus, task_id)
-        rows = [event_row(s) for s in stored]
-        last = stored[-1].seq if stored else 0
+        limit = None if request.query_params.get("all") else PAGE_ROWS
+        timeline = await self.timelines.page(task_id, limit=limit)
         return self.page(
-            request, "task.html", task_id=task_id, p=panel_view(task_id, page), events=rows, last_seq=last
+            request,
+            "task.html",
+            task_id=task_id,
+            p=panel_view(task_id, page),
+            t=timeline,
+            page_rows=PAGE_ROWS,
         )
+
+    async def earlier_events(self, request: Request) -> Response:
+        task_id = request.path_params["task_id"]
+        if not await self.tasks.visible(_caller(request).grant, task_id):
+            return _not_found(f"task {task_id}")
+        before = _count(request.query_params.get("before"))
+        timeline = await self.timelines.page(task_id, before=before or None)
+        return self.page(request, "timeline_rows.html", task_id=task_id, t=timeline, page_rows=PAGE_ROWS)
 
     async def panel(self, request: Request) -> Response:
         task_id = request.path_params["task_id"]

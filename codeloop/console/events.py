@@ -15,15 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from nats.js.api import ConsumerConfig, DeliverPolicy
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from bus import subjects
 from bus.connection import Bus, nats_errors
 from bus.envelope import Envelope, parse_envelope
 from bus.errors import BusError, MalformedMessage
 
-FIRST_EVENT_TIMEOUT_S = 2.0
-"""A task's stored events arrive at once; this long without any means there are no more."""
+READ_TIMEOUT_S = 5.0
+"""A task's stored events arrive at once; past this long, a read returns those that came."""
 IDLE_CHECK_S = 5.0
 """How long a follower waits for an event before checking whether the connection was re-made."""
 DETAIL_CHARS = 4000
@@ -40,6 +40,15 @@ PANEL_EVENTS = frozenset(
     }
 )
 """Events after which the task's panel (status, plan, files, diff, verdict, questions) changed."""
+
+
+@dataclass(frozen=True)
+class RawEvent:
+    """One stored event as the bus holds it, not parsed yet."""
+
+    seq: int
+    """The event's sequence in the events stream."""
+    data: bytes
 
 
 @dataclass(frozen=True)
@@ -65,30 +74,74 @@ class EventRow:
     final: bool
 
 
-async def read_events(bus: Bus, task_id: str) -> list[Stored]:
-    """Every event stored on the task's subjects so far, in stream order."""
+async def read_events(bus: Bus, task_id: str, *, after: int = 0) -> list[Stored]:
+    """Every event stored on the task's subjects after stream sequence `after`, in stream order
+    (malformed ones left out)."""
     stored: list[Stored] = []
-    with nats_errors():
-        sub = await bus.js.subscribe(
-            subjects.task_events(task_id), ordered_consumer=True, deliver_policy=DeliverPolicy.ALL
-        )
-    try:
-        while True:
-            try:
-                with nats_errors():
-                    msg = await sub.next_msg(timeout=FIRST_EVENT_TIMEOUT_S)
-            except TimeoutError:
-                break
-            metadata = msg.metadata  # parsed from the reply subject at every access: once
-            try:
-                stored.append(Stored(metadata.sequence.stream, parse_envelope(msg.data)))
-            except MalformedMessage:
-                pass
-            if metadata.num_pending == 0:
-                break
-    finally:
-        await _unsubscribe(bus, sub)
+    for raw in await read_raw_events(bus, task_id, after=after):
+        try:
+            stored.append(Stored(raw.seq, parse_envelope(raw.data)))
+        except MalformedMessage:
+            pass
     return stored
+
+
+async def read_raw_events(bus: Bus, task_id: str, *, after: int = 0) -> list[RawEvent]:
+    """The task's stored events after stream sequence `after`, unparsed, in stream order, read in
+    one batch.
+
+    One ephemeral consumer pushes them all to a plain subscription whose callback only keeps the
+    bytes: no per-message wait (a consumer's `next_msg` costs a task and a timer per message,
+    most of the time a 500-event page took). The consumer's `num_pending` says at once when there
+    is nothing to read, and each message's own pending count says when the last one arrived.
+    Events published meanwhile may come too, after those (the stream's order holds). Should the
+    last one not come within `READ_TIMEOUT_S`, those that came are returned: a caller reading
+    from the last one it got misses nothing.
+    """
+    got: list[RawEvent] = []
+    caught_up = anyio.Event()
+
+    async def take(msg: Any) -> None:
+        metadata = msg.metadata  # parsed from the reply subject at every access: once
+        got.append(RawEvent(int(metadata.sequence.stream), msg.data))
+        if metadata.num_pending == 0:
+            caught_up.set()
+
+    consumer = ConsumerConfig(
+        filter_subject=subjects.task_events(task_id),
+        deliver_policy=DeliverPolicy.BY_START_SEQUENCE if after else DeliverPolicy.ALL,
+        opt_start_seq=after + 1 if after else None,
+        ack_policy=AckPolicy.NONE,
+        mem_storage=True,
+        inactive_threshold=READ_TIMEOUT_S,
+    )
+    with nats_errors():
+        sub = await bus.nc.subscribe(bus.nc.new_inbox(), cb=take)
+    name: str | None = None
+    try:
+        with nats_errors():
+            info = await bus.js.add_consumer(subjects.EVENTS_STREAM, consumer, deliver_subject=sub.subject)
+        name = info.name
+        delivered = info.delivered.consumer_seq if info.delivered is not None else 0
+        if info.num_pending or delivered:
+            with anyio.move_on_after(READ_TIMEOUT_S):
+                await caught_up.wait()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await _unsubscribe(bus, sub)
+            if name is not None:
+                await _delete_consumer(bus, name)
+    return list(got)
+
+
+async def _delete_consumer(bus: Bus, name: str) -> None:
+    if bus.nc.is_closed:
+        return
+    try:
+        with nats_errors():
+            await bus.js.delete_consumer(subjects.EVENTS_STREAM, name)
+    except BusError:
+        pass  # gone already; else its inactive threshold removes it
 
 
 @asynccontextmanager

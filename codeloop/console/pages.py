@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
 
 from agents.messages import TERMINAL_STATUSES
 from codeloop.console.diffs import FileDiff, split_patch
+from codeloop.console.events import EventRow
 from codeloop.console.tasks import TaskPage
 from tool_servers.tasks.views import PendingConfirmation
 
@@ -39,6 +41,11 @@ def environment() -> Environment:
 
 def render(name: str, **context: Any) -> str:
     return environment().get_template(name).render(**context)
+
+
+def render_row(row: EventRow) -> Markup:
+    """One timeline row's markup (`templates/event_row.html`), safe to put in a page as it is."""
+    return Markup(render("event_row.html", e=row))
 
 
 def refusal_page(status: int, message: str) -> str:

@@ -18,7 +18,7 @@ import anyio
 
 from codeloop.console.access import Grant
 from codeloop.console.events import event_row, follow_events
-from codeloop.console.pages import render
+from codeloop.console.pages import render, render_row
 from codeloop.console.tasks import ConsoleTasks
 
 PING_S = 15.0
@@ -42,7 +42,7 @@ async def task_stream(tasks: ConsoleTasks, task_id: str, *, after: int) -> Async
                 yield ": ping\n\n"
                 continue
             row = event_row(stored)
-            yield sse("row", render("event_row.html", e=row), event_id=row.seq)
+            yield sse("row", render_row(row), event_id=row.seq)
             if row.final:
                 yield sse("end", "")
                 return

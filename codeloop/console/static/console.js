@@ -39,6 +39,31 @@
     });
   }
 
+  // "Show earlier": the server's rows before the oldest one shown take the control's place (the
+  // fragment ends with a new control while older ones remain). Done here rather than by htmx,
+  // whose swap of a hundred rows took several times as long as fetching them; without scripts the
+  // link opens the page with every event.
+  function showEarlier(timeline) {
+    timeline.addEventListener("click", function (event) {
+      var link = event.target.closest("#show-earlier");
+      if (!link || !link.dataset.rows) { return; }
+      event.preventDefault();
+      if (link.dataset.loading) { return; }
+      link.dataset.loading = "1";
+      fetch(link.dataset.rows, { credentials: "same-origin" })
+        .then(function (response) {
+          if (!response.ok) { throw new Error("status " + response.status); }
+          return response.text();
+        })
+        .then(function (html) {
+          var rows = document.createElement("template");
+          rows.innerHTML = html;
+          link.closest("li").replaceWith(rows.content);
+        })
+        .catch(function () { window.location.href = link.href; });
+    });
+  }
+
   function followList(rows) {
     var source = new EventSource(rows.dataset.stream);
     source.addEventListener("task", function (event) {
@@ -57,6 +82,7 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     var timeline = document.getElementById("timeline");
+    if (timeline) { showEarlier(timeline); }
     if (timeline && timeline.dataset.stream) { followTask(timeline); }
     var rows = document.getElementById("task-rows");
     if (rows && rows.dataset.stream) { followList(rows); }
