@@ -135,6 +135,24 @@ class LocalServers:
                 self._running[key] = running
         return running.endpoint
 
+    async def discard(self, model_path: Path, *, context_tokens: int) -> None:
+        """Stop the server of `model_path` with `context_tokens` of context, if one runs; the next
+        `endpoint` starts a new one.
+
+        For a response its caller gave up on: llama-cpp-python's server does not drop a
+        non-streamed response when its client leaves, it computes it to the end holding the
+        model, and a grammar-bound tool call that does not stop ends only when the context is
+        full, minutes later. Every later request would wait behind it; a new server answers at once.
+        """
+        async with self._lock:
+            running = self._running.pop((str(model_path), context_tokens), None)
+        if running is not None:
+            log.info(
+                "stopping the local model server of %s: it is busy with an abandoned response",
+                model_path.name,
+            )
+            await _stop(running.process)
+
     async def _start(self, model_path: Path, context_tokens: int) -> _Running:
         check_runtime()
         check_model_file(model_path)
