@@ -45,6 +45,16 @@ async def _ask(
         return exc, calls
 
 
+def _gone(pid: int) -> bool:
+    """Whether process `pid` is gone, reaped too (a zombie still answers signal 0). By its id, not by
+    the model's path: another test, a benchmark or a user's run may serve the same file meanwhile."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
 async def test_the_server_starts_at_the_first_request_answers_and_is_reaped_with_its_owner(
     tmp_path: Path,
 ) -> None:
@@ -63,9 +73,7 @@ async def test_the_server_starts_at_the_first_request_answers_and_is_reaped_with
     assert isinstance(first, str) and isinstance(second, str), (first, second)
     assert [c.outcome for c in calls + more] == ["ok", "ok"]
     assert all(c.input_tokens > 0 and c.output_tokens > 0 and c.cost_usd == 0.0 for c in calls + more)
-    assert processes_mentioning(gguf) == []
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
+    assert _gone(pid)
 
 
 async def test_a_cancelled_owner_still_kills_and_reaps_its_server(tmp_path: Path) -> None:
@@ -75,9 +83,10 @@ async def test_a_cancelled_owner_still_kills_and_reaps_its_server(tmp_path: Path
         with anyio.CancelScope() as scope:
             async with LocalServers(log_dir=tmp_path / "logs") as servers:
                 await servers.endpoint(gguf, context_tokens=2048)
+                [pid] = servers.pids
                 scope.cancel()
                 await anyio.sleep_forever()
-    assert processes_mentioning(gguf) == []
+    assert _gone(pid)
 
 
 async def test_a_response_past_its_deadline_is_truncated_and_the_next_request_gets_a_new_server(
@@ -103,9 +112,9 @@ async def test_a_response_past_its_deadline_is_truncated_and_the_next_request_ge
     assert [(c.outcome, c.attempts) for c in calls] == [("misbehaved", 1)]
     assert isinstance(answer, str) and second != first
     assert [c.outcome for c in more] == ["ok"]
-    for pid in (first, second):  # reaped: the first when its response was given up, the second with its owner
-        with pytest.raises(ProcessLookupError):
-            os.kill(pid, 0)
+    assert _gone(first) and _gone(
+        second
+    )  # the first when its response was given up, the second with its owner
 
 
 async def test_a_prompt_over_the_context_is_refused_by_the_server_naming_both_numbers(tmp_path: Path) -> None:
