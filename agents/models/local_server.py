@@ -4,7 +4,8 @@ A `local:PATH.gguf` model is served by llama-cpp-python's OpenAI-compatible serv
 (`python -m llama_cpp.server`, the `codeloop[local]` extra), started at the first request that
 needs it and kept for the life of the `LocalServers` block — in practice the life of the
 `codeloop serve` (or of the serve a `codeloop run` starts for its one task), so a second task does
-not load the model again. One server per model file and context size.
+not load the model again; a server busy with a response its caller gave up on is stopped instead
+(`discard`), and the next request starts a new one. One server per model file and context size.
 
 Every server is a child in its own process group, killed with its group and reaped when the block
 ends, whatever ends it (cancellation included); on Linux it is also started under a parent-death
