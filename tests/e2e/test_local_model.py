@@ -30,7 +30,10 @@ EXAMPLE = REPO_ROOT / "examples" / "bugfix"
 REPORT = (REPO_ROOT / "examples" / "bugfix-report.md").read_text()
 CLASSIFIED_ENDS = {"done", "failed", "handed_off"}
 RESPONSE_S = 600.0
-"""A response's deadline here: one took 3-4 minutes on a 2-core machine at a load average of 15."""
+"""A response's deadline here: one took 3-4 minutes on a 2-core machine at a load average of 15,
+the planner's 7 minutes at 25."""
+TASK_S = 1200
+"""The CLI run's task deadline (`--timeout`): the planner's response and the coder's first one."""
 
 
 def _example(tmp_path: Path) -> Path:
@@ -142,8 +145,9 @@ def test_codeloop_run_in_execute_mode_on_the_local_model_exits_classified_and_le
         "--max-revisions",
         "0",
         "--timeout",
-        "1200",  # the deadline ends it at worst (budget.wall, exit 3): a classified state too
+        str(TASK_S),  # the deadline ends it at worst (budget.wall, exit 3): a classified state too
         "--json",
+        timeout=TASK_S + 300,  # its end after the deadline, the serve's teardown
     )
     assert done.returncode in (0, 1, 3), done.stderr[-3000:]
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
