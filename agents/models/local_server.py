@@ -4,7 +4,8 @@ A `local:PATH.gguf` model is served by llama-cpp-python's OpenAI-compatible serv
 (`python -m llama_cpp.server`, the `codeloop[local]` extra), started at the first request that
 needs it and kept for the life of the `LocalServers` block — in practice the life of the
 `codeloop serve` (or of the serve a `codeloop run` starts for its one task), so a second task does
-not load the model again. One server per model file and context size.
+not load the model again; a server busy with a response its caller gave up on is stopped instead
+(`discard`), and the next request starts a new one. One server per model file and context size.
 
 Every server is a child in its own process group, killed with its group and reaped when the block
 ends, whatever ends it (cancellation included); on Linux it is also started under a parent-death
@@ -134,6 +135,24 @@ class LocalServers:
                 running = await self._start(model_path, context_tokens)
                 self._running[key] = running
         return running.endpoint
+
+    async def discard(self, model_path: Path, *, context_tokens: int) -> None:
+        """Stop the server of `model_path` with `context_tokens` of context, if one runs; the next
+        `endpoint` starts a new one.
+
+        For a response its caller gave up on: llama-cpp-python's server does not drop a
+        non-streamed response when its client leaves, it computes it to the end holding the
+        model, and a grammar-bound tool call that does not stop ends only when the context is
+        full, minutes later. Every later request would wait behind it; a new server answers at once.
+        """
+        async with self._lock:
+            running = self._running.pop((str(model_path), context_tokens), None)
+        if running is not None:
+            log.info(
+                "stopping the local model server of %s: it is busy with an abandoned response",
+                model_path.name,
+            )
+            await _stop(running.process)
 
     async def _start(self, model_path: Path, context_tokens: int) -> _Running:
         check_runtime()

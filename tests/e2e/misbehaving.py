@@ -3,12 +3,13 @@
 Each function plays the coder (and, where named, the planner) of a task on a tiny repository
 with `calc.py`. The misbehaving shapes are those a real model emits: tool-call arguments that are
 not JSON, a tool that does not exist, arguments of the wrong type or missing, an empty response,
-text where a structured answer was needed, a response cut off at the token limit. `*_then_recover`
+text where a structured answer was needed (the planner's plan) or where tool calls making a
+change were (the coder of a write task), a response cut off at the token limit. `*_then_recover`
 variants misbehave once and then read `calc.py` and answer, so a test sees what the model was
 told in between; the others never stop misbehaving, so only a limit ends them.
 
-Every function appends what it saw of the loop's answers (retry prompts, tool errors) to the file
-named by the task's `record: PATH` line, as JSON lines.
+Every function appends what it saw of the loop's answers (retry prompts, tool errors) and the
+run's prompt to the file named by the task's `record: PATH` line, as JSON lines.
 """
 
 import json
@@ -52,7 +53,7 @@ def _told(messages) -> list[str]:
 def _record(messages, info) -> None:
     match = re.search(r"^record: (\S+)$", _prompt(messages), re.M)
     if match:
-        entry = {"requests": _requests(messages), "told": _told(messages)}
+        entry = {"requests": _requests(messages), "told": _told(messages), "prompt": _prompt(messages)}
         with Path(match.group(1)).open("a") as out:
             out.write(json.dumps(entry) + "\n")
 
@@ -136,6 +137,15 @@ def planner_talks(messages, info) -> ModelResponse:
         _record(messages, info)
         return ModelResponse(parts=[TextPart("To fix this bug I would look at calc.py and change add.")])
     return _recover(messages)
+
+
+def coder_talks(messages, info) -> ModelResponse:
+    """As the coder of a write task: prose about the fix where tool calls making it were needed,
+    every time (a small model's most common answer: it describes the change and stops)."""
+    if _is_planner(info):
+        return _plan(info)
+    _record(messages, info)
+    return ModelResponse(parts=[TextPart("The bug is in calc.py: add should return a + b. I have fixed it.")])
 
 
 def cut_off_tool_call(messages, info) -> ModelResponse:

@@ -30,7 +30,10 @@ EXAMPLE = REPO_ROOT / "examples" / "bugfix"
 REPORT = (REPO_ROOT / "examples" / "bugfix-report.md").read_text()
 CLASSIFIED_ENDS = {"done", "failed", "handed_off"}
 RESPONSE_S = 600.0
-"""A response's deadline here: one took 3-4 minutes on a 2-core machine at a load average of 15."""
+"""A response's deadline here: one took 3-4 minutes on a 2-core machine at a load average of 15,
+the planner's 7 minutes at 25."""
+TASK_S = 1200
+"""The CLI run's task deadline (`--timeout`): the planner's response and the coder's first one."""
 
 
 def _example(tmp_path: Path) -> Path:
@@ -112,11 +115,19 @@ async def test_a_write_task_on_the_local_model_ends_classified_with_usage_events
 
 
 def test_codeloop_run_in_execute_mode_on_the_local_model_exits_classified_and_leaves_nothing(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue acceptance: `codeloop run … --mode execute --model local:…gguf` ends with exit 1, 3 or
-    0, no traceback on stderr, no process left behind, the checkout untouched."""
+    0, no traceback on stderr, no process left behind, the checkout untouched; the model answered
+    at least once (its response deadline raised in the user's configuration file, as a user on a
+    slow machine would: the planner's first request alone took over 240 s here)."""
     gguf = require_local_model()
+    config_home = tmp_path / "config"
+    (config_home / "codeloop").mkdir(parents=True)
+    (config_home / "codeloop" / "config.toml").write_text(
+        f'[model_settings."local:{gguf}"]\ntimeout_s = {RESPONSE_S:.0f}\n'
+    )
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config_home))
     repo = _example(tmp_path)
     before = tree_digest(repo)
     others = set(processes_mentioning(gguf))
@@ -134,8 +145,9 @@ def test_codeloop_run_in_execute_mode_on_the_local_model_exits_classified_and_le
         "--max-revisions",
         "0",
         "--timeout",
-        "900",  # the deadline ends it at worst (budget.wall, exit 3): a classified state too
+        str(TASK_S),  # the deadline ends it at worst (budget.wall, exit 3): a classified state too
         "--json",
+        timeout=TASK_S + 300,  # its end after the deadline, the serve's teardown
     )
     assert done.returncode in (0, 1, 3), done.stderr[-3000:]
     assert "Traceback" not in done.stderr, done.stderr[-3000:]

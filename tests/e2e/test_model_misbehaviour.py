@@ -27,11 +27,16 @@ def model(name: str) -> str:
 
 
 async def run_coder(
-    tmp_path: Path, shape: str, *, stages: list[str] | None = None, **budgets: int
+    tmp_path: Path,
+    shape: str,
+    *,
+    stages: list[str] | None = None,
+    roles: tuple[str, ...] = ("orchestrator", "planner", "coder"),
+    **budgets: int,
 ) -> TaskResult:
     repo = make_repo(tmp_path / "repo", CALC)
     record = tmp_path / "record.jsonl"
-    async with running_pipeline(tmp_path / "state", roles=("orchestrator", "planner", "coder")) as runner:
+    async with running_pipeline(tmp_path / "state", roles=roles) as runner:
         return await runner.run(
             f"add subtracts instead of adding\nrecord: {record}",
             repo,
@@ -117,3 +122,26 @@ async def test_a_planner_that_answers_in_prose_fails_its_step_classified_with_it
     assert len(seen) >= 2
     assert any("failed the application's validation" in entry for entry in seen[1]), seen[1]
     assert result.usage["by_role"]["planner"]["requests"] == len(seen)
+
+
+async def test_a_coder_that_describes_the_fix_instead_of_making_it_is_sent_back_then_handed_off(
+    tmp_path: Path,
+) -> None:
+    """Issue contract (text where a tool call was needed): a coder of a write task that answers in
+    prose and changes nothing is not taken at its word. The verifier runs the tests on the tree it
+    left unchanged, the coder's revision leads with the test still failing, and when the same
+    failure comes back the task is handed off with that class and the coder's requests counted."""
+    result = await run_coder(
+        tmp_path,
+        "coder_talks",
+        stages=["code:coder", "verify:verifier"],
+        roles=("orchestrator", "coder", "verifier"),
+        max_revisions=1,
+    )
+    assert (result.status, result.failure_class) == ("handed_off", "test.still_failing"), result.report
+    assert not result.patch and result.revisions == 1
+    prompts = [json.loads(line)["prompt"] for line in (tmp_path / "record.jsonl").read_text().splitlines()]
+    assert len(prompts) == 2 == result.usage["by_role"]["coder"]["requests"]
+    assert "failed verification" not in prompts[0]
+    assert "## Your previous attempt failed verification" in prompts[1]
+    assert "tests/test_calc.py::test_add" in prompts[1]

@@ -23,10 +23,14 @@ def codeloop(env: dict[str, str], *args: str, timeout: float = 600) -> subproces
 
 
 def run_codeloop(
-    home: Path, *args: str, drop: Callable[[str], bool] = lambda name: name == "CODELOOP_MODEL"
+    home: Path,
+    *args: str,
+    drop: Callable[[str], bool] = lambda name: name == "CODELOOP_MODEL",
+    timeout: float = 600,
 ) -> subprocess.CompletedProcess[str]:
     """`codeloop run ARGS` with `home` as CODELOOP_HOME, stdin closed, the environment's variables
-    for which `drop` is true left out (default: the model, so no developer's choice leaks in)."""
+    for which `drop` is true left out (default: the model, so no developer's choice leaks in);
+    killed after `timeout` seconds (a task given a longer `--timeout` needs a longer one)."""
     env = {name: value for name, value in os.environ.items() if not drop(name)}
     env["CODELOOP_HOME"] = str(home)
-    return codeloop(env, "run", *args)
+    return codeloop(env, "run", *args, timeout=timeout)
