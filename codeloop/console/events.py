@@ -14,13 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import anyio
-from nats.js.api import ConsumerConfig, DeliverPolicy
-
 from bus import subjects
-from bus.connection import Bus, nats_errors
+from bus.connection import Bus
 from bus.envelope import Envelope, parse_envelope
-from bus.errors import BusError, MalformedMessage
+from bus.errors import MalformedMessage
+from bus.stored import Follower, follow, read_stored
 
 FIRST_EVENT_TIMEOUT_S = 2.0
 """A task's stored events arrive at once; this long without any means there are no more."""
@@ -68,26 +66,11 @@ class EventRow:
 async def read_events(bus: Bus, task_id: str) -> list[Stored]:
     """Every event stored on the task's subjects so far, in stream order."""
     stored: list[Stored] = []
-    with nats_errors():
-        sub = await bus.js.subscribe(
-            subjects.task_events(task_id), ordered_consumer=True, deliver_policy=DeliverPolicy.ALL
-        )
-    try:
-        while True:
-            try:
-                with nats_errors():
-                    msg = await sub.next_msg(timeout=FIRST_EVENT_TIMEOUT_S)
-            except TimeoutError:
-                break
-            metadata = msg.metadata  # parsed from the reply subject at every access: once
-            try:
-                stored.append(Stored(metadata.sequence.stream, parse_envelope(msg.data)))
-            except MalformedMessage:
-                pass
-            if metadata.num_pending == 0:
-                break
-    finally:
-        await _unsubscribe(bus, sub)
+    for msg in await read_stored(bus, subjects.task_events(task_id), quiet_s=FIRST_EVENT_TIMEOUT_S):
+        try:
+            stored.append(Stored(msg.seq, parse_envelope(msg.data)))
+        except MalformedMessage:
+            pass
     return stored
 
 
@@ -96,65 +79,21 @@ async def follow_events(bus: Bus, task_id: str, *, after: int) -> AsyncIterator[
     """The task's events after stream sequence `after` (0: from its first), as they come, and
     None after every `IDLE_CHECK_S` without one (a caller's moment to ping); across a reconnect
     it subscribes again after the last one it gave, so none is lost or repeated."""
-    follower = _Follower(bus, task_id, after)
-    await follower.subscribe()
-    try:
-        yield follower.events()
-    finally:
-        with anyio.CancelScope(shield=True):
-            await _unsubscribe(bus, follower.sub)
+    async with follow(bus, subjects.task_events(task_id), after=after, idle_s=IDLE_CHECK_S) as follower:
+        yield _events(follower)
 
 
-class _Follower:
-    def __init__(self, bus: Bus, task_id: str, after: int) -> None:
-        self.bus = bus
-        self.task_id = task_id
-        self.last = after
-        self.sub: Any = None
-
-    async def subscribe(self) -> None:
-        start: dict[str, Any] = {"deliver_policy": DeliverPolicy.ALL}
-        if self.last:
-            start = {
-                "deliver_policy": DeliverPolicy.BY_START_SEQUENCE,
-                "config": ConsumerConfig(opt_start_seq=self.last + 1),
-            }
-        with nats_errors():
-            self.sub = await self.bus.js.subscribe(
-                subjects.task_events(self.task_id), ordered_consumer=True, **start
-            )
-
-    async def events(self) -> AsyncIterator[Stored | None]:
-        reconnects = self.bus.nc.stats["reconnects"]
-        while True:
-            try:
-                with nats_errors():
-                    msg: Any = await self.sub.next_msg(timeout=IDLE_CHECK_S)
-            except TimeoutError:
-                if self.bus.nc.stats["reconnects"] != reconnects and self.bus.nc.is_connected:
-                    reconnects = self.bus.nc.stats["reconnects"]
-                    await _unsubscribe(self.bus, self.sub)
-                    await self.subscribe()
-                yield None
-                continue
-            seq = int(msg.metadata.sequence.stream)
-            if seq <= self.last:
-                continue
-            self.last = seq
-            try:
-                envelope = parse_envelope(msg.data)
-            except MalformedMessage:
-                continue
-            yield Stored(seq, envelope)
-
-
-async def _unsubscribe(bus: Bus, sub: Any) -> None:
-    if sub is not None and not bus.nc.is_closed:
+async def _events(follower: Follower) -> AsyncIterator[Stored | None]:
+    while True:
+        msg = await follower.next()
+        if msg is None:
+            yield None
+            continue
         try:
-            with nats_errors():
-                await sub.unsubscribe()
-        except BusError:
-            pass
+            envelope = parse_envelope(msg.data)
+        except MalformedMessage:
+            continue
+        yield Stored(msg.seq, envelope)
 
 
 def event_row(stored: Stored) -> EventRow:

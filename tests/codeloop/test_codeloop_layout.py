@@ -21,6 +21,8 @@ MAY_NOT_IMPORT = {
     "evaluation": ("codeloop.cli",),
     "observe": ("codeloop.cli",),
     "console": ("codeloop.cli", "codeloop.wiring"),
+    # A feature, not a second composition root: the command line starts what it runs on.
+    "swebench": ("codeloop.cli", "codeloop.wiring"),
 }
 
 
