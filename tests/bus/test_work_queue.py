@@ -6,6 +6,7 @@ import anyio
 import pytest
 
 from bus.connection import MSG_ID_HEADER, Bus
+from bus.consume import consumer_state
 from bus.stored import delete_message
 from bus.work_queue import Job, WorkQueue, ensure_work_queue, given_up, take_jobs
 
@@ -72,11 +73,13 @@ async def test_a_worker_stopped_mid_job_hands_it_to_the_next_worker_at_once(bus:
         async with anyio.create_task_group() as first:
             first.start_soon(lambda: take_jobs(bus, QUEUE, hang))
             await started.wait()
+            held = await consumer_state(bus, QUEUE.stream, QUEUE.durable)
             first.cancel_scope.cancel()
         async with anyio.create_task_group() as second:
             second.start_soon(lambda: take_jobs(bus, QUEUE, finish))
             await done.wait()
             second.cancel_scope.cancel()
+    assert (held.pending, held.unacked) == (0, 1)
     assert taken == [2]
 
 
