@@ -8,9 +8,10 @@ no new fetches, in-flight messages finish and are acked; a second stop (or the g
 running out) cancels, which hands in-flight messages back to JetStream and stops the HTTP servers.
 
 What it runs comes in three typed groups: `Workers` (which actors, with which pipeline and
-delivery policy, and the `Service`s beside them), `RoleSetup` (what the worker roles get: tools, scratch space, recorder,
-observers, workspaces) and `Hosting` (the network services beside them: MCP servers, metrics,
-health, the workspace service).
+delivery policy, and the `Service`s beside them), `RoleSetup` (what the worker roles get: tools,
+scratch space, recorder, observers, workspaces) and `Hosting` (the network services beside them:
+MCP servers, metrics, health, the workspace service). A `Service` is a feature's own loop, which
+the command line hands `serve`; `serve` names no feature.
 
 One `serve` per state directory: it holds the directory's lock for its life (`bus.state_lock`),
 so a second one is refused before it touches the first one's server or notes. The embedded

@@ -48,6 +48,17 @@ def test_a_part_of_codeloop_imports_nothing_above_it(part: str) -> None:
     assert {path: bad for path, bad in offenders.items() if bad} == {}
 
 
+def test_the_composition_root_names_no_feature() -> None:
+    """Our layering (codeloop/wiring/process.py): `serve` runs the services the command line gives
+    it; a feature (SWE-bench) brings its own and is never named by the wiring."""
+    naming = [
+        str(path.relative_to(ROOT))
+        for path in sorted((PACKAGE / "wiring").rglob("*.py"))
+        if "swebench" in path.read_text().lower().replace("-", "")
+    ]
+    assert naming == []
+
+
 def test_the_command_line_loads_no_heavy_package_before_a_command_runs() -> None:
     """Our choice (codeloop/cli/__init__.py): `codeloop --help` builds every command without
     importing the agents, the bus, nats, mcp, torch or lancedb."""
