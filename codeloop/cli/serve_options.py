@@ -84,7 +84,7 @@ class RoleOptions(OptionGroup):
             role_problems,
             serving_roles,
         )
-        from codeloop.swebench.worker import SWEBENCH_ROLE
+        from codeloop.swebench import SWEBENCH_ROLE
         from codeloop.wiring.process import Workers
         from codeloop.wiring.roles import SERVED_BY_DEFAULT, unknown_role_problem
 

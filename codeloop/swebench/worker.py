@@ -19,6 +19,7 @@ from anyio.abc import TaskStatus
 
 from bus.connection import Bus
 from bus.work_queue import Job, take_jobs
+from codeloop.swebench import SWEBENCH_ROLE
 from codeloop.swebench.distribution import WORK_QUEUE, ensure_swebench_streams, publish_outcome, scratch_out
 from codeloop.swebench.errors import SwebenchError
 from codeloop.swebench.instances import Instance
@@ -27,9 +28,6 @@ from codeloop.swebench.predictions import Prediction
 from codeloop.swebench.repositories import RepoSource, find_source
 from codeloop.swebench.run import Machine, run_instance, settings_for
 from codeloop.swebench.specs import register_specs
-
-SWEBENCH_ROLE = "swebench"
-"""What `codeloop serve --role` calls a SWE-bench worker slot."""
 
 
 @dataclass(frozen=True)
