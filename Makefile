@@ -68,6 +68,7 @@ lint: $(STAMP)
 	$(BIN)/python scripts/check_sizes.py
 	$(BIN)/python scripts/check_ignores.py
 	$(BIN)/python scripts/check_dependencies.py
+	$(BIN)/python scripts/check_cycles.py
 	$(BIN)/lint-imports --no-cache
 ifeq ($(PYRIGHT_FILES),)
 	@$(MAKE) --no-print-directory $(PYRIGHT_STAMP)

@@ -6,17 +6,13 @@ language does the same with the subjects of `bus/__init__.py` and the schemas of
 
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
-
-import anyio
-from nats.js import JetStreamContext
-from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from agents.messages import CancelTask, TaskResult, TaskSubmitted
 from bus import subjects
-from bus.connection import Bus, Published, nats_errors
+from bus.connection import Bus, Published
 from bus.envelope import Envelope, parse_envelope
-from bus.errors import BusError, MalformedMessage
+from bus.errors import MalformedMessage
+from bus.stored import follow
 
 
 def new_task_id() -> str:
@@ -65,24 +61,11 @@ async def watch_task(
     restarted: its consumers may be gone) the watch subscribes again after the last event it saw,
     so it neither misses nor repeats one.
     """
-    last_seq = 0
-    reconnects = bus.nc.stats["reconnects"]
-    sub = await _subscribe_events(bus, task_id, after=last_seq)
-    try:
+    async with follow(bus, subjects.task_events(task_id), after=0, idle_s=_IDLE_CHECK_S) as events:
         while True:
-            try:
-                with nats_errors():
-                    msg = await sub.next_msg(timeout=_IDLE_CHECK_S)
-            except TimeoutError:
-                if bus.nc.stats["reconnects"] != reconnects and bus.nc.is_connected:
-                    reconnects = bus.nc.stats["reconnects"]
-                    await _unsubscribe(bus, sub)
-                    sub = await _subscribe_events(bus, task_id, after=last_seq)
+            msg = await events.next()
+            if msg is None:
                 continue
-            seq = msg.metadata.sequence.stream
-            if seq <= last_seq:
-                continue  # replayed by a fresh subscription
-            last_seq = seq
             try:
                 envelope = parse_envelope(msg.data)
             except MalformedMessage:
@@ -92,31 +75,7 @@ async def watch_task(
                 await shown
             if until_final and is_final(envelope):
                 return envelope
-    finally:
-        with anyio.CancelScope(shield=True):
-            await _unsubscribe(bus, sub)
 
 
 _IDLE_CHECK_S = 2.0
 """How long a watch waits for an event before checking whether the connection was re-made."""
-
-
-async def _subscribe_events(bus: Bus, task_id: str, *, after: int) -> JetStreamContext.PushSubscription:
-    """An ordered push subscription to the task's events, from its first or after stream seq `after`."""
-    start: dict[str, Any] = {"deliver_policy": DeliverPolicy.ALL}
-    if after:
-        start = {
-            "deliver_policy": DeliverPolicy.BY_START_SEQUENCE,
-            "config": ConsumerConfig(opt_start_seq=after + 1),
-        }
-    with nats_errors():
-        return await bus.js.subscribe(subjects.task_events(task_id), ordered_consumer=True, **start)
-
-
-async def _unsubscribe(bus: Bus, sub: JetStreamContext.PushSubscription) -> None:
-    if not bus.nc.is_closed:
-        try:
-            with nats_errors():
-                await sub.unsubscribe()
-        except BusError:
-            pass

@@ -75,18 +75,19 @@ def environment_times(inputs: dict[str, Path], tmp: Path, env: dict[str, str]) -
 
 
 async def overhead(inputs: dict[str, Path], tmp: Path, rounds: int) -> None:
-    from codeloop.swebench.cli_support import settings_for
+    from codeloop.cli.swebench import this_machine
     from codeloop.swebench.instances import load_instances
     from codeloop.swebench.layer import layer_recipe
     from codeloop.swebench.recipe import make_recipe
     from codeloop.swebench.repositories import find_source
+    from codeloop.swebench.run import settings_for
     from codeloop.swebench.specs import load_extra_specs, spec_for
     from codeloop.swebench.trees import instance_tree, project_tree
     from sandbox import open_sandbox
 
     load_extra_specs(inputs["specs"])
     instance = load_instances(inputs["instances"])[0]
-    settings = settings_for({"timeout_s": 600, "memory_mb": 2048})
+    settings = settings_for({"timeout_s": 600, "memory_mb": 2048}, this_machine())
     source = find_source(instance.repo, repos_dir=inputs["repos"], cache_dir=settings.cache_dir / "swebench")
     recipe = make_recipe(instance, spec_for(instance), source)
     project = project_tree(recipe, source, settings.cache_dir)

@@ -47,11 +47,12 @@ import platformdirs
 
 from agents.roles.selector.rank import Candidate, choose
 from agents.roles.verifier.verify import PatchTask, verify_patch
-from codeloop.swebench.cli_support import settings_for
+from codeloop.cli.swebench import this_machine
 from codeloop.swebench.instances import Instance, load_instances
 from codeloop.swebench.judging import SpecTools, spec_environment
 from codeloop.swebench.recipe import INPUTS_DIR, make_recipe
 from codeloop.swebench.repositories import find_source
+from codeloop.swebench.run import settings_for
 from codeloop.swebench.specs import spec_for
 from codeloop.swebench.trees import instance_tree
 
@@ -102,7 +103,7 @@ async def verify_instance(
     recipe = make_recipe(instance, spec_for(instance), source)
     # The sandbox limits a `codeloop swebench` run gives an instance's tests: a large suite under
     # coverage needs more than the default command's CPU time and memory.
-    limits = settings_for({"timeout_s": args.timeout, "memory_mb": args.memory_mb}).limits
+    limits = settings_for({"timeout_s": args.timeout, "memory_mb": args.memory_mb}, this_machine()).limits
     rows = []
     for variant, patch, label in _variants(instance, args):
         tree = scratch / f"{instance.instance_id}-{variant}"
@@ -116,7 +117,11 @@ async def verify_instance(
             workspace=tree,
             patch=patch,
             task=PatchTask(mode="execute", text=instance.problem_statement),
-            tools=SpecTools(spec_environment(instance, recipe, cache), args.backend, limits),
+            tools=SpecTools(
+                spec_environment(instance, recipe, cache, build_env=this_machine().build_env),
+                args.backend,
+                limits,
+            ),
             deadline=datetime.now(UTC) + timedelta(seconds=args.timeout),
             baseline=None,
             cache_dir=cache / "verdict-accuracy-coverage",

@@ -31,11 +31,12 @@ import platformdirs
 
 from agents.roles.verifier.exec_session import EXEC_SCOPES, open_exec_session
 from agents.roles.verifier.verify import PatchTask, verify_patch
-from codeloop.swebench.cli_support import settings_for
+from codeloop.cli.swebench import this_machine
 from codeloop.swebench.instances import load_instances
 from codeloop.swebench.judging import SpecTools, spec_environment
 from codeloop.swebench.recipe import INPUTS_DIR, make_recipe
 from codeloop.swebench.repositories import find_source
+from codeloop.swebench.run import settings_for
 from codeloop.swebench.specs import spec_for
 from codeloop.swebench.trees import instance_tree
 
@@ -60,8 +61,10 @@ async def real_repository(args: argparse.Namespace) -> None:
     cache = Path(os.environ.get("CODELOOP_CACHE_DIR") or platformdirs.user_cache_path("codeloop"))
     source = find_source(instance.repo, repos_dir=args.repos, cache_dir=cache)
     recipe = make_recipe(instance, spec_for(instance), source)
-    limits = settings_for({"timeout_s": args.timeout, "memory_mb": args.memory_mb}).limits
-    tools = SpecTools(spec_environment(instance, recipe, cache), "gvisor", limits)
+    limits = settings_for({"timeout_s": args.timeout, "memory_mb": args.memory_mb}, this_machine()).limits
+    tools = SpecTools(
+        spec_environment(instance, recipe, cache, build_env=this_machine().build_env), "gvisor", limits
+    )
     with tempfile.TemporaryDirectory(prefix="verify-real-") as scratch:
         tree = Path(scratch) / "tree"
         await anyio.to_thread.run_sync(lambda: instance_tree(source, instance.base_commit, tree, recipe))

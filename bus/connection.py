@@ -153,12 +153,20 @@ class Bus:
 
 
 @asynccontextmanager
+async def subscription(bus: "Bus", subject: str) -> AsyncGenerator[MemoryObjectReceiveStream[bytes], None]:
+    """The data of every core-NATS message on `subject`, as `queue_subscription` gives them."""
+    async with queue_subscription(bus, subject, "") as messages:
+        yield messages
+
+
+@asynccontextmanager
 async def queue_subscription(
     bus: "Bus", subject: str, queue: str
 ) -> AsyncGenerator[MemoryObjectReceiveStream[bytes], None]:
     """The data of the core-NATS messages on `subject` that reach this member of the queue group
-    `queue` (each message reaches one member), as a stream; subscribed (and flushed, so nothing
-    published after entry is missed) on entry, unsubscribed on the way out."""
+    `queue` (each message reaches one member; "": no group, every message), as a stream;
+    subscribed (and flushed, so nothing published after entry is missed) on entry, unsubscribed
+    on the way out."""
     send, receive = anyio.create_memory_object_stream[bytes](math.inf)
 
     async def on_message(msg: Msg) -> None:

@@ -11,6 +11,7 @@ change) and 404 carry `Nats-Pending-Messages`, the part of the batch that will n
 
 import json
 import math
+from dataclasses import dataclass
 
 import anyio
 import nats.errors
@@ -22,6 +23,36 @@ from bus.connection import Bus, nats_errors
 _STATUS = "Status"
 _PENDING = "Nats-Pending-Messages"
 _LOST_REQUEST_GRACE_S = 2.0
+
+
+@dataclass(frozen=True)
+class ConsumerState:
+    """Where a durable consumer stands, as the server counts it."""
+
+    pending: int
+    """Messages of its stream not yet delivered to it."""
+    unacked: int
+    """Delivered and held by a worker, not yet acked."""
+    redelivered: int
+    """Held messages delivered more than once."""
+    waiting: int
+    """Open pull requests (workers waiting for a message)."""
+
+
+async def consumer_state(bus: Bus, stream: str, durable: str) -> ConsumerState:
+    """The counts of the durable `durable` on `stream`.
+
+    Raises:
+        BusNotFound: no such consumer (or stream).
+    """
+    with nats_errors():
+        info = await bus.js.consumer_info(stream, durable)
+    return ConsumerState(
+        pending=info.num_pending or 0,
+        unacked=info.num_ack_pending or 0,
+        redelivered=info.num_redelivered or 0,
+        waiting=info.num_waiting or 0,
+    )
 
 
 class PullFeed:

@@ -77,15 +77,39 @@ def _settling(exc: BusError) -> bool:
     return isinstance(exc, (BusTimeout, NoResponders, BusNotReady))
 
 
-async def _ensure_once(bus: Bus, replicas: int) -> None:
+async def ensure_stream(bus: Bus, config: StreamConfig) -> None:
+    """Create the stream `config` describes, or bring the existing one to this config."""
     with nats_errors():
-        for config in stream_configs(replicas):
-            try:
-                await bus.js.add_stream(config)  # pyright: ignore[reportUnknownMemberType] - nats-py leaves its **params untyped
-            except nats.js.errors.BadRequestError as exc:
-                if exc.err_code != _STREAM_EXISTS_DIFFERENTLY:
-                    raise
-                await bus.js.update_stream(config)  # pyright: ignore[reportUnknownMemberType] - nats-py leaves its **params untyped
+        try:
+            await bus.js.add_stream(config)  # pyright: ignore[reportUnknownMemberType] - nats-py leaves its **params untyped
+        except nats.js.errors.BadRequestError as exc:
+            if exc.err_code != _STREAM_EXISTS_DIFFERENTLY:
+                raise
+            await bus.js.update_stream(config)  # pyright: ignore[reportUnknownMemberType] - nats-py leaves its **params untyped
+
+
+async def ensure_log_stream(bus: Bus, *, name: str, subject_pattern: str, max_age_s: float) -> None:
+    """Create (or update) a stream that keeps what is published on `subject_pattern` for `max_age_s`
+    (limits retention, oldest discarded first): results read back by whoever waits for them."""
+    await ensure_stream(
+        bus,
+        StreamConfig(
+            name=name,
+            subjects=[subject_pattern],
+            retention=RetentionPolicy.LIMITS,
+            max_age=max_age_s,
+            discard=DiscardPolicy.OLD,
+            num_replicas=bus.config.replicas,
+            storage=StorageType.FILE,
+            duplicate_window=DUPLICATE_WINDOW_S,
+        ),
+    )
+
+
+async def _ensure_once(bus: Bus, replicas: int) -> None:
+    for config in stream_configs(replicas):
+        await ensure_stream(bus, config)
+    with nats_errors():
         await bus.js.create_key_value(bucket=subjects.TASKS_BUCKET, history=5, replicas=replicas)  # pyright: ignore[reportUnknownMemberType] - nats-py leaves its **params untyped
         await bus.js.create_key_value(  # pyright: ignore[reportUnknownMemberType] - nats-py leaves its **params untyped
             bucket=subjects.HANDLED_BUCKET, history=1, ttl=HANDLED_TTL_S, replicas=replicas

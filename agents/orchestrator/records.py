@@ -1,15 +1,13 @@
 """The task records: one `TaskState` per task id in the `codeloop-tasks` bucket."""
 
-from nats.js.kv import KeyValue
-
 from agents.messages import TaskState
 from bus import subjects
 from bus.connection import Bus
-from bus.records import Records
+from bus.records import Bucket, Records
 
 
 class TaskRecords(Records[TaskState]):
-    def __init__(self, kv: KeyValue) -> None:
+    def __init__(self, kv: Bucket) -> None:
         super().__init__(kv, TaskState, prefix="task")
 
     @classmethod

@@ -26,6 +26,7 @@ from bus.envelope import Envelope, parse_envelope
 from bus.errors import BusError, MalformedMessage
 from bus.messages import Event
 from bus.records import compare_and_set, read
+from bus.stored import last_message
 
 PENDING, APPROVED, DENIED = b"pending", b"approve", b"deny"
 POLL_S = 0.25
@@ -165,9 +166,8 @@ async def pending_confirmation(bus: Bus, task_id: str) -> Pending | None:
     """The task's confirmation request still waiting for an answer (its latest), or None."""
     subject = subjects.event(task_id, "confirmation_requested")
     try:
-        with nats_errors():
-            msg = await bus.js.get_last_msg(subjects.EVENTS_STREAM, subject)
-        data = parse_envelope(msg.data or b"").payload.get("data") or {}
+        msg = await last_message(bus, subjects.EVENTS_STREAM, subject)
+        data = parse_envelope(msg.data).payload.get("data") or {}
         request_id = str(data.get("request_id", ""))
         kv = await bus.kv(subjects.TASKS_BUCKET)
         if (await read(kv, _key(task_id, request_id))).value != PENDING:

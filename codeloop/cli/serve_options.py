@@ -84,6 +84,7 @@ class RoleOptions(OptionGroup):
             role_problems,
             serving_roles,
         )
+        from codeloop.swebench import SWEBENCH_ROLE
         from codeloop.wiring.process import Workers
         from codeloop.wiring.roles import SERVED_BY_DEFAULT, unknown_role_problem
 
@@ -102,9 +103,12 @@ class RoleOptions(OptionGroup):
             roles = ("orchestrator", "echo")
         else:
             roles = serving_roles(SERVED_BY_DEFAULT, chosen, registry)
+        # `swebench` is no actor but a service beside them, one slot per occurrence.
+        slots = roles.count(SWEBENCH_ROLE)
+        roles = tuple(role for role in roles if role != SWEBENCH_ROLE)
         # Checked before anything starts: a bad role or replica count used to surface only after
         # the embedded server was up and its state directory written.
-        problem = unknown_role_problem(roles, registry)
+        problem = unknown_role_problem(roles, registry, services=(SWEBENCH_ROLE,))
         if problem is not None:
             raise fail(f"--role: {problem}", 2)
         if chosen is not None and not self.role:
@@ -122,13 +126,26 @@ class RoleOptions(OptionGroup):
             if any(given.values())
             else None
         )
+        return Workers(roles=roles, pipeline=chosen, policy=policy, services=self._swebench(slots))
+
+    def _swebench(self, slots: int) -> tuple[Any, ...]:
+        """The SWE-bench workers of `slots` occurrences of `--role swebench` (none for 0).
+
+        Raises:
+            typer.Exit: (2) `--swebench-repos` without `--role swebench`, or not a directory.
+        """
         if self.swebench_repos is not None:
-            if "swebench" not in roles:
+            if not slots:
                 raise fail("--swebench-repos is for SWE-bench workers: add --role swebench", 2)
             if not self.swebench_repos.is_dir():
                 raise fail(f"--swebench-repos {self.swebench_repos} is not a directory", 2)
+        if not slots:
+            return ()
+        from codeloop.cli.swebench import this_machine
+        from codeloop.swebench.worker import SwebenchWorkers
+
         repos = self.swebench_repos.resolve() if self.swebench_repos is not None else None
-        return Workers(roles=roles, pipeline=chosen, policy=policy, swebench_repos=repos)
+        return (SwebenchWorkers(this_machine(), jobs=slots, repos_dir=repos),)
 
 
 @dataclass(frozen=True)

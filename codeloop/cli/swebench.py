@@ -132,7 +132,7 @@ def swebench(
     --jobs of them (0: none) and `codeloop serve --role swebench` processes on any machine run the rest.
     --select with several --predictions: verify each instance's candidates, choose one, grade all.
     """
-    from codeloop.swebench.cli_support import Options, prepare, run
+    from codeloop.swebench.cli_support import Options
 
     given = _given(predictions, select=select)
     _check_select_only(grade_by_labels, select=select)
@@ -157,7 +157,7 @@ def swebench(
     )
     if select:
         return _select_and_report(options, as_json=as_json)
-    _run_and_report(options, prepare, run, as_json=as_json, connection=connection)
+    _run_and_report(options, as_json=as_json, connection=connection)
 
 
 def _given(predictions: list[str] | None, *, select: bool) -> list[str]:
@@ -182,7 +182,7 @@ def _select_and_report(options: Any, *, as_json: bool) -> None:
     from codeloop.swebench.errors import SwebenchError
 
     try:
-        plan = prepare_select(options)
+        plan = prepare_select(options, this_machine())
     except SwebenchError as exc:
         raise usage_error(str(exc)) from None
     summary = run_select(plan)
@@ -199,20 +199,21 @@ def _select_and_report(options: Any, *, as_json: bool) -> None:
         raise fail(f"{summary['ungraded']} candidates could not be graded (see {plan.out}/report.html)")
 
 
-def _run_and_report(
-    options: object, prepare: object, run: object, *, as_json: bool, connection: Connection
-) -> None:
+def _run_and_report(options: Any, *, as_json: bool, connection: Connection) -> None:
     """Check the inputs (exit 2 on a bad one), run, print the summary, exit 1 if some instance
     could not be evaluated or the run was interrupted."""
     from codeloop.config.errors import ConfigError
+    from codeloop.swebench.cli_support import prepare, run
     from codeloop.swebench.errors import SwebenchError
 
+    machine = this_machine()
     try:
-        plan = prepare(options)  # type: ignore[operator] - imported lazily, typed as the module's function
+        plan = prepare(options, machine)
     except SwebenchError as exc:
         raise usage_error(str(exc)) from None
     try:
-        report = run(plan, connection)  # type: ignore[operator] - imported lazily, typed as the module's function
+        bus = _shared_bus(connection)
+        report = run(plan, machine=machine, bus=bus, serving=_serving(connection))
     except ConfigError as exc:
         raise usage_error(str(exc)) from None
     if as_json:
@@ -227,6 +228,62 @@ def _run_and_report(
         raise fail(
             f"{report['error_instances']} instances could not be evaluated (see {plan.out}/report.html)"
         )
+
+
+def this_machine() -> Any:
+    """What a SWE-bench run takes from this machine (`codeloop.swebench.run.Machine`), read from
+    the environment here, once: the cache directory (`CODELOOP_CACHE_DIR`), the sandbox
+    (`CODELOOP_SANDBOX`, default gvisor) and the variables environment builds see."""
+    from codeloop.config.environment import build_environment, cache_dir, sandbox_named
+    from codeloop.swebench.run import Machine
+
+    return Machine(
+        cache_dir=cache_dir(), sandbox_policy=sandbox_named() or "gvisor", build_env=build_environment()
+    )
+
+
+def _shared_bus(connection: Connection) -> Any:
+    """The bus to share the run on: `--nats`/`CODELOOP_NATS_URL`, else a running local serve;
+    None: run on this machine alone.
+
+    Raises:
+        ConfigError: a bad `--nats` URL or credentials.
+    """
+    from codeloop.config.environment import bus_config
+    from codeloop.config.errors import ConfigError
+    from codeloop.config.serve_note import client_bus_config
+
+    if connection.get("nats_url"):
+        return bus_config(**connection)
+    try:
+        return client_bus_config(**connection)
+    except ConfigError:
+        return None
+
+
+def _serving(connection: Connection) -> Any:
+    """Opens the serve a `--model` run solves its instances on (`cli_support.Serving`): the one
+    `connection` names or the local one, else one started here with every role, as `codeloop
+    eval` does."""
+    from collections.abc import AsyncGenerator
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def serving() -> AsyncGenerator[Any]:
+        from codeloop.config.environment import bus_config, tool_server_config
+        from codeloop.wiring.embedded import embedded_serve
+        from codeloop.wiring.process import RoleSetup, Workers
+        from codeloop.wiring.roles import every_role
+
+        async with embedded_serve(
+            bus_config(**connection),
+            store="temporary",
+            workers=lambda: Workers(roles=every_role()),
+            setup=RoleSetup(tool_config=tool_server_config()),
+        ) as serve:
+            yield serve.config
+
+    return serving
 
 
 @with_option_groups
@@ -257,7 +314,7 @@ def swebench_worker(
     from bus.connection import open_bus
     from codeloop.config.environment import bus_config
     from codeloop.config.errors import ConfigError
-    from codeloop.wiring.swebench import SwebenchWorkers, run_swebench_workers
+    from codeloop.swebench.worker import SwebenchWorkers
 
     try:
         config = bus_config(**connection)
@@ -265,11 +322,11 @@ def swebench_worker(
         raise usage_error(str(exc)) from None
     if not config.servers:
         raise usage_error("no NATS URL: pass --nats URL or set CODELOOP_NATS_URL")
-    workers = SwebenchWorkers(jobs=jobs, repos_dir=repos, idle_exit_s=idle_exit)
+    workers = SwebenchWorkers(this_machine(), jobs=jobs, repos_dir=repos, idle_exit_s=idle_exit)
 
     async def main() -> None:
         async with open_bus(config) as bus:
-            await run_swebench_workers(bus, workers)
+            await workers.run(bus)
 
     run_async(main)
 

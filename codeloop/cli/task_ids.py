@@ -101,21 +101,19 @@ async def _lookup(records: Any, given: str) -> FoundTask | None:
 async def _queued(bus: Any, task_id: str) -> bool:
     """True when a submission of `task_id` waits in the task stream for an orchestrator."""
     from bus import subjects
-    from bus.connection import nats_errors
+    from bus.connection import MSG_ID_HEADER
     from bus.errors import BusError
+    from bus.stored import message_at, sequence_range
 
     try:
-        with nats_errors():
-            info = await bus.js.stream_info(subjects.TASKS_STREAM)
-            first, last = info.state.first_seq, info.state.last_seq
-            for seq in range(max(first, last - MAX_QUEUED_SCAN + 1), last + 1):
-                try:
-                    with nats_errors():
-                        msg = await bus.js.get_msg(subjects.TASKS_STREAM, seq)
-                except BusError:
-                    continue  # taken off the work queue meanwhile
-                if msg.subject == subjects.TASK_SUBMIT and (msg.headers or {}).get("Nats-Msg-Id") == task_id:
-                    return True
+        first, last = await sequence_range(bus, subjects.TASKS_STREAM)
+        for seq in range(max(first, last - MAX_QUEUED_SCAN + 1), last + 1):
+            try:
+                msg = await message_at(bus, subjects.TASKS_STREAM, seq)
+            except BusError:
+                continue  # taken off the work queue meanwhile
+            if msg.subject == subjects.TASK_SUBMIT and msg.headers.get(MSG_ID_HEADER) == task_id:
+                return True
     except BusError:
         return False
     return False

@@ -15,36 +15,16 @@ FIRST_EVENT_TIMEOUT_S = 2.0
 
 async def read_task_events(bus: Any, task_id: str) -> list[Any]:
     """Every envelope stored on the task's event subjects so far, in stream order."""
-    from nats.js.api import DeliverPolicy
-
     from bus import subjects
-    from bus.connection import nats_errors
     from bus.envelope import parse_envelope
-    from bus.errors import BusError, MalformedMessage
+    from bus.errors import MalformedMessage
+    from bus.stored import read_stored
 
     envelopes = []
-    with nats_errors():
-        sub = await bus.js.subscribe(
-            subjects.task_events(task_id), ordered_consumer=True, deliver_policy=DeliverPolicy.ALL
-        )
-    try:
-        while True:
-            try:
-                with nats_errors():
-                    msg = await sub.next_msg(timeout=FIRST_EVENT_TIMEOUT_S)
-            except TimeoutError:
-                break
-            try:
-                envelopes.append(parse_envelope(msg.data))
-            except MalformedMessage:
-                pass
-            if msg.metadata.num_pending == 0:
-                break
-    finally:
+    for msg in await read_stored(bus, subjects.task_events(task_id), quiet_s=FIRST_EVENT_TIMEOUT_S):
         try:
-            with nats_errors():
-                await sub.unsubscribe()
-        except BusError:
+            envelopes.append(parse_envelope(msg.data))
+        except MalformedMessage:
             pass
     return envelopes
 

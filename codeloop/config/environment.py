@@ -12,8 +12,8 @@ Environment variables (each overridden by its command-line option):
                          the tool servers' secrets deny-list (`tool_servers.secret_files`)
     CODELOOP_SANDBOX     gvisor|process|auto (default: the user file's [sandbox] backend, else auto):
                          which sandbox backends `exec` may use
-    CODELOOP_CACHE_DIR   the shared caches (embeddings, converted models); default the platform's
-                         user cache directory, `~/.cache/codeloop` on Linux
+    CODELOOP_CACHE_DIR   the shared caches (embeddings, converted models, SWE-bench environments);
+                         default the platform's user cache directory, `~/.cache/codeloop` on Linux
 
 Only this module and `codeloop.config.settings` (the configuration files, the models and budgets
 of a task: CODELOOP_MODEL, CODELOOP_PLANNER_MODEL, CODELOOP_CODER_MODEL) read them; the packages
@@ -88,6 +88,28 @@ def tool_server_config() -> ToolServerConfig:
         sandbox_policy=machine_backend(),
         cache_dir=_path(env.get("CODELOOP_CACHE_DIR")),
     )
+
+
+def cache_dir() -> Path:
+    """codeloop's cache directory, shared per machine: `CODELOOP_CACHE_DIR`, else the platform's."""
+    configured = _path(os.environ.get("CODELOOP_CACHE_DIR"))
+    if configured is not None:
+        return configured
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("codeloop"))
+
+
+def sandbox_named() -> str | None:
+    """`CODELOOP_SANDBOX` as set (None: not set), for a command whose default is its own."""
+    return os.environ.get("CODELOOP_SANDBOX") or None
+
+
+def build_environment() -> dict[str, str]:
+    """The variables of this process an environment build passes on (`sandbox.environments.build_variables`)."""
+    from sandbox.environments import build_variables
+
+    return build_variables(os.environ)
 
 
 def state_dir_from(option: Path | None) -> Path:

@@ -14,13 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import anyio
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
-
 from bus import subjects
-from bus.connection import Bus, nats_errors
+from bus.connection import Bus
 from bus.envelope import Envelope, parse_envelope
-from bus.errors import BusError, MalformedMessage
+from bus.errors import MalformedMessage
+from bus.stored import Follower, follow, read_batch
 
 READ_TIMEOUT_S = 5.0
 """A task's stored events arrive at once; past this long, a read returns those that came."""
@@ -43,19 +41,19 @@ PANEL_EVENTS = frozenset(
 
 
 @dataclass(frozen=True)
+class Stored:
+    seq: int
+    """The event's sequence in the events stream."""
+    envelope: Envelope
+
+
+@dataclass(frozen=True)
 class RawEvent:
     """One stored event as the bus holds it, not parsed yet."""
 
     seq: int
     """The event's sequence in the events stream."""
     data: bytes
-
-
-@dataclass(frozen=True)
-class Stored:
-    seq: int
-    """The event's sequence in the events stream."""
-    envelope: Envelope
 
 
 @dataclass(frozen=True)
@@ -88,60 +86,11 @@ async def read_events(bus: Bus, task_id: str, *, after: int = 0) -> list[Stored]
 
 async def read_raw_events(bus: Bus, task_id: str, *, after: int = 0) -> list[RawEvent]:
     """The task's stored events after stream sequence `after`, unparsed, in stream order, read in
-    one batch.
-
-    One ephemeral consumer pushes them all to a plain subscription whose callback only keeps the
-    bytes: no per-message wait (a consumer's `next_msg` costs a task and a timer per message,
-    most of the time a 500-event page took). The consumer's `num_pending` says at once when there
-    is nothing to read, and each message's own pending count says when the last one arrived.
-    Events published meanwhile may come too, after those (the stream's order holds). Should the
-    last one not come within `READ_TIMEOUT_S`, those that came are returned: a caller reading
-    from the last one it got misses nothing.
-    """
-    got: list[RawEvent] = []
-    caught_up = anyio.Event()
-
-    async def take(msg: Any) -> None:
-        metadata = msg.metadata  # parsed from the reply subject at every access: once
-        got.append(RawEvent(int(metadata.sequence.stream), msg.data))
-        if metadata.num_pending == 0:
-            caught_up.set()
-
-    consumer = ConsumerConfig(
-        filter_subject=subjects.task_events(task_id),
-        deliver_policy=DeliverPolicy.BY_START_SEQUENCE if after else DeliverPolicy.ALL,
-        opt_start_seq=after + 1 if after else None,
-        ack_policy=AckPolicy.NONE,
-        mem_storage=True,
-        inactive_threshold=READ_TIMEOUT_S,
+    one batch (`bus.stored.read_batch`: a 500-event page's time was mostly a per-message wait)."""
+    found = await read_batch(
+        bus, subjects.EVENTS_STREAM, subjects.task_events(task_id), after=after, timeout_s=READ_TIMEOUT_S
     )
-    with nats_errors():
-        sub = await bus.nc.subscribe(bus.nc.new_inbox(), cb=take)
-    name: str | None = None
-    try:
-        with nats_errors():
-            info = await bus.js.add_consumer(subjects.EVENTS_STREAM, consumer, deliver_subject=sub.subject)
-        name = info.name
-        delivered = info.delivered.consumer_seq if info.delivered is not None else 0
-        if info.num_pending or delivered:
-            with anyio.move_on_after(READ_TIMEOUT_S):
-                await caught_up.wait()
-    finally:
-        with anyio.CancelScope(shield=True):
-            await _unsubscribe(bus, sub)
-            if name is not None:
-                await _delete_consumer(bus, name)
-    return list(got)
-
-
-async def _delete_consumer(bus: Bus, name: str) -> None:
-    if bus.nc.is_closed:
-        return
-    try:
-        with nats_errors():
-            await bus.js.delete_consumer(subjects.EVENTS_STREAM, name)
-    except BusError:
-        pass  # gone already; else its inactive threshold removes it
+    return [RawEvent(m.seq, m.data) for m in found]
 
 
 @asynccontextmanager
@@ -149,65 +98,21 @@ async def follow_events(bus: Bus, task_id: str, *, after: int) -> AsyncIterator[
     """The task's events after stream sequence `after` (0: from its first), as they come, and
     None after every `IDLE_CHECK_S` without one (a caller's moment to ping); across a reconnect
     it subscribes again after the last one it gave, so none is lost or repeated."""
-    follower = _Follower(bus, task_id, after)
-    await follower.subscribe()
-    try:
-        yield follower.events()
-    finally:
-        with anyio.CancelScope(shield=True):
-            await _unsubscribe(bus, follower.sub)
+    async with follow(bus, subjects.task_events(task_id), after=after, idle_s=IDLE_CHECK_S) as follower:
+        yield _events(follower)
 
 
-class _Follower:
-    def __init__(self, bus: Bus, task_id: str, after: int) -> None:
-        self.bus = bus
-        self.task_id = task_id
-        self.last = after
-        self.sub: Any = None
-
-    async def subscribe(self) -> None:
-        start: dict[str, Any] = {"deliver_policy": DeliverPolicy.ALL}
-        if self.last:
-            start = {
-                "deliver_policy": DeliverPolicy.BY_START_SEQUENCE,
-                "config": ConsumerConfig(opt_start_seq=self.last + 1),
-            }
-        with nats_errors():
-            self.sub = await self.bus.js.subscribe(
-                subjects.task_events(self.task_id), ordered_consumer=True, **start
-            )
-
-    async def events(self) -> AsyncIterator[Stored | None]:
-        reconnects = self.bus.nc.stats["reconnects"]
-        while True:
-            try:
-                with nats_errors():
-                    msg: Any = await self.sub.next_msg(timeout=IDLE_CHECK_S)
-            except TimeoutError:
-                if self.bus.nc.stats["reconnects"] != reconnects and self.bus.nc.is_connected:
-                    reconnects = self.bus.nc.stats["reconnects"]
-                    await _unsubscribe(self.bus, self.sub)
-                    await self.subscribe()
-                yield None
-                continue
-            seq = int(msg.metadata.sequence.stream)
-            if seq <= self.last:
-                continue
-            self.last = seq
-            try:
-                envelope = parse_envelope(msg.data)
-            except MalformedMessage:
-                continue
-            yield Stored(seq, envelope)
-
-
-async def _unsubscribe(bus: Bus, sub: Any) -> None:
-    if sub is not None and not bus.nc.is_closed:
+async def _events(follower: Follower) -> AsyncIterator[Stored | None]:
+    while True:
+        msg = await follower.next()
+        if msg is None:
+            yield None
+            continue
         try:
-            with nats_errors():
-                await sub.unsubscribe()
-        except BusError:
-            pass
+            envelope = parse_envelope(msg.data)
+        except MalformedMessage:
+            continue
+        yield Stored(msg.seq, envelope)
 
 
 def event_row(stored: Stored) -> EventRow:

@@ -28,6 +28,7 @@ from prometheus_client.exposition import choose_encoder
 
 from bus import subjects
 from bus.connection import Bus, nats_errors
+from bus.consume import consumer_state
 from bus.envelope import Envelope, parse_envelope
 from bus.errors import MalformedMessage
 from codeloop.services.http_app import Request, Response, Route, serve_http_app
@@ -297,14 +298,13 @@ async def poll_queues(
     while True:
         for address in addresses:
             try:
-                with nats_errors():
-                    info = await bus.js.consumer_info(address.stream, address.durable)
+                state = await consumer_state(bus, address.stream, address.durable)
             except Exception as exc:  # a gauge left stale, never a crash
                 log.debug("queue of %s not read: %s", address.role, exc)
                 continue
-            metrics.queue_pending.labels(address.role).set(info.num_pending or 0)
-            metrics.queue_unacked.labels(address.role).set(info.num_ack_pending or 0)
-            metrics.queue_redelivered.labels(address.role).set(info.num_redelivered or 0)
+            metrics.queue_pending.labels(address.role).set(state.pending)
+            metrics.queue_unacked.labels(address.role).set(state.unacked)
+            metrics.queue_redelivered.labels(address.role).set(state.redelivered)
         await anyio.sleep(interval_s)
 
 

@@ -28,7 +28,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
-from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from agents.client import cancel_task, is_final, new_task_id, submit_task
 from agents.messages import TERMINAL_STATUSES, Budgets, ModelNames, PipelineChoice, TaskState, TaskSubmitted
@@ -40,9 +39,10 @@ from agents.runtime.confirmations import pending_confirmation
 from agents.workspace import WorkspaceError
 from bus import subjects
 from bus.connection import Bus, nats_errors
-from bus.envelope import parse_envelope
+from bus.envelope import Envelope, parse_envelope
 from bus.errors import BusError, MalformedMessage
-from bus.records import read
+from bus.records import keys_under, read
+from bus.stored import Follower, follow
 from codeloop.config.checks import check_submission as check_settings
 from codeloop.config.errors import ConfigError
 from codeloop.config.pipelines import PipelineConfigError, check_served, resolve_pipeline
@@ -164,10 +164,7 @@ class BusTasks:
 
     async def _own_ids(self, principal: str) -> list[str]:
         prefix = f"owner.{_principal_key(principal)}."
-        kv_prefix = self.kv._pre  # `$KV.<bucket>.`: the bucket's keys are its stream's subjects
-        with nats_errors():
-            info = await self.kv._js.stream_info(self.kv._stream, subjects_filter=f"{kv_prefix}{prefix}>")
-        return [s.removeprefix(kv_prefix + prefix) for s in info.state.subjects or {}]
+        return [key.removeprefix(prefix) for key in await keys_under(self.kv, prefix)]
 
     # TasksBackend
 
@@ -325,16 +322,16 @@ class BusTasks:
         submitted_at = await self._submitted_at(principal, task_id)
         if submitted_at is None:
             return None
-        follow = _EventFollower(self.bus, task_id)
-        try:
-            await follow.start()
+        async with follow(
+            self.bus, subjects.task_events(task_id), after=None, idle_s=_RECONNECT_CHECK_S
+        ) as events:
             view = await self._view(task_id, submitted_at)  # after subscribing: no event falls between
             if view.ended:
                 return view
             with anyio.move_on_after(timeout_s):
                 while True:
                     with anyio.move_on_after(IDLE_PROGRESS_S) as idle:
-                        envelope = await follow.next()
+                        envelope = await _next_event(events)
                     if idle.cancelled_caught:
                         view = await self._view(task_id, submitted_at)
                         await on_progress(view, f"still {view.status}")
@@ -346,9 +343,6 @@ class BusTasks:
                     if until_question and _asks(envelope) and view.pending_confirmation is not None:
                         return view
             return await self._view(task_id, submitted_at)
-        finally:
-            with anyio.CancelScope(shield=True):
-                await follow.close()
 
     @asynccontextmanager
     async def changes(self) -> AsyncIterator[AsyncIterator[str]]:
@@ -441,54 +435,13 @@ def _event_message(envelope: Any) -> str:
     return envelope.kind
 
 
-class _EventFollower:
-    """The task's events from the moment of `start`, across reconnects (the server restarted
-    and its consumers are gone: subscribe again after the last event seen)."""
-
-    def __init__(self, bus: Bus, task_id: str) -> None:
-        self.bus = bus
-        self.task_id = task_id
-        self.sub: Any = None
-        self.last_seq = 0
-        self.reconnects = 0
-
-    async def start(self) -> None:
-        self.reconnects = self.bus.nc.stats["reconnects"]
-        start: dict[str, Any] = {"deliver_policy": DeliverPolicy.NEW}
-        if self.last_seq:
-            start = {
-                "deliver_policy": DeliverPolicy.BY_START_SEQUENCE,
-                "config": ConsumerConfig(opt_start_seq=self.last_seq + 1),
-            }
-        with nats_errors():
-            self.sub = await self.bus.js.subscribe(
-                subjects.task_events(self.task_id), ordered_consumer=True, **start
-            )
-
-    async def next(self) -> Any:
-        while True:
-            try:
-                with nats_errors():
-                    msg = await self.sub.next_msg(timeout=_RECONNECT_CHECK_S)
-            except TimeoutError:
-                if self.bus.nc.stats["reconnects"] != self.reconnects and self.bus.nc.is_connected:
-                    await self.close()
-                    await self.start()
-                continue
-            seq = msg.metadata.sequence.stream
-            if seq <= self.last_seq:
-                continue
-            self.last_seq = seq
-            try:
-                return parse_envelope(msg.data)
-            except MalformedMessage:
-                continue
-
-    async def close(self) -> None:
-        if self.sub is not None and not self.bus.nc.is_closed:
-            try:
-                with nats_errors():
-                    await self.sub.unsubscribe()
-            except BusError:
-                pass
-        self.sub = None
+async def _next_event(events: Follower) -> Envelope:
+    """The next event that parses (the dead-letter path reports those that do not)."""
+    while True:
+        msg = await events.next()
+        if msg is None:
+            continue
+        try:
+            return parse_envelope(msg.data)
+        except MalformedMessage:
+            continue

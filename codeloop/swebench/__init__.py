@@ -7,3 +7,7 @@ solving with a model first (`solve`), the work spread over workers on the bus (`
 `worker`, `distribution`) and the report (`report`, `html`, `outcome`). The command is
 `codeloop/cli/swebench.py`; `docs/swebench.md` describes it.
 """
+
+SWEBENCH_ROLE = "swebench"
+"""What `codeloop serve --role` calls a SWE-bench worker slot (`worker.SwebenchWorkers`, a service
+of the serve); here, so the command line checks its roles without importing the worker."""

@@ -1,20 +1,26 @@
 """What `codeloop swebench` does between parsing its options and printing: check every input
-before anything runs, then run the plan (embedded, in this process) with a progress line."""
+before anything runs, then run the plan (here, or shared through a bus) with a progress line.
+
+What comes from the environment is given: the machine's caches, sandbox policy and build variables
+(`run.Machine`), the bus to share a run on, and the serve a `--model` run solves its instances on
+(the command line starts it: this package is no composition root)."""
 
 import os
-import tempfile
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bus.config import BusConfig
 from codeloop.swebench.errors import InterpreterMissing, PredictionsError, SwebenchError
 from codeloop.swebench.harness import RunPlan, run_local
 from codeloop.swebench.instances import Instance, load_instances, select
 from codeloop.swebench.predictions import EMPTY, GOLD, Prediction, builtin_predictions, load_predictions
 from codeloop.swebench.report import write_json
 from codeloop.swebench.repositories import RepoSource, find_source
-from codeloop.swebench.run import RunSettings
+from codeloop.swebench.run import Machine, settings_for
 from codeloop.swebench.specs import load_extra_specs, needs_cpus, registered_specs, spec_for
 
 if TYPE_CHECKING:
@@ -48,17 +54,12 @@ class Options:
     its label as its grade instead of a harness run."""
 
 
-def cache_dir() -> Path:
-    """codeloop's cache directory: `$CODELOOP_CACHE_DIR`, else the platform's (shared per machine)."""
-    configured = os.environ.get("CODELOOP_CACHE_DIR")
-    if configured:
-        return Path(configured).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("codeloop"))
+Serving = Callable[[], AbstractAsyncContextManager[BusConfig]]
+"""Opens the serve a `--model` run's tasks run on, for as long as the solving takes; gives what
+a client connects to it with."""
 
 
-def prepare(options: Options) -> RunPlan:
+def prepare(options: Options, machine: Machine) -> RunPlan:
     """Check every input and make the plan; nothing is written before it returns.
 
     Raises:
@@ -84,7 +85,7 @@ def prepare(options: Options) -> RunPlan:
         spec_for(instance)
     _check_interpreters(chosen)
     _warn_cpus(chosen)
-    sources = _sources(chosen, options.repos)
+    sources = _sources(chosen, options.repos, machine)
     out = _out_dir(options)
     run_options = {
         "timeout_s": options.timeout_s,
@@ -92,7 +93,7 @@ def prepare(options: Options) -> RunPlan:
         "left_out": _left_out(options.left_out),
         "specs": registered_specs(),
     }
-    settings = settings_for(run_options)
+    settings = settings_for(run_options, machine)
     extra = {
         "predictions": options.predictions or f"model {options.model}",
         "instances_file": str(options.instances),
@@ -118,7 +119,7 @@ def prepare(options: Options) -> RunPlan:
     )
 
 
-def prepare_select(options: Options) -> "SelectPlan":
+def prepare_select(options: Options, machine: Machine) -> "SelectPlan":
     """Check every input of a `--select` run and make its plan; nothing is written before it
     returns.
 
@@ -158,8 +159,8 @@ def prepare_select(options: Options) -> "SelectPlan":
     return SelectPlan(
         instances=chosen,
         sources=sources,
-        repos=_sources(chosen, options.repos),
-        settings=settings_for(run_options),
+        repos=_sources(chosen, options.repos, machine),
+        settings=settings_for(run_options, machine),
         out=_out_dir(options),
         jobs=max(options.jobs, 1),
         extra=extra,
@@ -214,12 +215,12 @@ def _warn_cpus(chosen: list[Instance]) -> None:
         )
 
 
-def _sources(chosen: list[Instance], repos: Path | None) -> dict[str, RepoSource]:
+def _sources(chosen: list[Instance], repos: Path | None, machine: Machine) -> dict[str, RepoSource]:
     if repos is not None and not repos.is_dir():
         raise SwebenchError(f"--repos {repos} is not a directory")
     sources = {}
     for repo in sorted({i.repo for i in chosen}):
-        sources[repo] = find_source(repo, repos_dir=repos, cache_dir=cache_dir() / "swebench")
+        sources[repo] = find_source(repo, repos_dir=repos, cache_dir=machine.cache_dir / "swebench")
     for instance in chosen:
         source = sources[instance.repo]
         source.resolve(instance.base_commit)
@@ -254,42 +255,12 @@ def _left_out(path: Path | None) -> dict[str, list[str]]:
         raise SwebenchError(f"--left-out {path}: not a validation.json of a gold run: {exc}") from None
 
 
-def settings_for(options: dict[str, Any]) -> RunSettings:
-    """The run settings of a run's options (`timeout_s`, `memory_mb`, `left_out`): the same on
-    the coordinator and on every worker, which get the options with each instance."""
-    from sandbox import SandboxLimits
-    from sandbox.environments import EnvironmentSettings, EnvironmentStore, build_variables
-
-    timeout_s = float(options["timeout_s"])
-    limits = SandboxLimits(
-        timeout_s=timeout_s,
-        memory_mb=int(options["memory_mb"]),
-        max_processes=512,
-        cpu_time_s=timeout_s * 4,
-        file_size_mb=1024,
-        workspace_write_mb=2048,
-        tmp_mb=2048,
-        output_bytes=16_000_000,
-    )
-    cache = cache_dir()
-    store = EnvironmentStore(
-        EnvironmentSettings(cache_dir=cache / "environments", build_env=build_variables(os.environ))
-    )
-    return RunSettings(
-        store=store,
-        cache_dir=cache,
-        scratch_dir=Path(tempfile.gettempdir()) / f"codeloop-swebench-{os.getpid()}",
-        timeout_s=timeout_s,
-        limits=limits,
-        left_out=dict(options.get("left_out") or {}),
-        # Foreign tests run under gVisor; a deployment whose pods are gVisor says `process`.
-        policy=os.environ.get("CODELOOP_SANDBOX") or "gvisor",
-    )
-
-
-def run(plan: RunPlan, connection: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Run the plan and return the final report (what report.json holds): through the bus when
-    one is given or a local `codeloop serve` runs (its workers and ours share the run), else here.
+def run(
+    plan: RunPlan, *, machine: Machine, bus: BusConfig | None, serving: Serving | None = None
+) -> dict[str, Any]:
+    """Run the plan and return the final report (what report.json holds): through `bus` when
+    given (its workers and ours share the run), else here. A `--model` plan solves its instances
+    first, on the serve `serving` opens.
     """
     import json
 
@@ -302,11 +273,11 @@ def run(plan: RunPlan, connection: dict[str, Any] | None = None) -> dict[str, An
     progress = Progress(
         len(pending(plan, load_outcomes(plan.out) if plan.resume else {})) or len(plan.instances)
     )
-    bus = _bus_config(connection or {})
     interrupted = False
     try:
         if plan.model is not None:
-            _solve(plan, connection or {})
+            assert serving is not None, "a --model plan is solved on a serve"
+            anyio.run(_solve, plan, serving)
         if bus is None:
             anyio.run(run_local, plan, progress)
         else:
@@ -316,10 +287,9 @@ def run(plan: RunPlan, connection: dict[str, Any] | None = None) -> dict[str, An
                 lambda: run_distributed(
                     plan,
                     bus,
-                    settings_for=settings_for,
+                    machine=machine,
                     options=plan.options,
                     repos_dir=plan.repos_dir,
-                    cache_dir=cache_dir(),
                     progress=progress,
                 )
             )
@@ -332,11 +302,9 @@ def run(plan: RunPlan, connection: dict[str, Any] | None = None) -> dict[str, An
     return report
 
 
-def _solve(plan: RunPlan, connection: dict[str, Any]) -> None:
+async def _solve(plan: RunPlan, serving: Serving) -> None:
     """`--model`: make the predictions first (OUT/predictions.jsonl), then grade them."""
     import sys
-
-    import anyio
 
     from codeloop.swebench.solve import solve
 
@@ -346,30 +314,14 @@ def _solve(plan: RunPlan, connection: dict[str, Any]) -> None:
     if plan.resume and made.is_file():
         done = load_predictions(made, known_ids={i.instance_id for i in plan.instances})
     sys.stderr.write(f"solving {len(plan.instances)} instances with {plan.model}\n")
-    plan.predictions = anyio.run(
-        lambda: solve(
+    async with serving() as config:
+        plan.predictions = await solve(
             plan.instances,
             plan.sources,
-            model=plan.model,  # pyright: ignore[reportArgumentType] - only called when --model was given
+            model=plan.model,
             settings=plan.model_settings,
-            connection=connection,
+            config=config,
             out=plan.out,
             jobs=max(plan.jobs, 1),
             done=done,
         )
-    )
-
-
-def _bus_config(connection: dict[str, Any]) -> Any:
-    """The bus to share the run on: `--nats`/`CODELOOP_NATS_URL`, else a running local serve;
-    None: run on this machine alone (embedded)."""
-    from codeloop.config.environment import bus_config
-    from codeloop.config.errors import ConfigError
-    from codeloop.config.serve_note import client_bus_config
-
-    if connection.get("nats_url"):
-        return bus_config(**connection)  # a bad URL is the user's to fix: ConfigError
-    try:
-        return client_bus_config(**connection)
-    except ConfigError:
-        return None

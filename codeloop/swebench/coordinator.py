@@ -5,32 +5,35 @@ rewriting the report after each, as a run on one machine does."""
 import json
 import secrets
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
-import nats.errors
 
-from bus.connection import Bus, nats_errors, open_bus
+from bus.config import BusConfig
+from bus.connection import Bus, open_bus
+from bus.stored import delete_message, follow
+from bus.work_queue import given_up
 from codeloop.swebench.distribution import (
     MAX_DELIVER,
-    RESULTS_STREAM,
-    WORK_STREAM,
-    WORKERS,
+    WORK_QUEUE,
     ensure_swebench_streams,
     fetch_artifact,
+    publish_work,
     result_subject,
     unpack,
     work_message,
-    work_subject,
 )
 from codeloop.swebench.harness import RunPlan, empty_outcome, pending, write_outputs
+from codeloop.swebench.instances import Instance
 from codeloop.swebench.outcome import Outcome
 from codeloop.swebench.progress import Progress
 from codeloop.swebench.report import load_outcomes
-from codeloop.swebench.worker import SettingsFor, serve_workers
+from codeloop.swebench.run import Machine
+from codeloop.swebench.worker import SwebenchWorkers
 
-ADVISORY = f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{WORK_STREAM}.{WORKERS}"
+Finished = Callable[[Outcome], None]
 
 
 def run_id_of(out: Path) -> str:
@@ -46,12 +49,11 @@ def run_id_of(out: Path) -> str:
 
 async def run_distributed(
     plan: RunPlan,
-    bus_config: Any,
+    bus_config: BusConfig,
     *,
-    settings_for: SettingsFor,
+    machine: Machine,
     options: dict[str, Any],
     repos_dir: Path | None,
-    cache_dir: Path,
     progress: Progress | None = None,
 ) -> dict[str, Outcome]:
     """Run the plan through the bus; returns every outcome. `options` travel with each instance."""
@@ -73,16 +75,8 @@ async def run_distributed(
         waiting = await _publish(bus, plan, run_id, todo, options, finished)
         async with anyio.create_task_group() as tg:
             if plan.jobs:
-                tg.start_soon(
-                    lambda: serve_workers(
-                        bus,
-                        settings_for=settings_for,
-                        repos_dir=repos_dir,
-                        cache_dir=cache_dir,
-                        jobs=plan.jobs,
-                    )
-                )
-            tg.start_soon(_watch_dead_letters, bus, run_id, waiting, plan, finished)
+                tg.start_soon(SwebenchWorkers(machine, jobs=plan.jobs, repos_dir=repos_dir).run, bus)
+            await tg.start(_watch_dead_letters, bus, run_id, waiting, finished)
             await _collect(bus, run_id, waiting, plan, finished)
             tg.cancel_scope.cancel()
     write_outputs(plan, outcomes, wall_s=time.monotonic() - started, finished=True)
@@ -90,34 +84,28 @@ async def run_distributed(
 
 
 async def _publish(
-    bus: Bus, plan: RunPlan, run_id: str, todo: list, options: dict, finished: Any
+    bus: Bus, plan: RunPlan, run_id: str, todo: list[Instance], options: dict[str, Any], finished: Finished
 ) -> set[str]:
     waiting: set[str] = set()
-    with nats_errors():
-        for instance in todo:
-            prediction = plan.predictions[instance.instance_id]
-            if prediction.is_empty and prediction.model_name_or_path != "empty":
-                finished(empty_outcome(instance, prediction))
-                continue
-            body = work_message(run_id, instance.as_swebench(), prediction.model_dump(mode="json"), options)
-            await bus.js.publish(
-                work_subject(run_id), body, headers={"Nats-Msg-Id": f"{run_id}.{instance.instance_id}"}
-            )
-            waiting.add(instance.instance_id)
+    for instance in todo:
+        prediction = plan.predictions[instance.instance_id]
+        if prediction.is_empty and prediction.model_name_or_path != "empty":
+            finished(empty_outcome(instance, prediction))
+            continue
+        body = work_message(run_id, instance.as_swebench(), prediction.model_dump(mode="json"), options)
+        await publish_work(bus, run_id, instance.instance_id, body)
+        waiting.add(instance.instance_id)
     return waiting
 
 
-async def _collect(bus: Bus, run_id: str, waiting: set[str], plan: RunPlan, finished: Any) -> None:
-    """Take outcomes until none is missing (late duplicates of a redelivered instance are dropped)."""
-    durable = f"swebench-coordinator-{run_id}"
-    subscription = await bus.js.pull_subscribe(result_subject(run_id), durable=durable, stream=RESULTS_STREAM)
-    try:
+async def _collect(bus: Bus, run_id: str, waiting: set[str], plan: RunPlan, finished: Finished) -> None:
+    """Take outcomes until none is missing: the run's results from its first (a resumed run's
+    earlier ones, late duplicates of a redelivered instance, are passed over)."""
+    async with follow(bus, result_subject(run_id), after=0, idle_s=5.0) as results:
         while waiting:
-            try:
-                messages = await subscription.fetch(1, timeout=5)
-            except nats.errors.TimeoutError:
+            msg = await results.next()
+            if msg is None:
                 continue
-            msg = messages[0]
             body = json.loads(msg.data)
             outcome = Outcome.model_validate(body["outcome"])
             if outcome.instance_id in waiting:
@@ -126,29 +114,26 @@ async def _collect(bus: Bus, run_id: str, waiting: set[str], plan: RunPlan, fini
                 await anyio.to_thread.run_sync(unpack, data, target)
                 waiting.discard(outcome.instance_id)
                 finished(outcome)
-            await msg.ack()
-    finally:
-        with anyio.CancelScope(shield=True):
-            await subscription.unsubscribe()
-            with nats_errors():
-                await bus.js.delete_consumer(RESULTS_STREAM, durable)
 
 
-async def _watch_dead_letters(bus: Bus, run_id: str, waiting: set[str], plan: RunPlan, finished: Any) -> None:
+async def _watch_dead_letters(
+    bus: Bus,
+    run_id: str,
+    waiting: set[str],
+    finished: Finished,
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
     """An instance no worker finished in MAX_DELIVER deliveries (each worker died on it) is an
     error instance; its message is removed from the work queue."""
-    subscription = await bus.nc.subscribe(ADVISORY)
-    try:
-        async for advisory in subscription.messages:
-            seq = json.loads(advisory.data).get("stream_seq")
-            with nats_errors():
-                stored = await bus.js.get_msg(WORK_STREAM, seq)
+    async with given_up(bus, WORK_QUEUE) as dead:
+        task_status.started()
+        async for stored in dead:
             body = json.loads(stored.data or b"{}")
             instance = body.get("instance", {})
             if body.get("run_id") != run_id or instance.get("instance_id") not in waiting:
                 continue
-            with nats_errors():
-                await bus.js.delete_msg(WORK_STREAM, seq)
+            await delete_message(bus, WORK_QUEUE.stream, stored.seq)
             waiting.discard(instance["instance_id"])
             finished(
                 Outcome(
@@ -161,6 +146,3 @@ async def _watch_dead_letters(bus: Bus, run_id: str, waiting: set[str], plan: Ru
                     model_name_or_path=body.get("prediction", {}).get("model_name_or_path", ""),
                 )
             )
-    finally:
-        with anyio.CancelScope(shield=True):
-            await subscription.unsubscribe()

@@ -23,15 +23,17 @@ import io
 import json
 import tarfile
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import anyio
-import nats.js.errors
-from nats.js.api import AckPolicy, ConsumerConfig, DiscardPolicy, RetentionPolicy, StorageType, StreamConfig
 
 from bus import subjects as bus_subjects
-from bus.connection import Bus, nats_errors
+from bus.connection import MSG_ID_HEADER, Bus
+from bus.objects import Objects
+from bus.streams import ensure_log_stream
+from bus.work_queue import WorkQueue, ack_wait_of, ensure_work_queue
 from codeloop.swebench.outcome import Outcome
 
 WORK_STREAM = "CODELOOP_SWEBENCH"
@@ -41,7 +43,16 @@ RESULT_PREFIX = "codeloop.swebench.result"
 WORKERS = "swebench-workers"
 ACK_WAIT_S = 120.0
 MAX_DELIVER = 3
+RESULTS_MAX_AGE_S = 7 * 24 * 3600.0
 ARTIFACT_PREFIX = "swebench"
+WORK_QUEUE = WorkQueue(
+    stream=WORK_STREAM,
+    subject_prefix=WORK_PREFIX,
+    durable=WORKERS,
+    ack_wait_s=ACK_WAIT_S,
+    max_deliver=MAX_DELIVER,
+)
+"""The instances of every run, and the durable consumer every worker shares (`bus.work_queue`)."""
 
 
 def work_subject(run_id: str) -> str:
@@ -59,42 +70,11 @@ def artifact_name(run_id: str, instance_id: str) -> str:
 async def ensure_swebench_streams(bus: Bus, *, ack_wait_s: float = ACK_WAIT_S) -> None:
     """Create (idempotently) the two streams, the workers' durable consumer and the object store.
     An existing consumer keeps its configuration (its ack wait decides the workers' heartbeats)."""
-    common = {"num_replicas": bus.config.replicas, "storage": StorageType.FILE, "duplicate_window": 600.0}
-    with nats_errors():
-        for config in (
-            StreamConfig(
-                name=WORK_STREAM,
-                subjects=[f"{WORK_PREFIX}.>"],
-                retention=RetentionPolicy.WORK_QUEUE,
-                **common,
-            ),
-            StreamConfig(
-                name=RESULTS_STREAM,
-                subjects=[f"{RESULT_PREFIX}.>"],
-                retention=RetentionPolicy.LIMITS,
-                max_age=7 * 24 * 3600.0,
-                discard=DiscardPolicy.OLD,
-                **common,
-            ),
-        ):
-            try:
-                await bus.js.add_stream(config)
-            except nats.js.errors.BadRequestError:  # exists with another config: bring it to this one
-                await bus.js.update_stream(config)
-        try:
-            await bus.js.consumer_info(WORK_STREAM, WORKERS)
-        except nats.js.errors.NotFoundError:
-            await bus.js.add_consumer(
-                WORK_STREAM,
-                ConsumerConfig(
-                    durable_name=WORKERS,
-                    ack_policy=AckPolicy.EXPLICIT,
-                    ack_wait=ack_wait_s,
-                    max_deliver=MAX_DELIVER,
-                    filter_subject=f"{WORK_PREFIX}.>",
-                ),
-            )
-        await bus.js.create_object_store(bucket=bus_subjects.ARTIFACTS_BUCKET, replicas=bus.config.replicas)
+    await ensure_work_queue(bus, replace(WORK_QUEUE, ack_wait_s=ack_wait_s))
+    await ensure_log_stream(
+        bus, name=RESULTS_STREAM, subject_pattern=f"{RESULT_PREFIX}.>", max_age_s=RESULTS_MAX_AGE_S
+    )
+    await Objects.ensure(bus, bus_subjects.ARTIFACTS_BUCKET)
 
 
 def pack(directory: Path) -> bytes:
@@ -147,33 +127,38 @@ def work_message(
 
 async def heartbeat_interval(bus: Bus) -> float:
     """How often a worker says an instance is still in progress: a third of the ack wait."""
-    with nats_errors():
-        info = await bus.js.consumer_info(WORK_STREAM, WORKERS)
-    return max(0.5, float(info.config.ack_wait or ACK_WAIT_S) / 3)
+    return max(0.5, await ack_wait_of(bus, WORK_QUEUE) / 3)
+
+
+async def publish_work(bus: Bus, run_id: str, instance_id: str, body: bytes) -> None:
+    """Queue one instance of a run (deduplicated per run and instance)."""
+    await bus.publish_bytes(work_subject(run_id), body, headers={MSG_ID_HEADER: f"{run_id}.{instance_id}"})
 
 
 async def publish_outcome(bus: Bus, run_id: str, outcome: Outcome, directory: Path) -> None:
     """Store the instance's files, then publish its outcome (deduplicated per run and instance)."""
     name = artifact_name(run_id, outcome.instance_id)
     data = await anyio.to_thread.run_sync(pack, directory)
-    with nats_errors():
-        store = await bus.js.object_store(bus_subjects.ARTIFACTS_BUCKET)
-        await store.put(name, data)
-        body = {"kind": "swebench_outcome", "schema_version": 1, "run_id": run_id, "artifact": name}
-        body["outcome"] = outcome.model_dump(mode="json")
-        await bus.js.publish(
-            result_subject(run_id),
-            json.dumps(body).encode(),
-            headers={"Nats-Msg-Id": f"{run_id}.{outcome.instance_id}.{outcome.wall_s}"},
-        )
+    await (await Objects.open(bus, bus_subjects.ARTIFACTS_BUCKET)).put(name, data)
+    body: dict[str, Any] = {
+        "kind": "swebench_outcome",
+        "schema_version": 1,
+        "run_id": run_id,
+        "artifact": name,
+    }
+    body["outcome"] = outcome.model_dump(mode="json")
+    await bus.publish_bytes(
+        result_subject(run_id),
+        json.dumps(body).encode(),
+        headers={MSG_ID_HEADER: f"{run_id}.{outcome.instance_id}.{outcome.wall_s}"},
+    )
 
 
 async def fetch_artifact(bus: Bus, name: str) -> bytes:
-    with nats_errors():
-        store = await bus.js.object_store(bus_subjects.ARTIFACTS_BUCKET)
-        result = await store.get(name)
-        data = result.data or b""
-        await store.delete(name)
+    """An instance's packed files, taken out of the object store (read once, then deleted)."""
+    store = await Objects.open(bus, bus_subjects.ARTIFACTS_BUCKET)
+    data = await store.get(name)
+    await store.delete(name)
     return data
 
 

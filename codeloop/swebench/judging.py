@@ -8,8 +8,8 @@ key), the coverage run of the suite (kept per tree in the cache) and the baselin
 no network, as the harness does.
 """
 
-import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -22,7 +22,7 @@ from codeloop.swebench.instances import Instance
 from codeloop.swebench.recipe import CONSTRAINTS_PATH, INPUTS_DIR, EnvRecipe
 from codeloop.swebench.repositories import RepoSource
 from codeloop.swebench.trees import instance_tree
-from sandbox.environments.settings import EnvironmentSettings, build_variables
+from sandbox.environments.settings import EnvironmentSettings
 from sandbox.limits import SandboxLimits
 from tool_servers.protocol.scopes import Scope
 from tool_servers.protocol.spec import ServerOptions
@@ -48,9 +48,12 @@ class SpecTools:
         }
 
 
-def spec_environment(instance: Instance, recipe: EnvRecipe, cache_dir: Path) -> EnvironmentSettings:
+def spec_environment(
+    instance: Instance, recipe: EnvRecipe, cache_dir: Path, *, build_env: Mapping[str, str]
+) -> EnvironmentSettings:
     """The spec's environment as a configured one: its Python, its commands with the image-era
-    pins, then its install of the project (into the tree being verified)."""
+    pins, then its install of the project (into the tree being verified); `build_env` the
+    variables its builds see (the run's `Machine`)."""
     pins = f"export PIP_CONSTRAINT={CONSTRAINTS_PATH}; "
     install = [pins + c for c in recipe.commands]
     if recipe.install:
@@ -60,7 +63,7 @@ def spec_environment(instance: Instance, recipe: EnvRecipe, cache_dir: Path) -> 
         python=recipe.python,
         install=tuple(install),
         configured_source=f"SWE-bench spec of {instance.repo} {instance.version}",
-        build_env=build_variables(os.environ),
+        build_env=dict(build_env),
     )
 
 
@@ -83,6 +86,8 @@ class InstanceJudge:
     limits: SandboxLimits
     backend: str
     timeout_s: float
+    build_env: Mapping[str, str]
+    """The variables environment builds see (the run's `Machine`)."""
 
 
 async def judge_candidates(judge: InstanceJudge, patches: dict[str, str], scratch: Path) -> dict[str, Judged]:
@@ -100,7 +105,11 @@ async def judge_candidates(judge: InstanceJudge, patches: dict[str, str], scratc
     inputs.mkdir(exist_ok=True)
     for name, text in recipe.files.items():
         (inputs / name).write_text(text, encoding="utf-8")
-    tools = SpecTools(spec_environment(instance, recipe, judge.cache_dir), judge.backend, judge.limits)
+    tools = SpecTools(
+        spec_environment(instance, recipe, judge.cache_dir, build_env=judge.build_env),
+        judge.backend,
+        judge.limits,
+    )
     baseline: Baseline | None = None
     judged: dict[str, Judged] = {}
     every_changed = _changed_sources(patches)

@@ -16,7 +16,9 @@ making concurrent instances of one environment wait for it, across processes too
 import os
 import shutil
 import socket
+import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +38,7 @@ from codeloop.swebench.specs import spec_for
 from codeloop.swebench.trees import instance_tree, project_tree
 from codeloop.swebench.unrunnable import reasons
 from sandbox import GvisorOptions, SandboxError, SandboxLimits, open_sandbox
-from sandbox.environments import EnvironmentStore
+from sandbox.environments import EnvironmentSettings, EnvironmentStore
 from sandbox.errors import EnvironmentSetupError
 
 # The official harness tries these in order (run_evaluation.py's GIT_APPLY_CMDS).
@@ -61,6 +63,48 @@ class RunSettings:
     """`gvisor` unless the deployment says `process` (CODELOOP_SANDBOX): inside a gVisor pod the
     pod is the sandbox and runsc cannot start again."""
     left_out: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What a run takes from the machine it runs on, read from the environment once by the
+    command line (`codeloop.cli.swebench.this_machine`) and given to the run and its workers."""
+
+    cache_dir: Path
+    """codeloop's cache directory, shared per machine (environments, repositories)."""
+    sandbox_policy: str = "gvisor"
+    """Foreign tests run under gVisor; a deployment whose pods are gVisor says `process`
+    (`CODELOOP_SANDBOX`): inside a gVisor pod the pod is the sandbox and runsc cannot start again."""
+    build_env: Mapping[str, str] = field(default_factory=dict[str, str])
+    """The variables an environment build sees (`sandbox.environments.build_variables`)."""
+
+
+def settings_for(options: dict[str, Any], machine: Machine) -> RunSettings:
+    """The run settings of a run's options (`timeout_s`, `memory_mb`, `left_out`) on `machine`:
+    the same on the coordinator and on every worker, which get the options with each instance."""
+    timeout_s = float(options["timeout_s"])
+    limits = SandboxLimits(
+        timeout_s=timeout_s,
+        memory_mb=int(options["memory_mb"]),
+        max_processes=512,
+        cpu_time_s=timeout_s * 4,
+        file_size_mb=1024,
+        workspace_write_mb=2048,
+        tmp_mb=2048,
+        output_bytes=16_000_000,
+    )
+    store = EnvironmentStore(
+        EnvironmentSettings(cache_dir=machine.cache_dir / "environments", build_env=dict(machine.build_env))
+    )
+    return RunSettings(
+        store=store,
+        cache_dir=machine.cache_dir,
+        scratch_dir=Path(tempfile.gettempdir()) / f"codeloop-swebench-{os.getpid()}",
+        timeout_s=timeout_s,
+        limits=limits,
+        left_out=dict(options.get("left_out") or {}),
+        policy=machine.sandbox_policy,
+    )
 
 
 class _Log:

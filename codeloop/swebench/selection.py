@@ -143,6 +143,7 @@ async def _judge(
             limits=plan.settings.limits,
             backend=plan.settings.policy,
             timeout_s=plan.settings.timeout_s,
+            build_env=plan.settings.store.settings.build_env,
         )
         patches = {name: p.model_patch or "" for name, p in predictions.items()}
         return await judge_candidates(judge, patches, scratch), None

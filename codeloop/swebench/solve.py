@@ -1,5 +1,6 @@
 """`--model M`: codeloop solves each instance first, through the normal agent pipeline (as
-`codeloop eval` runs tasks: one bus, the local serve or an embedded one, N tasks at once), and
+`codeloop eval` runs tasks: one bus, N tasks at once; the command line gives the serve, the local
+one or one it starts with every role), and
 the patch each task ends with becomes that instance's prediction, in SWE-bench's format, in
 `OUT/predictions.jsonl` (written after each instance, atomically). The predictions are then
 graded like any predictions file.
@@ -16,6 +17,7 @@ from typing import Any
 
 import anyio
 
+from bus.config import BusConfig
 from codeloop.swebench.instances import Instance
 from codeloop.swebench.predictions import Prediction, write_predictions
 from codeloop.swebench.repositories import RepoSource, materialise
@@ -42,22 +44,18 @@ async def solve(
     *,
     model: str,
     settings: Any,
-    connection: dict[str, Any],
+    config: BusConfig,
     out: Path,
     jobs: int,
     done: dict[str, Prediction] | None = None,
 ) -> dict[str, Prediction]:
-    """Run one task per instance not in `done` (made by an earlier, resumed run) and return
-    every prediction (also in `out/predictions.jsonl`)."""
+    """Run one task per instance not in `done` (made by an earlier, resumed run) on the serve
+    `config` connects to, and return every prediction (also in `out/predictions.jsonl`)."""
     from agents.messages import TaskSubmitted
-    from codeloop.config.environment import bus_config, tool_server_config
     from codeloop.config.task_builder import make_task
     from codeloop.evaluation.runner import Outcome as TaskOutcome
     from codeloop.evaluation.runner import run_tasks
     from codeloop.evaluation.taskset import EvalTask
-    from codeloop.wiring.embedded import embedded_serve
-    from codeloop.wiring.process import RoleSetup, Workers
-    from codeloop.wiring.roles import every_role
 
     predictions: dict[str, Prediction] = dict(done or {})
     instances_to_solve = [i for i in instances if i.instance_id not in predictions]
@@ -90,20 +88,12 @@ async def solve(
             ordered = [predictions[i.instance_id] for i in instances if i.instance_id in predictions]
             await anyio.to_thread.run_sync(write_predictions, out / "predictions.jsonl", ordered)
 
-        # One bus for the whole run: the serve `connection` names or the local one, else one
-        # started here with every role, as `codeloop eval` does.
-        async with embedded_serve(
-            bus_config(**connection),
-            store="temporary",
-            workers=lambda: Workers(roles=every_role()),
-            setup=RoleSetup(tool_config=tool_server_config()),
-        ) as serve:
-            await run_tasks(
-                tasks,
-                config=serve.config,
-                submit=submit,
-                scratch=Path(scratch) / "tasks",
-                jobs=jobs,
-                on_done=on_done,
-            )
+        await run_tasks(
+            tasks,
+            config=config,
+            submit=submit,
+            scratch=Path(scratch) / "tasks",
+            jobs=jobs,
+            on_done=on_done,
+        )
     return predictions

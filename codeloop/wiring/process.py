@@ -8,9 +8,10 @@ no new fetches, in-flight messages finish and are acked; a second stop (or the g
 running out) cancels, which hands in-flight messages back to JetStream and stops the HTTP servers.
 
 What it runs comes in three typed groups: `Workers` (which actors, with which pipeline and
-delivery policy), `RoleSetup` (what the worker roles get: tools, scratch space, recorder,
-observers, workspaces) and `Hosting` (the network services beside them: MCP servers, metrics,
-health, the workspace service).
+delivery policy, and the `Service`s beside them), `RoleSetup` (what the worker roles get: tools,
+scratch space, recorder, observers, workspaces) and `Hosting` (the network services beside them:
+MCP servers, metrics, health, the workspace service). A `Service` is a feature's own loop, which
+the command line hands `serve`; `serve` names no feature.
 
 One `serve` per state directory: it holds the directory's lock for its life (`bus.state_lock`),
 so a second one is refused before it touches the first one's server or notes. The embedded
@@ -25,7 +26,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
@@ -74,7 +75,6 @@ from codeloop.services.metrics import Metrics, MetricsServing, follow_events, po
 from codeloop.services.workspace_service import WorkspaceHosting, WorkspaceService
 from codeloop.wiring.judge import patch_verifier
 from codeloop.wiring.roles import SERVED_BY_DEFAULT, role_deps, role_specs
-from codeloop.wiring.swebench import SwebenchWorkers, run_swebench_workers, split_roles
 from codeloop.wiring.telemetry import tracing_observers
 from codeloop.wiring.tools import InProcessTools
 from codeloop.wiring.user_servers import RelayedUserServers
@@ -85,6 +85,22 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("codeloop")
 DRAIN_GRACE_S = 10.0
+
+
+class Service(Protocol):
+    """A long-lived loop a serve runs on its bus beside the actors, under a supervisor: a feature's
+    own workers that are no actor of the pipeline (they take their work from a stream of their own).
+    `serve` knows only this shape; the command line decides which services a process runs."""
+
+    @property
+    def name(self) -> str:
+        """How logs, the serve note and the schema check name it."""
+        ...
+
+    async def run(self, bus: Bus, *, task_status: TaskStatus[None] = ...) -> None:
+        """Serve until cancelled (or until the service's own end); `task_status.started()` once
+        it takes work."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -99,8 +115,8 @@ class Workers:
     """Replaces every actor's delivery policy (e.g. a short `ack_wait_s` in tests)."""
     registry: RoleRegistry | None = None
     """The installed roles (default: the `codeloop.roles` entry points, broken ones logged and left out)."""
-    swebench_repos: Path | None = None
-    """With `swebench` among `roles` (`codeloop.wiring.swebench`): this machine's repositories."""
+    services: Sequence[Service] = ()
+    """Loops run beside the actors, each under its own supervisor (see `Service`)."""
 
 
 @dataclass(frozen=True)
@@ -174,7 +190,8 @@ async def serve(
         # Watched for the process's life: a push reaches the next task claimed here, no restart.
         center = WatchedCenter(await stack.enter_async_context(watch_center(bus)))
         registry = workers.registry or load_roles()
-        roles, swebench_slots = split_roles(workers.roles)
+        roles = tuple(workers.roles)
+        names = [*roles, *(service.name for service in workers.services)]
         deps = await _role_deps(stack, bus, config, roles, setup, registry)
         for broken in registry.broken:
             log.warning(
@@ -188,7 +205,7 @@ async def serve(
         )
         if "orchestrator" not in roles:
             # A worker joining another process's orchestrator: refuse a bus that speaks another version.
-            await check_schema(bus, ", ".join(workers.roles))
+            await check_schema(bus, ", ".join(names))
         if setup.observe:
             specs = [
                 spec if spec.address.role == subjects.ORCHESTRATOR else bind_step(spec) for spec in specs
@@ -205,11 +222,8 @@ async def serve(
                 tg.start_soon(keep_server_running, server)
             metrics_url = await _start_metrics(tg, bus, meter, hosting.metrics, specs)
             await _start_watchers(tg, bus, roles)
-            if swebench_slots:
-                swebench = SwebenchWorkers(jobs=swebench_slots, repos_dir=workers.swebench_repos)
-                await tg.start(
-                    Supervisor("swebench workers", partial(run_swebench_workers, bus, swebench)).run
-                )
+            for service in workers.services:
+                await tg.start(Supervisor(service.name, partial(service.run, bus)).run)
             for actor, n in zip(actors, counts, strict=True):
                 await tg.start(Supervisor(f"actor {actor.role}", actor.run).run)
                 # Discoverable once it consumes: `codeloop roles` and the waiting check see it.
@@ -226,7 +240,7 @@ async def serve(
                 nats_url=",".join(config.servers),
                 pid=os.getpid(),
                 state_dir=str(config.state_dir),
-                roles=list(workers.roles),
+                roles=names,
                 embedded=server is not None,
                 mcp=hosted,
                 credentials_file=credentials_file,

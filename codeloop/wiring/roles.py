@@ -40,18 +40,22 @@ class UnknownRole(CodeloopError, ValueError):
     """A role name `role_specs` cannot run; the message says why (not installed, or broken)."""
 
 
-SERVE_ONLY_ROLES = ("orchestrator", "swebench")
-"""What `serve --role` takes beyond the installed roles: the orchestrator, and `swebench`, no
-actor but the SWE-bench worker loop serve runs (`codeloop.wiring.swebench`)."""
+SERVE_ONLY_ROLES = ("orchestrator",)
+"""What `serve --role` takes beyond the installed roles: the orchestrator."""
 
 
-def unknown_role_problem(roles: Sequence[str], registry: RoleRegistry) -> str | None:
-    """Why one of `roles` cannot run in this process, or None when all can."""
+def unknown_role_problem(
+    roles: Sequence[str], registry: RoleRegistry, *, services: Sequence[str] = ()
+) -> str | None:
+    """Why one of `roles` cannot run in this process, or None when all can; `services` names what
+    else the command line takes as a role (a `Service` of `codeloop.wiring.process`), for the
+    message."""
+    beyond = (*SERVE_ONLY_ROLES, *services)
     for role in roles:
-        if role not in SERVE_ONLY_ROLES and registry.get(role) is None:
+        if role not in beyond and registry.get(role) is None:
             why = registry.why_missing(role)
             if role not in registry.roles and not any(b.name == role for b in registry.broken):
-                why += f"; besides them serve runs {' and '.join(SERVE_ONLY_ROLES)}"
+                why += f"; besides them serve runs {' and '.join(beyond)}"
             return why
     return None
 

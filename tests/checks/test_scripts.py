@@ -45,3 +45,29 @@ def test_an_ignore_without_a_rule_or_a_reason_is_reported(tmp_path: Path) -> Non
         "d = '# type: ignore in a string is not a comment'\n"
     )
     assert [line for line, _ in ignores.bare_ignores(source)] == [1, 2]
+
+
+def test_an_import_cycle_through_two_folders_is_reported_and_one_inside_a_folder_is_not(
+    tmp_path: Path,
+) -> None:
+    """Our rule (scripts/check_cycles.py): modules of two packages never need each other, even
+    through a lazy import inside a function; two modules of one package may."""
+    cycles = _script("check_cycles")
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/a.py": "from pkg import b\n",
+        "pkg/b.py": "import pkg.a\n",
+        "pkg/root/__init__.py": "",
+        "pkg/root/serve.py": "from pkg.feature.worker import run\n",
+        "pkg/feature/__init__.py": "",
+        "pkg/feature/worker.py": "def run():\n    from pkg.feature import solve\n",
+        "pkg/feature/solve.py": "def solve():\n    from ..root.serve import x\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    found = cycles.tangles(tmp_path, ("pkg",))
+    assert [str(t) for t in found] == [
+        "import cycle across pkg.feature, pkg.root: "
+        "pkg.feature.solve -> pkg.root.serve -> pkg.feature.worker -> pkg.feature.solve"
+    ]

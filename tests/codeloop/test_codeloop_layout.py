@@ -21,6 +21,8 @@ MAY_NOT_IMPORT = {
     "evaluation": ("codeloop.cli",),
     "observe": ("codeloop.cli",),
     "console": ("codeloop.cli", "codeloop.wiring"),
+    # A feature, not a second composition root: the command line starts what it runs on.
+    "swebench": ("codeloop.cli", "codeloop.wiring"),
 }
 
 
@@ -44,6 +46,17 @@ def test_a_part_of_codeloop_imports_nothing_above_it(part: str) -> None:
         for path in sorted((PACKAGE / part).rglob("*.py"))
     }
     assert {path: bad for path, bad in offenders.items() if bad} == {}
+
+
+def test_the_composition_root_names_no_feature() -> None:
+    """Our layering (codeloop/wiring/process.py): `serve` runs the services the command line gives
+    it; a feature (SWE-bench) brings its own and is never named by the wiring."""
+    naming = [
+        str(path.relative_to(ROOT))
+        for path in sorted((PACKAGE / "wiring").rglob("*.py"))
+        if "swebench" in path.read_text().lower().replace("-", "")
+    ]
+    assert naming == []
 
 
 def test_the_command_line_loads_no_heavy_package_before_a_command_runs() -> None:
