@@ -43,8 +43,7 @@ def _private_codeloop_dirs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     name one directory, so a model converted by either is reused by the other. That cache is the
     run's, shared by the pytest-xdist workers (`shared_cache_root`): the embedding model is
     converted for OpenVINO once per run rather than once per worker (it imports torch and traces
-    the model: the costliest set-up of the suite), and an environment one worker built is found
-    by the other. Everything in it is safe to share between processes by design (the converted
+    the model), and an environment one worker built is found by the other. Everything in it is safe to share between processes by design (the converted
     model is renamed into place, the embedding cache is SQLite in WAL mode, environments are built
     under a lock). The state and configuration directories stay private to each worker.
 
