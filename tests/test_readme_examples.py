@@ -95,12 +95,12 @@ def test_the_example_task_with_the_scripted_model_ends_done_with_a_verified_patc
     assert shell("git status --porcelain examples/bugfix", cwd=REPO_ROOT, env=env).stdout == ""
 
 
-def test_search_examples_find_the_file_a_bug_report_is_about(tmp_path: Path) -> None:
+def test_search_examples_find_the_file_a_bug_report_is_about(tmp_path: Path, private_cache_dir: Path) -> None:
     """README "Searching code": index, a query, and a bug report as the query (`@issue.md`)."""
     commands = readme_commands("codeloop index /path/to/repo")
     project = _example_project(tmp_path)
     shutil.copyfile(REPO_ROOT / "examples" / "bugfix-report.md", tmp_path / "issue.md")
-    env = codeloop_env(tmp_path / "home") | {"CODELOOP_CACHE_DIR": str(tmp_path / "cache")}
+    env = codeloop_env(tmp_path / "home") | {"CODELOOP_CACHE_DIR": str(private_cache_dir)}
     files = sum(1 for p in project.rglob("*") if p.is_file() and ".git" not in p.relative_to(project).parts)
     runnable = [c for c in commands if "--run-examples" not in c]  # its sandboxed run: tested in tests/search
     assert len(runnable) == 3

@@ -30,14 +30,18 @@ def codeloop_env(home: Path) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def running_serve(home: Path, *args: str) -> AsyncIterator[tuple[Process, dict[str, Any]]]:
-    """`codeloop serve --json ARGS` as a subprocess; yields it and its ready note, kills it if still running.
+async def running_serve(
+    home: Path, *args: str, ready_s: float = 30.0
+) -> AsyncIterator[tuple[Process, dict[str, Any]]]:
+    """`codeloop serve --json ARGS` as a subprocess; yields it and its ready note (waited for up
+    to `ready_s`), kills it if still running.
 
     Tasks go through the `echo` pipeline unless ARGS name one: these tests are about the bus and
     the serve process, not about what the agents do."""
     if "--pipeline" not in args:
         args = ("--pipeline", "echo", *args)
-    async with ready_process([*CODELOOP, "serve", "--json", *args], env=codeloop_env(home)) as ready:
+    command = [*CODELOOP, "serve", "--json", *args]
+    async with ready_process(command, env=codeloop_env(home), ready_s=ready_s) as ready:
         yield ready
 
 

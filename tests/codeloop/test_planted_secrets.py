@@ -124,12 +124,14 @@ def _files_holding(directory: Path, needles: list[str]) -> dict[str, list[str]]:
     return hits
 
 
-async def test_planted_secrets_reach_no_log_audit_record_event_or_index(tmp_path: Path) -> None:
+async def test_planted_secrets_reach_no_log_audit_record_event_or_index(
+    tmp_path: Path, private_cache_dir: Path
+) -> None:
     """Drive all four hosted servers and a stdio server with secrets in arguments, contents, a .env
     and the environment; then grep the whole home (audit logs, serve.json, the NATS log and
     JetStream store holding the events, the index), the embedding cache, serve's output and the
     events as delivered: no planted secret appears."""
-    home, cache = tmp_path / "home", tmp_path / "cache"
+    home, cache = tmp_path / "home", private_cache_dir
     repo = _planted_repo(tmp_path / "repo")
     env = codeloop_env(home) | ENVIRONMENT | {"CODELOOP_CACHE_DIR": str(cache)}
     err_path = tmp_path / "serve.err"

@@ -74,7 +74,7 @@ def _diagnose(env: dict[str, str], repo: Path) -> dict[str, Any]:
 
 
 def test_a_configured_environment_serves_two_tasks_on_the_same_tree_and_is_built_once(
-    tmp_path: Path,
+    tmp_path: Path, private_cache_dir: Path
 ) -> None:
     """The environments issue: `[environment] install` replaces detection; the record and the
     test-run spans name the environment; the second task's says `built: false`; the key is the
@@ -82,7 +82,7 @@ def test_a_configured_environment_serves_two_tasks_on_the_same_tree_and_is_built
     as the checkout does."""
     repo = _repository(tmp_path / "repo")
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODELOOP_")}
-    env |= {"CODELOOP_HOME": str(tmp_path / "home"), "CODELOOP_CACHE_DIR": str(tmp_path / "cache")}
+    env |= {"CODELOOP_HOME": str(tmp_path / "home"), "CODELOOP_CACHE_DIR": str(private_cache_dir)}
     spans_file = tmp_path / "spans.jsonl"
     env["CODELOOP_TRACE_FILE"] = str(spans_file)
 
@@ -116,7 +116,7 @@ def test_a_configured_environment_serves_two_tasks_on_the_same_tree_and_is_built
 
 @pytest.mark.anyio
 async def test_the_workspace_service_tests_in_the_repositorys_environment_and_holds_it_while_open(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_cache_dir: Path
 ) -> None:
     """The workspace service (docs/deployment.md) builds the environment of a workspace's
     repository for the workers that test through it, and holds it (a lease: never evicted) for
@@ -139,12 +139,12 @@ async def test_the_workspace_service_tests_in_the_repositorys_environment_and_ho
     from codeloop.wiring.process import Hosting, Workers, serve
     from sandbox.environments import EnvironmentSettings, EnvironmentStore
 
-    monkeypatch.setenv("CODELOOP_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("CODELOOP_CACHE_DIR", str(private_cache_dir))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     repo = _repository(tmp_path / "repo")
     config = BusConfig(state_dir=tmp_path / "state")
     hosting = Hosting(metrics=None, workspace_service=WorkspaceHosting())
-    store = EnvironmentStore(EnvironmentSettings(cache_dir=tmp_path / "cache" / "environments"))
+    store = EnvironmentStore(EnvironmentSettings(cache_dir=private_cache_dir / "environments"))
     stop = anyio.Event()
     with anyio.fail_after(600):
         async with anyio.create_task_group() as tg:

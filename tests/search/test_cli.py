@@ -18,10 +18,10 @@ HIT_KEYS = {"path", "start_line", "end_line", "symbol", "score", "snippet"}
 
 
 def test_index_then_search_print_the_json_contract(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, copy_corpus: Callable[..., Path]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, copy_corpus: Callable[..., Path], private_cache_dir: Path
 ) -> None:
     """Our CLI contract: index reports counts; search prints {"query", "hits": [...]} exactly."""
-    monkeypatch.setenv("CODELOOP_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("CODELOOP_CACHE_DIR", str(private_cache_dir))
     repo = copy_corpus(tmp_path / "repo", ["_core/_signals.py", "to_thread.py"])
     runner = CliRunner()
 
@@ -87,12 +87,18 @@ def test_bad_input_exits_non_zero_with_a_message_and_no_traceback(
 
 
 def _issue_and_repo(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, issue: str, files: dict[str, str], decoy: str
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    cache: Path,
+    issue: str,
+    files: dict[str, str],
+    decoy: str,
 ) -> tuple[Path, list[str]]:
     """A repository of `files` plus 16 decoys (`decoy` formatted with `i`: files matching the
     issue's words better than the file only running its example finds), the issue in a file, and
-    the `search` arguments for it; examples run in the process backend."""
-    monkeypatch.setenv("CODELOOP_CACHE_DIR", str(tmp_path / "cache"))
+    the `search` arguments for it, with `cache` as codeloop's cache; examples run in the process
+    backend."""
+    monkeypatch.setenv("CODELOOP_CACHE_DIR", str(cache))
     monkeypatch.setenv("CODELOOP_SANDBOX", "process")
     repo = tmp_path / "repo"
     files = {**files, **{f"calc/decoy{i}.py": decoy.format(i=i) for i in range(16)}}
@@ -114,7 +120,7 @@ It should print [2].
 
 
 def test_run_examples_adds_what_the_example_executed_to_the_json(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_cache_dir: Path
 ) -> None:
     """Our CLI contract, extended: with --run-examples the result carries `examples`, and a file
     reached only by running the example (core.py, which the issue never names) is ranked."""
@@ -125,7 +131,7 @@ def test_run_examples_adds_what_the_example_executed_to_the_json(
     }
     # Files that match the issue's words better than core.py, which it never names.
     decoy = "def show_brackets{i}(wrong):\n    return print(wrong, 'brackets')\n"
-    repo, args = _issue_and_repo(tmp_path, monkeypatch, ISSUE, files, decoy)
+    repo, args = _issue_and_repo(tmp_path, monkeypatch, private_cache_dir, ISSUE, files, decoy)
     args = [*args, "-k", "10", "--json"]
 
     plain = CliRunner().invoke(app, args)
@@ -159,7 +165,7 @@ It should return an empty list, not crash.
 
 
 def test_the_file_an_example_raises_in_is_ranked_and_named(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_cache_dir: Path
 ) -> None:
     """The error an issue describes, reproduced: the innermost repository frame of what the example
     raised (stats.py, which the issue never names, one call below the function it does name) is
@@ -170,7 +176,7 @@ def test_the_file_an_example_raises_in_is_ranked_and_named(
         "calc/stats.py": "def spread(values, factor):\n    top = max(values)\n    return [v * factor / top for v in values]\n",
     }
     decoy = "def empty_values{i}(crash):\n    return print(crash, 'empty list of values')\n"
-    _, args = _issue_and_repo(tmp_path, monkeypatch, RAISING_ISSUE, files, decoy)
+    _, args = _issue_and_repo(tmp_path, monkeypatch, private_cache_dir, RAISING_ISSUE, files, decoy)
     args = [*args, "-k", "20"]
 
     plain = CliRunner().invoke(app, [*args, "--json"])
@@ -192,12 +198,12 @@ def test_the_file_an_example_raises_in_is_ranked_and_named(
 
 @pytest.mark.slow
 def test_the_first_search_of_a_repository_shows_its_index_being_built(
-    tmp_path: Path, copy_corpus: Callable[..., Path]
+    tmp_path: Path, copy_corpus: Callable[..., Path], private_cache_dir: Path
 ) -> None:
     """Our choice: the first search builds the whole index (tens of seconds on a real repository);
     piped, stderr says what it is doing with counts, and the next search has nothing to build."""
     repo = copy_corpus(tmp_path / "repo", ["_core/_signals.py", "to_thread.py"])
-    env = {**os.environ, "CODELOOP_CACHE_DIR": str(tmp_path / "cache")}
+    env = {**os.environ, "CODELOOP_CACHE_DIR": str(private_cache_dir)}
     command = [sys.executable, "-m", "codeloop", "search", "worker thread", "--repo", str(repo), "-k", "1"]
     first = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env, check=True)
     again = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env, check=True)

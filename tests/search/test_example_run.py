@@ -40,7 +40,7 @@ def _tree(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-@pytest.fixture(params=["process", "gvisor"])
+@pytest.fixture(params=["process", pytest.param("gvisor", marks=pytest.mark.gvisor)])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[BackendChoice, GvisorOptions | None]:
     if request.param == "process":
         return "process", None

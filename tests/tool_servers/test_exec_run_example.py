@@ -17,7 +17,10 @@ pytestmark = pytest.mark.anyio
 
 GVISOR = probe_runsc().works
 BACKENDS = [
-    pytest.param("gvisor", marks=pytest.mark.skipif(not GVISOR, reason="runsc does not work here")),
+    pytest.param(
+        "gvisor",
+        marks=[pytest.mark.gvisor, pytest.mark.skipif(not GVISOR, reason="runsc does not work here")],
+    ),
     "process",
 ]
 

@@ -24,8 +24,9 @@ pytestmark = pytest.mark.anyio
 
 GVISOR = probe_runsc().works
 NO_RUNSC = "runsc does not work here (needs runsc installed and root); see `codeloop doctor`"
+# The gVisor halves are `gvisor` tests: `make test-fast` leaves them out, `make test` runs them.
 BACKENDS = [
-    pytest.param("gvisor", marks=pytest.mark.skipif(not GVISOR, reason=NO_RUNSC)),
+    pytest.param("gvisor", marks=[pytest.mark.gvisor, pytest.mark.skipif(not GVISOR, reason=NO_RUNSC)]),
     "process",
 ]
 DEFAULT_BACKEND = "gvisor" if GVISOR else "process"
@@ -249,6 +250,7 @@ async def test_a_command_past_its_timeout_is_a_timed_out_result_and_the_sandbox_
     assert after.structured_content["stdout"] == "still here\n"
 
 
+@pytest.mark.gvisor
 @pytest.mark.skipif(not GVISOR, reason=NO_RUNSC)
 async def test_one_sandbox_serves_every_call_and_is_replaced_after_a_memory_kill(project: Path) -> None:
     """Brief: one sandbox per server, reused across calls (its private /tmp persists); a command that
@@ -328,6 +330,7 @@ async def test_paths_are_confined_to_the_root_and_must_exist(project: Path) -> N
     assert option.structured_content["type"] == "invalid_arguments"
 
 
+@pytest.mark.slow  # a `codeloop mcp` process
 async def test_run_tests_through_a_real_stdio_server_process(project: Path) -> None:
     """`codeloop mcp exec --root DIR --scopes execute` runs the tests."""
     with anyio.fail_after(60):
@@ -343,6 +346,7 @@ async def test_run_tests_through_a_real_stdio_server_process(project: Path) -> N
     )
 
 
+@pytest.mark.slow  # a `codeloop mcp` process
 async def test_the_roots_sandbox_limits_bound_the_commands_of_a_stdio_server(project: Path) -> None:
     """`codeloop mcp exec` gives its commands the `[sandbox]` limits of the root's configuration."""
     (project / "codeloop.toml").write_text("[sandbox]\ncpu_time_s = 2\n")
@@ -372,6 +376,7 @@ async def test_commands_use_the_workspace_virtualenv_and_pytest_falls_back_to_co
     assert tests.structured_content["passed"] == 1
 
 
+@pytest.mark.gvisor
 @pytest.mark.skipif(not GVISOR, reason=NO_RUNSC)
 async def test_the_sandbox_starts_at_the_first_command_and_dies_with_the_session(
     project: Path, tmp_path: Path

@@ -263,7 +263,9 @@ async def test_every_search_tool_result_validates_against_its_output_schema(
 
 
 @pytest.mark.slow  # a server process that loads the embedding model
-async def test_codeloop_mcp_search_over_stdio_lists_its_tools_and_answers_a_search(tmp_path: Path) -> None:
+async def test_codeloop_mcp_search_over_stdio_lists_its_tools_and_answers_a_search(
+    tmp_path: Path, private_cache_dir: Path
+) -> None:
     """`codeloop mcp search --root DIR` is a stdio MCP server (loading the
     model in its own process); a read grant keeps its index in the root's home, not in the tree."""
     repo = copy_corpus(tmp_path / "repo", ["_core/_signals.py", "_core/_resources.py"])
@@ -273,7 +275,7 @@ async def test_codeloop_mcp_search_over_stdio_lists_its_tools_and_answers_a_sear
         args=["mcp", "search", "--root", str(repo), "--scopes", "read"],
         env={
             "PATH": os.environ["PATH"],
-            "CODELOOP_CACHE_DIR": str(tmp_path / "cache"),
+            "CODELOOP_CACHE_DIR": str(private_cache_dir),
             "CODELOOP_HOME": str(home),
         },
     )

@@ -50,6 +50,7 @@ def _classes(report) -> set[str]:
     return {f.failure_class for f in report.failures if f.severity == "error"}
 
 
+@pytest.mark.gvisor
 @pytest.mark.skipif(not GVISOR, reason=NO_RUNSC)
 async def test_a_correct_fix_passes_in_gvisor(calc_repo: Path) -> None:
     """Our contract: a patch that fixes the failing target and breaks nothing is `passed`; the
@@ -83,6 +84,7 @@ def test_mul_remote():
 """
 
 
+@pytest.mark.gvisor
 @pytest.mark.skipif(not GVISOR, reason=NO_RUNSC)
 async def test_a_test_the_patch_adds_that_needs_a_network_is_the_environments_not_the_patchs(
     calc_repo: Path,
@@ -236,6 +238,7 @@ async def test_a_hanging_suite_is_a_timeout_within_the_deadline(calc_repo: Path,
     assert (calc_repo / "calc.py").read_text() == CALC
 
 
+@pytest.mark.slow  # spins until the CPU time limit kills it
 async def test_a_suite_killed_at_the_configured_cpu_limit_says_which_limit_and_its_setting(
     tmp_path: Path,
 ) -> None:
@@ -261,6 +264,7 @@ async def test_a_suite_killed_at_the_configured_cpu_limit_says_which_limit_and_i
     assert "killed at the CPU time limit of 2 s; [sandbox] cpu_time_s raises it" in said, said
 
 
+@pytest.mark.slow  # spins until the CPU time limit kills it, on both trees
 async def test_a_suite_that_outgrows_the_cpu_limit_before_the_patch_is_not_blamed_on_it(
     tmp_path: Path,
 ) -> None:
