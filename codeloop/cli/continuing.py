@@ -95,7 +95,7 @@ def continue_(
     if apply:
         from codeloop.cli.applying import apply_result
 
-        outcome = apply_result(result, Path(task.repo), task.snapshot, state_dir=connection["state_dir"])
+        outcome = apply_result(result, Path(task.repo), task.snapshot, state_dir=connection.get("state_dir"))
     if as_json:
         typer.echo(result_json(result, outcome))
     else:

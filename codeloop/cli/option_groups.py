@@ -35,7 +35,7 @@ class Expansion(Protocol):
         """The group's options, as typer parameters, in order."""
         ...
 
-    def build(self, values: dict[str, Any]) -> Any:
+    def build(self, values: Mapping[str, object]) -> object:
         """The group's value from its options' values (by parameter name)."""
         ...
 
@@ -58,7 +58,7 @@ class OptionGroup:
         ]
 
     @classmethod
-    def build(cls, values: dict[str, Any]) -> Any:
+    def build(cls, values: Mapping[str, object]) -> object:
         return cls(**values)
 
 

@@ -10,13 +10,16 @@ stderr and exit 2, with nothing written. Then each instance is run and graded as
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from codeloop.cli.common import fail, usage_error
 from codeloop.cli.connection import Connection, run_async
 from codeloop.cli.option_groups import with_option_groups
+
+if TYPE_CHECKING:
+    from codeloop.swebench.cli_support import Options
 
 DEFAULT_TIMEOUT_S = 1800.0
 """The official harness's per-instance timeout: a slower suite under gVisor must not be cut
@@ -128,7 +131,7 @@ def swebench(
     --jobs of them (0: none) and `codeloop serve --role swebench` processes on any machine run the rest.
     --select with several --predictions: verify each instance's candidates, choose one, grade all.
     """
-    from codeloop.swebench.cli_support import Options, prepare, run
+    from codeloop.swebench.cli_support import Options
 
     given = _given(predictions, select=select)
     _check_select_only(grade_by_labels, select=select)
@@ -153,7 +156,7 @@ def swebench(
     )
     if select:
         return _select_and_report(options, as_json=as_json)
-    _run_and_report(options, prepare, run, as_json=as_json, connection=connection)
+    _run_and_report(options, as_json=as_json, connection=connection)
 
 
 def _given(predictions: list[str] | None, *, select: bool) -> list[str]:
@@ -171,7 +174,7 @@ def _check_select_only(grade_by_labels: bool, *, select: bool) -> None:
         raise usage_error("--grade-by-labels grades --select's candidates: add --select")
 
 
-def _select_and_report(options: Any, *, as_json: bool) -> None:
+def _select_and_report(options: "Options", *, as_json: bool) -> None:
     """`--select`: check the inputs (exit 2 on a bad one), verify, choose and grade here, print
     the selection's summary; exit 1 when some candidate could not be graded."""
     from codeloop.swebench.cli_support import prepare_select, run_select
@@ -195,20 +198,19 @@ def _select_and_report(options: Any, *, as_json: bool) -> None:
         raise fail(f"{summary['ungraded']} candidates could not be graded (see {plan.out}/report.html)")
 
 
-def _run_and_report(
-    options: object, prepare: object, run: object, *, as_json: bool, connection: Connection
-) -> None:
+def _run_and_report(options: "Options", *, as_json: bool, connection: Connection) -> None:
     """Check the inputs (exit 2 on a bad one), run, print the summary, exit 1 if some instance
     could not be evaluated or the run was interrupted."""
     from codeloop.config.errors import ConfigError
+    from codeloop.swebench.cli_support import prepare, run
     from codeloop.swebench.errors import SwebenchError
 
     try:
-        plan = prepare(options)  # type: ignore[operator] - imported lazily, typed as the module's function
+        plan = prepare(options)
     except SwebenchError as exc:
         raise usage_error(str(exc)) from None
     try:
-        report = run(plan, connection)  # type: ignore[operator] - imported lazily, typed as the module's function
+        report = run(plan, connection)
     except ConfigError as exc:
         raise usage_error(str(exc)) from None
     if as_json:

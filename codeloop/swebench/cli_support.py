@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from codeloop.config.connection_options import ConnectionOptions
 from codeloop.swebench.errors import InterpreterMissing, PredictionsError, SwebenchError
 from codeloop.swebench.harness import RunPlan, run_local
 from codeloop.swebench.instances import Instance, load_instances, select
@@ -18,6 +19,7 @@ from codeloop.swebench.run import RunSettings
 from codeloop.swebench.specs import load_extra_specs, needs_cpus, registered_specs, spec_for
 
 if TYPE_CHECKING:
+    from bus.config import BusConfig
     from codeloop.swebench.selection import SelectPlan
 
 
@@ -287,7 +289,7 @@ def settings_for(options: dict[str, Any]) -> RunSettings:
     )
 
 
-def run(plan: RunPlan, connection: dict[str, Any] | None = None) -> dict[str, Any]:
+def run(plan: RunPlan, connection: ConnectionOptions | None = None) -> dict[str, Any]:
     """Run the plan and return the final report (what report.json holds): through the bus when
     one is given or a local `codeloop serve` runs (its workers and ours share the run), else here.
     """
@@ -332,7 +334,7 @@ def run(plan: RunPlan, connection: dict[str, Any] | None = None) -> dict[str, An
     return report
 
 
-def _solve(plan: RunPlan, connection: dict[str, Any]) -> None:
+def _solve(plan: RunPlan, connection: ConnectionOptions) -> None:
     """`--model`: make the predictions first (OUT/predictions.jsonl), then grade them."""
     import sys
 
@@ -360,7 +362,7 @@ def _solve(plan: RunPlan, connection: dict[str, Any]) -> None:
     )
 
 
-def _bus_config(connection: dict[str, Any]) -> Any:
+def _bus_config(connection: ConnectionOptions) -> "BusConfig | None":
     """The bus to share the run on: `--nats`/`CODELOOP_NATS_URL`, else a running local serve;
     None: run on this machine alone (embedded)."""
     from codeloop.config.environment import bus_config

@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 
+from codeloop.config.connection_options import ConnectionOptions
 from codeloop.swebench.instances import Instance
 from codeloop.swebench.predictions import Prediction, write_predictions
 from codeloop.swebench.repositories import RepoSource, materialise
@@ -42,7 +43,7 @@ async def solve(
     *,
     model: str,
     settings: Any,
-    connection: dict[str, Any],
+    connection: ConnectionOptions,
     out: Path,
     jobs: int,
     done: dict[str, Prediction] | None = None,
