@@ -9,7 +9,7 @@ is `codeloop.continuing.continue_task`, which the tasks server and the console m
 """
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,6 +20,11 @@ from codeloop.cli.run import EXIT_CODES, Following, interrupted, result_json, su
 from codeloop.cli.task_options import TaskFlags
 from codeloop.cli.task_view import summary
 from codeloop.config.task_options import TaskOptions
+
+if TYPE_CHECKING:
+    from agents.messages import TaskResult, TaskState, TaskSubmitted
+    from bus.connection import Bus
+
 
 CONTINUE_OPTIONS = (
     "model",
@@ -95,6 +100,7 @@ def continue_(
     if apply:
         from codeloop.cli.applying import apply_result
 
+        assert task.snapshot is not None, "a continuation starts from its parent's snapshot"
         outcome = apply_result(result, Path(task.repo), task.snapshot, state_dir=connection.get("state_dir"))
     if as_json:
         typer.echo(result_json(result, outcome))
@@ -115,7 +121,7 @@ async def _continue(
     *,
     quiet: bool,
     following: Following,
-) -> tuple[Any, Any]:
+) -> "tuple[TaskResult, TaskSubmitted]":
     """The continued task's result and submission, on the local serve (or `--nats`), else on one
     in this process over the state directory's own store, where an earlier serve's tasks are."""
     import sys
@@ -139,7 +145,7 @@ async def _continue(
         return result, task
 
 
-async def _parent(bus: Any, given: str, *, embedded: bool) -> Any:
+async def _parent(bus: "Bus", given: str, *, embedded: bool) -> "TaskState":
     """The record of the task `given` names (its whole id or a unique prefix).
 
     Raises:

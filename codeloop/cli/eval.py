@@ -11,7 +11,7 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -20,6 +20,12 @@ from codeloop.cli.connection import Connection, local_or_embedded_serve, run_asy
 from codeloop.cli.option_groups import with_option_groups
 from codeloop.cli.task_options import TaskFlags
 from codeloop.config.task_options import TaskOptions
+
+if TYPE_CHECKING:
+    from agents.messages import PipelineChoice
+    from codeloop.config.settings import Settings
+    from codeloop.evaluation.taskset import EvalTask
+
 
 EVAL_HELP = {
     "model": "Model of every LLM role (env CODELOOP_MODEL); none: diagnose mode.",
@@ -123,7 +129,7 @@ def eval(  # the command's name is the contract's
         raise fail("; ".join(problems))
 
 
-def _pipeline(name: str | None, settings: Any) -> Any:
+def _pipeline(name: str | None, settings: "Settings") -> "PipelineChoice | None":
     """The `PipelineChoice` of `--pipeline` (checked: its kinds, order and installed roles), or None."""
     if name is None:
         return None
@@ -142,7 +148,12 @@ def _pipeline(name: str | None, settings: Any) -> Any:
 
 
 async def _evaluate(
-    tasks: list[Any], settings: Any, connection: Connection, *, jobs: int, pipeline: Any = None
+    tasks: "list[EvalTask]",
+    settings: "Settings",
+    connection: Connection,
+    *,
+    jobs: int,
+    pipeline: "PipelineChoice | None" = None,
 ) -> list[dict[str, Any]]:
     import anyio
 
@@ -153,7 +164,7 @@ async def _evaluate(
 
     rows: dict[str, dict[str, Any]] = {}
 
-    def submit(task: Any, repo: Path) -> TaskSubmitted:
+    def submit(task: "EvalTask", repo: Path) -> TaskSubmitted:
         return make_task(task.text, repo, settings=settings, mode=task.mode, pipeline=pipeline)
 
     with tempfile.TemporaryDirectory(prefix="codeloop-eval-") as scratch:
@@ -177,13 +188,13 @@ async def _evaluate(
 
 
 def _summary(
-    tasks: list[Any],
+    tasks: "list[EvalTask]",
     rows: list[dict[str, Any]],
-    settings: Any,
+    settings: "Settings",
     *,
     jobs: int,
     wall_s: float,
-    pipeline: Any = None,
+    pipeline: "PipelineChoice | None" = None,
 ) -> dict[str, Any]:
     from codeloop import __version__
     from codeloop.config.environment import tool_server_config
@@ -236,7 +247,7 @@ def _write(out: Path, rows: list[dict[str, Any]], summary: dict[str, Any]) -> No
         partial.replace(out / name)
 
 
-def _failed_only(tasks: list[Any], previous: Path) -> list[Any]:
+def _failed_only(tasks: "list[EvalTask]", previous: Path) -> "list[EvalTask]":
     from codeloop.evaluation.errors import PreviousRunError
 
     path = previous / "results.jsonl"
@@ -251,7 +262,7 @@ def _failed_only(tasks: list[Any], previous: Path) -> list[Any]:
     return chosen
 
 
-def _save_failures(tasks: list[Any], rows: list[dict[str, Any]], path: Path) -> int:
+def _save_failures(tasks: "list[EvalTask]", rows: list[dict[str, Any]], path: Path) -> int:
     """Append each unresolved task (paths made relative to `path`'s directory) not already there."""
     from codeloop.evaluation.taskset import load_tasks
 

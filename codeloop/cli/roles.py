@@ -7,12 +7,15 @@ version, schema version and request and error counts.
 """
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from codeloop.cli.connection import Connection, JsonOpt, run_async
 from codeloop.cli.option_groups import with_option_groups
+
+if TYPE_CHECKING:
+    from bus.discovery import WorkerInfo
 
 
 @with_option_groups
@@ -39,7 +42,7 @@ def roles(
     else:
         bus_note = None
 
-    async def main() -> list[Any]:
+    async def main() -> "list[WorkerInfo]":
         from bus.connection import open_bus
         from bus.discovery import discover
 

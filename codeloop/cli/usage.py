@@ -3,12 +3,16 @@ each principal's quota from the configuration center beside what it used."""
 
 import json
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from codeloop.cli.connection import Connection, JsonOpt, run_async
 from codeloop.cli.option_groups import with_option_groups
+
+if TYPE_CHECKING:
+    from agents.quotas import DayUsage
+    from bus.center import CenterEntry
 
 
 @with_option_groups
@@ -32,7 +36,7 @@ def usage(
 
     since = (datetime.now(UTC) - timedelta(days=days - 1)).date().isoformat()
 
-    async def main() -> tuple[list[Any], Any]:
+    async def main() -> "tuple[list[DayUsage], CenterEntry | None]":
         async with open_bus(client_bus_config(**connection)) as bus:
             try:
                 entry = await latest(await center_bucket(bus))
