@@ -40,7 +40,9 @@ def mentions_any(annotation: ast.expr) -> bool:
             return mentions_any(ast.parse(annotation.value, mode="eval").body)
         except SyntaxError:
             return False
-    return any(mentions_any(child) for child in ast.iter_child_nodes(annotation) if isinstance(child, ast.expr))
+    return any(
+        mentions_any(child) for child in ast.iter_child_nodes(annotation) if isinstance(child, ast.expr)
+    )
 
 
 def _name(node: ast.expr) -> str | None:
