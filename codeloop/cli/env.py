@@ -61,7 +61,7 @@ def _describe(repo: Path) -> dict[str, Any]:
 
     settings = environment_settings(repo)
     recipe = resolve_recipe(repo, settings)
-    shown: dict[str, Any] = {
+    shown: dict[str, object] = {
         "repo": str(repo),
         "recipe": None,
         "key": None,

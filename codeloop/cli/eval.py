@@ -162,7 +162,7 @@ async def _evaluate(
     from codeloop.evaluation.checks import judge
     from codeloop.evaluation.runner import Outcome, run_tasks
 
-    rows: dict[str, dict[str, Any]] = {}
+    rows: dict[str, dict[str, object]] = {}
 
     def submit(task: "EvalTask", repo: Path) -> TaskSubmitted:
         return make_task(task.text, repo, settings=settings, mode=task.mode, pipeline=pipeline)

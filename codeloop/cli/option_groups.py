@@ -102,7 +102,7 @@ def with_option_groups(command: Callable[..., Any]) -> Callable[..., Any]:
     return cli_command
 
 
-def _expansion(annotation: Any) -> Expansion | None:
+def _expansion(annotation: object) -> Expansion | None:
     if isinstance(annotation, type) and issubclass(annotation, OptionGroup):
         return annotation
     if typing.get_origin(annotation) is typing.Annotated:

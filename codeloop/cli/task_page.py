@@ -143,8 +143,8 @@ def _status(state: "TaskState") -> str:
     return state.status + (f" ({', '.join(how)})" if how else "")
 
 
-def _usage(state: "TaskState") -> dict[str, Any]:
-    usage: dict[str, Any] = state.usage.model_dump(mode="json")
+def _usage(state: "TaskState") -> dict[str, object]:
+    usage: dict[str, object] = state.usage.model_dump(mode="json")
     usage["wall_s"] = (datetime.now(UTC) - state.created_at).total_seconds()
     return usage
 
