@@ -9,8 +9,10 @@ checked by `codeloop audit verify`). Who may write is NATS's decision: a user wi
 permission on `$KV.codeloop-config.>` gets a permission error (exit 1).
 """
 
+import difflib
 import getpass
 import json
+import os
 import socket
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,10 +20,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from bus.errors import BusNotFound, PermissionDenied, RecordConflict
 from codeloop.cli.common import EXIT_FAILURE, EXIT_USAGE, fail, usage_error
 from codeloop.cli.connection import Connection, JsonOpt, run_async
 from codeloop.cli.option_groups import with_option_groups
 from codeloop.config.connection_options import ConnectionOptions
+from codeloop.config.errors import ConfigError
+from layout import ROOT_AUDIT
 
 if TYPE_CHECKING:
     from bus.center import CenterEntry
@@ -33,7 +38,6 @@ MessageOpt = Annotated[str, typer.Option("--message", "-m", help="Why, for the h
 
 def pushed_by() -> str:
     """Who is pushing: `CODELOOP_OPERATOR`, else `user@host`."""
-    import os
 
     return os.environ.get("CODELOOP_OPERATOR") or f"{getpass.getuser()}@{socket.gethostname()}"
 
@@ -48,7 +52,6 @@ def checked_document(file: Path) -> "tuple[str, CenterConfig]":
     from codeloop.cli.config import pipeline_problems
     from codeloop.config.center import center_settings, parse_document
     from codeloop.config.checks import submission_problems
-    from codeloop.config.errors import ConfigError
     from redaction import redact_text
 
     try:
@@ -76,7 +79,6 @@ async def _audit(
     bus_config: "BusConfig", *, tool: str, arguments: dict[str, object], outcome: str, started: datetime
 ) -> None:
     """One record in the home's hash-chained audit log (who, what, the revision, the keys changed)."""
-    from layout import ROOT_AUDIT
     from tool_servers.protocol.audit import AuditLog
 
     log = AuditLog(Path(bus_config.state_dir) / ROOT_AUDIT)
@@ -111,7 +113,6 @@ async def _write(
     """
     from bus.center import CenterRecord, center_bucket, ensure_center, latest, write
     from bus.connection import open_bus
-    from bus.errors import BusNotFound, PermissionDenied, RecordConflict
     from codeloop.config.center import changed_keys, parsed_revision
     from codeloop.config.serve_note import client_bus_config
 
@@ -294,7 +295,6 @@ def diff(
     as_json: JsonOpt = False,
 ) -> None:
     """Show what changed from revision A to revision B: each key's old and new value, and the text diff."""
-    import difflib
 
     from bus.center import at_revision, center_bucket
     from bus.connection import open_bus

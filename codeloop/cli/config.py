@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from codeloop.cli.common import EXIT_USAGE, usage_error
-from codeloop.cli.connection import Connection
+from codeloop.cli.connection import Connection, run_async
 from codeloop.cli.option_groups import with_option_groups
+from codeloop.config.errors import ConfigError
 
 if TYPE_CHECKING:
     from codeloop.config.settings import Settings
@@ -30,7 +31,6 @@ RepoOpt = Annotated[
 
 
 def _load(repo: Path) -> "Settings":
-    from codeloop.config.errors import ConfigError
     from codeloop.config.settings import load_settings
 
     if not repo.is_dir():
@@ -86,7 +86,6 @@ def show(
     sets (a task's values come from it where its command line set none).
     """
     from codeloop.cli import config_servers
-    from codeloop.cli.connection import run_async
 
     if center:
         from codeloop.cli.center import show_center

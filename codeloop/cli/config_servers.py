@@ -1,10 +1,12 @@
 """The user's MCP servers in `codeloop config show` and `config check`: each one, where it was
 declared, and the tools it offers (it is started to list them, then stopped)."""
 
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from codeloop.cli.common import usage_error
+from codeloop.config.errors import ConfigError
 
 if TYPE_CHECKING:
     from agents.messages import McpServer
@@ -26,7 +28,6 @@ def configured(repo: Path, mcp_config: Path | None) -> "list[tuple[McpServer, st
     Raises:
         typer.Exit: (2) the repository's configuration declares servers, or a file is malformed.
     """
-    from codeloop.config.errors import ConfigError
     from codeloop.config.files import user_file
     from codeloop.config.mcp_servers import read_mcp_config, refuse_repository_servers, user_mcp_servers
 
@@ -43,7 +44,6 @@ def configured(repo: Path, mcp_config: Path | None) -> "list[tuple[McpServer, st
 async def listed_tools(servers: "list[McpServer]") -> dict[str, ListedTools]:
     """Server name -> `{"tools": [names], "problem": why it is unavailable or None}`, each started
     in a temporary directory and stopped again."""
-    import tempfile
 
     import anyio
 

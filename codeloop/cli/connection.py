@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Annotated, Literal, TypeVar, cast
 
 import typer
 
+from bus.errors import BusError, BusTimeout, NoResponders
 from codeloop.cli.common import fail
 from codeloop.cli.option_groups import KEYWORD
 from codeloop.config.connection_options import ConnectionOptions
+from codeloop.config.errors import ConfigError
 
 if TYPE_CHECKING:
     from bus.config import BusConfig
@@ -54,9 +56,6 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON out
 def run_async(main: Callable[[], Awaitable[T]]) -> T:
     """Run an async command, turning expected failures into a message and an exit code."""
     import anyio
-
-    from bus.errors import BusError, BusTimeout, NoResponders
-    from codeloop.config.errors import ConfigError
 
     try:
         try:

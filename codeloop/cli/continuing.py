@@ -8,11 +8,13 @@ of the chain started from). What is inherited is said in `agents/continuing.py`;
 is `codeloop.continuing.continue_task`, which the tasks server and the console make too.
 """
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from codeloop.cli.applying import apply_result
 from codeloop.cli.common import fail, read_text_argument, usage_error
 from codeloop.cli.connection import Connection, local_or_embedded_serve, run_async, setup_telemetry
 from codeloop.cli.option_groups import with_option_groups
@@ -98,8 +100,6 @@ def continue_(
         raise fail(interrupted(following), 130) from None
     outcome = None
     if apply:
-        from codeloop.cli.applying import apply_result
-
         assert task.snapshot is not None, "a continuation starts from its parent's snapshot"
         outcome = apply_result(result, Path(task.repo), task.snapshot, state_dir=connection.get("state_dir"))
     if as_json:
@@ -124,7 +124,6 @@ async def _continue(
 ) -> "tuple[TaskResult, TaskSubmitted]":
     """The continued task's result and submission, on the local serve (or `--nats`), else on one
     in this process over the state directory's own store, where an earlier serve's tasks are."""
-    import sys
 
     from bus.connection import open_bus
     from codeloop.continuing import ContinueRefused, continuation_of

@@ -15,11 +15,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from codeloop import __version__
 from codeloop.cli.common import fail, usage_error
 from codeloop.cli.connection import Connection, local_or_embedded_serve, run_async
 from codeloop.cli.option_groups import with_option_groups
 from codeloop.cli.task_options import TaskFlags
+from codeloop.config.errors import ConfigError
 from codeloop.config.task_options import TaskOptions
+from codeloop.evaluation.errors import EvalError, PreviousRunError
+from codeloop.evaluation.report_md import handed_off_note, markdown_report
 
 if TYPE_CHECKING:
     from agents.messages import PipelineChoice
@@ -81,10 +85,7 @@ def eval(  # the command's name is the contract's
     --min-resolved; 1 otherwise; 2 usage errors.
     """
     from codeloop.config.checks import check_submission
-    from codeloop.config.errors import ConfigError
     from codeloop.config.task_builder import make_task, task_settings
-    from codeloop.evaluation.errors import EvalError
-    from codeloop.evaluation.report_md import handed_off_note
     from codeloop.evaluation.taskset import load_tasks
 
     try:
@@ -196,7 +197,6 @@ def _summary(
     wall_s: float,
     pipeline: "PipelineChoice | None" = None,
 ) -> dict[str, Any]:
-    from codeloop import __version__
     from codeloop.config.environment import tool_server_config
     from codeloop.evaluation.checks import LOCALIZE_K
     from codeloop.evaluation.summary import digest, summarise
@@ -232,7 +232,6 @@ def _summary(
 
 def _write(out: Path, rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:
     from codeloop.evaluation.report_html import html_report
-    from codeloop.evaluation.report_md import markdown_report
 
     out.mkdir(parents=True, exist_ok=True)
     files = {
@@ -248,7 +247,6 @@ def _write(out: Path, rows: list[dict[str, Any]], summary: dict[str, Any]) -> No
 
 
 def _failed_only(tasks: "list[EvalTask]", previous: Path) -> "list[EvalTask]":
-    from codeloop.evaluation.errors import PreviousRunError
 
     path = previous / "results.jsonl"
     try:

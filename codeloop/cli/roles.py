@@ -13,6 +13,7 @@ import typer
 
 from codeloop.cli.connection import Connection, JsonOpt, run_async
 from codeloop.cli.option_groups import with_option_groups
+from codeloop.config.errors import ConfigError
 
 if TYPE_CHECKING:
     from bus.discovery import WorkerInfo
@@ -31,7 +32,6 @@ def roles(
     discovery ($SRV.STATS): role, stage kind, version, schema version, requests and errors.
     """
     from agents.runtime.plugins import load_roles
-    from codeloop.config.errors import ConfigError
     from codeloop.config.serve_note import client_bus_config
 
     registry = load_roles()

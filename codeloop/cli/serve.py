@@ -27,6 +27,8 @@ from codeloop.cli.serve_options import (
     WorkspaceOptions,
 )
 from codeloop.config.connection_options import ConnectionOptions
+from codeloop.config.errors import ConfigError
+from codeloop.services.provider_keys import restart_without_provider_keys
 from layout import MCP_AUDIT_STDIO
 
 if TYPE_CHECKING:
@@ -103,7 +105,6 @@ def serve(
     if workspaces.workspaces:
         # First, before anything reads the environment or starts a child: this process runs
         # untrusted code's tools and must hold no model key.
-        from codeloop.services.provider_keys import restart_without_provider_keys
 
         stripped = restart_without_provider_keys()
     plan = _plan(
@@ -131,7 +132,6 @@ def _plan(
         typer.Exit: (2) the first problem, said on stderr.
     """
     from codeloop.config.environment import bus_config, tool_server_config
-    from codeloop.config.errors import ConfigError
     from codeloop.services.health import Readiness
     from codeloop.wiring.process import Hosting, RoleSetup
 

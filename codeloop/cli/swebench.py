@@ -17,6 +17,7 @@ import typer
 from codeloop.cli.common import fail, usage_error
 from codeloop.cli.connection import Connection, run_async
 from codeloop.cli.option_groups import with_option_groups
+from codeloop.config.errors import ConfigError
 
 if TYPE_CHECKING:
     from codeloop.swebench.cli_support import Options
@@ -201,7 +202,6 @@ def _select_and_report(options: "Options", *, as_json: bool) -> None:
 def _run_and_report(options: "Options", *, as_json: bool, connection: Connection) -> None:
     """Check the inputs (exit 2 on a bad one), run, print the summary, exit 1 if some instance
     could not be evaluated or the run was interrupted."""
-    from codeloop.config.errors import ConfigError
     from codeloop.swebench.cli_support import prepare, run
     from codeloop.swebench.errors import SwebenchError
 
@@ -254,7 +254,6 @@ def swebench_worker(
 
     from bus.connection import open_bus
     from codeloop.config.environment import bus_config
-    from codeloop.config.errors import ConfigError
     from codeloop.wiring.swebench import SwebenchWorkers, run_swebench_workers
 
     try:

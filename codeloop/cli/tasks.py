@@ -18,6 +18,7 @@ from codeloop.cli.connection import Connection, JsonOpt, run_async
 from codeloop.cli.option_groups import with_option_groups
 from codeloop.cli.run import EXIT_CODES, refuse_over_quota, refuse_unserved
 from codeloop.cli.task_options import McpConfigOpt, ModeOpt, TaskFlags, build_task
+from codeloop.cli.task_page import listing, page
 from codeloop.config.task_options import TaskOptions
 
 if TYPE_CHECKING:
@@ -213,7 +214,6 @@ def status(
 ) -> None:
     """Show one task's record as a page (status, stage, verdict, failure, files, usage, what it
     waits for, its report), or list all tasks."""
-    from codeloop.cli.task_page import listing, page
 
     if patch and task_id is None:
         raise usage_error("--patch needs a task id: `codeloop status TASK_ID --patch`")

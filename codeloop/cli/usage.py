@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from bus.errors import BusNotFound
 from codeloop.cli.connection import Connection, JsonOpt, run_async
 from codeloop.cli.option_groups import with_option_groups
 
@@ -30,7 +31,6 @@ def usage(
     from agents.quotas import Ledger, quota_for, resets_at
     from bus.center import center_bucket, latest
     from bus.connection import open_bus
-    from bus.errors import BusNotFound
     from codeloop.config.center import parsed_revision
     from codeloop.config.serve_note import client_bus_config
 

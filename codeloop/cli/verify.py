@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from codeloop.cli.common import fail, read_text_argument, usage_error
+from codeloop.cli.connection import run_async
 
 if TYPE_CHECKING:
     from agents.messages import VerificationReport
@@ -87,7 +88,6 @@ def verify(
 
 def _judge(request: "PatchToJudge") -> "VerificationReport":
     from agents.workspace import WorkspaceError
-    from codeloop.cli.connection import run_async
     from codeloop.config.environment import state_dir_from
     from codeloop.wiring.judge import judge_patch
 
