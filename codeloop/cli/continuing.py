@@ -161,6 +161,7 @@ async def _parent(bus: "Bus", given: str, *, embedded: bool) -> "TaskState":
             else ""
         )
         raise usage_error(f"no task {given} to continue (`codeloop status` lists the tasks){hint}")
+    assert found.state is not None, "lookup_task finds tasks by their records"
     return found.state
 
 
