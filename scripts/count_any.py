@@ -87,7 +87,7 @@ def count_tree(root: Path) -> Counter[str]:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="Count the annotations that mention Any.")
     parser.add_argument("--max", type=int, default=None, help="exit 1 when the total is over this")
     parser.add_argument("--root", type=Path, default=ROOT, help="the tree to count (default: this one)")
     options = parser.parse_args(argv)

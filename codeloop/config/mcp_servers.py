@@ -93,11 +93,11 @@ def read_mcp_config(path: Path) -> list[McpServer]:
     return parse_servers(data["mcp_servers"], where=str(path))
 
 
-def _from_claude(table: Any, *, where: str) -> dict[str, Any]:
+def _from_claude(table: object, *, where: str) -> dict[str, object]:
     """Claude Code's server objects as codeloop's settings (`type` dropped once checked)."""
     if not isinstance(table, dict):
         raise ConfigError(f'{where}: "mcpServers" must be an object of servers by name')
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for name, settings in table.items():
         if isinstance(settings, dict):
             kind = settings.get("type", "stdio")

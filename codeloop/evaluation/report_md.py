@@ -3,7 +3,7 @@
 from typing import Any
 
 
-def _num(value: Any, digits: int = 3) -> str:
+def _num(value: object, digits: int = 3) -> str:
     if value is None:
         return "n/a"
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
