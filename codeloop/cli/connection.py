@@ -2,7 +2,9 @@
 turns expected failures into a message and an exit code, and the tracing set-up.
 
 nats, the bus runtime and the configuration are imported inside the functions: they take a
-second to import, and `codeloop --help` should not wait for them.
+second to import, and `codeloop --help` should not wait for them. Only their small leaves are
+imported here: the errors the runner translates, and the connection options' type. The types of
+the rest are imported for the type checker alone (`TYPE_CHECKING`).
 """
 
 import inspect
