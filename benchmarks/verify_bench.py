@@ -138,7 +138,7 @@ def patch_of(root: Path, path: str, text: str) -> str:
 
 
 async def timed(
-    actions: list[Callable[[], Awaitable[Any]]], repeat: int, settle: Callable[[], Awaitable[Any]]
+    actions: list[Callable[[], Awaitable[object]]], repeat: int, settle: Callable[[], Awaitable[object]]
 ) -> list[tuple[float, Any]]:
     """Median wall time and last result of each action; the actions take turns, so a change in
     the machine's load during the run affects them all alike. `settle` runs untimed before each

@@ -25,7 +25,6 @@ import json
 import re
 import tomllib
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -37,7 +36,7 @@ _SCHEME = re.compile(r"^(?:Bearer|Basic|Token)\s*", re.I)
 _VARIABLE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 
 
-def parse_servers(table: Any, *, where: str) -> list[McpServer]:
+def parse_servers(table: object, *, where: str) -> list[McpServer]:
     """The servers of an `mcp_servers` table (name -> settings), checked.
 
     Raises:

@@ -165,7 +165,7 @@ def _matches(resource: Resource, target: dict[str, object]) -> bool:
     return True
 
 
-def strategic_merge(base: Any, patch: Any) -> Any:
+def strategic_merge(base: object, patch: object) -> Any:
     """`patch` merged into `base` (neither changed): mappings recursively, a null deletes a key,
     lists with a Kubernetes merge key merged item by item, other lists replaced."""
     if not isinstance(base, dict) or not isinstance(patch, dict):
