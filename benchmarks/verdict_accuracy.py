@@ -245,7 +245,7 @@ async def main(args: argparse.Namespace) -> None:
         instances = random.Random(0).sample(instances, min(args.sample, len(instances)))
     cache = Path(os.environ.get("CODELOOP_CACHE_DIR") or platformdirs.user_cache_path("codeloop"))
     print(f"verdict_accuracy: {len(instances)} instance(s): {', '.join(i.instance_id for i in instances)}")
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     with tempfile.TemporaryDirectory(prefix="verdict-accuracy-") as scratch:
         for instance in instances:
             try:

@@ -138,13 +138,13 @@ def patch_of(root: Path, path: str, text: str) -> str:
 
 
 async def timed(
-    actions: list[Callable[[], Awaitable[Any]]], repeat: int, settle: Callable[[], Awaitable[Any]]
+    actions: list[Callable[[], Awaitable[object]]], repeat: int, settle: Callable[[], Awaitable[object]]
 ) -> list[tuple[float, Any]]:
     """Median wall time and last result of each action; the actions take turns, so a change in
     the machine's load during the run affects them all alike. `settle` runs untimed before each
     (the spare being prepared must not share the CPU with a timed action)."""
     times: list[list[float]] = [[] for _ in actions]
-    results: list[Any] = [None] * len(actions)
+    results: list[object] = [None] * len(actions)
     for _ in range(repeat):
         for i, action in enumerate(actions):
             await settle()
@@ -157,7 +157,7 @@ async def timed(
 async def setup_figures(
     root: Path, tools: Tools, repeat: int, spares: VerifierSpares
 ) -> list[tuple[str, float, str]]:
-    async def plain(paths: list[str]) -> dict[str, Any]:
+    async def plain(paths: list[str]) -> dict[str, object]:
         async with Client(tools.servers(root, frozenset({"read", "execute"}))["exec"]) as client:
             result = await client.call_tool("run_tests", {"paths": paths, "timeout_s": 600})
             return result.structured_content or {}
@@ -181,7 +181,7 @@ async def setup_figures(
     # After another command the sandbox is started, and pytest starts cold.
     plain_started = suite_after(("run_command", {"argv": ["true"], "timeout_s": 60}), started_times)
 
-    def verify(patch: str, *, in_spare: bool = False) -> Callable[[], Awaitable[Any]]:
+    def verify(patch: str, *, in_spare: bool = False) -> Callable[[], Awaitable[object]]:
         """`verify_patch` on the repository, or (`in_spare`) in the workspace a verifier worker
         prepared ahead (`VerifierSpares`): copying the repository into it is timed, waiting for it
         to be ready is not (`timed`'s settle: a worker's idle time, or its model's)."""
@@ -200,7 +200,7 @@ async def setup_figures(
             )
             return report
 
-        async def run() -> Any:
+        async def run() -> object:
             if not in_spare:
                 return await check(root)
             async with spares.take() as spare:

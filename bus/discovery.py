@@ -30,11 +30,12 @@ from typing import Any
 import anyio
 import nats.errors
 from nats.micro import add_service  # pyright: ignore[reportUnknownVariableType] - nats-py types the stats handler as a bare Callable
+from pydantic import JsonValue
 
-from bus.actor import ActorSpec, Delivery
+from bus.actor import ActorSpec, Delivery, Reply
 from bus.connection import Bus, nats_errors
 from bus.errors import BusError
-from bus.messages import SCHEMA_VERSION
+from bus.messages import SCHEMA_VERSION, Message
 
 log = logging.getLogger("codeloop.bus")
 META_ROLE = "codeloop_role"
@@ -82,7 +83,7 @@ class WorkerInfo:
     def compatible(self) -> bool:
         return self.schema_version == SCHEMA_VERSION
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, JsonValue]:
         return {
             "id": self.id,
             "role": self.role,
@@ -99,11 +100,11 @@ class WorkerInfo:
         }
 
 
-def counted(spec: ActorSpec, counts: WorkCounts, *, failed: Callable[[Any], bool]) -> ActorSpec:
+def counted(spec: ActorSpec, counts: WorkCounts, *, failed: Callable[[Message], bool]) -> ActorSpec:
     """`spec` whose handler keeps `counts`; `failed(reply_payload)` tells a failure reply."""
     inner = spec.handler
 
-    async def handler(delivery: Delivery) -> Any:
+    async def handler(delivery: Delivery) -> Reply | list[Reply] | None:
         counts.requests += 1
         counts.in_flight += 1
         try:

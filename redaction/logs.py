@@ -8,7 +8,6 @@ of formatting the exception again.
 """
 
 import logging
-from typing import Any
 
 from redaction.text import redact_text
 
@@ -45,7 +44,7 @@ def install_log_redaction() -> None:
     if getattr(previous, _INSTALLED, False):
         return
 
-    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+    def factory(*args: object, **kwargs: object) -> logging.LogRecord:
         return redact_record(previous(*args, **kwargs))
 
     setattr(factory, _INSTALLED, True)

@@ -23,7 +23,7 @@ def digest_summary(text: str) -> str:
 
 
 def redact(
-    value: Any,
+    value: object,
     *,
     key: str = "",
     digest_keys: Collection[str] = (),
@@ -44,7 +44,7 @@ def redact(
     if isinstance(value, list | tuple):
         # Items inherit the key: a list of passwords under `passwords` is still secret. In an
         # argv, the word after an option naming a secret (`--password X`, `--token X`) is one.
-        out: list[Any] = []
+        out: list[object] = []
         secret_next = False
         for item in value:
             if secret_next and isinstance(item, str) and item:
@@ -56,5 +56,5 @@ def redact(
     return value
 
 
-def _is_secret_option(item: Any) -> bool:
+def _is_secret_option(item: object) -> bool:
     return isinstance(item, str) and item.startswith("-") and "=" not in item and names_secret(item)

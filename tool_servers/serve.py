@@ -124,7 +124,7 @@ async def run_server(
 
 
 async def serve_over(
-    server: MCPServer[Any], config: ServeConfig, *, on_ready: Callable[[str], None] | None = None
+    server: MCPServer[object], config: ServeConfig, *, on_ready: Callable[[str], None] | None = None
 ) -> None:
     """Serve an already built `server` over `config`'s transport (see `run_server`)."""
     if config.transport == "stdio":

@@ -61,7 +61,7 @@ def bind_step(spec: ActorSpec) -> ActorSpec:
     report names the project environment its test runs used (`agents.runtime.environments`)."""
     handler = spec.handler
 
-    async def bound(delivery: Delivery) -> Any:
+    async def bound(delivery: Delivery) -> object:
         envelope = delivery.envelope
         step_id = envelope.payload.get("step_id") if isinstance(envelope.payload, dict) else None
         info = StepInfo(

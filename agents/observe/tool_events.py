@@ -20,7 +20,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.capabilities import Hooks
 from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, SkipToolExecution
@@ -29,6 +29,12 @@ from agents.observe.events import StepInfo, cap, current_step, digest, publish_e
 from agents.runtime.role import RunInfo
 from agents.runtime.tools import ToolProvider
 from bus.connection import Bus
+
+if TYPE_CHECKING:
+    from pydantic_ai import RunContext
+    from pydantic_ai.capabilities.abstract import ValidatedToolArgs, WrapToolExecuteHandler
+    from pydantic_ai.messages import ToolCallPart
+    from pydantic_ai.tools import ToolDefinition
 
 EVENT = "tool_call"
 CONTENT_KEYS = frozenset(
@@ -70,7 +76,7 @@ def server_of(tool: str) -> str:
     return name if sep and name else "unknown"
 
 
-def summarize_arguments(args: Any) -> dict[str, Any]:
+def summarize_arguments(args: object) -> dict[str, Any]:
     """The arguments as an event may show them: secrets masked, contents as size and sha256."""
     if not isinstance(args, dict):
         return {"_raw": cap(repr(args), limit=MAX_ARGUMENT)}
@@ -96,7 +102,7 @@ def tool_call_data(
     *,
     server: str,
     tool: str,
-    args: Any,
+    args: object,
     outcome: str,
     duration_s: float,
     error_type: str | None = None,
@@ -134,7 +140,14 @@ def tool_call_observer(bus: Bus) -> Callable[[RunInfo], Hooks]:
     def observe(info: RunInfo) -> Hooks:
         step = StepInfo(task_id=info.task_id, role=info.role, step_id=info.step_id, trace_id=info.trace_id)
 
-        async def timed(ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
+        async def timed(
+            ctx: "RunContext[object]",
+            *,
+            call: "ToolCallPart",
+            tool_def: "ToolDefinition",
+            args: "ValidatedToolArgs",
+            handler: "WrapToolExecuteHandler",
+        ) -> object:
             t0 = time.perf_counter()
             try:
                 result = await handler(args)

@@ -68,11 +68,11 @@ class Comparer:
         )
 
 
-def _canonical(value: Any) -> str:
+def _canonical(value: object) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def _where(recorded: Any, replayed: Any) -> str:
+def _where(recorded: object, replayed: object) -> str:
     """Which field differs first, for a person reading the report."""
     if isinstance(recorded, dict) and isinstance(replayed, dict):
         keys = sorted(set(recorded) | set(replayed))

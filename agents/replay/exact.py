@@ -67,7 +67,7 @@ class _RecordedTools(AbstractToolset[Any]):
         raise RuntimeError(f"the exact replay executes no tool ({name} reached it)")
 
 
-def _never_called(messages: Any, info: Any) -> ModelResponse:
+def _never_called(messages: object, info: object) -> ModelResponse:
     raise RuntimeError("the exact replay's model is never called: the recording answers")
 
 
@@ -85,7 +85,7 @@ async def replay_run(source: RunRecording, *, comparer: Comparer) -> list[Diverg
     )
     found: list[Divergence] = []
 
-    def diverged(what: str, recorded: Any = "", replayed: Any = "") -> None:
+    def diverged(what: str, recorded: object = "", replayed: object = "") -> None:
         found.append(
             Divergence(
                 step_id=source.step_id,

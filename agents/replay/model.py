@@ -18,7 +18,7 @@ EXCERPT_CHARS = 300
 """Longest excerpt of an observation a divergence quotes."""
 
 
-def scrub(value: Any) -> Any:
+def scrub(value: object) -> Any:
     """`value` (JSON-like) with every string passed through the redaction seam.
 
     The one place recordings are redacted (with the project's redaction rule): a replay reproduces
@@ -32,7 +32,7 @@ def scrub(value: Any) -> Any:
     return value
 
 
-def excerpt(value: Any, limit: int = EXCERPT_CHARS) -> str:
+def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
     """`value` as redacted text of at most about `limit` characters."""
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
     return trim(_redact(text), limit)

@@ -194,7 +194,7 @@ class RunHooks:
                     self.recording.divergences.append(divergence)
 
 
-def _prompt(messages: list[Any]) -> str:
+def _prompt(messages: list[object]) -> str:
     for message in messages:
         if isinstance(message, ModelRequest):
             for part in message.parts:

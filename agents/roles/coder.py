@@ -144,7 +144,7 @@ class _Guard:
 
 
 def _toolsets(
-    servers: dict[str, Any], request: CodeRequest, ask: Any, user_servers: dict[str, Any]
+    servers: dict[str, object], request: CodeRequest, ask: object, user_servers: dict[str, object]
 ) -> list[MCPToolset]:
     names = ["fs", "search", "git"] + (["exec"] if request.task.mode == "execute" else [])
     own = [_toolset(servers[name], name, request, ask) for name in names]

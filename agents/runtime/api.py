@@ -178,12 +178,12 @@ class RoleDefinition:
             self.name, typed_handler(self.name, self.stage_kind.request, self._work(deps)), policy=policy
         )
 
-    def _work(self, deps: RoleDeps) -> Callable[[Delivery, Any], Awaitable[Message]]:
+    def _work(self, deps: RoleDeps) -> Callable[[Delivery, object], Awaitable[Message]]:
         handler = self.handler
         kind = self.stage_kind
         assert handler is not None
 
-        async def work(delivery: Delivery, request: Any) -> Message:
+        async def work(delivery: Delivery, request: object) -> Message:
             ctx = context_for(self, deps, delivery, request)
             return result_of(self.name, kind, request, await handler(request, ctx))
 
@@ -301,7 +301,7 @@ def check_handler(name: str, handler: Any) -> None:
         pass  # no signature to read (a builtin): trust it
 
 
-def _name(handler: Any) -> str:
+def _name(handler: object) -> str:
     return getattr(handler, "__qualname__", type(handler).__name__)
 
 

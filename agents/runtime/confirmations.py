@@ -177,7 +177,7 @@ async def pending_confirmation(bus: Bus, task_id: str) -> Pending | None:
     return Pending(request_id, str(data.get("question", "")), float(data.get("timeout_s", 0)))
 
 
-async def _event(bus: Bus, task_id: str, name: str, message: str, data: dict[str, Any]) -> None:
+async def _event(bus: Bus, task_id: str, name: str, message: str, data: dict[str, object]) -> None:
     event = Event(name=name, message=message, data=data)
     await bus.publish(subjects.event(task_id, name), Envelope.wrap(event, task_id=task_id))
 
@@ -191,7 +191,9 @@ def elicitation_handler(
     """An MCP elicitation handler (pydantic-ai `MCPToolset`) that asks a person through the bus;
     `on_answer` hears every answer (the coder keeps the approvals for the verifier)."""
 
-    async def handle(message: str, response_type: Any, params: Any, context: Any) -> dict[str, Any]:
+    async def handle(
+        message: str, response_type: object, params: object, context: object
+    ) -> dict[str, object]:
         reply = await ask(bus, task_id, message, timeout_s=timeout_s)
         if on_answer is not None:
             heard = on_answer(reply)

@@ -25,21 +25,26 @@ names and counts only.
 """
 
 import random
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from opentelemetry import context, trace
 
 from agents.runtime.role import RunInfo, RunObserver
-from bus.actor import ActorSpec, Delivery, Reply
+from bus.actor import ActorSpec, Delivery, Handler, Reply
+
+if TYPE_CHECKING:
+    from pydantic_ai.capabilities import Instrumentation
 
 _tracer = trace.get_tracer("codeloop.agents")
 WORKFLOW = "codeloop"
 
 
-def instrumentation_observer(*, include_content: bool = False, tracer_provider: Any = None) -> RunObserver:
+def instrumentation_observer(
+    *, include_content: bool = False, tracer_provider: trace.TracerProvider | None = None
+) -> RunObserver:
     """A `RunObserver` giving every model run pydantic-ai's instrumentation (by default through
     the global tracer provider)."""
     # Here, not at the top: pydantic-ai takes seconds to import, and only a process whose
@@ -54,7 +59,7 @@ def instrumentation_observer(*, include_content: bool = False, tracer_provider: 
         include_model_request_parameters=include_content,
     )
 
-    def observe(info: RunInfo) -> Any:
+    def observe(info: RunInfo) -> "Instrumentation":
         return Instrumentation(settings=settings)
 
     return observe
@@ -80,12 +85,10 @@ def _replies_of(result: "Reply | list[Reply] | None") -> list[Reply]:
     return [result] if isinstance(result, Reply) else list(result)
 
 
-def workflow_handler(
-    handler: Callable[[Delivery], Awaitable[Any]],
-) -> Callable[[Delivery], Awaitable[Any]]:
+def workflow_handler(handler: Handler) -> Handler:
     """The orchestrator's handler inside an `invoke_workflow` span per handling."""
 
-    async def handle(delivery: Delivery) -> Any:
+    async def handle(delivery: Delivery) -> Reply | list[Reply] | None:
         envelope = delivery.envelope
         with _tracer.start_as_current_span(
             f"invoke_workflow {WORKFLOW}",
@@ -107,12 +110,10 @@ def workflow_handler(
     return handle
 
 
-def role_handler(
-    role: str, handler: Callable[[Delivery], Awaitable[Any]]
-) -> Callable[[Delivery], Awaitable[Any]]:
+def role_handler(role: str, handler: Handler) -> Handler:
     """A role without a model: its handler inside an `invoke_agent <role>` span."""
 
-    async def handle(delivery: Delivery) -> Any:
+    async def handle(delivery: Delivery) -> Reply | list[Reply] | None:
         envelope = delivery.envelope
         with _tracer.start_as_current_span(
             f"invoke_agent {role}",

@@ -12,6 +12,7 @@ the command functions, so `codeloop --help` and the light commands start in well
 """
 
 import importlib
+import os
 from typing import Annotated
 
 import typer
@@ -41,7 +42,6 @@ def _root(
     ] = False,
 ) -> None:
     """codeloop: a coding agent as a distributed system."""
-    import os
 
     from redaction import install_log_redaction
 

@@ -10,12 +10,16 @@ outcome names the file.
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from codeloop.cli.common import plural
 from layout import PATCHES_DIR
+
+if TYPE_CHECKING:
+    from agents.messages import TaskResult
+    from agents.workspace import SnapshotRef
 
 
 class ApplyOutcome(BaseModel):
@@ -33,14 +37,17 @@ class ApplyOutcome(BaseModel):
     """Where the patch was saved when it was not applied; None when applied or without a patch."""
 
 
-def apply_result(result: Any, repo: Path, snapshot: Any, *, state_dir: Path | None) -> ApplyOutcome:
+def apply_result(
+    result: "TaskResult", repo: Path, snapshot: "SnapshotRef", *, state_dir: Path | None
+) -> ApplyOutcome:
     """Apply `result`'s patch to the checkout at `repo` when the task is done and the checkout is
     still `snapshot`'s tree; otherwise save the patch under the state directory and say why."""
     import anyio
 
     from agents.workspace import WorkspaceError, apply_to_checkout
 
-    if not result.patch:
+    patch = result.patch
+    if not patch:
         return ApplyOutcome(
             applied=False, refused=False, message=f"not applied: the task is {result.status} with no patch"
         )
@@ -53,7 +60,7 @@ def apply_result(result: Any, repo: Path, snapshot: Any, *, state_dir: Path | No
             patch_file=str(saved),
         )
     try:
-        anyio.run(lambda: apply_to_checkout(repo, snapshot, result.patch))
+        anyio.run(lambda: apply_to_checkout(repo, snapshot, patch))
     except WorkspaceError as exc:
         saved = save_patch(result, state_dir)
         return ApplyOutcome(
@@ -72,7 +79,7 @@ def apply_result(result: Any, repo: Path, snapshot: Any, *, state_dir: Path | No
     )
 
 
-def save_patch(result: Any, state_dir: Path | None) -> Path:
+def save_patch(result: "TaskResult", state_dir: Path | None) -> Path:
     """Write `result.patch` to `patches/<task id>.patch` in the state directory (mode 0600, whole
     or not at all) and return its path."""
     from codeloop.config.environment import state_dir_from
@@ -83,7 +90,7 @@ def save_patch(result: Any, state_dir: Path | None) -> Path:
     fd, partial = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as file:
-            file.write(result.patch)
+            file.write(result.patch or "")
         os.replace(partial, path)
     except BaseException:
         Path(partial).unlink(missing_ok=True)

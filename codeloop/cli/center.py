@@ -9,30 +9,40 @@ checked by `codeloop audit verify`). Who may write is NATS's decision: a user wi
 permission on `$KV.codeloop-config.>` gets a permission error (exit 1).
 """
 
+import difflib
 import getpass
 import json
+import os
 import socket
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from bus.errors import BusNotFound, PermissionDenied, RecordConflict
 from codeloop.cli.common import EXIT_FAILURE, EXIT_USAGE, fail, usage_error
 from codeloop.cli.connection import Connection, JsonOpt, run_async
 from codeloop.cli.option_groups import with_option_groups
+from codeloop.config.connection_options import ConnectionOptions
+from codeloop.config.errors import ConfigError
+from layout import ROOT_AUDIT
+
+if TYPE_CHECKING:
+    from bus.center import CenterEntry
+    from bus.config import BusConfig
+    from codeloop.config.center import CenterConfig
 
 MessageOpt = Annotated[str, typer.Option("--message", "-m", help="Why, for the history.")]
 
 
 def pushed_by() -> str:
     """Who is pushing: `CODELOOP_OPERATOR`, else `user@host`."""
-    import os
 
     return os.environ.get("CODELOOP_OPERATOR") or f"{getpass.getuser()}@{socket.gethostname()}"
 
 
-def checked_document(file: Path) -> tuple[str, Any]:
+def checked_document(file: Path) -> "tuple[str, CenterConfig]":
     """The file's text and its checked document, checked as `config check` checks files.
 
     Raises:
@@ -42,7 +52,6 @@ def checked_document(file: Path) -> tuple[str, Any]:
     from codeloop.cli.config import pipeline_problems
     from codeloop.config.center import center_settings, parse_document
     from codeloop.config.checks import submission_problems
-    from codeloop.config.errors import ConfigError
     from redaction import redact_text
 
     try:
@@ -67,10 +76,9 @@ def checked_document(file: Path) -> tuple[str, Any]:
 
 
 async def _audit(
-    bus_config: Any, *, tool: str, arguments: dict[str, Any], outcome: str, started: datetime
+    bus_config: "BusConfig", *, tool: str, arguments: dict[str, object], outcome: str, started: datetime
 ) -> None:
     """One record in the home's hash-chained audit log (who, what, the revision, the keys changed)."""
-    from layout import ROOT_AUDIT
     from tool_servers.protocol.audit import AuditLog
 
     log = AuditLog(Path(bus_config.state_dir) / ROOT_AUDIT)
@@ -88,9 +96,9 @@ async def _audit(
 
 
 async def _write(
-    connection: dict[str, Any],
+    connection: ConnectionOptions,
     text: str,
-    config: Any,
+    config: "CenterConfig",
     *,
     base_dir: str,
     message: str,
@@ -105,7 +113,6 @@ async def _write(
     """
     from bus.center import CenterRecord, center_bucket, ensure_center, latest, write
     from bus.connection import open_bus
-    from bus.errors import BusNotFound, PermissionDenied, RecordConflict
     from codeloop.config.center import changed_keys, parsed_revision
     from codeloop.config.serve_note import client_bus_config
 
@@ -129,7 +136,11 @@ async def _write(
             rollback_of=rollback_of,
             keys_changed=keys,
         )
-        audit: dict[str, Any] = {"keys_changed": keys, "message": message, "expect_revision": expect_revision}
+        audit: dict[str, object] = {
+            "keys_changed": keys,
+            "message": message,
+            "expect_revision": expect_revision,
+        }
         if rollback_of is not None:
             audit["rollback_of"] = rollback_of
         try:
@@ -149,7 +160,7 @@ async def _write(
     return revision, keys
 
 
-def _conflict(expected: int | None, now: Any) -> str:
+def _conflict(expected: int | None, now: "CenterEntry | None") -> str:
     if now is None:
         return f"conflict: --expect-revision {expected}, but the center has no revision yet; push with --expect-revision 0"
     by = f" (pushed by {now.record.pushed_by} at {now.record.pushed_at:%Y-%m-%dT%H:%M:%SZ}: {now.record.message!r})"
@@ -251,7 +262,7 @@ def history(*, connection: Connection, as_json: JsonOpt = False) -> None:
     from bus.connection import open_bus
     from codeloop.config.serve_note import client_bus_config
 
-    async def main() -> list[Any]:
+    async def main() -> "list[CenterEntry]":
         async with open_bus(client_bus_config(**connection)) as bus:
             return await read_history(await center_bucket(bus))
 
@@ -284,14 +295,13 @@ def diff(
     as_json: JsonOpt = False,
 ) -> None:
     """Show what changed from revision A to revision B: each key's old and new value, and the text diff."""
-    import difflib
 
     from bus.center import at_revision, center_bucket
     from bus.connection import open_bus
     from codeloop.config.center import flat_values, parsed_revision
     from codeloop.config.serve_note import client_bus_config
 
-    async def main() -> tuple[Any, Any]:
+    async def main() -> "tuple[CenterEntry, CenterEntry]":
         async with open_bus(client_bus_config(**connection)) as bus:
             kv = await center_bucket(bus)
             return await at_revision(kv, a), await at_revision(kv, b)
@@ -318,14 +328,14 @@ def diff(
     typer.echo("".join(lines), nl=False)
 
 
-def show_center(connection: dict[str, Any], *, as_json: bool) -> None:
+def show_center(connection: ConnectionOptions, *, as_json: bool) -> None:
     """`config show --center`: the current revision, who pushed it, and its document."""
     from bus.center import center_bucket, latest
     from bus.connection import open_bus
     from codeloop.config.center import flat_values, parsed_revision
     from codeloop.config.serve_note import client_bus_config
 
-    async def main() -> Any:
+    async def main() -> "CenterEntry | None":
         async with open_bus(client_bus_config(**connection)) as bus:
             return await latest(await center_bucket(bus))
 

@@ -10,6 +10,7 @@ they are defined: `run`, `watch` and `replay` 3 handed off and 4 cancelled
 """
 
 import errno
+import getpass
 import sys
 from pathlib import Path
 from typing import BinaryIO
@@ -39,7 +40,6 @@ def plural(count: int, noun: str, plural_form: str | None = None) -> str:
 def approver(how: str) -> str:
     """Who answers a confirmation from this process, for the task's record: `alice with codeloop
     approve`. The login name is what a person at this machine is known by; nothing secret."""
-    import getpass
 
     try:
         user = getpass.getuser()

@@ -7,13 +7,18 @@ Both read what `run` and `submit` read (`codeloop.config.settings`): the environ
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from codeloop.cli.common import EXIT_USAGE, usage_error
-from codeloop.cli.connection import Connection
+from codeloop.cli.connection import Connection, run_async
 from codeloop.cli.option_groups import with_option_groups
+from codeloop.config.errors import ConfigError
+
+if TYPE_CHECKING:
+    from codeloop.config.settings import Settings
+
 
 config_app = typer.Typer(
     no_args_is_help=True,
@@ -25,8 +30,7 @@ RepoOpt = Annotated[
 ]
 
 
-def _load(repo: Path) -> Any:
-    from codeloop.config.errors import ConfigError
+def _load(repo: Path) -> "Settings":
     from codeloop.config.settings import load_settings
 
     if not repo.is_dir():
@@ -37,7 +41,7 @@ def _load(repo: Path) -> Any:
         raise usage_error(str(exc)) from None
 
 
-def _credentials(settings: Any) -> dict[str, str]:
+def _credentials(settings: "Settings") -> dict[str, str]:
     """Each variable the configured models' providers read: `set` or `not set`, never its value."""
     from agents.models.check import CREDENTIALS
 
@@ -82,7 +86,6 @@ def show(
     sets (a task's values come from it where its command line set none).
     """
     from codeloop.cli import config_servers
-    from codeloop.cli.connection import run_async
 
     if center:
         from codeloop.cli.center import show_center
@@ -158,7 +161,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(config_app, name="config")
 
 
-def pipeline_problems(settings: Any) -> list[str]:
+def pipeline_problems(settings: "Settings") -> list[str]:
     """Each configured pipeline that a write-mode submission naming it would be refused for."""
     from agents.orchestrator.pipeline import PipelineError, parse_pipeline
     from agents.runtime.plugins import load_roles

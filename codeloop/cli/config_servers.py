@@ -1,21 +1,33 @@
 """The user's MCP servers in `codeloop config show` and `config check`: each one, where it was
 declared, and the tools it offers (it is started to list them, then stopped)."""
 
+import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from codeloop.cli.common import usage_error
+from codeloop.config.errors import ConfigError
+
+if TYPE_CHECKING:
+    from agents.messages import McpServer
+
 
 USER_FILE = "user file"
 
 
-def configured(repo: Path, mcp_config: Path | None) -> list[tuple[Any, str]]:
+class ListedTools(TypedDict):
+    """What starting one server showed: the names of its tools, or why it is unavailable."""
+
+    tools: list[str] | None
+    problem: str | None
+
+
+def configured(repo: Path, mcp_config: Path | None) -> "list[tuple[McpServer, str]]":
     """(server, where it was declared) of the user file's servers and `mcp_config`'s.
 
     Raises:
         typer.Exit: (2) the repository's configuration declares servers, or a file is malformed.
     """
-    from codeloop.config.errors import ConfigError
     from codeloop.config.files import user_file
     from codeloop.config.mcp_servers import read_mcp_config, refuse_repository_servers, user_mcp_servers
 
@@ -29,10 +41,9 @@ def configured(repo: Path, mcp_config: Path | None) -> list[tuple[Any, str]]:
     return list(found.values())
 
 
-async def listed_tools(servers: list[Any]) -> dict[str, dict[str, Any]]:
+async def listed_tools(servers: "list[McpServer]") -> dict[str, ListedTools]:
     """Server name -> `{"tools": [names], "problem": why it is unavailable or None}`, each started
     in a temporary directory and stopped again."""
-    import tempfile
 
     import anyio
 
@@ -48,15 +59,15 @@ async def listed_tools(servers: list[Any]) -> dict[str, dict[str, Any]]:
             for upstream in upstreams:
                 upstream.stop()
     return {
-        u.spec.name: {
-            "tools": [t.name for t in u.tools],
-            "problem": None if u.tools or u.problem == "it stopped" else u.problem,
-        }
+        u.spec.name: ListedTools(
+            tools=[t.name for t in u.tools],
+            problem=None if u.tools or u.problem == "it stopped" else u.problem,
+        )
         for u in upstreams
     }
 
 
-def report(servers: list[tuple[Any, str]], tools: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def report(servers: "list[tuple[McpServer, str]]", tools: dict[str, ListedTools]) -> list[dict[str, Any]]:
     """The `mcp_servers` entries of `config show --json`: no `env` or `headers` values (they may
     hold secrets), only their names."""
     entries = []
@@ -78,7 +89,7 @@ def report(servers: list[tuple[Any, str]], tools: dict[str, dict[str, Any]]) -> 
                 "scope": server.scope,
                 "confirm": confirm,
                 "source": where,
-                **tools.get(server.name, {"tools": None, "problem": None}),
+                **tools.get(server.name, ListedTools(tools=None, problem=None)),
             }
         )
     return entries

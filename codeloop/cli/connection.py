@@ -2,20 +2,30 @@
 turns expected failures into a message and an exit code, and the tracing set-up.
 
 nats, the bus runtime and the configuration are imported inside the functions: they take a
-second to import, and `codeloop --help` should not wait for them.
+second to import, and `codeloop --help` should not wait for them. Only their small leaves are
+imported here: the errors the runner translates, and the connection options' type. The types of
+the rest are imported for the type checker alone (`TYPE_CHECKING`).
 """
 
 import inspect
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal, TypeVar, cast
 
 import typer
 
+from bus.errors import BusError, BusTimeout, NoResponders
 from codeloop.cli.common import fail
 from codeloop.cli.option_groups import KEYWORD
+from codeloop.config.connection_options import ConnectionOptions
+from codeloop.config.errors import ConfigError
+
+if TYPE_CHECKING:
+    from bus.config import BusConfig
+
+T = TypeVar("T")
 
 NatsOpt = Annotated[
     str | None,
@@ -45,12 +55,9 @@ TlsKeyOpt = Annotated[Path | None, typer.Option("--tls-key", help="Key of --tls-
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
 
 
-def run_async(main: Any) -> Any:
+def run_async(main: Callable[[], Awaitable[T]]) -> T:
     """Run an async command, turning expected failures into a message and an exit code."""
     import anyio
-
-    from bus.errors import BusError, BusTimeout, NoResponders
-    from codeloop.config.errors import ConfigError
 
     try:
         try:
@@ -79,7 +86,7 @@ def _first_leaf(group: BaseExceptionGroup) -> BaseException:
     return leaf
 
 
-_CONNECTION_OPTIONS: dict[str, tuple[str, Any]] = {
+_CONNECTION_OPTIONS: dict[str, tuple[str, object]] = {
     # CLI parameter: (bus_config keyword, its typer annotation)
     "nats": ("nats_url", NatsOpt),
     "state_dir": ("state_dir", StateOpt),
@@ -106,23 +113,26 @@ class ConnectionFlags:
             for name, (_, annotation) in _CONNECTION_OPTIONS.items()
         ]
 
-    def build(self, values: dict[str, Any]) -> dict[str, Any]:
-        return {keyword: values[name] for name, (keyword, _) in _CONNECTION_OPTIONS.items()}
+    def build(self, values: Mapping[str, object]) -> ConnectionOptions:
+        # typer parsed each value with the annotation `_CONNECTION_OPTIONS` gives its option.
+        return cast(
+            ConnectionOptions, {keyword: values[name] for name, (keyword, _) in _CONNECTION_OPTIONS.items()}
+        )
 
 
-Connection = Annotated[dict[str, Any], ConnectionFlags()]
+Connection = Annotated[ConnectionOptions, ConnectionFlags()]
 """A command's NATS connection options as `bus_config` keywords; a parameter of this type is
 expanded into the options by `codeloop.cli.option_groups.with_option_groups`."""
 
 
 @asynccontextmanager
 async def local_or_embedded_serve(
-    connection: dict[str, Any],
+    connection: ConnectionOptions,
     *,
     roles: Callable[[], tuple[str, ...]],
     store: Literal["state_dir", "temporary"] = "temporary",
     where: "ServeFound | None" = None,
-) -> AsyncIterator[Any]:
+) -> AsyncIterator["BusConfig"]:
     """The bus a command works on (`codeloop.wiring.embedded.embedded_serve`): the serve
     `connection` names or the local one noted, else a serve in this process running `roles()`
     (called only then) with the environment's tool settings, stopped when the block ends. Yields

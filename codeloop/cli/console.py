@@ -8,6 +8,7 @@ import typer
 
 from codeloop.cli.common import fail
 from codeloop.cli.connection import JsonOpt, StateOpt
+from layout import SERVE_NOTE
 
 
 def console(
@@ -28,7 +29,6 @@ def console(
     from codeloop.config.environment import bus_config
     from codeloop.config.serve_note import read_serve_note, serve_is_alive
     from codeloop.console.links import console_link, generated_token
-    from layout import SERVE_NOTE
 
     where = bus_config(state_dir=state_dir).state_dir
     note = read_serve_note(where)

@@ -8,11 +8,13 @@ of the chain started from). What is inherited is said in `agents/continuing.py`;
 is `codeloop.continuing.continue_task`, which the tasks server and the console make too.
 """
 
+import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from codeloop.cli.applying import apply_result
 from codeloop.cli.common import fail, read_text_argument, usage_error
 from codeloop.cli.connection import Connection, local_or_embedded_serve, run_async, setup_telemetry
 from codeloop.cli.option_groups import with_option_groups
@@ -20,6 +22,11 @@ from codeloop.cli.run import EXIT_CODES, Following, interrupted, result_json, su
 from codeloop.cli.task_options import TaskFlags
 from codeloop.cli.task_view import summary
 from codeloop.config.task_options import TaskOptions
+
+if TYPE_CHECKING:
+    from agents.messages import TaskResult, TaskState, TaskSubmitted
+    from bus.connection import Bus
+
 
 CONTINUE_OPTIONS = (
     "model",
@@ -93,9 +100,8 @@ def continue_(
         raise fail(interrupted(following), 130) from None
     outcome = None
     if apply:
-        from codeloop.cli.applying import apply_result
-
-        outcome = apply_result(result, Path(task.repo), task.snapshot, state_dir=connection["state_dir"])
+        assert task.snapshot is not None, "a continuation starts from its parent's snapshot"
+        outcome = apply_result(result, Path(task.repo), task.snapshot, state_dir=connection.get("state_dir"))
     if as_json:
         typer.echo(result_json(result, outcome))
     else:
@@ -115,10 +121,9 @@ async def _continue(
     *,
     quiet: bool,
     following: Following,
-) -> tuple[Any, Any]:
+) -> "tuple[TaskResult, TaskSubmitted]":
     """The continued task's result and submission, on the local serve (or `--nats`), else on one
     in this process over the state directory's own store, where an earlier serve's tasks are."""
-    import sys
 
     from bus.connection import open_bus
     from codeloop.continuing import ContinueRefused, continuation_of
@@ -139,7 +144,7 @@ async def _continue(
         return result, task
 
 
-async def _parent(bus: Any, given: str, *, embedded: bool) -> Any:
+async def _parent(bus: "Bus", given: str, *, embedded: bool) -> "TaskState":
     """The record of the task `given` names (its whole id or a unique prefix).
 
     Raises:
@@ -156,6 +161,7 @@ async def _parent(bus: Any, given: str, *, embedded: bool) -> Any:
             else ""
         )
         raise usage_error(f"no task {given} to continue (`codeloop status` lists the tasks){hint}")
+    assert found.state is not None, "lookup_task finds tasks by their records"
     return found.state
 
 

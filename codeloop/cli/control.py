@@ -5,13 +5,17 @@ ended cannot be cancelled or answered: the command says how it ended and exits 1
 an id no task has.
 """
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from codeloop.cli.common import approver, fail
 from codeloop.cli.connection import Connection, run_async
 from codeloop.cli.option_groups import with_option_groups
+
+if TYPE_CHECKING:
+    from agents.messages import TaskState
+
 
 TaskIdArg = Annotated[str, typer.Argument(help="The task's id (a unique prefix will do).")]
 
@@ -25,7 +29,7 @@ def _answer(task_id: str, request_id: str | None, connection: Connection, *, app
 
     command = "codeloop approve" if approve else "codeloop deny"
 
-    async def main() -> tuple[str, Any, list[str]]:
+    async def main() -> "tuple[str, TaskState | None, list[str]]":
         async with open_bus(client_bus_config(**connection)) as bus:
             found = await find_task(bus, task_id)
             if found.state is not None and found.state.status in TERMINAL_STATUSES:
@@ -57,7 +61,7 @@ def cancel(task_id: TaskIdArg, *, connection: Connection) -> None:
     from codeloop.cli.task_ids import ended_how, find_task
     from codeloop.config.serve_note import client_bus_config
 
-    async def main() -> tuple[str, Any]:
+    async def main() -> "tuple[str, TaskState | None]":
         async with open_bus(client_bus_config(**connection)) as bus:
             found = await find_task(bus, task_id)
             if found.state is None or found.state.status not in TERMINAL_STATUSES:

@@ -10,6 +10,7 @@ Exit codes: 0 done; 1 the environment could not be made (env.setup: the message 
 and the log's tail, or the missing Python and how to install it); 2 usage errors.
 """
 
+import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from codeloop.cli.common import fail, usage_error
+from codeloop.config.errors import ConfigError
 
 if TYPE_CHECKING:
     from sandbox.environments import EnvironmentSettings
@@ -35,7 +37,6 @@ def environment_settings(repo: Path | None = None) -> "EnvironmentSettings":
     cache in codeloop's cache directory, builds with the package index's variables, `[environment]`
     of the repository's and the user's configuration files); a configuration file that does not
     read is a usage error (exit 2) naming the file and the key."""
-    from codeloop.config.errors import ConfigError
     from codeloop.config.project_environment import environment_settings as configured
 
     try:
@@ -61,7 +62,7 @@ def _describe(repo: Path) -> dict[str, Any]:
 
     settings = environment_settings(repo)
     recipe = resolve_recipe(repo, settings)
-    shown: dict[str, Any] = {
+    shown: dict[str, object] = {
         "repo": str(repo),
         "recipe": None,
         "key": None,
@@ -125,7 +126,6 @@ def _setup_errors() -> tuple[type[Exception], ...]:
 @env_app.command("show")
 def show_command(repo: RepoOption = Path("."), json_output: JsonOption = False) -> None:
     """Show the recipe detected for the repository, from which files, its key, and whether it is built."""
-    import json
 
     root = _repo(repo)
     try:
@@ -141,7 +141,6 @@ def show_command(repo: RepoOption = Path("."), json_output: JsonOption = False) 
 @env_app.command("build")
 def build_command(repo: RepoOption = Path("."), json_output: JsonOption = False) -> None:
     """Build the repository's environment now (progress on stderr); nothing to do when it is cached."""
-    import json
 
     import anyio
 
@@ -189,7 +188,6 @@ def clean_command(
     json_output: JsonOption = False,
 ) -> None:
     """Remove the repository's environment (or, with --all, every one not in use); one in use stays."""
-    import json
 
     from sandbox.environments import EnvironmentStore, resolve_recipe
 

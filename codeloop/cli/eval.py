@@ -11,15 +11,25 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from codeloop import __version__
 from codeloop.cli.common import fail, usage_error
 from codeloop.cli.connection import Connection, local_or_embedded_serve, run_async
 from codeloop.cli.option_groups import with_option_groups
 from codeloop.cli.task_options import TaskFlags
+from codeloop.config.errors import ConfigError
 from codeloop.config.task_options import TaskOptions
+from codeloop.evaluation.errors import EvalError, PreviousRunError
+from codeloop.evaluation.report_md import handed_off_note, markdown_report
+
+if TYPE_CHECKING:
+    from agents.messages import PipelineChoice
+    from codeloop.config.settings import Settings
+    from codeloop.evaluation.taskset import EvalTask
+
 
 EVAL_HELP = {
     "model": "Model of every LLM role (env CODELOOP_MODEL); none: diagnose mode.",
@@ -75,10 +85,7 @@ def eval(  # the command's name is the contract's
     --min-resolved; 1 otherwise; 2 usage errors.
     """
     from codeloop.config.checks import check_submission
-    from codeloop.config.errors import ConfigError
     from codeloop.config.task_builder import make_task, task_settings
-    from codeloop.evaluation.errors import EvalError
-    from codeloop.evaluation.report_md import handed_off_note
     from codeloop.evaluation.taskset import load_tasks
 
     try:
@@ -123,7 +130,7 @@ def eval(  # the command's name is the contract's
         raise fail("; ".join(problems))
 
 
-def _pipeline(name: str | None, settings: Any) -> Any:
+def _pipeline(name: str | None, settings: "Settings") -> "PipelineChoice | None":
     """The `PipelineChoice` of `--pipeline` (checked: its kinds, order and installed roles), or None."""
     if name is None:
         return None
@@ -142,7 +149,12 @@ def _pipeline(name: str | None, settings: Any) -> Any:
 
 
 async def _evaluate(
-    tasks: list[Any], settings: Any, connection: Connection, *, jobs: int, pipeline: Any = None
+    tasks: "list[EvalTask]",
+    settings: "Settings",
+    connection: Connection,
+    *,
+    jobs: int,
+    pipeline: "PipelineChoice | None" = None,
 ) -> list[dict[str, Any]]:
     import anyio
 
@@ -151,9 +163,9 @@ async def _evaluate(
     from codeloop.evaluation.checks import judge
     from codeloop.evaluation.runner import Outcome, run_tasks
 
-    rows: dict[str, dict[str, Any]] = {}
+    rows: dict[str, dict[str, object]] = {}
 
-    def submit(task: Any, repo: Path) -> TaskSubmitted:
+    def submit(task: "EvalTask", repo: Path) -> TaskSubmitted:
         return make_task(task.text, repo, settings=settings, mode=task.mode, pipeline=pipeline)
 
     with tempfile.TemporaryDirectory(prefix="codeloop-eval-") as scratch:
@@ -177,15 +189,14 @@ async def _evaluate(
 
 
 def _summary(
-    tasks: list[Any],
+    tasks: "list[EvalTask]",
     rows: list[dict[str, Any]],
-    settings: Any,
+    settings: "Settings",
     *,
     jobs: int,
     wall_s: float,
-    pipeline: Any = None,
+    pipeline: "PipelineChoice | None" = None,
 ) -> dict[str, Any]:
-    from codeloop import __version__
     from codeloop.config.environment import tool_server_config
     from codeloop.evaluation.checks import LOCALIZE_K
     from codeloop.evaluation.summary import digest, summarise
@@ -221,7 +232,6 @@ def _summary(
 
 def _write(out: Path, rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:
     from codeloop.evaluation.report_html import html_report
-    from codeloop.evaluation.report_md import markdown_report
 
     out.mkdir(parents=True, exist_ok=True)
     files = {
@@ -236,8 +246,7 @@ def _write(out: Path, rows: list[dict[str, Any]], summary: dict[str, Any]) -> No
         partial.replace(out / name)
 
 
-def _failed_only(tasks: list[Any], previous: Path) -> list[Any]:
-    from codeloop.evaluation.errors import PreviousRunError
+def _failed_only(tasks: "list[EvalTask]", previous: Path) -> "list[EvalTask]":
 
     path = previous / "results.jsonl"
     try:
@@ -251,7 +260,7 @@ def _failed_only(tasks: list[Any], previous: Path) -> list[Any]:
     return chosen
 
 
-def _save_failures(tasks: list[Any], rows: list[dict[str, Any]], path: Path) -> int:
+def _save_failures(tasks: "list[EvalTask]", rows: list[dict[str, Any]], path: Path) -> int:
     """Append each unresolved task (paths made relative to `path`'s directory) not already there."""
     from codeloop.evaluation.taskset import load_tasks
 

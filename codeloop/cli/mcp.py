@@ -21,6 +21,7 @@ import typer
 
 from codeloop.cli.common import fail, os_error_message, usage_error
 from codeloop.cli.connection import local_or_embedded_serve, run_async, setup_telemetry
+from codeloop.cli.env import environment_settings
 from codeloop.cli.mcp_options import (
     TASKS,
     McpHealthOptions,
@@ -89,7 +90,6 @@ def _serve_config(
         typer.Exit: (2) the first problem: an unknown server, options of another server, a root
             that is no directory, bad scopes, a transport that does not fit.
     """
-    from codeloop.cli.env import environment_settings
     from codeloop.config.environment import root_home, secret_rules, tool_server_config
     from codeloop.config.sandbox_limits import workspace_sandbox_limits, workspace_sandbox_policy
     from tool_servers.protocol.scopes import parse_scopes

@@ -35,7 +35,7 @@ class Expansion(Protocol):
         """The group's options, as typer parameters, in order."""
         ...
 
-    def build(self, values: dict[str, Any]) -> Any:
+    def build(self, values: Mapping[str, object]) -> object:
         """The group's value from its options' values (by parameter name)."""
         ...
 
@@ -58,7 +58,7 @@ class OptionGroup:
         ]
 
     @classmethod
-    def build(cls, values: dict[str, Any]) -> Any:
+    def build(cls, values: Mapping[str, object]) -> object:
         return cls(**values)
 
 
@@ -102,7 +102,7 @@ def with_option_groups(command: Callable[..., Any]) -> Callable[..., Any]:
     return cli_command
 
 
-def _expansion(annotation: Any) -> Expansion | None:
+def _expansion(annotation: object) -> Expansion | None:
     if isinstance(annotation, type) and issubclass(annotation, OptionGroup):
         return annotation
     if typing.get_origin(annotation) is typing.Annotated:

@@ -8,7 +8,7 @@ over the state directory's own store, where the tasks of an earlier `codeloop se
 """
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -17,6 +17,11 @@ from codeloop.cli.connection import Connection, local_or_embedded_serve, run_asy
 from codeloop.cli.option_groups import with_option_groups
 from codeloop.cli.run import EXIT_CODES, submit_and_follow
 from codeloop.cli.task_view import summary
+
+if TYPE_CHECKING:
+    from agents.messages import TaskResult
+    from agents.replay.model import Divergence
+    from bus.config import BusConfig
 
 
 @with_option_groups
@@ -59,7 +64,7 @@ def replay(
 
 async def _replay_on_serve(
     connection: Connection, task_id: str, recorded_tools: bool, *, quiet: bool
-) -> tuple[Any, list[Any]]:
+) -> "tuple[TaskResult, list[Divergence]]":
     """The replay on the local serve, else on one in this process over the state directory's own
     store: the recorded task is there."""
     from codeloop.wiring.roles import SERVED_BY_DEFAULT
@@ -70,7 +75,9 @@ async def _replay_on_serve(
         return await _replay(config, task_id, recorded_tools, quiet=quiet)
 
 
-async def _replay(config: Any, task_id: str, recorded_tools: bool, *, quiet: bool) -> tuple[Any, list[Any]]:
+async def _replay(
+    config: "BusConfig", task_id: str, recorded_tools: bool, *, quiet: bool
+) -> "tuple[TaskResult, list[Divergence]]":
     from agents.replay.exact import exact_replay
     from agents.replay.session import divergences_of, replay_submission
     from bus.connection import open_bus
@@ -86,7 +93,7 @@ async def _replay(config: Any, task_id: str, recorded_tools: bool, *, quiet: boo
         return result, await divergences_of(bus, result.task_id)
 
 
-def _divergences(divergences: list[Any], *, recorded_tools: bool) -> None:
+def _divergences(divergences: "list[Divergence]", *, recorded_tools: bool) -> None:
     typer.echo("")
     if not divergences:
         typer.echo(

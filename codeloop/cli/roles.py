@@ -7,12 +7,16 @@ version, schema version and request and error counts.
 """
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from codeloop.cli.connection import Connection, JsonOpt, run_async
 from codeloop.cli.option_groups import with_option_groups
+from codeloop.config.errors import ConfigError
+
+if TYPE_CHECKING:
+    from bus.discovery import WorkerInfo
 
 
 @with_option_groups
@@ -28,7 +32,6 @@ def roles(
     discovery ($SRV.STATS): role, stage kind, version, schema version, requests and errors.
     """
     from agents.runtime.plugins import load_roles
-    from codeloop.config.errors import ConfigError
     from codeloop.config.serve_note import client_bus_config
 
     registry = load_roles()
@@ -39,7 +42,7 @@ def roles(
     else:
         bus_note = None
 
-    async def main() -> list[Any]:
+    async def main() -> "list[WorkerInfo]":
         from bus.connection import open_bus
         from bus.discovery import discover
 

@@ -9,7 +9,7 @@ with `--apply`, only if it still is the tree the task started from.
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -26,6 +26,12 @@ from codeloop.cli.option_groups import with_option_groups
 from codeloop.cli.task_options import McpConfigOpt, ModeOpt, RepoOpt, TaskArg, TaskFlags, build_task
 from codeloop.cli.task_view import LiveView, summary
 from codeloop.config.task_options import TaskOptions
+
+if TYPE_CHECKING:
+    from agents.messages import TaskResult, TaskSubmitted
+    from agents.workspace import SnapshotRef
+    from bus.config import BusConfig
+    from bus.connection import Bus
 
 EXIT_CODES = {"done": 0, "diagnosed": 0, "handed_off": 3, "cancelled": 4, "failed": 1, "rejected": 1}
 
@@ -68,7 +74,7 @@ def run(
         raise fail(interrupted(following), 130) from None
     # Applied (or refused) before printing, so the output says what happened to the checkout; a
     # refusal still prints the result with its patch and names the file the patch was saved in.
-    outcome = apply_result(result, repo, snapshot, state_dir=connection["state_dir"]) if apply else None
+    outcome = apply_result(result, repo, snapshot, state_dir=connection.get("state_dir")) if apply else None
     if as_json:
         typer.echo(result_json(result, outcome))
     else:
@@ -80,7 +86,7 @@ def run(
     raise typer.Exit(EXIT_CODES.get(result.status, 1))
 
 
-def result_json(result: Any, outcome: ApplyOutcome | None) -> str:
+def result_json(result: "TaskResult", outcome: ApplyOutcome | None) -> str:
     """The contract's result object; with `--apply`, also what became of the patch (`apply`)."""
     if outcome is None:
         return result.model_dump_json()
@@ -110,7 +116,9 @@ def interrupted(following: Following) -> str:
     return f"interrupted; task {task_id} stopped with this process (it ran on a bus of its own)"
 
 
-async def _run_task(task: Any, connection: Connection, *, quiet: bool, following: Following) -> Any:
+async def _run_task(
+    task: "TaskSubmitted", connection: Connection, *, quiet: bool, following: Following
+) -> "tuple[TaskResult, SnapshotRef]":
     from codeloop.wiring.roles import roles_for_task
 
     async with local_or_embedded_serve(
@@ -119,7 +127,7 @@ async def _run_task(task: Any, connection: Connection, *, quiet: bool, following
         return await submit_and_follow(config, task, quiet=quiet, following=following)
 
 
-async def refuse_unserved(bus: Any, task: Any) -> None:
+async def refuse_unserved(bus: "Bus", task: "TaskSubmitted") -> None:
     """A usage error (exit 2) when the task's pipeline names a role nothing serves."""
     if task.pipeline is None and task.budgets.attempts == 1:
         return
@@ -132,7 +140,7 @@ async def refuse_unserved(bus: Any, task: Any) -> None:
         raise fail(f"--pipeline: {exc}", 2) from None
 
 
-async def refuse_over_quota(bus: Any, task: Any) -> None:
+async def refuse_over_quota(bus: "Bus", task: "TaskSubmitted") -> None:
     """Exit 1 (`quota.exceeded`) when the task's principal is over a quota of the configuration
     center: what was used, the limit, when it resets and the key that raises it."""
     from agents.quotas import LOCAL_PRINCIPAL
@@ -144,8 +152,8 @@ async def refuse_over_quota(bus: Any, task: Any) -> None:
 
 
 async def submit_and_follow(
-    config: Any, task: Any, *, quiet: bool, following: Following | None = None
-) -> Any:
+    config: "BusConfig", task: "TaskSubmitted", *, quiet: bool, following: Following | None = None
+) -> "tuple[TaskResult, SnapshotRef]":
     """Submit `task` on the bus of `config` (its tree captured first, unless it has a snapshot)
     and follow it to its end with a live view; (its `TaskResult`, the snapshot). `following`
     learns the task's id once it is submitted."""

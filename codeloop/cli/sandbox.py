@@ -20,12 +20,14 @@ command with the system's programs only.
 
 import signal
 import sys
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from codeloop.cli.common import fail, usage_error
+from codeloop.cli.env import environment_settings
 
 if TYPE_CHECKING:  # imported when the command runs: `codeloop --help` stays fast
     import anyio
@@ -185,11 +187,9 @@ async def _exec_in_sandbox(
 ) -> "ExecResult | SandboxError | None":
     """Run `command` in a sandbox on `workspace`: its result, the sandbox's error, or None when a
     signal ended it first."""
-    from contextlib import AsyncExitStack
 
     import anyio
 
-    from codeloop.cli.env import environment_settings
     from sandbox.backend import open_sandbox
     from sandbox.environments import open_environment
     from sandbox.errors import SandboxError

@@ -6,6 +6,7 @@ prints `SearchResult` (`{"query", "hits": [{"path", "start_line", "end_line", "s
 """
 
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +15,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from codeloop.cli.common import fail, plural, usage_error
+from codeloop.cli.env import environment_settings
 from codeloop.cli.option_groups import OptionGroup, with_option_groups
+from tool_servers.search.errors import IndexDirUnusable, InvalidQuery, RepoNotFound, SearchError
 from tool_servers.search.models import EXAMPLE_TIMEOUT_S
 
 if TYPE_CHECKING:
@@ -146,7 +149,6 @@ def search_command(
     """
     text = _query_text(query)
     setup = examples.check(per_file=per_file)
-    from codeloop.cli.env import environment_settings
 
     settings = environment_settings(repo) if examples.run_examples else None
 
@@ -301,7 +303,6 @@ class _progress:
         self._bar.update(self._tasks[stage], completed=done, total=max(total, 1))
 
     def _say(self, stage: str, done: int, total: int) -> None:
-        import time
 
         now = time.monotonic()
         first = stage not in self._started
@@ -344,8 +345,6 @@ def _run(main: Callable[[], Awaitable[Any]]) -> Any:
     command line named wrong (the repository, the query, the index directory), 1 for an index that
     failed (its storage, a lock held too long)."""
     import anyio
-
-    from tool_servers.search.errors import IndexDirUnusable, InvalidQuery, RepoNotFound, SearchError
 
     try:
         return anyio.run(main)

@@ -7,10 +7,11 @@ and the agents are imported inside the command so `codeloop --help` stays fast.
 
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -25,11 +26,17 @@ from codeloop.cli.serve_options import (
     RoleOptions,
     WorkspaceOptions,
 )
+from codeloop.config.connection_options import ConnectionOptions
+from codeloop.config.errors import ConfigError
+from codeloop.services.provider_keys import restart_without_provider_keys
 from layout import MCP_AUDIT_STDIO
 
 if TYPE_CHECKING:
     from bus.config import BusConfig
+    from codeloop.config.environment import ToolServerConfig
+    from codeloop.config.serve_note import ConsoleNote, McpNote, ServeNote
     from codeloop.wiring.process import Hosting, RoleSetup, Workers
+    from codeloop.wiring.tools import StdioTools
 
 ReplicasOpt = Annotated[
     int, typer.Option("--replicas", min=1, max=5, help="Stream replicas: 1 on one server, 3 on a cluster.")
@@ -98,7 +105,6 @@ def serve(
     if workspaces.workspaces:
         # First, before anything reads the environment or starts a child: this process runs
         # untrusted code's tools and must hold no model key.
-        from codeloop.services.provider_keys import restart_without_provider_keys
 
         stripped = restart_without_provider_keys()
     plan = _plan(
@@ -110,7 +116,7 @@ def serve(
 
 
 def _plan(
-    connection: dict[str, Any],
+    connection: ConnectionOptions,
     roles: RoleOptions,
     replicas: int,
     hosted_options: tuple[McpOptions, ConsoleOptions],
@@ -126,7 +132,6 @@ def _plan(
         typer.Exit: (2) the first problem, said on stderr.
     """
     from codeloop.config.environment import bus_config, tool_server_config
-    from codeloop.config.errors import ConfigError
     from codeloop.services.health import Readiness
     from codeloop.wiring.process import Hosting, RoleSetup
 
@@ -168,7 +173,7 @@ def _plan(
     )
 
 
-def _run(plan: _Plan, health: HealthOptions, *, show: Any) -> None:
+def _run(plan: _Plan, health: HealthOptions, *, show: "Callable[[ServeNote], None]") -> None:
     """Serve `plan` until Ctrl-C (twice: at once) or SIGTERM, the health endpoint up first.
 
     Raises:
@@ -230,7 +235,7 @@ def _run(plan: _Plan, health: HealthOptions, *, show: Any) -> None:
         raise fail(f"cannot serve: {os_error_message(exc)}") from None
 
 
-def _tools(stdio: str | None, state_dir: Path, config: Any) -> Any:
+def _tools(stdio: str | None, state_dir: Path, config: "ToolServerConfig") -> "StdioTools | None":
     """The workers' tool provider: in process (`serve`'s default, None here), or with
     `--tools-stdio` servers in subprocesses; `config` is the environment's `ToolServerConfig`."""
     if not stdio:
@@ -244,7 +249,7 @@ def _tools(stdio: str | None, state_dir: Path, config: Any) -> Any:
         raise fail(f"--tools-stdio: {exc}", 2) from None
 
 
-def _show(note: Any, *, as_json: bool, health: HealthOptions, remote: bool) -> None:
+def _show(note: "ServeNote", *, as_json: bool, health: HealthOptions, remote: bool) -> None:
     """What runs, once it does: the note as one JSON line, or for a person."""
     if as_json:
         typer.echo(note.model_dump_json())
@@ -281,7 +286,7 @@ def _show(note: Any, *, as_json: bool, health: HealthOptions, remote: bool) -> N
     sys.stdout.flush()
 
 
-def _show_console(console: Any) -> None:
+def _show_console(console: "ConsoleNote") -> None:
     """The console's address, with the generated token as Jupyter prints its own: the one line to open."""
     from codeloop.console.links import console_link
 
@@ -291,7 +296,7 @@ def _show_console(console: Any) -> None:
     typer.echo("             `codeloop console` prints this again (--open opens it in a browser)")
 
 
-def _show_mcp(mcp: Any) -> None:
+def _show_mcp(mcp: "McpNote") -> None:
     """The hosted tool servers: URLs, token file, and how a client uses them."""
     typer.echo(f"  MCP        tool servers over streamable HTTP, confined to {mcp.root}")
     typer.echo(f"             scopes {','.join(mcp.scopes)} (more: --mcp-scopes read,write,execute)")

@@ -12,11 +12,17 @@
 """
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio
 
 from codeloop.cli.common import fail, usage_error
+
+if TYPE_CHECKING:
+    from agents.messages import TaskState
+    from agents.orchestrator.records import TaskRecords
+    from bus.connection import Bus
+
 
 GRACE_S = 3.0
 """How long an unknown id is looked for before it is an error: a running orchestrator writes a
@@ -45,10 +51,10 @@ class FoundTask:
     """A task `find_task` found: its whole id and its record (None while it is only queued)."""
 
     task_id: str
-    state: Any
+    state: "TaskState | None"
 
 
-async def find_task(bus: Any, given: str, *, grace_s: float = GRACE_S) -> FoundTask:
+async def find_task(bus: "Bus", given: str, *, grace_s: float = GRACE_S) -> FoundTask:
     """The task `given` names on `bus` (see the module docstring).
 
     Raises:
@@ -72,7 +78,7 @@ async def find_task(bus: Any, given: str, *, grace_s: float = GRACE_S) -> FoundT
     raise fail(f"no task {given} (`codeloop status` lists the tasks)")
 
 
-async def lookup_task(bus: Any, given: str) -> FoundTask | None:
+async def lookup_task(bus: "Bus", given: str) -> FoundTask | None:
     """The task with a record that `given` names (its whole id or a unique prefix), at once; None
     when none has (no grace, no look at the queue: for commands about ended tasks).
 
@@ -84,7 +90,7 @@ async def lookup_task(bus: Any, given: str) -> FoundTask | None:
     return await _lookup(await TaskRecords.open(bus), given)
 
 
-async def _lookup(records: Any, given: str) -> FoundTask | None:
+async def _lookup(records: "TaskRecords", given: str) -> FoundTask | None:
     state = await records.get(given)
     if state is not None:
         return FoundTask(given, state)
@@ -98,7 +104,7 @@ async def _lookup(records: Any, given: str) -> FoundTask | None:
     return None
 
 
-async def _queued(bus: Any, task_id: str) -> bool:
+async def _queued(bus: "Bus", task_id: str) -> bool:
     """True when a submission of `task_id` waits in the task stream for an orchestrator."""
     from bus import subjects
     from bus.connection import MSG_ID_HEADER
@@ -119,7 +125,7 @@ async def _queued(bus: Any, task_id: str) -> bool:
     return False
 
 
-def ended_how(state: Any) -> str:
+def ended_how(state: "TaskState") -> str:
     """`done`, `handed_off (budget.steps)`, ...: how an ended task ended, for messages."""
     result = state.result
     failure = result.failure_class if result is not None else None

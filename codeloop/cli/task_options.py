@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 
 from codeloop.cli.common import read_text_argument, usage_error
 from codeloop.cli.option_groups import KEYWORD
+from codeloop.config.errors import ConfigError
 from codeloop.config.task_options import TaskOptions
 
 TaskArg = Annotated[str, typer.Argument(help="What to do, in words; @FILE for a file's text, - for stdin.")]
@@ -83,11 +85,9 @@ def build_task(
             run (unknown kind, impossible order), a repository configuration declaring MCP
             servers, a malformed `--mcp-config` file.
     """
-    from pydantic import ValidationError
 
     from bus.validation import MAX_TASK_TEXT_BYTES, submission_problems
     from codeloop.config.checks import check_submission
-    from codeloop.config.errors import ConfigError
     from codeloop.config.task_builder import Submitter, make_task, task_settings
 
     text = read_text_argument(task, what="task text", max_bytes=MAX_TASK_TEXT_BYTES)

@@ -9,15 +9,19 @@ tab-separated line per task with the whole id, for scripts.
 """
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codeloop.cli.common import plural
+
+if TYPE_CHECKING:
+    from agents.messages import Candidate, TaskState
+
 
 SHORT_ID = 8
 """Characters of a task id the list shows at least; more when needed to tell two tasks apart."""
 
 
-def page(state: Any, notes: list[str], *, continued_by: list[str] | None = None) -> str:
+def page(state: "TaskState", notes: list[str], *, continued_by: list[str] | None = None) -> str:
     """One task's record as lines of text: `notes` say why it makes no progress, if so;
     `continued_by` names the tasks that continue it."""
     task, result = state.task, state.result
@@ -64,7 +68,7 @@ def page(state: Any, notes: list[str], *, continued_by: list[str] | None = None)
     return "\n".join(lines)
 
 
-def _chain_rows(state: Any, continued_by: list[str]) -> list[tuple[str, str]]:
+def _chain_rows(state: "TaskState", continued_by: list[str]) -> list[tuple[str, str]]:
     """Where the task stands in a chain of continuations: the task it continues (how that one
     ended), the whole chain when longer, the tasks that continue it."""
     rows: list[tuple[str, str]] = []
@@ -78,7 +82,7 @@ def _chain_rows(state: Any, continued_by: list[str]) -> list[tuple[str, str]]:
     return rows
 
 
-def attempts_line(candidates: list[Any]) -> str:
+def attempts_line(candidates: "list[Candidate]") -> str:
     """`1 failed, 2 failed, 3 passed (chosen)`: each attempt's verdict, and the one chosen."""
     return ", ".join(
         f"{c.attempt} {c.verdict or 'not verified'}" + (" (chosen)" if c.chosen else "") for c in candidates
@@ -95,7 +99,7 @@ def usage_line(usage: dict[str, Any]) -> str:
     )
 
 
-def listing(states: list[Any], notes: dict[str, list[str]], *, tty: bool, width: int) -> str:
+def listing(states: "list[TaskState]", notes: dict[str, list[str]], *, tty: bool, width: int) -> str:
     """Every task, oldest first: a table that fits `width` columns on a terminal, else one
     tab-separated line per task (`ID STATUS MODE UPDATED TEXT [NOTES]`, whole ids, UTC times)."""
     if not states:
@@ -129,7 +133,7 @@ def listing(states: list[Any], notes: dict[str, list[str]], *, tty: bool, width:
     return "\n".join(lines)
 
 
-def _status(state: Any) -> str:
+def _status(state: "TaskState") -> str:
     result = state.result
     if result is None:
         return state.status
@@ -139,8 +143,8 @@ def _status(state: Any) -> str:
     return state.status + (f" ({', '.join(how)})" if how else "")
 
 
-def _usage(state: Any) -> dict[str, Any]:
-    usage: dict[str, Any] = state.usage.model_dump(mode="json")
+def _usage(state: "TaskState") -> dict[str, object]:
+    usage: dict[str, object] = state.usage.model_dump(mode="json")
     usage["wall_s"] = (datetime.now(UTC) - state.created_at).total_seconds()
     return usage
 

@@ -5,18 +5,23 @@ import os
 import shutil
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from codeloop.cli.common import approver
 from codeloop.cli.task_page import attempts_line, usage_line
 
+if TYPE_CHECKING:
+    from agents.messages import TaskResult
+    from bus.connection import Bus
+    from bus.envelope import Envelope
+
 
 class LiveView:
     """One status line on stderr: stage, step, last event, tokens, elapsed."""
 
-    def __init__(self, *, enabled: bool, bus: Any = None, ask: bool = False) -> None:
+    def __init__(self, *, enabled: bool, bus: "Bus | None" = None, ask: bool = False) -> None:
         self.enabled = enabled
         self.bus = bus
         self.ask = ask
@@ -45,7 +50,7 @@ class LiveView:
         sys.stderr.write(("\r\033[K" if self.tty else "") + f"note: {text}\n")
         sys.stderr.flush()
 
-    async def on_event(self, envelope: Any) -> None:
+    async def on_event(self, envelope: "Envelope") -> None:
         payload = envelope.payload
         if envelope.kind == "event":
             data = payload.get("data") or {}
@@ -71,6 +76,7 @@ class LiveView:
             lambda: _prompt(f"\n{question} [y/N] "), abandon_on_cancel=True
         )
         approved = reply.strip().lower() in ("y", "yes")
+        assert self.bus is not None, "a view that asks is given the bus its answer goes on"
         await answer(
             self.bus,
             task_id,
@@ -99,7 +105,7 @@ def _prompt(question: str) -> str:
         return ""
 
 
-def summary(result: Any) -> None:
+def summary(result: "TaskResult") -> None:
     """The ended task in words: status, files, verification, usage, report, answer, patch."""
     typer.echo(
         f"task {result.task_id}: {result.status}"

@@ -9,7 +9,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,7 +18,15 @@ from codeloop.cli.connection import Connection, JsonOpt, run_async
 from codeloop.cli.option_groups import with_option_groups
 from codeloop.cli.run import EXIT_CODES, refuse_over_quota, refuse_unserved
 from codeloop.cli.task_options import McpConfigOpt, ModeOpt, TaskFlags, build_task
+from codeloop.cli.task_page import listing, page
 from codeloop.config.task_options import TaskOptions
+
+if TYPE_CHECKING:
+    from agents.messages import TaskState
+    from bus.connection import Bus
+    from bus.envelope import Envelope
+    from bus.inflight import Unacked
+    from codeloop.continuing import ContinuedTask
 
 
 @with_option_groups
@@ -127,7 +135,7 @@ def _submit_continuation(
         else None
     )
 
-    async def main() -> Any:
+    async def main() -> "ContinuedTask":
         async with open_bus(client_bus_config(**connection)) as bus:
             found = await lookup_task(bus, parent_id)
             if found is None:
@@ -166,7 +174,7 @@ def watch(
     from codeloop.config.serve_note import client_bus_config
     from codeloop.observe.render import event_line
 
-    def show(envelope: Any) -> None:
+    def show(envelope: "Envelope") -> None:
         if as_json:
             typer.echo(envelope.model_dump_json())
             return
@@ -206,7 +214,6 @@ def status(
 ) -> None:
     """Show one task's record as a page (status, stage, verdict, failure, files, usage, what it
     waits for, its report), or list all tasks."""
-    from codeloop.cli.task_page import listing, page
 
     if patch and task_id is None:
         raise usage_error("--patch needs a task id: `codeloop status TASK_ID --patch`")
@@ -234,7 +241,7 @@ def status(
 
 async def _records(
     connection: Connection, task_id: str | None
-) -> tuple[list[Any], dict[str, list[str]], list[str]]:
+) -> "tuple[list[TaskState], dict[str, list[str]], list[str]]":
     """The records `status` shows (one task's, or all); per unfinished task, why it makes no
     progress: a confirmation waiting for a person, a message held unacknowledged, no live worker;
     and for one task, the tasks that continue it."""
@@ -264,13 +271,13 @@ async def _records(
         return states, {s.task_id: await _notes(bus, s, unacked) for s in running}, children
 
 
-def _print_patch(state: Any) -> None:
+def _print_patch(state: "TaskState") -> None:
     if not state.patch:
         raise fail(f"task {state.task_id} has no patch ({state.status}, mode {state.task.mode})")
     typer.echo(state.patch, nl=not state.patch.endswith("\n"))
 
 
-async def _notes(bus: Any, state: Any, unacked: dict[str, Any]) -> list[str]:
+async def _notes(bus: "Bus", state: "TaskState", unacked: "dict[str, Unacked]") -> list[str]:
     """Why an unfinished task makes no progress: a high-risk call waits for a person's answer, its
     message is held by a worker that has not acknowledged it (redelivered if that worker died),
     and/or no live worker serves its role."""
@@ -290,7 +297,7 @@ async def _notes(bus: Any, state: Any, unacked: dict[str, Any]) -> list[str]:
     return notes
 
 
-def _waiting_note(unacked: Any) -> str:
+def _waiting_note(unacked: "Unacked") -> str:
     return (
         f"handed to {unacked.consumer}, not yet acknowledged: in progress, or redelivered "
         f"{unacked.ack_wait_s:g} s after delivery if its worker stopped"

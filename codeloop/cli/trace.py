@@ -1,7 +1,7 @@
 """`codeloop trace TASK_ID [--json]`: a task's timeline from its events, as a tree or as JSON."""
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -9,11 +9,18 @@ from codeloop.cli.common import fail
 from codeloop.cli.connection import Connection, JsonOpt, run_async
 from codeloop.cli.option_groups import with_option_groups
 
+if TYPE_CHECKING:
+    from agents.messages import TaskState
+    from bus.connection import Bus
+    from bus.envelope import Envelope
+    from codeloop.observe.timeline import ChainEntry
+
+
 FIRST_EVENT_TIMEOUT_S = 2.0
 """A task's stored events arrive at once; this long without any means it has none."""
 
 
-async def read_task_events(bus: Any, task_id: str) -> list[Any]:
+async def read_task_events(bus: "Bus", task_id: str) -> "list[Envelope]":
     """Every envelope stored on the task's event subjects so far, in stream order."""
     from bus import subjects
     from bus.envelope import parse_envelope
@@ -29,7 +36,7 @@ async def read_task_events(bus: Any, task_id: str) -> list[Any]:
     return envelopes
 
 
-def chain_entry(state: Any, children: list[str]) -> Any:
+def chain_entry(state: "TaskState", children: list[str]) -> "ChainEntry | None":
     """The task's place in its chain of continuations; None when it has none."""
     from codeloop.observe.timeline import ChainEntry
 
@@ -70,7 +77,7 @@ def trace(
 
     checked_id(task_id)
 
-    async def main() -> tuple[str, list[Any], Any, list[str]]:
+    async def main() -> "tuple[str, list[Envelope], TaskState | None, list[str]]":
         from agents.continuing import continued_by
         from agents.orchestrator.records import TaskRecords
 

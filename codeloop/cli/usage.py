@@ -3,12 +3,17 @@ each principal's quota from the configuration center beside what it used."""
 
 import json
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from bus.errors import BusNotFound
 from codeloop.cli.connection import Connection, JsonOpt, run_async
 from codeloop.cli.option_groups import with_option_groups
+
+if TYPE_CHECKING:
+    from agents.quotas import DayUsage
+    from bus.center import CenterEntry
 
 
 @with_option_groups
@@ -26,13 +31,12 @@ def usage(
     from agents.quotas import Ledger, quota_for, resets_at
     from bus.center import center_bucket, latest
     from bus.connection import open_bus
-    from bus.errors import BusNotFound
     from codeloop.config.center import parsed_revision
     from codeloop.config.serve_note import client_bus_config
 
     since = (datetime.now(UTC) - timedelta(days=days - 1)).date().isoformat()
 
-    async def main() -> tuple[list[Any], Any]:
+    async def main() -> "tuple[list[DayUsage], CenterEntry | None]":
         async with open_bus(client_bus_config(**connection)) as bus:
             try:
                 entry = await latest(await center_bucket(bus))

@@ -7,11 +7,17 @@ directory, an unreadable or empty patch, a blank task). The checkout is only rea
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from codeloop.cli.common import fail, read_text_argument, usage_error
+from codeloop.cli.connection import run_async
+
+if TYPE_CHECKING:
+    from agents.messages import VerificationReport
+    from codeloop.wiring.judge import PatchToJudge
+
 
 EXIT_BY_VERDICT = {"passed": 0, "failed": 1, "unverified": 3}
 MAX_PATCH_BYTES = 32 * 1024 * 1024
@@ -80,9 +86,8 @@ def verify(
     raise typer.Exit(EXIT_BY_VERDICT[report.verdict])
 
 
-def _judge(request: Any) -> Any:
+def _judge(request: "PatchToJudge") -> "VerificationReport":
     from agents.workspace import WorkspaceError
-    from codeloop.cli.connection import run_async
     from codeloop.config.environment import state_dir_from
     from codeloop.wiring.judge import judge_patch
 
@@ -92,7 +97,7 @@ def _judge(request: Any) -> Any:
         raise fail(f"cannot copy {request.repo} to judge the patch: {exc}") from None
 
 
-def _human(report: Any) -> str:
+def _human(report: "VerificationReport") -> str:
     """The report for people: the summary, each check, then the failures and the evidence."""
     lines = [report.summary or report.verdict]
     lines += [f"  {'ok ' if c.ok else 'NO '} {c.name}: {c.summary}" for c in report.checks]

@@ -65,7 +65,7 @@ def parse_document(text: str, *, label: str, base: Path) -> CenterConfig:
             like a credential (the message names the key).
     """
     try:
-        data: Any = tomllib.loads(text)
+        data: object = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{label}: not valid TOML: {exc}") from None
     for section in _FILE_ONLY:
@@ -93,7 +93,7 @@ def parse_document(text: str, *, label: str, base: Path) -> CenterConfig:
     return anchored
 
 
-def _strings(value: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
+def _strings(value: object, prefix: str = "") -> Iterator[tuple[str, str]]:
     """Every string in the parsed TOML with its dotted key (list items as KEY[i])."""
     if isinstance(value, dict):
         for key, item in value.items():
@@ -116,13 +116,13 @@ def center_settings(config: CenterConfig, *, label: str = "center") -> Settings:
 
 def flat_values(config: CenterConfig) -> dict[str, Any]:
     """Every key the document sets, dotted (`budgets.max_steps`, `quotas.alice.tokens_per_day`)."""
-    flat: dict[str, Any] = {}
+    flat: dict[str, object] = {}
     for section, value in config.model_dump(exclude_none=True, exclude_defaults=True).items():
         _flatten(flat, section, value)
     return flat
 
 
-def _flatten(flat: dict[str, Any], key: str, value: Any) -> None:
+def _flatten(flat: dict[str, object], key: str, value: object) -> None:
     if isinstance(value, dict) and value:
         for name, item in value.items():
             _flatten(flat, f"{key}.{name}", item)

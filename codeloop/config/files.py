@@ -202,7 +202,7 @@ def read_config_file(path: Path, table: str | None = None) -> ConfigFile:
     """
     text = _read_text(path)
     try:
-        data: Any = tomllib.loads(text)
+        data: object = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     prefix: tuple[str, ...] = ()

@@ -25,7 +25,6 @@ import json
 import re
 import tomllib
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -37,7 +36,7 @@ _SCHEME = re.compile(r"^(?:Bearer|Basic|Token)\s*", re.I)
 _VARIABLE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 
 
-def parse_servers(table: Any, *, where: str) -> list[McpServer]:
+def parse_servers(table: object, *, where: str) -> list[McpServer]:
     """The servers of an `mcp_servers` table (name -> settings), checked.
 
     Raises:
@@ -93,11 +92,11 @@ def read_mcp_config(path: Path) -> list[McpServer]:
     return parse_servers(data["mcp_servers"], where=str(path))
 
 
-def _from_claude(table: Any, *, where: str) -> dict[str, Any]:
+def _from_claude(table: object, *, where: str) -> dict[str, object]:
     """Claude Code's server objects as codeloop's settings (`type` dropped once checked)."""
     if not isinstance(table, dict):
         raise ConfigError(f'{where}: "mcpServers" must be an object of servers by name')
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for name, settings in table.items():
         if isinstance(settings, dict):
             kind = settings.get("type", "stdio")

@@ -8,11 +8,13 @@ to reach that serve's bus, with its embedded server's credentials.
 import json
 import os
 from pathlib import Path
+from typing import Unpack
 
 from pydantic import BaseModel, ConfigDict
 
 from bus.config import BusConfig
 from bus.credentials import CredentialsError, read_credentials
+from codeloop.config.connection_options import ConnectionOptions
 from codeloop.config.environment import bus_config
 from codeloop.config.errors import ConfigError
 from layout import SERVE_NOTE
@@ -111,13 +113,13 @@ def read_serve_note(state_dir: Path) -> ServeNote | None:
         return None
 
 
-def client_bus_config(**options: object) -> BusConfig:
+def client_bus_config(**options: Unpack[ConnectionOptions]) -> BusConfig:
     """Config for submit/watch/status: the given URL, else the one the local `codeloop serve` noted.
 
     Raises:
         ConfigError: no URL given and no running `codeloop serve` found.
     """
-    config = bus_config(**options)  # type: ignore[arg-type] - the note's options are bus_config's keyword arguments, validated by pydantic
+    config = bus_config(**options)
     found = serve_to_join(config)
     if found is None:
         raise ConfigError(

@@ -172,7 +172,7 @@ class Settings(BaseModel):
                 return [masked(v) for v in value]
             return value
 
-        shown: dict[str, dict[str, Any]] = {}
+        shown: dict[str, dict[str, object]] = {}
         for key, origin in sorted(self.origins.items()):
             shown[key] = {"value": masked(self._value(key)), "source": origin.source, "where": origin.where}
         return shown
@@ -278,7 +278,7 @@ def _env_layer(env: Mapping[str, str], cwd: Path) -> _Layer:
         raw = env.get(variable, "").strip()
         if not raw:
             continue
-        value: Any = raw
+        value: object = raw
         if key.startswith("tools.secrets_"):
             value = [p.strip() for p in raw.split(",") if p.strip()]
         elif key == "telemetry.include_content":

@@ -3,7 +3,7 @@
 from typing import Any
 
 
-def _num(value: Any, digits: int = 3) -> str:
+def _num(value: object, digits: int = 3) -> str:
     if value is None:
         return "n/a"
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
@@ -33,7 +33,7 @@ def models_line(models: dict[str, Any]) -> str:
     return ", ".join(named) or "none (diagnose mode)"
 
 
-def handed_off_note(summary: dict[str, Any]) -> str:
+def handed_off_note(summary: dict[str, object]) -> str:
     """`; 1 of them handed off by the pipeline`: resolved judges the patch, not how the task ended."""
     count = summary.get("resolved_handed_off", 0)
     return f"; {count} of them handed off by the pipeline" if count else ""

@@ -10,14 +10,13 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio
 
 from agents.client import submit_task, watch_task
-from agents.messages import TaskResult
+from agents.messages import TaskResult, TaskSubmitted
 from bus.config import BusConfig
-from bus.connection import open_bus
+from bus.connection import Bus, open_bus
 from codeloop.evaluation.taskset import EvalTask, materialise
 from codeloop.snapshots import capture_repository
 
@@ -27,7 +26,7 @@ class Outcome:
     """What running one task gave: the pipeline's result, or why there is none."""
 
     task: EvalTask
-    result: Any | None
+    result: TaskResult | None
     """The `TaskResult`, None when the run itself broke."""
     error: str | None
     wall_s: float
@@ -39,7 +38,7 @@ async def run_tasks(
     tasks: list[EvalTask],
     *,
     config: BusConfig,
-    submit: Callable[[EvalTask, Path], Any],
+    submit: Callable[[EvalTask, Path], TaskSubmitted],
     scratch: Path,
     jobs: int,
     on_done: Callable[[Outcome], Awaitable[None]],
@@ -59,7 +58,9 @@ async def run_tasks(
                 tg.start_soon(one, task)
 
 
-async def _run_one(bus: Any, task: EvalTask, *, submit: Any, scratch: Path) -> Outcome:
+async def _run_one(
+    bus: Bus, task: EvalTask, *, submit: Callable[[EvalTask, Path], TaskSubmitted], scratch: Path
+) -> Outcome:
     started = time.monotonic()
     repo = scratch / task.id / "repo"
     try:

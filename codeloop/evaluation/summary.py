@@ -102,6 +102,6 @@ def _localisation(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return rates
 
 
-def digest(value: Any) -> str:
+def digest(value: object) -> str:
     """sha256 of a JSON-able value, keys sorted: the model and config fingerprints."""
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()

@@ -19,7 +19,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
@@ -67,7 +66,7 @@ class MetricsServing:
     queue_poll_s: float = QUEUE_POLL_S
 
 
-def _model_label(name: Any) -> str:
+def _model_label(name: object) -> str:
     # `function:/abs/path/script.py:NAME` -> `function:script.py:NAME`: paths say nothing useful
     text = str(name or "unknown")
     if text.startswith("function:"):

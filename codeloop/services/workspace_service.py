@@ -301,7 +301,7 @@ class WorkspaceService:
                     self._hosted.pop(hosted.id, None)
                     hosted.closed.set()
 
-    async def _dispatch(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def _dispatch(self, scope: dict[str, object], receive: object, send: object) -> None:
         """The one listener's ASGI app: `/w/<workspace>/<server>/mcp` to that server's app."""
         parts = str(scope.get("path", "")).split("/")
         hosted = self._hosted.get(parts[2]) if len(parts) == 5 and parts[1] == "w" else None

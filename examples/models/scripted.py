@@ -152,7 +152,7 @@ def _results(messages: list[ModelMessage]) -> list[Result]:
     return [returned.get(i, Result(False, "no result")) for i in order]
 
 
-def _structured(content: Any) -> Any:
+def _structured(content: object) -> object:
     if isinstance(content, str):
         try:
             return json.loads(content)

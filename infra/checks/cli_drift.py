@@ -67,7 +67,7 @@ def _option(cmd: Any, name: str) -> Any:
     return None
 
 
-def _names_problems(cmd: Any, path: list[str], args: list[str]) -> list[str]:
+def _names_problems(cmd: object, path: list[str], args: list[str]) -> list[str]:
     """For a line that only prints (--help, --version): every option it names must exist."""
     unknown = [
         arg.split("=", 1)[0]

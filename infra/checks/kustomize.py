@@ -157,7 +157,7 @@ def _apply_patch(entry: dict[str, Any], directory: Path, kfile: Path, resources:
         resource.patched_by.append(origin)
 
 
-def _matches(resource: Resource, target: dict[str, Any]) -> bool:
+def _matches(resource: Resource, target: dict[str, object]) -> bool:
     for key, value in target.items():
         actual = resource.kind if key == "kind" else resource.doc.get("metadata", {}).get(key, "")
         if value is not None and not re.fullmatch(str(value), str(actual)):
@@ -165,7 +165,7 @@ def _matches(resource: Resource, target: dict[str, Any]) -> bool:
     return True
 
 
-def strategic_merge(base: Any, patch: Any) -> Any:
+def strategic_merge(base: object, patch: object) -> Any:
     """`patch` merged into `base` (neither changed): mappings recursively, a null deletes a key,
     lists with a Kubernetes merge key merged item by item, other lists replaced."""
     if not isinstance(base, dict) or not isinstance(patch, dict):
@@ -183,7 +183,7 @@ def strategic_merge(base: Any, patch: Any) -> Any:
     return merged
 
 
-def _merge_list(base: list[Any], patch: list[Any], key: str) -> list[Any]:
+def _merge_list(base: list[object], patch: list[object], key: str) -> list[object]:
     merged = copy.deepcopy(base)
     for item in patch:
         if not isinstance(item, dict) or key not in item:
@@ -238,7 +238,7 @@ def split_image(image: str) -> tuple[str, str | None, str | None]:
     return name, tag, digest or None
 
 
-def _set_images(node: Any, entry: dict[str, Any]) -> None:
+def _set_images(node: object, entry: dict[str, object]) -> None:
     if isinstance(node, list):
         for item in node:
             _set_images(item, entry)

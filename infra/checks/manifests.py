@@ -175,7 +175,7 @@ def pod_spec(doc: dict[str, Any]) -> dict[str, Any] | None:
     return (template or {}).get("spec") if isinstance(template, dict) else None
 
 
-def containers(doc: dict[str, Any]) -> list[dict[str, Any]]:
+def containers(doc: dict[str, object]) -> list[dict[str, Any]]:
     spec = pod_spec(doc) or {}
     return [*spec.get("initContainers", []), *spec.get("containers", [])]
 

@@ -71,7 +71,7 @@ _PIP = re.compile(r"\bpip3?\s+(?:install|sync)\b")
 _INCLUDE = re.compile(r"^\s*(?:-r|-c|--requirement|--constraint)\s*=?\s*(\S+)", re.M)
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_toml(path: Path) -> dict[str, object]:
     if not path.is_file():
         return {}
     try:
@@ -120,7 +120,7 @@ def _included(project: Path, files: list[str]) -> list[str]:
     return seen
 
 
-def _installable(project: Path, pyproject: dict[str, Any]) -> bool:
+def _installable(project: Path, pyproject: dict[str, object]) -> bool:
     return (
         "project" in pyproject
         or "build-system" in pyproject

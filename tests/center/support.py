@@ -124,7 +124,7 @@ def repo(tmp_path: Path) -> Path:
     return make_repo(tmp_path / "repo", {"README.md": "# notes\n"})
 
 
-async def run_task(bus: Bus, repo: Path, **changes: Any) -> TaskResult:
+async def run_task(bus: Bus, repo: Path, **changes: object) -> TaskResult:
     """Submit a write task of the plan → code pipeline (no model of its own: the center names one)
     and wait for its result."""
     task = TaskSubmitted(

@@ -5,6 +5,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -71,3 +73,35 @@ def test_an_import_cycle_through_two_folders_is_reported_and_one_inside_a_folder
         "import cycle across pkg.feature, pkg.root: "
         "pkg.feature.solve -> pkg.root.serve -> pkg.feature.worker -> pkg.feature.solve"
     ]
+
+
+def test_annotations_that_mention_any_are_counted_once_each_and_a_ceiling_fails_the_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Our check (`make lint`): the count of annotations saying `Any` only goes down."""
+    count_any = _script("count_any")
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "planted.py").write_text(
+        "import typing\n"
+        "import typing as t\n"
+        "from typing import Any, Literal\n\n"
+        "def f(a: Any, b: dict[str, Any], *args: 't.Any', c: int, **kw: object) -> typing.Any:\n"
+        "    x: list[Any] = []\n"
+        "    y: Literal['Any'] = 'Any'\n"
+        "    return x\n\n"
+        "class C:\n"
+        "    field: 'dict[str, Any] | None' = None\n"
+        "    other: int = 0\n"
+    )
+    (tmp_path / "top.py").write_text("from typing import Any\n\nVALUE: Any = 1\n")
+    ignored = tmp_path / ".venv" / "lib"
+    ignored.mkdir(parents=True)
+    (ignored / "vendored.py").write_text("from typing import Any\n\ndef g(a: Any) -> Any: ...\n")
+
+    assert count_any.count_file(package / "planted.py") == 6
+    assert count_any.count_tree(tmp_path) == {"pkg": 6, ".": 1}
+    assert count_any.main(["--root", str(tmp_path), "--max", "7"]) == 0
+    assert "     7  total" in capsys.readouterr().out
+    assert count_any.main(["--root", str(tmp_path), "--max", "6"]) == 1
+    assert "over the ceiling of 6" in capsys.readouterr().err

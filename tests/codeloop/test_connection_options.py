@@ -36,8 +36,8 @@ def test_each_connection_option_arrives_as_its_bus_config_keyword(tmp_path) -> N
         "p",
         "t",
     )
-    assert connection["state_dir"] == tmp_path and connection["creds"] == files["c.creds"]
-    assert (connection["tls_ca"], connection["tls_cert"], connection["tls_key"]) == (
+    assert connection.get("state_dir") == tmp_path and connection.get("creds") == files["c.creds"]
+    assert (connection.get("tls_ca"), connection.get("tls_cert"), connection.get("tls_key")) == (
         files["ca.pem"],
         files["c.pem"],
         files["k.pem"],

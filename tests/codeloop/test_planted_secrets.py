@@ -49,7 +49,7 @@ def _planted_repo(root: Path) -> Path:
     return root
 
 
-def _calls() -> dict[str, list[tuple[str, dict[str, Any]]]]:
+def _calls() -> dict[str, list[tuple[str, dict[str, object]]]]:
     every = "\n".join(planted.IN_TEXT.values())
     patch = f"--- a/README.md\n+++ b/README.md\n@@ -1 +1,2 @@\n # demo\n+{planted.IN_TEXT['aws_secret']}\n"
     return {

@@ -4,7 +4,6 @@ configuration as its top layer, and the documentation's table."""
 
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 import typer.main
@@ -56,7 +55,7 @@ def test_submit_task_takes_every_option_with_the_range_its_budget_allows() -> No
     assert set(schema["properties"]) == {"task", "repo", "mode", *arguments}
     assert "cost_budget_usd" in schema["properties"]
 
-    def lowest(name: str) -> dict[str, Any]:
+    def lowest(name: str) -> dict[str, object]:
         bound = next(branch for branch in schema["properties"][name]["anyOf"] if branch["type"] != "null")
         return {k: v for k, v in bound.items() if k in ("minimum", "exclusiveMinimum")}
 
@@ -88,7 +87,7 @@ def test_attempts_reach_the_task_from_the_tasks_server_and_the_configuration_in_
     """Our contract: `attempts` is the tasks server's argument as `--attempts` is the flag and
     `[budgets] attempts` the key; out of its range (1 to 10) it is refused naming the argument."""
 
-    def submission(**options: Any) -> Submission:
+    def submission(**options: object) -> Submission:
         options = {"model": f"function:{SCRIPTED}:fix", **options}
         return Submission(principal="p", text="t", repo=tmp_path, mode="write", options=options)
 

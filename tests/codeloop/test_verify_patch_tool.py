@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 @pytest.fixture
-async def servers(tmp_path: Path) -> AsyncIterator[dict[str, Any]]:
+async def servers(tmp_path: Path) -> AsyncIterator[dict[str, object]]:
     """Two tasks servers on one bus and root: one granted read and execute, one read only."""
     ops_repo(tmp_path / "root" / "ops")
     config = BusConfig(state_dir=tmp_path / "state")

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-async def console(tmp_path: Path) -> Any:
+async def console(tmp_path: Path) -> object:
     async with console_serve(tmp_path) as running:
         yield running
 
@@ -95,7 +95,7 @@ async def test_the_submission_check_refuses_with_the_field_to_blame(console: Con
 async def _other_site(target: str, task_id: str, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
     """A page of another origin whose button posts to the console's cancel action."""
 
-    async def page(_: Any) -> HTMLResponse:
+    async def page(_: object) -> HTMLResponse:
         return HTMLResponse(
             f'<form method="post" action="{target}/tasks/{task_id}/cancel">'
             '<button id="go">win a prize</button></form>'

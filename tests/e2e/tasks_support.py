@@ -42,13 +42,13 @@ def tasks_server(root: Path, home: Path, scopes: str) -> StdioServerParameters:
     )
 
 
-async def call(client: Client, name: str, **arguments: Any) -> dict[str, Any]:
+async def call(client: Client, name: str, **arguments: object) -> dict[str, Any]:
     result = await client.call_tool(name, arguments, read_timeout_seconds=240)
     assert not result.is_error, result.content
     return result.structured_content or {}
 
 
-async def refused(client: Client, name: str, **arguments: Any) -> dict[str, Any]:
+async def refused(client: Client, name: str, **arguments: object) -> dict[str, Any]:
     result = await client.call_tool(name, arguments)
     assert result.is_error, result.structured_content
     return result.structured_content or {}

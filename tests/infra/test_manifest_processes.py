@@ -42,7 +42,7 @@ def _local(container: dict[str, Any], nats_urls: str, health: int, **more: str) 
     return args
 
 
-async def _ready(url: str) -> dict[str, Any]:
+async def _ready(url: str) -> dict[str, object]:
     async with httpx2.AsyncClient(timeout=5) as http:
         with anyio.fail_after(90):
             while True:

@@ -37,7 +37,7 @@ async def serving(
 
 
 @asynccontextmanager
-async def client_bus(home: Path, note: dict[str, Any]) -> AsyncIterator[Any]:
+async def client_bus(home: Path, note: dict[str, object]) -> AsyncIterator[Any]:
     from bus.config import BusConfig
     from bus.connection import open_bus
     from codeloop.config.serve_note import ServeNote, client_config_for

@@ -28,7 +28,7 @@ def row(
     symbol: str | None = None,
     kind: str = "function",
     text: str = "...",
-) -> dict[str, Any]:
+) -> dict[str, object]:
     return {
         "id": f"{path}:{name}:{score}",
         "path": path,

@@ -5,7 +5,6 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -36,5 +35,5 @@ def run_cli(*args: str | Path, timeout: float = 600) -> subprocess.CompletedProc
     )
 
 
-def outcome(out: Path, instance_id: str) -> dict[str, Any]:
+def outcome(out: Path, instance_id: str) -> dict[str, object]:
     return json.loads((out / "instances" / instance_id / "outcome.json").read_text())

@@ -74,10 +74,10 @@ CALLS: dict[str, list[tuple[str, Any]]] = {
 }
 
 
-def tree_digest(root: Path) -> dict[str, tuple[Any, ...]]:
+def tree_digest(root: Path) -> dict[str, tuple[object, ...]]:
     """Every entry under `root`, not following links: kind, mode, mtime and content hash (files),
     target (links), mtime and entries (directories, so a created-and-removed file shows)."""
-    found: dict[str, tuple[Any, ...]] = {}
+    found: dict[str, tuple[object, ...]] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
         st = here.lstat()

@@ -20,7 +20,7 @@ from tool_servers.protocol.spec import ServerOptions
 SCOPE_SETS = [frozenset(), frozenset({Scope.READ}), frozenset({Scope.READ, Scope.WRITE}), ALL_SCOPES]
 
 
-def check_schema(schema: dict[str, Any]) -> None:
+def check_schema(schema: dict[str, object]) -> None:
     validator_for(schema).check_schema(schema)
 
 

@@ -593,7 +593,7 @@ def build_exec_server(
     )
 
     @asynccontextmanager
-    async def lifespan(_: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
+    async def lifespan(_: MCPServer[object]) -> AsyncIterator[dict[str, object]]:
         async with box.serving():
             yield {}
 

@@ -16,13 +16,13 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import anyio.to_thread
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
 from redaction import redact as redact_value
 
@@ -44,7 +44,7 @@ class AuditRecord(BaseModel):
     """Who called: the token's principal over HTTP, `local` over stdio."""
     server: str
     tool: str
-    arguments: dict[str, Any]
+    arguments: dict[str, JsonValue]
     """The call's arguments with secrets redacted and long strings summarised."""
     outcome: str
     """`ok`, `input_required`, or the error type (`permission_denied`, ...)."""
@@ -70,7 +70,7 @@ class VerifyReport(BaseModel):
     """Each problem names its line number and what does not match."""
 
 
-def redact(arguments: Any) -> Any:
+def redact(arguments: Mapping[str, object]) -> JsonValue:
     """Tool arguments as they may be logged: secrets masked, contents, patches and long strings
     summarised (`redaction.redact`)."""
     return redact_value(arguments, digest_keys=DIGESTED_ARGUMENTS)
@@ -97,7 +97,7 @@ class AuditLog:
         principal: str,
         server: str,
         tool: str,
-        arguments: dict[str, Any],
+        arguments: Mapping[str, object],
         outcome: str,
         duration_ms: float,
         trace_id: str,
@@ -137,13 +137,13 @@ class AuditLog:
         return record
 
 
-def _open_private(path: Path) -> Any:
+def _open_private(path: Path) -> IO[bytes]:
     """The log opened for appending and reading; created 0600 (its records name what was done)."""
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
     return os.fdopen(fd, "a+b")
 
 
-def _last_link(handle: Any) -> tuple[int, str]:
+def _last_link(handle: IO[bytes]) -> tuple[int, str]:
     """(seq, hash) of the last record in the open file, or (0, GENESIS) when it is empty."""
     end = handle.seek(0, os.SEEK_END)
     if end == 0:

@@ -70,7 +70,7 @@ def build_server(
     if options.token_verifier is not None:
         # Only the bearer check is used; no OAuth endpoints are served (resource_server_url=None).
         auth = AuthSettings(issuer_url="http://127.0.0.1", resource_server_url=None)  # pyright: ignore[reportArgumentType] - pydantic validates the string into its URL type
-    server: MCPServer[Any] = MCPServer(
+    server: MCPServer[object] = MCPServer(
         f"codeloop-{name}",
         instructions=instructions,
         tools=tools,
@@ -180,7 +180,7 @@ def _tool_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
     return call_tool
 
 
-def _reply(outcome: Any) -> bool | None:
+def _reply(outcome: object) -> bool | None:
     if isinstance(outcome, AcceptedElicitation):
         return outcome.data.approve if isinstance(outcome.data, Confirm) else None
     return False  # declined or cancelled

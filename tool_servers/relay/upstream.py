@@ -17,14 +17,19 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 from anyio.abc import TaskStatus
 from mcp_types import CallToolResult, Tool
+from pydantic import JsonValue
 
 from tool_servers.protocol.errors import InvalidArguments, ServerUnavailable, ToolTimeout
 from tool_servers.protocol.scopes import Scope
+
+if TYPE_CHECKING:
+    from mcp import Client
+    from mcp.client._transport import Transport, TransportStreams
 
 START_TIMEOUT_S = 60.0
 """A server gets this long to start and list its tools (`npx` may first fetch a package)."""
@@ -90,7 +95,7 @@ class Upstream:
         self.tools: list[Tool] = []
         self.problem: str | None = None
         """Why the server is not available (never started, or ended), for its tool errors."""
-        self._client: Any = None
+        self._client: Client | None = None
         self._stop = anyio.Event()
 
     def stop(self) -> None:
@@ -122,13 +127,13 @@ class Upstream:
             if not started:
                 task_status.started()
 
-    def _connected(self) -> Any:
+    def _connected(self) -> "Client":
         # Here, not at the top: the MCP client is heavy and only runs with user servers.
         from mcp import Client
 
         return Client(self._target(), mode="legacy")
 
-    def _target(self) -> Any:
+    def _target(self) -> "Transport":
         spec = self.spec
         if spec.url is not None:
             headers = {k: expand(v, self.environ) for k, v in spec.headers.items()}
@@ -137,7 +142,7 @@ class Upstream:
         env = {k: expand(v, self.environ) for k, v in spec.env.items()}
         return _stdio_transport(spec.command, spec.args, env, cwd=self.cwd, log_file=self.log_file)
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+    async def call(self, tool: str, arguments: dict[str, JsonValue]) -> CallToolResult:
         """Call `tool` with `arguments` under the server's deadline.
 
         Raises:
@@ -169,7 +174,7 @@ class Upstream:
         return result
 
 
-async def _list_tools(client: Any) -> list[Tool]:
+async def _list_tools(client: "Client") -> list[Tool]:
     tools: list[Tool] = []
     cursor = None
     while True:
@@ -183,7 +188,7 @@ async def _list_tools(client: Any) -> list[Tool]:
 @asynccontextmanager
 async def _stdio_transport(
     command: str, args: tuple[str, ...], env: dict[str, str], *, cwd: Path | None, log_file: Path | None
-) -> AsyncIterator[Any]:
+) -> AsyncIterator["TransportStreams"]:
     """The streams of a stdio server, its stderr appended to `log_file` (or discarded)."""
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -197,7 +202,7 @@ async def _stdio_transport(
 
 
 @asynccontextmanager
-async def _http_transport(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
+async def _http_transport(url: str, headers: dict[str, str]) -> AsyncIterator["TransportStreams"]:
     """The streams of a Streamable HTTP server, every request carrying `headers`."""
     import httpx2
     from mcp.client.streamable_http import streamable_http_client

@@ -422,7 +422,7 @@ def build_search_server(
     )
 
     @asynccontextmanager
-    async def lifespan(_server: MCPServer[Any]) -> AsyncIterator[LiveIndex]:
+    async def lifespan(_server: MCPServer[object]) -> AsyncIterator[LiveIndex]:
         async with live.session():
             yield live
 

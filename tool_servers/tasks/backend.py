@@ -71,7 +71,7 @@ class TasksBackend(Protocol):
         ...
 
     async def continue_task(
-        self, principal: str, task_id: str, *, text: str | None, options: dict[str, Any]
+        self, principal: str, task_id: str, *, text: str | None, options: dict[str, object]
     ) -> str | None:
         """Submit a task that goes on from the principal's ended task `task_id` (its patch, plan
         and an account of it, with `text` as a new instruction and `options` as the new task's

@@ -97,7 +97,7 @@ class TasksExtension(Extension):
         view = await self._view(body["task_id"])
         return {"resultType": "task", **_task_fields(view)}
 
-    async def _get(self, ctx: ServerRequestContext[Any, Any], params: TaskParams) -> dict[str, Any]:
+    async def _get(self, ctx: ServerRequestContext[object, object], params: TaskParams) -> dict[str, object]:
         _require(ctx)
         view = await self._view(params.task_id)
         fields = _task_fields(view)
@@ -116,7 +116,9 @@ class TasksExtension(Extension):
             }
         return {"resultType": "complete", **fields}
 
-    async def _update(self, ctx: ServerRequestContext[Any, Any], params: UpdateTaskParams) -> dict[str, Any]:
+    async def _update(
+        self, ctx: ServerRequestContext[object, object], params: UpdateTaskParams
+    ) -> dict[str, object]:
         _require(ctx)
         await self._view(params.task_id)  # not found for another principal's task
         principal, _ = caller(self.options)
@@ -131,14 +133,18 @@ class TasksExtension(Extension):
             await self.backend.answer(principal, params.task_id, request_id, approve=approve)
         return {"resultType": "complete"}
 
-    async def _cancel(self, ctx: ServerRequestContext[Any, Any], params: TaskParams) -> dict[str, Any]:
+    async def _cancel(
+        self, ctx: ServerRequestContext[object, object], params: TaskParams
+    ) -> dict[str, object]:
         _require(ctx)
         principal, _ = caller(self.options)
         if await self.backend.cancel(principal, params.task_id) is None:
             raise _not_found(params.task_id)
         return {"resultType": "complete"}
 
-    async def _result(self, ctx: ServerRequestContext[Any, Any], params: TaskParams) -> dict[str, Any]:
+    async def _result(
+        self, ctx: ServerRequestContext[object, object], params: TaskParams
+    ) -> dict[str, object]:
         """Blocks until the task ended, then its `submit_task` result (for clients of the earlier
         draft, SEP-1686, which fetch the result apart from the status)."""
         _require(ctx)
@@ -163,7 +169,7 @@ class TasksExtension(Extension):
         return view
 
 
-def _require(ctx: ServerRequestContext[Any, Any]) -> None:
+def _require(ctx: ServerRequestContext[object, object]) -> None:
     if not declared(ctx):
         raise MCPError(
             code=-32021,  # missing required client capability (SEP-2133)
@@ -176,7 +182,7 @@ def _not_found(task_id: str) -> MCPError:
     return MCPError(code=INVALID_PARAMS, message=f"Task not found: {task_id!r}")
 
 
-def _final_result(view: TaskView) -> dict[str, Any]:
+def _final_result(view: TaskView) -> dict[str, object]:
     final = Submitted(task_id=view.task_id, status=view.status, task=view)
     return CallToolResult(
         content=[TextContent(type="text", text=final.model_dump_json())],
@@ -184,7 +190,7 @@ def _final_result(view: TaskView) -> dict[str, Any]:
     ).model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
-def _task_fields(view: TaskView) -> dict[str, Any]:
+def _task_fields(view: TaskView) -> dict[str, object]:
     if view.status == "cancelled":
         status = "cancelled"
     elif view.ended:

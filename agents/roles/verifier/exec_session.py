@@ -197,7 +197,7 @@ class ExecSession:
         self._before_call = before_call
         self._first = True
 
-    async def _call(self, tool: str, arguments: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    async def _call(self, tool: str, arguments: dict[str, object], timeout_s: float) -> dict[str, object]:
         if self._before_call is not None:
             await self._before_call()
         limit = timeout_s + TRANSPORT_GRACE_S + (BUILD_GRACE_S if self._first else 0.0)
@@ -224,7 +224,7 @@ class ExecSession:
             ExecUnavailable: see the module docstring.
         """
         timeout_s = max(1.0, min(timeout_s, MAX_CALL_TIMEOUT_S))
-        arguments: dict[str, Any] = {"paths": paths, "timeout_s": timeout_s}
+        arguments: dict[str, object] = {"paths": paths, "timeout_s": timeout_s}
         if coverage_files:
             arguments["coverage_files"] = coverage_files
         content = await self._call("run_tests", arguments, timeout_s)

@@ -342,7 +342,7 @@ class CodeIndex:
             texts = await anyio.to_thread.run_sync(lambda: texts_by_id(table, missing))
             return SearchResult(query=query, hits=[_file_hit(f, texts) for f in ranked])
         limit = max(50, k * (10 if per_file else 5))
-        legs: dict[str, list[dict[str, Any]]] = {}
+        legs: dict[str, list[dict[str, object]]] = {}
 
         async def run(name: str, fn: Callable[[], list[dict[str, Any]]]) -> None:
             legs[name] = await anyio.to_thread.run_sync(fn)

@@ -175,7 +175,7 @@ class RankedFile:
 
 def rank_files(evidence: Evidence, *, keep_tests: bool = False) -> list[RankedFile]:
     scores: dict[str, float] = defaultdict(float)
-    best: dict[str, dict[str, Any]] = {}
+    best: dict[str, dict[str, object]] = {}
     known = set(evidence.paths)
 
     _add_rrf(scores, _aggregate_keyword(evidence.keyword, best), KEYWORD_WEIGHT)
@@ -229,7 +229,9 @@ def _with_executed_slots(
     return [*head, *slots, *(p for p in order[EXECUTED_AFTER:] if p not in taken)]
 
 
-def _ranked(order: list[str], scores: dict[str, float], best: dict[str, dict[str, Any]]) -> list[RankedFile]:
+def _ranked(
+    order: list[str], scores: dict[str, float], best: dict[str, dict[str, object]]
+) -> list[RankedFile]:
     """Files in `order`; a score never exceeds the one above it, so a file moved up by execution
     shows the score of its slot and the list stays sorted by score."""
     ranked: list[RankedFile] = []

@@ -209,7 +209,7 @@ def fuse(
 ) -> list[SearchHit]:
     """Weighted reciprocal rank fusion of `(weight, ranking)` pairs, plus identifier boosts over
     those and the `named` rows."""
-    rows: dict[str, dict[str, Any]] = {}
+    rows: dict[str, dict[str, object]] = {}
     scores: dict[str, float] = defaultdict(float)
     for weight, ranking in rankings:
         for rank, row in enumerate(ranking):

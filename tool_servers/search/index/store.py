@@ -253,7 +253,7 @@ class Store:
     def existing_vectors(self, paths: Iterable[str]) -> dict[str, Any]:
         """embed_hash -> vector of the rows of `paths`, so unchanged chunks of an edited file are
         not embedded again even without the embedder's cache."""
-        found: dict[str, Any] = {}
+        found: dict[str, object] = {}
         for where in _in_clauses("path", paths):
             table = self.chunks.search().where(where).select(["embed_hash", "vector"]).limit(None).to_arrow()
             found.update(

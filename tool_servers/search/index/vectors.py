@@ -43,7 +43,7 @@ class VectorMatrix:
             out.append([self._row(int(i), float(column[i])) for i in top])
         return out
 
-    def _row(self, i: int, similarity: float) -> dict[str, Any]:
+    def _row(self, i: int, similarity: float) -> dict[str, object]:
         row = {name: values[i] for name, values in self._columns.items()}
         row["_distance"] = 1.0 - similarity
         return row

@@ -104,7 +104,9 @@ async def test_the_next_spare_is_prepared_while_one_is_in_use(
 class BrokenExec(InProcessTools):
     """A provider whose exec server cannot start a sandbox here (an unknown backend)."""
 
-    def servers(self, root: Path, scopes: frozenset[str], *, index_dir: Path | None = None) -> dict[str, Any]:
+    def servers(
+        self, root: Path, scopes: frozenset[str], *, index_dir: Path | None = None
+    ) -> dict[str, object]:
         from tool_servers.protocol.scopes import Scope
         from tool_servers.protocol.spec import ServerOptions
         from tool_servers.serve import server_builder
