@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 import xml.etree.ElementTree as ET
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
 
@@ -28,11 +28,11 @@ def file_of(classname: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("report", type=Path, help="a pytest --junitxml report")
     parser.add_argument("--top", type=int, default=25, help="how many files and tests to list")
     args = parser.parse_args(argv)
-    by_file: Counter[str] = Counter()
+    by_file: dict[str, float] = defaultdict(float)
     count: Counter[str] = Counter()
     tests: list[tuple[float, str]] = []
     for case in ET.parse(args.report).getroot().iter("testcase"):
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     total = sum(by_file.values())
     print(f"{total:.0f} s of test time, {sum(count.values())} tests in {len(by_file)} files")
     running = 0.0
-    for path, seconds in by_file.most_common(args.top):
+    for path, seconds in sorted(by_file.items(), key=lambda item: -item[1])[: args.top]:
         running += seconds
         print(f"{seconds:8.1f} s {count[path]:5d} tests {100 * running / max(total, 1e-9):5.1f} %  {path}")
     print("slowest tests:")

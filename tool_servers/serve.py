@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -68,7 +68,7 @@ class ServeConfig:
     """The limits of every command `exec` runs (the composition root's `[sandbox]`); None: the defaults."""
 
 
-def server_builder(name: str) -> Callable[..., MCPServer[Any]]:
+def server_builder(name: str) -> Callable[..., MCPServer[object]]:
     """The build function registered for `name`.
 
     Raises:
@@ -89,7 +89,7 @@ def server_builder(name: str) -> Callable[..., MCPServer[Any]]:
     return getattr(module, attr)
 
 
-def build_named_server(config: ServeConfig, *, sink: AuditSink | None = None) -> MCPServer[Any]:
+def build_named_server(config: ServeConfig, *, sink: AuditSink | None = None) -> MCPServer[object]:
     """Build the configured server with its audit log and, over HTTP, its token table.
 
     Raises:

@@ -570,7 +570,7 @@ def build_exec_server(
     environment: EnvironmentSettings | None = None,
     cache_root: Path | None = None,
     **_: Any,
-) -> MCPServer[Any]:
+) -> MCPServer[object]:
     """The `exec` MCP server on `root`: one sandbox (gVisor, or the process backend where
     `backend` and `policy` allow it), opened at the first command, closed with the server.
 

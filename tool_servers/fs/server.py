@@ -388,7 +388,7 @@ def fs_tools(root: Root, secrets: SecretRules = DEFAULT_RULES) -> list[ToolSpec]
     ]
 
 
-def build_fs_server(root: Path, options: ServerOptions | None = None, **_: Any) -> MCPServer[Any]:
+def build_fs_server(root: Path, options: ServerOptions | None = None, **_: Any) -> MCPServer[object]:
     """The `fs` MCP server confined to `root`."""
     options = options or ServerOptions()
     return build_server(

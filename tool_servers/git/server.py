@@ -490,7 +490,7 @@ def git_tools(root: Root, secrets: SecretRules = DEFAULT_RULES) -> list[ToolSpec
     ]
 
 
-def build_git_server(root: Path, options: ServerOptions | None = None, **_: Any) -> MCPServer[Any]:
+def build_git_server(root: Path, options: ServerOptions | None = None, **_: Any) -> MCPServer[object]:
     """The `git` MCP server over the repository containing `root`."""
     options = options or ServerOptions()
     return build_server(

@@ -141,7 +141,7 @@ def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
-def http_app(server: MCPServer[Any], *, host: str) -> Any:
+def http_app(server: MCPServer[object], *, host: str) -> Any:
     """The Starlette app serving `server` at `/mcp` (DNS-rebinding protection on loopback hosts)."""
     return server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
 
@@ -192,7 +192,7 @@ class _Server(uvicorn.Server):
 
 
 async def serve_http(
-    server: MCPServer[Any],
+    server: MCPServer[object],
     *,
     host: str = "127.0.0.1",
     port: int = 0,

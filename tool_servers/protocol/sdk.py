@@ -57,10 +57,10 @@ def build_server(
     options: ServerOptions,
     *,
     instructions: str | None = None,
-    lifespan: Callable[[MCPServer[Any]], AbstractAsyncContextManager[Any]] | None = None,
+    lifespan: Callable[[MCPServer[object]], AbstractAsyncContextManager[Any]] | None = None,
     subscriptions: SubscriptionBus | None = None,
     extensions: Sequence[Extension] = (),
-) -> MCPServer[Any]:
+) -> MCPServer[object]:
     """An `MCPServer` exposing the granted `specs` through the gate; `subscriptions` is the bus
     its `subscriptions/listen` streams are fed from (default: the SDK's in-memory one);
     `extensions` are MCP extensions (SEP-2133) it serves beside the tools."""

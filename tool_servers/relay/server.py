@@ -109,7 +109,7 @@ def _spec(upstream: Upstream, tool: Tool) -> ToolSpec:
     )
 
 
-def build_relay_server(upstream: Upstream, options: ServerOptions) -> MCPServer[Any]:
+def build_relay_server(upstream: Upstream, options: ServerOptions) -> MCPServer[object]:
     """The relay of `upstream` (started: its tools listed), behind the gate with `options`."""
     specs = [_spec(upstream, tool) for tool in upstream.tools]
     return build_server(upstream.spec.name, specs, options)
@@ -122,7 +122,7 @@ async def open_relays(
     *,
     cwd: Path | None = None,
     log_dir: Path | None = None,
-) -> AsyncIterator[dict[str, MCPServer[Any]]]:
+) -> AsyncIterator[dict[str, MCPServer[object]]]:
     """Start the servers of `specs` that `options.scopes` grant (the others are not started) and
     yield their relays by server name; stop them on exit. A server that fails to start gets a
     relay without tools (and a warning in the log naming why)."""

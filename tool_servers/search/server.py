@@ -401,7 +401,7 @@ def build_search_server(
     policy: str = "auto",
     environment: "EnvironmentSettings | None" = None,
     **_: Any,
-) -> MCPServer[Any]:
+) -> MCPServer[object]:
     """The `search` MCP server over the code under `root`.
 
     `index_dir` is where the index lives (a directory or LanceDB URI; default

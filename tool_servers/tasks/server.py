@@ -305,7 +305,7 @@ def task_tools(tools: TaskTools) -> list[ToolSpec]:
 
 def build_tasks_server(
     root: Path, options: ServerOptions, backend: TasksBackend, *, verifier: PatchVerifier | None = None
-) -> MCPServer[Any]:
+) -> MCPServer[object]:
     """The `tasks` MCP server over `backend`, confined to `root`; with `verifier`, also the
     `verify_patch` tool (`tool_servers.tasks.verify`)."""
     tools = TaskTools(Root(root), backend)
@@ -315,7 +315,7 @@ def build_tasks_server(
     legacy = LegacySubscribers()
 
     @asynccontextmanager
-    async def announce_changes(_: MCPServer[Any]) -> AsyncIterator[None]:
+    async def announce_changes(_: MCPServer[object]) -> AsyncIterator[None]:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_announce, backend, subscriptions, legacy)
             yield None
