@@ -148,10 +148,18 @@ async def _judge(
         patches = {name: p.model_patch or "" for name, p in predictions.items()}
         return await judge_candidates(judge, patches, scratch), None
     except Exception as exc:  # one instance's trouble must not end the run: its candidates are unverified
-        return {}, f"{type(exc).__name__}: {exc}"[:500]
+        return {}, _why(exc)
     finally:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(lambda: shutil.rmtree(scratch, ignore_errors=True))
+
+
+def _why(exc: BaseException) -> str:
+    """One line for the row: the first leaf of an exception group (a task group's "unhandled
+    errors" says nothing), its type and message."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"[:500]
 
 
 def _labelled(instance: Instance, prediction: Prediction, label: str) -> Outcome:

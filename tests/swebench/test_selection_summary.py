@@ -75,3 +75,14 @@ def test_sources_are_named_by_stem_or_name_and_read_their_official_labels(tmp_pa
     (tmp_path / "sys.v2.labels.json").write_text("[1, 2]")
     with pytest.raises(PredictionsError, match="not a labels file"):
         load_sources([str(path)], known_ids={"x-1", "x-2"})
+
+
+def test_an_instance_that_could_not_be_verified_names_the_cause_not_the_task_group() -> None:
+    """A verification that failed inside a task group: the row's `verify_error` says what failed
+    (the group's first leaf), not "unhandled errors in a TaskGroup"."""
+    from codeloop.swebench.selection import _why
+
+    try:
+        raise ExceptionGroup("unhandled errors in a TaskGroup", [OSError("no space left on device")])
+    except ExceptionGroup as exc:
+        assert _why(exc) == "OSError: no space left on device"
