@@ -76,10 +76,15 @@ def deadline(seconds: float = 120) -> datetime:
     return datetime.now(UTC) + timedelta(seconds=seconds)
 
 
-async def verify_for_text(repo: Path, patch: str, text: str, cache_dir: Path | None = None) -> Any:
+async def verify_for_text(
+    repo: Path, patch: str, text: str, cache_dir: Path | None = None, candidates_change: tuple[str, ...] = ()
+) -> Any:
     """The report on `patch` for a task that says only `text` (no plan, no test named), verified
-    in `repo` on the process backend; `cache_dir` keeps the starting trees' coverage."""
-    task = PatchTask(mode="execute", plan_files=[], test_targets=[], text=text)
+    in `repo` on the process backend; `cache_dir` keeps the starting trees' coverage;
+    `candidates_change`: other candidates' changed files, measured in the same coverage run."""
+    task = PatchTask(
+        mode="execute", plan_files=[], test_targets=[], text=text, candidates_change=candidates_change
+    )
     with anyio.fail_after(240):
         report, _ = await verify_patch(
             workspace=repo,

@@ -2,18 +2,14 @@
 
 from pathlib import Path
 
-import anyio
 import pytest
 
 from agents.roles.verifier import scope
 from agents.roles.verifier.patchset import parse_patch
 from agents.roles.verifier.scope import changed_sources, measured_scope
-from agents.roles.verifier.verify import PatchTask, verify_patch
 from codeloop.testing import make_repo
 from tests.agents.roles.verifier.conftest import (
     FAST_PYTEST,
-    InProcessTools,
-    deadline,
     make_patch,
     verify_for_text,
 )
@@ -109,20 +105,10 @@ async def test_one_coverage_run_of_the_starting_tree_serves_candidates_changing_
     second = make_patch(repo, {"other.py": "def triple(x):\n    return x * 3\n"})
     both = ("mod.py", "other.py")
     cache = tmp_path / "cache"
-    reports = []
-    for patch in (first, second):
-        task = PatchTask(mode="execute", text="double(2) should be 4", candidates_change=both)
-        with anyio.fail_after(240):
-            report, _ = await verify_patch(
-                workspace=repo,
-                patch=patch,
-                task=task,
-                tools=InProcessTools(backend="process"),
-                deadline=deadline(),
-                baseline=None,
-                cache_dir=cache,
-            )
-        reports.append(report)
+    reports = [
+        await verify_for_text(repo, patch, "double(2) should be 4", cache, candidates_change=both)
+        for patch in (first, second)
+    ]
     coverage = [next(c for c in r.checks if c.name == "coverage").summary for r in reports]
     assert "measuring 2 file(s)" in coverage[0], coverage
     assert "was known" in coverage[1], coverage
