@@ -78,7 +78,7 @@ async def measure_starting_tree(
             Check(
                 name="coverage",
                 ok=True,
-                summary=f"the starting tree's coverage of {len(paths)} file(s) by {scope.describe()} was known: {len(cached.outcomes)} tests",
+                summary=f"the starting tree's coverage of {len(paths)} file(s) was known{'' if scope.whole else f' ({scope.describe()})'}: {len(cached.outcomes)} tests",
             )
         )
     assert starting is not None
