@@ -62,11 +62,8 @@ async def measure_starting_tree(
                 Check(name="coverage", ok=False, summary=f"not measured on the starting tree: {why}")
             )
             return None
-        need = list(
-            dict.fromkeys(
-                [*need, *(p for p in measurement.also if cached is None or p not in cached.measured)]
-            )
-        )
+        also = list(measurement.also) if cached is None else cached.missing(list(measurement.also))
+        need = list(dict.fromkeys([*need, *also]))
         measured = await _measure(run, session, need, scope)
         if measured is None:
             return None
