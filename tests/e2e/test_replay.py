@@ -212,10 +212,14 @@ async def _without_the_used_spare(work: Path) -> list[str]:
     after the result is published (the next spare already being prepared), so a listing taken at
     once may still hold it and lose it during whatever the test does next."""
 
-    def spares() -> int:
-        return sum(e.startswith("spare-") and not e.endswith(OWNER_SUFFIX) for e in os.listdir(work))
+    def settled() -> bool:
+        """One spare left, and its owner mark beside it (a closed spare's mark goes after it)."""
+        entries = [e for e in os.listdir(work) if e.startswith("spare-")]
+        sandboxes = {e for e in entries if not e.endswith(OWNER_SUFFIX)}
+        marks = {e.removesuffix(OWNER_SUFFIX) for e in entries if e.endswith(OWNER_SUFFIX)}
+        return len(sandboxes) <= 1 and marks == sandboxes
 
     with anyio.fail_after(60):
-        while spares() > 1:  # noqa: ASYNC110 - the verifier's own task group removes it
+        while not settled():  # noqa: ASYNC110 - the verifier's own task group removes it
             await anyio.sleep(0.05)
     return sorted(os.listdir(work))
