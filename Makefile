@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-fast lint constraints bench clean
+.PHONY: run test test-fast lint lint-rules typecheck constraints bench clean
 
 # The stamp makes a second call take seconds: pip runs again only when pyproject.toml changed.
 $(BIN)/python:
@@ -64,7 +64,9 @@ MAX_ANY := 624
 PYRIGHT_STAMP := .lint/pyright.ok
 PY_SOURCES := $(shell find . -name '*.py' -not -path './.venv/*' -not -path '*/node_modules/*' -not -path './.git/*' 2>/dev/null)
 
-lint: $(STAMP)
+lint: lint-rules typecheck
+
+lint-rules: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python scripts/check_sizes.py
@@ -73,6 +75,9 @@ lint: $(STAMP)
 	$(BIN)/python scripts/check_cycles.py
 	$(BIN)/python scripts/count_any.py --max $(MAX_ANY)
 	$(BIN)/lint-imports --no-cache
+
+# The type check alone (`make lint` runs it after the rules above).
+typecheck: $(STAMP)
 ifeq ($(PYRIGHT_FILES),)
 	@$(MAKE) --no-print-directory $(PYRIGHT_STAMP)
 else

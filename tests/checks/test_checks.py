@@ -41,7 +41,11 @@ def _lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_an_upward_import_breaks_the_contracts_naming_the_importer(tmp_path: Path) -> None:
+def test_each_planted_breach_of_the_import_contracts_is_reported_naming_it(tmp_path: Path) -> None:
+    """One copy, checked clean, then with three plants (each breaks another contract, so each is
+    reported): an upward import into bus, a tool server importing another, and a stage kind
+    importing a role beside a module under agents/ that no layer names (docs/architecture.md,
+    "Inside agents": stage kinds and roles meet only in `agents.messages`)."""
     tree = _copy_of_the_packages(tmp_path / "tree")
     clean = _lint_imports(tree)
     assert clean.returncode == 0, clean.stdout[-2000:] + clean.stderr[-2000:]
@@ -50,41 +54,32 @@ def test_an_upward_import_breaks_the_contracts_naming_the_importer(tmp_path: Pat
     (tree / "bus" / "planted.py").write_text(
         '"""Planted by the test."""\n\nfrom codeloop.config import errors\n'
     )
-    broken = _lint_imports(tree)
-    assert broken.returncode != 0
-    assert "BROKEN" in broken.stdout and "bus.planted -> codeloop.config" in broken.stdout, broken.stdout[
-        -3000:
-    ]
-
-
-def test_a_tool_server_importing_another_breaks_their_independence(tmp_path: Path) -> None:
-    tree = _copy_of_the_packages(tmp_path / "tree")
     (tree / "tool_servers" / "tasks" / "planted.py").write_text(
         '"""Planted."""\n\nimport tool_servers.fs.server\n'
     )
-    broken = _lint_imports(tree)
-    assert broken.returncode != 0
-    assert "no tool server imports another BROKEN" in broken.stdout, broken.stdout[-3000:]
-
-
-def test_a_stage_kind_importing_a_role_breaks_the_layers_inside_agents(tmp_path: Path) -> None:
-    """Our layering (docs/architecture.md, "Inside agents"): stage kinds and roles meet only in
-    `agents.messages`, and a module added under agents/ must be given its layer."""
-    tree = _copy_of_the_packages(tmp_path / "tree")
     (tree / "agents" / "orchestrator" / "stages" / "planted.py").write_text(
         '"""Planted."""\n\nimport agents.roles.coder\n'
     )
     (tree / "agents" / "planted.py").write_text('"""Planted: no layer names it."""\n')
     broken = _lint_imports(tree)
     assert broken.returncode != 0
-    assert "agents.orchestrator.stages.planted -> agents.roles.coder" in broken.stdout, broken.stdout[-3000:]
-    assert "not listed as layers:\n\n- agents.planted" in broken.stdout, broken.stdout[-3000:]
+    report = broken.stdout
+    assert "BROKEN" in report and "bus.planted -> codeloop.config" in report, report[-3000:]
+    assert "no tool server imports another BROKEN" in report, report[-3000:]
+    assert "agents.orchestrator.stages.planted -> agents.roles.coder" in report, report[-3000:]
+    assert "not listed as layers:\n\n- agents.planted" in report, report[-3000:]
 
 
-def _make_lint(pyright_files: Path) -> subprocess.CompletedProcess[str]:
-    """`make lint` with the type check narrowed to one file (the other checks run on the real tree)."""
+def _make(target: str, pyright_files: Path, *, dry_run: bool = False) -> subprocess.CompletedProcess[str]:
+    """`make TARGET` with the type check narrowed to one file (`-n`: only print the commands)."""
     return subprocess.run(
-        ["make", "--no-print-directory", "lint", f"PYRIGHT_FILES={pyright_files}"],
+        [
+            "make",
+            "--no-print-directory",
+            *(["-n"] if dry_run else []),
+            target,
+            f"PYRIGHT_FILES={pyright_files}",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -92,13 +87,22 @@ def _make_lint(pyright_files: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_a_type_error_fails_make_lint_and_the_same_file_without_it_passes(tmp_path: Path) -> None:
+def test_a_type_error_fails_the_type_check_of_make_lint_and_the_same_file_without_it_passes(
+    tmp_path: Path,
+) -> None:
+    """`make lint` runs the type check (`make typecheck`, after the rules: its commands are among
+    lint's), and the type check fails on a planted type error and passes the same file without it.
+    The rules themselves run on the real tree in every `make test`."""
     checked = tmp_path / "planted.py"
+    planned = _make("lint", checked, dry_run=True)
+    assert planned.returncode == 0, planned.stderr
+    assert f"basedpyright {checked}" in planned.stdout and "lint-imports" in planned.stdout, planned.stdout
+
     checked.write_text("def half(n: int) -> float:\n    return n / 2\n\n\nhalf(3)\n")
-    clean = _make_lint(checked)
+    clean = _make("typecheck", checked)
     assert clean.returncode == 0, clean.stdout[-2000:] + clean.stderr[-2000:]
 
     checked.write_text('def half(n: int) -> float:\n    return n / 2\n\n\nhalf("three")\n')
-    broken = _make_lint(checked)
+    broken = _make("typecheck", checked)
     assert broken.returncode != 0
     assert "planted.py:5" in broken.stdout and "reportArgumentType" in broken.stdout, broken.stdout[-2000:]
