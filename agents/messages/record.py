@@ -5,9 +5,9 @@ orchestrator resumes a task from its record; the record ends holding the task's 
 """
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import JsonValue
+from pydantic import JsonValue, WithJsonSchema
 from typing_extensions import TypedDict  # pydantic validates only this one before Python 3.12
 
 from agents.messages.selection import Attempt, Selection
@@ -22,10 +22,11 @@ class OutboxItem(TypedDict):
     """One message a transition asked to publish, as the record keeps it."""
 
     subject: str
+    """The subject it is published on."""
     kind: str
     """The payload's message kind (what model reads it back)."""
-    payload: dict[str, JsonValue]
-    """The message, as JSON."""
+    payload: Annotated[dict[str, JsonValue], WithJsonSchema({"type": "object"})]
+    """The message, as JSON (valid against the schema of `kind`)."""
     label: str
     """What its id is derived from (with the delivery's id), so a republish keeps the id."""
 
