@@ -118,7 +118,9 @@ async def project_instructions(
     if task.user_instructions:
         # Kept right after the root's file when the cap bites; shown first all the same.
         at = 1 if sources and sources[0][0] == FILE_NAME else 0
-        sources.insert(at, (USER_FILE_PATH, digest(task.user_instructions)["sha256"], task.user_instructions))
+        sources.insert(
+            at, (USER_FILE_PATH, str(digest(task.user_instructions)["sha256"]), task.user_instructions)
+        )
     found = render(sources)
     await _announce(bus, found)
     return found

@@ -27,13 +27,13 @@ import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 import nats.errors
 from anyio.abc import TaskStatus
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig
+from opentelemetry.trace import Span
 
 from bus import subjects
 from bus.connection import Bus, nats_errors
@@ -314,7 +314,7 @@ class Actor:
         self.stats.handled += 1
         self._settled(envelope.id, "acked")
 
-    def _span(self, msg: Msg, envelope: Envelope) -> AbstractContextManager[Any]:
+    def _span(self, msg: Msg, envelope: Envelope) -> AbstractContextManager[Span]:
         """The handler's span, a child of the context the message carried (see `bus.tracing`)."""
         return handling_span(
             subject=msg.subject,

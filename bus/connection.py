@@ -9,7 +9,6 @@ import ssl
 from collections.abc import AsyncGenerator, Generator, Mapping
 from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass
-from typing import Any
 
 import anyio
 import nats
@@ -22,7 +21,7 @@ from nats.js import JetStreamContext
 from nats.js.kv import KeyValue
 
 from bus.config import BusConfig, TlsConfig
-from bus.connection_events import ConnectionEvents
+from bus.connection_events import ConnectionCallbacks, ConnectionEvents
 from bus.envelope import Envelope
 from bus.errors import (
     BusClosed,
@@ -184,6 +183,21 @@ async def queue_subscription(
                 await sub.unsubscribe()
 
 
+class _ConnectOptions(ConnectionCallbacks, total=False):
+    """What `open_bus` gives `nats.connect` (whose options are untyped `**kwargs`)."""
+
+    name: str
+    connect_timeout: float
+    reconnect_time_wait: float
+    max_reconnect_attempts: int
+    allow_reconnect: bool
+    user: str | None
+    password: str | None
+    token: str | None
+    user_credentials: str
+    tls: ssl.SSLContext
+
+
 def _ssl_context(tls: TlsConfig) -> ssl.SSLContext:
     context = ssl.create_default_context(cafile=str(tls.ca_file) if tls.ca_file else None)
     if tls.cert_file:
@@ -207,7 +221,7 @@ async def open_bus(config: BusConfig, *, servers: tuple[str, ...] | None = None)
         raise BusClosed("no NATS URL given: pass --nats URL, set CODELOOP_NATS_URL, or run `codeloop serve`")
 
     events = ConnectionEvents(urls)
-    options: dict[str, Any] = {
+    options: _ConnectOptions = {
         "name": config.name,
         "connect_timeout": config.connect_timeout_s,
         "reconnect_time_wait": 1,

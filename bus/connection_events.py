@@ -14,8 +14,8 @@ not logged: `open_bus` raises them (`BusClosed`, with the server's reason from `
 
 import logging
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypedDict
 from urllib.parse import ParseResult, urlparse
 
 import nats.errors
@@ -59,6 +59,15 @@ def server_refusal(exc: BaseException) -> str | None:
     return None
 
 
+class ConnectionCallbacks(TypedDict):
+    """The `nats.connect` options that report the connection's events."""
+
+    error_cb: Callable[[Exception], Awaitable[None]]
+    disconnected_cb: Callable[[], Awaitable[None]]
+    reconnected_cb: Callable[[], Awaitable[None]]
+    closed_cb: Callable[[], Awaitable[None]]
+
+
 class ConnectionEvents:
     """The callbacks of one connection; `options()` are the `Client.connect` keyword arguments.
 
@@ -79,7 +88,7 @@ class ConnectionEvents:
         """The server's permissions violations on this connection, newest last (at most 20), so a
         call that timed out can tell a refusal from a slow server (`bus.center`)."""
 
-    def options(self) -> dict[str, Any]:
+    def options(self) -> "ConnectionCallbacks":
         return {
             "error_cb": self.on_error,
             "disconnected_cb": self.on_disconnected,

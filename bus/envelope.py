@@ -57,12 +57,16 @@ class Envelope(BaseModel):
         causation_id: str | None = None,
         id: str | None = None,
     ) -> "Envelope":
-        fields: dict[str, Any] = {"kind": payload.kind, "task_id": task_id, "causation_id": causation_id}  # type: ignore[attr-defined] - every registered payload model declares its kind field
-        if trace_id is not None:
-            fields["trace_id"] = trace_id
-        if id is not None:
-            fields["id"] = id
-        return cls(payload=payload.model_dump(mode="json"), **fields)
+        kind = str(payload.kind)  # type: ignore[attr-defined] - every registered payload model declares its kind field
+        return cls(
+            payload=payload.model_dump(mode="json"),
+            kind=kind,
+            task_id=task_id,
+            causation_id=causation_id,
+            # Not given: what the fields' own defaults would make.
+            trace_id=trace_id if trace_id is not None else new_id(),
+            id=id if id is not None else new_id(),
+        )
 
     def reply(self, payload: Message, *, id: str | None = None) -> "Envelope":
         """An envelope for `payload` in the same task and trace, caused by this one."""

@@ -10,9 +10,10 @@ server's ephemeral consumers may be gone, so nothing is missed or given twice.
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import cast
 
 import anyio
+from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
@@ -109,7 +110,7 @@ async def read_batch(
     got: list[StoredMessage] = []
     caught_up = anyio.Event()
 
-    async def take(msg: Any) -> None:
+    async def take(msg: Msg) -> None:
         metadata = msg.metadata  # parsed from the reply subject at every access: once
         got.append(StoredMessage(msg.subject, msg.data, int(metadata.sequence.stream)))
         if metadata.num_pending == 0:
@@ -157,16 +158,15 @@ class Follower:
 
     async def subscribe(self) -> None:
         self._reconnects = self.bus.nc.stats["reconnects"]
-        start: dict[str, Any] = {
-            "deliver_policy": DeliverPolicy.NEW if self.last is None else DeliverPolicy.ALL
-        }
+        deliver_policy = DeliverPolicy.NEW if self.last is None else DeliverPolicy.ALL
+        config = None
         if self.last:
-            start = {
-                "deliver_policy": DeliverPolicy.BY_START_SEQUENCE,
-                "config": ConsumerConfig(opt_start_seq=self.last + 1),
-            }
+            deliver_policy = DeliverPolicy.BY_START_SEQUENCE
+            config = ConsumerConfig(opt_start_seq=self.last + 1)
         with nats_errors():
-            self._sub = await self.bus.js.subscribe(self.subject, ordered_consumer=True, **start)
+            self._sub = await self.bus.js.subscribe(
+                self.subject, ordered_consumer=True, deliver_policy=deliver_policy, config=config
+            )
 
     async def next(self) -> StoredMessage | None:
         """The next message, or None after `idle_s` without one (the caller's moment to look

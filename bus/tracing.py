@@ -21,12 +21,12 @@ non-recording and all of this costs a few microseconds per message.
 import hashlib
 from collections.abc import Generator, Mapping
 from contextlib import contextmanager
-from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+from opentelemetry.util.types import AttributeValue
 
 _PROPAGATOR = TraceContextTextMapPropagator()
 _tracer = trace.get_tracer("codeloop.bus")
@@ -77,7 +77,11 @@ def incoming_context(headers: Mapping[str, str] | None, trace_id: str) -> Contex
 
 @contextmanager
 def handling_span(
-    *, subject: str, headers: Mapping[str, str] | None, trace_id: str, attributes: dict[str, Any]
+    *,
+    subject: str,
+    headers: Mapping[str, str] | None,
+    trace_id: str,
+    attributes: Mapping[str, AttributeValue],
 ) -> Generator[trace.Span, None, None]:
     """The CONSUMER span of one handler run (messaging conventions: `process <destination>`)."""
     with _tracer.start_as_current_span(

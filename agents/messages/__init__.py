@@ -40,7 +40,7 @@ from agents.messages.continuation import Continuation
 from agents.messages.echo import EchoRequest, EchoResult
 from agents.messages.mcp_servers import McpServer
 from agents.messages.plan import Plan, PlanStep
-from agents.messages.record import PlanRevision, QuotaAllowance, TaskState
+from agents.messages.record import OutboxItem, PlanRevision, QuotaAllowance, TaskState
 from agents.messages.selection import Attempt, Selection, SelectRequest, SelectResult
 from agents.messages.snapshot import SkippedPath, SnapshotRef
 from agents.messages.status import (
@@ -160,6 +160,7 @@ __all__ = [
     "Plan",
     "PlanRequest",
     "PlanResult",
+    "OutboxItem",
     "PlanRevision",
     "PlanStep",
     "RankedFile",

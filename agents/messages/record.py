@@ -5,7 +5,10 @@ orchestrator resumes a task from its record; the record ends holding the task's 
 """
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Literal
+
+from pydantic import JsonValue, WithJsonSchema
+from typing_extensions import TypedDict  # pydantic validates only this one before Python 3.12
 
 from agents.messages.selection import Attempt, Selection
 from agents.messages.status import TaskStatus
@@ -13,6 +16,19 @@ from agents.messages.steps import Context, Plan
 from agents.messages.task import Approval, ReviewRound, TaskResult, TaskSubmitted, Usage
 from agents.messages.verification import Baseline, VerificationReport
 from bus.messages import Message
+
+
+class OutboxItem(TypedDict):
+    """One message a transition asked to publish, as the record keeps it."""
+
+    subject: str
+    """The subject it is published on."""
+    kind: str
+    """The payload's message kind (what model reads it back)."""
+    payload: Annotated[dict[str, JsonValue], WithJsonSchema({"type": "object"})]
+    """The message, as JSON (valid against the schema of `kind`)."""
+    label: str
+    """What its id is derived from (with the delivery's id), so a republish keeps the id."""
 
 
 class PlanRevision(Message):
@@ -126,7 +142,7 @@ class TaskState(Message):
     """What all steps so far consumed together."""
     by_role: dict[str, Usage] = {}
     """What each role's steps consumed, by role name."""
-    outbox: list[dict[str, Any]] = []
+    outbox: list[OutboxItem] = []
     """What the last transition asked to publish (subject, kind, payload, label), so a redelivered
     message after a crash republishes the same messages under the same ids."""
     outbox_cause: str | None = None

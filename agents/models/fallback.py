@@ -15,7 +15,6 @@ model's would, not with pydantic-ai's exception group.
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 from pydantic_ai import RunContext
 from pydantic_ai.exceptions import FallbackExceptionGroup
@@ -59,7 +58,7 @@ class FallbackChain(FallbackModel):
         messages: list[ModelMessage],
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
-        run_context: RunContext[Any] | None = None,
+        run_context: RunContext[object] | None = None,
     ) -> AsyncIterator[StreamedResponse]:
         try:
             async with super().request_stream(

@@ -16,12 +16,12 @@ the other models of a task.
 """
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import anyio
+from openai.types.chat import ChatCompletionMessageParam
 from pydantic_ai import RunContext
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
@@ -140,7 +140,7 @@ class LocalModel(WrapperModel):
         messages: list[ModelMessage],
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
-        run_context: RunContext[Any] | None = None,
+        run_context: RunContext[object] | None = None,
     ) -> AsyncIterator[StreamedResponse]:
         check_fits(
             f"{LOCAL_PREFIX}{self.path}",
@@ -196,7 +196,7 @@ class ContextChecked(WrapperModel):
         messages: list[ModelMessage],
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
-        run_context: RunContext[Any] | None = None,
+        run_context: RunContext[object] | None = None,
     ) -> AsyncIterator[StreamedResponse]:
         window = await self._window()
         if window is not None:
@@ -223,9 +223,15 @@ class _LlamaCppChatModel(OpenAIChatModel):
     refuses the whole request otherwise (an HTTP 500, seen with SmolLM2's first tool call)."""
 
     async def _map_messages(
-        self, messages: Any, model_request_parameters: ModelRequestParameters, **kwargs: Any
-    ) -> Any:
-        mapped = await super()._map_messages(messages, model_request_parameters, **kwargs)
+        self,
+        messages: Sequence[ModelMessage],
+        model_request_parameters: ModelRequestParameters,
+        *,
+        model_settings: ModelSettings | None = None,
+    ) -> list[ChatCompletionMessageParam]:
+        mapped = await super()._map_messages(
+            messages, model_request_parameters, model_settings=model_settings
+        )
         for message in mapped:
             if message.get("role") == "assistant" and message.get("content") is None:
                 message["content"] = ""

@@ -22,7 +22,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import anyio
 from pydantic import BaseModel, ConfigDict
@@ -179,7 +179,7 @@ class MeteredModel(WrapperModel):
         messages: list[ModelMessage],
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
-        run_context: RunContext[Any] | None = None,
+        run_context: RunContext[object] | None = None,
     ) -> AsyncIterator[StreamedResponse]:
         # Only opening the stream is retried: a stream that broke after yielding parts cannot be
         # replayed without the caller seeing them twice, so it fails as classified. No attempt

@@ -12,9 +12,11 @@ through `_redact` first. A failed publish never fails the work it describes.
 import contextvars
 import hashlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, overload
+
+from pydantic import JsonValue
 
 from agents.models._redact import _redact as _model_redact
 from agents.runtime.environments import collecting, stamp
@@ -81,7 +83,7 @@ def bind_step(spec: ActorSpec) -> ActorSpec:
     return replace(spec, handler=bound)
 
 
-def digest(text: str | bytes) -> dict[str, Any]:
+def digest(text: str | bytes) -> dict[str, JsonValue]:
     """How an event names content it must not carry: its size and sha256."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     return {
@@ -90,9 +92,15 @@ def digest(text: str | bytes) -> dict[str, Any]:
     }
 
 
-def cap(value: Any, *, limit: int = MAX_STRING, depth: int = 0) -> Any:
-    """`value` made small enough for an event: strings redacted and cut, lists and mappings
-    shortened, nesting bounded."""
+@overload
+def cap(value: str, *, limit: int = MAX_STRING, depth: int = 0) -> str: ...
+@overload
+def cap(value: Mapping[str, object], *, limit: int = MAX_STRING, depth: int = 0) -> dict[str, JsonValue]: ...
+@overload
+def cap(value: object, *, limit: int = MAX_STRING, depth: int = 0) -> JsonValue: ...
+def cap(value: object, *, limit: int = MAX_STRING, depth: int = 0) -> JsonValue:
+    """`value` (any value: what is not JSON becomes its `repr`) made small enough for an event:
+    strings redacted and cut, lists and mappings shortened, nesting bounded."""
     if isinstance(value, str):
         value = _redact(value)
         return value if len(value) <= limit else f"{value[:limit]}… [{len(value)} chars]"
@@ -100,12 +108,14 @@ def cap(value: Any, *, limit: int = MAX_STRING, depth: int = 0) -> Any:
         return "…"
     if isinstance(value, dict):
         items = list(value.items())
-        out = {str(k)[:100]: cap(v, limit=limit, depth=depth + 1) for k, v in items[:MAX_ITEMS]}
+        out: dict[str, JsonValue] = {
+            str(k)[:100]: cap(v, limit=limit, depth=depth + 1) for k, v in items[:MAX_ITEMS]
+        }
         if len(items) > MAX_ITEMS:
             out["…"] = f"{len(items) - MAX_ITEMS} more keys"
         return out
     if isinstance(value, list | tuple):
-        out_list = [cap(v, limit=limit, depth=depth + 1) for v in value[:MAX_ITEMS]]
+        out_list: list[JsonValue] = [cap(v, limit=limit, depth=depth + 1) for v in value[:MAX_ITEMS]]
         if len(value) > MAX_ITEMS:
             out_list.append(f"… {len(value) - MAX_ITEMS} more")
         return out_list
@@ -118,9 +128,10 @@ Publish = Callable[[str, Envelope], Awaitable[Any]]
 
 
 async def publish_event(
-    bus: Bus, kind: str, message: str, data: dict[str, Any], *, step: StepInfo, id: str | None = None
+    bus: Bus, kind: str, message: str, data: Mapping[str, object], *, step: StepInfo, id: str | None = None
 ) -> None:
-    """Publish an event of `kind` on the task of `step`; `data` gets the trace id, step and role.
+    """Publish an event of `kind` on the task of `step`; `data` (any values: `cap` makes them
+    JSON) gets the trace id, step and role.
     Never raises: an event lost to a bus hiccup is logged, the work goes on."""
     full = {**data, "role": step.role, "step_id": step.step_id, "trace_id": step.trace_id}
     event = Event(name=kind, message=cap(message, limit=300), data=cap(full))

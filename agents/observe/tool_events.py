@@ -18,19 +18,21 @@ person declined); `error` (anything else), with the error's type where the serve
 
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from pydantic import JsonValue
 from pydantic_ai.capabilities import Hooks
 from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, SkipToolExecution
 
 from agents.observe.events import StepInfo, cap, current_step, digest, publish_event
 from agents.runtime.role import RunInfo
-from agents.runtime.tools import ToolProvider
+from agents.runtime.tools import ToolProvider, ToolTarget
 from bus.connection import Bus
 
 if TYPE_CHECKING:
+    from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
     from pydantic_ai import RunContext
     from pydantic_ai.capabilities.abstract import ValidatedToolArgs, WrapToolExecuteHandler
     from pydantic_ai.messages import ToolCallPart
@@ -76,11 +78,11 @@ def server_of(tool: str) -> str:
     return name if sep and name else "unknown"
 
 
-def summarize_arguments(args: object) -> dict[str, Any]:
+def summarize_arguments(args: object) -> dict[str, JsonValue]:
     """The arguments as an event may show them: secrets masked, contents as size and sha256."""
     if not isinstance(args, dict):
         return {"_raw": cap(repr(args), limit=MAX_ARGUMENT)}
-    out: dict[str, Any] = {}
+    out: dict[str, JsonValue] = {}
     for key, value in args.items():
         key = str(key)
         if _SECRET_KEY.search(key):
@@ -108,8 +110,8 @@ def tool_call_data(
     error_type: str | None = None,
     error: str | None = None,
     source: str,
-) -> dict[str, Any]:
-    data: dict[str, Any] = {
+) -> dict[str, JsonValue]:
+    data: dict[str, JsonValue] = {
         "server": server,
         "tool": tool,
         "arguments": summarize_arguments(args),
@@ -124,7 +126,7 @@ def tool_call_data(
     return data
 
 
-async def _emit(bus: Bus, step: StepInfo, data: dict[str, Any]) -> None:
+async def _emit(bus: Bus, step: StepInfo, data: dict[str, JsonValue]) -> None:
     kind = f" ({data['error_type']})" if data.get("error_type") else ""
     line = f"{data['server']}.{data['tool']} {data['outcome']}{kind} in {data['duration_ms']:.0f} ms"
     await publish_event(bus, EVENT, line, data, step=step)
@@ -183,7 +185,7 @@ def tool_call_observer(bus: Bus) -> Callable[[RunInfo], Hooks]:
     return observe
 
 
-def _field(result: Any, *names: str) -> Any:
+def _field(result: "HandlerResult", *names: str) -> object:
     for name in names:
         if isinstance(result, dict) and name in result:
             return result[name]
@@ -198,7 +200,9 @@ class _ToolCallTimer:
     def __init__(self, bus: Bus, server: str, step: StepInfo | None) -> None:
         self.bus, self.server, self.step = bus, server, step
 
-    async def __call__(self, ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
+    async def __call__(
+        self, ctx: "ServerRequestContext[object, object]", call_next: "CallNext"
+    ) -> "HandlerResult":
         if ctx.method != "tools/call" or ctx.request_id is None:
             return await call_next(ctx)
         params = dict(ctx.params or {})
@@ -224,7 +228,13 @@ class _ToolCallTimer:
         return result
 
     async def _publish(
-        self, tool: str, params: dict, outcome: str, duration_s: float, kind: str | None, error: str | None
+        self,
+        tool: str,
+        params: dict[str, object],
+        outcome: str,
+        duration_s: float,
+        kind: str | None,
+        error: str | None,
     ) -> None:
         if self.step is None:
             return
@@ -253,7 +263,9 @@ class ObservedTools:
         self.bus = bus
         self.hooked_roles = hooked_roles
 
-    def servers(self, root: Path, scopes: frozenset[str], *, index_dir: Path | None = None) -> dict[str, Any]:
+    def servers(
+        self, root: Path, scopes: frozenset[str], *, index_dir: Path | None = None
+    ) -> dict[str, ToolTarget]:
         servers = self.inner.servers(root, scopes, index_dir=index_dir)
         step = current_step.get()
         publish_for = step if step is not None and step.role not in self.hooked_roles else None
@@ -264,7 +276,7 @@ class ObservedTools:
                 chain.insert(0, _ToolCallTimer(self.bus, name, publish_for))
         return servers
 
-    def adopt(self, target: Any) -> None:
+    def adopt(self, target: ToolTarget) -> None:
         """Report the calls of `target` (a server of `servers()` made outside any step, such as a
         verifier's spare) as calls of the step running now."""
         step = current_step.get()

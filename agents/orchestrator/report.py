@@ -7,10 +7,11 @@ the hand-off report of a task a limit ended, and what each limit means.
 
 import re
 from datetime import datetime
-from typing import Any
+
+from pydantic import JsonValue
 
 from agents.budgets import budget_used_up, quota_used_up
-from agents.messages import Candidate, TaskResult, TaskState, Verification
+from agents.messages import Candidate, Failure, TaskResult, TaskState, Verification
 
 
 def build_result(state: TaskState, *, failure_class: str | None, report: str, now: datetime) -> TaskResult:
@@ -30,7 +31,7 @@ def build_result(state: TaskState, *, failure_class: str | None, report: str, no
         preexisting=list(last.preexisting) if last else [],
         environment=last.environment if last else None,
     )
-    usage: dict[str, Any] = state.usage.model_dump(mode="json")
+    usage: dict[str, JsonValue] = state.usage.model_dump(mode="json")
     usage["wall_s"] = round((now - state.created_at).total_seconds(), 3)
     usage["by_role"] = {role: u.model_dump(mode="json") for role, u in state.by_role.items()}
     answer = state.answer
@@ -187,7 +188,7 @@ def diagnosis(state: TaskState) -> str:
     return "\n".join(lines)
 
 
-def _where(failure: Any) -> str:
+def _where(failure: Failure) -> str:
     place = f" ({failure.path}:{failure.line})" if failure.path and failure.line else ""
     return f"{failure.test_id}{place}"
 

@@ -11,11 +11,11 @@ same input produced, under the same ids, which JetStream stores once.
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
 from agents.messages import (
     TERMINAL_STATUSES,
     CancelTask,
+    OutboxItem,
     QuotaAllowance,
     StepFailed,
     TaskResult,
@@ -265,10 +265,10 @@ class Orchestrator:
         return state.result if state and state.status in TERMINAL_STATUSES else None
 
 
-def _outbox(commands: tuple[Command, ...], delivery: Delivery) -> tuple[list[dict[str, Any]], str | None]:
+def _outbox(commands: tuple[Command, ...], delivery: Delivery) -> tuple[list[OutboxItem], str | None]:
     """The replies of `commands` as plain data for the record, and the id the dispatch will carry."""
     task_id = delivery.envelope.task_id
-    items: list[dict[str, Any]] = []
+    items: list[OutboxItem] = []
     request_id = None
     for i, command in enumerate(commands):
         if isinstance(command, Dispatch):
@@ -299,7 +299,7 @@ def _outbox(commands: tuple[Command, ...], delivery: Delivery) -> tuple[list[dic
     return items, request_id
 
 
-def _reply_of(item: dict[str, Any]) -> Reply:
+def _reply_of(item: OutboxItem) -> Reply:
     model = payload_model(item["kind"])
     if model is None:  # pragma: no cover - every kind we write is registered
         raise MalformedMessage(f"outbox holds unknown kind {item['kind']!r}")

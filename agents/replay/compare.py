@@ -8,7 +8,8 @@ on both sides before comparing; everything else must be equal.
 import json
 import re
 from pathlib import Path
-from typing import Any
+
+from pydantic import JsonValue
 
 from agents.replay.model import Divergence, Entry, excerpt
 from layout import WORK_DIR
@@ -29,7 +30,7 @@ class Comparer:
         # Any directory directly under the scratch area is some step's workspace.
         self._scratch = re.compile(re.escape(str(scratch_dir)) + r"/[^/\s\"']+") if scratch_dir else None
 
-    def normalise(self, value: Any) -> Any:
+    def normalise(self, value: JsonValue) -> JsonValue:
         if isinstance(value, str):
             if self._scratch is not None:
                 value = self._scratch.sub("<scratch>", value)

@@ -13,9 +13,11 @@ the original task's, beside the divergences.
 """
 
 from dataclasses import replace
-from typing import Any
+from typing import NoReturn
 
-from pydantic_ai import Agent
+from pydantic import BaseModel
+from pydantic_ai import Agent, RunContext
+from pydantic_ai.capabilities import ValidatedToolArgs
 from pydantic_ai.messages import ModelResponse
 from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.tools import ToolDefinition
@@ -26,24 +28,24 @@ from agents.messages import Plan, TaskResult
 from agents.models.adapter import silence_library_banner
 from agents.replay.compare import Comparer
 from agents.replay.errors import RecordingMissing
-from agents.replay.model import Divergence, RunRecording, excerpt
+from agents.replay.model import Divergence, RecordedTool, RunRecording, excerpt
 from agents.replay.observer import RunHooks, jsonable
 from agents.replay.session import original_state
 from agents.replay.store import load_runs
 from agents.runtime.role import RunInfo
 from bus.connection import Bus
 
-OUTPUT_TYPES: dict[str, Any] = {"planner": Plan}
+OUTPUT_TYPES: dict[str, type[BaseModel]] = {"planner": Plan}
 """The output type of each LLM role's run; a role not listed answers in text (the coder)."""
 TOOL_RETRIES = 3
 _ANY_ARGS = SchemaValidator(schema=core_schema.any_schema())
 
 
-class _RecordedTools(AbstractToolset[Any]):
+class _RecordedTools(AbstractToolset[object]):
     """The tools a run was offered, as definitions only: their calls never reach `call_tool`
     (the replay hooks answer them from the recording)."""
 
-    def __init__(self, tools: list[dict[str, Any]]) -> None:
+    def __init__(self, tools: list[RecordedTool]) -> None:
         self._defs = [
             ToolDefinition(
                 name=t["name"], description=t.get("description"), parameters_json_schema=t["parameters"]
@@ -55,7 +57,7 @@ class _RecordedTools(AbstractToolset[Any]):
     def id(self) -> str | None:
         return "recorded"
 
-    async def get_tools(self, ctx: Any) -> dict[str, ToolsetTool[Any]]:
+    async def get_tools(self, ctx: RunContext[object]) -> dict[str, ToolsetTool[object]]:
         return {
             d.name: ToolsetTool(
                 toolset=self, tool_def=replace(d), max_retries=TOOL_RETRIES, args_validator=_ANY_ARGS
@@ -63,7 +65,9 @@ class _RecordedTools(AbstractToolset[Any]):
             for d in self._defs
         }
 
-    async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: Any, tool: ToolsetTool[Any]) -> Any:
+    async def call_tool(
+        self, name: str, tool_args: ValidatedToolArgs, ctx: RunContext[object], tool: ToolsetTool[object]
+    ) -> NoReturn:
         raise RuntimeError(f"the exact replay executes no tool ({name} reached it)")
 
 

@@ -8,17 +8,26 @@ Everything in it has passed `scrub` first: recordings are data a person may read
 
 import json
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal, overload
 
-from pydantic import BaseModel
+from pydantic import BaseModel, JsonValue
+from typing_extensions import TypedDict  # pydantic validates only this one before Python 3.12
 
 from agents.models._redact import _redact, trim
 
 EXCERPT_CHARS = 300
 """Longest excerpt of an observation a divergence quotes."""
+Outcome = Literal["ok", "retried", "error"]
+"""How a tool call ended: it returned, it refused (the model was asked again), it raised."""
 
 
-def scrub(value: object) -> Any:
+@overload
+def scrub(value: str) -> str: ...
+@overload
+def scrub(value: dict[str, JsonValue]) -> dict[str, JsonValue]: ...
+@overload
+def scrub(value: JsonValue) -> JsonValue: ...
+def scrub(value: JsonValue) -> JsonValue:
     """`value` (JSON-like) with every string passed through the redaction seam.
 
     The one place recordings are redacted (with the project's redaction rule): a replay reproduces
@@ -38,6 +47,15 @@ def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
     return trim(_redact(text), limit)
 
 
+class RecordedTool(TypedDict):
+    """A tool definition the model was offered, as recorded."""
+
+    name: str
+    description: str | None
+    parameters: dict[str, JsonValue]
+    """The tool's parameters JSON schema."""
+
+
 class Entry(BaseModel):
     """One thing that happened in a run: a model response or a tool observation."""
 
@@ -46,14 +64,14 @@ class Entry(BaseModel):
     request: int
     """The model request (1-based) this response is the answer to, or whose tool call this observes."""
     kind: Literal["model_response", "tool_result"]
-    response: Any = None
+    response: JsonValue = None
     """The `ModelResponse` as pydantic-ai's JSON (model_response)."""
     tool: str | None = None
     tool_call_id: str | None = None
-    args: Any = None
-    outcome: Literal["ok", "retried", "error"] | None = None
+    args: JsonValue = None
+    outcome: Outcome | None = None
     """ok: the tool returned; retried: it refused and the model was asked again; error: it raised."""
-    result: Any = None
+    result: JsonValue = None
     """What the tool returned (JSON), or the refusal or error message."""
 
 
@@ -89,9 +107,9 @@ class RunRecording(BaseModel):
     outcome: str = "running"
     """ok, or the exception that ended the run (a limit, a loop, a model failure)."""
     prompt: str | None = None
-    tools: list[dict[str, Any]] = []
+    tools: list[RecordedTool] = []
     """The tool definitions the model was offered (name, description, parameters schema)."""
-    output: Any = None
+    output: JsonValue = None
     """The run's output: the plan (planner) or the final text (coder)."""
     entries: list[Entry] = []
     divergences: list[Divergence] = []

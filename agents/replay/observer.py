@@ -13,19 +13,35 @@ observation is compared with the recorded one for the same tool call; a differen
 import logging
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import anyio
-from pydantic_ai import ModelRetry
-from pydantic_ai.capabilities import Hooks
+from pydantic import JsonValue
+from pydantic_ai import ModelRetry, RunContext
+from pydantic_ai.capabilities import (
+    Hooks,
+    ValidatedToolArgs,
+    WrapModelRequestHandler,
+    WrapRunHandler,
+    WrapToolExecuteHandler,
+)
 from pydantic_ai.exceptions import ToolRetryError
-from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelRequest, ModelResponse, UserPromptPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    ToolCallPart,
+    UserPromptPart,
+)
+from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.run import AgentRunResult
+from pydantic_ai.tools import ToolDefinition
 from pydantic_core import to_jsonable_python
 
 from agents.models.names import REPLAY_PREFIX
 from agents.replay.compare import Comparer
 from agents.replay.errors import RecordingMissing, ReplayError
-from agents.replay.model import Divergence, Entry, RunRecording, excerpt, scrub
+from agents.replay.model import Divergence, Entry, Outcome, RecordedTool, RunRecording, excerpt, scrub
 from agents.replay.store import load_run, save_run
 from agents.runtime.role import RunInfo, RunObserver
 from bus.connection import Bus
@@ -44,8 +60,18 @@ def recording_observer(bus: Bus, *, scratch_dir: Path | None = None) -> RunObser
     return observe
 
 
-def jsonable(value: Any) -> Any:
+def jsonable(value: object) -> JsonValue:
+    """`value` as scrubbed JSON (what pydantic-ai hands the hooks is any Python value)."""
     return scrub(to_jsonable_python(value, fallback=str))
+
+
+def recorded_tool(tool: ToolDefinition) -> RecordedTool:
+    """The definition of a tool the model was offered, scrubbed as the rest of the recording."""
+    return RecordedTool(
+        name=scrub(tool.name),
+        description=None if tool.description is None else scrub(tool.description),
+        parameters=scrub(to_jsonable_python(tool.parameters_json_schema, fallback=str)),
+    )
 
 
 class RunHooks:
@@ -71,19 +97,48 @@ class RunHooks:
     def hooks(self) -> Hooks:
         return Hooks(run=self.run, model_request=self.model_request, tool_execute=self.tool_execute)
 
-    def _add(self, **fields: Any) -> Entry:
+    def _add_response(self, response: ModelResponse) -> None:
         assert self.recording is not None
-        entry = Entry(seq=len(self.recording.entries), request=self.requests, **fields)
+        self.recording.entries.append(
+            Entry(
+                seq=len(self.recording.entries),
+                request=self.requests,
+                kind="model_response",
+                response=scrub(ModelMessagesTypeAdapter.dump_python([response], mode="json")[0]),
+            )
+        )
+
+    def _add_observation(
+        self, call: ToolCallPart, args: JsonValue, outcome: Outcome | None, result: JsonValue
+    ) -> Entry:
+        assert self.recording is not None
+        entry = Entry(
+            seq=len(self.recording.entries),
+            request=self.requests,
+            kind="tool_result",
+            tool=call.tool_name,
+            tool_call_id=call.tool_call_id,
+            args=args,
+            outcome=outcome,
+            result=result,
+        )
         self.recording.entries.append(entry)
         return entry
 
-    def diverged(self, what: str, **fields: Any) -> None:
+    def diverged(self, what: str, *, call: ToolCallPart | None = None, request: int | None = None) -> None:
         assert self.recording is not None
         self.recording.divergences.append(
-            Divergence(step_id=self.info.step_id, role=self.info.role, what=what, **fields)
+            Divergence(
+                step_id=self.info.step_id,
+                role=self.info.role,
+                what=what,
+                request=request,
+                tool=call.tool_name if call else None,
+                tool_call_id=call.tool_call_id if call else None,
+            )
         )
 
-    async def run(self, ctx: Any, *, handler: Any) -> Any:
+    async def run(self, ctx: RunContext[object], *, handler: WrapRunHandler) -> AgentRunResult[object]:
         model = str(getattr(ctx.model, "name", None) or getattr(ctx.model, "model_name", ""))
         replay_of = self.source.task_id if self.source else None
         if model.startswith(REPLAY_PREFIX) and self.source is None:
@@ -127,16 +182,19 @@ class RunHooks:
             except Exception as exc:  # a lost recording must not fail the step it describes
                 log.warning("recording of %s %s not saved: %s", self.info.task_id, self.info.step_id, exc)
 
-    async def model_request(self, ctx: Any, *, request_context: Any, handler: Any) -> ModelResponse:
+    async def model_request(
+        self,
+        ctx: RunContext[object],
+        *,
+        request_context: ModelRequestContext,
+        handler: WrapModelRequestHandler,
+    ) -> ModelResponse:
         assert self.recording is not None
         self.requests += 1
         if self.requests == 1:
             self.recording.prompt = scrub(_prompt(request_context.messages))
             self.recording.tools = [
-                jsonable(
-                    {"name": t.name, "description": t.description, "parameters": t.parameters_json_schema}
-                )
-                for t in request_context.model_request_parameters.function_tools
+                recorded_tool(t) for t in request_context.model_request_parameters.function_tools
             ]
         if self.source is not None:
             recorded = self.source.responses()
@@ -148,29 +206,36 @@ class RunHooks:
             assert isinstance(response, ModelResponse)
         else:
             response = await handler(request_context)
-        self._add(
-            kind="model_response",
-            response=scrub(ModelMessagesTypeAdapter.dump_python([response], mode="json")[0]),
-        )
+        self._add_response(response)
         return response
 
-    async def tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
+    async def tool_execute(
+        self,
+        ctx: RunContext[object],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: ValidatedToolArgs,
+        handler: WrapToolExecuteHandler,
+    ) -> object:
+        """What the tool returned (or the recorded observation): pydantic-ai's to hand on, any value."""
         recorded = self.source.observations().get(call.tool_call_id) if self.source else None
-        base = {"tool": call.tool_name, "tool_call_id": call.tool_call_id, "args": jsonable(args)}
+        recorded_args = jsonable(args)
         if self.source is not None and recorded is None:
             self.diverged(
-                "the replay made a tool call the recording does not have", request=self.requests, **base
+                "the replay made a tool call the recording does not have", call=call, request=self.requests
             )
             if self.recorded_tools:
                 raise ReplayError(f"no recorded observation of {call.tool_name} ({call.tool_call_id})")
         if self.recorded_tools and recorded is not None:
-            self._add(kind="tool_result", outcome=recorded.outcome, result=recorded.result, **base)
+            self._add_observation(call, recorded_args, recorded.outcome, recorded.result)
             if recorded.outcome == "retried":
                 raise ModelRetry(str(recorded.result))
             if recorded.outcome == "error":
                 raise ReplayError(f"the recorded {call.tool_name} call failed: {excerpt(recorded.result)}")
             return recorded.result
-        outcome, value = "error", None
+        outcome: Outcome = "error"
+        value: JsonValue = None
         try:
             result = await handler(args)
             outcome, value = "ok", jsonable(result)
@@ -185,7 +250,7 @@ class RunHooks:
             value = excerpt(scrub(f"{type(exc).__name__}: {exc}"))
             raise
         finally:
-            entry = self._add(kind="tool_result", outcome=outcome, result=value, **base)
+            entry = self._add_observation(call, recorded_args, outcome, value)
             if recorded is not None:
                 divergence = self.comparer.diverges(
                     recorded, entry, step_id=self.info.step_id, role=self.info.role
@@ -194,7 +259,7 @@ class RunHooks:
                     self.recording.divergences.append(divergence)
 
 
-def _prompt(messages: list[object]) -> str:
+def _prompt(messages: list[ModelMessage]) -> str:
     for message in messages:
         if isinstance(message, ModelRequest):
             for part in message.parts:

@@ -26,13 +26,14 @@ token limit `model.truncated` — handed off like a loop, with the partial patch
 import json
 import re
 import warnings
-from typing import Any
 
-from pydantic_ai import Agent
-from pydantic_ai.capabilities import Hooks
+from pydantic_ai import Agent, RunContext
+from pydantic_ai.capabilities import Hooks, ValidatedToolArgs, WrapToolExecuteHandler
 from pydantic_ai.exceptions import ModelRetry, UsageLimitExceeded
 from pydantic_ai.mcp import MCPToolset
-from pydantic_ai.messages import ModelResponse
+from pydantic_ai.messages import ModelResponse, ToolCallPart
+from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import RunUsage, UsageLimits
 
 from agents.budgets import budget_used_up
@@ -40,7 +41,7 @@ from agents.errors import AgentError, CostBudgetExceeded, ModelMisbehaved
 from agents.instructions import project_instructions
 from agents.messages import Approval, CodeRequest, CodeResult
 from agents.models.adapter import model_errors_as_agent_errors
-from agents.runtime.confirmations import Answer, elicitation_handler
+from agents.runtime.confirmations import Answer, ElicitationHandler, elicitation_handler
 from agents.runtime.metering import budget_stop_message, model_for, run_timeout_s, usage_of
 from agents.runtime.role import (
     RoleDeps,
@@ -49,7 +50,7 @@ from agents.runtime.role import (
     index_dir_for,
     observer_capabilities,
 )
-from agents.runtime.tools import MODE_SCOPES, HttpTarget
+from agents.runtime.tools import MODE_SCOPES, HttpTarget, ToolTarget
 from agents.runtime.user_servers import open_user_servers
 from agents.workspace.providers import LOCAL, WORKSPACES
 
@@ -96,7 +97,14 @@ class _Guard:
         self.truncated = False
         """The last response was text cut at the token limit."""
 
-    async def before(self, ctx: Any, *, call: Any, tool_def: Any, args: Any) -> Any:
+    async def before(
+        self,
+        ctx: RunContext[object],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: ValidatedToolArgs,
+    ) -> ValidatedToolArgs:
         self.calls += 1
         key = call.tool_name + json.dumps(
             args if isinstance(args, dict) else str(args), sort_keys=True, default=str
@@ -107,7 +115,15 @@ class _Guard:
             raise LoopDetected(f"the same {call.tool_name} call {self.repeats} times in a row")
         return args
 
-    async def around(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
+    async def around(
+        self,
+        ctx: RunContext[object],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: ValidatedToolArgs,
+        handler: WrapToolExecuteHandler,
+    ) -> object:
         # A wrap hook, not an error hook: a tool's error result reaches pydantic-ai as ModelRetry,
         # which passes through the wrap but skips `tool_execute_error` hooks.
         try:
@@ -125,7 +141,7 @@ class _Guard:
         return result
 
     async def after_response(
-        self, ctx: Any, *, request_context: Any, response: ModelResponse
+        self, ctx: RunContext[object], *, request_context: ModelRequestContext, response: ModelResponse
     ) -> ModelResponse:
         # Text cut at the token limit is no answer: the model is told and asked again (an output
         # retry). A tool call cut there is pydantic-ai's own `IncompleteToolCall`.
@@ -144,17 +160,20 @@ class _Guard:
 
 
 def _toolsets(
-    servers: dict[str, object], request: CodeRequest, ask: object, user_servers: dict[str, object]
+    servers: dict[str, ToolTarget],
+    request: CodeRequest,
+    ask: ElicitationHandler,
+    user_servers: dict[str, ToolTarget],
 ) -> list[MCPToolset]:
     names = ["fs", "search", "git"] + (["exec"] if request.task.mode == "execute" else [])
     own = [_toolset(servers[name], name, request, ask) for name in names]
     return own + [_toolset(target, f"mcp:{name}", request, ask) for name, target in user_servers.items()]
 
 
-def _toolset(target: Any, name: str, request: CodeRequest, ask: Any) -> MCPToolset:
-    remote: dict[str, Any] = {}
+def _toolset(target: ToolTarget, name: str, request: CodeRequest, ask: ElicitationHandler) -> MCPToolset:
+    headers = None
     if isinstance(target, HttpTarget):  # the workspace service's: a URL and its bearer token
-        target, remote = target.url, {"headers": target.headers()}
+        target, headers = target.url, target.headers()
     return MCPToolset(
         target,
         id=name,
@@ -162,7 +181,7 @@ def _toolset(target: Any, name: str, request: CodeRequest, ask: Any) -> MCPTools
         read_timeout=MCP_READ_TIMEOUT_S,
         init_timeout=MCP_INIT_TIMEOUT_S,
         elicitation_handler=ask,
-        **remote,
+        headers=headers,
     )
 
 

@@ -8,7 +8,6 @@ revises that task's plan, told what it did and what is asked now. Without a mode
 the plan is fixed: find the relevant code, run the tests, report.
 """
 
-from mcp import Client
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.usage import RunUsage, UsageLimits
@@ -26,6 +25,7 @@ from agents.runtime.role import (
     index_dir_for,
     observer_capabilities,
 )
+from agents.runtime.tools import mcp_client
 from agents.workspace.start import scratch_workspace
 
 ROLE = "planner"
@@ -57,7 +57,7 @@ def fixed_plan(task: TaskSubmitted, files: list[str]) -> Plan:
 async def _look(deps: RoleDeps, task_id: str, task: TaskSubmitted) -> tuple[str, list[str]]:
     async with scratch_workspace(deps, task_id, task, "plan") as root:
         target = deps.tools.servers(root, frozenset({"read"}), index_dir=index_dir_for(deps, task))["search"]
-        async with Client(target) as search:
+        async with mcp_client(target) as search:
             mapped = await search.call_tool("repo_map", {"token_budget": LOOK_BUDGET})
             found = await search.call_tool(
                 "search_code", {"query": task.text[:20_000], "k": 8, "per_file": True}

@@ -20,7 +20,7 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from mcp import Client
+from pydantic import JsonValue
 
 from agents.messages import Context, ContextRequest, RankedFile
 from agents.roles.context import SearchHit, build_context
@@ -29,6 +29,7 @@ from agents.runtime.role import (
     StepError,
     index_dir_for,
 )
+from agents.runtime.tools import NotingClient, mcp_client
 from agents.workspace.start import scratch_workspace
 
 ROLE = "retriever"
@@ -72,7 +73,7 @@ async def retrieve(deps: RoleDeps, task_id: str, request: ContextRequest) -> Con
     async with scratch_workspace(deps, task_id, task, "retrieve") as root:
         scopes = frozenset({"read", "execute"} if task.mode == "execute" else {"read"})
         target = deps.tools.servers(root, scopes, index_dir=index_dir_for(deps, task))["search"]
-        async with Client(target) as search:
+        async with mcp_client(target) as search:
             raised: list[str] = []
             if task.mode == "execute":
                 data = await _call(
@@ -104,7 +105,7 @@ async def retrieve(deps: RoleDeps, task_id: str, request: ContextRequest) -> Con
     )
 
 
-async def _call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any] | None:
+async def _call(client: NotingClient, tool: str, args: dict[str, JsonValue]) -> dict[str, Any] | None:
     result = await client.call_tool(tool, args)
     if result.is_error:
         text = result.content[0].text if result.content else ""  # pyright: ignore[reportAttributeAccessIssue] - a tool server's error result is text content
@@ -114,7 +115,7 @@ async def _call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, An
     return result.structured_content
 
 
-async def _search(client: Client, query: str, *, k: int, per_file: bool = False) -> list[SearchHit]:
+async def _search(client: NotingClient, query: str, *, k: int, per_file: bool = False) -> list[SearchHit]:
     if not query.strip():
         return []
     return _hits(await _call(client, "search_code", {"query": query[:20_000], "k": k, "per_file": per_file}))
@@ -146,7 +147,7 @@ def raised_lines(examples: dict[str, Any], *, callers: int = 3) -> list[str]:
     return lines
 
 
-async def _symbols(client: Client, names: list[str]) -> dict[str, list[str]]:
+async def _symbols(client: NotingClient, names: list[str]) -> dict[str, list[str]]:
     """path -> the symbols the task names that are defined there."""
     found: dict[str, list[str]] = defaultdict(list)
     for name in names:
@@ -156,7 +157,7 @@ async def _symbols(client: Client, names: list[str]) -> dict[str, list[str]]:
     return found
 
 
-async def _repo_map(client: Client, budget: int) -> str:
+async def _repo_map(client: NotingClient, budget: int) -> str:
     data = await _call(client, "repo_map", {"token_budget": max(100, budget)})
     return (data or {}).get("text", "") if data else ""
 

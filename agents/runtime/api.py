@@ -22,12 +22,13 @@ on another delivery and, at the last one, fails the step as `env.infra`.
 import inspect
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Set as AbstractSet
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+from pydantic import JsonValue, ValidationError
 
 from agents.messages import StepBudget, TaskSubmitted
 from agents.orchestrator.stages import StageKind, stage_kind
@@ -48,6 +49,10 @@ from bus import subjects
 from bus.actor import ActorSpec, Delivery, DeliveryPolicy
 from bus.errors import BusError
 from bus.messages import Event, Message
+
+if TYPE_CHECKING:
+    from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.models import Model
 
 Handler = Callable[[Any, "RoleContext"], Awaitable[Any]]
 ENTRY_POINT_GROUP = "codeloop.roles"
@@ -77,7 +82,7 @@ class RoleContext:
         """The model the task names for this role (`--model`, or a per-role model); None: no model."""
         return self.task.models.for_role(self.role)
 
-    def model(self) -> Any:
+    def model(self) -> "Model | None":
         """The task's model for this role, metered (each call a `model_call` event), or None.
 
         Pass `capabilities()` to the `pydantic_ai.Agent` running it, so the recorder, tracing and
@@ -89,7 +94,7 @@ class RoleContext:
         name = self.model_name
         return model_for(self.deps, name, role=self.role, task_id=self.task_id) if name else None
 
-    def capabilities(self) -> list[Any]:
+    def capabilities(self) -> list["AbstractCapability[object]"]:
         """The observers every model run of a role gets (recording for replay, tracing, events)."""
         info = RunInfo(task_id=self.task_id, role=self.role, step_id=self.step_id, trace_id=self.trace_id)
         return observer_capabilities(self.deps, info)
@@ -123,9 +128,11 @@ class RoleContext:
     def tools(self, root: Path) -> dict[str, Any]:
         """MCP targets of the tool servers (`fs`, `search`, `git`, `exec`) on `root` under this
         role's grant: open each with `mcp.Client(target)` (or pydantic-ai's `MCPToolset`)."""
+        # `Any`, not `ToolTarget`: plug-ins pass these to `mcp.Client` as documented, which does
+        # not take the stdio transports `ToolTarget` includes (only the coder's fs and git are).
         return dict(self.deps.tools.servers(root, self.grant, index_dir=index_dir_for(self.deps, self.task)))
 
-    async def emit(self, name: str, message: str, data: dict[str, Any] | None = None) -> None:
+    async def emit(self, name: str, message: str, data: dict[str, JsonValue] | None = None) -> None:
         """Publish an event on the task (`codeloop.events.<task_id>.<name>`), naming role and step.
 
         Never put secrets or whole files in it; a lost event does not fail the step."""
@@ -156,7 +163,7 @@ class RoleDefinition:
     concurrency: int | None = None
     """Requests one worker handles at once (default: the runtime's, 64); 1 for a role that uses a
     whole machine per request, so that more workers share the work instead of one taking it all."""
-    needs: frozenset[Capability[Any]] = frozenset()
+    needs: frozenset[Capability[object]] = frozenset()
     """What the role needs beyond every role's dependencies; its worker gets these (when the
     composition root has them) and no others."""
     stage: StageKind | None = field(default=None, repr=False, compare=False)
@@ -178,12 +185,12 @@ class RoleDefinition:
             self.name, typed_handler(self.name, self.stage_kind.request, self._work(deps)), policy=policy
         )
 
-    def _work(self, deps: RoleDeps) -> Callable[[Delivery, object], Awaitable[Message]]:
+    def _work(self, deps: RoleDeps) -> Callable[[Delivery, Message], Awaitable[Message]]:
         handler = self.handler
         kind = self.stage_kind
         assert handler is not None
 
-        async def work(delivery: Delivery, request: object) -> Message:
+        async def work(delivery: Delivery, request: Message) -> Message:
             ctx = context_for(self, deps, delivery, request)
             return result_of(self.name, kind, request, await handler(request, ctx))
 
@@ -205,8 +212,9 @@ def context_for(role: RoleDefinition, deps: RoleDeps, delivery: Delivery, reques
     )
 
 
-def result_of(role: str, kind: StageKind, request: Any, returned: Any) -> Message:
-    """The handler's return value as its kind's result, answering the request's step.
+def result_of(role: str, kind: StageKind, request: Message, returned: object) -> Message:
+    """The handler's return value (whatever it is: this is where it is checked) as its kind's
+    result, answering the request's step.
 
     Raises:
         StepError: (`role.malformed`) anything else, saying what was wrong.
@@ -247,7 +255,7 @@ def define_role(
     description: str = "",
     actor: Callable[[RoleDeps, DeliveryPolicy | None], ActorSpec] | None = None,
     concurrency: int | None = None,
-    needs: frozenset[Capability[Any]] | set[Capability[Any]] = frozenset(),
+    needs: AbstractSet[Capability[object]] = frozenset(),
 ) -> RoleDefinition:
     """A role serving stages of `kind` (an installed kind's name, or the `StageKind` itself, as a
     plug-in defining its own kind beside the role does) with `async handler(request, ctx) -> result`.
@@ -285,7 +293,7 @@ def define_role(
     )
 
 
-def check_handler(name: str, handler: Any) -> None:
+def check_handler(name: str, handler: Handler) -> None:
     """Raises TypeError unless `handler` is `async def handler(request, ctx)`."""
     if not inspect.iscoroutinefunction(handler) and not inspect.iscoroutinefunction(
         getattr(handler, "__call__", None)  # noqa: B004 - an object with an async __call__

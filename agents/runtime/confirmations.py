@@ -16,7 +16,6 @@ import json
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 import anyio
 
@@ -25,7 +24,7 @@ from bus.connection import Bus, nats_errors
 from bus.envelope import Envelope, parse_envelope
 from bus.errors import BusError, MalformedMessage
 from bus.messages import Event
-from bus.records import compare_and_set, read
+from bus.records import Bucket, compare_and_set, read
 from bus.stored import last_message
 
 PENDING, APPROVED, DENIED = b"pending", b"approve", b"deny"
@@ -110,7 +109,7 @@ async def ask(bus: Bus, task_id: str, question: str, *, timeout_s: float) -> Ans
         return Answer(False, question, request_id, "error")
 
 
-async def _answerer(kv: Any, task_id: str, request_id: str) -> str | None:
+async def _answerer(kv: Bucket, task_id: str, request_id: str) -> str | None:
     """Who answered the request, as the answering client recorded it (just after its answer)."""
     with anyio.move_on_after(ANSWERER_WAIT_S):
         while True:
@@ -150,7 +149,7 @@ async def answer(
     return answered
 
 
-async def _settle(kv: Any, key: str, value: bytes) -> bool:
+async def _settle(kv: Bucket, key: str, value: bytes) -> bool:
     """Turn the pending request at `key` into `value`; False when it was not pending any more."""
     changed: list[bool] = []
 
@@ -183,11 +182,14 @@ async def _event(bus: Bus, task_id: str, name: str, message: str, data: dict[str
 
 
 OnAnswer = Callable[[Answer], Awaitable[None] | None]
+ElicitationHandler = Callable[[str, object, object, object], Awaitable[dict[str, object]]]
+"""An MCP elicitation handler as pydantic-ai's `MCPToolset` calls it: (message, the response type,
+the request's params, the request context) -> the response; ours reads only the message."""
 
 
 def elicitation_handler(
     bus: Bus, task_id: str, *, timeout_s: float, on_answer: OnAnswer | None = None
-) -> Any:
+) -> ElicitationHandler:
     """An MCP elicitation handler (pydantic-ai `MCPToolset`) that asks a person through the bus;
     `on_answer` hears every answer (the coder keeps the approvals for the verifier)."""
 

@@ -12,12 +12,12 @@ import contextvars
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any
 
-from pydantic import ValidationError
+from pydantic import JsonValue, ValidationError
 
 from agents.messages.steps import VerifyResult
 from agents.messages.verification import EnvironmentUse
+from bus.actor import Reply
 
 TEST_TOOL = "run_tests"
 _used: contextvars.ContextVar[list[EnvironmentUse] | None] = contextvars.ContextVar(
@@ -25,7 +25,7 @@ _used: contextvars.ContextVar[list[EnvironmentUse] | None] = contextvars.Context
 )
 
 
-def note_tool_result(tool: str, structured: Any) -> None:
+def note_tool_result(tool: str, structured: dict[str, JsonValue] | None) -> None:
     """Notes the environment of a `run_tests` result (its structured content) for the step
     collecting now; anything else, or no step collecting, is ignored."""
     found = _used.get()
@@ -55,7 +55,7 @@ def summarize(uses: list[EnvironmentUse]) -> EnvironmentUse | None:
     return next((use for use in uses if use.built), uses[0] if uses else None)
 
 
-def stamp(result: Any, uses: list[EnvironmentUse]) -> Any:
+def stamp(result: Reply | list[Reply] | None, uses: list[EnvironmentUse]) -> Reply | list[Reply] | None:
     """`result` (a handler's replies) with `summarize(uses)` on each verification report lacking one."""
     use = summarize(uses)
     if use is None or result is None:

@@ -1,9 +1,9 @@
 """The LLM roles' bookkeeping: their metered model, its calls as events, their usage as `Usage`."""
 
 from datetime import UTC, datetime
-from typing import Any
 
 from pydantic_ai.models import Model
+from pydantic_ai.usage import RunUsage
 
 from agents.budgets import budget_used_up
 from agents.messages import ModelChain, StepBudget, TaskSubmitted, Usage
@@ -50,7 +50,7 @@ def model_for(
     )
 
 
-def usage_of(run_usage: Any, model: Model) -> Usage:
+def usage_of(run_usage: RunUsage, model: Model) -> Usage:
     """A run's usage (pydantic-ai's `RunUsage`) with what its model spent: the cost is the sum of
     the metered calls' prices, the same figures the `model_call` events carry."""
     return Usage(
@@ -62,7 +62,7 @@ def usage_of(run_usage: Any, model: Model) -> Usage:
     )
 
 
-def budget_stop_message(failure_class: str, task: TaskSubmitted, budget: StepBudget, used: Any) -> str:
+def budget_stop_message(failure_class: str, task: TaskSubmitted, budget: StepBudget, used: RunUsage) -> str:
     """What ended a role's run at a step or token budget, in codeloop's words (`agents.budgets`):
     the task's budget, what all its steps used, and how to raise it. `budget` is what the step had
     left, `used` (pydantic-ai's `RunUsage`) what the run spent."""

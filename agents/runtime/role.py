@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from agents.errors import AgentError
 from agents.messages import StepFailed, TaskSubmitted, Usage
@@ -24,6 +24,9 @@ from bus.actor import ActorSpec, Delivery, DeliveryPolicy, Reply
 from bus.connection import Bus
 from bus.errors import BusError, MalformedMessage
 from bus.messages import Event, Message
+
+if TYPE_CHECKING:
+    from pydantic_ai.capabilities import AbstractCapability
 
 log = logging.getLogger("codeloop.agents")
 
@@ -40,19 +43,22 @@ class RunInfo:
     trace_id: str | None = None
 
 
-RunObserver = Callable[[RunInfo], Any]
+RunObserver = Callable[[RunInfo], "AbstractCapability[object]"]
 """Builds a pydantic-ai capability (e.g. `Hooks`) for one model run: how events, traces and
 recordings see every model request and tool call without the roles knowing about them."""
 
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+M = TypeVar("M", bound=Message)
 
 
 @dataclass(frozen=True)
-class Capability(Generic[T]):
+class Capability(Generic[T_co]):
     """Something only some roles need (the verifier's spare workspaces, the workspace service):
     a role asks for it in its definition (`RoleDefinition.needs`), the composition root supplies
-    it (`RoleDeps.providing`), and the role reads it with `RoleDeps.get`."""
+    it (`RoleDeps.providing`), and the role reads it with `RoleDeps.get`. `T_co` is the type of
+    what is supplied (covariant: a `Capability[object]` stands for any capability)."""
 
     name: str
 
@@ -90,7 +96,7 @@ class RoleDeps:
         """These dependencies with `value` supplied for `capability`."""
         return replace(self, provided={**self.provided, capability: value})
 
-    def only(self, needs: Iterable[Capability[Any]]) -> "RoleDeps":
+    def only(self, needs: Iterable[Capability[object]]) -> "RoleDeps":
         """These dependencies with only the capabilities in `needs` supplied."""
         wanted = set(needs)
         return replace(self, provided={c: v for c, v in self.provided.items() if c in wanted})
@@ -107,7 +113,7 @@ class StepError(AgentError):
         """What the step consumed before it failed (a budget hit mid-step), charged to the task."""
 
 
-def observer_capabilities(deps: RoleDeps, info: RunInfo) -> list[Any]:
+def observer_capabilities(deps: RoleDeps, info: RunInfo) -> list["AbstractCapability[object]"]:
     return [observer(info) for observer in deps.observers]
 
 
@@ -146,7 +152,7 @@ def step_failed(role: str) -> Callable[[Message, str, str], Message]:
 
 
 def typed_handler(
-    role: str, kind: type[Message], work: Callable[[Delivery, Any], Awaitable[Message]]
+    role: str, kind: type[M], work: Callable[[Delivery, M], Awaitable[Message]]
 ) -> Callable[[Delivery, Message], Awaitable[Message]]:
     """`work(delivery, request)` for requests of `kind`; anything else is the sender's format error."""
 

@@ -13,7 +13,15 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
+
+from pydantic import JsonValue
+
+if TYPE_CHECKING:
+    from fastmcp.client.transports import ClientTransport
+    from mcp import Client
+    from mcp.server.mcpserver import MCPServer
+    from mcp_types import CallToolResult
 
 ServerName = Literal["fs", "search", "exec", "git"]
 ScopeName = Literal["read", "write", "execute"]
@@ -26,10 +34,18 @@ MODE_SCOPES: dict[str, frozenset[ScopeName]] = {
 """What each task mode grants the coder: read tools; plus write_file/apply_patch; plus run_*."""
 
 
+ToolTarget: TypeAlias = "MCPServer[object] | ClientTransport | HttpTarget | str"
+"""Where a tool server is reached (see the module docstring): an in-process server, a transport
+for a server in its own process (pydantic-ai's `MCPToolset` only: the coder's `fs` and `git`
+over stdio), a workspace service's server, or a streamable-HTTP URL."""
+
+
 class ToolProvider(Protocol):
     """Opens the tool servers of one root with a grant; see the module docstring."""
 
-    def servers(self, root: Path, scopes: frozenset[str], *, index_dir: Path | None = None) -> dict[str, Any]:
+    def servers(
+        self, root: Path, scopes: frozenset[str], *, index_dir: Path | None = None
+    ) -> dict[str, ToolTarget]:
         """MCP targets of the servers for `root`, each granted `scopes` (tools outside them are
         neither listed nor callable); `index_dir` is where `search` keeps its index (default: the
         server's own choice). The caller owns the sessions it opens on them."""
@@ -54,34 +70,43 @@ class HttpTarget:
 
 
 class NotingClient:
-    """An `mcp.Client` whose `call_tool` results are noted for the step running
-    (`agents.runtime.environments.note_tool_result`: the environment a test run used); every
-    other attribute is the client's own."""
+    """An open `mcp.Client` whose `call_tool` results are noted for the step running
+    (`agents.runtime.environments.note_tool_result`: the environment a test run used); the
+    client itself is `client`."""
 
-    def __init__(self, client: Any) -> None:
-        self._client = client
+    def __init__(self, client: "Client") -> None:
+        self.client = client
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
-
-    async def call_tool(self, name: str, *args: Any, **kwargs: Any) -> Any:
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, JsonValue] | None = None,
+        read_timeout_seconds: float | None = None,
+    ) -> "CallToolResult":
         from agents.runtime.environments import note_tool_result
 
-        result = await self._client.call_tool(name, *args, **kwargs)
+        result = await self.client.call_tool(name, arguments, read_timeout_seconds)
         if not getattr(result, "is_error", False):
             note_tool_result(name, getattr(result, "structured_content", None))
         return result
 
 
 @asynccontextmanager
-async def mcp_client(target: Any) -> AsyncIterator[Any]:
+async def mcp_client(target: ToolTarget) -> AsyncIterator[NotingClient]:
     """An open `mcp.Client` on `target` (a `NotingClient`): an `HttpTarget` over streamable HTTP
-    with its token, anything else as `mcp.Client` takes it."""
+    with its token, an in-process server or a URL as `mcp.Client` takes it.
+
+    Raises:
+        TypeError: `target` is a transport, which only pydantic-ai's `MCPToolset` takes.
+    """
     # Here, not at the top: the MCP client takes about 2 s to import, which every process that
     # imports the role runtime but never opens a session (`codeloop status`, `roles`) would pay.
     from mcp import Client
+    from mcp.server.mcpserver import MCPServer
 
     if not isinstance(target, HttpTarget):
+        if not isinstance(target, MCPServer | str):
+            raise TypeError(f"an MCP client cannot open {target!r}: only a model's tool loop takes it")
         async with Client(target) as client:
             yield NotingClient(client)
         return

@@ -12,10 +12,11 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from agents.messages import McpServer, TaskSubmitted
 from agents.runtime.role import Capability, RoleDeps
+from agents.runtime.tools import ToolTarget
 
 log = logging.getLogger("codeloop.agents")
 
@@ -23,7 +24,7 @@ log = logging.getLogger("codeloop.agents")
 class UserServers(Protocol):
     def open(
         self, servers: Sequence[McpServer], scopes: frozenset[str], *, cwd: Path | None
-    ) -> AbstractAsyncContextManager[dict[str, Any]]:
+    ) -> AbstractAsyncContextManager[dict[str, ToolTarget]]:
         """Start the `servers` that `scopes` cover (working directory `cwd`) and yield an MCP
         target of each by name; stop them on exit."""
         ...
@@ -35,7 +36,7 @@ USER_SERVERS: Capability[UserServers] = Capability("user_mcp_servers")
 @asynccontextmanager
 async def open_user_servers(
     deps: RoleDeps, task: TaskSubmitted, scopes: frozenset[str], *, cwd: Path | None
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncIterator[dict[str, ToolTarget]]:
     """The task's MCP servers for this step, by name (empty when it has none or nothing here
     can start them)."""
     opener = deps.get(USER_SERVERS)

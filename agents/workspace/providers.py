@@ -13,13 +13,13 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Literal, Protocol
 
 import anyio
 
 from agents.messages import TaskSubmitted
 from agents.runtime.role import Capability, RoleDeps, StepError
-from agents.runtime.tools import HttpTarget, ScopeName
+from agents.runtime.tools import HttpTarget, ScopeName, ToolTarget
 from agents.workspace import Patch, workspace_patch
 from agents.workspace.messages import (
     OPEN_SUBJECT,
@@ -41,7 +41,7 @@ log = logging.getLogger("codeloop.agents")
 
 class Workspace(Protocol):
     @property
-    def servers(self) -> dict[str, Any]:
+    def servers(self) -> dict[str, ToolTarget]:
         """MCP target of each server (fs, search, git, exec) rooted at the workspace."""
         ...
 
@@ -70,7 +70,7 @@ class Workspaces(Protocol):
 @dataclass
 class _LocalWorkspace:
     root: Path
-    servers: dict[str, Any]
+    servers: dict[str, ToolTarget]
 
     async def patch(self) -> Patch:
         return await workspace_patch(self.root)
@@ -104,7 +104,7 @@ class _RemoteWorkspace:
     timeout_s: float
 
     @property
-    def servers(self) -> dict[str, Any]:
+    def servers(self) -> dict[str, ToolTarget]:
         return {name: HttpTarget(url, self.opened.token) for name, url in self.opened.urls.items()}
 
     async def patch(self) -> Patch:
@@ -114,7 +114,7 @@ class _RemoteWorkspace:
         """Make the remote tree the snapshot plus `patch`; its resulting patch."""
         return await self._patch_reply("sync", WorkspaceSync(workspace=self.opened.workspace, patch=patch))
 
-    async def _patch_reply(self, verb: Any, ask: Any) -> Patch:
+    async def _patch_reply(self, verb: Literal["diff", "sync"], ask: WorkspaceDiff | WorkspaceSync) -> Patch:
         subject = service_subject(self.opened.service, verb)
         reply = await request(self.deps.bus, subject, ask, timeout_s=self.timeout_s)
         if isinstance(reply, WorkspaceRefused):

@@ -3,11 +3,13 @@ recording keeps out (the replay's comparison and redaction seam, without a bus).
 
 from pathlib import Path
 
+from pydantic import JsonValue
+
 from agents.replay.compare import Comparer
 from agents.replay.model import Entry, scrub
 
 
-def _entry(result: object, outcome: str = "ok") -> Entry:
+def _entry(result: JsonValue, outcome: str = "ok") -> Entry:
     return Entry(
         seq=1,
         request=1,
@@ -38,6 +40,7 @@ def test_scratch_paths_and_timings_are_not_divergences_but_content_is() -> None:
         }
     )
     assert comparer.diverges(recorded, again, step_id="03-code", role="coder") is None
+    assert isinstance(again.result, dict)
     changed = _entry({**again.result, "summary": "1 failed in 0.31s"})
     divergence = comparer.diverges(recorded, changed, step_id="03-code", role="coder")
     assert divergence is not None and divergence.what == "the tool's result differs (in summary)"
@@ -71,4 +74,5 @@ def test_recordings_keep_secrets_out() -> None:
         {"args": {"content": "OPENAI_API_KEY=sk-abcdefghijklmnop\n"}, "list": ["Bearer abcdefghijkl"]}
     )
     assert "sk-abcdefghijklmnop" not in str(clean) and "abcdefghijkl" not in str(clean)
-    assert "[redacted]" in clean["args"]["content"]
+    args = clean["args"]
+    assert isinstance(args, dict) and "[redacted]" in str(args["content"])

@@ -21,7 +21,8 @@ def test_contents_and_long_arguments_become_size_and_sha256_and_secrets_are_mask
         {"path": "a.py", "content": content, "query": "x" * 5000, "api_token": "abc", "token_budget": 400}
     )
     assert shown["content"] == {"chars": len(content), "sha256": hashlib.sha256(content.encode()).hexdigest()}
-    assert shown["query"]["chars"] == 5000 and "x" * 10 not in json.dumps(shown)
+    query = shown["query"]
+    assert isinstance(query, dict) and query["chars"] == 5000 and "x" * 10 not in json.dumps(shown)
     assert shown["api_token"] == "[redacted]" and shown["token_budget"] == 400 and shown["path"] == "a.py"
 
 

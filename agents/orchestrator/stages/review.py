@@ -12,9 +12,7 @@ result are), the feedback the coder's next revision gets (`TaskState.review_feed
 code kind passes on), and the last reviews in the account of an ended task.
 """
 
-from typing import Any
-
-from agents.messages import Context, Plan, ReviewRequest, ReviewResult, ReviewRound, TaskState
+from agents.messages import Context, Finding, Plan, ReviewRequest, ReviewResult, ReviewRound, TaskState
 from agents.orchestrator.io import Emit
 from agents.orchestrator.stages.kind import Advance, At, End, Revisit, StageKind, step_budget
 from agents.wording import one_line
@@ -83,7 +81,7 @@ def _review_feedback(role: str, result: ReviewResult) -> str:
     return "\n".join(lines)
 
 
-def _finding_line(finding: Any) -> str:
+def _finding_line(finding: Finding) -> str:
     where = finding.path + (f":{finding.line}" if finding.line else "") + ": " if finding.path else ""
     rule = f" [{finding.rule}]" if finding.rule else ""
     return f"{where}{finding.message}{rule}"

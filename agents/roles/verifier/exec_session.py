@@ -11,15 +11,13 @@ sandbox kills a hanging suite and reports `timed_out` before the deadline passes
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
 
 import anyio
-from mcp import Client
 from mcp.shared.exceptions import MCPError
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
 from agents.roles.verifier.errors import VerifierError
-from agents.runtime.tools import ScopeName, mcp_client
+from agents.runtime.tools import NotingClient, ScopeName, ToolTarget, mcp_client
 
 _OPEN = ConfigDict(extra="ignore", frozen=True)
 MAX_CALL_TIMEOUT_S = 1800.0
@@ -192,12 +190,14 @@ class StaticRun(BaseModel):
 class ExecSession:
     """Calls on one open MCP client session of the exec server."""
 
-    def __init__(self, client: Client, *, before_call: Callable[[], Awaitable[None]] | None = None) -> None:
+    def __init__(
+        self, client: NotingClient, *, before_call: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
         self._client = client
         self._before_call = before_call
         self._first = True
 
-    async def _call(self, tool: str, arguments: dict[str, object], timeout_s: float) -> dict[str, object]:
+    async def _call(self, tool: str, arguments: dict[str, JsonValue], timeout_s: float) -> dict[str, object]:
         if self._before_call is not None:
             await self._before_call()
         limit = timeout_s + TRANSPORT_GRACE_S + (BUILD_GRACE_S if self._first else 0.0)
@@ -224,9 +224,9 @@ class ExecSession:
             ExecUnavailable: see the module docstring.
         """
         timeout_s = max(1.0, min(timeout_s, MAX_CALL_TIMEOUT_S))
-        arguments: dict[str, object] = {"paths": paths, "timeout_s": timeout_s}
+        arguments: dict[str, JsonValue] = {"paths": [*paths], "timeout_s": timeout_s}
         if coverage_files:
-            arguments["coverage_files"] = coverage_files
+            arguments["coverage_files"] = [*coverage_files]
         content = await self._call("run_tests", arguments, timeout_s)
         try:
             return TestRun.model_validate(content)
@@ -253,7 +253,9 @@ class ExecSession:
             ExecUnavailable: see the module docstring.
         """
         timeout_s = max(1.0, min(timeout_s, MAX_CALL_TIMEOUT_S))
-        content = await self._call("run_static_checks", {"paths": paths, "timeout_s": timeout_s}, timeout_s)
+        content = await self._call(
+            "run_static_checks", {"paths": [*paths], "timeout_s": timeout_s}, timeout_s
+        )
         try:
             return StaticRun.model_validate(content)
         except ValidationError as exc:
@@ -261,7 +263,7 @@ class ExecSession:
 
 
 @asynccontextmanager
-async def open_exec_session(target: Any) -> AsyncIterator[ExecSession]:
+async def open_exec_session(target: ToolTarget) -> AsyncIterator[ExecSession]:
     """One MCP client session on the exec server `target`, so one sandbox serves every call.
 
     Raises:

@@ -8,10 +8,10 @@ files alone) to move the workspace between the trees it compares.
 import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any, Literal
+from typing import Literal
 
 from unidiff.errors import UnidiffParseError
-from unidiff.patch import PatchSet
+from unidiff.patch import Hunk, PatchSet
 
 from agents.roles.verifier.errors import VerifierError
 
@@ -130,7 +130,7 @@ def parse_patch(text: str) -> list[FileChange]:
     return changes
 
 
-def _anchors(hunk: Any) -> list[tuple[int, int]]:
+def _anchors(hunk: Hunk) -> list[tuple[int, int]]:
     """(new line, the old line before it) of each added line of `hunk` (a unidiff Hunk)."""
     anchors, last = [], hunk.source_start - 1
     for line in hunk:

@@ -21,7 +21,7 @@ from agents.runtime.role import (
     StepError,
     innermost_exception,
 )
-from agents.runtime.tools import HttpTarget
+from agents.runtime.tools import HttpTarget, ToolProvider, ToolTarget
 from agents.workspace import workspace_patch
 from agents.workspace.providers import WORKSPACES, Workspaces
 from agents.workspace.start import materialize_start, scratch_workspace
@@ -82,7 +82,9 @@ class MirroredTools:
             await self.remote.sync(diff)
             self._synced = diff
 
-    def servers(self, root: Path, scopes: frozenset[str], *, index_dir: Path | None = None) -> dict[str, Any]:
+    def servers(
+        self, root: Path, scopes: frozenset[str], *, index_dir: Path | None = None
+    ) -> dict[str, ToolTarget]:
         return {
             name: HttpTarget(target.url, target.token, before_call=self._sync)
             if isinstance(target, HttpTarget)
@@ -92,7 +94,12 @@ class MirroredTools:
 
 
 async def _verify_patch(
-    deps: RoleDeps, request: VerifyRequest, root: Path, session: ExecSession | None, *, tools: Any = None
+    deps: RoleDeps,
+    request: VerifyRequest,
+    root: Path,
+    session: ExecSession | None,
+    *,
+    tools: ToolProvider | None = None,
 ) -> VerifyResult:
     assert request.patch is not None
     example = TaskExample(text=request.task.text) if request.task.mode == "execute" else None
@@ -118,7 +125,7 @@ async def _verify_patch(
 
 
 async def diagnose_tree(
-    deps: RoleDeps, root: Any, request: VerifyRequest, *, tools: Any = None
+    deps: RoleDeps, root: Path, request: VerifyRequest, *, tools: ToolProvider | None = None
 ) -> VerificationReport:
     """The unmodified tree's test suite as a report: which tests fail, where."""
     left = (request.deadline_at - datetime.now(UTC)).total_seconds()

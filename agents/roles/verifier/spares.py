@@ -25,14 +25,13 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
 
 from agents.roles.verifier.exec_session import EXEC_SCOPES, ExecSession, open_exec_session
 from agents.runtime.role import Capability, innermost_exception
-from agents.runtime.tools import ToolProvider
+from agents.runtime.tools import ToolProvider, ToolTarget
 from agents.runtime.tracing import untraced
 from agents.workspace.scratch import open_scratch
 
@@ -44,7 +43,7 @@ PREPARE_TIMEOUT_S = 120.0
 class Spare:
     root: Path
     session: ExecSession
-    target: Any
+    target: ToolTarget
     """The exec server the session is on (what the tool provider gave)."""
     done: anyio.Event = field(default_factory=anyio.Event)
 

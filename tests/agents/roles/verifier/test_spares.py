@@ -10,6 +10,7 @@ import pytest
 
 from agents.roles.verifier.spares import VerifierSpares
 from agents.roles.verifier.verify import PatchTask, verify_patch
+from agents.runtime.tools import ToolTarget
 from tests.agents.roles.verifier.conftest import (
     CALC_FIXED,
     GVISOR,
@@ -106,7 +107,7 @@ class BrokenExec(InProcessTools):
 
     def servers(
         self, root: Path, scopes: frozenset[str], *, index_dir: Path | None = None
-    ) -> dict[str, object]:
+    ) -> dict[str, ToolTarget]:
         from tool_servers.protocol.scopes import Scope
         from tool_servers.protocol.spec import ServerOptions
         from tool_servers.serve import server_builder
