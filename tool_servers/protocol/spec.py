@@ -11,7 +11,7 @@ from typing import Any
 
 from mcp.server.auth.provider import TokenVerifier
 from mcp_types import ToolAnnotations
-from pydantic import BaseModel
+from pydantic import BaseModel, JsonValue
 
 from tool_servers.protocol.audit import AuditLog
 from tool_servers.protocol.scopes import ALL_SCOPES, Risk, Scope
@@ -54,7 +54,7 @@ class ToolSpec:
     """A question for the client's user before the handler runs, or None for none. Unlike
     `confirm` it is not a gate: the handler reads the reply through `sdk.current_reply()` and
     decides (used where the answer belongs to someone else, e.g. a task's pending confirmation)."""
-    input_schema: dict[str, Any] | None = None
+    input_schema: dict[str, JsonValue] | None = None
     """The input schema clients see, when not `input_model`'s: a relayed tool's own (the gate then
     validates with `input_model`, which must accept what the schema allows)."""
 

@@ -96,7 +96,7 @@ class TaskTools:
                 f"{format_scopes(call.scopes)}. Submit in a mode the grant allows (read: an answer "
                 "only), or ask for a grant with that scope; nothing was submitted.",
                 missing_scope=needed.value,
-                granted=sorted(s.value for s in call.scopes),
+                granted=[s.value for s in sorted(call.scopes)],
             )
         if not args.task.strip():
             raise InvalidArguments("task is blank: say what to do; nothing was submitted", field="task")
@@ -125,7 +125,7 @@ class TaskTools:
                 f"task {args.task_id} runs in mode {parent.mode!r}, which needs the '{needed.value}' "
                 f"scope; {call.principal} was granted {format_scopes(call.scopes)}; nothing was submitted.",
                 missing_scope=needed.value,
-                granted=sorted(s.value for s in call.scopes),
+                granted=[s.value for s in sorted(call.scopes)],
             )
         if args.text is not None and not args.text.strip():
             raise InvalidArguments("text is blank: leave it out or say what to do now", field="text")
