@@ -43,9 +43,7 @@ class TaskRequest(Request[UpdateParams | TaskIdParams, str]):
     name_param: ClassVar[str | None] = "taskId"  # SEP-2663: tasks/* carry the task id as Mcp-Name
 
 
-async def task_request(
-    session: ClientSession, method: str, params: UpdateParams | TaskIdParams
-) -> dict[str, Any]:
+async def task_request(session: Any, method: str, params: UpdateParams | TaskIdParams) -> dict[str, Any]:
     message = TaskRequest(method=method, params=params)
     return await session.send_request(message, TypeAdapter(dict[str, Any]), request_read_timeout_seconds=60)
 
