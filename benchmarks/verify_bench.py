@@ -140,6 +140,10 @@ def patch_of(root: Path, path: str, text: str) -> str:
     return patch
 
 
+ToolCall = tuple[str, dict[str, JsonValue]]
+"""A tool's name and its arguments."""
+
+
 async def timed(
     actions: list[Callable[[], Awaitable[object]]], repeat: int, settle: Callable[[], Awaitable[object]]
 ) -> list[tuple[float, Any]]:
@@ -165,9 +169,7 @@ async def setup_figures(
             result = await client.call_tool("run_tests", {"paths": paths, "timeout_s": 600})
             return result.structured_content or {}
 
-    def suite_after(
-        first: tuple[str, dict[str, JsonValue]], times: list[float]
-    ) -> Callable[[], Awaitable[None]]:
+    def suite_after(first: ToolCall, times: list[float]) -> Callable[[], Awaitable[None]]:
         """The whole suite in a session whose sandbox the call `first` started (timed: the suite)."""
 
         async def run() -> None:

@@ -65,7 +65,9 @@ async def check_server_conformance(build: "ServerBuild", root: Path) -> None:
                 f"{tool.name} is read-only but needs {meta['codeloop/scope']}"
             )
     for scopes, tools in listed.items():
-        expected = {name for name, tool in everything.items() if Scope((tool.meta or {})["codeloop/scope"]) in scopes}
+        expected = {
+            name for name, tool in everything.items() if Scope((tool.meta or {})["codeloop/scope"]) in scopes
+        }
         assert set(tools) == expected, f"scopes {sorted(scopes)} list {sorted(tools)}"
     # A tool outside the grant is refused by name of its scope, before its arguments are even looked at.
     for name, tool in everything.items():
