@@ -30,7 +30,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio
 import httpx2
@@ -51,6 +51,10 @@ from codeloop.testing import make_repo
 from codeloop.wiring.process import Hosting, Workers, serve
 from tool_servers.protocol.scopes import Scope
 from tool_servers.tasks.backend import Submission
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page
+
 
 EVENTS = 500
 CHROMIUM = "/usr/bin/chromium"
@@ -177,7 +181,7 @@ async def browser_figures(
     return figures
 
 
-async def navigation(page: Any, url: str) -> float:
+async def navigation(page: "Page", url: str) -> float:
     """Seconds from asking for `url` to its `load` event (its rows laid out, styles and scripts in)."""
     started = time.perf_counter()
     await page.goto(url, wait_until="load")

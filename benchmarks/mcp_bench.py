@@ -28,12 +28,17 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio
 import httpx2
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from pydantic import JsonValue
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
 
 CODELOOP = str(Path(sys.executable).with_name("codeloop"))
 TOKEN = "bench-token-3c9e1f7a5b"
@@ -45,11 +50,11 @@ class Case:
     server: str
     """A `codeloop mcp` server name, or `bare` for the no-op baseline."""
     tool: str
-    args: dict[str, Any]
+    args: dict[str, JsonValue]
     distinct: str | None = None
     """An argument made unique per call (its value gets ` #<tag>` appended)."""
 
-    def call_args(self, tag: str) -> dict[str, Any]:
+    def call_args(self, tag: str) -> dict[str, JsonValue]:
         if self.distinct is None:
             return self.args
         return {**self.args, self.distinct: f"{self.args[self.distinct]} #{tag}"}
@@ -90,7 +95,7 @@ SEARCH_CORPUS = [
 ]
 
 
-def _bare_server() -> Any:
+def _bare_server() -> "MCPServer[object]":
     from mcp.server.mcpserver import MCPServer
 
     server = MCPServer("bare", log_level="WARNING")  # as quiet as the codeloop servers

@@ -58,8 +58,11 @@ from typing import Any
 
 import anyio
 from mcp import Client
+from pydantic import JsonValue
 from verify_real import add_arguments, real_repository
 
+from agents.messages.verification import VerificationReport
+from agents.roles.verifier.exec_session import ExecSession
 from agents.roles.verifier.spares import VerifierSpares
 from agents.roles.verifier.verify import PatchTask, verify_patch
 from codeloop.testing import make_repo
@@ -137,6 +140,10 @@ def patch_of(root: Path, path: str, text: str) -> str:
     return patch
 
 
+ToolCall = tuple[str, dict[str, JsonValue]]
+"""A tool's name and its arguments."""
+
+
 async def timed(
     actions: list[Callable[[], Awaitable[object]]], repeat: int, settle: Callable[[], Awaitable[object]]
 ) -> list[tuple[float, Any]]:
@@ -162,7 +169,7 @@ async def setup_figures(
             result = await client.call_tool("run_tests", {"paths": paths, "timeout_s": 600})
             return result.structured_content or {}
 
-    def suite_after(first: tuple[str, dict[str, Any]], times: list[float]) -> Callable[[], Awaitable[None]]:
+    def suite_after(first: ToolCall, times: list[float]) -> Callable[[], Awaitable[None]]:
         """The whole suite in a session whose sandbox the call `first` started (timed: the suite)."""
 
         async def run() -> None:
@@ -186,7 +193,7 @@ async def setup_figures(
         prepared ahead (`VerifierSpares`): copying the repository into it is timed, waiting for it
         to be ready is not (`timed`'s settle: a worker's idle time, or its model's)."""
 
-        async def check(workspace: Path, session: Any = None) -> Any:
+        async def check(workspace: Path, session: ExecSession | None = None) -> VerificationReport:
             report, _ = await verify_patch(
                 workspace=workspace,
                 patch=patch,
@@ -239,7 +246,7 @@ async def setup_figures(
     (spare_pass_s, spare_passed), (spare_fail_s, spare_failed) = measured[7:]
     counts = f"{suite.get('passed')} passed, {suite.get('failed')} failed"
 
-    def steps(report: Any) -> str:
+    def steps(report: VerificationReport) -> str:
         return " ".join(f"{c.name}={c.duration_s:.2f}" for c in report.checks if c.duration_s >= 0.01)
 
     return [

@@ -202,7 +202,7 @@ class ConsoleTasks:
         except TooManyTasks as exc:
             raise Refused(str(exc), status=409) from None
         except SubmissionRefused as exc:
-            raise Refused(str(exc), field=exc.details.get("field")) from None
+            raise Refused(str(exc), field=exc.field) from None
 
     async def cancel(self, grant: Grant, task_id: str) -> bool:
         """Ask the orchestrator to stop the task; False when `grant` may not see it."""
@@ -258,7 +258,7 @@ class ConsoleTasks:
         except TaskStillRunning as exc:
             raise Refused(str(exc), status=409) from None
         except SubmissionRefused as exc:
-            raise Refused(str(exc), field=exc.details.get("field")) from None
+            raise Refused(str(exc), field=exc.field) from None
         return new_id
 
     def repositories(self) -> list[str]:

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
+from starlette import types as asgi
 
 from agents.workspace import materialize, open_scratch, workspace_patch
 from agents.workspace.git import run_git
@@ -301,7 +302,7 @@ class WorkspaceService:
                     self._hosted.pop(hosted.id, None)
                     hosted.closed.set()
 
-    async def _dispatch(self, scope: dict[str, object], receive: object, send: object) -> None:
+    async def _dispatch(self, scope: asgi.Scope, receive: asgi.Receive, send: asgi.Send) -> None:
         """The one listener's ASGI app: `/w/<workspace>/<server>/mcp` to that server's app."""
         parts = str(scope.get("path", "")).split("/")
         hosted = self._hosted.get(parts[2]) if len(parts) == 5 and parts[1] == "w" else None

@@ -16,6 +16,7 @@ from typing import Any
 
 import jsonschema
 import kubernetes_validate
+from pydantic import JsonValue
 
 from infra.checks.cli_drift import command_problems, shell_invocations
 from infra.checks.kustomize import KUSTOMIZATION, KustomizeError, Resource, build, load_documents, split_image
@@ -27,10 +28,10 @@ CODELOOP_IMAGE = "codeloop"
 """The image name the manifests use for infra/container/Containerfile's image (its entry point
 is `codeloop`, so a container with only `args` runs `codeloop ARGS`); overlays rename it."""
 
-_STRING = {"type": "string"}
-_INT_STRING = {"type": "string", "pattern": "^[0-9]+$"}
-_BOOL_STRING = {"type": "string", "enum": ["true", "false"]}
-SCALED_OBJECT_SCHEMA: dict[str, Any] = {
+_STRING: JsonValue = {"type": "string"}
+_INT_STRING: JsonValue = {"type": "string", "pattern": "^[0-9]+$"}
+_BOOL_STRING: JsonValue = {"type": "string", "enum": ["true", "false"]}
+SCALED_OBJECT_SCHEMA: dict[str, JsonValue] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "KEDA ScaledObject (keda.sh/v1alpha1), the fields codeloop's manifests use",
     "type": "object",

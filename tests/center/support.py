@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from anyio.abc import TaskStatus
 
 from agents.client import submit_task, watch_task
 from agents.messages import PipelineChoice, TaskResult, TaskSubmitted
@@ -19,6 +20,7 @@ from bus.actor import DeliveryPolicy
 from bus.config import BusConfig
 from bus.connection import Bus
 from bus.server import NatsServer, open_nats_server
+from codeloop.config.serve_note import ServeNote
 from codeloop.testing import make_repo
 from codeloop.wiring.process import Hosting, Workers, serve
 from tests.processes import stop_process
@@ -79,8 +81,8 @@ async def serves(url: str, homes: list[Path]) -> AsyncIterator[None]:
         for home in homes:
             config = BusConfig(servers=(url,), state_dir=home, name=f"serve-{home.name}")
 
-            def run(task_status: Any, config: BusConfig = config) -> Any:
-                return serve(
+            async def run(task_status: TaskStatus[ServeNote], config: BusConfig = config) -> None:
+                await serve(
                     config,
                     stop=stop,
                     workers=Workers(roles=ROLES, policy=DeliveryPolicy(ack_wait_s=10)),

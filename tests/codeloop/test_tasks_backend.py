@@ -9,8 +9,11 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
+from mcp.client import IncomingMessage
+from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 from mcp_types import ResourceUpdatedNotification
+from pydantic import JsonValue
 
 from bus.config import BusConfig
 from bus.connection import open_bus
@@ -27,7 +30,7 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-async def server(tmp_path: Path) -> AsyncIterator[Any]:
+async def server(tmp_path: Path) -> AsyncIterator[MCPServer[object]]:
     make_repo(tmp_path / "root" / "calc", CALC)
     config = BusConfig(state_dir=tmp_path / "state")
     stop = anyio.Event()
@@ -48,12 +51,12 @@ async def server(tmp_path: Path) -> AsyncIterator[Any]:
 
 
 @pytest.fixture
-async def client(server: Any) -> AsyncIterator[Client]:
+async def client(server: MCPServer[object]) -> AsyncIterator[Client]:
     async with Client(server) as mcp:
         yield mcp
 
 
-async def call(client: Client, name: str, **arguments: Any) -> dict[str, Any]:
+async def call(client: Client, name: str, **arguments: JsonValue) -> dict[str, Any]:
     result = await client.call_tool(name, arguments)
     assert not result.is_error, result.content
     return result.structured_content or {}
@@ -168,10 +171,10 @@ async def test_a_configured_pipeline_is_carried_and_one_nothing_serves_is_refuse
 
 
 @pytest.mark.filterwarnings("ignore:resources/subscribe is removed")  # still what 2025-11-25 clients send
-async def test_a_2025_client_subscribed_to_a_task_hears_of_its_changes(server: Any) -> None:
+async def test_a_2025_client_subscribed_to_a_task_hears_of_its_changes(server: MCPServer[object]) -> None:
     updated: list[str] = []
 
-    async def on_message(message: Any) -> None:
+    async def on_message(message: IncomingMessage) -> None:
         if isinstance(message, ResourceUpdatedNotification):
             updated.append(message.params.uri)
 

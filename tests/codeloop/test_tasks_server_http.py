@@ -18,6 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from pydantic import JsonValue
 
 from codeloop.testing import make_repo
 from tests.codeloop.serve_support import running_serve
@@ -39,13 +40,13 @@ async def http_client(url: str, token: str) -> AsyncIterator[Client]:
             yield client
 
 
-async def call(client: Client, name: str, **arguments: Any) -> dict[str, Any]:
+async def call(client: Client, name: str, **arguments: JsonValue) -> dict[str, Any]:
     result = await client.call_tool(name, arguments, read_timeout_seconds=120)
     assert not result.is_error, result.content
     return result.structured_content or {}
 
 
-async def error_type(client: Client, name: str, **arguments: Any) -> str:
+async def error_type(client: Client, name: str, **arguments: JsonValue) -> str:
     result = await client.call_tool(name, arguments)
     assert result.is_error
     return (result.structured_content or {}).get("type", "")

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio
 import pytest
@@ -26,6 +26,9 @@ from codeloop.testing import make_repo
 from codeloop.wiring.process import Hosting, Workers, serve
 from tests.support.repos import CALC
 from tool_servers.protocol.scopes import Scope
+
+if TYPE_CHECKING:
+    from playwright.async_api import BrowserContext, Page
 
 CHROMIUM = "/usr/bin/chromium"
 PRINCIPALS = {"alice": "read,write", "bob": "read,write", "olga": "read,operator"}
@@ -82,7 +85,7 @@ async def console_serve(
 
 
 @asynccontextmanager
-async def chromium() -> AsyncIterator[Any]:
+async def chromium() -> AsyncIterator["BrowserContext"]:
     """A headless Chromium (the system's) with a fresh context; skips when it is not installed."""
     if not has_chromium():
         pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)")
@@ -105,7 +108,7 @@ def screenshots(tmp_path: Path) -> Path:
     return where
 
 
-async def shoot(page: Any, where: Path, name: str) -> None:
+async def shoot(page: "Page", where: Path, name: str) -> None:
     await page.screenshot(path=str(where / f"{name}.png"), full_page=True)
 
 

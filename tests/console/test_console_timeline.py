@@ -3,8 +3,9 @@ and the live stream goes on appending. A real serve (only its orchestrator: the 
 planner, its page stays live), real HTTP, and Debian's Chromium."""
 
 import re
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import httpx2
 import pytest
@@ -14,13 +15,16 @@ from codeloop.console.events import read_events
 from codeloop.console.timeline import PAGE_ROWS
 from tests.console.console_support import Console, chromium, console_serve, screenshots
 
+if TYPE_CHECKING:
+    from playwright.async_api import Page
+
 pytestmark = pytest.mark.anyio
 NOTES = 2 * PAGE_ROWS + 50
 """Enough for two clicks of "Show earlier"."""
 
 
 @pytest.fixture
-async def console(tmp_path: Path) -> Any:
+async def console(tmp_path: Path) -> AsyncIterator[Console]:
     async with console_serve(tmp_path) as running:
         yield running
 
@@ -41,7 +45,7 @@ async def long_task(console: Console) -> str:
     return task_id
 
 
-async def shown_seqs(page: Any) -> list[int]:
+async def shown_seqs(page: "Page") -> list[int]:
     return await page.locator("#timeline li.event").evaluate_all("rows => rows.map(r => +r.dataset.seq)")
 
 

@@ -7,9 +7,10 @@ shows, so only a continuation that really starts from its parent's patch can fin
 import json
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import pytest
@@ -23,11 +24,26 @@ from codeloop.continuing import ContinueRefused, continue_task
 from codeloop.testing import make_repo
 from tests.support.repos import CALC
 
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+    from pydantic import JsonValue
+
+    from agents.workspace import SnapshotRef
+    from bus.connection import Bus
+
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 REPO_ROOT = Path(__file__).parents[2]
 STEPWISE = f"function:{Path(__file__).with_name('scripted_continue.py')}:stepwise"
 TWO_BUGS = {**CALC, "calc/__init__.py": CALC["calc/__init__.py"].replace("a * b", "a ** b")}
 """`add` subtracts and `mul` raises to a power: two fixes, one model request each."""
+
+
+class Pipeline(Protocol):
+    """What these tests use of the `pipeline` fixture besides running a task."""
+
+    bus: "Bus"
+    nats_url: str
+    auth_env: dict[str, str]
 
 
 def _task(repo: Path, record: Path, *, max_steps: int = 30, model: str = STEPWISE) -> TaskSubmitted:
@@ -40,7 +56,7 @@ def _task(repo: Path, record: Path, *, max_steps: int = 30, model: str = STEPWIS
     )
 
 
-async def _codeloop(pipeline: Any, home: Path, *args: str) -> Any:
+async def _codeloop(pipeline: Pipeline, home: Path, *args: str) -> "subprocess.CompletedProcess[bytes]":
     """`codeloop ARGS --nats URL` as a user runs it, against the test's serve."""
     env = {**os.environ, "CODELOOP_HOME": str(home), **pipeline.auth_env}
     env.pop("CODELOOP_MODEL", None)
@@ -198,13 +214,13 @@ async def test_an_unknown_task_and_a_running_one_are_refused_with_exit_2(pipelin
     assert resumed.parent_task_id == envelope.task_id and resumed.status != "rejected"
 
 
-async def _snapshot(pipeline: Any, repo: Path) -> Any:
+async def _snapshot(pipeline: Pipeline, repo: Path) -> "SnapshotRef":
     from agents.workspace import capture_snapshot
 
     return await capture_snapshot(pipeline.bus, repo)
 
 
-async def _result_of(bus: Any, task_id: str) -> TaskResult:
+async def _result_of(bus: "Bus", task_id: str) -> TaskResult:
     with anyio.fail_after(180):
         final = await watch_task(bus, task_id, lambda e: None)
     return TaskResult.model_validate(final.payload)
@@ -226,11 +242,11 @@ async def test_the_tasks_server_continues_a_task_for_the_principal_that_submitte
     make_repo(tmp_path / "root" / "calc", TWO_BUGS)
     backend = await BusTasks.open(pipeline.bus)
 
-    def server(principal: str, scopes: frozenset[Scope] = frozenset(Scope)) -> Any:
+    def server(principal: str, scopes: frozenset[Scope] = frozenset(Scope)) -> "MCPServer[object]":
         options = ServerOptions(principal=principal, scopes=scopes)
         return build_tasks_server(tmp_path / "root", options, backend)  # pyright: ignore[reportArgumentType] - BusTasks.changes is an async generator function, which the protocol's iterator describes
 
-    async def call(client: Client, name: str, **arguments: Any) -> dict[str, Any]:
+    async def call(client: Client, name: str, **arguments: "JsonValue") -> dict[str, Any]:
         result = await client.call_tool(name, arguments)
         assert not result.is_error, result.content
         return result.structured_content or {}

@@ -10,7 +10,7 @@ import pytest
 from mcp import Client
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp_types import CallToolResult, Request, RequestParams, Result, TextContent
-from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic import ConfigDict, Field, JsonValue, TypeAdapter
 
 from codeloop.testing import make_repo
 from tests.e2e.conftest import model
@@ -36,7 +36,7 @@ class TaskIdParams(RequestParams):
 
 
 class UpdateParams(TaskIdParams):
-    input_responses: dict[str, Any] = Field(alias="inputResponses")
+    input_responses: dict[str, JsonValue] = Field(alias="inputResponses")
 
 
 class TaskRequest(Request[UpdateParams | TaskIdParams, str]):
@@ -60,7 +60,7 @@ class TasksClient(ClientExtension):
         self.statuses: list[str] = []
         self.questions: list[str] = []
 
-    def claims(self) -> list[ResultClaim[Any]]:
+    def claims(self) -> list[ResultClaim[TaskStub]]:
         return [ResultClaim(result_type="task", model=TaskStub, resolve=self.resolve)]
 
     async def resolve(self, stub: TaskStub, ctx: ClaimContext) -> CallToolResult:
@@ -92,7 +92,7 @@ class TasksClient(ClientExtension):
                 await anyio.sleep(got.get("pollIntervalMs", 1000) / 1000)
 
 
-async def submit(client: Client, **arguments: Any) -> CallToolResult:
+async def submit(client: Client, **arguments: JsonValue) -> CallToolResult:
     return await client.call_tool("submit_task", arguments, read_timeout_seconds=300)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from codeloop.evaluation.taskset import load_tasks
+from codeloop.evaluation.taskset import EvalTask, load_tasks
 from tests.processes import processes_mentioning
 
 REPO_ROOT = Path(__file__).parents[2]
@@ -61,7 +61,7 @@ def run_eval(base: Path, *args: str, env: dict[str, str] | None = None) -> subpr
 
 def subset(dest: Path) -> Path:
     """A task file with the starter set's first task of each kind (paths relative to `dest`)."""
-    chosen: dict[str, Any] = {}
+    chosen: dict[str, EvalTask] = {}
     for task in load_tasks(STARTER):
         chosen.setdefault(task.kind, task)
     path = dest / "tasks.jsonl"

@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 from pydantic_ai import Agent
 from pydantic_ai.mcp import MCPToolset
+from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.usage import UsageLimits
 
@@ -52,7 +53,7 @@ def copy_repo(source: Path, dest: Path) -> Path:
 @dataclass
 class Run:
     output: str
-    messages: list[Any]
+    messages: list[ModelMessage]
     requests: int
 
     def tool_calls(self) -> list[tuple[str, dict[str, Any]]]:

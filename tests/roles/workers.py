@@ -7,12 +7,15 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anyio.abc import Process
 
 from tests.processes import ready_process
 from tests.roles.conftest import ROOT
+
+if TYPE_CHECKING:
+    from bus.connection import Bus
 
 
 def env_for(home: Path, auth: dict[str, str] | None = None) -> dict[str, str]:
@@ -37,7 +40,7 @@ async def serving(
 
 
 @asynccontextmanager
-async def client_bus(home: Path, note: dict[str, object]) -> AsyncIterator[Any]:
+async def client_bus(home: Path, note: dict[str, object]) -> AsyncIterator["Bus"]:
     from bus.config import BusConfig
     from bus.connection import open_bus
     from codeloop.config.serve_note import ServeNote, client_config_for

@@ -2,11 +2,10 @@
 paths, traceback frames, dotted modules and the definitions of its identifiers; test files rank
 after the source they test unless tests are wanted."""
 
-from typing import Any
-
 from tool_servers.search.index import filerank
 from tool_servers.search.index.filerank import Evidence, imports_of, is_test_path, rank_files
 from tool_servers.search.index.query_parts import decompose
+from tool_servers.search.index.rows import ChunkMeta, ChunkRow
 
 PATHS = [
     "pkg/__init__.py",
@@ -28,22 +27,22 @@ def row(
     symbol: str | None = None,
     kind: str = "function",
     text: str = "...",
-) -> dict[str, object]:
-    return {
-        "id": f"{path}:{name}:{score}",
-        "path": path,
-        "start_line": 1,
-        "end_line": 5,
-        "symbol": symbol or name,
-        "name": name,
-        "kind": kind,
-        "text": text,
-        "_score": score,
-    }
+) -> ChunkRow:
+    return ChunkRow(
+        id=f"{path}:{name}:{score}",
+        path=path,
+        start_line=1,
+        end_line=5,
+        symbol=symbol or name,
+        name=name,
+        kind=kind,
+        text=text,
+        _score=score,
+    )
 
 
-def ranked(evidence: Evidence, **options: Any) -> list[str]:
-    return [f.path for f in rank_files(evidence, **options)]
+def ranked(evidence: Evidence, *, keep_tests: bool = False) -> list[str]:
+    return [f.path for f in rank_files(evidence, keep_tests=keep_tests)]
 
 
 def test_a_file_with_several_matching_chunks_outranks_one_with_a_single_slightly_better_chunk() -> None:
@@ -57,7 +56,7 @@ def test_a_path_named_in_the_issue_comes_first_even_without_chunk_evidence() -> 
     """`pkg/printing/str.py` written in the issue outweighs keyword and vector ranks elsewhere."""
     issue = decompose("Wrong output\n\nThe bug is in pkg/printing/str.py, I think.")
     keyword = [row("pkg/core/basic.py", 5.0), row("pkg/core/expr.py", 4.0)]
-    vector = [[row("pkg/core/expr.py"), row("pkg/core/basic.py")]]
+    vector: list[list[ChunkMeta]] = [[row("pkg/core/expr.py"), row("pkg/core/basic.py")]]
     order = ranked(Evidence(issue=issue, paths=PATHS, keyword=keyword, vector=vector))
     assert order[0] == "pkg/printing/str.py"
 

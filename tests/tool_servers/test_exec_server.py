@@ -8,6 +8,9 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
+from mcp.client.session import ElicitationFnT
+from mcp.server.mcpserver import MCPServer
+from pydantic import JsonValue
 
 from sandbox.backend import BackendChoice
 from sandbox.gvisor import probe_runsc
@@ -69,10 +72,16 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-async def _call(server: Any, tool: str, args: dict[str, Any], **client: Any) -> Any:
+async def _call(
+    server: MCPServer[object],
+    tool: str,
+    args: dict[str, JsonValue],
+    *,
+    elicitation_callback: ElicitationFnT | None = None,
+) -> Any:
     """Call one tool in a fresh session; check structured content against the declared schema."""
     with anyio.fail_after(60):
-        async with Client(server, **client) as session:
+        async with Client(server, elicitation_callback=elicitation_callback) as session:
             schemas = {t.name: t.output_schema for t in (await session.list_tools()).tools}
             result = await session.call_tool(tool, args)
     if not result.is_error:

@@ -1,11 +1,13 @@
 """Secrets files in the repository are never read, listed, shown, diffed, committed, indexed or found."""
 
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 from mcp import Client
+from mcp.server.mcpserver import MCPServer
+from mcp_types import CallToolResult
+from pydantic import JsonValue
 
 from tests.tool_servers.ts_helpers import git
 from tool_servers.fs.server import build_fs_server
@@ -57,7 +59,9 @@ def secret_repo(tmp_path: Path) -> Path:
     return root
 
 
-async def _calls(server: Any, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+async def _calls(
+    server: MCPServer[object], calls: list[tuple[str, dict[str, JsonValue]]]
+) -> list[CallToolResult]:
     with anyio.fail_after(60):
         async with Client(server) as client:
             return [await client.call_tool(name, args) for name, args in calls]

@@ -6,16 +6,21 @@ annotations, and `_meta` naming its scope and risk; only tools within the grante
 listed; and calling a tool outside them returns `permission_denied` naming the missing scope.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 import anyio
 from jsonschema.validators import validator_for
 from mcp import Client
+from mcp.server.mcpserver import MCPServer
+from mcp_types import Tool
+from pydantic import JsonValue
 
 from tool_servers.protocol.scopes import ALL_SCOPES, Scope
 from tool_servers.protocol.spec import ServerOptions
+
+ServerBuild = Callable[[Path, ServerOptions], MCPServer[object]]
+"""A server's build function (`tool_servers.serve`): its root and options."""
 
 SCOPE_SETS = [frozenset(), frozenset({Scope.READ}), frozenset({Scope.READ, Scope.WRITE}), ALL_SCOPES]
 
@@ -24,17 +29,15 @@ def check_schema(schema: dict[str, object]) -> None:
     validator_for(schema).check_schema(schema)
 
 
-def assert_valid(instance: Any, schema: dict[str, Any] | None) -> None:
+def assert_valid(instance: JsonValue, schema: Mapping[str, object] | None) -> None:
     """`instance` validates against `schema` (raises jsonschema.ValidationError otherwise); a tool
     without an output schema fails here."""
     assert schema is not None, "the tool declares no output schema"
     validator_for(schema)(schema).validate(instance)
 
 
-async def list_tools_by_scope(
-    build: Callable[..., Any], root: Path
-) -> dict[frozenset[Scope], dict[str, Any]]:
-    listed = {}
+async def list_tools_by_scope(build: "ServerBuild", root: Path) -> dict[frozenset[Scope], dict[str, Tool]]:
+    listed: dict[frozenset[Scope], dict[str, Tool]] = {}
     for scopes in SCOPE_SETS:
         with anyio.fail_after(10):
             async with Client(build(root, ServerOptions(scopes=scopes))) as client:
@@ -42,7 +45,7 @@ async def list_tools_by_scope(
     return listed
 
 
-async def check_server_conformance(build: Callable[..., Any], root: Path) -> None:
+async def check_server_conformance(build: "ServerBuild", root: Path) -> None:
     listed = await list_tools_by_scope(build, root)
     everything = listed[ALL_SCOPES]
     assert everything, "a server with every scope granted lists no tool"
@@ -62,11 +65,13 @@ async def check_server_conformance(build: Callable[..., Any], root: Path) -> Non
                 f"{tool.name} is read-only but needs {meta['codeloop/scope']}"
             )
     for scopes, tools in listed.items():
-        expected = {name for name, tool in everything.items() if Scope(tool.meta["codeloop/scope"]) in scopes}
+        expected = {
+            name for name, tool in everything.items() if Scope((tool.meta or {})["codeloop/scope"]) in scopes
+        }
         assert set(tools) == expected, f"scopes {sorted(scopes)} list {sorted(tools)}"
     # A tool outside the grant is refused by name of its scope, before its arguments are even looked at.
     for name, tool in everything.items():
-        needed = Scope(tool.meta["codeloop/scope"])
+        needed = Scope((tool.meta or {})["codeloop/scope"])
         granted = frozenset(s for s in Scope if s is not needed)
         with anyio.fail_after(10):
             async with Client(build(root, ServerOptions(scopes=granted))) as client:

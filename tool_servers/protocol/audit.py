@@ -19,7 +19,7 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
@@ -76,7 +76,7 @@ def redact(arguments: Mapping[str, object]) -> JsonValue:
     return redact_value(arguments, digest_keys=DIGESTED_ARGUMENTS)
 
 
-def _record_hash(fields: dict[str, Any]) -> str:
+def _record_hash(fields: Mapping[str, JsonValue]) -> str:
     canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -104,7 +104,7 @@ class AuditLog:
         started: datetime,
     ) -> AuditRecord:
         """Write one record (redacting `arguments`) and pass it to the sink."""
-        fields = {
+        fields: dict[str, JsonValue] = {
             "time": started.astimezone(UTC).isoformat(timespec="milliseconds"),
             "principal": principal,
             "server": server,
@@ -119,7 +119,7 @@ class AuditLog:
             await self.sink(record)
         return record
 
-    def _append_sync(self, fields: dict[str, Any]) -> AuditRecord:
+    def _append_sync(self, fields: dict[str, JsonValue]) -> AuditRecord:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         with self._lock, _open_private(self.path) as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)

@@ -17,10 +17,10 @@ content is an `ErrorBody`, so a client acts on `type` instead of parsing prose. 
 violations stay `MCPError` (the SDK's other plane).
 """
 
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from mcp_types import CallToolResult, TextContent
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, JsonValue
 
 ErrorType = Literal[
     "permission_denied",
@@ -48,7 +48,7 @@ class ErrorBody(BaseModel):
     """Machine-readable failure class; stable across versions."""
     message: str
     """What went wrong and what to do about it, for the model or a person."""
-    details: dict[str, Any] = {}
+    details: dict[str, JsonValue] = {}
     """Facts the caller can act on (missing scope, failing hunk, offending path...)."""
     trace_id: str
     """The call's trace id, also in the result's `_meta`."""
@@ -59,7 +59,7 @@ class ToolServerError(Exception):
 
     type: ClassVar[ErrorType] = "internal_error"
 
-    def __init__(self, message: str, **details: Any) -> None:
+    def __init__(self, message: str, **details: JsonValue) -> None:
         super().__init__(message)
         self.message = message
         self.details = details

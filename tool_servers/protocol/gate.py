@@ -15,15 +15,15 @@ import contextvars
 import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 import anyio
 from mcp.server.auth.middleware.auth_context import get_access_token
-from mcp.server.elicitation import AcceptedElicitation
-from pydantic import BaseModel, ValidationError
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.elicitation import AcceptedElicitation, CancelledElicitation, DeclinedElicitation
+from mcp_types import ListToolsResult
+from pydantic import BaseModel, JsonValue, ValidationError
 
 from tool_servers.protocol.audit import redact
 from tool_servers.protocol.confirm import CannotAsk, Confirm, NotNeeded
@@ -56,8 +56,10 @@ def current_call() -> _CallState:
     return _CURRENT.get()
 
 
-def check_confirmation(outcome: Any, call: _CallState) -> None:
-    """Raise unless the call may proceed: not high-risk, or approved by the user."""
+def check_confirmation(outcome: object, call: _CallState) -> None:
+    """Raise unless the call may proceed: not high-risk, or approved by the user. `outcome` is
+    what the SDK filled the confirmation parameter with: an elicitation result, accepted with
+    the user's `Confirm` or with what `confirmation_resolver` decided without asking."""
     action = call.spec.confirmation_needed(call.args) or call.spec.name
     if isinstance(outcome, AcceptedElicitation):
         data = outcome.data
@@ -73,8 +75,12 @@ def check_confirmation(outcome: Any, call: _CallState) -> None:
                 arguments=redact(call.args.model_dump(mode="json")),
             )
         raise PermissionDenied(f"the user did not approve: {action}; nothing was done", action=action)
-    raise PermissionDenied(
-        f"the user {outcome.action}d the confirmation: {action}; nothing was done", action=action
+    if isinstance(outcome, DeclinedElicitation | CancelledElicitation):
+        raise PermissionDenied(
+            f"the user {outcome.action}d the confirmation: {action}; nothing was done", action=action
+        )
+    raise TypeError(
+        f"{call.spec.name}: the confirmation parameter holds {outcome!r}, not an elicitation result"
     )
 
 
@@ -95,7 +101,7 @@ class Gate:
         self.catalog = catalog
         self.options = options
 
-    async def __call__(self, ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
+    async def __call__(self, ctx: ServerRequestContext[object, object], call_next: CallNext) -> HandlerResult:
         if ctx.method == "tools/list":
             return self._filter_listing(await call_next(ctx))
         if ctx.method == "tools/call" and ctx.request_id is not None:
@@ -105,14 +111,16 @@ class Gate:
     def _caller(self) -> tuple[str, frozenset[Scope]]:
         return caller(self.options)
 
-    def _filter_listing(self, result: Any) -> Any:
+    def _filter_listing(self, result: HandlerResult) -> HandlerResult:
         _, scopes = self._caller()
         allowed = {name for name, spec in self.catalog.items() if spec.scope in scopes}
         if isinstance(result, dict):
             return {**result, "tools": [t for t in result.get("tools", []) if t.get("name") in allowed]}
-        return result.model_copy(update={"tools": [t for t in result.tools if t.name in allowed]})
+        if isinstance(result, ListToolsResult):
+            return result.model_copy(update={"tools": [t for t in result.tools if t.name in allowed]})
+        return result
 
-    async def _call(self, ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
+    async def _call(self, ctx: ServerRequestContext[object, object], call_next: CallNext) -> HandlerResult:
         params = dict(ctx.params or {})
         name = params.get("name")
         spec = self.catalog.get(name) if isinstance(name, str) else None
@@ -129,7 +137,7 @@ class Gate:
                 missing = NotFound(
                     f"no tool named {name!r} on the {self.server} server; see tools/list", tool=str(name)
                 )
-                result: Any = error_result(missing, trace_id)
+                result: HandlerResult = error_result(missing, trace_id)
             else:
                 result = await self._admit(ctx, call_next, spec, raw_args, call)
             outcome = _outcome(result)
@@ -153,19 +161,19 @@ class Gate:
 
     async def _admit(
         self,
-        ctx: Any,
-        call_next: Callable[[Any], Awaitable[Any]],
+        ctx: ServerRequestContext[object, object],
+        call_next: CallNext,
         spec: ToolSpec,
-        raw_args: Any,
+        raw_args: object,
         call: CallContext,
-    ) -> Any:
+    ) -> HandlerResult:
         if spec.scope not in call.scopes:
             return error_result(
                 PermissionDenied(
                     f"{spec.name} needs the '{spec.scope.value}' scope; {call.principal} was granted "
                     f"{format_scopes(call.scopes)}",
                     missing_scope=spec.scope.value,
-                    granted=sorted(s.value for s in call.scopes),
+                    granted=[s.value for s in sorted(call.scopes)],
                 ),
                 call.trace_id,
             )
@@ -174,11 +182,12 @@ class Gate:
                 raise InvalidArguments("arguments must be a JSON object")
             args = spec.input_model.model_validate(raw_args)
         except ValidationError as exc:
-            errors = [
-                {"field": ".".join(str(p) for p in e["loc"]) or "(arguments)", "problem": e["msg"]}
+            problems = [
+                (".".join(str(p) for p in e["loc"]) or "(arguments)", e["msg"])
                 for e in exc.errors(include_url=False, include_input=False)
             ]
-            summary = "; ".join(f"{e['field']}: {e['problem']}" for e in errors)
+            summary = "; ".join(f"{field}: {problem}" for field, problem in problems)
+            errors: list[JsonValue] = [{"field": field, "problem": problem} for field, problem in problems]
             return error_result(
                 InvalidArguments(f"invalid arguments for {spec.name}: {summary}", errors=errors),
                 call.trace_id,
@@ -192,11 +201,11 @@ class Gate:
             _CURRENT.reset(token)
 
 
-def _field(result: Any, alias: str, attr: str) -> Any:
+def _field(result: HandlerResult, alias: str, attr: str) -> object:
     return result.get(alias) if isinstance(result, dict) else getattr(result, attr, None)
 
 
-def _outcome(result: Any) -> str:
+def _outcome(result: HandlerResult) -> str:
     if _field(result, "resultType", "result_type") == "input_required" or _field(
         result, "inputRequests", "input_requests"
     ):
@@ -207,7 +216,7 @@ def _outcome(result: Any) -> str:
     return "ok"
 
 
-def _with_trace(result: Any, trace_id: str) -> Any:
+def _with_trace(result: HandlerResult, trace_id: str) -> HandlerResult:
     if isinstance(result, dict):
         return {**result, "_meta": {**(result.get("_meta") or {}), TRACE_META_KEY: trace_id}}
     if isinstance(result, BaseModel) and hasattr(result, "meta"):

@@ -16,17 +16,19 @@ import hmac
 import logging
 import os
 import secrets
+import socket
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio
 import uvicorn
 from anyio.abc import TaskStatus
 from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import MCPServer
+from starlette.applications import Starlette
+from starlette.types import ASGIApp
 
 from tool_servers.protocol.scopes import Scope, format_scopes, parse_scopes
 
@@ -141,7 +143,7 @@ def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
-def http_app(server: MCPServer[object], *, host: str) -> Any:
+def http_app(server: MCPServer[object], *, host: str) -> Starlette:
     """The Starlette app serving `server` at `/mcp` (DNS-rebinding protection on loopback hosts)."""
     return server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
 
@@ -173,7 +175,7 @@ class _Server(uvicorn.Server):
 
     on_started: Callable[[int], None] = staticmethod(lambda port: None)
 
-    async def startup(self, sockets: Any = None) -> None:
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
         if self.started:
             port = self.servers[0].sockets[0].getsockname()[1]
@@ -212,7 +214,7 @@ async def serve_http(
 
 
 async def serve_asgi(
-    app: Any,
+    app: ASGIApp,
     *,
     host: str,
     port: int,

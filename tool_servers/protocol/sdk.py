@@ -12,7 +12,7 @@ import contextvars
 import inspect
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Annotated, Any
 
@@ -57,7 +57,7 @@ def build_server(
     options: ServerOptions,
     *,
     instructions: str | None = None,
-    lifespan: Callable[[MCPServer[object]], AbstractAsyncContextManager[Any]] | None = None,
+    lifespan: Callable[[MCPServer[object]], AbstractAsyncContextManager[object]] | None = None,
     subscriptions: SubscriptionBus | None = None,
     extensions: Sequence[Extension] = (),
 ) -> MCPServer[object]:
@@ -85,7 +85,7 @@ def build_server(
     return server
 
 
-_TOOL_TEMPLATES: dict[tuple[Any, ...], Tool] = {}
+_TOOL_TEMPLATES: dict[tuple[Hashable, ...], Tool] = {}
 """Tool definitions by everything but their handler. Building one makes pydantic models and JSON
 schemas from the signature (about 8 ms a tool), and a server is built for every root a task step
 opens, each time with the same specs bound to another root: only the function differs."""
@@ -129,11 +129,15 @@ def _tool(spec: ToolSpec) -> Tool:
 
 
 def _tool_function(spec: ToolSpec) -> Callable[..., Awaitable[CallToolResult]]:
-    async def call_tool(**kwargs: Any) -> CallToolResult:
+    async def call_tool(**kwargs: object) -> CallToolResult:
+        # The arguments themselves are ignored: the gate validated them into `call.args`.
         call = current_call()
         tokens = []
         if spec.uses_request:
-            tokens.append((_REQUEST, _REQUEST.set(kwargs[REQUEST_PARAM])))
+            request = kwargs[REQUEST_PARAM]
+            if not isinstance(request, Context):  # the SDK fills the parameter annotated `Context`
+                raise TypeError(f"{spec.name}: the SDK passed {type(request).__name__} as the request")
+            tokens.append((_REQUEST, _REQUEST.set(request)))
         if spec.ask is not None:
             tokens.append((_REPLY, _REPLY.set(_reply(kwargs[REPLY_PARAM]))))
         try:

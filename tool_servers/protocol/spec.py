@@ -7,11 +7,11 @@ output models (→ `inputSchema`/`outputSchema`), scope, risk and MCP annotation
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Generic, TypeVar
 
 from mcp.server.auth.provider import TokenVerifier
 from mcp_types import ToolAnnotations
-from pydantic import BaseModel
+from pydantic import BaseModel, JsonValue
 
 from tool_servers.protocol.audit import AuditLog
 from tool_servers.protocol.scopes import ALL_SCOPES, Risk, Scope
@@ -28,37 +28,41 @@ class CallContext:
     trace_id: str
 
 
-Handler = Callable[[Any, CallContext], Awaitable[BaseModel]]
+Args = TypeVar("Args", bound=BaseModel)
+"""A tool's arguments model."""
+
+Handler = Callable[[Args, CallContext], Awaitable[BaseModel]]
 
 
 @dataclass(frozen=True)
-class ToolSpec:
-    """One tool: its contract (models, scope, risk, hints) and its handler."""
+class ToolSpec(Generic[Args]):
+    """One tool: its contract (models, scope, risk, hints) and its handler. Generic in its arguments
+    model, so `handler`, `confirm` and `ask` are checked against `input_model`."""
 
     name: str
     description: str
     scope: Scope
-    input_model: type[BaseModel]
+    input_model: type[Args]
     output_model: type[BaseModel]
-    handler: Handler
+    handler: Handler[Args]
     risk: Risk = Risk.LOW
     read_only: bool = True
     destructive: bool = False
     idempotent: bool = True
-    confirm: Callable[[Any], str | None] | None = None
+    confirm: Callable[[Args], str | None] | None = None
     """Given the validated arguments, what a high-risk call would do (asked to a human), or None."""
     uses_request: bool = False
     """The handler reaches the MCP request (progress notifications, the client's capabilities)
     through `sdk.current_request()`."""
-    ask: Callable[[Any, CallContext], Awaitable[str | None]] | None = None
+    ask: Callable[[Args, CallContext], Awaitable[str | None]] | None = None
     """A question for the client's user before the handler runs, or None for none. Unlike
     `confirm` it is not a gate: the handler reads the reply through `sdk.current_reply()` and
     decides (used where the answer belongs to someone else, e.g. a task's pending confirmation)."""
-    input_schema: dict[str, Any] | None = None
+    input_schema: dict[str, JsonValue] | None = None
     """The input schema clients see, when not `input_model`'s: a relayed tool's own (the gate then
     validates with `input_model`, which must accept what the schema allows)."""
 
-    def confirmation_needed(self, args: BaseModel) -> str | None:
+    def confirmation_needed(self, args: Args) -> str | None:
         """The action a human must approve for this call, or None when the call may just run."""
         if self.confirm is not None:
             return self.confirm(args)
@@ -80,8 +84,12 @@ class ToolSpec:
 
 
 def read_tool(
-    name: str, description: str, input_model: type[BaseModel], output_model: type[BaseModel], handler: Handler
-) -> ToolSpec:
+    name: str,
+    description: str,
+    input_model: type[Args],
+    output_model: type[BaseModel],
+    handler: Handler[Args],
+) -> ToolSpec[Args]:
     """A read-scoped, low-risk, read-only tool: the shape most tools share."""
     return ToolSpec(
         name=name,

@@ -6,12 +6,11 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, TextContent, Tool
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, JsonValue
 
 from redaction import redact, redact_text
 from tool_servers.protocol.errors import ToolServerError
@@ -40,7 +39,7 @@ class RelayedOutput(BaseModel):
 
     text: str
     """The tool's text content (other content noted by its type)."""
-    structured: dict[str, Any] | None = None
+    structured: dict[str, JsonValue] | None = None
     """The tool's structured content, when it gave one and it fits under the cap."""
     truncated: bool = False
     """True when the output was cut to the cap."""

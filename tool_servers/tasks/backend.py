@@ -16,9 +16,9 @@ for this one (None, never "forbidden": no oracle for other people's task ids).
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, JsonValue
 
 from tool_servers.tasks.views import Mode, TaskView, UsageReport
 
@@ -35,7 +35,7 @@ class Submission:
     repo: Path
     """Absolute, inside the server's root; captured as the task's snapshot at submission."""
     mode: Mode
-    options: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, object] = field(default_factory=dict)
     """The task options the client gave (`TasksBackend.task_options`' fields, by argument name:
     `model`, `max_steps`, `pipeline`, ...); those it left out are not here."""
 
@@ -44,9 +44,15 @@ class SubmissionRefused(ValueError):
     """The submission cannot run as given (unknown model, bad budget, unknown pipeline, a tree
     too large to capture); nothing was submitted. The message says what to change."""
 
-    def __init__(self, message: str, **details: Any) -> None:
+    def __init__(self, message: str, **details: JsonValue) -> None:
         super().__init__(message)
         self.details = details
+
+    @property
+    def field(self) -> str | None:
+        """The argument to change, when the refusal names one."""
+        named = self.details.get("field")
+        return named if isinstance(named, str) else None
 
 
 class TooManyTasks(SubmissionRefused):

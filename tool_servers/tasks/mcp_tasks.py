@@ -21,9 +21,8 @@ method answers for the caller's own tasks only; another principal's task id is "
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
@@ -36,7 +35,7 @@ from mcp_types import (
     TextContent,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, JsonValue
 
 from tool_servers.protocol.confirm import Confirm
 from tool_servers.protocol.gate import caller
@@ -57,10 +56,10 @@ class TaskParams(RequestParams):
 
 
 class UpdateTaskParams(TaskParams):
-    input_responses: dict[str, Any] = Field(alias="inputResponses")
+    input_responses: dict[str, JsonValue] = Field(alias="inputResponses")
 
 
-def declared(ctx: ServerRequestContext[Any, Any]) -> bool:
+def declared(ctx: ServerRequestContext[object, object]) -> bool:
     """The client declared the tasks extension on this (2026-07-28) request."""
     if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
         return False
@@ -85,8 +84,8 @@ class TasksExtension(Extension):
         ]
 
     async def intercept_tool_call(
-        self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any], call_next: Any
-    ) -> Any:
+        self, params: CallToolRequestParams, ctx: ServerRequestContext[object, object], call_next: CallNext
+    ) -> HandlerResult:
         if params.name not in TASK_TOOLS or not declared(ctx):
             return await call_next(ctx)
         # The gate (middleware, above this) has checked scope and arguments; the tool submits.

@@ -32,11 +32,12 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import anyio
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
+from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, EmptyResult, SubscribeRequestParams, UnsubscribeRequestParams
@@ -96,7 +97,7 @@ class TaskTools:
                 f"{format_scopes(call.scopes)}. Submit in a mode the grant allows (read: an answer "
                 "only), or ask for a grant with that scope; nothing was submitted.",
                 missing_scope=needed.value,
-                granted=sorted(s.value for s in call.scopes),
+                granted=[s.value for s in sorted(call.scopes)],
             )
         if not args.task.strip():
             raise InvalidArguments("task is blank: say what to do; nothing was submitted", field="task")
@@ -125,7 +126,7 @@ class TaskTools:
                 f"task {args.task_id} runs in mode {parent.mode!r}, which needs the '{needed.value}' "
                 f"scope; {call.principal} was granted {format_scopes(call.scopes)}; nothing was submitted.",
                 missing_scope=needed.value,
-                granted=sorted(s.value for s in call.scopes),
+                granted=[s.value for s in sorted(call.scopes)],
             )
         if args.text is not None and not args.text.strip():
             raise InvalidArguments("text is blank: leave it out or say what to do now", field="text")
@@ -345,7 +346,9 @@ def build_tasks_server(
             raise ResourceError(f"no task {task_id!r} of yours")
         return json.dumps(view.model_dump(mode="json"))
 
-    async def subscribe(ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
+    async def subscribe(
+        ctx: ServerRequestContext[object, object], params: SubscribeRequestParams
+    ) -> EmptyResult:
         task_id = str(params.uri).removeprefix(RESOURCE_PREFIX)
         principal, _ = caller(options)
         if not str(params.uri).startswith(RESOURCE_PREFIX) or await backend.get(principal, task_id) is None:
@@ -353,11 +356,13 @@ def build_tasks_server(
         legacy.add(str(params.uri), ctx.session)
         return EmptyResult()
 
-    async def unsubscribe(ctx: Any, params: UnsubscribeRequestParams) -> EmptyResult:
+    async def unsubscribe(
+        ctx: ServerRequestContext[object, object], params: UnsubscribeRequestParams
+    ) -> EmptyResult:
         legacy.remove(str(params.uri), ctx.session)
         return EmptyResult()
 
-    async def own_tasks_only(ctx: Any, call_next: Any) -> Any:
+    async def own_tasks_only(ctx: ServerRequestContext[object, object], call_next: CallNext) -> HandlerResult:
         # A listen stream for another principal's task would tell when it changes: refuse it.
         if ctx.method == "subscriptions/listen":
             params = ctx.params if isinstance(ctx.params, dict) else {}
@@ -382,14 +387,14 @@ class LegacySubscribers:
     """The sessions of 2025-11-25 clients subscribed to each task resource."""
 
     def __init__(self) -> None:
-        self.by_uri: dict[str, list[Any]] = {}
+        self.by_uri: dict[str, list[ServerSession]] = {}
 
-    def add(self, uri: str, session: Any) -> None:
+    def add(self, uri: str, session: ServerSession) -> None:
         sessions = self.by_uri.setdefault(uri, [])
         if session not in sessions:
             sessions.append(session)
 
-    def remove(self, uri: str, session: Any) -> None:
+    def remove(self, uri: str, session: ServerSession) -> None:
         sessions = self.by_uri.get(uri, [])
         if session in sessions:
             sessions.remove(session)

@@ -9,7 +9,7 @@ ended, is exactly the object `codeloop run --json` prints.
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, create_model
 
 Mode = Literal["read", "write", "execute"]
 MAX_TASK_TEXT_CHARS = 96 * 1024
@@ -36,7 +36,7 @@ class SubmitTaskArgs(BaseModel):
     """read: an answer only; write: a patch; execute: a patch checked by running the tests. May
     not exceed the grant: write needs the `write` scope, execute the `execute` scope."""
 
-    def task_options(self) -> dict[str, Any]:
+    def task_options(self) -> dict[str, object]:
         """The task options given (the fields beyond task, repo and mode that are not None)."""
         return {
             name: value
@@ -72,7 +72,7 @@ class ContinueTaskArgs(TaskIdArgs):
     text: str | None = Field(default=None, max_length=MAX_TASK_TEXT_CHARS)
     """A new instruction, in words ("also handle the empty list"); None: go on with the same task."""
 
-    def task_options(self) -> dict[str, Any]:
+    def task_options(self) -> dict[str, object]:
         """The task options given (the fields beyond task_id and text that are not None)."""
         return {
             name: value
@@ -158,7 +158,7 @@ class TaskView(BaseModel):
     """A high-risk action waiting for an answer (`answer_confirmation`), or None."""
     waiting_for: str | None = None
     """A role of the task's pipeline that no live worker serves: the task waits for one."""
-    result: dict[str, Any] | None = None
+    result: dict[str, JsonValue] | None = None
     """The `codeloop run --json` object once the task ended; None until then."""
     parent_task_id: str | None = None
     """The task this one continues (`continue_task`); None for a task that continues none."""

@@ -2,11 +2,12 @@
 say honestly why a suite could not run."""
 
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 from mcp import Client
+from mcp_types import CallToolResult
+from pydantic import JsonValue
 
 from sandbox.backend import BackendChoice
 from sandbox.environments import EnvironmentSettings
@@ -21,8 +22,8 @@ GRANT = ServerOptions(scopes=frozenset({Scope.READ, Scope.EXECUTE}))
 
 
 async def _call(
-    root: Path, settings: EnvironmentSettings, tool: str, args: dict[str, Any], backend: BackendChoice
-) -> Any:
+    root: Path, settings: EnvironmentSettings, tool: str, args: dict[str, JsonValue], backend: BackendChoice
+) -> CallToolResult:
     server = build_exec_server(root, GRANT, backend=backend, environment=settings)
     with anyio.fail_after(900):
         async with Client(server) as session:

@@ -5,7 +5,6 @@ parent, which is never removed under it."""
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -31,8 +30,8 @@ SHOW = (
 )
 
 
-def _layer(parent_key: str, **changes: Any) -> Recipe:
-    fields: dict[str, Any] = {
+def _layer(parent_key: str, **changes: object) -> Recipe:
+    fields: dict[str, object] = {
         "kind": "custom",
         "source": "layer",
         "base": parent_key,
@@ -40,7 +39,7 @@ def _layer(parent_key: str, **changes: Any) -> Recipe:
         "inputs": ("pyproject.toml",),
         "tools": (),
     }
-    return Recipe(**(fields | changes))
+    return Recipe.model_validate(fields | changes)
 
 
 def _layered_project(root: Path) -> Path:
@@ -129,10 +128,15 @@ async def test_a_layer_over_an_environment_not_in_the_cache_is_refused(
         await store.ensure(_layer("0123456789abcdef", install=()), tmp_path)
 
 
-def _empty(name: str, **changes: Any) -> Recipe:
-    return Recipe(
-        kind="custom", source=name, tools=(), copy_project=False, key_extra={"name": name}, **changes
-    )
+def _empty(name: str, **changes: object) -> Recipe:
+    fields: dict[str, object] = {
+        "kind": "custom",
+        "source": name,
+        "tools": (),
+        "copy_project": False,
+        "key_extra": {"name": name},
+    }
+    return Recipe.model_validate(fields | changes)
 
 
 @pytest.mark.slow  # builds environments

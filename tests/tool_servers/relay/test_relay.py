@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
+from mcp.server.mcpserver import MCPServer
 
 from tests.processes import processes_mentioning
 from tests.tool_servers.relay.tiny_server import PLANTED
@@ -56,7 +57,7 @@ def spec(script: Path, name: str = "tiny", **overrides: Any) -> UpstreamSpec:
 @asynccontextmanager
 async def relays(
     tmp_path: Path, *specs: UpstreamSpec, scopes: frozenset[Scope] = WRITE
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncIterator[dict[str, MCPServer[object]]]:
     audit = AuditLog(tmp_path / "home" / "user-mcp-audit.jsonl")
     options = ServerOptions(scopes=scopes, principal="agent", audit=audit)
     async with open_relays(list(specs), options, cwd=tmp_path, log_dir=tmp_path / "home" / "logs") as opened:

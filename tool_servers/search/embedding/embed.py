@@ -43,7 +43,7 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 
@@ -403,7 +403,7 @@ def _force_offline() -> None:
         hub_constants.HF_HUB_OFFLINE = True  # pyright: ignore[reportAttributeAccessIssue] - huggingface_hub reads this module constant at run time
 
 
-def _import_sentence_transformers() -> Any:
+def _import_sentence_transformers() -> "type[SentenceTransformer]":
     """Import SentenceTransformer with the Hugging Face stack forced offline and quiet."""
     _force_offline()
     from sentence_transformers import SentenceTransformer

@@ -26,6 +26,7 @@ telemetry import there falls back to a stub on ImportError, so `_import_openvino
 import contextlib
 import functools
 import hashlib
+import importlib
 import os
 import shutil
 import sys
@@ -33,7 +34,7 @@ import tempfile
 import threading
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Generic, Literal, Protocol, TypeVar
 
 import numpy as np
 
@@ -47,7 +48,10 @@ from tool_servers.search.embedding.saved_tokenizer import (
 from tool_servers.search.errors import SearchError
 
 if TYPE_CHECKING:
+    import torch
+    from openvino import CompiledModel, Core, InferRequest
     from sentence_transformers import SentenceTransformer
+    from tokenizers import Encoding
 
 BATCH_SIZE = 32
 MIN_LENGTH_RATIO = 0.9
@@ -61,15 +65,31 @@ class OpenVinoUnavailable(SearchError):
     """OpenVINO is not installed or cannot convert this model; the caller falls back to torch."""
 
 
-class OpenVinoEncoder:
+Item = TypeVar("Item")
+"""What a preprocessor makes of one text before batching: a tokenizer's encoding, or the text."""
+
+
+class Preprocessor(Protocol[Item]):
+    """Texts to model inputs: `encode` once per text, `lengths` for batching, `batch` to arrays."""
+
+    def encode(self, texts: list[str], /) -> list[Item]: ...
+
+    def lengths(self, items: list[Item], /) -> np.ndarray: ...
+
+    def batch(self, items: list[Item], /) -> dict[str, np.ndarray]: ...
+
+
+class OpenVinoEncoder(Generic[Item]):
     """Runs one converted model; `encode` calls from several threads take turns (one request queue).
 
     `preprocessor` turns texts into the model's input arrays, already capped (`SavedTokenizer`,
     or `_PipelinePreprocessor` over the sentence-transformers model, which it never runs).
     """
 
-    def __init__(self, compiled: Any, preprocessor: "Preprocessor", dimension: int) -> None:
-        ov = _import_openvino()
+    def __init__(self, compiled: "CompiledModel", preprocessor: Preprocessor[Item], dimension: int) -> None:
+        _import_openvino()
+        import openvino as ov
+
         self._compiled = compiled
         self._preprocessor = preprocessor
         self.dimension = dimension
@@ -105,20 +125,10 @@ class OpenVinoEncoder:
                 self._out = None
         return out
 
-    def _store(self, request: Any, idx: np.ndarray) -> None:
+    def _store(self, request: "InferRequest", idx: np.ndarray) -> None:
         # Runs on an OpenVINO thread; each request writes only its own rows.
         assert self._out is not None
         self._out[idx] = request.get_tensor(self._output).data
-
-
-class Preprocessor(Protocol):
-    """Texts to model inputs: `encode` once per text, `lengths` for batching, `batch` to arrays."""
-
-    def encode(self, texts: list[str]) -> list[Any]: ...
-
-    def lengths(self, items: list[Any]) -> np.ndarray: ...
-
-    def batch(self, items: list[Any]) -> dict[str, np.ndarray]: ...
 
 
 class _PipelinePreprocessor:
@@ -130,13 +140,13 @@ class _PipelinePreprocessor:
         self._inputs = inputs
         self._cap = min(max_tokens or model.max_seq_length, model.max_seq_length)  # pyright: ignore[reportArgumentType] - the models we load declare max_seq_length
 
-    def encode(self, texts: list[str]) -> list[Any]:
+    def encode(self, texts: list[str]) -> list[str]:
         return texts
 
-    def lengths(self, items: list[Any]) -> np.ndarray:
+    def lengths(self, items: list[str]) -> np.ndarray:
         return token_lengths(self._model, items, max_length=self._cap)
 
-    def batch(self, items: list[Any]) -> dict[str, np.ndarray]:
+    def batch(self, items: list[str]) -> dict[str, np.ndarray]:
         features = self._model.preprocess(items, max_length=self._cap)
         return {name: features[name].numpy() for name in self._inputs}
 
@@ -145,7 +155,8 @@ def saved_recipe(*, source: str, name: str, cache_dir: Path) -> Recipe | None:
     """The preprocessing recipe saved with the converted model, if both are there: then
     `load_encoder` runs without the sentence-transformers model (and without importing torch)."""
     try:
-        ov = _import_openvino()
+        _import_openvino()
+        import openvino as ov
     except ImportError:
         return None
     ir_dir = cache_dir / _ir_key(source, name, ov.get_version())
@@ -160,7 +171,7 @@ def load_encoder(
     precision: Literal["auto", "float32", "bfloat16"],
     cache_dir: Path,
     max_tokens: int | None,
-) -> OpenVinoEncoder:
+) -> "OpenVinoEncoder[Encoding] | OpenVinoEncoder[str]":
     """An encoder for the model loaded from `source`, known as `name`, reading at most
     `max_tokens` (None: the model's own cap). It converts `model` on first use; with `model`
     None it needs the converted model and a saved tokenizer (`saved_recipe`).
@@ -170,7 +181,8 @@ def load_encoder(
             compiled; or `model` is None and what is saved does not suffice.
     """
     try:
-        ov = _import_openvino()
+        _import_openvino()
+        import openvino as ov
     except ImportError as exc:
         raise OpenVinoUnavailable(f"openvino is not installed: {exc}") from exc
     core = _core()
@@ -210,7 +222,7 @@ def load_encoder(
             tokenizer = SavedTokenizer(ir_dir, recipe, cap)
         except Exception as exc:  # tokenizers raises bare Exception for a missing or bad file
             raise OpenVinoUnavailable(f"the saved tokenizer of {name} does not load: {exc}") from exc
-        return OpenVinoEncoder(compiled, tokenizer, recipe.dimension)  # pyright: ignore[reportArgumentType] - SavedTokenizer implements the Preprocessor protocol, with a wider lengths parameter
+        return OpenVinoEncoder(compiled, tokenizer, recipe.dimension)
     if model is None:
         raise OpenVinoUnavailable(f"{name} needs its sentence-transformers pipeline to preprocess text")
     preprocessor = _PipelinePreprocessor(model, inputs, max_tokens)
@@ -219,24 +231,26 @@ def load_encoder(
 
 _convert_lock = threading.Lock()
 _core_lock = threading.Lock()
-_core_instance: Any = None
+_core_instance: "Core | None" = None
 
 
-def _core() -> Any:
+def _core() -> "Core":
     global _core_instance
     with _core_lock:
         if _core_instance is None:
-            _core_instance = _import_openvino().Core()
+            _import_openvino()
+            import openvino as ov
+
+            _core_instance = ov.Core()
         return _core_instance
 
 
-def _import_openvino() -> Any:
+def _import_openvino() -> None:
+    """Import openvino (ImportError when it is not installed) before any `import openvino`."""
     # Blocks the telemetry package (module docstring) unless something imported it before us.
     if "openvino" not in sys.modules:
         sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type] - None in sys.modules makes importing the module fail, on purpose
-    import openvino
-
-    return openvino
+    importlib.import_module("openvino")
 
 
 @functools.lru_cache(maxsize=16)
@@ -257,7 +271,7 @@ def _ir_key(source: str, name: str, version: str) -> str:
     return digest.hexdigest()[:24]
 
 
-def _compile(core: Any, ir_dir: Path, config: dict[str, str], name: str) -> Any:
+def _compile(core: "Core", ir_dir: Path, config: dict[str, str], name: str) -> "CompiledModel":
     try:
         return core.compile_model(str(ir_dir / _IR_FILE), "CPU", config)
     except RuntimeError as exc:
@@ -292,7 +306,8 @@ def _convert(model: "SentenceTransformer", ir_dir: Path) -> None:
     process converting the same model either wins the rename or finds it done)."""
     import torch
 
-    ov = _import_openvino()
+    _import_openvino()
+    import openvino as ov
     from openvino.frontend import FrontEndManager
     from openvino.frontend.pytorch.ts_decoder import TorchScriptPythonDecoder
 
@@ -331,7 +346,9 @@ def _convert(model: "SentenceTransformer", ir_dir: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _traceable(modules: list[Any], names: list[str], constants: dict[str, Any]) -> Any:
+def _traceable(
+    modules: "list[torch.nn.Module]", names: list[str], constants: dict[str, object]
+) -> "torch.nn.Module":
     """The sentence-transformers modules in order as one module taking tensors positionally
     (what tracing needs); `constants` are the non-tensor features, e.g. `modality`."""
     import torch
@@ -341,10 +358,13 @@ def _traceable(modules: list[Any], names: list[str], constants: dict[str, Any]) 
             super().__init__()
             self.stages = torch.nn.ModuleList(modules)
 
-        def forward(self, *tensors: Any) -> Any:
-            features = dict(zip(names, tensors, strict=True)) | constants
+        def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
+            features: dict[str, object] = dict(zip(names, tensors, strict=True)) | constants
             for stage in self.stages:
                 features = stage(features)
-            return features["sentence_embedding"]
+            embedding = features["sentence_embedding"]
+            if not isinstance(embedding, torch.Tensor):  # what every sentence-transformers model ends with
+                raise TypeError(f"the model's last module gave {type(embedding).__name__}, not a tensor")
+            return embedding
 
     return Pipeline().eval()

@@ -10,12 +10,13 @@ gives (models with prompts, chat templates or extra inputs keep the full path).
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
+    from tokenizers import Encoding
 
 RECIPE_FILE = "preprocessing.json"
 TOKENIZER_FILE = "tokenizer.json"
@@ -55,15 +56,15 @@ class SavedTokenizer:
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(max_length=max_tokens, strategy="longest_first")
 
-    def encode(self, texts: list[str]) -> list[Any]:
+    def encode(self, texts: list[str]) -> "list[Encoding]":
         """One encoding per text (ids, type ids, mask), truncated, unpadded."""
         return self._tokenizer.encode_batch(texts)
 
-    def lengths(self, encodings: list[Any]) -> np.ndarray:
+    def lengths(self, encodings: "list[Encoding]") -> np.ndarray:
         """Tokens per encoding, for length batching."""
         return np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
 
-    def batch(self, encodings: list[Any]) -> dict[str, np.ndarray]:
+    def batch(self, encodings: "list[Encoding]") -> dict[str, np.ndarray]:
         """The model's input arrays for `encodings`, padded to the longest of them."""
         width = max(len(e.ids) for e in encodings)
         arrays = {

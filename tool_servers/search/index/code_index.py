@@ -14,10 +14,11 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from layout import TREE_DIR, TREE_INDEX
@@ -26,9 +27,10 @@ from tool_servers.search.errors import IndexDirUnusable, IndexUnavailable, Inval
 from tool_servers.search.index import filerank
 from tool_servers.search.index import query as q
 from tool_servers.search.index.chunks import Chunk, chunk_file
-from tool_servers.search.index.files import DEFAULT_MAX_FILE_BYTES, SourceFile, walk_repo
+from tool_servers.search.index.files import DEFAULT_MAX_FILE_BYTES, Skipped, SourceFile, walk_repo
 from tool_servers.search.index.lock import hold_index_lock
 from tool_servers.search.index.query_parts import code_shaped, decompose, keyword_terms
+from tool_servers.search.index.rows import ChunkRow
 from tool_servers.search.index.store import SCHEMA_VERSION, IndexedFile, Store
 from tool_servers.search.index.vectors import VectorMatrix, texts_by_id
 from tool_servers.search.models import (
@@ -41,6 +43,9 @@ from tool_servers.search.models import (
     SymbolResult,
 )
 from tool_servers.secret_files import DEFAULT_RULES, SecretRules
+
+if TYPE_CHECKING:
+    from tool_servers.search.index.symbols import Outline
 
 DEFAULT_INDEX_DIR = Path(TREE_INDEX)
 EMBED_BATCH = 256  # per embed() call: the embedder sorts by length within a call, so bigger pads less
@@ -166,7 +171,7 @@ class CodeIndex:
         self._lock_path = lock_path
         self._max_file_bytes = max_file_bytes
         self._lock_timeout_s = lock_timeout_s
-        self._symbols_cache: tuple[int, Any] | None = None
+        self._symbols_cache: tuple[int, Outline] | None = None
         self._vectors: tuple[int, VectorMatrix] | None = None
 
     @property
@@ -243,7 +248,7 @@ class CodeIndex:
             messages=report.messages,
         )
 
-    def _scan(self) -> tuple[dict[str, SourceFile], list[Any]]:
+    def _scan(self) -> tuple[dict[str, SourceFile], list[Skipped]]:
         sources: dict[str, SourceFile] = {}
         skipped = []
         for item in walk_repo(self.repo, max_file_bytes=self._max_file_bytes, secrets=self._secrets):
@@ -275,7 +280,11 @@ class CodeIndex:
         return table, len(todo)
 
     def _arrow(
-        self, chunks: list[Chunk], hashes: list[str], vectors: dict[str, Any], sources: dict[str, SourceFile]
+        self,
+        chunks: list[Chunk],
+        hashes: list[str],
+        vectors: dict[str, npt.ArrayLike],
+        sources: dict[str, SourceFile],
     ) -> pa.Table:
         schema = self._store.schema
         dim = self.embedder.dimension
@@ -342,12 +351,12 @@ class CodeIndex:
             texts = await anyio.to_thread.run_sync(lambda: texts_by_id(table, missing))
             return SearchResult(query=query, hits=[_file_hit(f, texts) for f in ranked])
         limit = max(50, k * (10 if per_file else 5))
-        legs: dict[str, list[dict[str, object]]] = {}
+        legs: dict[str, list[ChunkRow]] = {}
 
-        async def run(name: str, fn: Callable[[], list[dict[str, Any]]]) -> None:
+        async def run(name: str, fn: Callable[[], list[ChunkRow]]) -> None:
             legs[name] = await anyio.to_thread.run_sync(fn)
 
-        def vector() -> list[dict[str, Any]]:
+        def vector() -> list[ChunkRow]:
             vec = self.embed_queries([parsed.text])[0]
             return q.vector_leg(table, vec, limit=limit)
 

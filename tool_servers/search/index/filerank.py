@@ -29,9 +29,9 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from tool_servers.search.index.query_parts import IssueQuery
+from tool_servers.search.index.rows import ChunkMeta, ChunkRow
 
 # Fusion constants (see the module docstring for how they were chosen).
 FILE_RRF_K = 10
@@ -147,14 +147,14 @@ class Evidence:
     issue: IssueQuery
     paths: Sequence[str]
     """Every indexed file."""
-    keyword: list[dict[str, Any]] = field(default_factory=list)
+    keyword: list[ChunkRow] = field(default_factory=list)
     """Chunk rows of the full-text leg over the whole query, best first, with `_score`."""
-    title_keyword: list[dict[str, Any]] = field(default_factory=list)
+    title_keyword: list[ChunkRow] = field(default_factory=list)
     """The same over the title and the code identifiers only: the words an issue is about,
     without the narrative that dilutes a whole-text match."""
-    vector: list[list[dict[str, Any]]] = field(default_factory=list)
+    vector: list[list[ChunkMeta]] = field(default_factory=list)
     """One chunk ranking per embedding piece, in piece order."""
-    definitions: list[dict[str, Any]] = field(default_factory=list)
+    definitions: list[ChunkRow] = field(default_factory=list)
     """Chunk rows defining a name the issue uses (function, class or method chunks)."""
     imports: dict[str, list[str]] = field(default_factory=dict)
     """path -> files it imports (resolved), for the top files only."""
@@ -169,13 +169,13 @@ class Evidence:
 class RankedFile:
     path: str
     score: float
-    best: dict[str, Any] | None
+    best: ChunkMeta | None
     """The file's best chunk row, for the hit's snippet; None for a file found by name only."""
 
 
 def rank_files(evidence: Evidence, *, keep_tests: bool = False) -> list[RankedFile]:
     scores: dict[str, float] = defaultdict(float)
-    best: dict[str, dict[str, object]] = {}
+    best: dict[str, ChunkMeta] = {}
     known = set(evidence.paths)
 
     _add_rrf(scores, _aggregate_keyword(evidence.keyword, best), KEYWORD_WEIGHT)
@@ -229,9 +229,7 @@ def _with_executed_slots(
     return [*head, *slots, *(p for p in order[EXECUTED_AFTER:] if p not in taken)]
 
 
-def _ranked(
-    order: list[str], scores: dict[str, float], best: dict[str, dict[str, object]]
-) -> list[RankedFile]:
+def _ranked(order: list[str], scores: dict[str, float], best: dict[str, ChunkMeta]) -> list[RankedFile]:
     """Files in `order`; a score never exceeds the one above it, so a file moved up by execution
     shows the score of its slot and the list stays sorted by score."""
     ranked: list[RankedFile] = []
@@ -247,7 +245,7 @@ def _add_rrf(scores: dict[str, float], ranked: list[str], weight: float) -> None
         scores[path] += weight / (FILE_RRF_K + rank + 1)
 
 
-def _aggregate_keyword(rows: list[dict[str, Any]], best: dict[str, dict[str, Any]]) -> list[str]:
+def _aggregate_keyword(rows: list[ChunkRow], best: dict[str, ChunkMeta]) -> list[str]:
     per_file: dict[str, list[float]] = defaultdict(list)
     for row in rows:
         per_file[row["path"]].append(float(row.get("_score") or 0.0))
@@ -259,7 +257,7 @@ def _aggregate_keyword(rows: list[dict[str, Any]], best: dict[str, dict[str, Any
     return sorted(total, key=lambda p: (-total[p], p))
 
 
-def _aggregate_vector(rows: list[dict[str, Any]], best: dict[str, dict[str, Any]]) -> list[str]:
+def _aggregate_vector(rows: list[ChunkMeta], best: dict[str, ChunkMeta]) -> list[str]:
     seen: list[str] = []
     for row in rows:  # already nearest first: a file's rank is its best chunk's
         if row["path"] not in best:
@@ -409,7 +407,7 @@ class _NamesUsed:
         return bool(self.same_case.get(name.lower())) and name not in self.written.get(name.lower(), ())
 
 
-def _names_used(identifiers: dict[str, float], rows: list[dict[str, Any]]) -> _NamesUsed:
+def _names_used(identifiers: dict[str, float], rows: list[ChunkRow]) -> _NamesUsed:
     names = _NamesUsed()
     for ident, weight in identifiers.items():
         last = ident.rsplit(".", 1)[-1]
@@ -428,8 +426,8 @@ def _names_used(identifiers: dict[str, float], rows: list[dict[str, Any]]) -> _N
 def _definition_boosts(
     identifiers: dict[str, float],
     names: _NamesUsed,
-    rows: list[dict[str, Any]],
-    best: dict[str, dict[str, Any]],
+    rows: list[ChunkRow],
+    best: dict[str, ChunkMeta],
 ) -> dict[str, float]:
     qualified = {ident.lower(): weight for ident, weight in identifiers.items() if "." in ident}
     boosts: dict[str, float] = defaultdict(float)
@@ -466,7 +464,7 @@ def named_files(identifiers: dict[str, float], paths: Sequence[str]) -> dict[str
     return {p: min(b, NAMED_FILE_CAP) for p, b in boosts.items()}
 
 
-def _body_import_boosts(names: _NamesUsed, rows: list[dict[str, Any]], known: set[str]) -> dict[str, float]:
+def _body_import_boosts(names: _NamesUsed, rows: list[ChunkRow], known: set[str]) -> dict[str, float]:
     """The modules that definitions of deliberately named names import in their bodies."""
     share: dict[str, float] = defaultdict(float)
     for row in rows:

@@ -15,11 +15,15 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from tool_servers.search.errors import InvalidQuery
 from tool_servers.search.index.chunks import Chunk
+from tool_servers.search.index.rows import ChunkRow, ModuleText, fetch
 from tool_servers.search.models import SearchHit
+
+if TYPE_CHECKING:
+    from lancedb.table import Table
 
 SearchMode = Literal["hybrid", "vector", "keyword"]
 
@@ -145,44 +149,43 @@ def parse_query(query: str) -> ParsedQuery:
     return ParsedQuery(text, words, identifiers, " ".join(fts_words), terms)
 
 
-def vector_leg(table: Any, vector: Sequence[float], *, limit: int) -> list[dict[str, Any]]:
-    return (
-        table.search(vector, vector_column_name="vector")
-        .distance_type("cosine")
-        .select(_COLUMNS)
-        .limit(limit)
-        .to_list()
-    )
+def vector_leg(table: "Table", vector: Sequence[float], *, limit: int) -> list[ChunkRow]:
+    from lancedb.query import LanceVectorQueryBuilder
+
+    query = table.search(vector, vector_column_name="vector")
+    if not isinstance(query, LanceVectorQueryBuilder):  # what a vector query always builds
+        raise TypeError(f"lancedb built a {type(query).__name__} for a vector query")
+    return fetch(query.distance_type("cosine").select(_COLUMNS).limit(limit), ChunkRow)
 
 
-def keyword_leg(table: Any, parsed: ParsedQuery, *, limit: int) -> list[dict[str, Any]]:
+def keyword_leg(table: "Table", parsed: ParsedQuery, *, limit: int) -> list[ChunkRow]:
     from lancedb.query import MatchQuery
 
     if not parsed.fts_text:
         return []
     query = MatchQuery(parsed.fts_text, "terms")  # pyright: ignore[reportCallIssue] - lancedb's MatchQuery gives the other parameters defaults at run time
-    return table.search(query, query_type="fts").select([*_COLUMNS, "_score"]).limit(limit).to_list()
+    return fetch(table.search(query, query_type="fts").select([*_COLUMNS, "_score"]).limit(limit), ChunkRow)
 
 
-def name_leg(table: Any, parsed: ParsedQuery, *, limit: int = 200) -> list[dict[str, Any]]:
+def name_leg(table: "Table", parsed: ParsedQuery, *, limit: int = 200) -> list[ChunkRow]:
     """Chunks defining any name the query mentions (exact, case-insensitive)."""
     names = sorted({i.name for i in parsed.identifiers if i.code_shaped or i.name in parsed.words})
     if not names:
         return []
     quoted = ", ".join("'" + n.replace("'", "''") + "'" for n in names)
-    return table.search().where(f"name IN ({quoted})").select(_COLUMNS).limit(limit).to_list()
+    return fetch(table.search().where(f"name IN ({quoted})").select(_COLUMNS).limit(limit), ChunkRow)
 
 
-def definition_leg(table: Any, names: Sequence[str], *, limit: int = 2000) -> list[dict[str, Any]]:
+def definition_leg(table: "Table", names: Sequence[str], *, limit: int = 2000) -> list[ChunkRow]:
     """Function, class and method chunks whose name is one of `names` (lower-cased)."""
     if not names:
         return []
     quoted = ", ".join("'" + n.replace("'", "''") + "'" for n in names)
     where = f"name IN ({quoted}) AND kind IN ('function', 'class', 'method')"
-    return table.search().where(where).select(_COLUMNS).limit(limit).to_list()
+    return fetch(table.search().where(where).select(_COLUMNS).limit(limit), ChunkRow)
 
 
-def imports_leg(table: Any, paths: Sequence[str], known: set[str]) -> dict[str, list[str]]:
+def imports_leg(table: "Table", paths: Sequence[str], known: set[str]) -> dict[str, list[str]]:
     """path -> the indexed files its module-level code imports, for each of `paths`."""
     from tool_servers.search.index.filerank import imports_of
 
@@ -193,15 +196,15 @@ def imports_leg(table: Any, paths: Sequence[str], known: set[str]) -> dict[str, 
         table.search().where(f"path IN ({quoted}) AND kind = 'module'").select(["path", "text"]).limit(None)
     )
     texts: dict[str, list[str]] = defaultdict(list)
-    for row in rows.to_list():
+    for row in fetch(rows, ModuleText):
         texts[row["path"]].append(row["text"])
     return {p: imports_of(p, "\n".join(t), known) for p, t in texts.items()}
 
 
 def fuse(
     parsed: ParsedQuery,
-    rankings: Sequence[tuple[float, list[dict[str, Any]]]],
-    named: list[dict[str, Any]],
+    rankings: Sequence[tuple[float, list[ChunkRow]]],
+    named: list[ChunkRow],
     *,
     k: int,
     per_file: bool = False,
@@ -209,7 +212,7 @@ def fuse(
 ) -> list[SearchHit]:
     """Weighted reciprocal rank fusion of `(weight, ranking)` pairs, plus identifier boosts over
     those and the `named` rows."""
-    rows: dict[str, dict[str, object]] = {}
+    rows: dict[str, ChunkRow] = {}
     scores: dict[str, float] = defaultdict(float)
     for weight, ranking in rankings:
         for rank, row in enumerate(ranking):
@@ -234,7 +237,7 @@ def _stem(word: str) -> str:
     return word
 
 
-def _apply_boosts(parsed: ParsedQuery, rows: dict[str, dict[str, Any]], scores: dict[str, float]) -> None:
+def _apply_boosts(parsed: ParsedQuery, rows: dict[str, ChunkRow], scores: dict[str, float]) -> None:
     short = parsed.terms <= LONG_QUERY_TERMS
     # A query word is present when some word of the chunk starts with its stem: cheap enough to
     # run over every candidate per query, and "edit" finds "edits", "editor", "edit_file".
@@ -243,7 +246,7 @@ def _apply_boosts(parsed: ParsedQuery, rows: dict[str, dict[str, Any]], scores: 
     code = {i.name for i in parsed.identifiers if i.code_shaped}
     qualified = {i.qualified.lower() for i in parsed.identifiers if "." in i.qualified}
     plain = set(parsed.words) if len(parsed.words) <= SHORT_QUERY_WORDS else set()
-    first_piece: dict[tuple[str, str], int] = {}
+    first_piece: dict[tuple[str, str | None], int] = {}
     for row in rows.values():
         if row["symbol"] is not None:
             key = (row["path"], row["symbol"])
@@ -268,7 +271,7 @@ def _apply_boosts(parsed: ParsedQuery, rows: dict[str, dict[str, Any]], scores: 
         scores[rid] += boost
 
 
-def _hit(row: dict[str, Any], score: float) -> SearchHit:
+def _hit(row: ChunkRow, score: float) -> SearchHit:
     return SearchHit(
         path=row["path"],
         start_line=row["start_line"],
@@ -279,7 +282,7 @@ def _hit(row: dict[str, Any], score: float) -> SearchHit:
     )
 
 
-def _best_per_file(ordered: list[str], rows: dict[str, dict[str, Any]]) -> list[str]:
+def _best_per_file(ordered: list[str], rows: dict[str, ChunkRow]) -> list[str]:
     """One hit per file: its best chunk, with that chunk's score. Adding the file's other chunks
     (best + a quarter of the next two) favoured long files and cost 0.05 MRR on the docstring
     benchmark, so a file is as good as its best chunk."""

@@ -22,8 +22,9 @@ import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Literal
 
+import numpy.typing as npt
 import pyarrow as pa
 
 from tool_servers.search.errors import IndexUnavailable
@@ -250,10 +251,10 @@ class Store:
         self.files = {}
         self.orphan_paths = set()
 
-    def existing_vectors(self, paths: Iterable[str]) -> dict[str, Any]:
+    def existing_vectors(self, paths: Iterable[str]) -> dict[str, npt.ArrayLike]:
         """embed_hash -> vector of the rows of `paths`, so unchanged chunks of an edited file are
         not embedded again even without the embedder's cache."""
-        found: dict[str, object] = {}
+        found: dict[str, npt.ArrayLike] = {}
         for where in _in_clauses("path", paths):
             table = self.chunks.search().where(where).select(["embed_hash", "vector"]).limit(None).to_arrow()
             found.update(

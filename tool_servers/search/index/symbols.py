@@ -9,23 +9,27 @@ cousin of a reference graph's in-degree; files rank by the sum over their symbol
 import re
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tool_servers.search.errors import InvalidQuery
+from tool_servers.search.index.rows import DefinitionRow, OutlineRow, fetch
 from tool_servers.search.index.tokens import TokenCounter, estimate_tokens
 from tool_servers.search.models import RepoMap, RepoMapFile, RepoMapSymbol, SymbolLocation, SymbolResult
+
+if TYPE_CHECKING:
+    from lancedb.table import Table
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DEFINITION_KINDS = ("function", "class", "method")
 
 
-def find_symbol(table: Any, name: str, *, limit: int = 100) -> SymbolResult:
+def find_symbol(table: "Table", name: str, *, limit: int = 100) -> SymbolResult:
     if not _NAME.fullmatch(name or ""):
         raise InvalidQuery(f"{name!r} is not an identifier: pass a name like `open_file` or `Client.send`")
     last = name.rsplit(".", 1)[-1]
     columns = ["path", "start_line", "end_line", "symbol", "kind", "signature", "text"]
-    rows = table.search().where(f"name = '{last.lower()}'").select(columns).limit(None).to_list()
+    rows = fetch(table.search().where(f"name = '{last.lower()}'").select(columns).limit(None), DefinitionRow)
     definitions = _merge_pieces([r for r in rows if r["kind"] in _DEFINITION_KINDS])
     # Exact qualified name first, then exact case, then the rest (case-insensitive matches).
     definitions.sort(
@@ -39,7 +43,9 @@ def find_symbol(table: Any, name: str, *, limit: int = 100) -> SymbolResult:
     defining_lines = {(d.path, d.line) for d in definitions}
     word = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(last)}(?![A-Za-z0-9_])")
     like = last.replace("'", "''")
-    candidates = table.search().where(f"text LIKE '%{like}%'").select(columns).limit(None).to_list()
+    candidates = fetch(
+        table.search().where(f"text LIKE '%{like}%'").select(columns).limit(None), DefinitionRow
+    )
     references: dict[tuple[str, int], SymbolLocation] = {}
     for row in candidates:
         for offset, line in enumerate(row["text"].split("\n")):
@@ -62,7 +68,7 @@ def find_symbol(table: Any, name: str, *, limit: int = 100) -> SymbolResult:
     )
 
 
-def _merge_pieces(rows: list[dict[str, Any]]) -> list[SymbolLocation]:
+def _merge_pieces(rows: list[DefinitionRow]) -> list[SymbolLocation]:
     """One location per definition: a long definition is stored as overlapping pieces."""
     merged: list[SymbolLocation] = []
     rows = sorted(rows, key=lambda r: (r["path"], r["symbol"] or "", r["start_line"]))
@@ -89,7 +95,7 @@ def _merge_pieces(rows: list[dict[str, Any]]) -> list[SymbolLocation]:
     return merged
 
 
-def _definition_line(row: dict[str, Any]) -> int:
+def _definition_line(row: OutlineRow) -> int:
     """The line of the `def`/`class` itself, past decorators and leading comments."""
     head = (row["signature"] or "").split("(")[0].strip()
     for offset, line in enumerate(row["text"].split("\n")):
@@ -108,14 +114,14 @@ class _Symbol:
     references: int
 
 
-def load_outline(table: Any) -> dict[str, list[_Symbol]]:
+Outline = dict[str, list[_Symbol]]
+"""path -> its functions, classes and methods (`load_outline`), for `render_repo_map`."""
+
+
+def load_outline(table: "Table") -> Outline:
     """Every file's functions, classes and methods with their reference counts."""
-    rows = (
-        table.search()
-        .select(["path", "symbol", "kind", "signature", "start_line", "text"])
-        .limit(None)
-        .to_list()
-    )
+    columns = ["path", "symbol", "kind", "signature", "start_line", "text"]
+    rows = fetch(table.search().select(columns).limit(None), OutlineRow)
     files_using: dict[str, set[str]] = defaultdict(set)
     for row in rows:
         for word in set(_WORDS.findall(row["text"])):
@@ -138,7 +144,7 @@ def load_outline(table: Any) -> dict[str, list[_Symbol]]:
 
 
 def render_repo_map(
-    outline: dict[str, list[_Symbol]], token_budget: int, *, count_tokens: TokenCounter = estimate_tokens
+    outline: Outline, token_budget: int, *, count_tokens: TokenCounter = estimate_tokens
 ) -> RepoMap:
     """Most referenced files first; a file that does not fit whole keeps its most referenced
     symbols; files that cannot fit even one symbol are left out."""

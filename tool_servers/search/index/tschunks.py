@@ -10,9 +10,12 @@ serves them all; containers (classes, impls, interfaces, namespaces) are walked 
 import importlib
 import re
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tool_servers.search.index.chunks import Chunk, Definition, chunks_from_outline, with_leading_comments
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser
 
 _LANGUAGES = {
     ".py": "python",
@@ -59,7 +62,7 @@ def language_for(suffix: str) -> str | None:
 
 
 @cache
-def _parser(lang: str) -> Any:
+def _parser(lang: str) -> "Parser | None":
     try:
         import tree_sitter
 
@@ -80,7 +83,7 @@ def chunk_tree_sitter(path: str, text: str, lang: str) -> list[Chunk] | None:
     return chunks_from_outline(path, lines, _outline(tree.root_node, lines, in_class=False))
 
 
-def _outline(node: Any, lines: list[str], *, in_class: bool) -> list[Definition]:
+def _outline(node: "Node", lines: list[str], *, in_class: bool) -> list[Definition]:
     found: list[Definition] = []
     floor = node.start_point.row + 2 if node.parent is not None else 1
     for child in node.named_children:
@@ -113,7 +116,7 @@ def _outline(node: Any, lines: list[str], *, in_class: bool) -> list[Definition]
     return found
 
 
-def _name(node: Any, lines: list[str]) -> str | None:
+def _name(node: "Node", lines: list[str]) -> str | None:
     for field in ("name", "type", "declarator"):
         named = node.child_by_field_name(field)
         while named is not None and named.child_by_field_name("declarator") is not None:
@@ -123,7 +126,7 @@ def _name(node: Any, lines: list[str]) -> str | None:
     return None
 
 
-def _descendants(node: Any, *, depth: int) -> list[Any]:
+def _descendants(node: "Node", *, depth: int) -> "list[Node]":
     if depth == 0:
         return []
     out = []

@@ -9,9 +9,14 @@ keeps while the index does not change.
 """
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+from tool_servers.search.index.rows import ChunkMeta, ChunkText, fetch
+
+if TYPE_CHECKING:
+    from lancedb.table import Table
 
 _META = ["id", "path", "start_line", "end_line", "symbol", "name", "kind"]
 
@@ -19,7 +24,7 @@ _META = ["id", "path", "start_line", "end_line", "symbol", "name", "kind"]
 class VectorMatrix:
     """The chunk vectors of one index version, with the columns a file ranking needs."""
 
-    def __init__(self, table: Any, *, dimension: int) -> None:
+    def __init__(self, table: "Table", *, dimension: int) -> None:
         data = table.search().select([*_META, "vector"]).limit(None).to_arrow()
         column = data.column("vector").combine_chunks()
         flat = column.flatten().to_numpy(zero_copy_only=False)
@@ -29,7 +34,7 @@ class VectorMatrix:
     def __len__(self) -> int:
         return self.matrix.shape[0]
 
-    def nearest(self, queries: np.ndarray, *, limit: int) -> list[list[dict[str, Any]]]:
+    def nearest(self, queries: np.ndarray, *, limit: int) -> list[list[ChunkMeta]]:
         """For each query row, the `limit` nearest chunks (cosine; vectors are unit norm), nearest
         first, as rows with `_distance` = 1 - cosine and no `text` (fetch it for the few shown)."""
         if not len(self):
@@ -43,16 +48,24 @@ class VectorMatrix:
             out.append([self._row(int(i), float(column[i])) for i in top])
         return out
 
-    def _row(self, i: int, similarity: float) -> dict[str, object]:
-        row = {name: values[i] for name, values in self._columns.items()}
-        row["_distance"] = 1.0 - similarity
-        return row
+    def _row(self, i: int, similarity: float) -> ChunkMeta:
+        column = self._columns
+        return ChunkMeta(
+            id=column["id"][i],
+            path=column["path"][i],
+            start_line=column["start_line"][i],
+            end_line=column["end_line"][i],
+            symbol=column["symbol"][i],
+            name=column["name"][i],
+            kind=column["kind"][i],
+            _distance=1.0 - similarity,
+        )
 
 
-def texts_by_id(table: Any, ids: Sequence[str]) -> dict[str, str]:
+def texts_by_id(table: "Table", ids: Sequence[str]) -> dict[str, str]:
     """The `text` of the chunks `ids`, in one query."""
     if not ids:
         return {}
     quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
-    rows = table.search().where(f"id IN ({quoted})").select(["id", "text"]).limit(None).to_list()
+    rows = fetch(table.search().where(f"id IN ({quoted})").select(["id", "text"]).limit(None), ChunkText)
     return {r["id"]: r["text"] for r in rows}

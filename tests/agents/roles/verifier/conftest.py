@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
+from agents.messages.verification import VerificationReport
 from agents.roles.verifier.verify import PatchTask, verify_patch
 from codeloop.testing import make_repo
 from sandbox.backend import BackendChoice
@@ -78,7 +79,7 @@ def deadline(seconds: float = 120) -> datetime:
 
 async def verify_for_text(
     repo: Path, patch: str, text: str, cache_dir: Path | None = None, candidates_change: tuple[str, ...] = ()
-) -> Any:
+) -> VerificationReport:
     """The report on `patch` for a task that says only `text` (no plan, no test named), verified
     in `repo` on the process backend; `cache_dir` keeps the starting trees' coverage;
     `candidates_change`: other candidates' changed files, measured in the same coverage run."""

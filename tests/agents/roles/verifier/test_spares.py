@@ -3,12 +3,13 @@ spare serves one verification, and without a sandbox the verifier falls back to 
 
 import shutil
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 
-from agents.roles.verifier.spares import VerifierSpares
+from agents.messages.verification import Baseline, VerificationReport
+from agents.roles.verifier.exec_session import ExecSession
+from agents.roles.verifier.spares import Spare, VerifierSpares
 from agents.roles.verifier.verify import PatchTask, verify_patch
 from agents.runtime.tools import ToolTarget
 from tests.agents.roles.verifier.conftest import (
@@ -31,7 +32,9 @@ def scratch(tmp_path: Path) -> Path:
     return path
 
 
-async def _verify(workspace: Path, patch: str, tools: InProcessTools, session: Any = None):
+async def _verify(
+    workspace: Path, patch: str, tools: InProcessTools, session: ExecSession | None = None
+) -> tuple[VerificationReport, Baseline]:
     with anyio.fail_after(240):
         return await verify_patch(
             workspace=workspace,
@@ -46,7 +49,9 @@ async def _verify(workspace: Path, patch: str, tools: InProcessTools, session: A
         )
 
 
-async def _verify_in(spare: Any, repo: Path, patch: str, tools: InProcessTools):
+async def _verify_in(
+    spare: Spare, repo: Path, patch: str, tools: InProcessTools
+) -> tuple[VerificationReport, Baseline]:
     await anyio.to_thread.run_sync(lambda: shutil.copytree(repo, spare.root, dirs_exist_ok=True))
     return await _verify(spare.root, patch, tools, spare.session)
 
