@@ -48,13 +48,19 @@ async def stop_process(process: Process, sig: int = signal.SIGTERM, *, grace_s: 
             await process.wait()
 
 
+READY_S = 240.0
+"""How long a process may take to say it is ready: a wait for an event, not a bound on speed (a
+`codeloop serve` took 46 s to start on a two-core machine at a load average of 8; its imports
+and the nats-server's start are CPU-bound)."""
+
+
 @asynccontextmanager
 async def ready_process(
     command: Sequence[str],
     *,
     env: dict[str, str] | None = None,
     cwd: Path | str | None = None,
-    ready_s: float = 30.0,
+    ready_s: float = READY_S,
     stop_signal: int = signal.SIGTERM,
 ) -> AsyncIterator[tuple[Process, dict[str, Any]]]:
     """Start `command`, wait up to `ready_s` for its first stdout line (a JSON object: a serve's

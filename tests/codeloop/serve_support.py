@@ -14,7 +14,7 @@ from anyio.abc import Process
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.processes import ready_process
+from tests.processes import READY_S, ready_process
 
 CODELOOP = [sys.executable, "-m", "codeloop"]
 
@@ -31,7 +31,7 @@ def codeloop_env(home: Path) -> dict[str, str]:
 
 @asynccontextmanager
 async def running_serve(
-    home: Path, *args: str, ready_s: float = 30.0
+    home: Path, *args: str, ready_s: float = READY_S
 ) -> AsyncIterator[tuple[Process, dict[str, Any]]]:
     """`codeloop serve --json ARGS` as a subprocess; yields it and its ready note (waited for up
     to `ready_s`), kills it if still running.

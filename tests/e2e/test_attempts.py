@@ -70,7 +70,7 @@ async def test_three_attempts_the_right_one_is_chosen_and_all_three_are_in_the_r
     repo = PipelineRunner.make_repo(tmp_path / "repo", FILES)
     env = _env(tmp_path / "home")
     serve = [sys.executable, "-m", "codeloop", "serve", "--json", "--no-mcp", "--no-metrics"]
-    async with ready_process(serve, env=env, cwd=REPO_ROOT, ready_s=60):  # run and trace find it in the home
+    async with ready_process(serve, env=env, cwd=REPO_ROOT):  # run and trace find it in the home
         code, result = await _run(env, repo, "--mode", "execute", "--attempts", "3")
         traced = await _codeloop(env, "trace", result["task_id"], "--json")
         shown = await _codeloop(env, "status", result["task_id"])

@@ -35,7 +35,7 @@ async def serving(
 ) -> AsyncIterator[tuple[Process, dict[str, Any]]]:
     """`codeloop serve --json --no-mcp --no-metrics ARGS` until its ready line; yields it and its note."""
     command = [sys.executable, "-m", "codeloop", "serve", "--json", "--no-mcp", "--no-metrics", *args]
-    async with ready_process(command, env=env_for(home, auth), cwd=ROOT, ready_s=60) as ready:
+    async with ready_process(command, env=env_for(home, auth), cwd=ROOT) as ready:
         yield ready
 
 

@@ -238,7 +238,6 @@ async def test_a_kind_installed_under_codeloop_stages_runs_in_a_pipeline_end_to_
         [*serve, "--role", "orchestrator", "--role", "echo"],
         env=_env(home, **with_plug_in),
         cwd=ROOT,
-        ready_s=60,
     ) as (_, note):
         url = note["nats_url"]
         client = _env(tmp_path / "client", **with_plug_in, **auth_of(home))
@@ -252,7 +251,7 @@ async def test_a_kind_installed_under_codeloop_stages_runs_in_a_pipeline_end_to_
 
         worker = [*serve, "--role", "word-counter", "--nats", url]
         worker_env = _env(tmp_path / "worker", **with_plug_in, **auth_of(home))
-        async with ready_process(worker, env=worker_env, cwd=ROOT, ready_s=60):
+        async with ready_process(worker, env=worker_env, cwd=ROOT):
             with anyio.fail_after(120):
                 code, _, err = await _codeloop(client, "watch", task_id, "--nats", url)
                 assert code == 0, err
