@@ -8,13 +8,18 @@ official report is made, and every report names them.
 """
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+from pydantic import JsonValue
 
 from codeloop.swebench.instances import Instance
 from codeloop.swebench.official import swebench
 
+if TYPE_CHECKING:  # swebench's own modules are loaded by `swebench()`, not imported
+    from swebench.harness.test_spec.test_spec import TestSpec
 
-def official_test_spec(instance: Instance, *, left_out: frozenset[str] = frozenset()) -> Any:
+
+def official_test_spec(instance: Instance, *, left_out: frozenset[str] = frozenset()) -> "TestSpec":
     """SWE-bench's `TestSpec` for grading `instance` (the image scripts, unused here, empty)."""
     modules = swebench()
     return modules.test_spec.TestSpec(
@@ -34,8 +39,12 @@ def official_test_spec(instance: Instance, *, left_out: frozenset[str] = frozens
 
 
 def grade(
-    instance: Instance, prediction: dict[str, Any], log_path: Path, *, left_out: frozenset[str] = frozenset()
-) -> dict[str, Any]:
+    instance: Instance,
+    prediction: dict[str, str | None],
+    log_path: Path,
+    *,
+    left_out: frozenset[str] = frozenset(),
+) -> dict[str, dict[str, JsonValue]]:
     """The official per-instance report, `{instance_id: {patch_is_None, patch_exists,
     patch_successfully_applied, resolved, tests_status}}`, for the log at `log_path`."""
     return swebench().grading.get_eval_report(
