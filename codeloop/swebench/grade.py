@@ -8,9 +8,7 @@ official report is made, and every report names them.
 """
 
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING, Any
 
 from codeloop.swebench.instances import Instance
 from codeloop.swebench.official import swebench
@@ -44,9 +42,11 @@ def grade(
     log_path: Path,
     *,
     left_out: frozenset[str] = frozenset(),
-) -> dict[str, dict[str, JsonValue]]:
+) -> dict[str, Any]:
     """The official per-instance report, `{instance_id: {patch_is_None, patch_exists,
-    patch_successfully_applied, resolved, tests_status}}`, for the log at `log_path`."""
+    patch_successfully_applied, resolved, tests_status}}`, for the log at `log_path`: SWE-bench's
+    own, as untyped as its `get_eval_report` makes it (`tests_status` is there only when the
+    patch applied)."""
     return swebench().grading.get_eval_report(
         official_test_spec(instance, left_out=left_out), prediction, str(log_path), include_tests_status=True
     )

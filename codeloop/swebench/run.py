@@ -312,7 +312,7 @@ async def _evaluate(
     )
 
 
-def _write_report(partial: Path, report: dict[str, dict[str, JsonValue]]) -> None:
+def _write_report(partial: Path, report: dict[str, JsonValue]) -> None:
     import json
 
     (partial / "report.json").write_text(json.dumps(report, indent=4) + "\n", encoding="utf-8")

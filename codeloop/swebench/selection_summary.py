@@ -8,7 +8,8 @@ what the summary's `labels` says. The selector's figures (`selected_resolved`, `
 """
 
 from collections import Counter
-from typing import TypedDict
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
 
 from pydantic import JsonValue
 
@@ -51,7 +52,7 @@ class SelectionRow(TypedDict):
     verify_error: str | None
 
 
-def truth(candidate: CandidateRow | ChosenRow) -> str | None:
+def truth(candidate: Mapping[str, Any]) -> str | None:
     """`resolved` / `unresolved`: the official label, else this run's grade; None: neither known."""
     if candidate.get("label") is not None:
         return str(candidate["label"])
@@ -60,8 +61,10 @@ def truth(candidate: CandidateRow | ChosenRow) -> str | None:
     return "resolved" if candidate["resolved"] else "unresolved"
 
 
-def selection_summary(rows: list[SelectionRow], sources: list[str]) -> dict[str, JsonValue]:
-    """The summary of `rows` (one per instance with at least one candidate)."""
+def selection_summary(rows: Sequence[Mapping[str, Any]], sources: list[str]) -> dict[str, JsonValue]:
+    """The summary of `rows` (one per instance with at least one candidate): `SelectionRow`s, of
+    which it reads each candidate's `source`, `verdict`, `resolved`, `label` and `verify_s` and
+    the chosen one's `resolved`, so rows holding only those count alike."""
     candidates = [c for row in rows for c in row["candidates"]]
     by_label: dict[str, Counter[str]] = {"resolved": Counter(), "unresolved": Counter()}
     for c in candidates:
