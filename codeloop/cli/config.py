@@ -98,12 +98,14 @@ def show(
     listed = (
         run_async(lambda: config_servers.listed_tools([s for s, _ in servers])) if tools and servers else {}
     )
+    credentials = _credentials(settings)
+    entries = config_servers.report(servers, listed)
     report = {
         "user_file": settings.user_file,
         "project_file": settings.project_file,
         "values": values,
-        "credentials": _credentials(settings),
-        "mcp_servers": config_servers.report(servers, listed),
+        "credentials": credentials,
+        "mcp_servers": entries,
     }
     if as_json:
         typer.echo(json.dumps(report))
@@ -114,9 +116,9 @@ def show(
     for key, shown in values.items():
         where = f" {shown['where']}" if shown["where"] else ""
         typer.echo(f"{key:<{width}} = {json.dumps(shown['value'])}  ({shown['source']}{where})")
-    for variable, state in report["credentials"].items():
+    for variable, state in credentials.items():
         typer.echo(f"{variable:<{width}}   {state}  (environment)")
-    for line in config_servers.lines(report["mcp_servers"]):
+    for line in config_servers.lines(entries):
         typer.echo(line)
 
 

@@ -3,7 +3,7 @@ declared, and the tools it offers (it is started to list them, then stopped)."""
 
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from codeloop.cli.common import usage_error
 from codeloop.config.errors import ConfigError
@@ -20,6 +20,25 @@ class ListedTools(TypedDict):
 
     tools: list[str] | None
     problem: str | None
+
+
+class ServerEntry(ListedTools):
+    """One server of `config show --json`'s `mcp_servers`: its settings, the names only of its
+    `env` and `headers` (their values may be secrets), and what starting it showed."""
+
+    name: str
+    transport: str
+    """`stdio` or `http`."""
+    command: str | None
+    args: list[str]
+    url: str | None
+    env: list[str]
+    headers: list[str]
+    scope: str
+    confirm: str | list[str]
+    """`always`, `never`, or the tools that ask first."""
+    source: str
+    """Where it was declared: the user file or the `--mcp-config` file."""
 
 
 def configured(repo: Path, mcp_config: Path | None) -> "list[tuple[McpServer, str]]":
@@ -67,10 +86,10 @@ async def listed_tools(servers: "list[McpServer]") -> dict[str, ListedTools]:
     }
 
 
-def report(servers: "list[tuple[McpServer, str]]", tools: dict[str, ListedTools]) -> list[dict[str, Any]]:
+def report(servers: "list[tuple[McpServer, str]]", tools: dict[str, ListedTools]) -> list[ServerEntry]:
     """The `mcp_servers` entries of `config show --json`: no `env` or `headers` values (they may
     hold secrets), only their names."""
-    entries = []
+    entries: list[ServerEntry] = []
     for server, where in servers:
         confirm = (
             server.confirm
@@ -95,13 +114,13 @@ def report(servers: "list[tuple[McpServer, str]]", tools: dict[str, ListedTools]
     return entries
 
 
-def lines(entries: list[dict[str, Any]]) -> list[str]:
+def lines(entries: list[ServerEntry]) -> list[str]:
     """`config show`'s text for the servers."""
     if not entries:
         return []
     out = ["mcp servers:"]
     for e in entries:
-        target = e["url"] or " ".join([e["command"], *e["args"]])
+        target = e["url"] or " ".join([e["command"] or "", *e["args"]])  # a server has one or the other
         out.append(
             f"  {e['name']}  ({e['transport']}: {target})  scope {e['scope']}, confirm {e['confirm']}  ({e['source']})"
         )

@@ -7,12 +7,15 @@ method: `codeloop --help` builds these classes and should stay fast.
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from codeloop.cli.common import fail
 from codeloop.cli.option_groups import OptionGroup
+
+if TYPE_CHECKING:
+    from codeloop.console.hosting import ConsoleHosting
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,9 @@ class ConsoleOptions(OptionGroup):
         ),
     ] = None
 
-    def hosting(self, *, root: Path | None, scopes: str, workspace_service_only: bool) -> Any:
+    def hosting(
+        self, *, root: Path | None, scopes: str, workspace_service_only: bool
+    ) -> "ConsoleHosting | None":
         """The checked `ConsoleHosting`, or None with `--no-console` (or a workspace service).
 
         Raises:

@@ -14,15 +14,16 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+from pydantic import JsonValue
 
 from codeloop.cli.common import fail, usage_error
 from codeloop.config.errors import ConfigError
 
 if TYPE_CHECKING:
-    from sandbox.environments import EnvironmentSettings
+    from sandbox.environments import Environment, EnvironmentInfo, EnvironmentSettings
 
 env_app = typer.Typer(
     no_args_is_help=True,
@@ -55,14 +56,14 @@ def _when(epoch: float) -> str | None:
     return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds") if epoch else None
 
 
-def _describe(repo: Path) -> dict[str, Any]:
+def _describe(repo: Path) -> dict[str, JsonValue]:
     """What `show` prints: the recipe, its key and, when built, the environment."""
     from sandbox.environments import EnvironmentStore, resolve_recipe
     from sandbox.environments.opening import project_venv
 
     settings = environment_settings(repo)
     recipe = resolve_recipe(repo, settings)
-    shown: dict[str, object] = {
+    shown: dict[str, JsonValue] = {
         "repo": str(repo),
         "recipe": None,
         "key": None,
@@ -90,31 +91,37 @@ def _describe(repo: Path) -> dict[str, Any]:
     return shown
 
 
-def _print_text(shown: dict[str, Any]) -> None:
+def _print_text(shown: dict[str, JsonValue]) -> None:
     recipe = shown["recipe"]
-    if recipe is None:
+    if not isinstance(recipe, dict):  # None: no recipe
         typer.echo(
             f"{shown['repo']}: no environment (nothing to install): commands use codeloop's own interpreter"
         )
         return
     typer.echo(f"recipe:  {recipe['kind']} — {recipe['source']}")
     typer.echo(f"python:  {recipe['python'] or 'any (the running interpreter preferred)'}")
-    for command in recipe["install"]:
+    for command in _texts(recipe["install"]):
         typer.echo(f"install: {command}")
     if recipe["inputs"]:
-        typer.echo(f"inputs:  {', '.join(recipe['inputs'])}")
+        typer.echo(f"inputs:  {', '.join(_texts(recipe['inputs']))}")
     if recipe.get("index_date"):
         typer.echo(f"index:   as of {recipe['index_date']}")
     typer.echo(f"key:     {shown['key']}")
     environment = shown["environment"]
-    if environment is None:
+    if not isinstance(environment, dict):  # None: not built
         typer.echo("built:   no (`codeloop env build` builds it; the first test run would too)")
         return
-    size_mb = environment["size_bytes"] / 1024 / 1024
+    size = environment["size_bytes"]
+    size_mb = (size if isinstance(size, int | float) else 0) / 1024 / 1024
     typer.echo(f"built:   {environment['built_at']} in {environment['build_s']:.1f} s, {size_mb:.0f} MB")
     typer.echo(f"path:    {environment['path']} (Python {environment['python_version']})")
     if shown.get("last_used"):
         typer.echo(f"used:    {shown['last_used']}{' (in use now)' if shown.get('in_use') else ''}")
+
+
+def _texts(value: JsonValue) -> list[str]:
+    """A list of the recipe's JSON (its install commands, its inputs) as text."""
+    return [str(item) for item in value] if isinstance(value, list) else []
 
 
 def _setup_errors() -> tuple[type[Exception], ...]:
@@ -153,14 +160,9 @@ def build_command(repo: RepoOption = Path("."), json_output: JsonOption = False)
         sys.stderr.write(f"  {line}\n")
         sys.stderr.flush()
 
-    async def build() -> dict[str, Any] | None:
+    async def build() -> "tuple[EnvironmentInfo, Environment] | None":
         async with open_environment(root, settings, progress=progress) as lease:
-            if lease is None:
-                return None
-            return {
-                "info": lease.info.model_dump(mode="json"),
-                "environment": lease.environment.model_dump(mode="json"),
-            }
+            return None if lease is None else (lease.info, lease.environment)
 
     try:
         built = anyio.run(build)
@@ -169,16 +171,20 @@ def build_command(repo: RepoOption = Path("."), json_output: JsonOption = False)
     except KeyboardInterrupt:
         raise fail("interrupted; the unfinished build is discarded by the next one", 130) from None
     if json_output:
-        typer.echo(json.dumps({"repo": str(root), **(built or {"info": None, "environment": None})}))
+        info, environment = built or (None, None)
+        shown: dict[str, JsonValue] = {
+            "repo": str(root),
+            "info": info.model_dump(mode="json") if info is not None else None,
+            "environment": environment.model_dump(mode="json") if environment is not None else None,
+        }
+        typer.echo(json.dumps(shown))
     elif built is None:
         typer.echo(f"{root}: no environment (nothing to install): commands use codeloop's own interpreter")
     else:
-        info = built["info"]
-        how = f"built in {info['build_s']:.1f} s" if info["built"] else "already built"
-        typer.echo(
-            f"{info['key']}: {info['kind']} — {info['source']}; Python {info['python_version']}; {how}"
-        )
-        typer.echo(f"path: {built['environment']['path']}")
+        info, environment = built
+        how = f"built in {info.build_s:.1f} s" if info.built else "already built"
+        typer.echo(f"{info.key}: {info.kind} — {info.source}; Python {info.python_version}; {how}")
+        typer.echo(f"path: {environment.path}")
 
 
 @env_app.command("clean")

@@ -11,7 +11,7 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -28,6 +28,8 @@ from codeloop.evaluation.report_md import handed_off_note, markdown_report
 if TYPE_CHECKING:
     from agents.messages import PipelineChoice
     from codeloop.config.settings import Settings
+    from codeloop.evaluation.rows import EvalRow
+    from codeloop.evaluation.summary import RunConfig, Summary
     from codeloop.evaluation.taskset import EvalTask
 
 
@@ -155,7 +157,7 @@ async def _evaluate(
     *,
     jobs: int,
     pipeline: "PipelineChoice | None" = None,
-) -> list[dict[str, Any]]:
+) -> "list[EvalRow]":
     import anyio
 
     from agents.messages import TaskSubmitted
@@ -163,7 +165,7 @@ async def _evaluate(
     from codeloop.evaluation.checks import judge
     from codeloop.evaluation.runner import Outcome, run_tasks
 
-    rows: dict[str, dict[str, object]] = {}
+    rows: dict[str, EvalRow] = {}
 
     def submit(task: "EvalTask", repo: Path) -> TaskSubmitted:
         return make_task(task.text, repo, settings=settings, mode=task.mode, pipeline=pipeline)
@@ -190,20 +192,20 @@ async def _evaluate(
 
 def _summary(
     tasks: "list[EvalTask]",
-    rows: list[dict[str, Any]],
+    rows: "list[EvalRow]",
     settings: "Settings",
     *,
     jobs: int,
     wall_s: float,
     pipeline: "PipelineChoice | None" = None,
-) -> dict[str, Any]:
+) -> "Summary":
     from codeloop.config.environment import tool_server_config
     from codeloop.evaluation.checks import LOCALIZE_K
     from codeloop.evaluation.summary import digest, summarise
     from codeloop.evaluation.taskset import fingerprint
 
     models = settings.models
-    config = {
+    config: RunConfig = {
         "models": models.model_dump(),
         "diagnose": not models.any,
         "budgets": settings.budgets.model_dump(),
@@ -230,7 +232,7 @@ def _summary(
     return summary
 
 
-def _write(out: Path, rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:
+def _write(out: Path, rows: "list[EvalRow]", summary: "Summary") -> None:
     from codeloop.evaluation.report_html import html_report
 
     out.mkdir(parents=True, exist_ok=True)
@@ -260,7 +262,7 @@ def _failed_only(tasks: "list[EvalTask]", previous: Path) -> "list[EvalTask]":
     return chosen
 
 
-def _save_failures(tasks: "list[EvalTask]", rows: list[dict[str, Any]], path: Path) -> int:
+def _save_failures(tasks: "list[EvalTask]", rows: "list[EvalRow]", path: Path) -> int:
     """Append each unresolved task (paths made relative to `path`'s directory) not already there."""
     from codeloop.evaluation.taskset import load_tasks
 

@@ -15,7 +15,7 @@ codeloop home, per root, so nothing is written under the root a client may only 
 import sys
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -32,6 +32,9 @@ from codeloop.cli.mcp_options import (
 )
 from codeloop.cli.option_groups import with_option_groups
 from layout import INDEX_DIR, ROOT_AUDIT
+
+if TYPE_CHECKING:  # the servers' modules load when one is served, not for `--help`
+    from tool_servers.serve import ServeConfig
 
 
 @with_option_groups
@@ -83,7 +86,7 @@ def _serve_config(
     state: StateOptions,
     secrets: SecretOptions,
     tasks: TasksServerOptions,
-) -> Any:
+) -> "ServeConfig":
     """The checked `ServeConfig` of the command line.
 
     Raises:
@@ -130,7 +133,7 @@ def _serve_config(
     )
 
 
-def _run(config: Any, tasks: TasksServerOptions, health: tuple[str, int] | None) -> None:
+def _run(config: "ServeConfig", tasks: TasksServerOptions, health: tuple[str, int] | None) -> None:
     """Serve until the client goes (stdio) or the process is stopped, failures said in one line.
 
     Raises:
@@ -164,7 +167,7 @@ def _run(config: Any, tasks: TasksServerOptions, health: tuple[str, int] | None)
         raise fail("; ".join(os_error_message(e) for e in _leaves(oserrors))) from None  # type: ignore[arg-type] - the leaves of an OSError group are OSErrors
 
 
-def _run_tasks(config: Any, tasks: TasksServerOptions, *, health: tuple[str, int] | None) -> None:
+def _run_tasks(config: "ServeConfig", tasks: TasksServerOptions, *, health: tuple[str, int] | None) -> None:
     """The tasks server on the serve `--nats` names or the local one, else on one started here
     with every role, over the state directory's own store (its tasks outlive a restart)."""
     from codeloop.config.environment import state_dir_from

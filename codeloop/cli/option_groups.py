@@ -20,7 +20,7 @@ import functools
 import inspect
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Protocol
+from typing import ClassVar, Protocol, TypeVar
 
 KEYWORD = inspect.Parameter.KEYWORD_ONLY
 
@@ -62,7 +62,10 @@ class OptionGroup:
         return cls(**values)
 
 
-def with_option_groups(command: Callable[..., Any]) -> Callable[..., Any]:
+_Returned = TypeVar("_Returned")
+
+
+def with_option_groups(command: Callable[..., _Returned]) -> Callable[..., _Returned]:
     """`command` as typer sees it: each group parameter replaced by the group's options (see the
     module docstring); when it runs, each group is built from its options and passed as one value.
 
@@ -93,7 +96,7 @@ def with_option_groups(command: Callable[..., Any]) -> Callable[..., Any]:
         raise TypeError(f"{command.__name__}: two options of one name in {names}")
 
     @functools.wraps(command)
-    def cli_command(**values: Any) -> Any:
+    def cli_command(**values: object) -> _Returned:
         for name, (expansion, options) in expansions.items():
             values[name] = expansion.build({option: values.pop(option) for option in options})
         return command(**values)

@@ -10,7 +10,8 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
@@ -21,8 +22,11 @@ from tool_servers.search.errors import IndexDirUnusable, InvalidQuery, RepoNotFo
 from tool_servers.search.models import EXAMPLE_TIMEOUT_S
 
 if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
     from tool_servers.search.index.code_index import CodeIndex
-    from tool_servers.search.models import ExampleRun, IndexReport
+    from tool_servers.search.index.code_index import Progress as IndexProgress
+    from tool_servers.search.models import ExampleRun, IndexReport, SearchResult
 
 IndexDirOption = Annotated[
     str | None,
@@ -152,7 +156,7 @@ def search_command(
 
     settings = environment_settings(repo) if examples.run_examples else None
 
-    async def run() -> Any:
+    async def run() -> "SearchResult":
         from tool_servers.search.index.query import parse_query
 
         parse_query(text)  # a bad query fails before the model is loaded
@@ -262,12 +266,12 @@ class _progress:
     def __init__(self, *, enabled: bool, tty: bool) -> None:
         self.enabled = enabled
         self.tty = tty
-        self._bar: Any = None
-        self._tasks: dict[str, Any] = {}
+        self._bar: Progress | None = None
+        self._tasks: dict[str, TaskID] = {}
         self._started: dict[str, float] = {}
         self._said = 0.0
 
-    def __enter__(self) -> Any:
+    def __enter__(self) -> "IndexProgress | None":
         if not self.enabled:
             return None
         if not self.tty:
@@ -297,10 +301,13 @@ class _progress:
         return self._update
 
     def _update(self, stage: str, done: int, total: int) -> None:
+        bar = self._bar
+        if bar is None:  # not entered at a terminal: `_say` reports instead
+            return
         if stage not in self._tasks:
             label, unit = _STAGES[stage]
-            self._tasks[stage] = self._bar.add_task(label, unit=unit)
-        self._bar.update(self._tasks[stage], completed=done, total=max(total, 1))
+            self._tasks[stage] = bar.add_task(label, unit=unit)
+        bar.update(self._tasks[stage], completed=done, total=max(total, 1))
 
     def _say(self, stage: str, done: int, total: int) -> None:
 
@@ -320,9 +327,11 @@ class _progress:
         unit = unit if total != 1 else unit.removesuffix("s")
         typer.echo(f"{label}: {done:,} of {total:,} {unit}{eta}", err=True)
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self._bar is not None:
-            self._bar.__exit__(*exc)
+            self._bar.__exit__(exc_type, exc, tb)
 
 
 def _print_report(report: "IndexReport") -> None:
@@ -340,7 +349,10 @@ def _print_report(report: "IndexReport") -> None:
         typer.echo(f"skipped: {shown}{more}")
 
 
-def _run(main: Callable[[], Awaitable[Any]]) -> Any:
+_Result = TypeVar("_Result")
+
+
+def _run(main: Callable[[], Awaitable[_Result]]) -> _Result:
     """Run `main`; turn the index's typed errors into a message and an exit code: 2 for what the
     command line named wrong (the repository, the query, the index directory), 1 for an index that
     failed (its storage, a lock held too long)."""

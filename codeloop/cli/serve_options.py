@@ -6,14 +6,22 @@ The configuration, the agents and the services are imported inside the methods: 
 built when `codeloop --help` runs, and those modules take seconds to import.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from codeloop.cli.common import fail
 from codeloop.cli.option_groups import OptionGroup
+
+if TYPE_CHECKING:
+    from agents.workspace.providers import RemoteWorkspaces
+    from codeloop.services.hosted_mcp import McpHosting
+    from codeloop.services.metrics import MetricsServing
+    from codeloop.services.workspace_service import WorkspaceHosting
+    from codeloop.wiring.process import Service, Workers
 
 
 @dataclass(frozen=True)
@@ -69,7 +77,7 @@ class RoleOptions(OptionGroup):
         ),
     ] = None
 
-    def workers(self, *, workspace_service_only: bool) -> Any:
+    def workers(self, *, workspace_service_only: bool) -> "Workers":
         """The checked `Workers`; notes and warnings about the installed roles go to stderr.
 
         Raises:
@@ -128,7 +136,7 @@ class RoleOptions(OptionGroup):
         )
         return Workers(roles=roles, pipeline=chosen, policy=policy, services=self._swebench(slots))
 
-    def _swebench(self, slots: int) -> tuple[Any, ...]:
+    def _swebench(self, slots: int) -> "tuple[Service, ...]":
         """The SWE-bench workers of `slots` occurrences of `--role swebench` (none for 0).
 
         Raises:
@@ -176,7 +184,7 @@ class McpOptions(OptionGroup):
         ),
     ] = "read"
 
-    def hosting(self, *, workspace_service_only: bool) -> Any:
+    def hosting(self, *, workspace_service_only: bool) -> "McpHosting | None":
         """The checked `McpHosting`, or None when nothing is hosted (`--no-mcp`, `--workspaces`).
 
         Raises:
@@ -218,7 +226,7 @@ class MetricsOptions(OptionGroup):
         str, typer.Option("--metrics-host", help="Address the metrics endpoint listens on.")
     ] = "127.0.0.1"
 
-    def serving(self) -> Any:
+    def serving(self) -> "MetricsServing | None":
         """The `MetricsServing` asked for, None with `--no-metrics`."""
         from codeloop.services.metrics import MetricsServing
 
@@ -286,7 +294,7 @@ class WorkspaceOptions(OptionGroup):
         ),
     ] = False
 
-    def check(self, roles: tuple[str, ...]) -> None:
+    def check(self, roles: Sequence[str]) -> None:
         """Refuse options that configure nothing, or a service no role here would use.
 
         Raises:
@@ -304,7 +312,7 @@ class WorkspaceOptions(OptionGroup):
         if self.workspace_service and "coder" not in roles and "verifier" not in roles:
             raise fail("--workspace-service is for a coder or verifier (--role coder or --role verifier)", 2)
 
-    def hosting(self, stripped: list[str]) -> Any:
+    def hosting(self, stripped: list[str]) -> "WorkspaceHosting | None":
         """The `WorkspaceHosting` of `--workspaces` (None without); `stripped` names the provider
         keys taken out of this process's environment."""
         if not self.workspaces:
@@ -318,7 +326,7 @@ class WorkspaceOptions(OptionGroup):
             stripped_env=tuple(stripped),
         )
 
-    def remote(self) -> Any:
+    def remote(self) -> "RemoteWorkspaces | None":
         """The coder's workspaces in the workspace service (`--workspace-service`), else None."""
         if not self.workspace_service:
             return None

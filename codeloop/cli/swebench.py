@@ -10,13 +10,20 @@ stderr and exit 2, with nothing written. Then each instance is run and graded as
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from codeloop.cli.common import fail, usage_error
 from codeloop.cli.connection import Connection, run_async
 from codeloop.cli.option_groups import with_option_groups
+
+if TYPE_CHECKING:  # the run's modules load when a run starts, not for `--help`
+    from collections.abc import AsyncIterator
+
+    from bus.config import BusConfig
+    from codeloop.swebench.cli_support import Options, Serving
+    from codeloop.swebench.run import Machine
 
 DEFAULT_TIMEOUT_S = 1800.0
 """The official harness's per-instance timeout: a slower suite under gVisor must not be cut
@@ -175,7 +182,7 @@ def _check_select_only(grade_by_labels: bool, *, select: bool) -> None:
         raise usage_error("--grade-by-labels grades --select's candidates: add --select")
 
 
-def _select_and_report(options: Any, *, as_json: bool) -> None:
+def _select_and_report(options: "Options", *, as_json: bool) -> None:
     """`--select`: check the inputs (exit 2 on a bad one), verify, choose and grade here, print
     the selection's summary; exit 1 when some candidate could not be graded."""
     from codeloop.swebench.cli_support import prepare_select, run_select
@@ -199,7 +206,7 @@ def _select_and_report(options: Any, *, as_json: bool) -> None:
         raise fail(f"{summary['ungraded']} candidates could not be graded (see {plan.out}/report.html)")
 
 
-def _run_and_report(options: Any, *, as_json: bool, connection: Connection) -> None:
+def _run_and_report(options: "Options", *, as_json: bool, connection: Connection) -> None:
     """Check the inputs (exit 2 on a bad one), run, print the summary, exit 1 if some instance
     could not be evaluated or the run was interrupted."""
     from codeloop.config.errors import ConfigError
@@ -224,13 +231,14 @@ def _run_and_report(options: Any, *, as_json: bool, connection: Connection) -> N
             f"{report['unresolved_instances']}, errors {report['error_instances']}; report in {plan.out}",
             err=True,
         )
-    if report["error_instances"] or report["codeloop"].get("interrupted"):
+    figures = report["codeloop"]
+    if report["error_instances"] or (isinstance(figures, dict) and figures.get("interrupted")):
         raise fail(
             f"{report['error_instances']} instances could not be evaluated (see {plan.out}/report.html)"
         )
 
 
-def this_machine() -> Any:
+def this_machine() -> "Machine":
     """What a SWE-bench run takes from this machine (`codeloop.swebench.run.Machine`), read from
     the environment here, once: the cache directory (`CODELOOP_CACHE_DIR`), the sandbox
     (`CODELOOP_SANDBOX`, default gvisor) and the variables environment builds see."""
@@ -242,7 +250,7 @@ def this_machine() -> Any:
     )
 
 
-def _shared_bus(connection: Connection) -> Any:
+def _shared_bus(connection: Connection) -> "BusConfig | None":
     """The bus to share the run on: `--nats`/`CODELOOP_NATS_URL`, else a running local serve;
     None: run on this machine alone.
 
@@ -261,15 +269,14 @@ def _shared_bus(connection: Connection) -> Any:
         return None
 
 
-def _serving(connection: Connection) -> Any:
+def _serving(connection: Connection) -> "Serving":
     """Opens the serve a `--model` run solves its instances on (`cli_support.Serving`): the one
     `connection` names or the local one, else one started here with every role, as `codeloop
     eval` does."""
-    from collections.abc import AsyncGenerator
     from contextlib import asynccontextmanager
 
     @asynccontextmanager
-    async def serving() -> AsyncGenerator[Any]:
+    async def serving() -> "AsyncIterator[BusConfig]":
         from codeloop.config.environment import bus_config, tool_server_config
         from codeloop.wiring.embedded import embedded_serve
         from codeloop.wiring.process import RoleSetup, Workers

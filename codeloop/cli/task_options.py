@@ -12,7 +12,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from pydantic import ValidationError
@@ -21,6 +21,11 @@ from codeloop.cli.common import read_text_argument, usage_error
 from codeloop.cli.option_groups import KEYWORD
 from codeloop.config.errors import ConfigError
 from codeloop.config.task_options import TaskOptions
+
+if TYPE_CHECKING:  # the agents' messages import nats: loaded when a task is built, not for `--help`
+    from agents.messages import McpServer, TaskSubmitted
+    from agents.orchestrator.pipeline import PipelineChoice
+    from codeloop.config.settings import Settings
 
 TaskArg = Annotated[str, typer.Argument(help="What to do, in words; @FILE for a file's text, - for stdin.")]
 RepoOpt = Annotated[Path, typer.Option("--repo", help="Repository the task is about.")]
@@ -62,8 +67,8 @@ class TaskFlags:
             for name in (self.only or spellings)
         ]
 
-    def build(self, values: dict[str, Any]) -> TaskOptions:
-        return TaskOptions(**values)
+    def build(self, values: Mapping[str, object]) -> TaskOptions:
+        return TaskOptions.model_validate(values)
 
 
 def build_task(
@@ -74,7 +79,7 @@ def build_task(
     options: TaskOptions,
     task_id: str | None = None,
     mcp_config: Path | None = None,
-) -> Any:
+) -> "TaskSubmitted":
     """The `TaskSubmitted` these options and the configuration describe (no snapshot yet), checked
     by `codeloop.config.checks.check_submission`: nothing has started when this fails.
 
@@ -143,7 +148,7 @@ def _user_instructions() -> str | None:
     return text[:MAX_USER_INSTRUCTIONS] or None
 
 
-def _mcp_servers(repo: Path, mcp_config: Path | None) -> list[Any]:
+def _mcp_servers(repo: Path, mcp_config: Path | None) -> "list[McpServer]":
     """The user's MCP servers for the task (user file, then `--mcp-config`).
 
     Raises:
@@ -170,7 +175,9 @@ def _mcp_servers(repo: Path, mcp_config: Path | None) -> list[Any]:
     return servers
 
 
-def _pipeline_choice(name: str | None, repo: Path, *, mode: str, settings: Any) -> Any:
+def _pipeline_choice(
+    name: str | None, repo: Path, *, mode: str, settings: "Settings"
+) -> "PipelineChoice | None":
     """The checked `PipelineChoice` of `--pipeline` (None without one).
 
     Raises:

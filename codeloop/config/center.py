@@ -24,9 +24,8 @@ import tomllib
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
-from pydantic import ValidationError
+from pydantic import JsonValue, ValidationError
 
 from agents.messages import ModelNames, TaskSubmitted
 from agents.orchestrator.center import Settled
@@ -114,15 +113,15 @@ def center_settings(config: CenterConfig, *, label: str = "center") -> Settings:
     return _merge([_file_layer("center", ConfigFile(path=Path(label), table=None, config=config))])
 
 
-def flat_values(config: CenterConfig) -> dict[str, Any]:
+def flat_values(config: CenterConfig) -> dict[str, JsonValue]:
     """Every key the document sets, dotted (`budgets.max_steps`, `quotas.alice.tokens_per_day`)."""
-    flat: dict[str, object] = {}
+    flat: dict[str, JsonValue] = {}
     for section, value in config.model_dump(exclude_none=True, exclude_defaults=True).items():
         _flatten(flat, section, value)
     return flat
 
 
-def _flatten(flat: dict[str, object], key: str, value: object) -> None:
+def _flatten(flat: dict[str, JsonValue], key: str, value: JsonValue) -> None:
     if isinstance(value, dict) and value:
         for name, item in value.items():
             _flatten(flat, f"{key}.{name}", item)

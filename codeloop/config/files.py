@@ -25,6 +25,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    JsonValue,
     StringConstraints,
     ValidationError,
     create_model,
@@ -135,9 +136,9 @@ class FileConfig(_Closed):
     telemetry: TelemetryFile = TelemetryFile()
     verification: VerificationFile = VerificationFile()
     environment: EnvironmentFile = EnvironmentFile()
-    mcp_servers: dict[str, Any] = {}
-    """The user's MCP servers by name (`codeloop.config.mcp_servers` checks each); refused in a
-    repository's file."""
+    mcp_servers: dict[str, object] = {}
+    """The user's MCP servers by name, each table as written (`codeloop.config.mcp_servers.parse_servers`
+    checks each); refused in a repository's file."""
 
 
 _ALLOWED: dict[str, type[BaseModel]] = {
@@ -172,7 +173,7 @@ def user_instructions_file() -> Path:
     return user_file().with_name("AGENTS.md")
 
 
-def user_file_table(section: str) -> dict[str, Any]:
+def user_file_table(section: str) -> dict[str, JsonValue]:
     """The values the user file sets in its table `section` (`{}` when there is no user file or it
     does not read): what serves when a workspace's own configuration no longer reads."""
     path = user_file()

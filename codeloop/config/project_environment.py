@@ -109,7 +109,9 @@ def workspace_environment_settings(root: Path, *, cache_root: Path | None = None
         return environment_settings(root, cache_root=cache_root)
     except ConfigError as exc:
         log.warning("the configuration of %s is not usable for its environment: %s", root, exc)
-    return from_section(EnvironmentSection(**user_file_table("environment")), cache_root=cache_root)
+    return from_section(
+        EnvironmentSection.model_validate(user_file_table("environment")), cache_root=cache_root
+    )
 
 
 def dependency_dates(repo: Path) -> dict[str, str]:

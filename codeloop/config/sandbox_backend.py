@@ -23,7 +23,8 @@ def machine_backend() -> str:
     """The backend the person running codeloop chose: `CODELOOP_SANDBOX`, else the user file's
     `[sandbox] backend` (a user file that does not read counts as none), else `auto`. Checked
     where a sandbox is opened (`sandbox.backend.parse_policy`), so a bad value is said there."""
-    return os.environ.get(ENV) or user_file_table("sandbox").get("backend") or "auto"
+    configured = user_file_table("sandbox").get("backend")  # a str: `SandboxFile` checked it
+    return os.environ.get(ENV) or (configured if isinstance(configured, str) else None) or "auto"
 
 
 def stronger(first: str, second: str) -> str:

@@ -35,7 +35,7 @@ def workspace_sandbox_limits(root: Path) -> SandboxLimits:
         log.warning("the configuration of %s is not usable for its sandbox limits: %s", root, exc)
     given = user_file_table("sandbox")
     given.pop("backend", None)
-    return SandboxLimits(**given)
+    return SandboxLimits.model_validate(given)
 
 
 def workspace_sandbox_policy(root: Path, machine: str) -> str:

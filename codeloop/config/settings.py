@@ -25,9 +25,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
 from agents.messages import BUILTIN_MODEL_ROLES, Budgets, ModelNames, ModelOptions
 from codeloop.config.errors import ConfigError
@@ -112,8 +112,16 @@ class VerificationSettings(BaseModel):
     None: detected (pytest, Django's tests/runtests.py, sympy's bin/test)."""
 
 
-def _default(name: str) -> Any:
-    return EnvironmentSettings.model_fields[name].default
+_Default = TypeVar("_Default", int, float)
+_Section = TypeVar("_Section", bound=BaseModel)
+
+
+def _default(name: str, kind: type[_Default]) -> _Default:
+    """`EnvironmentSettings`' default of field `name`, which is a `kind`: one default for both."""
+    value = EnvironmentSettings.model_fields[name].default
+    if not isinstance(value, kind):
+        raise TypeError(f"EnvironmentSettings.{name} defaults to {value!r}, not a {kind.__name__}")
+    return value
 
 
 class EnvironmentSection(BaseModel):
@@ -130,9 +138,9 @@ class EnvironmentSection(BaseModel):
     """Install commands replacing detection; None: detect the recipe from the project's files."""
     index_date: str = "git"
     """`git`, `latest` or an ISO 8601 date: when the package index is read as of."""
-    max_size_mb: int = _default("max_size_mb")
+    max_size_mb: int = _default("max_size_mb", int)
     """The environment cache's size limit in MB (0: none)."""
-    build_timeout_s: float = _default("build_timeout_s")
+    build_timeout_s: float = _default("build_timeout_s", float)
     """Wall-clock limit of one build."""
     python_paths: list[str] = []
     """Interpreters considered first."""
@@ -162,33 +170,33 @@ class Settings(BaseModel):
     origins: dict[str, Origin] = {}
     """Dotted key (`models.coder`, `budgets.max_steps`, ...) -> where its value came from."""
 
-    def values(self) -> dict[str, dict[str, Any]]:
+    def values(self) -> dict[str, dict[str, JsonValue]]:
         """Every effective value by dotted key: `{"value", "source", "where"}`, secrets masked."""
 
-        def masked(value: Any) -> Any:
+        def masked(value: JsonValue) -> JsonValue:
             if isinstance(value, str):
                 return redact_text(value)
             if isinstance(value, list):
                 return [masked(v) for v in value]
             return value
 
-        shown: dict[str, dict[str, object]] = {}
+        shown: dict[str, dict[str, JsonValue]] = {}
         for key, origin in sorted(self.origins.items()):
             shown[key] = {"value": masked(self._value(key)), "source": origin.source, "where": origin.where}
         return shown
 
-    def _value(self, key: str) -> Any:
+    def _value(self, key: str) -> JsonValue:
         section, _, rest = key.partition(".")
         if section == "models":
             chain = self.models.chain_for(rest)
             if chain is None:
                 return None
-            return chain.names[0] if len(chain.names) == 1 else chain.names
+            return chain.names[0] if len(chain.names) == 1 else [*chain.names]
         if section == "model_settings":
             name, _, option = rest.rpartition(".")
             return getattr(self.models.options[name], option)
         if section == "pipelines":
-            return self.pipelines[rest]
+            return [*self.pipelines[rest]]
         return getattr(getattr(self, section), rest)
 
 
@@ -199,7 +207,7 @@ class _Layer:
     source: Source
     where: str | None = None
     models: dict[str, list[str]] = field(default_factory=dict)
-    values: dict[str, Any] = field(default_factory=dict)
+    values: dict[str, JsonValue] = field(default_factory=dict)
     wheres: dict[str, str] = field(default_factory=dict)
     """Per-key `where` where it differs from the layer's (a variable's or an option's name)."""
 
@@ -207,7 +215,7 @@ class _Layer:
         return Origin(source=self.source, where=self.wheres.get(key, self.where))
 
 
-FlagValues = Mapping[str, tuple[Any, str]]
+FlagValues = Mapping[str, tuple[JsonValue, str]]
 """The command line's layer: dotted key -> (value, the flag or argument that set it), None values
 left out (`TaskOptions.layer`)."""
 
@@ -278,7 +286,7 @@ def _env_layer(env: Mapping[str, str], cwd: Path) -> _Layer:
         raw = env.get(variable, "").strip()
         if not raw:
             continue
-        value: object = raw
+        value: JsonValue = raw
         if key.startswith("tools.secrets_"):
             value = [p.strip() for p in raw.split(",") if p.strip()]
         elif key == "telemetry.include_content":
@@ -287,7 +295,7 @@ def _env_layer(env: Mapping[str, str], cwd: Path) -> _Layer:
     return layer
 
 
-def _put(layer: _Layer, key: str, value: Any, *, where: str, cwd: Path) -> None:
+def _put(layer: _Layer, key: str, value: JsonValue, *, where: str, cwd: Path) -> None:
     section, _, rest = key.partition(".")
     if section == "models":
         layer.models[rest] = [anchor_model(str(value), cwd)]
@@ -325,7 +333,7 @@ def _merge(layers: list[_Layer]) -> Settings:
                 break
         else:
             origins[f"models.{role}"] = Origin(source="default")
-    values: dict[str, Any] = {}
+    values: dict[str, JsonValue] = {}
     for layer in reversed(layers):  # lowest first, so higher layers overwrite
         for key, value in layer.values.items():
             values[key] = value
@@ -335,28 +343,52 @@ def _merge(layers: list[_Layer]) -> Settings:
     unused = [k for k in origins if k.startswith("model_settings.") and _model_of(k) not in models.options]
     for key in unused:
         del origins[key]
-    sections: dict[str, Any] = {}
-    for section, model in (
-        ("budgets", Budgets),
-        ("sandbox", SandboxSettings),
-        ("tools", ToolSettings),
-        ("telemetry", TelemetrySettings),
-        ("verification", VerificationSettings),
-        ("environment", EnvironmentSection),
-    ):
-        given = {k.partition(".")[2]: v for k, v in values.items() if k.startswith(f"{section}.")}
-        try:
-            sections[section] = model(**given)
-        except ValidationError as exc:
-            error = exc.errors(include_url=False)[0]
-            key = f"{section}.{error['loc'][0]}"
-            raise ConfigError(
-                f"{_label(origins.get(key), key)}: {error['msg']} (got {error.get('input')!r})"
-            ) from None
-        for name in model.model_fields:
-            origins.setdefault(f"{section}.{name}", Origin(source="default"))
-    pipelines = {k.partition(".")[2]: v for k, v in values.items() if k.startswith("pipelines.")}
-    return Settings(models=models, pipelines=pipelines, origins=origins, **sections)
+    # In this order, the first section with a wrong value is the one an error names.
+    budgets = _section("budgets", Budgets, values, origins)
+    sandbox = _section("sandbox", SandboxSettings, values, origins)
+    tools = _section("tools", ToolSettings, values, origins)
+    telemetry = _section("telemetry", TelemetrySettings, values, origins)
+    verification = _section("verification", VerificationSettings, values, origins)
+    environment = _section("environment", EnvironmentSection, values, origins)
+    pipelines = {
+        k.partition(".")[2]: [str(stage) for stage in v]
+        for k, v in values.items()
+        if k.startswith("pipelines.") and isinstance(v, list)
+    }
+    return Settings(
+        models=models,
+        pipelines=pipelines,
+        origins=origins,
+        budgets=budgets,
+        sandbox=sandbox,
+        tools=tools,
+        telemetry=telemetry,
+        verification=verification,
+        environment=environment,
+    )
+
+
+def _section(
+    section: str, model: type[_Section], values: dict[str, JsonValue], origins: dict[str, Origin]
+) -> _Section:
+    """The `model` of `section` from its dotted keys in `values`; the keys it leaves to their
+    defaults get a default origin.
+
+    Raises:
+        ConfigError: a value is out of range (the message names where it came from).
+    """
+    given = {k.partition(".")[2]: v for k, v in values.items() if k.startswith(f"{section}.")}
+    try:
+        settings = model.model_validate(given)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        key = f"{section}.{error['loc'][0]}"
+        raise ConfigError(
+            f"{_label(origins.get(key), key)}: {error['msg']} (got {error.get('input')!r})"
+        ) from None
+    for name in model.model_fields:
+        origins.setdefault(f"{section}.{name}", Origin(source="default"))
+    return settings
 
 
 def _model_of(key: str) -> str:
@@ -364,8 +396,8 @@ def _model_of(key: str) -> str:
     return key.removeprefix("model_settings.").rpartition(".")[0]
 
 
-def _model_names(chains: dict[str, list[str]], values: dict[str, Any]) -> ModelNames:
-    options: dict[str, dict[str, Any]] = {}
+def _model_names(chains: dict[str, list[str]], values: dict[str, JsonValue]) -> ModelNames:
+    options: dict[str, dict[str, JsonValue]] = {}
     for key, value in values.items():
         if key.startswith("model_settings."):
             options.setdefault(_model_of(key), {})[key.rpartition(".")[2]] = value
@@ -377,7 +409,11 @@ def _model_names(chains: dict[str, list[str]], values: dict[str, Any]) -> ModelN
     )
     used = set(models.all_names())
     return models.model_copy(
-        update={"options": {name: ModelOptions(**opts) for name, opts in options.items() if name in used}}
+        update={
+            "options": {
+                name: ModelOptions.model_validate(opts) for name, opts in options.items() if name in used
+            }
+        }
     )
 
 

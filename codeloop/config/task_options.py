@@ -19,8 +19,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import BaseModel, ConfigDict, JsonValue, create_model
 from pydantic.fields import FieldInfo
+
+OptionValue = str | int | float | bool
+"""The value of one task option as given (every field of `TaskOptions` is one, or None)."""
 
 Naming = Literal["flag", "argument"]
 """Which name of an option a message uses: the command line's flag or `submit_task`'s argument."""
@@ -38,7 +41,7 @@ class Spelling:
     """The tasks server's `submit_task` argument (`max_steps`)."""
     help: str
     """What the flag's `--help` says."""
-    key_value: Mapping[Any, Any] | None = None
+    key_value: Mapping[OptionValue, JsonValue] | None = None
     """How the option's value is spelled in the configuration, when not as given (a flag `True`
     sets `[verification] require = "passed"`)."""
 
@@ -180,10 +183,10 @@ class TaskOptions(BaseModel):
         """Field name -> its spelling, in the fields' order."""
         return {name: _spelling(info) for name, info in cls.model_fields.items()}
 
-    def layer(self, naming: Naming = "flag") -> dict[str, tuple[Any, str]]:
+    def layer(self, naming: Naming = "flag") -> dict[str, tuple[JsonValue, str]]:
         """The configuration's top layer these options make: key -> (value, the flag or argument
         that set it). Options not given, and the pipeline (no configuration value), are left out."""
-        layer = {}
+        layer: dict[str, tuple[JsonValue, str]] = {}
         for name, spelling in self.spellings().items():
             value = getattr(self, name)
             if spelling.key_value is not None and value is not None:
@@ -193,16 +196,18 @@ class TaskOptions(BaseModel):
         return layer
 
     @classmethod
-    def from_arguments(cls, arguments: Mapping[str, Any]) -> "TaskOptions":
+    def from_arguments(cls, arguments: Mapping[str, JsonValue]) -> "TaskOptions":
         """The options `submit_task`'s arguments give (by argument name; others are not options)."""
         by_argument = {spelling.argument: name for name, spelling in cls.spellings().items()}
-        return cls(**{by_argument[arg]: value for arg, value in arguments.items() if arg in by_argument})
+        return cls.model_validate(
+            {by_argument[arg]: value for arg, value in arguments.items() if arg in by_argument}
+        )
 
     @classmethod
     def arguments_model(cls) -> type[BaseModel]:
         """`submit_task`'s task options as a model: one optional field per option, named by its
         argument, described by the option's docstring, in the range its configuration key allows."""
-        fields: dict[str, Any] = {}
+        fields: dict[str, Any] = {}  # create_model's (annotation, FieldInfo) pairs; an annotation may be None
         for name, spelling in cls.spellings().items():
             info = cls.model_fields[name]
             limits = _budget_field(spelling.key)

@@ -20,7 +20,6 @@ with a redirect back to the page (303), so the console works without scripts too
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 from starlette.applications import Starlette
@@ -57,7 +56,7 @@ class ConsoleConfig:
     form: SubmitForm | None = None
 
 
-def build_app(config: ConsoleConfig) -> Any:
+def build_app(config: ConsoleConfig) -> ConsoleGate:
     """The console as an ASGI app: the routes behind `ConsoleGate`."""
     views = _Views(config)
     routes = [
@@ -105,7 +104,7 @@ class _Views:
         self.form = config.form or SubmitForm(config.tasks)
         self.timelines = Timelines(config.tasks.bus, render_row)
 
-    def page(self, request: Request, name: str, code: int = 200, **context: Any) -> HTMLResponse:
+    def page(self, request: Request, name: str, code: int = 200, **context: object) -> HTMLResponse:
         return HTMLResponse(render(name, caller=_caller(request), **context), status_code=code)
 
     async def tasks_page(self, request: Request) -> Response:

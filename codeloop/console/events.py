@@ -12,7 +12,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from pydantic import JsonValue
 
 from bus import subjects
 from bus.connection import Bus
@@ -137,7 +138,8 @@ def event_row(stored: Stored) -> EventRow:
     if envelope.kind != "event":
         return EventRow(stored.seq, at, "-", envelope.kind, envelope.kind, None, False, False)
     name = str(payload.get("name", ""))
-    data: dict[str, Any] = payload.get("data") or {}
+    given = payload.get("data")
+    data: dict[str, JsonValue] = given if isinstance(given, dict) else {}
     role = str(data.get("role") or data.get("principal") or _default_role(name))
     summary, details = _describe(name, str(payload.get("message", "")), data)
     return EventRow(stored.seq, at, role, name, summary, details, name in PANEL_EVENTS, False)
@@ -148,14 +150,17 @@ def _default_role(name: str) -> str:
     return "orchestrator" if name in orchestrated else "-"
 
 
-def _describe(name: str, message: str, data: dict[str, Any]) -> tuple[str, str | None]:
+def _describe(name: str, message: str, data: dict[str, JsonValue]) -> tuple[str, str | None]:
     if name == "tool_call":
         error = f" [{data['error_type']}]" if data.get("error_type") else ""
         summary = (
             f"tool {data.get('server')}.{data.get('tool')} {data.get('outcome')}{error} "
-            f"in {float(data.get('duration_ms') or 0):.0f} ms"
+            f"in {_number(data.get('duration_ms')):.0f} ms"
         )
-        shown = {"arguments": data.get("arguments") or {}, "outcome": data.get("outcome")}
+        shown: dict[str, JsonValue] = {
+            "arguments": data.get("arguments") or {},
+            "outcome": data.get("outcome"),
+        }
         if data.get("error"):
             shown["error"] = data["error"]
         return summary, _details(shown)
@@ -163,7 +168,7 @@ def _describe(name: str, message: str, data: dict[str, Any]) -> tuple[str, str |
         cost = f" ${data['cost_usd']:.4f}" if data.get("cost_usd") is not None else ""
         summary = (
             f"model {_model_name(str(data.get('model')))} {data.get('outcome')}: {data.get('input_tokens', 0)}+"
-            f"{data.get('output_tokens', 0)} tokens in {float(data.get('latency_s') or 0):.2f} s{cost}"
+            f"{data.get('output_tokens', 0)} tokens in {_number(data.get('latency_s')):.2f} s{cost}"
         )
         return summary, _details(data)
     if name == "transition":
@@ -171,6 +176,11 @@ def _describe(name: str, message: str, data: dict[str, Any]) -> tuple[str, str |
         failure = f" [{data['failure_class']}]" if data.get("failure_class") else ""
         return f"→ {data.get('status')}{stage}{failure} {message}".rstrip(), None
     return message or name, _details(data) if data else None
+
+
+def _number(value: JsonValue) -> float:
+    """A number of an event's data (a duration), 0 when it is absent."""
+    return float(value) if isinstance(value, int | float | str) and value != "" else 0.0
 
 
 def _model_name(name: str) -> str:
@@ -181,6 +191,6 @@ def _model_name(name: str) -> str:
     return f"function:{Path(path).name}{sep}{function}" if sep else name
 
 
-def _details(data: dict[str, Any]) -> str:
+def _details(data: JsonValue) -> str:
     text = json.dumps(data, indent=2, sort_keys=True, default=str)
     return text if len(text) <= DETAIL_CHARS else text[:DETAIL_CHARS] + "\n… (cut)"

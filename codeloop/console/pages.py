@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 from datetime import UTC
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
+from pydantic import JsonValue
 
-from agents.messages import TERMINAL_STATUSES
+from agents.messages import TERMINAL_STATUSES, Approval, Failure, PlanRevision, RankedFile, TaskState
 from codeloop.console.diffs import FileDiff, split_patch
 from codeloop.console.events import EventRow
 from codeloop.console.tasks import TaskPage
@@ -39,7 +39,8 @@ def environment() -> Environment:
     return env
 
 
-def render(name: str, **context: Any) -> str:
+def render(name: str, **context: object) -> str:
+    """The page `name` of the templates with `context` as its variables."""
     return environment().get_template(name).render(**context)
 
 
@@ -75,13 +76,13 @@ class PanelView:
     pending: PendingConfirmation | None = None
     budgets: list[tuple[str, str, str]] = field(default_factory=list)
     plan_steps: list[str] = field(default_factory=list)
-    revisions: list[Any] = field(default_factory=list)
-    context_files: list[Any] = field(default_factory=list)
+    revisions: list[PlanRevision] = field(default_factory=list[PlanRevision])
+    context_files: list[RankedFile] = field(default_factory=list[RankedFile])
     verdict: str | None = None
     evidence: list[str] = field(default_factory=list)
-    checks: list[dict[str, Any]] = field(default_factory=list)
-    failures: list[Any] = field(default_factory=list)
-    approvals: list[Any] = field(default_factory=list)
+    checks: list[dict[str, JsonValue]] = field(default_factory=list[dict[str, JsonValue]])
+    failures: list[Failure] = field(default_factory=list[Failure])
+    approvals: list[Approval] = field(default_factory=list[Approval])
     files: list[FileDiff] = field(default_factory=list)
     has_patch: bool = False
     report: str | None = None
@@ -136,7 +137,7 @@ def panel_view(task_id: str, page: TaskPage) -> PanelView:
     )
 
 
-def _budgets(state: Any) -> list[tuple[str, str, str]]:
+def _budgets(state: TaskState) -> list[tuple[str, str, str]]:
     budgets, usage = state.task.budgets, state.usage
     wall = usage.wall_s or (state.updated_at - state.created_at).total_seconds()
     rows = [

@@ -12,7 +12,9 @@ import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
+
+from pydantic import JsonValue
 
 MAX_ROWS = 2000
 ROW_COLUMNS = ("task_id", "instance_id", "id", "kind", "status", "resolved", "failure_class", "cost_usd")
@@ -57,19 +59,12 @@ def run_detail(run: Run) -> RunDetail:
         rows = _jsonl(run.path / "results.jsonl")
     else:
         summary = _json(run.path / "report.json")
+        resolved, errors = set(_ids(summary, "resolved_ids")), set(_ids(summary, "error_ids"))
+        ids = _ids(summary, "submitted_ids") or sorted({*resolved, *_ids(summary, "unresolved_ids"), *errors})
         rows = [
-            {"instance_id": i, "resolved": i in set(summary.get("resolved_ids") or [])}
-            for i in summary.get("submitted_ids")
-            or sorted(
-                {
-                    *(summary.get("resolved_ids") or []),
-                    *(summary.get("unresolved_ids") or []),
-                    *(summary.get("error_ids") or []),
-                }
-            )
+            {"instance_id": i, "resolved": i in resolved, "status": "error" if i in errors else ""}
+            for i in ids
         ]
-        errors = set(summary.get("error_ids") or [])
-        rows = [{**r, "status": "error" if r["instance_id"] in errors else ""} for r in rows]
     figures = [(k, _text(v)) for k, v in summary.items() if not isinstance(v, (dict, list))]
     columns = [c for c in ROW_COLUMNS if any(c in r for r in rows)]
     shown = [{c: _text(r.get(c)) for c in columns} for r in rows[:MAX_ROWS]]
@@ -107,23 +102,29 @@ def _run(kind: Literal["eval", "swebench"], path: Path) -> Run:
     return Run("", kind, path, modified, headline)
 
 
-def _json(path: Path) -> dict[str, Any]:
+def _ids(report: dict[str, JsonValue], key: str) -> list[str]:
+    """The instance ids a report lists under `key` (none when it lists none)."""
+    ids = report.get(key)
+    return [str(i) for i in ids] if isinstance(ids, list) else []
+
+
+def _json(path: Path) -> dict[str, JsonValue]:
     try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
+        data: JsonValue = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
 
 
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
+def _jsonl(path: Path) -> list[dict[str, JsonValue]]:
+    rows: list[dict[str, JsonValue]] = []
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError:
         return []
     for line in lines:
         try:
-            row: Any = json.loads(line)
+            row: JsonValue = json.loads(line)
         except ValueError:
             continue
         if isinstance(row, dict):

@@ -6,7 +6,7 @@ The values are checked by the tasks server's own model of the task options
 check `codeloop submit` and the tasks server run (`codeloop.services.tasks_backend.check_submission`).
 """
 
-from typing import Any
+from typing import TypedDict
 
 from codeloop.config.errors import ConfigError
 from codeloop.config.pipelines import PipelineConfigError, known_pipelines
@@ -28,11 +28,28 @@ BUDGETS = (
 OPTIONS = ("model", "pipeline", *(name for name, _, _ in BUDGETS))
 
 
+class FormContext(TypedDict):
+    """What `templates/submit.html` is rendered with."""
+
+    root: str
+    repositories: list[str]
+    modes: tuple[tuple[str, str], ...]
+    allowed_modes: list[str]
+    pipelines: list[tuple[str, list[str]]]
+    """Pipeline name -> its stages, by name."""
+    models: list[str]
+    default_model: str | None
+    budgets: tuple[tuple[str, str, str], ...]
+    """(option, label, the input's minimum) of each budget."""
+    values: dict[str, str]
+    """What the form's fields hold (a refused submission's values again)."""
+
+
 class SubmitForm:
     def __init__(self, tasks: ConsoleTasks) -> None:
         self.tasks = tasks
 
-    def context(self, grant: Grant, values: dict[str, str] | None = None) -> dict[str, Any]:
+    def context(self, grant: Grant, values: dict[str, str] | None = None) -> FormContext:
         """What `templates/submit.html` shows, with `values` (a refused submission's) filled in again."""
         root = self.tasks.root
         try:

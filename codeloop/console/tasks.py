@@ -15,7 +15,8 @@ import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+
+from pydantic import JsonValue
 
 from agents.messages import TERMINAL_STATUSES, TaskState
 from agents.orchestrator.records import TaskRecords
@@ -170,7 +171,9 @@ class ConsoleTasks:
 
     # acting
 
-    async def submit(self, grant: Grant, *, text: str, repo: str, mode: str, options: dict[str, Any]) -> str:
+    async def submit(
+        self, grant: Grant, *, text: str, repo: str, mode: str, options: dict[str, JsonValue]
+    ) -> str:
         """Submit as `grant.principal`, with the checks of `codeloop submit` and the tasks server.
 
         Raises:

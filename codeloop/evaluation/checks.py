@@ -10,13 +10,13 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import anyio.from_thread
 
 from agents.failures import FailureClass, blame
 from codeloop.config.environment import tool_server_config
 from codeloop.config.project_environment import workspace_environment_settings
+from codeloop.evaluation.rows import CheckedTests, EvalRow, PipelineFields
 from codeloop.evaluation.runner import Outcome
 from codeloop.evaluation.sandboxed import run_pytest
 from codeloop.evaluation.taskset import EvalTask
@@ -32,10 +32,16 @@ OUTCOME_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED) (\S+)", r
 DIFF_FILE = re.compile(r"^\+\+\+ b/(\S+)", re.M)
 
 
-def judge(outcome: Outcome, scratch: Path) -> dict[str, Any]:
+def judge(outcome: Outcome, scratch: Path) -> EvalRow:
     """The task's row: the pipeline's figures plus this module's checks and the verdict."""
     task, result = outcome.task, outcome.result
-    row = _pipeline_fields(outcome)
+    row: EvalRow = {
+        **_pipeline_fields(outcome),
+        "localisation": None,
+        "facts": None,
+        "tests": None,
+        "resolved": False,
+    }
     answer = (result.answer or "") if result else ""
     context_files = list((result.context or {}).get("files", [])) if result else []
     answer_files = cited_files(answer, outcome.repo) if answer else []
@@ -54,7 +60,6 @@ def judge(outcome: Outcome, scratch: Path) -> dict[str, Any]:
     facts = task.checks.facts
     stated = [f for f in facts if f.lower() in answer.lower()]
     row["facts"] = {"stated": stated, "missing": [f for f in facts if f not in stated]} if facts else None
-    row["tests"] = None
     if task.kind in ("fix", "add_test") and outcome.repo.is_dir():
         patch = result.patch if result else None
         row["tests"] = run_checked_tests(task, outcome.repo, patch, scratch / task.id / "checked")
@@ -62,11 +67,11 @@ def judge(outcome: Outcome, scratch: Path) -> dict[str, Any]:
     return row
 
 
-def _pipeline_fields(outcome: Outcome) -> dict[str, Any]:
+def _pipeline_fields(outcome: Outcome) -> PipelineFields:
     task, result = outcome.task, outcome.result
     if result is None:
         failure = FailureClass.ENV_INFRA.value
-        usage: dict[str, Any] = {}
+        usage = {}
     else:
         failure = result.failure_class
         usage = result.usage or {}
@@ -107,7 +112,7 @@ def _blame(failure: str | None) -> str | None:
         return "ambiguous"
 
 
-def resolved(task: EvalTask, row: dict[str, Any], named: list[str]) -> bool:
+def resolved(task: EvalTask, row: EvalRow, named: list[str]) -> bool:
     """Solved per kind (docs/eval-taskset.md): localize hits@k, explain every fact, fix and
     add_test every checked test passing on the patched tree."""
     if task.kind == "localize":
@@ -145,7 +150,7 @@ def hits(ranked: list[str], gold: list[str]) -> dict[str, bool]:
     return {f"@{k}": any(path in gold for path in ranked[:k]) for k in HITS_AT}
 
 
-def run_checked_tests(task: EvalTask, repo: Path, patch: str | None, work: Path) -> dict[str, Any]:
+def run_checked_tests(task: EvalTask, repo: Path, patch: str | None, work: Path) -> CheckedTests:
     """Outcome of each checked node id on a copy of `repo` with `patch` applied (the shipped
     tree when there is no patch): PASSED, FAILED, ERROR, SKIPPED, missing or timeout."""
     if work.exists():
@@ -168,7 +173,8 @@ def run_checked_tests(task: EvalTask, repo: Path, patch: str | None, work: Path)
     passed = sum(outcome == "PASSED" for ids in by_check.values() for outcome in ids.values())
     shutil.rmtree(work, ignore_errors=True)
     return {
-        **by_check,
+        "fail_to_pass": by_check["fail_to_pass"],
+        "pass_to_pass": by_check["pass_to_pass"],
         "patched": bool(applied),
         "patch_applied": applied,
         "passed": passed,

@@ -5,7 +5,6 @@ outcome, and resolved/unresolved per kind.
 """
 
 from html import escape
-from typing import Any
 
 from codeloop.evaluation.report_md import (
     _localisation_line,
@@ -14,6 +13,8 @@ from codeloop.evaluation.report_md import (
     models_line,
     resolved_cell,
 )
+from codeloop.evaluation.rows import EvalRow
+from codeloop.evaluation.summary import Summary
 
 GREEN, RED, BLUE, GREY = "#2e7d32", "#c62828", "#1565c0", "#9e9e9e"
 WIDTH = 560
@@ -46,11 +47,11 @@ def _bars(title: str, items: list[tuple[str, list[tuple[float, str]]]], *, chart
     return "".join(parts)
 
 
-def _scatter(rows: list[dict[str, Any]], *, chart_id: str) -> str:
+def _scatter(rows: list[EvalRow], *, chart_id: str) -> str:
     """One dot per task: x the cost (or tokens), y the outcome (resolved above, not below)."""
     priced = any(r["cost_usd"] for r in rows)
-    key, unit = ("cost_usd", "cost (USD)") if priced else ("tokens", "tokens (no price known)")
-    values = [float(r[key] or 0) for r in rows]
+    unit = "cost (USD)" if priced else "tokens (no price known)"
+    values = [float((r["cost_usd"] if priced else r["tokens"]) or 0) for r in rows]
     top = max(values, default=0) or 1
     height = 170
     parts = [
@@ -74,7 +75,7 @@ def _scatter(rows: list[dict[str, Any]], *, chart_id: str) -> str:
     return "".join(parts)
 
 
-def html_report(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+def html_report(summary: Summary, rows: list[EvalRow]) -> str:
     low, high = summary["resolved_ci95"]
     classes = [(name, [(float(count), RED)]) for name, count in summary["failure_classes"].items()]
     kinds = [

@@ -1,6 +1,11 @@
 """`report.md`: the summary and one line per task, for a person or a pull-request comment."""
 
-from typing import Any
+from collections.abc import Mapping
+
+from pydantic import JsonValue
+
+from codeloop.evaluation.rows import EvalRow
+from codeloop.evaluation.summary import LocalisationRates, Summary
 
 
 def _num(value: object, digits: int = 3) -> str:
@@ -13,40 +18,43 @@ def _pct(rate: float) -> str:
     return f"{100 * rate:.1f}%"
 
 
-def _localisation_line(loc: dict[str, Any]) -> str:
+def _localisation_line(loc: LocalisationRates) -> str:
     hits = ", ".join(f"{k} {_pct(v)}" for k, v in loc["context_hits"].items())
     answered = ", ".join(f"{k} {_pct(v)}" for k, v in loc["answer_hits"].items())
     return f"- localisation over {loc['tasks']} tasks with gold files: context hits {hits}; answer hits {answered}"
 
 
-def models_line(models: dict[str, Any]) -> str:
+def models_line(models: Mapping[str, JsonValue]) -> str:
     """The run's models (a `ModelNames` as JSON) in words, not as a dict: each role with its model in
     backquotes and its fallbacks after `then`; `none (diagnose mode)` without any."""
     roles = {"default": models.get("default"), "planner": models.get("planner"), "coder": models.get("coder")}
-    roles.update(models.get("roles") or {})
-    named = []
+    plugged = models.get("roles")
+    roles.update(plugged if isinstance(plugged, dict) else {})
+    chains = models.get("fallbacks")
+    named: list[str] = []
     for role, name in roles.items():
         if not name:
             continue
-        fallbacks = (models.get("fallbacks") or {}).get(role, [])
+        chain = chains.get(role) if isinstance(chains, dict) else None
+        fallbacks = chain if isinstance(chain, list) else []
         named.append(f"{role} `{name}`" + "".join(f" then `{other}`" for other in fallbacks))
     return ", ".join(named) or "none (diagnose mode)"
 
 
-def handed_off_note(summary: dict[str, object]) -> str:
+def handed_off_note(summary: Summary) -> str:
     """`; 1 of them handed off by the pipeline`: resolved judges the patch, not how the task ended."""
     count = summary.get("resolved_handed_off", 0)
     return f"; {count} of them handed off by the pipeline" if count else ""
 
 
-def resolved_cell(row: dict[str, Any]) -> str:
+def resolved_cell(row: EvalRow) -> str:
     """`yes`, `no`, or `yes (handed off)`: a resolved task the pipeline did not end `done`."""
     if not row["resolved"]:
         return "no"
     return "yes" if row["status"] in ("done", "diagnosed") else f"yes ({row['status'].replace('_', ' ')})"
 
 
-def markdown_report(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+def markdown_report(summary: Summary, rows: list[EvalRow]) -> str:
     low, high = summary["resolved_ci95"]
     lines = [
         "# codeloop eval report",

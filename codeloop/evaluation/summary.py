@@ -4,13 +4,85 @@ import hashlib
 import json
 import random
 from collections import Counter
-from typing import Any
+from typing import Literal, NotRequired, TypedDict
+
+from pydantic import JsonValue
+
+from codeloop.evaluation.rows import EvalRow, Localisation
 
 BOOTSTRAP_SAMPLES = 2000
 BOOTSTRAP_SEED = 0
 """Seeded, so the same rows always give the same interval."""
 COMPLETED = ("done", "diagnosed")
 KINDS = ("localize", "explain", "fix", "add_test")
+
+
+class Spread(TypedDict):
+    p50: float | None
+    p90: float | None
+    total: float | None
+
+
+class KindFigures(TypedDict):
+    tasks: int
+    resolved: int
+    resolved_rate: float
+
+
+class LocalisationRates(TypedDict):
+    """Over the tasks with gold files: the share whose context (or answer) hits at each k."""
+
+    tasks: int
+    context_hits: dict[str, float]
+    answer_hits: dict[str, float]
+
+
+class RunConfig(TypedDict):
+    """What the run was configured with (`codeloop eval`); its fingerprints are digests of it."""
+
+    models: dict[str, JsonValue]
+    """The `ModelNames` of the run, as JSON."""
+    diagnose: bool
+    budgets: dict[str, JsonValue]
+    jobs: int
+    localize_k: int
+    sandbox: str
+    codeloop: str
+    task_ids: list[str]
+    configuration: dict[str, dict[str, JsonValue]]
+    """`Settings.values()`: every effective value and where it came from."""
+    pipeline: NotRequired[dict[str, JsonValue]]
+    """The `--pipeline` choice; absent without one."""
+
+
+class Summary(TypedDict):
+    """`summary.json` (fields: docs/evaluation.md)."""
+
+    tasks: int
+    resolved: int
+    resolved_rate: float
+    resolved_ci95: list[float]
+    completed: int
+    completion_rate: float
+    average_steps: float
+    tests_passed: int
+    tests_checked: int
+    test_pass_rate: float
+    handed_off: int
+    resolved_handed_off: int
+    human_takeover_rate: float
+    environment_failures: int
+    failure_classes: dict[str, int]
+    failures_by_blame: dict[str, int]
+    by_kind: dict[str, KindFigures]
+    localisation: LocalisationRates
+    cost_usd: Spread
+    tokens: Spread
+    wall_s: Spread
+    fingerprints: dict[str, str]
+    config: RunConfig
+    run_wall_s: NotRequired[float]
+    finished_at: NotRequired[str]
 
 
 def bootstrap_interval(
@@ -36,7 +108,7 @@ def percentile(values: list[float], q: float) -> float | None:
     return round(ordered[low] + (ordered[high] - ordered[low]) * (rank - low), 6)
 
 
-def _spread(values: list[float]) -> dict[str, float | None]:
+def _spread(values: list[float]) -> Spread:
     return {"p50": percentile(values, 50), "p90": percentile(values, 90), "total": round(sum(values), 6)}
 
 
@@ -44,17 +116,15 @@ def _rate(part: int, whole: int) -> float:
     return round(part / whole, 4) if whole else 0.0
 
 
-def summarise(
-    rows: list[dict[str, Any]], *, fingerprints: dict[str, str], config: dict[str, Any]
-) -> dict[str, Any]:
+def summarise(rows: list[EvalRow], *, fingerprints: dict[str, str], config: RunConfig) -> Summary:
     """The run's `summary.json` object."""
     n = len(rows)
     resolved = [bool(r["resolved"]) for r in rows]
-    tested = [r["tests"] for r in rows if r.get("tests")]
+    tested = [t for r in rows if (t := r.get("tests"))]
     costs = [r["cost_usd"] for r in rows if r["cost_usd"] is not None]
     classes = Counter(r["failure_class"] or "unresolved" for r in rows if not r["resolved"])
     blames = Counter(r["blame"] for r in rows if r["blame"] and not r["resolved"])
-    by_kind = {}
+    by_kind: dict[str, KindFigures] = {}
     for kind in KINDS:
         of_kind = [r for r in rows if r["kind"] == kind]
         if of_kind:
@@ -92,14 +162,21 @@ def summarise(
     }
 
 
-def _localisation(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _localisation(rows: list[EvalRow]) -> LocalisationRates:
     """Share of the rows with gold files whose retriever context (or answer) hits at k."""
-    located = [r["localisation"] for r in rows if r.get("localisation")]
-    rates: dict[str, Any] = {"tasks": len(located)}
-    for source in ("context_hits", "answer_hits"):
-        keys = located[0][source] if located else {}
-        rates[source] = {k: _rate(sum(loc[source][k] for loc in located), len(located)) for k in keys}
-    return rates
+    located = [loc for r in rows if (loc := r.get("localisation"))]
+    return {
+        "tasks": len(located),
+        "context_hits": _hit_rates(located, "context_hits"),
+        "answer_hits": _hit_rates(located, "answer_hits"),
+    }
+
+
+def _hit_rates(
+    located: list[Localisation], source: Literal["context_hits", "answer_hits"]
+) -> dict[str, float]:
+    keys = located[0][source] if located else {}
+    return {k: _rate(sum(loc[source][k] for loc in located), len(located)) for k in keys}
 
 
 def digest(value: object) -> str:

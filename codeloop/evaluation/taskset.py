@@ -6,9 +6,9 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
 from codeloop.evaluation.errors import TaskSetError
 
@@ -50,9 +50,9 @@ class EvalTask(BaseModel):
     def repo_path(self) -> Path:
         return (self.base_dir / self.repo).resolve()
 
-    def line(self, *, relative_to: Path) -> dict[str, Any]:
+    def line(self, *, relative_to: Path) -> dict[str, JsonValue]:
         """The task as a task-file line whose paths are relative to `relative_to`."""
-        data = self.model_dump(exclude={"base_dir"}, exclude_none=True)
+        data: dict[str, JsonValue] = self.model_dump(exclude={"base_dir"}, exclude_none=True)
         data["repo"] = os.path.relpath(self.repo_path, relative_to)
         if self.gold_patch:
             data["gold_patch"] = os.path.relpath((self.base_dir / self.gold_patch).resolve(), relative_to)

@@ -1,6 +1,7 @@
 """How a person sees events: one line each for `codeloop watch`, a tree for `codeloop trace`."""
 
 import json
+from datetime import datetime
 from typing import Any
 
 from rich.markup import escape
@@ -138,7 +139,7 @@ def _step_label(step: StepEntry) -> str:
 
 
 def _step_branch(branch: Tree, step: StepEntry) -> None:
-    items: list[tuple[Any, str]] = []
+    items: list[tuple[datetime, str]] = []
     for call in step.model_calls:
         cost = f" ${call.cost_usd:.4f}" if call.cost_usd is not None else ""
         items.append(

@@ -19,10 +19,10 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
+from mcp.server.mcpserver import MCPServer
 
 from bus.connection import Bus
 from bus.credentials import write_private
@@ -161,7 +161,7 @@ async def host_tool_servers(
 
 async def _tasks_server(
     config: ServeConfig, bus: Bus | None, sink: AuditSink | None, verifier: PatchVerifier | None
-) -> Any:
+) -> MCPServer[object]:
     if bus is None:
         raise UnknownServer("the tasks server needs serve's bus")
     options = ServerOptions(

@@ -4,7 +4,7 @@ untrusted code's tools and must hold no model key, nor pass one to a child (git,
 
 import os
 import sys
-from typing import Any
+from collections.abc import Mapping
 
 _KEY_SUFFIXES = (
     "_API_KEY",
@@ -21,7 +21,7 @@ STRIPPED_ENV = "CODELOOP_STRIPPED_ENV"
 """Names (never values) of the variables `restart_without_provider_keys` removed, for the note."""
 
 
-def provider_keys(environ: Any = os.environ) -> list[str]:
+def provider_keys(environ: Mapping[str, str] = os.environ) -> list[str]:
     """Names of model-provider and cloud credentials in `environ`, sorted."""
     return sorted(k for k in environ if k.upper().endswith(_KEY_SUFFIXES) or k.upper() in _KEY_NAMES)
 

@@ -25,9 +25,10 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Protocol
 
 import anyio
+from pydantic import JsonValue
 
 from agents.client import cancel_task, is_final, new_task_id, submit_task
 from agents.messages import TERMINAL_STATUSES, Budgets, ModelNames, PipelineChoice, TaskState, TaskSubmitted
@@ -41,7 +42,7 @@ from bus import subjects
 from bus.connection import Bus, nats_errors
 from bus.envelope import Envelope, parse_envelope
 from bus.errors import BusError, MalformedMessage
-from bus.records import keys_under, read
+from bus.records import Bucket, keys_under, read
 from bus.stored import Follower, follow
 from codeloop.config.checks import check_submission as check_settings
 from codeloop.config.errors import ConfigError
@@ -127,6 +128,12 @@ def _principal_key(principal: str) -> str:
     return hashlib.sha256(principal.encode()).hexdigest()[:24]
 
 
+class _Subjected(Protocol):
+    """A message of the bus's event subjects, of which only the subject is read."""
+
+    subject: str
+
+
 class BusTasks:
     """`TasksBackend` over an open bus."""
 
@@ -134,7 +141,7 @@ class BusTasks:
     """`submit_task`'s task options: `TaskOptions`, named by argument."""
 
     def __init__(
-        self, bus: Bus, kv: Any, *, max_running: int = DEFAULT_MAX_RUNNING, check_credentials: bool = True
+        self, bus: Bus, kv: Bucket, *, max_running: int = DEFAULT_MAX_RUNNING, check_credentials: bool = True
     ) -> None:
         self.bus = bus
         self.kv = kv
@@ -195,7 +202,7 @@ class BusTasks:
         return task_id
 
     async def continue_task(
-        self, principal: str, task_id: str, *, text: str | None, options: dict[str, Any]
+        self, principal: str, task_id: str, *, text: str | None, options: dict[str, JsonValue]
     ) -> str | None:
         if await self._submitted_at(principal, task_id) is None:
             return None
@@ -348,7 +355,7 @@ class BusTasks:
     async def changes(self) -> AsyncIterator[AsyncIterator[str]]:
         send, receive = anyio.create_memory_object_stream[str](1000)
 
-        async def on_message(msg: Any) -> None:
+        async def on_message(msg: _Subjected) -> None:
             parts = msg.subject.split(".")
             if len(parts) >= 4:
                 try:
@@ -380,7 +387,7 @@ class BusTasks:
             )
         return _view_of(state, submitted_at, await self._pending(state))
 
-    async def _final_view(self, task_id: str, submitted_at: float, result: dict[str, Any]) -> TaskView:
+    async def _final_view(self, task_id: str, submitted_at: float, result: dict[str, JsonValue]) -> TaskView:
         view = await self._view(task_id, submitted_at)
         if view.ended:
             return view
@@ -425,11 +432,11 @@ def _view_of(state: TaskState, submitted_at: float, pending: PendingConfirmation
     )
 
 
-def _asks(envelope: Any) -> bool:
+def _asks(envelope: Envelope) -> bool:
     return envelope.kind == "event" and envelope.payload.get("name") == "confirmation_requested"
 
 
-def _event_message(envelope: Any) -> str:
+def _event_message(envelope: Envelope) -> str:
     if envelope.kind == "event":
         return str(envelope.payload.get("message") or envelope.payload.get("name") or "event")
     return envelope.kind

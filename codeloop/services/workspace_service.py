@@ -30,7 +30,9 @@ from typing import Any, Protocol
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
-from starlette import types as asgi
+from starlette.applications import Starlette
+from starlette.types import Receive, Send
+from starlette.types import Scope as AsgiScope
 
 from agents.workspace import materialize, open_scratch, workspace_patch
 from agents.workspace.git import run_git
@@ -70,7 +72,7 @@ class _Hosted:
     id: str
     task_id: str
     root: Path
-    apps: dict[str, Any]
+    apps: dict[str, Starlette]
     idle_timeout_s: float
     closed: anyio.Event = field(default_factory=anyio.Event)
     gone: anyio.Event = field(default_factory=anyio.Event)
@@ -302,7 +304,7 @@ class WorkspaceService:
                     self._hosted.pop(hosted.id, None)
                     hosted.closed.set()
 
-    async def _dispatch(self, scope: asgi.Scope, receive: asgi.Receive, send: asgi.Send) -> None:
+    async def _dispatch(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         """The one listener's ASGI app: `/w/<workspace>/<server>/mcp` to that server's app."""
         parts = str(scope.get("path", "")).split("/")
         hosted = self._hosted.get(parts[2]) if len(parts) == 5 and parts[1] == "w" else None
@@ -316,13 +318,13 @@ class WorkspaceService:
 
 
 @asynccontextmanager
-async def _lifespan(app: Any) -> AsyncIterator[None]:
+async def _lifespan(app: Starlette) -> AsyncIterator[None]:
     # The app's own lifespan runs its MCP session manager (a task group for its sessions).
     async with app.router.lifespan_context(app):
         yield
 
 
-async def _not_found(send: Any) -> None:
+async def _not_found(send: Send) -> None:
     body = b'{"error": "no such workspace or server (closed, or never opened here)"}'
     await send(
         {

@@ -11,7 +11,9 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pydantic import JsonValue
 
 from bus.config import BusConfig
 from codeloop.swebench.errors import InterpreterMissing, PredictionsError, SwebenchError
@@ -20,7 +22,7 @@ from codeloop.swebench.instances import Instance, load_instances, select
 from codeloop.swebench.predictions import EMPTY, GOLD, Prediction, builtin_predictions, load_predictions
 from codeloop.swebench.report import write_json
 from codeloop.swebench.repositories import RepoSource, find_source
-from codeloop.swebench.run import Machine, settings_for
+from codeloop.swebench.run import Machine, RunOptions, settings_for
 from codeloop.swebench.specs import load_extra_specs, needs_cpus, registered_specs, spec_for
 
 if TYPE_CHECKING:
@@ -87,7 +89,7 @@ def prepare(options: Options, machine: Machine) -> RunPlan:
     _warn_cpus(chosen)
     sources = _sources(chosen, options.repos, machine)
     out = _out_dir(options)
-    run_options = {
+    run_options: RunOptions = {
         "timeout_s": options.timeout_s,
         "memory_mb": options.memory_mb,
         "left_out": _left_out(options.left_out),
@@ -143,7 +145,7 @@ def prepare_select(options: Options, machine: Machine) -> "SelectPlan":
         spec_for(instance)
     _check_interpreters(chosen)
     _warn_cpus(chosen)
-    run_options = {
+    run_options: RunOptions = {
         "timeout_s": options.timeout_s,
         "memory_mb": options.memory_mb,
         "left_out": _left_out(options.left_out),
@@ -169,7 +171,7 @@ def prepare_select(options: Options, machine: Machine) -> "SelectPlan":
     )
 
 
-def run_select(plan: "SelectPlan") -> dict[str, Any]:
+def run_select(plan: "SelectPlan") -> dict[str, JsonValue]:
     """Run a `--select` plan in this process; returns its summary (selection_summary.json)."""
     import anyio
 
@@ -257,7 +259,7 @@ def _left_out(path: Path | None) -> dict[str, list[str]]:
 
 def run(
     plan: RunPlan, *, machine: Machine, bus: BusConfig | None, serving: Serving | None = None
-) -> dict[str, Any]:
+) -> dict[str, JsonValue]:
     """Run the plan and return the final report (what report.json holds): through `bus` when
     given (its workers and ours share the run), else here. A `--model` plan solves its instances
     first, on the serve `serving` opens.
@@ -283,12 +285,14 @@ def run(
         else:
             from codeloop.swebench.coordinator import run_distributed
 
+            options = plan.options
+            assert options is not None, "a plan that runs has its options"
             anyio.run(
                 lambda: run_distributed(
                     plan,
                     bus,
                     machine=machine,
-                    options=plan.options,
+                    options=options,
                     repos_dir=plan.repos_dir,
                     progress=progress,
                 )
@@ -308,7 +312,7 @@ async def _solve(plan: RunPlan, serving: Serving) -> None:
 
     from codeloop.swebench.solve import solve
 
-    assert plan.model is not None
+    assert plan.model is not None and plan.model_settings is not None, "a --model plan has its settings"
     made = plan.out / "predictions.jsonl"
     done = {}
     if plan.resume and made.is_file():

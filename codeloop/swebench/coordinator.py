@@ -7,7 +7,6 @@ import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import anyio
 
@@ -30,7 +29,7 @@ from codeloop.swebench.instances import Instance
 from codeloop.swebench.outcome import Outcome
 from codeloop.swebench.progress import Progress
 from codeloop.swebench.report import load_outcomes
-from codeloop.swebench.run import Machine
+from codeloop.swebench.run import Machine, RunOptions
 from codeloop.swebench.worker import SwebenchWorkers
 
 Finished = Callable[[Outcome], None]
@@ -52,7 +51,7 @@ async def run_distributed(
     bus_config: BusConfig,
     *,
     machine: Machine,
-    options: dict[str, Any],
+    options: RunOptions,
     repos_dir: Path | None,
     progress: Progress | None = None,
 ) -> dict[str, Outcome]:
@@ -84,7 +83,7 @@ async def run_distributed(
 
 
 async def _publish(
-    bus: Bus, plan: RunPlan, run_id: str, todo: list[Instance], options: dict[str, Any], finished: Finished
+    bus: Bus, plan: RunPlan, run_id: str, todo: list[Instance], options: RunOptions, finished: Finished
 ) -> set[str]:
     waiting: set[str] = set()
     for instance in todo:

@@ -25,9 +25,10 @@ import tarfile
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio
+from pydantic import JsonValue
 
 from bus import subjects as bus_subjects
 from bus.connection import MSG_ID_HEADER, Bus
@@ -35,6 +36,9 @@ from bus.objects import Objects
 from bus.streams import ensure_log_stream
 from bus.work_queue import WorkQueue, ack_wait_of, ensure_work_queue
 from codeloop.swebench.outcome import Outcome
+
+if TYPE_CHECKING:  # the run's modules (sandbox, environments) are not a message's business
+    from codeloop.swebench.run import RunOptions
 
 WORK_STREAM = "CODELOOP_SWEBENCH"
 RESULTS_STREAM = "CODELOOP_SWEBENCH_RESULTS"
@@ -110,7 +114,7 @@ def unpack(data: bytes, target: Path) -> None:
 
 
 def work_message(
-    run_id: str, instance: dict[str, Any], prediction: dict[str, Any], options: dict[str, Any]
+    run_id: str, instance: dict[str, JsonValue], prediction: dict[str, JsonValue], options: "RunOptions"
 ) -> bytes:
     """The `swebench_instance` message: the instance, its prediction and the run's options."""
     return json.dumps(
@@ -140,7 +144,7 @@ async def publish_outcome(bus: Bus, run_id: str, outcome: Outcome, directory: Pa
     name = artifact_name(run_id, outcome.instance_id)
     data = await anyio.to_thread.run_sync(pack, directory)
     await (await Objects.open(bus, bus_subjects.ARTIFACTS_BUCKET)).put(name, data)
-    body: dict[str, Any] = {
+    body: dict[str, JsonValue] = {
         "kind": "swebench_outcome",
         "schema_version": 1,
         "run_id": run_id,

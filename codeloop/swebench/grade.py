@@ -8,13 +8,16 @@ official report is made, and every report names them.
 """
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codeloop.swebench.instances import Instance
 from codeloop.swebench.official import swebench
 
+if TYPE_CHECKING:  # swebench's own modules are loaded by `swebench()`, not imported
+    from swebench.harness.test_spec.test_spec import TestSpec
 
-def official_test_spec(instance: Instance, *, left_out: frozenset[str] = frozenset()) -> Any:
+
+def official_test_spec(instance: Instance, *, left_out: frozenset[str] = frozenset()) -> "TestSpec":
     """SWE-bench's `TestSpec` for grading `instance` (the image scripts, unused here, empty)."""
     modules = swebench()
     return modules.test_spec.TestSpec(
@@ -34,10 +37,16 @@ def official_test_spec(instance: Instance, *, left_out: frozenset[str] = frozens
 
 
 def grade(
-    instance: Instance, prediction: dict[str, Any], log_path: Path, *, left_out: frozenset[str] = frozenset()
+    instance: Instance,
+    prediction: dict[str, str | None],
+    log_path: Path,
+    *,
+    left_out: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """The official per-instance report, `{instance_id: {patch_is_None, patch_exists,
-    patch_successfully_applied, resolved, tests_status}}`, for the log at `log_path`."""
+    patch_successfully_applied, resolved, tests_status}}`, for the log at `log_path`: SWE-bench's
+    own, as untyped as its `get_eval_report` makes it (`tests_status` is there only when the
+    patch applied)."""
     return swebench().grading.get_eval_report(
         official_test_spec(instance, left_out=left_out), prediction, str(log_path), include_tests_status=True
     )

@@ -5,18 +5,22 @@ report rewritten after each, so Ctrl-C (or a crash) leaves a consistent partial 
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio
+from pydantic import JsonValue
 
 from codeloop.swebench.html import html_report
 from codeloop.swebench.instances import Instance
 from codeloop.swebench.outcome import Outcome
 from codeloop.swebench.predictions import Prediction
 from codeloop.swebench.progress import Progress
-from codeloop.swebench.report import load_outcomes, run_report, validation, write_json
+from codeloop.swebench.report import load_outcomes, repository_figures, run_report, validation, write_json
 from codeloop.swebench.repositories import RepoSource
-from codeloop.swebench.run import RunSettings, run_instance
+from codeloop.swebench.run import RunOptions, RunSettings, run_instance
+
+if TYPE_CHECKING:
+    from codeloop.config.settings import Settings
 
 GRADED = ("resolved", "unresolved")
 
@@ -34,13 +38,16 @@ class RunPlan:
     resume: bool = False
     gold: bool = False
     """A gold run also writes `validation.json` (the listed tests that fail with the gold patch)."""
-    extra: dict[str, Any] = field(default_factory=dict)
-    options: dict[str, Any] = field(default_factory=dict)
-    """The options every instance travels with on the bus (timeout, memory, left-out tests, specs)."""
+    extra: dict[str, JsonValue] = field(default_factory=dict[str, JsonValue])
+    """What the report's `codeloop` figures add about the run (predictions, jobs, ...)."""
+    options: RunOptions | None = None
+    """The options every instance travels with on the bus (timeout, memory, left-out tests, specs);
+    None for a plan only reported, never run (the picks of a `--select` run)."""
     repos_dir: Path | None = None
     model: str | None = None
     """`--model`: the predictions are made by codeloop first (`codeloop.swebench.solve`)."""
-    model_settings: Any = None
+    model_settings: "Settings | None" = None
+    """The settings of a `--model` run's tasks (`codeloop.swebench.solve.model_settings`)."""
 
 
 def pending(plan: RunPlan, done: dict[str, Outcome]) -> list[Instance]:
@@ -101,14 +108,15 @@ async def run_local(plan: RunPlan, progress: Progress | None = None) -> dict[str
 
 def write_outputs(
     plan: RunPlan, outcomes: dict[str, Outcome], *, wall_s: float, finished: bool
-) -> dict[str, Any]:
+) -> dict[str, JsonValue]:
     """Write report.json, report.html and (gold runs) validation.json, atomically."""
     extra = {**plan.extra, "finished": finished, "run_wall_s": round(wall_s, 1)}
     report = run_report(plan.instances, plan.predictions, outcomes, extra=extra)
     write_json(plan.out / "report.json", report)
     html = plan.out / "report.html"
     partial = html.with_name(".report.html.partial")
-    partial.write_text(html_report(report, outcomes), encoding="utf-8")
+    repositories = repository_figures(plan.instances, outcomes)
+    partial.write_text(html_report(report, outcomes, repositories), encoding="utf-8")
     partial.replace(html)
     if plan.gold:
         write_json(plan.out / "validation.json", validation(outcomes))

@@ -3,9 +3,11 @@ instance, and the instances that could not be evaluated (environment failures, n
 apart from those the prediction did not resolve."""
 
 from html import escape
-from typing import Any
+
+from pydantic import JsonValue
 
 from codeloop.swebench.outcome import Outcome
+from codeloop.swebench.report import RepositoryFigures
 
 _STYLE = (
     "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
@@ -14,13 +16,17 @@ _STYLE = (
 )
 
 
-def html_report(report: dict[str, Any], outcomes: dict[str, Outcome]) -> str:
-    """The page, self-contained (no scripts, no outside resources)."""
+def html_report(
+    report: dict[str, JsonValue], outcomes: dict[str, Outcome], repositories: dict[str, RepositoryFigures]
+) -> str:
+    """The page of `report` (what report.json holds) and its `repositories` (`repository_figures`),
+    self-contained (no scripts, no outside resources)."""
     figures = report["codeloop"]
+    predictions = figures.get("predictions", "") if isinstance(figures, dict) else ""
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>SWE-bench run</title><style>{_STYLE}</style></head><body>",
         "<h1>SWE-bench run</h1>",
-        f"<p>Predictions: {escape(str(figures.get('predictions', '')))}. "
+        f"<p>Predictions: {escape(str(predictions))}. "
         f"Resolved {report['resolved_instances']} of {report['submitted_instances']} submitted "
         f"({report['total_instances']} instances); unresolved {report['unresolved_instances']}; "
         f"not evaluated (errors) {report['error_instances']}; empty patches {report['empty_patch_instances']}.</p>",
@@ -40,16 +46,16 @@ def html_report(report: dict[str, Any], outcomes: dict[str, Outcome]) -> str:
             [
                 [
                     repo,
-                    row["instances"],
-                    row["run"],
-                    row["built"],
-                    row["resolved"],
-                    f"{100 * row['resolved'] / row['run']:.1f}%" if row["run"] else "-",
-                    row["unresolved"],
-                    row["errors"],
-                    f"{row['seconds']:.0f}",
+                    row.instances,
+                    row.run,
+                    row.built,
+                    row.resolved,
+                    f"{100 * row.resolved / row.run:.1f}%" if row.run else "-",
+                    row.unresolved,
+                    row.errors,
+                    f"{row.seconds:.0f}",
                 ]
-                for repo, row in figures["by_repository"].items()
+                for repo, row in repositories.items()
             ],
         ),
         "<h2>Not evaluated: environment and harness failures (not the model's)</h2>",
@@ -92,7 +98,7 @@ def _with(outcomes: dict[str, Outcome], status: str) -> list[Outcome]:
     return sorted((o for o in outcomes.values() if o.status == status), key=lambda o: o.instance_id)
 
 
-def _table(header: list[str], rows: list[list[Any]]) -> str:
+def _table(header: list[str], rows: list[list[object]]) -> str:
     if not rows:
         return "<p>None.</p>"
     head = "".join(f"<th>{escape(h)}</th>" for h in header)

@@ -8,9 +8,8 @@ published form) or lists.
 import json
 import random
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError, field_validator
 
 from codeloop.swebench.errors import InstanceFileError, UnknownInstance
 
@@ -36,7 +35,7 @@ class Instance(BaseModel):
 
     @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
     @classmethod
-    def _decode_list(cls, value: Any) -> Any:
+    def _decode_list(cls, value: object) -> object:
         if isinstance(value, str):
             try:
                 return json.loads(value)
@@ -46,14 +45,14 @@ class Instance(BaseModel):
 
     @field_validator("version", mode="before")
     @classmethod
-    def _version_text(cls, value: Any) -> Any:
+    def _version_text(cls, value: object) -> object:
         return str(value) if isinstance(value, int | float) else value
 
     @property
     def env_commit(self) -> str:
         return self.environment_setup_commit or self.base_commit
 
-    def as_swebench(self) -> dict[str, Any]:
+    def as_swebench(self) -> dict[str, JsonValue]:
         """The instance as the dict SWE-bench's own functions take (test lists as lists)."""
         return {**(self.model_extra or {}), **self.model_dump(exclude_none=False)}
 
@@ -86,7 +85,7 @@ def load_instances(path: Path) -> list[Instance]:
     return instances
 
 
-def _rows(path: Path) -> list[tuple[str, Any]]:
+def _rows(path: Path) -> list[tuple[str, object]]:
     """(where, object) pairs: `line N` for JSON lines, `item N` for a JSON list or Parquet."""
     try:
         if path.suffix == ".parquet":
@@ -111,7 +110,7 @@ def _rows(path: Path) -> list[tuple[str, Any]]:
     return rows
 
 
-def _parquet_rows(path: Path) -> list[tuple[str, Any]]:
+def _parquet_rows(path: Path) -> list[tuple[str, object]]:
     import pyarrow
     import pyarrow.parquet
 

@@ -14,13 +14,29 @@ import importlib.metadata
 import importlib.util
 import sys
 import types
+from collections.abc import Callable
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING
+
+from pydantic import JsonValue
 
 from codeloop.swebench.errors import SpecError
 
+if TYPE_CHECKING:  # swebench's own modules are loaded by `swebench()`, not imported
+    from swebench.harness.test_spec.test_spec import TestSpec
+
 PINNED = "4.1.0"
 _PACKAGES = ("swebench", "swebench.harness", "swebench.harness.test_spec")
+
+Spec = dict[str, JsonValue]
+"""SWE-bench's spec of one (repository, version): `python`, `packages`, `pip_packages`,
+`pre_install`, `install`, `test_cmd`, `eval_commands`, ... as `MAP_REPO_VERSION_TO_SPECS` holds
+it. A `--specs` file's specs join that table checked for their keys only, so a value is read
+for the type it should have."""
+
+
+LogParser = Callable[[str, "TestSpec"], dict[str, str]]
+"""One of SWE-bench's log parsers: (the test log, its `TestSpec`) -> test name -> status."""
 
 
 @cache
@@ -69,11 +85,11 @@ def _register_packages() -> None:
             setattr(sys.modules[parent], child, module)
 
 
-def specs_table() -> dict[str, dict[str, dict[str, Any]]]:
+def specs_table() -> dict[str, dict[str, Spec]]:
     """SWE-bench's `MAP_REPO_VERSION_TO_SPECS` (repository → version → spec), the live table."""
     return swebench().constants.MAP_REPO_VERSION_TO_SPECS
 
 
-def parsers_table() -> dict[str, Any]:
+def parsers_table() -> dict[str, LogParser]:
     """SWE-bench's `MAP_REPO_TO_PARSER` (repository → log parser), the live table."""
     return swebench().log_parsers.MAP_REPO_TO_PARSER

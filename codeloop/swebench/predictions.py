@@ -7,9 +7,8 @@ stands for each instance's own patch (validating the environments), `empty` for 
 
 import json
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
 from codeloop.swebench.errors import PredictionsError
 from codeloop.swebench.instances import Instance
@@ -78,7 +77,7 @@ def load_predictions(path: Path, *, known_ids: set[str]) -> dict[str, Prediction
     return predictions
 
 
-def _items(path: Path, text: str) -> list[tuple[str, Any]]:
+def _items(path: Path, text: str) -> list[tuple[str, JsonValue]]:
     stripped = text.lstrip()
     if stripped.startswith("[") or stripped.startswith("{") and _is_whole_json(stripped):
         try:

@@ -27,14 +27,13 @@ What the official environment image does, and what stands for it here:
 
 import re
 import shlex
-from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, JsonValue
 
 from codeloop.swebench.errors import SpecError
 from codeloop.swebench.instances import Instance
-from codeloop.swebench.official import swebench
+from codeloop.swebench.official import Spec, swebench
 from codeloop.swebench.repositories import RepoSource
 from sandbox.environments import Recipe
 
@@ -110,7 +109,7 @@ class EnvRecipe(BaseModel):
         )
 
 
-def make_recipe(instance: Instance, spec: dict[str, Any], source: RepoSource) -> EnvRecipe:
+def make_recipe(instance: Instance, spec: Spec, source: RepoSource) -> EnvRecipe:
     """The recipe of the instance's environment.
 
     Raises:
@@ -121,7 +120,7 @@ def make_recipe(instance: Instance, spec: dict[str, Any], source: RepoSource) ->
     files: dict[str, str] = {"constraints.txt": "\n".join(IMAGE_ERA_CONSTRAINTS) + "\n"}
     commands = [f"python -m pip install {' '.join(BASE_TOOLS)}"]
     packages = spec.get("packages", "")
-    pins = [str(p) for p in spec.get("pip_packages", [])]
+    pins = _strings(spec.get("pip_packages"))
     if packages == "requirements.txt":
         files["requirements.txt"] = _requirements(instance, source)
         commands.append(f'python -m pip install -r "{INPUTS_DIR}/requirements.txt"')
@@ -139,14 +138,15 @@ def make_recipe(instance: Instance, spec: dict[str, Any], source: RepoSource) ->
     if pins:
         commands.append("python -m pip install " + " ".join(shlex.quote(p) for p in pins))
     pre_install, skipped = [], []
-    for command in spec.get("pre_install", []):
+    for command in _strings(spec.get("pre_install")):
         (skipped if "apt-get" in command else pre_install).append(command)
     install = None
-    if spec.get("install"):
+    given_install = spec.get("install")
+    if given_install:
         name = re.sub(r"[^A-Za-z0-9]", "_", instance.repo.split("/")[1]).upper()
         # setuptools_scm finds no tags in the scratch tree; give the version the spec stands for.
         version = f"{instance.version}.0"
-        command = _NON_EDITABLE.sub(r"\1 -e .", str(spec["install"]))
+        command = _NON_EDITABLE.sub(r"\1 -e .", str(given_install))
         pins = " ".join(shlex.quote(pin) for pin in INSTALL_PINS.get(instance.repo, ()))
         if pins and command.startswith("python -m pip install "):
             command = f"{command} {pins}"
@@ -165,6 +165,11 @@ def make_recipe(instance: Instance, spec: dict[str, Any], source: RepoSource) ->
         install=install,
         skipped=skipped,
     )
+
+
+def _strings(value: JsonValue) -> list[str]:
+    """A spec's list of strings (`pip_packages`, `pre_install`), each as text; none when absent."""
+    return [str(item) for item in value] if isinstance(value, list) else []
 
 
 def _requirements(instance: Instance, source: RepoSource) -> str:

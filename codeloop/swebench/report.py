@@ -15,8 +15,11 @@ Where codeloop counts differently from that function, and why:
 
 import json
 from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from pydantic import JsonValue
 
 from codeloop.swebench.instances import Instance
 from codeloop.swebench.outcome import Outcome
@@ -28,8 +31,8 @@ def run_report(
     predictions: dict[str, Prediction],
     outcomes: dict[str, Outcome],
     *,
-    extra: dict[str, Any],
-) -> dict[str, Any]:
+    extra: dict[str, JsonValue],
+) -> dict[str, JsonValue]:
     """The summary of the instances run so far (see the module docstring for the keys)."""
     ids = [i.instance_id for i in instances]
     submitted = [i for i in ids if i in predictions]
@@ -39,7 +42,7 @@ def run_report(
         by_status[outcome.status if outcome else "incomplete"].append(instance_id)
     incomplete = sorted(set(ids) - set(submitted)) + sorted(by_status["incomplete"])
     completed = sorted(by_status["resolved"] + by_status["unresolved"])
-    report: dict[str, Any] = {
+    report: dict[str, JsonValue] = {
         "total_instances": len(ids),
         "submitted_instances": len(submitted),
         "completed_instances": len(completed),
@@ -47,13 +50,13 @@ def run_report(
         "unresolved_instances": len(by_status["unresolved"]),
         "empty_patch_instances": len(by_status["empty"]),
         "error_instances": len(by_status["error"]),
-        "completed_ids": completed,
-        "incomplete_ids": sorted(incomplete),
-        "empty_patch_ids": sorted(by_status["empty"]),
-        "submitted_ids": sorted(submitted),
-        "resolved_ids": sorted(by_status["resolved"]),
-        "unresolved_ids": sorted(by_status["unresolved"]),
-        "error_ids": sorted(by_status["error"]),
+        "completed_ids": _ids(completed),
+        "incomplete_ids": _ids(incomplete),
+        "empty_patch_ids": _ids(by_status["empty"]),
+        "submitted_ids": _ids(submitted),
+        "resolved_ids": _ids(by_status["resolved"]),
+        "unresolved_ids": _ids(by_status["unresolved"]),
+        "error_ids": _ids(by_status["error"]),
         "schema_version": 2,
         "unstopped_instances": 0,
         "unstopped_containers": [],
@@ -63,62 +66,83 @@ def run_report(
     return report
 
 
-def _codeloop_figures(instances: list[Instance], outcomes: dict[str, Outcome]) -> dict[str, Any]:
+def _codeloop_figures(instances: list[Instance], outcomes: dict[str, Outcome]) -> dict[str, JsonValue]:
     errors = {i: o.failure_class for i, o in outcomes.items() if o.status == "error"}
     return {
         "error_classes": dict(sorted(errors.items())),
-        "errors_by_class": dict(Counter(errors.values())),
-        "patch_apply_failed_ids": sorted(i for i, o in outcomes.items() if o.patch_applied is False),
-        "left_out_tests": {i: o.left_out for i, o in sorted(outcomes.items()) if o.left_out},
-        "not_passing_tests": {i: o.not_passing for i, o in sorted(outcomes.items()) if o.not_passing},
+        # A class of None is keyed `null`, as json.dumps writes a None key.
+        "errors_by_class": {"null" if c is None else c: n for c, n in Counter(errors.values()).items()},
+        "patch_apply_failed_ids": _ids(i for i, o in outcomes.items() if o.patch_applied is False),
+        "left_out_tests": {i: [*o.left_out] for i, o in sorted(outcomes.items()) if o.left_out},
+        "not_passing_tests": {i: [*o.not_passing] for i, o in sorted(outcomes.items()) if o.not_passing},
         "by_repository": by_repository(instances, outcomes),
         "instance_wall_s": {i: o.wall_s for i, o in sorted(outcomes.items())},
         "gold": gold_figures(outcomes),
     }
 
 
-def by_repository(instances: list[Instance], outcomes: dict[str, Outcome]) -> dict[str, dict[str, Any]]:
-    """Per repository: instances, run, environments built (instances whose environment was
-    ready), resolved, unresolved, errors, and the seconds its instances took."""
-    table: dict[str, dict[str, Any]] = {}
+@dataclass
+class RepositoryFigures:
+    """One repository's row of the report: instances, run, environments built (instances whose
+    environment was ready), resolved, unresolved, errors, and the seconds its instances took."""
+
+    instances: int = 0
+    run: int = 0
+    built: int = 0
+    resolved: int = 0
+    unresolved: int = 0
+    errors: int = 0
+    seconds: float = 0.0
+
+    def as_json(self) -> dict[str, JsonValue]:
+        return {
+            "instances": self.instances,
+            "run": self.run,
+            "built": self.built,
+            "resolved": self.resolved,
+            "unresolved": self.unresolved,
+            "errors": self.errors,
+            "seconds": self.seconds,
+        }
+
+
+def repository_figures(
+    instances: list[Instance], outcomes: dict[str, Outcome]
+) -> dict[str, RepositoryFigures]:
+    """Per repository, by name: its figures (`RepositoryFigures`)."""
+    table: dict[str, RepositoryFigures] = {}
     for instance in instances:
-        row = table.setdefault(
-            instance.repo,
-            {
-                "instances": 0,
-                "run": 0,
-                "built": 0,
-                "resolved": 0,
-                "unresolved": 0,
-                "errors": 0,
-                "seconds": 0.0,
-            },
-        )
-        row["instances"] += 1
+        row = table.setdefault(instance.repo, RepositoryFigures())
+        row.instances += 1
         outcome = outcomes.get(instance.instance_id)
         if outcome is None or outcome.status == "empty":
             continue
-        row["run"] += 1
-        row["built"] += outcome.environment is not None
-        row["resolved"] += outcome.status == "resolved"
-        row["unresolved"] += outcome.status == "unresolved"
-        row["errors"] += outcome.status == "error"
-        row["seconds"] = round(row["seconds"] + outcome.wall_s, 1)
+        row.run += 1
+        row.built += outcome.environment is not None
+        row.resolved += outcome.status == "resolved"
+        row.unresolved += outcome.status == "unresolved"
+        row.errors += outcome.status == "error"
+        row.seconds = round(row.seconds + outcome.wall_s, 1)
     return dict(sorted(table.items()))
 
 
-def validation(outcomes: dict[str, Outcome]) -> dict[str, Any]:
+def by_repository(instances: list[Instance], outcomes: dict[str, Outcome]) -> dict[str, JsonValue]:
+    """`repository_figures` as the report writes them."""
+    return {repo: row.as_json() for repo, row in repository_figures(instances, outcomes).items()}
+
+
+def validation(outcomes: dict[str, Outcome]) -> dict[str, JsonValue]:
     """What a gold run found: per instance, the listed tests that do not pass with the gold
     patch here, so this environment cannot run them, and why (`network`, or another failure),
     for `--left-out` of later runs."""
     return {
-        i: {"cannot_run": o.not_passing, "why": o.why_not_passing}
+        i: {"cannot_run": [*o.not_passing], "why": {**o.why_not_passing}}
         for i, o in sorted(outcomes.items())
         if o.status in ("resolved", "unresolved") and o.not_passing
     }
 
 
-def gold_figures(outcomes: dict[str, Outcome]) -> dict[str, Any]:
+def gold_figures(outcomes: dict[str, Outcome]) -> dict[str, JsonValue]:
     """For a gold run: the instances that resolve once the listed tests that failed only for want
     of network are left out (nothing else), and those that still do not."""
     graded = [o for o in outcomes.values() if o.status in ("resolved", "unresolved")]
@@ -133,12 +157,17 @@ def gold_figures(outcomes: dict[str, Outcome]) -> dict[str, Any]:
     return {
         "resolved_without_network_tests": len([o for o in graded if o.status == "resolved"])
         + len(network_only),
-        "unresolved_only_for_network_ids": network_only,
-        "unresolved_for_other_reasons_ids": other,
+        "unresolved_only_for_network_ids": _ids(network_only),
+        "unresolved_for_other_reasons_ids": _ids(other),
     }
 
 
-def write_json(path: Path, data: Any) -> None:
+def _ids(ids: Iterable[str]) -> list[JsonValue]:
+    """`ids` sorted, as a JSON list."""
+    return [*sorted(ids)]
+
+
+def write_json(path: Path, data: JsonValue) -> None:
     """Write JSON atomically: a reader sees the old file or the new one, never half of one."""
     partial = path.with_name(f".{path.name}.partial")
     partial.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

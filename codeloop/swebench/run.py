@@ -21,14 +21,16 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Required, TypedDict
 
 import anyio
+from pydantic import JsonValue
 
 from codeloop.swebench import grade
 from codeloop.swebench.errors import EnvironmentBuildError, SpecError
 from codeloop.swebench.instances import Instance
 from codeloop.swebench.layer import eval_variables, layer_recipe
+from codeloop.swebench.official import Spec
 from codeloop.swebench.outcome import Outcome
 from codeloop.swebench.predictions import Prediction
 from codeloop.swebench.recipe import make_recipe
@@ -37,7 +39,7 @@ from codeloop.swebench.script import eval_script
 from codeloop.swebench.specs import spec_for
 from codeloop.swebench.trees import instance_tree, project_tree
 from codeloop.swebench.unrunnable import reasons
-from sandbox import GvisorOptions, SandboxError, SandboxLimits, open_sandbox
+from sandbox import ExecResult, GvisorOptions, Sandbox, SandboxError, SandboxLimits, open_sandbox
 from sandbox.environments import EnvironmentSettings, EnvironmentStore
 from sandbox.errors import EnvironmentSetupError
 
@@ -47,6 +49,17 @@ APPLY_PATCH_FAIL = ">>>>> Patch Apply Failed"
 APPLY_PATCH_PASS = ">>>>> Applied Patch"
 PATCH_IN_TREE = ".git/codeloop/patch.diff"
 SCRIPT_IN_TREE = ".git/codeloop/eval.sh"
+
+
+class RunOptions(TypedDict, total=False):
+    """The options every instance of a run travels with on the bus (`settings_for` reads them)."""
+
+    timeout_s: Required[float]
+    memory_mb: Required[int]
+    left_out: dict[str, list[str]]
+    """Instance id -> the listed tests left out of grading (`--left-out`)."""
+    specs: dict[str, JsonValue]
+    """The `--specs` the coordinator registered, for a worker to register too."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +92,7 @@ class Machine:
     """The variables an environment build sees (`sandbox.environments.build_variables`)."""
 
 
-def settings_for(options: dict[str, Any], machine: Machine) -> RunSettings:
+def settings_for(options: RunOptions, machine: Machine) -> RunSettings:
     """The run settings of a run's options (`timeout_s`, `memory_mb`, `left_out`) on `machine`:
     the same on the coordinator and on every worker, which get the options with each instance."""
     timeout_s = float(options["timeout_s"])
@@ -226,17 +239,17 @@ class _Box:
     """The sandbox with the eval script's extra variables in every command, and where the
     instance's tree is: on the host (`tree`) and where its commands see it (`workdir`)."""
 
-    def __init__(self, box: Any, env: dict[str, str], *, tree: Path, workdir: Path) -> None:
+    def __init__(self, box: Sandbox, env: dict[str, str], *, tree: Path, workdir: Path) -> None:
         self.box, self.env, self.tree, self.workdir = box, env, tree, workdir
 
-    async def exec(self, argv: list[str], *, timeout_s: float) -> Any:
+    async def exec(self, argv: list[str], *, timeout_s: float) -> ExecResult:
         return await self.box.exec(argv, timeout_s=timeout_s, env=self.env or None)
 
 
 async def _evaluate(
     instance: Instance,
     prediction: Prediction,
-    spec: dict[str, Any],
+    spec: Spec,
     box: _Box,
     base: str,
     settings: RunSettings,
@@ -266,7 +279,7 @@ async def _evaluate(
     result = await box.exec(["bash", str(workdir / SCRIPT_IN_TREE)], timeout_s=settings.timeout_s)
     log.info(f"Test runtime: {result.duration_s:_.2f} seconds")
     output = result.stdout + result.stderr
-    update: dict[str, Any] = {
+    update: dict[str, JsonValue] = {
         "patch_applied": True,
         "apply_command": applied,
         "test_s": round(result.duration_s, 3),
@@ -299,13 +312,13 @@ async def _evaluate(
     )
 
 
-def _write_report(partial: Path, report: dict[str, Any]) -> None:
+def _write_report(partial: Path, report: dict[str, JsonValue]) -> None:
     import json
 
     (partial / "report.json").write_text(json.dumps(report, indent=4) + "\n", encoding="utf-8")
 
 
-async def _apply(prediction: Prediction, box: Any, tree: Path, log: _Log) -> str | None:
+async def _apply(prediction: Prediction, box: _Box, tree: Path, log: _Log) -> str | None:
     """Apply the prediction in the sandbox with the official commands, in order; the one that
     took it, or None when none did. An empty prediction (the `empty` run) applies as nothing."""
     if prediction.is_empty:
@@ -319,7 +332,7 @@ async def _apply(prediction: Prediction, box: Any, tree: Path, log: _Log) -> str
     )
     output = ""
     for command in APPLY_COMMANDS:
-        argv = command.split() + [PATCH_IN_TREE]  # relative to the tree, the working directory
+        argv: list[str] = [*command.split(), PATCH_IN_TREE]  # relative to the tree, the working directory
         if argv[0] == "git":  # the tree's owner is not the sandbox's user
             argv[1:1] = ["-c", "safe.directory=*"]
         result = await box.exec(argv, timeout_s=120)

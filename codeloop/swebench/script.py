@@ -16,17 +16,15 @@ command, and the final reset) runs under `bash -x`, so the log has the shape the
 `get_logs_eval` parses: the same markers, the same trace lines.
 """
 
-from typing import Any
-
 from codeloop.swebench.instances import Instance
-from codeloop.swebench.official import swebench
+from codeloop.swebench.official import Spec, swebench
 
 WORKDIR = "/workspace"
 _OFFICIAL_WORKDIR = "/testbed"
 _DROPPED = ("source /opt/miniconda3/bin/activate", "conda activate testbed")
 
 
-def eval_script(instance: Instance, spec: dict[str, Any], *, base_commit: str, workdir: str = WORKDIR) -> str:
+def eval_script(instance: Instance, spec: Spec, *, base_commit: str, workdir: str = WORKDIR) -> str:
     """The bash script that applies the test patch and runs the spec's test command on the
     test directives, between SWE-bench's output markers."""
     modules = swebench()

@@ -15,9 +15,9 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import anyio
+from pydantic import JsonValue
 
 from agents.roles.selector.rank import Candidate, choose
 from codeloop.swebench.candidates import Source
@@ -30,7 +30,7 @@ from codeloop.swebench.recipe import make_recipe
 from codeloop.swebench.report import write_json
 from codeloop.swebench.repositories import RepoSource
 from codeloop.swebench.run import RunSettings, run_instance
-from codeloop.swebench.selection_summary import selection_summary
+from codeloop.swebench.selection_summary import CandidateRow, SelectionRow, selection_summary
 from codeloop.swebench.specs import spec_for
 
 
@@ -44,7 +44,7 @@ class SelectPlan:
     settings: RunSettings
     out: Path
     jobs: int = 1
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, JsonValue] = field(default_factory=dict[str, JsonValue])
     grade_by_labels: bool = False
     """A candidate whose source has official labels is graded by its label, not by a harness run."""
     resume: bool = False
@@ -56,7 +56,7 @@ class SelectPlan:
         return {name: p for name, p in found.items() if p is not None}
 
 
-async def run_selection(plan: SelectPlan) -> dict[str, Any]:
+async def run_selection(plan: SelectPlan) -> dict[str, JsonValue]:
     """Verify, choose and grade every instance that has a candidate; returns the summary."""
     todo = [i for i in plan.instances if plan.candidates(i)]
     (plan.out / "instances").mkdir(parents=True, exist_ok=True)
@@ -85,7 +85,7 @@ async def run_selection(plan: SelectPlan) -> dict[str, Any]:
 
 async def select_instance(
     plan: SelectPlan, instance: Instance
-) -> tuple[dict[str, Any], Outcome | None, Prediction | None]:
+) -> tuple[SelectionRow, Outcome | None, Prediction | None]:
     """One instance's selection row, the pick's graded outcome and its prediction."""
     predictions = plan.candidates(instance)
     judged, problem = await _judge(plan, instance, predictions)
@@ -108,7 +108,7 @@ async def select_instance(
     graded = plan.out / "candidates" / choice.chosen / "instances" / instance.instance_id
     final = plan.out / "instances" / instance.instance_id
     await anyio.to_thread.run_sync(lambda: _replace_tree(graded, final))
-    row = {
+    row: SelectionRow = {
         "instance_id": instance.instance_id,
         "candidates": [
             _candidate_row(name, p, judged.get(name), outcomes[name], choice.clusters.get(name), labels[name])
@@ -176,17 +176,17 @@ def _labelled(instance: Instance, prediction: Prediction, label: str) -> Outcome
 
 def _earlier(
     plan: SelectPlan, todo: list[Instance]
-) -> tuple[dict[str, dict[str, Any]], dict[str, Outcome], dict[str, Prediction]]:
+) -> tuple[dict[str, SelectionRow], dict[str, Outcome], dict[str, Prediction]]:
     """What an earlier run of the plan in `out` finished: its rows, the picks' outcomes and
     predictions (an instance whose pick has no outcome on disk is run again)."""
     lines = plan.out / "selection.jsonl"
     known = {i.instance_id: i for i in todo}
-    rows: dict[str, dict[str, Any]] = {}
+    rows: dict[str, SelectionRow] = {}
     picks: dict[str, Outcome] = {}
     chosen: dict[str, Prediction] = {}
     text = lines.read_text(encoding="utf-8") if lines.is_file() else ""
     for line in filter(None, text.splitlines()):
-        row = json.loads(line)
+        row: SelectionRow = json.loads(line)
         instance = known.get(row["instance_id"])
         if instance is None:
             continue
@@ -197,8 +197,8 @@ def _earlier(
             continue
         if stored.is_file():
             picks[instance.instance_id] = Outcome.model_validate_json(stored.read_text(encoding="utf-8"))
-        elif plan.grade_by_labels and row["chosen"].get("label") is not None:
-            picks[instance.instance_id] = _labelled(instance, prediction, row["chosen"]["label"])
+        elif plan.grade_by_labels and (label := row["chosen"].get("label")) is not None:
+            picks[instance.instance_id] = _labelled(instance, prediction, label)
         else:
             continue
         rows[instance.instance_id], chosen[instance.instance_id] = row, prediction
@@ -234,7 +234,7 @@ def _candidate_row(
     outcome: Outcome,
     cluster: int | None,
     label: str | None,
-) -> dict[str, Any]:
+) -> CandidateRow:
     report = judged.report if judged is not None else None
     return {
         "source": name,
@@ -260,13 +260,13 @@ def _replace_tree(source: Path, dest: Path) -> None:
 def _write(
     plan: SelectPlan,
     todo: list[Instance],
-    rows: dict[str, dict[str, Any]],
+    rows: dict[str, SelectionRow],
     picks: dict[str, Outcome],
     chosen: dict[str, Prediction],
     *,
     finished: bool,
     wall_s: float = 0.0,
-) -> dict[str, Any]:
+) -> dict[str, JsonValue]:
     """selection.jsonl, selection_summary.json and the picks' report.json, atomically each."""
     ordered = [rows[i.instance_id] for i in todo if i.instance_id in rows]
     lines = plan.out / "selection.jsonl"
@@ -287,7 +287,7 @@ def _write(
     return summary
 
 
-def _progress(row: dict[str, Any], *, done: int, total: int) -> None:
+def _progress(row: SelectionRow, *, done: int, total: int) -> None:
     verdicts = ", ".join(
         f"{c['source']} {c['verdict']}{' (resolved)' if c['resolved'] else ''}" for c in row["candidates"]
     )

@@ -8,12 +8,51 @@ what the summary's `labels` says. The selector's figures (`selected_resolved`, `
 """
 
 from collections import Counter
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
+
+from pydantic import JsonValue
 
 VERDICTS = ("passed", "failed", "unverified")
 
 
-def truth(candidate: dict[str, Any]) -> str | None:
+class CandidateRow(TypedDict):
+    """One candidate of a selection row: its verification, its grade and its label."""
+
+    source: str
+    model_name_or_path: str
+    verdict: str
+    evidence_kind: str
+    evidence: list[str]
+    cluster: int | None
+    resolved: bool | None
+    label: str | None
+    summary: str
+    verify_s: float | None
+    grade_error: str | None
+
+
+class ChosenRow(TypedDict):
+    """The candidate the selector chose, and why."""
+
+    source: str
+    model_name_or_path: str
+    reason: str
+    resolved: bool | None
+    label: str | None
+
+
+class SelectionRow(TypedDict):
+    """One line of `OUT/selection.jsonl`: an instance's candidates and the one chosen."""
+
+    instance_id: str
+    candidates: list[CandidateRow]
+    chosen: ChosenRow
+    order: list[str]
+    verify_error: str | None
+
+
+def truth(candidate: Mapping[str, Any]) -> str | None:
     """`resolved` / `unresolved`: the official label, else this run's grade; None: neither known."""
     if candidate.get("label") is not None:
         return str(candidate["label"])
@@ -22,8 +61,10 @@ def truth(candidate: dict[str, Any]) -> str | None:
     return "resolved" if candidate["resolved"] else "unresolved"
 
 
-def selection_summary(rows: list[dict[str, Any]], sources: list[str]) -> dict[str, Any]:
-    """The summary of `rows` (one per instance with at least one candidate)."""
+def selection_summary(rows: Sequence[Mapping[str, Any]], sources: list[str]) -> dict[str, JsonValue]:
+    """The summary of `rows` (one per instance with at least one candidate): `SelectionRow`s, of
+    which it reads each candidate's `source`, `verdict`, `resolved`, `label` and `verify_s` and
+    the chosen one's `resolved`, so rows holding only those count alike."""
     candidates = [c for row in rows for c in row["candidates"]]
     by_label: dict[str, Counter[str]] = {"resolved": Counter(), "unresolved": Counter()}
     for c in candidates:
@@ -39,7 +80,7 @@ def selection_summary(rows: list[dict[str, Any]], sources: list[str]) -> dict[st
     return {
         "instances": len(rows),
         "candidates": len(candidates),
-        "sources": sources,
+        "sources": [*sources],
         "per_source_resolved": {
             s: sum(1 for c in candidates if c["source"] == s and c.get("resolved")) for s in sources
         },

@@ -13,7 +13,7 @@ model sees). A task that ends without a patch is an empty prediction.
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -22,8 +22,11 @@ from codeloop.swebench.instances import Instance
 from codeloop.swebench.predictions import Prediction, write_predictions
 from codeloop.swebench.repositories import RepoSource, materialise
 
+if TYPE_CHECKING:
+    from codeloop.config.settings import Settings
 
-def model_settings(model: str) -> Any:
+
+def model_settings(model: str) -> "Settings":
     """The settings of a run with `model` for every LLM role (checked as `codeloop eval` checks).
 
     Raises:
@@ -43,7 +46,7 @@ async def solve(
     sources: dict[str, RepoSource],
     *,
     model: str,
-    settings: Any,
+    settings: "Settings",
     config: BusConfig,
     out: Path,
     jobs: int,

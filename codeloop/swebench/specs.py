@@ -12,11 +12,12 @@ exactly as it reads its own.
 import json
 import tomllib
 from pathlib import Path
-from typing import Any
+
+from pydantic import JsonValue
 
 from codeloop.swebench.errors import SpecError
 from codeloop.swebench.instances import Instance
-from codeloop.swebench.official import parsers_table, specs_table, swebench
+from codeloop.swebench.official import LogParser, Spec, parsers_table, specs_table, swebench
 
 _REQUIRED = ("python", "test_cmd")
 _KNOWN = {
@@ -35,7 +36,7 @@ _KNOWN = {
 }
 
 
-def spec_for(instance: Instance) -> dict[str, Any]:
+def spec_for(instance: Instance) -> Spec:
     """The spec of the instance's (repository, version).
 
     Raises:
@@ -59,12 +60,14 @@ def spec_for(instance: Instance) -> dict[str, Any]:
     return spec
 
 
-_registered: dict[str, Any] = {}
+_registered: dict[str, dict[str, dict[str, JsonValue]]] = {}
+"""Repository -> version -> spec, as the `--specs` files of this process gave them."""
 
 
-def registered_specs() -> dict[str, Any]:
-    """The specs registered from `--specs` in this process (sent along to remote workers)."""
-    return dict(_registered)
+def registered_specs() -> dict[str, JsonValue]:
+    """The specs registered from `--specs` in this process, as a specs file holds them (sent
+    along to remote workers)."""
+    return {repo: dict(versions) for repo, versions in _registered.items()}
 
 
 def load_extra_specs(path: Path) -> int:
@@ -82,7 +85,7 @@ def load_extra_specs(path: Path) -> int:
     return register_specs(data, where=str(path))
 
 
-def register_specs(data: Any, *, where: str) -> int:
+def register_specs(data: JsonValue, *, where: str) -> int:
     """Register specs given as data (what a `--specs` file holds); see `load_extra_specs`."""
     path = Path(where)
     if not isinstance(data, dict) or not data:
@@ -92,13 +95,18 @@ def register_specs(data: Any, *, where: str) -> int:
         if "/" not in repo or not isinstance(versions, dict) or not versions:
             raise SpecError(f"{path}: {repo!r}: must be OWNER/NAME mapping versions to specs")
         for version, spec in versions.items():
-            _register(path, repo, str(version), spec)
-            _registered.setdefault(repo, {})[str(version)] = spec
+            _registered.setdefault(repo, {})[str(version)] = _register(path, repo, str(version), spec)
             added += 1
     return added
 
 
-def _register(path: Path, repo: str, version: str, spec: Any) -> None:
+def _register(path: Path, repo: str, version: str, spec: JsonValue) -> dict[str, JsonValue]:
+    """Register one spec in SWE-bench's tables; returns it as given.
+
+    Raises:
+        SpecError: not a table, a required key missing, an unknown key, or a bad `log_parser` or
+            `requirements_paths`.
+    """
     where = f"{path}: {repo} {version}"
     if not isinstance(spec, dict):
         raise SpecError(f"{where}: a spec must be a table/object")
@@ -113,6 +121,7 @@ def _register(path: Path, repo: str, version: str, spec: Any) -> None:
     paths = spec.get("requirements_paths", [])
     if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
         raise SpecError(f"{where}: requirements_paths must be a list of paths")
+    given = spec
     spec = {k: v for k, v in spec.items() if k not in ("log_parser", "requirements_paths")} | {
         "python": str(spec["python"])
     }
@@ -122,20 +131,20 @@ def _register(path: Path, repo: str, version: str, spec: Any) -> None:
     if paths:
         known = modules.constants.MAP_REPO_TO_REQS_PATHS.setdefault(repo, [])
         known += [p for p in paths if p not in known]
+    return given
 
 
-def _parser(where: str, name: Any) -> Any:
+def _parser(where: str, name: JsonValue) -> LogParser:
     """SWE-bench's parser named by a repository it knows or by its function name."""
     parsers = parsers_table()
-    if name in parsers:
+    if isinstance(name, str) and name in parsers:
         return parsers[name]
     module = swebench().log_parsers
     for parser in parsers.values():
         if parser.__name__ == name:
             return parser
-    found = getattr(module, name, None) if isinstance(name, str) else None
-    if callable(found):
-        return found
+    if isinstance(name, str) and callable(getattr(module, name, None)):
+        return getattr(module, name)
     names = sorted({p.__name__ for p in parsers.values()})
     raise SpecError(f"{where}: log_parser {name!r} is none of SWE-bench's ({', '.join(names[:8])}, ...)")
 
@@ -145,6 +154,7 @@ def directives(instance: Instance) -> list[str]:
     return swebench().test_spec_python.get_test_directives(instance.as_swebench())
 
 
-def needs_cpus(spec: dict[str, Any]) -> int:
+def needs_cpus(spec: Spec) -> int:
     """CPUs the official container gets for this spec (`nano_cpus`), else 1."""
-    return max(1, int(spec.get("nano_cpus", 0)) // 1_000_000_000)
+    nano_cpus = spec.get("nano_cpus", 0)
+    return max(1, int(nano_cpus) // 1_000_000_000 if isinstance(nano_cpus, int | float | str) else 1)

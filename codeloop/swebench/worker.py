@@ -12,7 +12,6 @@ import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
@@ -26,7 +25,7 @@ from codeloop.swebench.instances import Instance
 from codeloop.swebench.outcome import Outcome
 from codeloop.swebench.predictions import Prediction
 from codeloop.swebench.repositories import RepoSource, find_source
-from codeloop.swebench.run import Machine, run_instance, settings_for
+from codeloop.swebench.run import Machine, RunOptions, run_instance, settings_for
 from codeloop.swebench.specs import register_specs
 
 
@@ -89,14 +88,15 @@ class _Worker:
 
 
 async def _run(
-    worker: _Worker, instance: Instance, prediction: Prediction, options: dict[str, Any], out: Path
+    worker: _Worker, instance: Instance, prediction: Prediction, options: RunOptions, out: Path
 ) -> Outcome:
     """Run and grade the instance; a machine that cannot run it (no repository here, ...) makes
     an error outcome, not a crash."""
     machine = worker.workers.machine
     try:
-        if options.get("specs"):
-            register_specs(options["specs"], where="the run's --specs")
+        specs = options.get("specs")
+        if specs:
+            register_specs(specs, where="the run's --specs")
         if instance.repo not in worker.sources:
             worker.sources[instance.repo] = await anyio.to_thread.run_sync(
                 lambda: find_source(

@@ -13,9 +13,10 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import anyio
+from pydantic import JsonValue
 
 from agents.messages.verification import VerificationReport
 from agents.runtime.tools import ToolProvider
@@ -96,7 +97,7 @@ def patch_verifier(state_dir: Path, *, tools: ToolProvider | None = None) -> "Pa
     from agents.workspace import CaptureFailed
     from tool_servers.protocol.errors import InvalidArguments
 
-    async def verify(check: "PatchCheck") -> dict[str, Any]:
+    async def verify(check: "PatchCheck") -> dict[str, JsonValue]:
         request = PatchToJudge(
             repo=check.repo, task=check.task, patch=check.patch, mode=check.mode, timeout_s=check.timeout_s
         )

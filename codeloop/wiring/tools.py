@@ -12,7 +12,7 @@ import sys
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codeloop.config.environment import ToolServerConfig
 from codeloop.config.project_environment import workspace_environment_settings
@@ -23,6 +23,12 @@ from tool_servers.protocol.scopes import Scope
 from tool_servers.protocol.spec import ServerOptions
 from tool_servers.serve import server_builder
 
+if TYPE_CHECKING:  # the embedding module imports numpy and the model runtime: only a search needs it
+    import numpy as np
+    from fastmcp.client.transports import StdioTransport
+
+    from tool_servers.search.embedding.embed import CachedEmbedder, Embedder
+
 SERVER_NAMES = ("fs", "search", "git", "exec")
 
 
@@ -32,9 +38,9 @@ class _SharedEmbedder:
     def __init__(self, cache_root: Path | None = None) -> None:
         self.cache_root = cache_root
         self._lock = threading.Lock()
-        self._loaded: Any = None
+        self._loaded: CachedEmbedder | None = None
 
-    def _model(self) -> Any:
+    def _model(self) -> "CachedEmbedder":
         with self._lock:
             if self._loaded is None:
                 # Here, not at the top: it imports torch, which a process that never searches skips.
@@ -52,12 +58,12 @@ class _SharedEmbedder:
         return self._model().dimension
 
     @property
-    def inner(self) -> Any:
+    def inner(self) -> "Embedder":
         """The model without the cache in front, as `CachedEmbedder.inner`: the index embeds
         queries with it, so they never pile up in the shared cache (`CodeIndex.embed_queries`)."""
         return self._model().inner
 
-    def embed(self, texts: list[str]) -> Any:
+    def embed(self, texts: list[str]) -> "np.ndarray":
         return self._model().embed(texts)
 
 
@@ -97,7 +103,7 @@ class InProcessTools:
         )
         environment = workspace_environment_settings(root, cache_root=self.config.cache_dir)
         policy = workspace_sandbox_policy(root, self.config.sandbox_policy)
-        extra: dict[str, dict[str, Any]] = {
+        extra: dict[str, dict[str, object]] = {  # each builder's own keyword arguments
             "search": {
                 "index_dir": index_dir,
                 "embedder": self._embedder,
@@ -142,11 +148,19 @@ class StdioTools(InProcessTools):
     audit records to `audit_log`, outside the workspace it is confined to.
     """
 
-    def __init__(self, *, stdio: frozenset[str], audit_log: Path, **options: Any) -> None:
+    def __init__(
+        self,
+        *,
+        stdio: frozenset[str],
+        audit_log: Path,
+        sandbox_backend: str = "auto",
+        limits: SandboxLimits | None = None,
+        config: ToolServerConfig | None = None,
+    ) -> None:
         unknown = sorted(set(stdio) - set(STDIO_SERVERS))
         if unknown:
             raise ValueError(f"{unknown[0]!r} cannot run over stdio; choose from {', '.join(STDIO_SERVERS)}")
-        super().__init__(**options)
+        super().__init__(sandbox_backend=sandbox_backend, limits=limits, config=config)
         self.stdio = frozenset(stdio)
         self.audit_log = audit_log
 
@@ -156,7 +170,7 @@ class StdioTools(InProcessTools):
             servers[name] = self._transport(name, root, scopes)
         return servers
 
-    def _transport(self, name: str, root: Path, scopes: frozenset[str]) -> Any:
+    def _transport(self, name: str, root: Path, scopes: frozenset[str]) -> "StdioTransport":
         # Here, not at the top: fastmcp's client is heavy, and only `--tools-stdio` needs it.
         from fastmcp.client.transports import StdioTransport
 
