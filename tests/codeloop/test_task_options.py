@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import typer.main
+from pydantic import JsonValue
 
 from agents.messages import Budgets
 from codeloop.cli import app
@@ -87,7 +88,7 @@ def test_attempts_reach_the_task_from_the_tasks_server_and_the_configuration_in_
     """Our contract: `attempts` is the tasks server's argument as `--attempts` is the flag and
     `[budgets] attempts` the key; out of its range (1 to 10) it is refused naming the argument."""
 
-    def submission(**options: object) -> Submission:
+    def submission(**options: JsonValue) -> Submission:
         options = {"model": f"function:{SCRIPTED}:fix", **options}
         return Submission(principal="p", text="t", repo=tmp_path, mode="write", options=options)
 

@@ -35,7 +35,7 @@ class Submission:
     repo: Path
     """Absolute, inside the server's root; captured as the task's snapshot at submission."""
     mode: Mode
-    options: dict[str, object] = field(default_factory=dict)
+    options: dict[str, JsonValue] = field(default_factory=dict)
     """The task options the client gave (`TasksBackend.task_options`' fields, by argument name:
     `model`, `max_steps`, `pipeline`, ...); those it left out are not here."""
 
@@ -77,7 +77,7 @@ class TasksBackend(Protocol):
         ...
 
     async def continue_task(
-        self, principal: str, task_id: str, *, text: str | None, options: dict[str, object]
+        self, principal: str, task_id: str, *, text: str | None, options: dict[str, JsonValue]
     ) -> str | None:
         """Submit a task that goes on from the principal's ended task `task_id` (its patch, plan
         and an account of it, with `text` as a new instruction and `options` as the new task's

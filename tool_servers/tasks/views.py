@@ -36,13 +36,9 @@ class SubmitTaskArgs(BaseModel):
     """read: an answer only; write: a patch; execute: a patch checked by running the tests. May
     not exceed the grant: write needs the `write` scope, execute the `execute` scope."""
 
-    def task_options(self) -> dict[str, object]:
+    def task_options(self) -> dict[str, JsonValue]:
         """The task options given (the fields beyond task, repo and mode that are not None)."""
-        return {
-            name: value
-            for name, value in self
-            if name not in SubmitTaskArgs.model_fields and value is not None
-        }
+        return self.model_dump(mode="json", exclude_none=True, exclude=set(SubmitTaskArgs.model_fields))
 
 
 def submit_task_args(task_options: type[BaseModel]) -> type[SubmitTaskArgs]:
@@ -72,13 +68,9 @@ class ContinueTaskArgs(TaskIdArgs):
     text: str | None = Field(default=None, max_length=MAX_TASK_TEXT_CHARS)
     """A new instruction, in words ("also handle the empty list"); None: go on with the same task."""
 
-    def task_options(self) -> dict[str, object]:
+    def task_options(self) -> dict[str, JsonValue]:
         """The task options given (the fields beyond task_id and text that are not None)."""
-        return {
-            name: value
-            for name, value in self
-            if name not in ContinueTaskArgs.model_fields and value is not None
-        }
+        return self.model_dump(mode="json", exclude_none=True, exclude=set(ContinueTaskArgs.model_fields))
 
 
 CONTINUE_KEEPS = frozenset({"pipeline"})
