@@ -16,19 +16,15 @@ the other models of a task.
 """
 
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
-from openai.types.chat import ChatCompletionMessageParam
 from pydantic_ai import RunContext
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
-from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.models.wrapper import WrapperModel
-from pydantic_ai.profiles.openai import OpenAIModelProfile
-from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.settings import ModelSettings
 
 from agents.errors import ModelNotConfigured, ModelTruncated
@@ -61,15 +57,6 @@ def local_model_path(name: str) -> Path | None:
     if not name.startswith(LOCAL_PREFIX):
         return None
     return Path(name[len(LOCAL_PREFIX) :].strip()).expanduser()
-
-
-def local_profile() -> OpenAIModelProfile:
-    """What llama-cpp-python's tool-calling chat handler accepts: `tool_choice` only `auto` (it
-    asserts so: `required` would be a server error), no strict schemas."""
-    return OpenAIModelProfile(
-        supports_forced_tool_choice=False,
-        openai_supports_strict_tool_definition=False,
-    )
 
 
 class LocalModel(WrapperModel):
@@ -217,28 +204,10 @@ def _base_url_of(provider: str) -> str | None:
     return (os.environ.get(variable) or None) if variable else None
 
 
-class _LlamaCppChatModel(OpenAIChatModel):
-    """Chat Completions as llama-cpp-python's server accepts them: an assistant message that only
-    calls tools carries `content: ""`, not null. Its request schema wants a string there and
-    refuses the whole request otherwise (an HTTP 500, seen with SmolLM2's first tool call)."""
+def _chat_model(model_name: str, base_url: str) -> Model:
+    """The Chat Completions model of a local server. Imported here, not at the top: the OpenAI SDK
+    it needs is 0.7 s of CPU to import, which every serve and run would otherwise pay for a model
+    few of them use."""
+    from agents.models.llama_chat import llama_chat_model
 
-    async def _map_messages(
-        self,
-        messages: Sequence[ModelMessage],
-        model_request_parameters: ModelRequestParameters,
-        *,
-        model_settings: ModelSettings | None = None,
-    ) -> list[ChatCompletionMessageParam]:
-        mapped = await super()._map_messages(
-            messages, model_request_parameters, model_settings=model_settings
-        )
-        for message in mapped:
-            if message.get("role") == "assistant" and message.get("content") is None:
-                message["content"] = ""
-        return mapped
-
-
-def _chat_model(model_name: str, base_url: str) -> OpenAIChatModel:
-    return _LlamaCppChatModel(
-        model_name, provider=OpenAIProvider(base_url=base_url, api_key=_API_KEY), profile=local_profile()
-    )
+    return llama_chat_model(model_name, base_url, api_key=_API_KEY)

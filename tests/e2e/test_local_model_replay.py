@@ -8,7 +8,7 @@ branches it may not write (`git-v1`, `checkbox.py`, `master`), paths that do not
 failure ended the run as `agent.loop` (handed off). Recording it also caught a real
 interoperability bug: llama-cpp-python's server refused the second request (HTTP 500) because
 the assistant message that carried the first call had `content: null`
-(`agents.models.local._LlamaCppChatModel` now sends an empty string).
+(`agents.models.llama_chat.LlamaCppChatModel` now sends an empty string).
 
 The recorded responses are fed back to the loop as they came (`recorded.py`; past the recording,
 empty responses), so the loop meets the real model's output exactly, without the model. The
