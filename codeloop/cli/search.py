@@ -242,9 +242,9 @@ async def _open_and_update(
 
     from codeloop.config.environment import tool_server_config
     from tool_servers.search.embedding.embed import load_embedder
-    from tool_servers.search.index.code_index import check_repo, open_index
+    from tool_servers.search.index.code_index import check_index_dir, check_repo, open_index
 
-    check_repo(directory)  # before the model load, so a typo costs no 10 s
+    check_index_dir(check_repo(directory), index_dir)  # before the model load: a typo costs no 10 s
     if not quiet:
         typer.echo("loading the embedding model ...", err=True)
     cache_root = tool_server_config().cache_dir

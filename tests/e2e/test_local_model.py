@@ -86,7 +86,7 @@ async def test_a_write_task_on_the_local_model_ends_classified_with_usage_events
         mode="write",
         # A response may take this long on a loaded 2-core machine; past it, the model did not stop.
         models=ModelNames(default=name, options={name: ModelOptions(timeout_s=RESPONSE_S)}),
-        budgets=Budgets(max_steps=3, max_revisions=0, deadline_s=2400),
+        budgets=Budgets(max_steps=2, max_revisions=0, deadline_s=2400),  # a request, a tool result, one more
         pipeline=PipelineChoice(name="coder-only", stages=["code:coder"]),
     )
     others = set(processes_mentioning(gguf))  # a server of another test or benchmark on the same file
@@ -103,7 +103,7 @@ async def test_a_write_task_on_the_local_model_ends_classified_with_usage_events
     ok = [c for c in calls if c["outcome"] == "ok"]
     assert ok, calls
     assert all(c["model"] == f"local:{gguf}" and c["input_tokens"] > 0 for c in ok)
-    assert result.usage["requests"] == len(ok) <= 3
+    assert result.usage["requests"] == len(ok) <= 2
     assert result.usage["input_tokens"] == sum(c["input_tokens"] for c in ok)
     assert result.usage["output_tokens"] == sum(c["output_tokens"] for c in ok)
     assert result.usage["cost_usd"] == 0.0  # run on this machine
@@ -141,7 +141,7 @@ def test_codeloop_run_in_execute_mode_on_the_local_model_exits_classified_and_le
         "--model",
         f"local:{gguf}",
         "--max-steps",
-        "6",
+        "2",  # the planner's request and the coder's first: the whole pipeline, each model call minutes here
         "--max-revisions",
         "0",
         "--timeout",

@@ -10,9 +10,11 @@ deleted files are replaced and the manifest written. Everything blocking runs in
 import dataclasses
 import functools
 import hashlib
+import os
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -84,20 +86,12 @@ async def open_index(
     root = check_repo(repo)
     if embedder is None:
         embedder = await anyio.to_thread.run_sync(functools.partial(load_embedder, cache_root=cache_root))
-    try:
+    with _unusable(root, index_dir):
         uri, table, lock_path = _location(root, index_dir)
         async with hold_index_lock(lock_path, timeout_s=lock_timeout_s):
             store = await anyio.to_thread.run_sync(
                 lambda: Store(uri, table, embedder=embedder.name, dimension=embedder.dimension)
             )
-    except OSError as exc:  # a file where a directory must be, /proc, a read-only disk
-        where = exc.filename or index_dir or root / DEFAULT_INDEX_DIR
-        why = exc.strerror or str(exc)
-        if isinstance(exc, (FileExistsError, NotADirectoryError)):
-            why = "a file is where a directory must be"
-        raise IndexDirUnusable(
-            f"cannot keep the index at {where}: {why}; pass --index-dir DIR, a writable directory"
-        ) from exc
     return CodeIndex(
         root,
         store,
@@ -123,6 +117,35 @@ def check_repo(repo: Path | str) -> Path:
             f"repository {str(repo)!r} is a file, not a directory: pass the directory that holds it"
         )
     return root.resolve()
+
+
+def check_index_dir(repo: Path, index_dir: Path | str | None) -> None:
+    """Make the index's directory and lock file at `index_dir` (the repository's own when None), as
+    `open_index` would: a caller about to load the embedding model learns first that no index can
+    be kept there, not ten seconds later.
+
+    Raises:
+        IndexDirUnusable: a file where a directory must be, /proc, a read-only disk.
+    """
+    with _unusable(repo, index_dir):
+        _, _, lock_path = _location(repo, index_dir)
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644))  # as `hold_index_lock` opens it
+
+
+@contextmanager
+def _unusable(root: Path, index_dir: Path | str | None) -> Iterator[None]:
+    """An `OSError` of making the index's place, as `IndexDirUnusable` naming the path and the fix."""
+    try:
+        yield
+    except OSError as exc:
+        where = exc.filename or index_dir or root / DEFAULT_INDEX_DIR
+        why = exc.strerror or str(exc)
+        if isinstance(exc, (FileExistsError, NotADirectoryError)):
+            why = "a file is where a directory must be"
+        raise IndexDirUnusable(
+            f"cannot keep the index at {where}: {why}; pass --index-dir DIR, a writable directory"
+        ) from exc
 
 
 def _location(root: Path, index_dir: Path | str | None) -> tuple[str, str, Path]:
