@@ -16,7 +16,7 @@ Where codeloop counts differently from that function, and why:
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from pydantic import JsonValue
@@ -95,15 +95,8 @@ class RepositoryFigures:
     seconds: float = 0.0
 
     def as_json(self) -> dict[str, JsonValue]:
-        return {
-            "instances": self.instances,
-            "run": self.run,
-            "built": self.built,
-            "resolved": self.resolved,
-            "unresolved": self.unresolved,
-            "errors": self.errors,
-            "seconds": self.seconds,
-        }
+        """The figures by field name, in field order."""
+        return {field.name: getattr(self, field.name) for field in fields(self)}
 
 
 def repository_figures(
