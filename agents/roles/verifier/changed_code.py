@@ -10,6 +10,9 @@ measured them. Per changed Python file that existed there, a `Probe`:
 - an added line counts its enclosing function's body on the starting tree (the function holding
   the line before the insertion); at the top of the module it counts the whole module, for the
   tests that execute any of it (its lines executed at import, by everyone, do not count then);
+- an added top-level `import` counts nothing when the patch changes other lines of the file: it
+  serves the code that uses it, and a module imported everywhere (as a test runner's plugins are
+  by its own tests) would otherwise make every test the task's; alone, it counts the whole module;
 - except an added line that takes the place of removed ones (`_in_place_of`): where the removed
   run starts with a statement every arrival executes, and the added lines stay in its block (none
   dedented out of it), only a test reaching that statement can reach them — the removed lines
@@ -133,6 +136,20 @@ def _runs_at_import(source: str, lines: set[int]) -> bool:
     return body(tree.body)
 
 
+def _top_level_imports(source: str) -> set[int]:
+    """The lines of `source`'s top-level `import` statements."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set()
+    return {
+        line
+        for node in tree.body
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for line in range(node.lineno, (node.end_lineno or node.lineno) + 1)
+    }
+
+
 def _always_traced(node: ast.stmt) -> bool:
     """Whether executing `node` always reports its first line to a line tracer (coverage). Not so
     for what compiles to nothing or is reported elsewhere: a docstring or other constant
@@ -224,7 +241,10 @@ def probe(change: FileChange, before: str, after: str) -> Probe:
     added_lines = {ln for ln, _ in change.added}
     texts = dict(change.added)
     in_place = _in_place_of(change, before)
+    imports = _top_level_imports(after) & added_lines
     for new_line, anchor in change.anchors:
+        if new_line in imports:
+            continue  # counted below, when nothing else of the file changes
         in_new = _innermost(new_functions, new_line)
         if in_new is not None and in_new.def_line in added_lines:
             continue  # a new function: reached only through changed code that calls it
@@ -235,8 +255,11 @@ def probe(change: FileChange, before: str, after: str) -> Probe:
             lines.update(range(holder.body_start, holder.end + 1))
         elif texts.get(new_line, "").strip() and not texts[new_line].strip().startswith("#"):
             module_wide = True  # a top-level blank line or comment executes nothing
+    added = added_lines - imports
+    code = {ln for ln in added if texts.get(ln, "").strip() and not texts[ln].strip().startswith("#")}
+    if imports and not (lines or module_wide or code):
+        module_wide, added = True, added_lines  # imports are all the patch adds here
     removed_top = {ln for ln, _ in change.removed if _innermost(functions, ln) is None}
-    added = {ln for ln, _ in change.added}
     at_import = _runs_at_import(before, removed_top) or _runs_at_import(after, added)
     if module_wide:
         lines.update(range(1, before.count("\n") + 2))

@@ -20,6 +20,10 @@ tests without its source changes) — and either:
   API the runner dropped, a warning it turns into an error — which no change to the project's
   source mends (a failed `assert`, `pytest.raises` or `approx` is reported at the test's line,
   not in the runner); or
+- it is a warning turned into an error (`DeprecationWarning: ...`, any `*Warning`) and the test's
+  traceback runs through none of the source the patch changes: the installed Python or a
+  dependency deprecates something the project calls (Python 3.9's `parser` module in pytest's
+  own source, say), which the task's fix neither causes nor mends; or
 - the crash happened outside the repository (an installed package, the standard library), and
   the same crash also fails, on the starting tree, tests that execute none of the changed code,
   or fails many tests in several test files (`systemic_crashes`: a dependency's warning turned
@@ -62,6 +66,8 @@ NETWORK_SIGNS = (
 )
 """What a connection attempt raises in a sandbox without a network, as pytest reports it."""
 CrashKey = tuple[str, int, str]
+_WARNING = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*Warning: ")
+"""An exception line of a warning raised as an error: `DeprecationWarning: ...`."""
 
 
 def crash_of(failure: TestFailure) -> Crash | None:
@@ -136,11 +142,15 @@ def unchanged(failure: TestFailure, starting: dict[str, Crash]) -> bool:
 
 
 def environmental(
-    failure: TestFailure, starting: dict[str, Crash], elsewhere: Counter[CrashKey]
+    failure: TestFailure,
+    starting: dict[str, Crash],
+    elsewhere: Counter[CrashKey],
+    *,
+    through_changed: bool = True,
 ) -> str | None:
     """Why `failure`, a target failing with the patch, is the environment's (see the module
-    docstring; `elsewhere` from `crashes_outside`): where it crashed, shortly; None when it may be
-    the patch's."""
+    docstring; `elsewhere` from `crashes_outside`; `through_changed`: its traceback runs through
+    source the patch changes): where it crashed, shortly; None when it may be the patch's."""
     before, now = starting.get(failure.test_id), crash_of(failure)
     if before is None or now is None or _key(before) != _key(now):
         return None
@@ -148,7 +158,8 @@ def environmental(
     runner = (_outside(now) and any(part in now.path for part in _RUNNER)) or bool(
         _FIXTURE_ERRORS.match(now.message.strip())
     )
-    if not (network or runner or (_outside(now) and elsewhere[_key(now)])):
+    deprecated = not through_changed and bool(_WARNING.match(now.message.strip()))
+    if not (network or runner or deprecated or (_outside(now) and elsewhere[_key(now)])):
         return None
     return f"{_short(now.path)}:{now.line}: {now.message.strip().splitlines()[0][:120]}"
 

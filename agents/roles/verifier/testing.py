@@ -377,7 +377,9 @@ async def _sort_failures(
                 run.failures.append(
                     _test_failure(FailureClass.TEST_REGRESSION, failure, " (passed before the patch)")
                 )
-            elif why := environmental(failure, crashed_before, elsewhere):
+            elif why := environmental(
+                failure, crashed_before, elsewhere, through_changed=_through_changed_source(run, failure)
+            ):
                 # Known to have failed there by its crash, even in a test file the patch edits.
                 run.preexisting.append(tid)
                 run.environmental[tid] = why

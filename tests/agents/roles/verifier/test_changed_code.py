@@ -61,3 +61,29 @@ def test_a_replaced_elif_counts_its_whole_function() -> None:
     hunk = "@@ -4,2 +4 @@\n-    elif x < 0:\n-        s = -1\n+    s = s if x >= 0 else -1\n"
     after = before.replace("    elif x < 0:\n        s = -1\n", "    s = s if x >= 0 else -1\n")
     assert _lines(hunk, after, before) == {2, 3, 4, 5, 6}
+
+
+def _probe(hunk: str, after: str, before: str = BEFORE):
+    (change,) = parse_patch("diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n" + hunk)
+    assert isinstance(change, FileChange)
+    return probe(change, before, after)
+
+
+def test_an_import_added_for_a_changed_function_counts_only_that_function() -> None:
+    """`import math` at the top serves the changed body: a test that merely imports the module
+    (every test, in a test runner's own suite) is not the task's, and the import alone is no
+    reason to run the whole suite."""
+    after = "import math\n" + BEFORE.replace("(len(xs) - 1)", "math.fsum([len(xs)])")
+    hunk = (
+        "@@ -1 +1,2 @@\n+import math\n def mean(xs):\n"
+        "@@ -5 +6 @@\n-    return total / (len(xs) - 1)\n+    return total / math.fsum([len(xs)])\n"
+    )
+    found = _probe(hunk, after)
+    assert found.lines == {5} and not found.module_wide and not found.at_import
+
+
+def test_an_import_that_is_all_the_patch_adds_counts_the_whole_module() -> None:
+    """An import alone may change behaviour by what importing does: every test executing the module
+    counts, and the suite runs with the patch."""
+    found = _probe("@@ -1 +1,3 @@\n+import math\n+\n def mean(xs):\n", "import math\n\n" + BEFORE)
+    assert found.module_wide and found.at_import and found.lines == frozenset(range(1, 7))

@@ -127,3 +127,27 @@ def test_a_fixture_pytest_cannot_resolve_the_same_before_and_after_is_the_enviro
     assert environmental(failure, before, crashes_outside(before, frozenset({target}))) == (
         f"tests/conftest.py:18: {message}"
     )
+
+
+def test_a_warning_turned_error_is_the_environments_unless_it_runs_through_the_changed_source() -> None:
+    """Python 3.9 deprecates the `parser` module that pytest's own source calls: the same
+    `DeprecationWarning` raised in the repository before and after is the environment's, however
+    few tests it fails — but not when the test's traceback runs through what the patch changed,
+    nor for an exception that is not a warning."""
+    target = "testing/code/test_source.py::test_getstatement"
+    deprecated = "DeprecationWarning: The parser module is deprecated"
+    source = "src/_pytest/_code/source.py"
+    before = {target: Crash(path=source, line=372, message=deprecated)}
+    failure = _failure(target, source, 380, deprecated)
+    assert environmental(failure, before, crashes_outside(before, frozenset({target})), through_changed=False)
+    assert environmental(failure, before, crashes_outside(before, frozenset({target}))) is None
+    error = {target: Crash(path=source, line=372, message="ValueError: x")}
+    assert (
+        environmental(
+            _failure(target, source, 372, "ValueError: x"),
+            error,
+            crashes_outside(error, frozenset()),
+            through_changed=False,
+        )
+        is None
+    )
