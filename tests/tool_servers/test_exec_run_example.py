@@ -100,3 +100,24 @@ async def test_a_text_without_code_runs_nothing(project: Path) -> None:
     out = await _run_example(project, "process", "The ratio is wrong when both numbers are zero.")
     assert not out["ran"] and out["statements"] == []
     assert out["note"]
+
+
+async def test_an_expression_is_displayed_as_a_notebook_displays_it(project: Path) -> None:
+    """An object drawn for its picture (a plot) fails only when a notebook displays it: the
+    rich form its type defines is computed after the repr, and what it raises is the statement's;
+    an object answering every attribute is not taken for one with rich forms."""
+    (project / "chart.py").write_text(
+        "class Chart:\n"
+        "    def __repr__(self):\n        return '<Chart>'\n\n"
+        "    def _repr_png_(self):\n        return draw()\n\n\n"
+        "def draw():\n    raise TypeError('numpy boolean subtract is not supported')\n\n\n"
+        "class Anything:\n"
+        "    def __repr__(self):\n        return '<Anything>'\n\n"
+        "    def __getattr__(self, name):\n        return lambda: 1 / 0\n"
+    )
+    text = "```python\nfrom chart import Chart, Anything\nChart()\nAnything()\n```\n"
+    statements = (await _run_example(project, "process", text))["statements"]
+    chart, anything = statements[1], statements[2]
+    assert chart["output"].strip() == "<Chart>"
+    assert chart["raised"].startswith("TypeError: numpy boolean subtract") and chart["in_repository"]
+    assert anything["raised"] is None and anything["output"].strip() == "<Anything>"

@@ -7,6 +7,11 @@ expression as the interactive interpreter runs it (its value's repr printed), wi
 output captured; one that raises is recorded (type, first line of the message, whether the
 traceback passes through the repository's code) and the next statement runs. The report is one
 JSON line after `MARKER` on the real standard output.
+
+An expression's value is shown as a notebook shows it, too: after its repr, the rich forms its
+type defines (`_repr_html_`, `_repr_svg_`, `_repr_png_`, `_repr_jpeg_`) are computed, which is
+where many objects do their work (a plot drawn for its picture): an issue written in Jupyter
+reports what that display raised.
 """
 
 import ast
@@ -20,6 +25,9 @@ import traceback
 MARKER = "@@codeloop-example@@"
 MAX_OUTPUT = 2000
 MAX_STATEMENTS = 200
+
+
+RICH_FORMS = ("_repr_html_", "_repr_svg_", "_repr_png_", "_repr_jpeg_")
 
 
 class _Deadline(BaseException):
@@ -47,6 +55,18 @@ def _statements(block):
         return found
 
 
+def _display(value):
+    """`sys.displayhook` as a notebook's: the repr printed, then each rich form the value's type
+    defines computed (looked up on the type, as IPython does, so an object answering every
+    attribute is not taken for one that has them)."""
+    if value is None:
+        return
+    print(repr(value))
+    for name in RICH_FORMS:
+        if callable(getattr(type(value), name, None)):
+            getattr(value, name)()
+
+
 def _in_repository(tb, root, own):
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename
@@ -64,6 +84,7 @@ def _run(source, node, namespace, root, own):
     outcome = {"source": source[:300], "raised": None, "in_repository": False, "output": ""}
     captured = io.StringIO()
     sys.stdout = sys.stderr = captured
+    sys.displayhook = _display
     try:
         code = compile(module, "<example>", "single" if single else "exec")
         exec(code, namespace)
@@ -77,6 +98,7 @@ def _run(source, node, namespace, root, own):
         outcome["traceback"] = "".join(traceback.format_exception_only(type(exc), exc))[-500:]
     finally:
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+        sys.displayhook = sys.__displayhook__
     outcome["output"] = captured.getvalue()[-MAX_OUTPUT:]
     return outcome
 

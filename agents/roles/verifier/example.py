@@ -131,7 +131,7 @@ class ExampleCache:
 
     def _file(self, tree: str, text: str) -> Path:
         digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-        return self.directory / f"{tree}.example-{digest}.v1.json"
+        return self.directory / f"{tree}.example-{digest}.v2.json"
 
     def load(self, tree: str, text: str) -> ExampleRun | None:
         try:
