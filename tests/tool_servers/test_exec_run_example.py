@@ -121,3 +121,22 @@ async def test_an_expression_is_displayed_as_a_notebook_displays_it(project: Pat
     assert chart["output"].strip() == "<Chart>"
     assert chart["raised"].startswith("TypeError: numpy boolean subtract") and chart["in_repository"]
     assert anything["raised"] is None and anything["output"].strip() == "<Anything>"
+
+
+async def test_a_name_the_example_never_imports_is_bound_as_the_repository_imports_it(
+    project: Path,
+) -> None:
+    """`fr.ratio(0, 0)` with no import (issues leave them out): the statement runs again after
+    the import the repository's own files use for `fr`, and says which; a name nothing in the
+    repository binds stays a NameError."""
+    (project / "tests").mkdir()
+    (project / "tests" / "test_frac.py").write_text(
+        "import frac as fr\n\n\ndef test_scale():\n    assert fr.scale(2, 3) == 6\n"
+    )
+    (project / "README.md").write_text("```python\n>>> import frac as fr\n>>> fr.scale(1, 1)\n1\n```\n")
+    text = "```python\nfr.ratio(0, 0)\nnowhere.ratio(0, 0)\n```\n"
+    statements = (await _run_example(project, "process", text))["statements"]
+    bound, unbound = statements
+    assert bound["bound"] == "import frac as fr"
+    assert bound["raised"].startswith("ZeroDivisionError") and bound["in_repository"]
+    assert unbound["raised"] == "NameError: name 'nowhere' is not defined" and unbound["bound"] is None

@@ -12,12 +12,19 @@ An expression's value is shown as a notebook shows it, too: after its repr, the 
 type defines (`_repr_html_`, `_repr_svg_`, `_repr_png_`, `_repr_jpeg_`) are computed, which is
 where many objects do their work (a plot drawn for its picture): an issue written in Jupyter
 reports what that display raised.
+
+Issues often leave out their imports (`so.Plot(...)`, `np.array(...)`): a statement that raises
+`NameError` for a name the example never binds runs once more after the import statement that
+binds that name most often in the repository's own files (`import seaborn.objects as so`, read
+from its tests and docs), which the statement's report names (`bound`).
 """
 
 import ast
+import collections
 import io
 import json
 import os
+import re
 import signal
 import sys
 import traceback
@@ -27,6 +34,14 @@ MAX_OUTPUT = 2000
 MAX_STATEMENTS = 200
 
 
+MAX_SCANNED_FILES = 5000
+SCANNED_SUFFIXES = (".py", ".rst", ".md", ".txt", ".ipynb")
+SKIPPED_DIRS = ("site-packages", "node_modules", "build", "dist", "__pycache__")
+_UNBOUND = re.compile(r"name '(\w+)' is not defined")
+_IMPORT_AS = re.compile(r"^(?:>>> |\.\.\. )?\s*import ([\w.]+) as (\w+)\s*$")
+_IMPORT = re.compile(r"^(?:>>> |\.\.\. )?\s*import (\w+)\s*$")
+_FROM_IMPORT = re.compile(r"^(?:>>> |\.\.\. )?\s*from ([\w.]+) import ([\w, ]+?)\s*$")
+_IMPORTS = []
 RICH_FORMS = ("_repr_html_", "_repr_svg_", "_repr_png_", "_repr_jpeg_")
 
 
@@ -67,6 +82,51 @@ def _display(value):
             getattr(value, name)()
 
 
+def _repository_imports(root):
+    """Every import statement line of the repository's own files, with the names it binds
+    (read once per run, at most `MAX_SCANNED_FILES` files)."""
+    if _IMPORTS:
+        return _IMPORTS[0]
+    found = collections.Counter()
+    scanned = 0
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS)
+        for name in sorted(files):
+            if not name.endswith(SCANNED_SUFFIXES) or scanned >= MAX_SCANNED_FILES:
+                continue
+            scanned += 1
+            try:
+                with open(os.path.join(directory, name), encoding="utf-8", errors="replace") as f:
+                    text = f.read(1 << 20)
+            except OSError:
+                continue
+            for line in text.replace("\\n", "\n").replace('\\"', '"').split("\n"):
+                line = line.strip().strip('",')
+                match = _IMPORT_AS.match(line)
+                if match:
+                    found[("import %s as %s" % match.groups(), match.group(2))] += 1
+                    continue
+                match = _IMPORT.match(line)
+                if match:
+                    found[("import " + match.group(1), match.group(1))] += 1
+                    continue
+                match = _FROM_IMPORT.match(line)
+                if match:
+                    for part in match.group(2).split(","):
+                        words = part.split()
+                        if len(words) == 1 or (len(words) == 3 and words[1] == "as"):
+                            statement = "from %s import %s" % (match.group(1), " ".join(words))
+                            found[(statement, words[-1])] += 1
+    _IMPORTS.append(found)
+    return found
+
+
+def _binding(name, root):
+    """The import statement binding `name` most often in the repository, or None."""
+    counts = [(n, statement) for (statement, bound), n in _repository_imports(root).items() if bound == name]
+    return max(counts)[1] if counts else None
+
+
 def _in_repository(tb, root, own):
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename
@@ -79,6 +139,25 @@ def _in_repository(tb, root, own):
 
 
 def _run(source, node, namespace, root, own):
+    """One statement's outcome; once more after the repository's import of a name it lacks."""
+    outcome = _run_once(source, node, namespace, root, own)
+    kind, _, message = (outcome.get("raised") or "").partition(": ")
+    unbound = _UNBOUND.match(message) if kind == "NameError" else None
+    if not unbound or unbound.group(1) in namespace:
+        return outcome
+    statement = _binding(unbound.group(1), root)
+    if statement is None:
+        return outcome
+    try:
+        exec(compile(statement, "<example>", "exec"), namespace)
+    except Exception:
+        return outcome
+    outcome = _run_once(source, node, namespace, root, own)
+    outcome["bound"] = statement
+    return outcome
+
+
+def _run_once(source, node, namespace, root, own):
     single = isinstance(node, ast.Expr)
     module = ast.Interactive(body=[node]) if single else ast.Module(body=[node], type_ignores=[])
     outcome = {"source": source[:300], "raised": None, "in_repository": False, "output": ""}
