@@ -55,6 +55,7 @@ def _gone(pid: int) -> bool:
     return False
 
 
+@pytest.mark.slow
 async def test_the_server_starts_at_the_first_request_answers_and_is_reaped_with_its_owner(
     tmp_path: Path,
 ) -> None:
@@ -89,6 +90,7 @@ async def test_a_cancelled_owner_still_kills_and_reaps_its_server(tmp_path: Path
     assert _gone(pid)
 
 
+@pytest.mark.slow
 async def test_a_response_past_its_deadline_is_truncated_and_the_next_request_gets_a_new_server(
     tmp_path: Path,
 ) -> None:

@@ -64,6 +64,7 @@ async def test_serve_submit_watch_status_carry_a_task_and_serve_stops_cleanly_on
     assert not (home / "serve.json").exists()
 
 
+@pytest.mark.slow
 async def test_client_commands_without_a_server_say_what_to_do(tmp_path: Path) -> None:
     """STYLE CLI conventions: no URL and no running serve is a clear error, not a traceback."""
     result = await _codeloop(tmp_path, "status")

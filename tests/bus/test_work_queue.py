@@ -83,6 +83,7 @@ async def test_a_worker_stopped_mid_job_hands_it_to_the_next_worker_at_once(bus:
     assert taken == [2]
 
 
+@pytest.mark.slow
 async def test_a_job_no_worker_finishes_is_reported_as_given_up_and_a_malformed_one_is_dropped(
     bus: Bus,
 ) -> None:

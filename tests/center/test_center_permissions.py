@@ -36,6 +36,7 @@ def _auth_config(path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 async def test_a_workers_credentials_read_the_center_but_cannot_write_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

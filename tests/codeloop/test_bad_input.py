@@ -145,6 +145,7 @@ async def test_serve_validates_roles_and_replicas_before_starting_anything(
     assert not home.exists()
 
 
+@pytest.mark.slow
 async def test_serve_names_the_path_of_an_os_error_even_without_tool_servers(tmp_path: Path) -> None:
     """An OSError used to be reported as "cannot host the tool servers" even with --no-mcp."""
     home = tmp_path / "home"
@@ -155,6 +156,7 @@ async def test_serve_names_the_path_of_an_os_error_even_without_tool_servers(tmp
     assert home.read_text() == "a file where the state directory should be\n"
 
 
+@pytest.mark.slow
 async def test_ctrl_c_with_a_tool_call_in_flight_stops_serve_without_a_traceback(tmp_path: Path) -> None:
     """A hosted tool call still running at Ctrl-C is cancelled with one log line, not uvicorn's
     40-frame "Exception in ASGI application"."""

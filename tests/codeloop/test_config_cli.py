@@ -58,6 +58,7 @@ BAD = [
 
 
 @pytest.mark.parametrize("command", ["run", "submit", "eval"])
+@pytest.mark.slow
 async def test_a_bad_name_is_a_usage_error_before_anything_starts(tmp_path: Path, command: str) -> None:
     """Issue acceptance: each bad name, and a malformed project file, exits 2 with one `error:` line
     naming the value and the fix; no NATS process, store, snapshot or home state is left (nothing
@@ -170,6 +171,7 @@ async def test_config_show_reports_each_source_and_the_task_record_carries_the_r
     assert flagged["models"]["fallbacks"] == {}
 
 
+@pytest.mark.slow
 async def test_config_check_refuses_a_pipeline_that_cannot_run(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     make_repo(repo, CALC)

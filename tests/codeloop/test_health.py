@@ -71,6 +71,7 @@ async def test_serve_is_live_and_ready_while_connected_and_not_ready_once_nats_i
                 assert serve.returncode is None
 
 
+@pytest.mark.slow
 async def test_http_tool_server_is_ready_once_listening_and_stdio_refuses_a_health_port(
     tmp_path: Path, repo: Path
 ) -> None:

@@ -46,6 +46,7 @@ async def _tool_call_event(home: Path, state_dir: Path, task_id: str, trace_id: 
     return found[0]
 
 
+@pytest.mark.slow
 async def test_serve_hosts_the_tool_servers_with_a_generated_token_and_publishes_each_call_as_an_event(
     tmp_path: Path, repo: Path
 ) -> None:

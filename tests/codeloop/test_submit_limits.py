@@ -73,6 +73,7 @@ async def _task_ids(home: Path) -> list[str]:
     return [record["task_id"] for record in json.loads(listing.stdout)]
 
 
+@pytest.mark.slow
 async def test_600_kb_and_5_mb_tasks_are_refused_at_submission_with_the_limit(
     tmp_path: Path, serve_home: Path
 ) -> None:
@@ -97,6 +98,7 @@ async def test_600_kb_and_5_mb_tasks_are_refused_at_submission_with_the_limit(
         assert await _task_ids(home) == before
 
 
+@pytest.mark.slow
 async def test_a_task_at_the_limit_from_a_file_is_carried_end_to_end(
     tmp_path: Path, serve_home: Path
 ) -> None:
@@ -117,6 +119,7 @@ async def test_a_task_at_the_limit_from_a_file_is_carried_end_to_end(
         assert record["task"]["text"] == text == record["result"]["answer"]
 
 
+@pytest.mark.slow
 async def test_blank_unreadable_and_non_utf8_task_texts_are_refused_before_connecting(tmp_path: Path) -> None:
     """Each is a one-line usage error (exit 2); no server is needed to find out."""
     (tmp_path / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
@@ -135,6 +138,7 @@ async def test_blank_unreadable_and_non_utf8_task_texts_are_refused_before_conne
         assert len(message.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 async def test_a_literal_at_sign_text_is_written_with_two(tmp_path: Path, serve_home: Path) -> None:
     """`@@x` submits the text `@x` (a handle, a decorator) instead of reading a file named x."""
     home = serve_home

@@ -97,6 +97,7 @@ def test_mcp_config_servers_replace_the_user_files_of_the_same_name(tmp_path: Pa
     assert {s.name: s.command for s in servers} == {"db": "new", "kept": "k"}
 
 
+@pytest.mark.slow
 async def test_config_show_lists_each_server_and_its_tools_without_env_values(tmp_path: Path) -> None:
     """The issue: `codeloop config show` lists the servers and their tools; env values may be
     secrets, so only their names are shown."""

@@ -112,6 +112,7 @@ async def _other_site(
     )
 
 
+@pytest.mark.slow
 async def test_a_cross_site_post_is_refused_and_a_page_carries_the_csrf_token(
     console: Console, tmp_path: Path
 ) -> None:

@@ -49,6 +49,7 @@ async def shown_seqs(page: "Page") -> list[int]:
     return await page.locator("#timeline li.event").evaluate_all("rows => rows.map(r => +r.dataset.seq)")
 
 
+@pytest.mark.slow
 async def test_the_newest_events_show_the_earlier_come_on_demand_and_new_ones_still_arrive(
     console: Console, tmp_path: Path
 ) -> None:

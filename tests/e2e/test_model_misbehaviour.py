@@ -124,6 +124,7 @@ async def test_a_planner_that_answers_in_prose_fails_its_step_classified_with_it
     assert result.usage["by_role"]["planner"]["requests"] == len(seen)
 
 
+@pytest.mark.slow
 async def test_a_coder_that_describes_the_fix_instead_of_making_it_is_sent_back_then_handed_off(
     tmp_path: Path,
 ) -> None:

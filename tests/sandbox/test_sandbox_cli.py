@@ -80,6 +80,7 @@ def test_without_json_it_behaves_like_the_command(tmp_path: Path) -> None:
     assert (done.returncode, done.stdout, done.stderr) == (5, "out\n", "err\n")
 
 
+@pytest.mark.slow
 def test_a_timed_out_command_exits_124_like_coreutils_timeout(tmp_path: Path) -> None:
     """Our choice, documented in --help: 124 on timeout, as timeout(1)."""
     done = codeloop(

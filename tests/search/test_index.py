@@ -261,6 +261,7 @@ except IndexUnavailable as exc:
 @pytest.mark.parametrize(
     ("limit", "cause"), [("open_files", "Too many open files"), ("file_size", "too large")]
 )
+@pytest.mark.slow
 async def test_storage_that_fails_leaves_the_index_as_it_is(
     limit: str, cause: str, tmp_path: Path, embedder: CachedEmbedder, copy_corpus: CopyCorpus
 ) -> None:

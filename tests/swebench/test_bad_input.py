@@ -3,6 +3,8 @@
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.swebench import synthetic
 from tests.swebench.conftest import run_cli
 
@@ -24,6 +26,7 @@ def test_a_malformed_instance_line_names_the_line(synthetic_inputs: dict[str, Pa
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_an_unknown_instance_id(synthetic_inputs: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "out"
     args = [
@@ -40,6 +43,7 @@ def test_an_unknown_instance_id(synthetic_inputs: dict[str, Path], tmp_path: Pat
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_a_repository_not_found_says_where_it_looked(
     synthetic_inputs: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -53,6 +57,7 @@ def test_a_repository_not_found_says_where_it_looked(
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_a_missing_interpreter_names_the_version_and_how_to_install_it(
     synthetic_inputs: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -67,6 +72,7 @@ def test_a_missing_interpreter_names_the_version_and_how_to_install_it(
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_a_spec_is_needed_for_a_repository_swebench_lacks(
     synthetic_inputs: dict[str, Path], tmp_path: Path
 ) -> None:

@@ -67,6 +67,7 @@ async def test_ordinary_calls_of_confirmable_tools_ask_nobody(repo: Path) -> Non
     assert elicitor.questions == []
 
 
+@pytest.mark.slow
 async def test_elicitation_works_through_a_real_stdio_server_process(repo: Path) -> None:
     """The accepted path writes, the declined path does not."""
     for action, expect_written in (("decline", False), ("accept", True)):

@@ -313,6 +313,7 @@ def pytest_sessionfinish(session):
 """
 
 
+@pytest.mark.slow
 async def test_a_hostile_report_written_by_the_tested_code_is_a_report_error(project: Path) -> None:
     """The tested code controls the JUnit report; a billion-laughs one is refused with a reason,
     in seconds, and the run's own facts (exit code, output) still come back."""
@@ -367,6 +368,7 @@ async def test_the_roots_sandbox_limits_bound_the_commands_of_a_stdio_server(pro
     assert "killed at the CPU time limit of 2 s" in out["stderr"]
 
 
+@pytest.mark.slow
 async def test_commands_use_the_workspace_virtualenv_and_pytest_falls_back_to_codeloops(
     project: Path,
 ) -> None:
@@ -405,6 +407,7 @@ async def test_the_sandbox_starts_at_the_first_command_and_dies_with_the_session
     assert str(gvisor.work_dir) not in await anyio.Path("/proc/self/mounts").read_text()
 
 
+@pytest.mark.slow
 async def test_a_test_run_past_its_timeout_is_reported_as_timed_out(project: Path) -> None:
     """STYLE.md section 5: a test run killed at its timeout is a result with timed_out and the output so far."""
     (project / "tests" / "test_slow.py").write_text("import time\n\n\ndef test_slow():\n    time.sleep(60)\n")

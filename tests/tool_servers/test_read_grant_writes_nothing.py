@@ -142,6 +142,7 @@ async def session(server: str, transport: str, root: Path, tmp_path: Path) -> As
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 @pytest.mark.parametrize("server", ["fs", "git", "search", "exec"])
+@pytest.mark.slow
 async def test_a_read_grant_changes_nothing_under_the_root(
     guarded_repo: Path, tmp_path: Path, server: str, transport: str
 ) -> None:

@@ -77,6 +77,7 @@ async def _call(client: Client, tool: str, args: dict[str, Any]) -> Any:
         return await client.call_tool(tool, args)
 
 
+@pytest.mark.slow
 async def test_a_query_naming_a_function_finds_its_definition_first(
     corpus: Path, embedder: CachedEmbedder
 ) -> None:

@@ -335,6 +335,7 @@ async def test_a_bucket_without_direct_gets_still_serves_snapshots(bus: Bus, tmp
     assert tree_files(dest) == expected
 
 
+@pytest.mark.slow
 async def test_a_manifest_of_100k_files_is_stored_and_read_back(bus: Bus) -> None:
     """Manifests are far over NATS's 1 MiB max payload for big repositories; they travel chunked."""
     entries = [

@@ -176,6 +176,7 @@ async def test_a_server_that_cannot_start_offers_no_tools_and_breaks_nothing(tmp
                     assert (await client.list_tools()).tools == []
 
 
+@pytest.mark.slow
 async def test_a_slow_call_times_out_and_long_output_is_cut(tmp_path: Path, tiny: Path) -> None:
     """Our rule: each call has a deadline and an output cap, both said in the result."""
     with anyio.fail_after(60):

@@ -216,6 +216,7 @@ ZeroDivisionError: division by zero
 """
 
 
+@pytest.mark.slow
 async def test_the_tasks_example_shows_the_problem_fixed_or_still_there(tmp_path: Path, tools) -> None:
     """No test fails on the starting tree, but the task's session raises there: the patch that makes
     it run clean is `passed` by the example; one that leaves it raising is `failed` with

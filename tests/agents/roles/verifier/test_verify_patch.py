@@ -174,6 +174,7 @@ async def test_a_preexisting_failure_is_not_blamed_on_the_patch(tmp_path: Path, 
     }
 
 
+@pytest.mark.slow
 async def test_the_returned_baseline_spares_the_rerun_on_a_revision(tmp_path: Path, tools) -> None:
     """A known starting outcome is not run again: the second verification has no baseline run
     and still tells the pre-existing failure from the patch's."""
