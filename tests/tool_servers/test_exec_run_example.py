@@ -110,7 +110,9 @@ async def test_an_expression_is_displayed_as_a_notebook_displays_it(project: Pat
         "class Chart:\n"
         "    def __repr__(self):\n        return '<Chart>'\n\n"
         "    def _repr_png_(self):\n        return draw()\n\n\n"
-        "def draw():\n    raise TypeError('numpy boolean subtract is not supported')\n\n\n"
+        "class SpecError(Exception):\n    pass\n\n\n"
+        "def draw():\n    try:\n        None - 1\n    except TypeError as err:\n"
+        "        raise SpecError('Scale setup failed') from err\n\n\n"
         "class Anything:\n"
         "    def __repr__(self):\n        return '<Anything>'\n\n"
         "    def __getattr__(self, name):\n        return lambda: 1 / 0\n"
@@ -119,7 +121,8 @@ async def test_an_expression_is_displayed_as_a_notebook_displays_it(project: Pat
     statements = (await _run_example(project, "process", text))["statements"]
     chart, anything = statements[1], statements[2]
     assert chart["output"].strip() == "<Chart>"
-    assert chart["raised"].startswith("TypeError: numpy boolean subtract") and chart["in_repository"]
+    assert chart["raised"] == "SpecError: Scale setup failed" and chart["in_repository"]
+    assert chart["causes"] == ["TypeError"]
     assert anything["raised"] is None and anything["output"].strip() == "<Anything>"
 
 

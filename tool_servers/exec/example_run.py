@@ -46,6 +46,9 @@ class StatementOutcome(BaseModel):
     """What it printed (an expression: its value's repr), the last 2,000 characters."""
     shown_output: str | None = None
     """The output the text shows under this expression, whitespace collapsed; None when it shows none."""
+    causes: list[str] = []
+    """The type names of the exceptions the raised one was raised from or while handling, nearest
+    first (`raise PlotSpecError(...) from err`: `TypeError`)."""
     bound: str | None = None
     """The repository's import statement run first for a name the example uses but never binds
     (`import numpy as np`), when the statement raised `NameError` for it; None otherwise."""

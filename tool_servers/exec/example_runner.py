@@ -127,6 +127,18 @@ def _binding(name, root):
     return max(counts)[1] if counts else None
 
 
+def _causes(exc):
+    """The type names of the exceptions `exc` was raised from or while handling, nearest first:
+    a project that wraps an error (`raise PlotSpecError(...) from err`) still shows the issue's."""
+    names, seen = [], {id(exc)}
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and id(cause) not in seen and len(names) < 10:
+        seen.add(id(cause))
+        names.append(type(cause).__name__)
+        cause = cause.__cause__ or cause.__context__
+    return names
+
+
 def _in_repository(tb, root, own):
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename
@@ -175,6 +187,7 @@ def _run_once(source, node, namespace, root, own):
         outcome["in_repository"] = _in_repository(exc.__traceback__, root, own)
         outcome["import_error"] = isinstance(exc, ImportError)
         outcome["traceback"] = "".join(traceback.format_exception_only(type(exc), exc))[-500:]
+        outcome["causes"] = _causes(exc)
     finally:
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
         sys.displayhook = sys.__displayhook__

@@ -6,7 +6,8 @@ the verifier runs that code statement by statement in the sandbox with the proje
 verifier's cache — and on the patched tree, and compares statement by statement:
 
 - **Reproduced**: on the starting tree a statement raised in the repository's code an exception
-  the text shows (any, when the text names none), not an ImportError (a missing dependency is the
+  the text shows (any, when the text names none; or one raised from such an exception, as a
+  project wraps an error in its own), not an ImportError (a missing dependency is the
   environment's); or printed exactly the output the text shows under it — the wrong output the
   issue reports.
 - **Fixed** (evidence, `example`): every reproduced statement now runs without raising and, for a
@@ -60,8 +61,8 @@ def normalized(text: str) -> str:
 
 def _reproduced(before: StatementRun, shown: set[str]) -> bool:
     if before.raised is not None:
-        kind = before.raised.split(":")[0]
-        return before.in_repository and not before.import_error and (not shown or kind in shown)
+        kinds = {before.raised.split(":")[0], *before.causes}
+        return before.in_repository and not before.import_error and (not shown or bool(kinds & shown))
     return before.shown_output is not None and normalized(before.output) == normalized(before.shown_output)
 
 
@@ -131,7 +132,7 @@ class ExampleCache:
 
     def _file(self, tree: str, text: str) -> Path:
         digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-        return self.directory / f"{tree}.example-{digest}.v2.json"
+        return self.directory / f"{tree}.example-{digest}.v3.json"
 
     def load(self, tree: str, text: str) -> ExampleRun | None:
         try:

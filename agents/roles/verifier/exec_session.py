@@ -85,6 +85,8 @@ class StatementRun(BaseModel):
     output: str = ""
     shown_output: str | None = None
     """The output the task's text shows under this expression, when it shows one."""
+    causes: list[str] = []
+    """The type names of the exceptions the raised one came from, nearest first."""
     bound: str | None = None
     """The repository's import run first for a name the example never binds, if one was."""
 

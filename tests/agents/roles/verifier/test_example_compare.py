@@ -76,3 +76,18 @@ def test_behaviour_compares_outputs_not_addresses() -> None:
     assert behaviour_of(one) == behaviour_of(two)
     assert behaviour_of(one) != behaviour_of(_run(CRASH))
     assert behaviour_of(ExampleRun(ran=False)) is None
+
+
+def test_the_issues_exception_wrapped_in_the_projects_own_is_reproduced() -> None:
+    """The issue shows a TypeError; the project raises its own error from it (`raise
+    PlotSpecError(...) from err`): the issue's problem all the same; an unrelated error is not."""
+    wrapped = StatementRun(
+        source="plot(flags)",
+        raised="PlotSpecError: Scale setup failed for the `color` variable",
+        in_repository=True,
+        causes=["TypeError"],
+    )
+    fixed = _prints("plot(flags)", "<Plot>\n")
+    assert compare(_run(wrapped, shown=("TypeError",)), _run(fixed, shown=("TypeError",))).outcome == "fixed"
+    other = wrapped.model_copy(update={"causes": ["KeyError"]})
+    assert compare(_run(other, shown=("TypeError",)), _run(fixed, shown=("TypeError",))).outcome == "nothing"
