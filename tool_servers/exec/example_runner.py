@@ -104,7 +104,7 @@ def _repository_imports(root):
                 line = line.strip().strip('",')
                 match = _IMPORT_AS.match(line)
                 if match:
-                    found[("import %s as %s" % match.groups(), match.group(2))] += 1
+                    found[(f"import {match.group(1)} as {match.group(2)}", match.group(2))] += 1
                     continue
                 match = _IMPORT.match(line)
                 if match:
@@ -115,7 +115,7 @@ def _repository_imports(root):
                     for part in match.group(2).split(","):
                         words = part.split()
                         if len(words) == 1 or (len(words) == 3 and words[1] == "as"):
-                            statement = "from %s import %s" % (match.group(1), " ".join(words))
+                            statement = f"from {match.group(1)} import {' '.join(words)}"
                             found[(statement, words[-1])] += 1
     _IMPORTS.append(found)
     return found
