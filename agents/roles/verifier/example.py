@@ -12,7 +12,9 @@ verifier's cache — and on the patched tree, and compares statement by statemen
   issue reports.
 - **Fixed** (evidence, `example`): every reproduced statement now runs without raising and, for a
   shown output, prints something else; no statement that ran clean before raises in the
-  repository now; the run did not time out.
+  repository now; the run did not time out. Where nothing reproduced, a session expression whose
+  output differed from what the text shows under it (or that raised) and now prints exactly that
+  is fixed too: the text showed the output it expects.
 - **Still failing** (`example.still_failing`, sent back to the coder): a reproduced statement
   raises the same exception, message and all, or prints the same wrong output.
 - **Broken** (`example.regression`): a statement that ran clean before raises in the repository.
@@ -66,6 +68,16 @@ def _reproduced(before: StatementRun, shown: set[str]) -> bool:
     return before.shown_output is not None and normalized(before.output) == normalized(before.shown_output)
 
 
+def _now_as_shown(before: StatementRun, after: StatementRun) -> bool:
+    """An expression printing, with the patch and not before it, the output the text shows."""
+    if after.shown_output is None or after.raised is not None:
+        return False
+    shown = normalized(after.shown_output)
+    return normalized(after.output) == shown and (
+        before.raised is not None or normalized(before.output) != shown
+    )
+
+
 def _new_error(before: StatementRun, after: StatementRun) -> bool:
     return (
         before.raised is None and after.raised is not None and after.in_repository and not after.import_error
@@ -86,6 +98,13 @@ def compare(before: ExampleRun, after: ExampleRun) -> Comparison:
         return Comparison("broken", f"`{a.source}` ran clean before the patch and raises {a.raised} with it")
     reproduced = [(b, a) for b, a in pairs if _reproduced(b, shown)]
     if not reproduced:
+        expected = [a for b, a in pairs if _now_as_shown(b, a)]
+        if expected and not after.timed_out:
+            return Comparison(
+                "fixed",
+                f"the task's example `{expected[0].source}` prints what the task shows "
+                f"({normalized(expected[0].output)[:80]!r}) with the patch, not before it",
+            )
         return Comparison("nothing", "the example did not show the problem on the starting tree")
     for b, a in reproduced:
         same_error = (

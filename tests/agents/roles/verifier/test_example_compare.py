@@ -91,3 +91,14 @@ def test_the_issues_exception_wrapped_in_the_projects_own_is_reproduced() -> Non
     assert compare(_run(wrapped, shown=("TypeError",)), _run(fixed, shown=("TypeError",))).outcome == "fixed"
     other = wrapped.model_copy(update={"causes": ["KeyError"]})
     assert compare(_run(other, shown=("TypeError",)), _run(fixed, shown=("TypeError",))).outcome == "nothing"
+
+
+def test_an_expression_printing_what_the_task_shows_only_with_the_patch_is_fixed() -> None:
+    """ "I expect `>>> ratio(0, 0)` to give `0`": the starting tree prints something else, the patch
+    prints the shown output — fixed; a patch printing yet another value shows nothing."""
+    before = _run(_prints("ratio(0, 0)", "nan\n", shown="0"), shown=())
+    right = _run(_prints("ratio(0, 0)", "0\n", shown="0"), shown=())
+    other = _run(_prints("ratio(0, 0)", "-1\n", shown="0"), shown=())
+    outcome = compare(before, right)
+    assert outcome.outcome == "fixed" and "prints what the task shows" in outcome.line
+    assert compare(before, other).outcome == "nothing"
