@@ -11,7 +11,8 @@ Every candidate was verified against the same starting tree; the choice goes, in
    a larger cluster of candidates that changed the behaviour is preferred: independent attempts
    that behave alike are more often right than a lone one.
 4. **Agreement**: the candidate whose lines (added and removed, whitespace aside) most resemble
-   the other candidates' — majority voting over the patches themselves.
+   the other candidates' — majority voting over the patches themselves, in which a `failed`
+   candidate has no vote: resembling a patch shown wrong is no merit.
 5. **Size**: the smaller patch.
 
 Nothing here knows a system, a repository or an instance: only the candidates' reports and
@@ -160,9 +161,10 @@ def _lines(patch: str) -> set[tuple[str, str]]:
 
 
 def _agreement(c: Candidate, candidates: Sequence[Candidate]) -> float:
-    """Mean Jaccard similarity of `c`'s lines to the other candidates' (0 alone)."""
+    """Mean Jaccard similarity of `c`'s lines to the other candidates' that were not `failed`
+    (0 with none)."""
     mine = _lines(c.patch)
-    others = [_lines(o.patch) for o in candidates if o.key != c.key]
+    others = [_lines(o.patch) for o in candidates if o.key != c.key and o.verdict != "failed"]
     if not others:
         return 0.0
     scores = [len(mine & o) / len(mine | o) if mine | o else 1.0 for o in others]

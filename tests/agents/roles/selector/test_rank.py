@@ -99,3 +99,24 @@ def test_one_candidate_is_chosen_as_the_only_one_and_none_is_an_error() -> None:
     assert choose([Candidate("only", _patch("a.py", "x"), "failed")]).reason.startswith("the only candidate")
     with pytest.raises(ValueError):
         choose([])
+
+
+def test_a_failed_candidate_has_no_vote_in_the_patches_agreement() -> None:
+    """Two passed candidates edit the bug differently; a failed one removes the same line as the
+    larger of them: resembling a patch shown wrong is no merit, so the smaller passed one wins."""
+
+    def _replace(removed: str, *added: str) -> str:
+        body = f"-{removed}\n" + "".join(f"+{line}\n" for line in added)
+        return f"--- a/s.py\n+++ b/s.py\n@@ -1,2 +1,{len(added) + 1} @@\n x = 1\n{body}"
+
+    choice = choose(
+        [
+            Candidate(
+                "like-the-failed", _replace("b = hi - lo", "b = int(hi) - int(lo)", "a = lo"), "passed"
+            ),
+            Candidate("failed", _replace("b = hi - lo", "b = 1"), "failed", errors=1),
+            Candidate("smaller", _patch("s.py", "data = data.astype(int)"), "passed"),
+        ]
+    )
+    assert choice.chosen == "smaller"
+    assert "the smallest patch" in choice.reason
