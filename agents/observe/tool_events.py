@@ -185,13 +185,10 @@ def tool_call_observer(bus: Bus) -> Callable[[RunInfo], Hooks]:
     return observe
 
 
-def _field(result: "HandlerResult", *names: str) -> object:
-    for name in names:
-        if isinstance(result, dict) and name in result:
-            return result[name]
-        if hasattr(result, name):
-            return getattr(result, name)
-    return None
+def _field(result: "HandlerResult", alias: str, attr: str) -> object:
+    """A result's field: by its wire name in a dict, by its attribute on a model (never the
+    model's deprecated camelCase aliases)."""
+    return result.get(alias) if isinstance(result, dict) else getattr(result, attr, None)
 
 
 class _ToolCallTimer:
