@@ -32,6 +32,7 @@ async def _reply(delivery: Delivery) -> None:
     await delivery.publish(subjects.event(delivery.envelope.task_id, "result"), result)
 
 
+@pytest.mark.slow
 async def test_long_handler_heartbeats_keep_its_message_from_redelivery(bus: Bus) -> None:
     """In-progress heartbeats hold the message past ack_wait; a second worker never sees it."""
     calls = 0

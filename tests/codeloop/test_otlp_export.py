@@ -29,6 +29,7 @@ async def _receive_one_export(listener, received: list[tuple[str, bytes]]) -> No
         )
 
 
+@pytest.mark.slow
 async def test_a_tool_server_exports_its_tool_call_span_to_the_otlp_endpoint(tmp_path: Path) -> None:
     """The collector named by the standard variable gets the server's `tools/call` span, with the
     resource naming the process, when the server exits."""

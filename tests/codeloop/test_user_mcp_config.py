@@ -127,6 +127,7 @@ async def test_config_show_lists_each_server_and_its_tools_without_env_values(tm
     assert processes_mentioning(tmp_path) == []
 
 
+@pytest.mark.slow
 async def test_a_repository_declaring_mcp_servers_is_refused_before_anything_starts(tmp_path: Path) -> None:
     """The issue: a repository must not make your agent start programs; its `[mcp_servers]` is
     refused with a message (exit 2), by `run` and by `config check`, and nothing is started."""

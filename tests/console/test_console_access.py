@@ -195,6 +195,7 @@ async def test_a_running_task_cannot_be_continued_and_another_principals_not_at_
         assert theirs.status_code == 404
 
 
+@pytest.mark.slow
 async def test_codeloop_console_prints_the_running_consoles_address(console: Console, tmp_path: Path) -> None:
     """Our contract: `codeloop console` prints the address of the local serve's console."""
     import json

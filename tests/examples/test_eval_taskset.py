@@ -65,6 +65,7 @@ def test_gold_files_exist_and_explanation_facts_are_stated_by_the_code() -> None
 
 
 @pytest.mark.anyio
+@pytest.mark.slow
 async def test_fail_to_pass_tests_fail_on_the_shipped_tree_and_pass_after_the_gold_patch(
     tmp_path: Path,
 ) -> None:

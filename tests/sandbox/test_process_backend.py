@@ -83,6 +83,7 @@ async def test_a_relative_working_directory_is_inside_the_workspace(tmp_path: Pa
     assert relative.stdout.strip() == sandbox_path.stdout.strip() == expected
 
 
+@pytest.mark.slow
 async def test_cpu_time_beyond_the_limit_is_reported_on_the_process_backend(tmp_path: Path) -> None:
     """A CPU-time limit; here RLIMIT_CPU, enforced by the host kernel."""
     limits = SandboxLimits(cpu_time_s=1, timeout_s=30)

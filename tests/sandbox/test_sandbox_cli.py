@@ -32,6 +32,7 @@ def codeloop(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
     )
 
 
+@pytest.mark.slow
 def test_json_output_has_exactly_the_contract_fields_under_gvisor(tmp_path: Path) -> None:
     """--json prints exit_code, stdout, stderr, timed_out, backend, duration_s, truncated."""
     if not probe_runsc().works:

@@ -67,6 +67,7 @@ def _sandbox_exec(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[st
     )
 
 
+@pytest.mark.slow
 def test_the_cli_warns_on_stderr_in_text_mode_and_in_the_json_result(tmp_path: Path) -> None:
     """`codeloop sandbox exec` behaves like the command, plus one warning line on stderr; with
     --json the warning is a field of the result."""

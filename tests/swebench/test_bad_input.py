@@ -16,6 +16,7 @@ def _error(done) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_a_malformed_instance_line_names_the_line(synthetic_inputs: dict[str, Path], tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     text = synthetic_inputs["instances"].read_text().splitlines()
@@ -80,6 +81,7 @@ def test_a_spec_is_needed_for_a_repository_swebench_lacks(
     assert "no spec for repository synthetic/calc" in line and "--specs FILE" in line
 
 
+@pytest.mark.slow
 def test_predictions_and_model_are_exclusive(synthetic_inputs: dict[str, Path], tmp_path: Path) -> None:
     line = _error(run_cli(synthetic_inputs["instances"], "--out", tmp_path / "o"))
     assert "exactly one of --predictions" in line

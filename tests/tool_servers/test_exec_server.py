@@ -117,6 +117,7 @@ async def test_run_tests_names_each_failing_test_with_its_location_and_message(
     assert not (project / ".codeloop").exists()  # the report and its outbox are read and removed
 
 
+@pytest.mark.slow
 async def test_run_tests_runs_only_the_selected_node_ids(project: Path) -> None:
     """Our contract: `paths` takes pytest node ids relative to the root, and `keyword` is `-k`."""
     server = build_exec_server(project, backend=DEFAULT_BACKEND)
@@ -243,6 +244,7 @@ async def test_without_the_execute_scope_exec_tools_are_hidden_and_refused(proje
     assert refused.structured_content["details"]["missing_scope"] == "execute"
 
 
+@pytest.mark.slow
 async def test_a_command_past_its_timeout_is_a_timed_out_result_and_the_sandbox_keeps_serving(
     project: Path,
 ) -> None:

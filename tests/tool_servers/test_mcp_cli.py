@@ -54,6 +54,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
         "nats-for-a-tool-server",
     ],
 )
+@pytest.mark.slow
 def test_bad_input_is_refused_with_a_clear_message(tmp_path: Path, args: list[str], message: str) -> None:
     """Brief CLI conventions: the message says what was wrong; exit code non-zero; no traceback."""
     (tmp_path / "bad").write_text("only-a-token\n")
@@ -63,6 +64,7 @@ def test_bad_input_is_refused_with_a_clear_message(tmp_path: Path, args: list[st
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_http_port_in_use_is_reported_without_a_traceback(tmp_path: Path, token_file: Path) -> None:
     """Brief CLI conventions: a port that cannot be bound is an error message, not a crash."""
     import socket
@@ -87,6 +89,7 @@ def test_http_port_in_use_is_reported_without_a_traceback(tmp_path: Path, token_
     assert "cannot serve on" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_without_scopes_a_server_grants_read_only_and_says_so_on_stderr(tmp_path: Path) -> None:
     """Least privilege by default: no --scopes means read, said on stderr (stdout is the protocol)."""
     result = _run("mcp", "fs", "--root", str(tmp_path))  # stdin closed: the stdio server ends at once
@@ -96,6 +99,7 @@ def test_without_scopes_a_server_grants_read_only_and_says_so_on_stderr(tmp_path
 
 
 @pytest.mark.anyio
+@pytest.mark.slow
 async def test_without_scopes_only_read_tools_are_listed(repo: Path) -> None:
     """The default grant as a client sees it: no write tool is listed."""
     import anyio

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.anyio
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 @pytest.mark.parametrize("server", ["fs", "git"])
+@pytest.mark.slow
 async def test_stdio_server_lists_tools_per_scope_and_answers_with_valid_structured_content(
     repo: Path, server: str, mode: str
 ) -> None:

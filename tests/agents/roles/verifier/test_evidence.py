@@ -162,6 +162,7 @@ async def test_a_test_failing_inside_the_changed_code_is_the_patchs_to_fix(tmp_p
     assert report.still_failing == ["tests/test_frac.py::test_ratio_of_zero"]
 
 
+@pytest.mark.slow
 async def test_a_reproducing_test_is_evidence_in_a_repository_with_no_failing_test(
     tmp_path: Path, tools
 ) -> None:
@@ -245,6 +246,7 @@ TEST_SETUP = "import os\n\n\ndef test_fancy_mode_can_be_set():\n    os.environ['
 TEST_MODE = "from conf import mode\n\n\ndef test_mode_is_plain():\n    assert mode() == 'plain'\n"
 
 
+@pytest.mark.slow
 async def test_a_target_failing_only_through_state_earlier_tests_left_is_not_evidence(tmp_path: Path) -> None:
     """`test_mode_is_plain` fails in the whole-suite run on the starting tree (an earlier test left
     the environment variable set) and passes when its file runs alone: any patch touching `mode()` would
@@ -283,6 +285,7 @@ def _loader_test(name: str) -> str:
     return f"from loader import load\n\n\ndef test_{name}():\n    assert load('{{bad')\n"
 
 
+@pytest.mark.slow
 async def test_a_crash_outside_the_project_failing_tests_everywhere_is_the_environments(
     tmp_path: Path,
 ) -> None:
