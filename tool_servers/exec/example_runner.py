@@ -101,23 +101,27 @@ def _repository_imports(root):
             except OSError:
                 continue
             for line in text.replace("\\n", "\n").replace('\\"', '"').split("\n"):
-                line = line.strip().strip('",')
-                match = _IMPORT_AS.match(line)
-                if match:
-                    found[(f"import {match.group(1)} as {match.group(2)}", match.group(2))] += 1
-                    continue
-                match = _IMPORT.match(line)
-                if match:
-                    found[("import " + match.group(1), match.group(1))] += 1
-                    continue
-                match = _FROM_IMPORT.match(line)
-                if match:
-                    for part in match.group(2).split(","):
-                        words = part.split()
-                        if len(words) == 1 or (len(words) == 3 and words[1] == "as"):
-                            statement = f"from {match.group(1)} import {' '.join(words)}"
-                            found[(statement, words[-1])] += 1
+                found.update(_bindings(line.strip().strip('",')))
     _IMPORTS.append(found)
+    return found
+
+
+def _bindings(line):
+    """(import statement, name it binds) for each name an import line binds; none for another line."""
+    match = _IMPORT_AS.match(line)
+    if match:
+        return [(f"import {match.group(1)} as {match.group(2)}", match.group(2))]
+    match = _IMPORT.match(line)
+    if match:
+        return [("import " + match.group(1), match.group(1))]
+    match = _FROM_IMPORT.match(line)
+    if not match:
+        return []
+    found = []
+    for part in match.group(2).split(","):
+        words = part.split()
+        if len(words) == 1 or (len(words) == 3 and words[1] == "as"):
+            found.append((f"from {match.group(1)} import {' '.join(words)}", words[-1]))
     return found
 
 
