@@ -21,6 +21,7 @@ from its tests and docs), which the statement's report names (`bound`).
 
 import ast
 import collections
+import functools
 import io
 import json
 import os
@@ -32,8 +33,6 @@ import traceback
 MARKER = "@@codeloop-example@@"
 MAX_OUTPUT = 2000
 MAX_STATEMENTS = 200
-
-
 MAX_SCANNED_FILES = 5000
 SCANNED_SUFFIXES = (".py", ".rst", ".md", ".txt", ".ipynb")
 SKIPPED_DIRS = ("site-packages", "node_modules", "build", "dist", "__pycache__")
@@ -41,7 +40,6 @@ _UNBOUND = re.compile(r"name '(\w+)' is not defined")
 _IMPORT_AS = re.compile(r"^(?:>>> |\.\.\. )?\s*import ([\w.]+) as (\w+)\s*$")
 _IMPORT = re.compile(r"^(?:>>> |\.\.\. )?\s*import (\w+)\s*$")
 _FROM_IMPORT = re.compile(r"^(?:>>> |\.\.\. )?\s*from ([\w.]+) import ([\w, ]+?)\s*$")
-_IMPORTS = []
 RICH_FORMS = ("_repr_html_", "_repr_svg_", "_repr_png_", "_repr_jpeg_")
 
 
@@ -82,28 +80,34 @@ def _display(value):
             getattr(value, name)()
 
 
+@functools.lru_cache(maxsize=None)  # noqa: UP033 - functools.cache is 3.9+, the project may run 3.6
 def _repository_imports(root):
     """Every import statement line of the repository's own files, with the names it binds
     (read once per run, at most `MAX_SCANNED_FILES` files)."""
-    if _IMPORTS:
-        return _IMPORTS[0]
     found = collections.Counter()
+    for path in _scanned_files(root):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read(1 << 20)
+        except OSError:
+            continue
+        for line in text.replace("\\n", "\n").replace('\\"', '"').split("\n"):
+            found.update(_bindings(line.strip().strip('",')))
+    return found
+
+
+def _scanned_files(root):
+    """The repository's source and documentation files, in a stable order, the walk ending at
+    `MAX_SCANNED_FILES`."""
     scanned = 0
     for directory, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS)
         for name in sorted(files):
-            if not name.endswith(SCANNED_SUFFIXES) or scanned >= MAX_SCANNED_FILES:
-                continue
-            scanned += 1
-            try:
-                with open(os.path.join(directory, name), encoding="utf-8", errors="replace") as f:
-                    text = f.read(1 << 20)
-            except OSError:
-                continue
-            for line in text.replace("\\n", "\n").replace('\\"', '"').split("\n"):
-                found.update(_bindings(line.strip().strip('",')))
-    _IMPORTS.append(found)
-    return found
+            if name.endswith(SCANNED_SUFFIXES):
+                if scanned >= MAX_SCANNED_FILES:
+                    return
+                scanned += 1
+                yield os.path.join(directory, name)
 
 
 def _bindings(line):

@@ -136,6 +136,11 @@ def _runs_at_import(source: str, lines: set[int]) -> bool:
     return body(tree.body)
 
 
+def _is_code(line: str) -> bool:
+    """A line that is neither blank nor only a comment."""
+    return bool(line.strip()) and not line.strip().startswith("#")
+
+
 def _top_level_imports(source: str) -> set[int]:
     """The lines of `source`'s top-level `import` statements."""
     try:
@@ -253,11 +258,10 @@ def probe(change: FileChange, before: str, after: str) -> Probe:
             continue  # reached only through the removed statement it replaces, counted above
         if holder is not None:
             lines.update(range(holder.body_start, holder.end + 1))
-        elif texts.get(new_line, "").strip() and not texts[new_line].strip().startswith("#"):
+        elif _is_code(texts.get(new_line, "")):
             module_wide = True  # a top-level blank line or comment executes nothing
     added = added_lines - imports
-    code = {ln for ln in added if texts.get(ln, "").strip() and not texts[ln].strip().startswith("#")}
-    if imports and not (lines or module_wide or code):
+    if imports and not (lines or module_wide or any(_is_code(texts.get(ln, "")) for ln in added)):
         module_wide, added = True, added_lines  # imports are all the patch adds here
     removed_top = {ln for ln, _ in change.removed if _innermost(functions, ln) is None}
     at_import = _runs_at_import(before, removed_top) or _runs_at_import(after, added)
